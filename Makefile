@@ -1,0 +1,60 @@
+# sfclab: set-up, demo and tests on a Debian 12 machine (run as root).
+#   make setup   install Debian packages, the virtualenv and the native tools (a no-op when done)
+#   make demo    set-up, then the main job (scripts/demo.sh)
+#   make test    set-up, then the whole test suite (unit, then integration as root)
+#   make bench   set-up, then the benchmarks in bench/
+.DELETE_ON_ERROR:
+SHELL := /bin/bash
+
+VENV      ?= .venv
+PYTHON    ?= /usr/bin/python3
+BIN       := $(VENV)/bin
+STAMP     := $(VENV)/.stamp
+DEB_STAMP := build/.debs
+PYTEST_ARGS ?=
+
+DEBS := iproute2 iperf3 openvswitch-switch ethtool nftables iptables \
+        libndpi-dev libndpi-bin libnetfilter-queue-dev libmnl-dev \
+        netsniff-ng openssl gcc make libc6-dev python3-venv procps
+
+.PHONY: setup demo test unit integration bench native clean
+setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab
+
+$(DEB_STAMP): Makefile
+	@mkdir -p build
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "setup: installing Debian packages:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@touch $@
+
+$(STAMP): pyproject.toml $(DEB_STAMP)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+/usr/local/bin/sfclab: $(STAMP)
+	@ln -sf $(CURDIR)/$(BIN)/sfclab $@
+
+native: $(DEB_STAMP)
+	@$(MAKE) -s -C native
+
+demo: setup
+	@scripts/demo.sh
+
+test: setup
+	@scripts/test.sh $(PYTEST_ARGS)
+
+unit: setup
+	@$(BIN)/pytest -q tests/unit
+
+integration: setup
+	@$(BIN)/pytest -q tests/integration
+
+bench: setup
+	@$(BIN)/python bench/run.py
+
+clean:
+	@$(MAKE) -s -C native clean
+	rm -rf build $(VENV)

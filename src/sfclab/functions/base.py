@@ -1,0 +1,145 @@
+"""The network-function model.
+
+A *function* is a lab node kind (``router``, ``firewall``, ``nat``, ``shaper``, ``dpi``, ``tun``)
+whose namespace forwards packets like a router and adds a behaviour.  Each kind is one subclass
+of :class:`NetworkFunction`, registered under its name, with a pydantic ``Params`` model for the
+node's keys in the lab file (every key but ``kind``).
+
+Lifecycle, driven by :mod:`sfclab.realize.lab`:
+
+1. ``configure()`` after the node's links, addresses and routes exist: kernel state only
+   (rules, qdiscs, sysctls), loaded in one batch.
+2. ``start()`` starts the function's processes through :meth:`FunctionContext.spawn`, which
+   records each PID so ``down`` can end it (``down`` also ends every process in the namespace).
+3. ``inspect()`` returns a JSON-ready dict (counters, per-flow tables ...).
+4. ``stop()`` ends processes and undoes what ``configure`` did outside the namespace (cgroups);
+   state inside the namespace disappears with it.  It must be safe to call on a function whose
+   ``start`` never ran or ran halfway, and in a fresh process (``sfclab down``), rebuilt from the
+   plan, so it may not rely on attributes set by ``start``.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from ipaddress import IPv4Interface
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..realize import netns
+
+
+class FunctionParams(BaseModel):
+    """Keys every function node accepts besides its own."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+@dataclass(frozen=True)
+class Interface:
+    """One of the node's interfaces: its name in the namespace, the node at the other end of the
+    link (for a bridge segment: the bridge node) and its address."""
+
+    name: str
+    peer: str
+    address: IPv4Interface | None
+
+
+@dataclass
+class FunctionContext:
+    """What a function sees of its lab: its namespace, interfaces and a place for state."""
+
+    lab: str
+    node: str
+    netns: str
+    interfaces: list[Interface]
+    state_dir: Path
+    routes: list[dict[str, Any]] = field(default_factory=list)
+
+    def interface_toward(self, peer: str) -> Interface:
+        for i in self.interfaces:
+            if i.peer == peer:
+                return i
+        raise KeyError(peer)
+
+    def run(self, argv: list[str], *, input: str | None = None, check: bool = True,
+            timeout: float | None = 60) -> subprocess.CompletedProcess:
+        """Run a program inside the node's namespace and wait (``ToolError`` on failure)."""
+        return netns.run(self.netns, argv, input=input, check=check, timeout=timeout)
+
+    def spawn(self, argv: list[str], **kw: Any) -> subprocess.Popen:
+        """Start a long-running program in the namespace; its PID is recorded for ``down``."""
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        proc = netns.popen(self.netns, argv, start_new_session=True, **kw)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.state_dir / "pids", "a") as f:
+            f.write(json.dumps({"pid": proc.pid, "argv": argv}) + "\n")
+        return proc
+
+    def recorded_pids(self) -> list[int]:
+        try:
+            with open(self.state_dir / "pids") as f:
+                return [json.loads(line)["pid"] for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+
+
+class NetworkFunction(abc.ABC):
+    """Base class of every function kind.  Subclasses set ``kind`` and ``Params``."""
+
+    kind: ClassVar[str]
+    Params: ClassVar[type[FunctionParams]] = FunctionParams
+    #: whether the namespace forwards packets (every function does; hosts are not functions)
+    forwards: ClassVar[bool] = True
+
+    def __init__(self, ctx: FunctionContext, params: FunctionParams):
+        self.ctx = ctx
+        self.params = params
+
+    def configure(self) -> None:  # noqa: B027 - optional hook
+        """Load kernel state (rules, qdiscs, sysctls) in one batch."""
+
+    def start(self) -> None:  # noqa: B027 - optional hook
+        """Start the function's processes through ``self.ctx.spawn``."""
+
+    def stop(self) -> None:
+        """End recorded processes; safe to call repeatedly and after a crash."""
+        netns.end_processes([p for p in self.ctx.recorded_pids() if _pid_in(p, self.ctx.netns)])
+
+    def inspect(self) -> dict[str, Any]:
+        """A JSON-ready description of what the function is doing (counters, flows)."""
+        return {}
+
+    def check(self) -> None:  # noqa: B027 - optional hook
+        """Checks that need the machine (an executable exists ...), run before anything is
+        created; raise ``SpecError`` with the node's place on failure."""
+
+
+def _pid_in(pid: int, ns: str) -> bool:
+    """True if ``pid`` still runs inside namespace ``ns`` (so a recycled PID is never killed)."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(netns.path(ns)).st_ino
+    except OSError:
+        return False
+
+
+REGISTRY: dict[str, type[NetworkFunction]] = {}
+
+
+def register(cls: type[NetworkFunction]) -> type[NetworkFunction]:
+    """Class decorator: make ``cls`` available as node kind ``cls.kind``."""
+    REGISTRY[cls.kind] = cls
+    return cls
+
+
+def get(kind: str) -> type[NetworkFunction]:
+    return REGISTRY[kind]
+
+
+def kinds() -> list[str]:
+    return sorted(REGISTRY)

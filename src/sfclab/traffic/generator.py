@@ -1,0 +1,71 @@
+"""The packet-generator interface every rate measurement (curve, NDR/PDR, latency) is written
+against, so the search logic can run on a fake and the real native generator alike.
+
+One *trial* offers a constant packet rate for a duration, stops, lets queues drain, and only then
+reads the counters.  ``sent`` is what the generator actually put on the wire; loss is counted
+against it, never against what was asked for, and ``generator_limited`` says the generator could
+not reach the offered rate (so the chain is not blamed for it).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: a generator that sent less than this fraction of the offered rate is generator-limited
+GENERATOR_LIMIT_TOLERANCE = 0.97
+
+
+@dataclass
+class Trial:
+    """Counters of one trial, read after traffic stopped and queues drained."""
+
+    offered_pps: float | None  # None: as fast as possible
+    duration_s: float
+    size: int | str  # frame size in bytes, or "imix"
+    sent: int
+    received: int
+    sent_pps: float
+    received_pps: float
+    reordered: int = 0
+    duplicated: int = 0
+    latency_us: dict[str, float] = field(default_factory=dict)  # p50, p90, p99, p99.9, max
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def lost(self) -> int:
+        return max(self.sent - self.received, 0)
+
+    @property
+    def loss_ratio(self) -> float:
+        return self.lost / self.sent if self.sent else 0.0
+
+    @property
+    def generator_limited(self) -> bool:
+        if self.offered_pps is None:
+            return False
+        return self.sent_pps < GENERATOR_LIMIT_TOLERANCE * self.offered_pps
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(lost=self.lost, loss_ratio=self.loss_ratio,
+                 generator_limited=self.generator_limited)
+        return d
+
+
+class PacketGenerator(abc.ABC):
+    """Offers UDP traffic from one lab node to another and counts what arrives."""
+
+    @abc.abstractmethod
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str) -> Trial:
+        """Offer ``offered_pps`` (None: maximum) for ``duration_s`` and return the counters."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """End any process the generator still owns."""
+
+    def __enter__(self) -> "PacketGenerator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
