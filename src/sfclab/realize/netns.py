@@ -46,14 +46,27 @@ def exists(name: str) -> bool:
     return os.path.exists(path(name))
 
 
+_run_dir_ready = False
+
+
 def _ensure_run_dir() -> None:
-    """Make /run/netns a shared mount of its own, as ``ip netns add`` does (once per boot)."""
-    os.makedirs(NETNS_RUN_DIR, exist_ok=True)
-    if os.path.ismount(NETNS_RUN_DIR):
+    """Make /run/netns a shared mount of its own, as ``ip netns add`` does.
+
+    Making it shared fails with EINVAL only while it is not a mount point; only then is it
+    bind-mounted onto itself (so repeated calls never stack mounts).
+    """
+    global _run_dir_ready
+    if _run_dir_ready:
         return
+    os.makedirs(NETNS_RUN_DIR, exist_ok=True)
     d = NETNS_RUN_DIR.encode()
-    _check(_libc.mount(d, d, b"none", MS_BIND | MS_REC, None), f"mount --bind {NETNS_RUN_DIR}")
-    _check(_libc.mount(b"", d, b"none", MS_SHARED | MS_REC, None), f"mount --make-shared {NETNS_RUN_DIR}")
+    if _libc.mount(b"", d, b"none", MS_SHARED | MS_REC, None) != 0:
+        if ctypes.get_errno() != _errno.EINVAL:
+            _check(-1, f"mount --make-shared {NETNS_RUN_DIR}")
+        _check(_libc.mount(d, d, b"none", MS_BIND | MS_REC, None), f"mount --bind {NETNS_RUN_DIR}")
+        _check(_libc.mount(b"", d, b"none", MS_SHARED | MS_REC, None),
+               f"mount --make-shared {NETNS_RUN_DIR}")
+    _run_dir_ready = True
 
 
 @contextlib.contextmanager
@@ -69,8 +82,9 @@ def _home() -> Iterator[int]:
             os.close(home)
 
 
-def create(name: str) -> IPRoute:
-    """Create namespace ``name`` and return an ``IPRoute`` bound inside it.
+def create(name: str, sysctls: dict[str, str] | None = None) -> IPRoute:
+    """Create namespace ``name``, write ``sysctls`` (``net.*`` only) inside it, and return an
+    ``IPRoute`` bound inside it.
 
     Raises ``FileExistsError`` if the name is taken (we never adopt a namespace we did not make).
     """
@@ -83,6 +97,9 @@ def create(name: str) -> IPRoute:
             _check(_libc.unshare(CLONE_NEWNET), f"unshare for namespace {name}")
             _check(_libc.mount(b"/proc/thread-self/ns/net", p.encode(), b"none", MS_BIND, None),
                    f"bind mount {p}")
+            for key, value in (sysctls or {}).items():
+                with open("/proc/sys/" + key.replace(".", "/"), "w") as f:
+                    f.write(value)
             ipr = IPRoute()
         return ipr
     except BaseException:

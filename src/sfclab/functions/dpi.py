@@ -1,0 +1,107 @@
+"""``dpi``: deep packet inspection with nDPI, in-line on the node's forwarding path.
+
+Lab file keys::
+
+    queue: 0             # NFQUEUE number inside the node's namespace (default 0)
+    interval: 1.0        # seconds between flow-table writes (default 1)
+    max_packets: 64      # packets per flow given to nDPI before it must guess
+    cpu: 0.5             # optional cgroup limits
+    memory: 64M
+
+``configure`` loads ``table inet sfclab_dpi`` with one rule on the forward hook:
+``queue num Q bypass`` — packets go to the ``sfc-dpi`` program (native/sfc-dpi.c), which
+classifies each flow and accepts every packet; ``bypass`` lets packets through when the
+program is not (or no longer) running, so a crashed classifier never cuts the chain.
+The program writes ``<state_dir>/dpi-flows.json``; ``inspect`` asks it for a fresh copy
+(SIGUSR1) and returns per-flow protocol, packets and bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from ..errors import SpecError
+from . import cgroups
+from .base import register
+from .process import ProcessFunction
+
+TABLE = "sfclab_dpi"
+BINARY = "sfc-dpi"
+
+
+def binary_path() -> Path | None:
+    """``$SFCLAB_DPI``, else native/build/sfc-dpi of this checkout, else ``sfc-dpi`` in PATH."""
+    env = os.environ.get("SFCLAB_DPI")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent / "native" / "build" / BINARY
+        if cand.is_file():
+            return cand
+    import shutil
+    found = shutil.which(BINARY)
+    return Path(found) if found else None
+
+
+class DpiParams(cgroups.LimitParams):
+    queue: int = Field(default=0, ge=0, le=65535)
+    interval: float = Field(default=1.0, gt=0, le=3600)
+    max_packets: int = Field(default=64, ge=1, le=10_000)
+
+
+@register
+class Dpi(ProcessFunction):
+    kind = "dpi"
+    Params = DpiParams
+    params: DpiParams
+
+    @property
+    def flows_path(self) -> Path:
+        return self.ctx.state_dir / "dpi-flows.json"
+
+    def check(self) -> None:
+        b = binary_path()
+        if b is None or not os.access(b, os.X_OK):
+            raise SpecError(f"the {BINARY} program is not built (make -C native sfc-dpi) "
+                            "or SFCLAB_DPI does not name it", place="kind")
+
+    def ruleset(self) -> str:
+        return (f"table inet {TABLE}\ndelete table inet {TABLE}\n"
+                f"table inet {TABLE} {{\n  chain forward {{\n"
+                "    type filter hook forward priority filter - 10; policy accept;\n"
+                f"    counter queue num {self.params.queue} bypass\n  }}\n}}\n")
+
+    def configure(self) -> None:
+        self.ctx.run(["nft", "-f", "-"], input=self.ruleset())
+
+    def program(self) -> list[str]:
+        b = binary_path()
+        if b is None:
+            raise SpecError(f"the {BINARY} program is not built", place="kind")
+        p = self.params
+        return [str(b), "-q", str(p.queue), "-o", str(self.flows_path),
+                "-i", str(p.interval), "-n", str(p.max_packets)]
+
+    def flows(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.flows_path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def inspect(self) -> dict[str, Any]:
+        out = super().inspect()
+        if out["running"]:
+            self.refresh(self.flows_path, timeout=1.0)
+        table = self.flows()
+        out["flows_file"] = str(self.flows_path)
+        out["flows"] = table["flows"] if table else []
+        out["totals"] = ({k: table[k] for k in ("packets", "bytes", "flow_count", "untracked",
+                                                "non_ipv4")} if table else None)
+        out["protocols"] = sorted({f["protocol"] for f in out["flows"]})
+        return out

@@ -1,0 +1,150 @@
+"""Parameter types shared by the function kinds: rates, sizes, prefixes, port ranges, argv.
+
+Each is an ``Annotated`` pydantic type, so a bad value in the lab file becomes a validation
+error at the key that holds it (``nodes.fw.rules[2].dport``), which the lab core turns into a
+``SpecError``.  Values are normalised on the way in: a rate becomes bits per second (int), a
+size bytes (int), a prefix an ``IPv4Network``, a port range a ``(first, last)`` tuple.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from ipaddress import IPv4Network
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, PlainSerializer
+
+from ..errors import SpecError
+
+_RATE_UNITS = {
+    "bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12,
+    "bps": 8, "kbps": 8 * 10**3, "mbps": 8 * 10**6, "gbps": 8 * 10**9, "tbps": 8 * 10**12,
+}
+_SIZE_UNITS = {
+    "": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
+    "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3,
+}
+_NUM_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_rate(v: Any) -> int:
+    """``"50mbit"`` → 50_000_000 (bits per second; tc units, ``mbps`` is megabytes/s)."""
+    if isinstance(v, bool):
+        raise ValueError("a rate is a number with a unit such as '50mbit'")
+    if isinstance(v, (int, float)):
+        bits = float(v)
+    elif isinstance(v, str):
+        m = _NUM_UNIT.match(v)
+        unit = m.group(2).lower() if m else None
+        if not m or unit not in _RATE_UNITS:
+            raise ValueError(f"not a rate: {v!r} (expected e.g. '50mbit', '1gbit'; units: "
+                             f"{', '.join(_RATE_UNITS)})")
+        bits = float(m.group(1)) * _RATE_UNITS[unit]
+    else:
+        raise ValueError("a rate is a string such as '50mbit'")
+    if not bits > 0:
+        raise ValueError(f"a rate must be greater than 0, not {v!r}")
+    if bits < 8:
+        raise ValueError(f"rate {v!r} is below 8 bit/s")
+    return int(bits)
+
+
+def parse_size(v: Any) -> int:
+    """``"64kb"`` → 65536 bytes; ``"256M"`` → 268435456; a bare int is bytes."""
+    if isinstance(v, bool):
+        raise ValueError("a size is a number of bytes or a string such as '64M'")
+    if isinstance(v, int):
+        n = v
+    elif isinstance(v, str):
+        m = _NUM_UNIT.match(v)
+        unit = m.group(2).lower() if m else None
+        if not m or unit not in _SIZE_UNITS:
+            raise ValueError(f"not a size: {v!r} (expected e.g. '64kb', '256M')")
+        n = int(float(m.group(1)) * _SIZE_UNITS[unit])
+    else:
+        raise ValueError("a size is a number of bytes or a string such as '64M'")
+    if n <= 0:
+        raise ValueError(f"a size must be greater than 0, not {v!r}")
+    return n
+
+
+def parse_prefix(v: Any) -> IPv4Network:
+    """``"198.18.1.0/24"`` or a bare address (a /32).  Host bits must be zero."""
+    if not isinstance(v, str):
+        raise ValueError("a prefix is a string such as '198.18.1.0/24'")
+    try:
+        return IPv4Network(v.strip(), strict=True)
+    except ValueError as e:
+        raise ValueError(f"not an IPv4 prefix: {v!r} ({e})") from None
+
+
+def parse_ports(v: Any) -> tuple[int, int]:
+    """``80`` → (80, 80); ``"1000-2000"`` → (1000, 2000)."""
+    if isinstance(v, bool):
+        raise ValueError("a port is a number or a range such as '1000-2000'")
+    if isinstance(v, int):
+        lo = hi = v
+    elif isinstance(v, str) and re.fullmatch(r"\s*\d+\s*(-\s*\d+\s*)?", v):
+        parts = [int(p) for p in v.split("-")]
+        lo, hi = parts[0], parts[-1]
+    else:
+        raise ValueError(f"not a port or port range: {v!r} (expected e.g. 80 or '1000-2000')")
+    if not (0 <= lo <= 65535 and 0 <= hi <= 65535):
+        raise ValueError(f"port out of range 0-65535: {v!r}")
+    if lo > hi:
+        raise ValueError(f"port range runs backwards: {v!r}")
+    return lo, hi
+
+
+def parse_argv(v: Any) -> list[str]:
+    """``"prog -x"`` (split like a shell would) or ``["prog", "-x"]``; never empty."""
+    if isinstance(v, str):
+        try:
+            argv = shlex.split(v)
+        except ValueError as e:
+            raise ValueError(f"cannot split command line: {e}") from None
+    elif isinstance(v, list) and all(isinstance(a, (str, int, float)) for a in v):
+        argv = [str(a) for a in v]
+    else:
+        raise ValueError("a command is a string or a list of strings")
+    if not argv or not argv[0]:
+        raise ValueError("the command is empty")
+    return argv
+
+
+def _fmt_ports(p: tuple[int, int]) -> str | int:
+    return p[0] if p[0] == p[1] else f"{p[0]}-{p[1]}"
+
+
+Rate = Annotated[int, BeforeValidator(parse_rate)]
+Size = Annotated[int, BeforeValidator(parse_size)]
+Prefix = Annotated[IPv4Network, BeforeValidator(parse_prefix), PlainSerializer(str)]
+Ports = Annotated[tuple[int, int], BeforeValidator(parse_ports), PlainSerializer(_fmt_ports)]
+Argv = Annotated[list[str], BeforeValidator(parse_argv)]
+
+
+def resolve_executable(argv0: str, place: str) -> str:
+    """The absolute path of ``argv0`` (searched in ``PATH`` when it has no slash), or
+    ``SpecError`` at ``place``."""
+    if "/" in argv0:
+        p = Path(argv0)
+        if p.is_file() and p.stat().st_mode & 0o111:
+            return str(p.resolve())
+        raise SpecError(f"executable not found: {argv0}", place=place)
+    found = shutil.which(argv0)
+    if not found:
+        raise SpecError(f"executable not found in PATH: {argv0}", place=place)
+    return found
+
+
+def neighbour(ctx: Any, peer: str, place: str):
+    """The interface toward neighbour ``peer`` or ``SpecError`` at ``place``."""
+    try:
+        return ctx.interface_toward(peer)
+    except KeyError:
+        names = sorted({i.peer for i in ctx.interfaces})
+        raise SpecError(f"{peer!r} is not a neighbour of node {ctx.node!r} "
+                        f"(neighbours: {', '.join(names) or 'none'})", place=place) from None

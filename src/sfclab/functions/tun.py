@@ -1,0 +1,110 @@
+"""``tun``: the node's transit traffic goes through a user-space program via a TUN device.
+
+Lab file keys::
+
+    exec: PATH [ARGS...]     # a string (split like a shell) or a list; PATH searched in $PATH
+    device: sfctun0          # TUN device name (default sfctun0)
+    table: 100               # routing table used for the detour (default 100)
+    cpu: 0.5                 # optional cgroup limits (see sfclab.functions.cgroups)
+    memory: 64M
+
+Objects made in the node's namespace at configure:
+
+- the TUN device (persistent, no packet-information header), up, reverse-path filter off;
+- routing table ``table`` with ``default dev <device>``;
+- one rule per lab interface ``iif <interface> lookup <table>`` (preference 1000).
+
+So packets arriving from the lab go into the TUN; the program reads them and writes back the
+ones it wants forwarded; those arrive with ``iif <device>``, match no rule and are routed by the
+main table.  Packets for the node's own addresses are delivered locally (the ``local`` table
+comes first).  The program's contract is in docs/functions.md: it gets the device name as the
+last argument (or wherever ``{tun}`` appears in ``exec``) and in ``SFCLAB_TUN``, and writes a
+JSON object of counters to ``SFCLAB_STATS``, which ``inspect`` reports under ``program``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from ..realize import netns
+from . import cgroups
+from .params import Argv, resolve_executable
+from .process import ProcessFunction
+from .base import register
+
+RULE_PREF = 1000
+
+
+class TunParams(cgroups.LimitParams):
+    exec_: Argv = Field(alias="exec")
+    device: str = "sfctun0"
+    table: int = Field(default=100, ge=1, le=2**31 - 1)
+
+    @field_validator("device")
+    @classmethod
+    def _ifname(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,15}", v):
+            raise ValueError(f"not an interface name (1-15 of A-Z a-z 0-9 _ . -): {v!r}")
+        return v
+
+    @field_validator("table")
+    @classmethod
+    def _table(cls, v: int) -> int:
+        if v in (253, 254, 255):
+            raise ValueError("tables 253-255 are the kernel's (default, main, local)")
+        return v
+
+
+@register
+class Tun(ProcessFunction):
+    kind = "tun"
+    Params = TunParams
+    params: TunParams
+
+    @property
+    def stats_path(self):
+        return self.ctx.state_dir / "tun-stats.json"
+
+    def check(self) -> None:
+        resolve_executable(self.params.exec_[0], "exec")
+
+    def ip_batch(self) -> str:
+        p = self.params
+        lines = [f"tuntap add dev {p.device} mode tun",
+                 f"link set dev {p.device} up",
+                 f"route replace default dev {p.device} table {p.table}"]
+        lines += [f"rule add iif {i.name} lookup {p.table} pref {RULE_PREF}"
+                  for i in self.ctx.interfaces]
+        return "\n".join(lines) + "\n"
+
+    def configure(self) -> None:
+        self.ctx.run(["ip", "-batch", "-"], input=self.ip_batch())
+        # packets written back come in on the TUN with lab sources: no reverse-path check there
+        netns.write_sysctl(self.ctx.netns, f"net.ipv4.conf.{self.params.device}.rp_filter", "0")
+        if netns.read_sysctl(self.ctx.netns, "net.ipv4.conf.all.rp_filter") == "1":
+            netns.write_sysctl(self.ctx.netns, "net.ipv4.conf.all.rp_filter", "2")
+
+    def program(self) -> list[str]:
+        argv = list(self.params.exec_)
+        argv[0] = resolve_executable(argv[0], "exec")
+        if any("{tun}" in a for a in argv[1:]):
+            return [argv[0]] + [a.replace("{tun}", self.params.device) for a in argv[1:]]
+        return argv + [self.params.device]
+
+    def environment(self) -> dict[str, str]:
+        return {"SFCLAB_TUN": self.params.device, "SFCLAB_STATS": str(self.stats_path)}
+
+    def inspect(self) -> dict[str, Any]:
+        out = super().inspect()
+        if out["running"]:
+            self.refresh(self.stats_path, timeout=1.0)
+        try:
+            out["program"] = json.loads(self.stats_path.read_text())
+        except (OSError, ValueError):
+            out["program"] = None
+        out["device"] = self.params.device
+        return out

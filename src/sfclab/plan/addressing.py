@@ -1,0 +1,69 @@
+"""Automatic addressing: one subnet per segment from the lab's pool (198.18.0.0/15, the RFC 2544
+benchmarking range, in /24s unless the lab says otherwise).
+
+A segment with an explicit address keeps that address's subnet; the other segments take the
+pool's subnets in order, skipping any that overlap an explicit one.  Within a segment, explicit
+addresses stay and the others get the lowest free host numbers, in attachment order.
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Interface, IPv4Network
+
+from ..errors import SpecError
+from ..spec.lab import AddressingSpec, LinkSpec
+from .segments import Segment
+
+
+def assign(addressing: AddressingSpec, links: list[LinkSpec], segs: list[Segment],
+           source: str) -> tuple[dict[int, IPv4Network | None], dict[tuple[int, int], IPv4Interface]]:
+    """Return the subnet of each segment and the address of each attachment."""
+    explicit: dict[int, IPv4Network] = {}
+    for seg in segs:
+        for li, j in seg.attachments:
+            a = links[li].endpoints[j].address
+            if a is not None:
+                explicit[seg.index] = a.network
+                break
+    taken = list(explicit.values())
+    pool = addressing.pool
+    if addressing.prefix < pool.prefixlen:
+        raise SpecError(f"expected a prefix of at least /{pool.prefixlen} inside {pool}",
+                        file=source, place="addressing.prefix")
+    free = (n for n in pool.subnets(new_prefix=addressing.prefix)
+            if not any(n.overlaps(t) for t in taken))
+    subnets: dict[int, IPv4Network | None] = {}
+    needed = [s for s in segs if s.attachments and s.index not in explicit]
+    for seg in segs:
+        if not seg.attachments:
+            subnets[seg.index] = None
+        elif seg.index in explicit:
+            subnets[seg.index] = explicit[seg.index]
+        else:
+            net = next(free, None)
+            if net is None:
+                room = 2 ** (addressing.prefix - pool.prefixlen)
+                raise SpecError(f"the pool {pool} has room for {room} /{addressing.prefix} subnets "
+                                f"but the lab needs {len(needed)}; set a longer addressing.prefix "
+                                "or a larger addressing.pool", file=source, place="addressing")
+            subnets[seg.index] = net
+
+    addrs: dict[tuple[int, int], IPv4Interface] = {}
+    for seg in segs:
+        net = subnets[seg.index]
+        if net is None:
+            continue
+        used = {links[li].endpoints[j].address.ip for li, j in seg.attachments
+                if links[li].endpoints[j].address is not None}
+        hosts = (h for h in net.hosts() if h not in used)
+        for li, j in seg.attachments:
+            a = links[li].endpoints[j].address
+            if a is None:
+                h = next(hosts, None)
+                if h is None:
+                    raise SpecError(f"subnet {net} has too few addresses for the "
+                                    f"{len(seg.attachments)} endpoints on its segment",
+                                    file=source, place=f"links[{li}]")
+                a = IPv4Interface(f"{h}/{net.prefixlen}")
+            addrs[(li, j)] = a
+    return subnets, addrs

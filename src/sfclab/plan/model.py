@@ -1,0 +1,142 @@
+"""The plan: every kernel and OVSDB object a lab needs, named and addressed.
+
+``Plan`` is plain data (dataclasses that round-trip through JSON), so the state journal can
+store it and ``down``/``inspect`` can work from it without the lab file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from typing import Any
+
+
+@dataclass
+class NamespacePlan:
+    node: str
+    name: str
+    kind: str
+    forwards: bool
+
+
+@dataclass
+class InterfacePlan:
+    """One interface.  ``netns`` None means the root namespace (OVS-attached ends)."""
+
+    node: str  # the node it belongs to (for a root-side veth end: the OVS bridge node)
+    netns: str | None
+    name: str
+    link: int  # index into the lab's links
+    peer: str  # the node at the other end of the link
+    role: str  # veth | internal | patch
+    address: str | None = None  # "198.18.0.1/24"
+    mtu: int | None = None
+    offloads: dict[str, bool] = field(default_factory=dict)
+    master: str | None = None  # linux bridge device (in the same namespace) or OVS bridge name
+    alias: str | None = None
+
+
+@dataclass
+class VethPlan:
+    link: int
+    a: InterfacePlan
+    b: InterfacePlan
+
+
+@dataclass
+class OvsPortPlan:
+    name: str
+    type: str  # system | internal | patch
+    node: str  # the bridge node
+    peer_port: str | None = None  # for patch ports
+    link: int = -1
+
+
+@dataclass
+class OvsBridgePlan:
+    node: str
+    name: str
+    datapath: str  # netdev | system
+    ports: list[OvsPortPlan] = field(default_factory=list)
+
+
+@dataclass
+class LinuxBridgePlan:
+    node: str
+    netns: str
+    name: str = "br0"
+
+
+@dataclass
+class RoutePlan:
+    node: str
+    netns: str
+    dst: str  # "0.0.0.0/0" or a prefix
+    gateway: str
+    dev: str
+
+
+@dataclass
+class SegmentPlan:
+    index: int
+    subnet: str | None
+    members: list[str]  # nodes with an address on it
+    bridges: list[str]
+
+
+@dataclass
+class Plan:
+    lab: str
+    tag: str
+    namespaces: list[NamespacePlan] = field(default_factory=list)
+    interfaces: list[InterfacePlan] = field(default_factory=list)
+    veths: list[VethPlan] = field(default_factory=list)
+    ovs_bridges: list[OvsBridgePlan] = field(default_factory=list)
+    linux_bridges: list[LinuxBridgePlan] = field(default_factory=list)
+    routes: list[RoutePlan] = field(default_factory=list)
+    segments: list[SegmentPlan] = field(default_factory=list)
+    functions: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> {kind, params}
+
+    # --- look-ups -------------------------------------------------------------------------
+    def netns_of(self, node: str) -> str:
+        for ns in self.namespaces:
+            if ns.node == node:
+                return ns.name
+        raise KeyError(node)
+
+    def interfaces_of(self, node: str) -> list[InterfacePlan]:
+        return [i for i in self.interfaces if i.node == node and i.netns is not None]
+
+    def addresses_of(self, node: str) -> list[IPv4Interface]:
+        return [IPv4Interface(i.address) for i in self.interfaces_of(node) if i.address]
+
+    def address_of(self, node: str) -> IPv4Address:
+        addrs = self.addresses_of(node)
+        if not addrs:
+            raise KeyError(node)
+        return addrs[0].ip
+
+    def subnets(self) -> list[IPv4Network]:
+        return [IPv4Network(s.subnet) for s in self.segments if s.subnet]
+
+    # --- JSON -----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Plan":
+        def ifp(x: dict[str, Any]) -> InterfacePlan:
+            return InterfacePlan(**x)
+        return cls(
+            lab=d["lab"], tag=d["tag"],
+            namespaces=[NamespacePlan(**x) for x in d["namespaces"]],
+            interfaces=[ifp(x) for x in d["interfaces"]],
+            veths=[VethPlan(x["link"], ifp(x["a"]), ifp(x["b"])) for x in d["veths"]],
+            ovs_bridges=[OvsBridgePlan(x["node"], x["name"], x["datapath"],
+                                       [OvsPortPlan(**p) for p in x["ports"]])
+                         for x in d["ovs_bridges"]],
+            linux_bridges=[LinuxBridgePlan(**x) for x in d["linux_bridges"]],
+            routes=[RoutePlan(**x) for x in d["routes"]],
+            segments=[SegmentPlan(**x) for x in d["segments"]],
+            functions=d.get("functions", {}),
+        )

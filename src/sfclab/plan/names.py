@@ -1,0 +1,40 @@
+"""Names of kernel objects, always within the kernel's 15 characters.
+
+- A node's namespace is ``sfclab-<lab>-<node>``: the name itself is the ownership mark.
+- Interfaces inside a namespace are ``eth0``, ``eth1`` ... in link order, unless the lab file
+  names them (``node:ifname``).
+- Objects in the root namespace (OVS bridges, veth ends attached to OVS, internal ports, patch
+  ports) share the OVS and kernel name spaces of the whole host, so they carry the lab's *tag*,
+  ``sf`` plus five base-32 characters of a hash of the lab name, then a letter for the object
+  kind (``b`` bridge, ``v`` veth end, ``i`` internal port, ``p`` patch port) and a counter:
+  ``sf3kq7zb1``, ``sf3kq7zv12``.  Tag + letter + up to 7 digits = 15 characters at most.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+NETNS_PREFIX = "sfclab-"
+IFNAMSIZ = 15
+
+
+def lab_tag(lab: str) -> str:
+    digest = hashlib.sha256(lab.encode()).digest()
+    return "sf" + base64.b32encode(digest).decode().lower()[:5]
+
+
+def netns_name(lab: str, node: str) -> str:
+    return f"{NETNS_PREFIX}{lab}-{node}"
+
+
+def root_name(lab: str, letter: str, counter: int) -> str:
+    name = f"{lab_tag(lab)}{letter}{counter}"
+    if len(name) > IFNAMSIZ:
+        raise ValueError(f"too many objects for one lab: {name} exceeds {IFNAMSIZ} characters")
+    return name
+
+
+def alias(lab: str, node: str, link: int | None = None) -> str:
+    """The ownership mark written as the interface alias (``ip link`` shows it)."""
+    return f"sfclab:{lab}:{node}" + (f":link{link}" if link is not None else "")

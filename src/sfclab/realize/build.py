@@ -1,0 +1,167 @@
+"""Plan -> kernel objects, through netlink and one OVSDB transaction.
+
+Order: namespaces (with their sysctls written while we are inside), Linux bridges, veth pairs
+(created directly with each end in its namespace, so no temporary names), the lab's OVSDB
+transaction (bridges, ports, patch pairs, marks), internal ports moved into their namespaces,
+then per interface: master, MTU, offloads, address, alias, up; then routes.  Every failure is
+raised as :class:`RealizeError` naming the object; the caller rolls back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+
+from pyroute2 import IPRoute
+from pyroute2.netlink.exceptions import NetlinkError
+
+from ..errors import RealizeError, SfclabError
+from ..plan.model import InterfacePlan, Plan
+from . import ethtool, netns, ovs
+
+#: written inside every lab namespace at creation: no IPv6 chatter (RA, DAD, MLD) in counters
+#: and a default TTL of 255, so chains of hundreds of routers still pass traffic (``router``'s
+#: ``ttl`` overrides it)
+BASE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+                "net.ipv4.ip_default_ttl": "255"}
+FORWARDING_SYSCTLS = {"net.ipv4.ip_forward": "1"}
+
+
+@contextlib.contextmanager
+def step(obj: str) -> Iterator[None]:
+    try:
+        yield
+    except SfclabError as e:
+        if isinstance(e, RealizeError):
+            raise
+        raise RealizeError(str(e), obj=obj) from e
+    except NetlinkError as e:
+        raise RealizeError(f"{os.strerror(e.code) if e.code else e}", obj=obj, errno=e.code) from e
+    except OSError as e:
+        raise RealizeError(e.strerror or str(e), obj=obj, errno=e.errno) from e
+    except Exception as e:
+        raise RealizeError(f"{type(e).__name__}: {e}", obj=obj) from e
+
+
+class Builder:
+    """Makes a plan's objects.  Keeps one netlink socket per namespace; ``close()`` them."""
+
+    def __init__(self, plan: Plan, progress: Callable[[str], None] | None = None):
+        self.plan = plan
+        self.ipr: dict[str | None, IPRoute] = {}
+        self.progress = progress or (lambda _msg: None)
+
+    def close(self) -> None:
+        for ipr in self.ipr.values():
+            with contextlib.suppress(Exception):
+                ipr.close()
+        self.ipr.clear()
+
+    def root(self) -> IPRoute:
+        if None not in self.ipr:
+            self.ipr[None] = IPRoute()
+        return self.ipr[None]
+
+    def build(self) -> None:
+        p = self.plan
+        self.progress(f"namespaces: {len(p.namespaces)}")
+        for ns in p.namespaces:
+            sysctls = dict(BASE_SYSCTLS)
+            if ns.forwards:
+                sysctls.update(FORWARDING_SYSCTLS)
+            with step(f"namespace {ns.name}"):
+                ipr = netns.create(ns.name, sysctls)
+                self.ipr[ns.name] = ipr
+                ipr.link("set", index=1, state="up")  # lo
+        for br in p.linux_bridges:
+            with step(f"linux bridge {br.name} in {br.netns}"):
+                self.ipr[br.netns].link("add", ifname=br.name, kind="bridge")
+        self.progress(f"veth pairs: {len(p.veths)}")
+        for v in p.veths:
+            self._veth(v.a, v.b)
+        if p.ovs_bridges:
+            self.progress(f"ovs bridges: {len(p.ovs_bridges)}")
+            self._ovs()
+        self.progress("interfaces and addresses")
+        for i in p.interfaces:
+            if i.role == "internal":
+                with step(f"internal port {i.name} into {i.netns}"):
+                    fd = os.open(netns.path(i.netns), os.O_RDONLY)  # type: ignore[arg-type]
+                    try:
+                        self.root().link("set", ifname=i.name, net_ns_fd=fd)
+                    finally:
+                        os.close(fd)
+        for br in p.linux_bridges:
+            with step(f"linux bridge {br.name} in {br.netns}"):
+                self.ipr[br.netns].link("set", ifname=br.name, state="up")
+        for i in p.interfaces:
+            if i.role != "patch":
+                self._configure(i)
+        self.progress(f"routes: {len(p.routes)}")
+        for r in p.routes:
+            with step(f"route {r.dst} via {r.gateway} in {r.netns}"):
+                self.ipr[r.netns].route("add", dst=r.dst, gateway=r.gateway)
+
+    def _veth(self, a: InterfacePlan, b: InterfacePlan) -> None:
+        what = f"veth {a.netns or 'root'}/{a.name} - {b.netns or 'root'}/{b.name}"
+        with step(what):
+            fd = os.open(netns.path(b.netns) if b.netns else "/proc/self/ns/net", os.O_RDONLY)
+            try:
+                peer = {"ifname": b.name, "net_ns_fd": fd}
+                kw = {}
+                if a.mtu:
+                    kw["mtu"] = a.mtu
+                    peer["mtu"] = b.mtu or a.mtu
+                self._ipr(a).link("add", ifname=a.name, kind="veth", peer=peer, **kw)
+            finally:
+                os.close(fd)
+
+    def _ipr(self, i: InterfacePlan) -> IPRoute:
+        return self.ipr[i.netns] if i.netns else self.root()
+
+    def _ovs(self) -> None:
+        lab = self.plan.lab
+        cmds: list[list[str]] = []
+        for br in self.plan.ovs_bridges:
+            cmds.append(["add-br", br.name])
+            cmds.append(["set", "bridge", br.name, f"datapath_type={br.datapath}",
+                         f"external_ids:{ovs.MARK}={lab}", f"external_ids:sfclab-node={br.node}"])
+            for port in br.ports:
+                cmds.append(["add-port", br.name, port.name])
+                attrs = [f"external_ids:{ovs.MARK}={lab}"]
+                if port.type == "internal":
+                    attrs.append("type=internal")
+                elif port.type == "patch":
+                    attrs += ["type=patch", f"options:peer={port.peer_port}"]
+                cmds.append(["set", "interface", port.name, *attrs])
+        with step(f"ovs transaction for lab {lab}"):
+            ovs.vsctl(cmds)
+
+    def _configure(self, i: InterfacePlan) -> None:
+        where = i.netns or "root"
+        with step(f"interface {where}/{i.name}"):
+            ipr = self._ipr(i)
+            idx = ipr.link_lookup(ifname=i.name)
+            if not idx:
+                raise RealizeError("interface is missing after creation", obj=f"{where}/{i.name}")
+            index = idx[0]
+            attrs: dict = {}
+            if i.master and i.netns is not None and i.role == "veth":  # a Linux bridge port
+                attrs["master"] = ipr.link_lookup(ifname=i.master)[0]
+            if i.mtu and i.role == "internal":
+                attrs["mtu"] = i.mtu
+            if i.alias:
+                attrs["ifalias"] = i.alias
+            if attrs:
+                ipr.link("set", index=index, **attrs)
+            if i.offloads:
+                if i.netns:
+                    with netns.entered(i.netns):
+                        ethtool.set_offloads(i.name, i.offloads)
+                else:
+                    ethtool.set_offloads(i.name, i.offloads)
+            if i.address:
+                addr, plen = i.address.split("/")
+                ipr.addr("add", index=index, address=addr, prefixlen=int(plen))
+            ipr.link("set", index=index, state="up")

@@ -1,0 +1,175 @@
+"""``up``, ``down`` and ``ls``: a lab's life, by name.
+
+``up`` refuses a name that is already up (or whose earlier ``up`` crashed: run ``down`` first)
+rather than reconciling: a benchmark must start from a known state.  Before anything is made,
+the whole lab is validated, functions run their machine checks, and every name is checked to be
+free (sfclab never adopts an object it did not make).  The plan and the journal are written,
+then objects are made; any failure (or Ctrl-C) tears down what the journal names and re-raises.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from pyroute2 import IPRoute
+
+from ..errors import LabError, RealizeError, SpecError
+from ..plan import build_plan
+from ..plan.model import Plan
+from ..spec.lab import Lab
+from . import journal, netns, ovs
+from .build import Builder
+from .functions import instantiate, start_all
+from .state import LabState, all_labs, pid_alive
+from .teardown import TeardownReport, teardown
+
+Progress = Callable[[str], None]
+
+
+def plan_for(lab: Lab) -> Plan:
+    dp = ovs.default_datapath() if any(n.kind == "ovs-bridge" for n in lab.nodes.values()) \
+        else "netdev"
+    return build_plan(lab, ovs_datapath=dp)
+
+
+def _refuse_existing(state: LabState) -> None:
+    if not state.exists:
+        return
+    meta = state.meta()
+    if meta.get("status") == "up":
+        raise LabError(f"lab '{state.name}' is already up; run 'sfclab down {state.name}' first")
+    raise LabError(f"an earlier 'sfclab up' of lab '{state.name}' did not finish "
+                   f"(status {meta.get('status', 'unknown')}); run 'sfclab down {state.name}' "
+                   "to remove what it made")
+
+
+def _preflight(plan: Plan) -> None:
+    for ns in plan.namespaces:
+        if netns.exists(ns.name):
+            raise LabError(f"namespace {ns.name} already exists and no lab of sfclab owns it; "
+                           "sfclab will not adopt it")
+    roots = [i.name for i in plan.interfaces if i.netns is None or i.role == "internal"]
+    roots += [b.name for b in plan.ovs_bridges]
+    if roots:
+        with IPRoute() as ipr:
+            for name in roots:
+                if ipr.link_lookup(ifname=name):
+                    raise LabError(f"interface {name} already exists in the root namespace; "
+                                   "sfclab will not adopt it")
+
+
+def up(lab: Lab, *, progress: Progress | None = None) -> Plan:
+    """Build ``lab``; return its plan.  On failure nothing of it is left."""
+    say = progress or (lambda _m: None)
+    state = LabState(lab.name)
+    with state.locked():
+        _refuse_existing(state)
+        plan = plan_for(lab)
+        for node in plan.functions:  # machine checks (executables ...) before anything exists
+            fn = instantiate(state, plan, node)
+            if fn is not None:
+                try:
+                    fn.check()
+                except SpecError as e:
+                    e.file = e.file or lab.source
+                    e.place = f"nodes.{node}" + (f".{e.place}" if e.place else "")
+                    raise
+        if plan.ovs_bridges:
+            ovs.ensure_running()
+        _preflight(plan)
+        state.begin(plan.to_dict(), yaml.safe_dump(lab.to_dict(), sort_keys=False), lab.source)
+        state.record(journal.entries(plan))
+        builder = Builder(plan, say)
+        t0 = time.monotonic()
+        try:
+            builder.build()
+            if plan.functions:
+                say("functions")
+                start_all(state, plan)
+        except BaseException as e:
+            builder.close()
+            say("rolling back")
+            rep = teardown(state)
+            state.remove()
+            if isinstance(e, (RealizeError, SpecError, KeyboardInterrupt)):
+                raise
+            if rep.errors:
+                raise RealizeError(f"{e} (rollback: {'; '.join(rep.errors)})") from e
+            raise RealizeError(str(e) or type(e).__name__) from e
+        builder.close()
+        state.set_meta(status="up", pid=None, up_seconds=round(time.monotonic() - t0, 4))
+        return plan
+
+
+def down(name: str) -> TeardownReport:
+    """Remove lab ``name`` completely, from its journal; the lab file is not needed."""
+    state = LabState(name)
+    if not state.exists:
+        known = ", ".join(s.name for s in all_labs()) or "none"
+        raise LabError(f"no lab named '{name}' (labs: {known})")
+    with state.locked():
+        state.set_meta(status="removing")
+        rep = teardown(state)
+        state.remove()
+        return rep
+
+
+def down_all() -> dict[str, TeardownReport]:
+    return {s.name: down(s.name) for s in all_labs()}
+
+
+def load_plan(name: str) -> tuple[LabState, Plan]:
+    state = LabState(name)
+    d = state.plan()
+    if d is None:
+        known = ", ".join(s.name for s in all_labs()) or "none"
+        raise LabError(f"no lab named '{name}' (labs: {known})")
+    return state, Plan.from_dict(d)
+
+
+def listing() -> list[dict[str, Any]]:
+    out = []
+    for s in all_labs():
+        meta = s.meta()
+        d = s.plan() or {}
+        status = meta.get("status", "unknown")
+        if status == "building" and not pid_alive(meta.get("pid")):
+            status = "crashed"
+        out.append({"name": s.name, "status": status, "created": meta.get("created"),
+                    "nodes": len(d.get("namespaces", [])) + len(d.get("ovs_bridges", [])),
+                    "source": meta.get("source")})
+    return out
+
+
+def node_netns(name: str, node: str) -> str:
+    _state, plan = load_plan(name)
+    try:
+        return plan.netns_of(node)
+    except KeyError:
+        if any(b.node == node for b in plan.ovs_bridges):
+            raise LabError(f"node '{node}' is an ovs-bridge: it has no namespace of its own") \
+                from None
+        nodes = [n.node for n in plan.namespaces] + [b.node for b in plan.ovs_bridges]
+        raise LabError(f"lab '{name}' has no node '{node}' (nodes: {', '.join(nodes)})") from None
+
+
+def exec_in(name: str, node: str, argv: list[str]) -> int:
+    """Run ``argv`` in the node's namespace with the terminal attached; return its exit status."""
+    ns = node_netns(name, node)
+    if not argv:
+        raise LabError("nothing to run: give a command after '--'")
+    try:
+        proc = netns.popen(ns, argv)
+    except FileNotFoundError:
+        raise LabError(f"command not found: {argv[0]}") from None
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        return proc.wait()
+
+

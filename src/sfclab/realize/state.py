@@ -1,0 +1,142 @@
+"""The state journal: what a lab owns, written before anything is made.
+
+Layout under the state directory (``$SFCLAB_STATE_DIR``, default ``/run/sfclab``: labs do not
+survive a reboot, and neither do namespaces)::
+
+    labs/<lab>.lock          flock held by up/down of <lab>
+    labs/<lab>/meta.json     status (building | up | failed | removing), pid, times, source
+    labs/<lab>/plan.json     the plan: every object, its name and mark
+    labs/<lab>/journal       one JSON line per object, appended *before* the object is made
+    labs/<lab>/lab.yaml      the expanded lab file
+    labs/<lab>/nodes/<node>/ state of the node's function (pids, counters, cgroups)
+
+``down`` works from ``plan.json`` + ``journal`` alone, so it needs neither the lab file nor the
+process that built the lab, and a ``kill -9`` at any moment leaves enough to remove everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import LabError
+
+
+def state_root() -> Path:
+    return Path(os.environ.get("SFCLAB_STATE_DIR", "/run/sfclab"))
+
+
+def labs_dir() -> Path:
+    return state_root() / "labs"
+
+
+@dataclass
+class LabState:
+    name: str
+
+    @property
+    def dir(self) -> Path:
+        return labs_dir() / self.name
+
+    @property
+    def exists(self) -> bool:
+        return (self.dir / "meta.json").exists() or (self.dir / "journal").exists()
+
+    def node_dir(self, node: str) -> Path:
+        return self.dir / "nodes" / node
+
+    # --- meta -----------------------------------------------------------------------------
+    def meta(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.dir / "meta.json").read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {"status": "unknown"} if self.exists else {}
+
+    def set_meta(self, **kw: Any) -> None:
+        m = self.meta()
+        m.update(kw)
+        _atomic_write(self.dir / "meta.json", json.dumps(m, indent=1))
+
+    # --- plan and journal -------------------------------------------------------------------
+    def begin(self, plan: dict[str, Any], expanded_yaml: str, source: str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=False)
+        _atomic_write(self.dir / "plan.json", json.dumps(plan))
+        _atomic_write(self.dir / "lab.yaml", expanded_yaml)
+        self.set_meta(status="building", pid=os.getpid(), created=time.time(), source=source)
+
+    def plan(self) -> dict[str, Any] | None:
+        try:
+            return json.loads((self.dir / "plan.json").read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def record(self, entries: list[dict[str, Any]]) -> None:
+        """Append intent entries to the journal and make them durable before creating."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / "journal", "a") as f:
+            f.write("".join(json.dumps(e) + "\n" for e in entries))
+            f.flush()
+            os.fsync(f.fileno())
+
+    def journal(self) -> list[dict[str, Any]]:
+        out = []
+        with contextlib.suppress(FileNotFoundError):
+            with open(self.dir / "journal") as f:
+                for line in f:
+                    with contextlib.suppress(json.JSONDecodeError):
+                        out.append(json.loads(line))  # a torn last line is skipped
+        return out
+
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # --- locking --------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        labs_dir().mkdir(parents=True, exist_ok=True)
+        fd = os.open(labs_dir() / f"{self.name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise LabError(f"lab '{self.name}' is busy: another sfclab up/down of it is "
+                               "running") from None
+            yield
+        finally:
+            os.close(fd)
+
+
+def all_labs() -> list[LabState]:
+    d = labs_dir()
+    if not d.is_dir():
+        return []
+    return [LabState(p.name) for p in sorted(d.iterdir()) if p.is_dir()]
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,452 @@
+"""The experiment file: one lab, one measurement, a sweep, repetitions.
+
+Model::
+
+    name: chain-length              # [A-Za-z0-9][A-Za-z0-9_.-]*, at most 64 characters
+    description: throughput against chain length   # optional
+    lab: ../labs/chain.yaml         # a lab file (relative to this file) or an inline mapping:
+    # lab: {name: cl, chain: {length: 2}}
+    measure:                        # one measurement; its options depend on ``type``
+      type: iperf                   # iperf | rate | ndr | latency
+      flows: 8
+      duration: 10
+    sweep:                          # dotted paths into the lab or the measurement, crossed
+      lab.chain.length: [2, 3, 5]   # ``chain.length`` (no prefix) is a lab path too
+      measure.flows: [1, 8]
+    repetitions: 3                  # each point of the cartesian product is run this often
+    seed: 7                         # optional; trial order is shuffled with it (recorded)
+    warmup: 1                       # seconds between the lab coming up and the measurement
+    cooldown: 2                     # seconds after teardown, before the next run
+
+:func:`load_experiment` validates the whole file (and each measurement variant of the sweep)
+before anything is built; every problem is a :class:`~sfclab.errors.SpecError` naming the file,
+the place (``sweep.chain.length[2]``) and the line.  The lab stays a plain mapping here: the lab
+core validates it, through a ``validate_lab(d, source)`` callable handed to :func:`expand`.
+
+A *run point* (:class:`RunPoint`) is one concrete trial: the resolved lab mapping, the resolved
+measurement mapping (defaults filled in), the swept values (``params``, keyed by canonical path,
+``lab.chain.length`` / ``measure.flows``) and the repetition index.  Its ``key`` hashes the params,
+the repetition and the hashes of the resolved lab and measurement, so a resumed experiment finds
+the points it already ran, and a changed lab file yields new points rather than stale matches.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import SpecError
+from .source import Document, format_place
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+PATH_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+MEASURE_TYPES = ("iperf", "rate", "ndr", "latency")
+
+#: ``validate_lab(lab_dict, source)``: raises SpecError when the lab is not valid
+LabValidator = Callable[[dict[str, Any], str], Any]
+
+_SUFFIX = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9}
+_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)\s*(pps)?\s*$")
+
+
+def parse_rate(v: Any) -> Any:
+    """``"250k"``, ``"1.5M"``, ``"100kpps"`` -> packets per second as a float; numbers pass."""
+    if isinstance(v, str):
+        m = _RATE_RE.match(v)
+        if not m:
+            raise ValueError("a packet rate such as 100000, '250k' or '1.5M'")
+        return float(m.group(1)) * _SUFFIX[m.group(2)]
+    return v
+
+
+# --------------------------------------------------------------------------- measurements
+
+class _Measure(BaseModel):
+    """Options every measurement has.  ``from``/``to`` name lab nodes (default: the chain's
+    ends, chosen by the measurement); ``duration`` is seconds of traffic per trial."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    from_: str | None = Field(default=None, alias="from")
+    to: str | None = None
+    duration: float = Field(default=10.0, gt=0, le=3600)
+
+
+class IperfMeasure(_Measure):
+    """iperf3 throughput with ``flows`` parallel server/client pairs (TCP unless ``udp``)."""
+
+    type: Literal["iperf"]
+    flows: int = Field(default=1, ge=1, le=128)
+    udp: bool = False
+    length: int | None = Field(default=None, ge=16, le=65507)  # bytes per write / datagram
+    bitrate: str | float | None = None  # iperf3 -b, per flow; None: iperf3's default
+    zerocopy: bool = False
+    reverse: bool = False
+    omit: float = Field(default=0, ge=0, le=60)  # seconds discarded at the start
+
+
+class RateMeasure(_Measure):
+    """Offered-vs-received curve: one trial per offered packet rate in ``rates``."""
+
+    type: Literal["rate"]
+    size: int | Literal["imix"] = 64  # frame size in bytes
+    rates: list[float] = Field(min_length=1)
+
+    @field_validator("rates", mode="before")
+    @classmethod
+    def _rates(cls, v: Any) -> Any:
+        return [parse_rate(x) for x in v] if isinstance(v, list) else v
+
+    @field_validator("rates")
+    @classmethod
+    def _positive(cls, v: list[float]) -> list[float]:
+        if any(x <= 0 for x in v):
+            raise ValueError("positive packet rates")
+        return v
+
+
+class NdrMeasure(_Measure):
+    """NDR/PDR binary search: the highest rate whose loss stays within each goal (in %)."""
+
+    type: Literal["ndr"]
+    size: int | Literal["imix"] = 64
+    ndr_loss: float = Field(default=0.001, ge=0, le=100)
+    pdr_loss: float = Field(default=0.1, ge=0, le=100)
+    precision: float = Field(default=0.1, gt=0, le=50)  # stop when the interval is this % wide
+    max_rate: float | None = Field(default=None, gt=0)  # pps; None: what the generator reaches
+
+    @field_validator("max_rate", mode="before")
+    @classmethod
+    def _max_rate(cls, v: Any) -> Any:
+        return parse_rate(v)
+
+
+class LatencyMeasure(_Measure):
+    """Latency percentiles at a constant offered ``rate`` (pps)."""
+
+    type: Literal["latency"]
+    size: int | Literal["imix"] = 64
+    rate: float = Field(default=1000.0, gt=0)
+
+    @field_validator("rate", mode="before")
+    @classmethod
+    def _rate(cls, v: Any) -> Any:
+        return parse_rate(v)
+
+
+MEASURE_MODELS: dict[str, type[_Measure]] = {
+    "iperf": IperfMeasure, "rate": RateMeasure, "ndr": NdrMeasure, "latency": LatencyMeasure,
+}
+
+
+# --------------------------------------------------------------------------- the file
+
+class ExperimentFile(BaseModel):
+    """The top level of an experiment file, as written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    lab: dict[str, Any] | str
+    measure: dict[str, Any]
+    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+    repetitions: int = Field(default=1, ge=1, le=10000)
+    seed: int | None = None
+    warmup: float = Field(default=0.0, ge=0, le=3600)
+    cooldown: float = Field(default=0.0, ge=0, le=3600)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError("a name of letters, digits, '_', '.' or '-', at most 64 characters")
+        return v
+
+
+class Experiment(BaseModel):
+    """A validated experiment: lab and measurement resolved, sweep paths canonical
+    (``lab.…`` or ``measure.…``), the seed fixed (from the name when the file has none)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    source: str | None = None  # the experiment file
+    lab: dict[str, Any]
+    lab_source: str  # the lab file, or the experiment file for an inline lab
+    measure: dict[str, Any]  # resolved, by alias ("from"), defaults filled in
+    sweep: dict[str, list[Any]]
+    repetitions: int = 1
+    seed: int
+    warmup: float = 0.0
+    cooldown: float = 0.0
+
+    def spec_hash(self) -> str:
+        """Hash of everything that decides which runs exist: identifies the experiment in a store."""
+        return stable_hash(self.model_dump(exclude={"source", "lab_source", "description"}))
+
+    def size(self) -> int:
+        """Number of run points (sweep product × repetitions)."""
+        n = self.repetitions
+        for values in self.sweep.values():
+            n *= len(values)
+        return n
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One trial of an experiment (see the module docstring)."""
+
+    key: str
+    params: dict[str, Any]
+    repetition: int
+    lab: dict[str, Any]
+    measure: dict[str, Any]
+    lab_hash: str
+    measure_hash: str
+
+    def label(self) -> str:
+        p = " ".join(f"{k}={v}" for k, v in self.params.items())
+        return (p + " " if p else "") + f"rep {self.repetition}"
+
+
+# --------------------------------------------------------------------------- helpers
+
+def stable_hash(obj: Any) -> str:
+    """SHA-256 (hex, 16 digits) of the canonical JSON of ``obj``."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def canonical_path(path: str) -> str:
+    """``chain.length`` -> ``lab.chain.length``; ``lab.…`` and ``measure.…`` stay."""
+    if path.startswith("lab.") or path.startswith("measure."):
+        return path
+    return "lab." + path
+
+
+def set_path(doc: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``a.b.2.c`` in nested mappings/lists, making missing mappings on the way.
+
+    Numeric parts index lists.  Raises ValueError when a part crosses a scalar or a list
+    index is out of range."""
+    parts = path.split(".")
+    cur: Any = doc
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        where = ".".join(parts[: i + 1])
+        if isinstance(cur, list):
+            if not part.isdigit() or int(part) >= len(cur):
+                raise ValueError(f"'{where}': no item {part} in a list of {len(cur)}")
+            if last:
+                cur[int(part)] = value
+            else:
+                cur = cur[int(part)]
+        elif isinstance(cur, dict):
+            if last:
+                cur[part] = value
+            else:
+                if cur.get(part) is None:
+                    cur[part] = {}
+                cur = cur[part]
+        else:
+            raise ValueError(f"'{where}': cannot set a key inside a {type(cur).__name__}")
+
+
+def _measure_error(e: ValidationError) -> tuple[str, tuple[Any, ...]]:
+    err = e.errors()[0]
+    loc = tuple(err["loc"])
+    if err["type"] == "extra_forbidden":
+        return f"unknown key '{loc[-1]}'", loc
+    if err["type"] == "missing":
+        return f"missing key '{loc[-1]}'", loc
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = "expected " + msg[len("Value error, "):]
+    elif msg.startswith("Input should be"):
+        msg = "expected" + msg[len("Input should be"):]
+    got = err.get("input")
+    if got is not None and not isinstance(got, (dict, list)):
+        msg += f" (got {got!r})"
+    return msg, loc
+
+
+def validate_measure(d: Any) -> dict[str, Any]:
+    """Validate one measurement mapping and return it resolved (defaults filled in).
+
+    Raises :class:`_MeasureInvalid` carrying (message, loc inside the measurement) for the
+    caller to place in its document."""
+    if not isinstance(d, dict):
+        raise _MeasureInvalid("expected a mapping with 'type'", ())
+    kind = d.get("type")
+    if kind not in MEASURE_MODELS:
+        raise _MeasureInvalid(f"expected type one of {', '.join(MEASURE_TYPES)} (got {kind!r})",
+                              ("type",))
+    try:
+        m = MEASURE_MODELS[kind].model_validate(d)
+    except ValidationError as e:
+        raise _MeasureInvalid(*_measure_error(e)) from None
+    return m.model_dump(by_alias=True)
+
+
+class _MeasureInvalid(Exception):
+    def __init__(self, message: str, loc: tuple[Any, ...]):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+
+
+# --------------------------------------------------------------------------- loading
+
+def load_experiment(path: str | os.PathLike[str]) -> Experiment:
+    """Read and validate an experiment file (and its lab file, when ``lab`` is a path)."""
+    path = os.fspath(path)
+    doc = Document.from_file(path)
+    return experiment_from_document(doc)
+
+
+def load_experiment_text(text: str, source: str = "<experiment>") -> Experiment:
+    return experiment_from_document(Document(text, source))
+
+
+def experiment_from_document(doc: Document) -> Experiment:
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error("expected a mapping with 'name', 'lab', 'measure'", ())
+    try:
+        f = ExperimentFile.model_validate(data)
+    except ValidationError as e:
+        msg, loc = _measure_error(e)
+        # pydantic reports union members ('lab', 'dict[str,any]'): keep the document path only
+        loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("str",))))
+        raise doc.error(msg, loc) from None
+
+    # the lab: inline mapping, or a file relative to the experiment file
+    if isinstance(f.lab, str):
+        base = os.path.dirname(os.path.abspath(doc.source)) if doc.source else os.getcwd()
+        lab_path = f.lab if os.path.isabs(f.lab) else os.path.normpath(os.path.join(base, f.lab))
+        if not os.path.isfile(lab_path):
+            raise doc.error(f"no lab file '{f.lab}' (looked for {lab_path})", ("lab",))
+        lab_doc = Document.from_file(lab_path)
+        if not isinstance(lab_doc.data, dict):
+            raise lab_doc.error("expected a mapping with 'name', 'nodes' and 'links'", ())
+        lab, lab_source = lab_doc.data, lab_path
+    else:
+        lab, lab_source = f.lab, doc.source
+
+    try:
+        measure = validate_measure(f.measure)
+    except _MeasureInvalid as e:
+        raise doc.error(e.message, ("measure",) + e.loc) from None
+
+    sweep: dict[str, list[Any]] = {}
+    written: dict[str, str] = {}
+    for key, values in f.sweep.items():
+        if not PATH_RE.match(key):
+            raise doc.error("expected a dotted path such as 'chain.length' or 'measure.flows'",
+                            ("sweep", key))
+        if not values:
+            raise doc.error("expected at least one value", ("sweep", key))
+        canon = canonical_path(key)
+        if canon in ("lab", "measure") or canon.endswith("."):
+            raise doc.error("expected a path below 'lab' or 'measure'", ("sweep", key))
+        if canon in sweep:
+            raise doc.error(f"swept twice (also as '{written[canon]}')", ("sweep", key))
+        if len({json.dumps(v, sort_keys=True, default=str) for v in values}) != len(values):
+            raise doc.error("a value appears twice", ("sweep", key))
+        for i, v in enumerate(values):
+            _check_sweep_value(doc, canon, key, i, v, lab, f.measure)
+        sweep[canon] = list(values)
+        written[canon] = key
+
+    seed = f.seed if f.seed is not None else int(hashlib.sha256(f.name.encode()).hexdigest()[:8], 16)
+    return Experiment(name=f.name, description=f.description, source=doc.source, lab=lab,
+                      lab_source=lab_source, measure=measure, sweep=sweep,
+                      repetitions=f.repetitions, seed=seed, warmup=f.warmup, cooldown=f.cooldown)
+
+
+def _check_sweep_value(doc: Document, canon: str, key: str, i: int, value: Any,
+                       lab: dict[str, Any], measure: dict[str, Any]) -> None:
+    """Each swept value must land somewhere sensible: the lab path must be settable, and the
+    measurement must stay valid with the value in place (checked one value at a time)."""
+    loc = ("sweep", key, i)
+    area, rest = canon.split(".", 1)
+    if area == "lab":
+        try:
+            set_path(copy.deepcopy(lab), rest, value)
+        except ValueError as e:
+            raise doc.error(str(e), loc) from None
+        return
+    m = copy.deepcopy(measure)
+    try:
+        set_path(m, rest, value)
+    except ValueError as e:
+        raise doc.error(str(e), loc) from None
+    try:
+        validate_measure(m)
+    except _MeasureInvalid as e:
+        inner = format_place(e.loc)
+        msg = e.message if inner in ("", rest) else f"then measure.{inner}: {e.message}"
+        raise doc.error(msg, loc) from None
+
+
+# --------------------------------------------------------------------------- expansion
+
+def expand(exp: Experiment, validate_lab: LabValidator | None = None) -> list[RunPoint]:
+    """All run points, in sweep order (cartesian product, last path fastest, repetitions
+    innermost).  With ``validate_lab``, each distinct lab variant is validated first."""
+    paths = list(exp.sweep)
+    combos = list(itertools.product(*(exp.sweep[p] for p in paths))) if paths else [()]
+    checked: dict[str, None] = {}
+    points: list[RunPoint] = []
+    for combo in combos:
+        params = dict(zip(paths, combo))
+        lab = copy.deepcopy(exp.lab)
+        measure_raw = copy.deepcopy(exp.measure)
+        for p, v in params.items():
+            area, rest = p.split(".", 1)
+            set_path(lab if area == "lab" else measure_raw, rest, copy.deepcopy(v))
+        try:
+            measure = validate_measure(measure_raw)
+        except _MeasureInvalid as e:  # a combination of individually valid values
+            raise SpecError(e.message, file=exp.source,
+                            place=format_place(("measure",) + e.loc) + f" (with {_show(params)})")
+        lab_hash = stable_hash(lab)
+        if validate_lab is not None and lab_hash not in checked:
+            try:
+                validate_lab(copy.deepcopy(lab), exp.lab_source)
+            except SpecError as e:
+                if not params:
+                    raise
+                raise SpecError(f"{e.message} (lab variant {_show(params)})",
+                                file=e.file or exp.lab_source, place=e.place, line=e.line,
+                                column=e.column) from None
+            checked[lab_hash] = None
+        measure_hash = stable_hash(measure)
+        for rep in range(exp.repetitions):
+            key = stable_hash({"params": params, "repetition": rep,
+                               "lab": lab_hash, "measure": measure_hash})
+            points.append(RunPoint(key=key, params=params, repetition=rep, lab=lab,
+                                   measure=measure, lab_hash=lab_hash, measure_hash=measure_hash))
+    return points
+
+
+def trial_order(points: list[RunPoint], seed: int) -> list[RunPoint]:
+    """The points shuffled with ``random.Random(seed)``: the same seed gives the same order."""
+    out = list(points)
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def _show(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())

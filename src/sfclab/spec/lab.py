@@ -1,0 +1,324 @@
+"""The lab file: a validated, immutable description of namespaces, bridges and links.
+
+Model (containerlab's words)::
+
+    name: demo                      # [A-Za-z0-9][A-Za-z0-9_.-]*, at most 32 characters
+    addressing: {pool: 198.18.0.0/15, prefix: 24}   # optional; one subnet per segment
+    mtu: 1500                       # optional default for every link
+    chain: {length: 5, link: veth}  # optional shorthand, expanded by sfclab.spec.chain
+    nodes:
+      src: {kind: host}             # endpoint namespace
+      r1:  {kind: router}           # forwarding namespace (any function kind forwards too)
+      sw:  {kind: linux-bridge}     # a Linux bridge in a namespace of its own
+      br:  {kind: ovs-bridge}       # an Open vSwitch bridge (userspace datapath if no module)
+    links:
+      - endpoints: [src, "r1:eth5"] # "node" or "node:interface", or a mapping:
+      - endpoints: [{node: r1, address: 198.18.9.1/24, tx-checksum: off}, sw]
+        mtu: 9000
+      - endpoints: [r1, br]
+        port: internal              # namespace<->ovs-bridge: veth (default) | internal
+      - endpoints: [br, br2]
+        connect: patch              # ovs-bridge<->ovs-bridge: patch (default) | veth
+
+``load_lab(path)`` and ``load_lab_dict(d, source)`` return a :class:`Lab` or raise
+:class:`~sfclab.errors.SpecError` naming the file, the place and what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from ipaddress import IPv4Interface, IPv4Network
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import SpecError
+from .source import Document, format_place
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
+BRIDGE_KINDS = ("linux-bridge", "ovs-bridge")
+BUILTIN_KINDS = ("host", "linux-bridge", "ovs-bridge")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class EndpointSpec(_Model):
+    node: str
+    interface: str | None = None
+    address: IPv4Interface | None = None
+    tso: bool | None = None
+    gso: bool | None = None
+    gro: bool | None = None
+    tx_checksum: bool | None = Field(default=None, alias="tx-checksum")
+
+    @field_validator("interface")
+    @classmethod
+    def _ifname(cls, v: str | None) -> str | None:
+        if v is not None and not IFNAME_RE.match(v):
+            raise ValueError("an interface name of 1 to 15 letters, digits, '_', '.' or '-'")
+        return v
+
+    def offloads(self) -> dict[str, bool]:
+        """The offloads this endpoint asks to set, in ethtool's words."""
+        out = {"tso": self.tso, "gso": self.gso, "gro": self.gro, "tx-checksum": self.tx_checksum}
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def _endpoint(v: Any) -> Any:
+    if isinstance(v, str):
+        node, _, iface = v.partition(":")
+        return {"node": node, "interface": iface} if iface else {"node": node}
+    return v
+
+
+class LinkSpec(_Model):
+    endpoints: list[EndpointSpec] = Field(min_length=2, max_length=2)
+    mtu: int | None = Field(default=None, ge=68, le=65535)
+    port: Literal["veth", "internal"] | None = None
+    connect: Literal["patch", "veth"] | None = None
+
+    @field_validator("endpoints", mode="before")
+    @classmethod
+    def _endpoints(cls, v: Any) -> Any:
+        return [_endpoint(e) for e in v] if isinstance(v, list) else v
+
+
+class ChainSpec(_Model):
+    """``{length: N, link: veth|ovs}`` or ``{bridges: N, connect: patch|veth}``."""
+
+    length: int | None = None
+    link: Literal["veth", "ovs"] = "veth"
+    bridges: int | None = None
+    connect: Literal["patch", "veth"] = "patch"
+    port: Literal["veth", "internal"] = "internal"
+    mtu: int | None = Field(default=None, ge=68, le=65535)
+
+
+class AddressingSpec(_Model):
+    pool: IPv4Network = IPv4Network("198.18.0.0/15")
+    prefix: int = Field(default=24, ge=8, le=30)
+
+
+class LabFile(_Model):
+    name: str = Field(max_length=32)
+    nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    links: list[dict[str, Any]] = Field(default_factory=list)
+    chain: ChainSpec | None = None
+    addressing: AddressingSpec = AddressingSpec()
+    mtu: int | None = Field(default=None, ge=68, le=65535)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError("a name of letters, digits, '_', '.' or '-' (not starting with one)")
+        return v
+
+
+class HostParams(_Model):
+    kind: Literal["host"]
+
+
+class LinuxBridgeParams(_Model):
+    kind: Literal["linux-bridge"]
+
+
+class OvsBridgeParams(_Model):
+    kind: Literal["ovs-bridge"]
+    datapath: Literal["auto", "netdev", "system"] = "auto"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    kind: str
+    params: Any  # the kind's validated pydantic model (without ``kind`` for functions)
+
+    @property
+    def is_bridge(self) -> bool:
+        return self.kind in BRIDGE_KINDS
+
+    @property
+    def has_namespace(self) -> bool:
+        """Hosts, functions and Linux bridges live in namespaces of their own."""
+        return self.kind != "ovs-bridge"
+
+    @property
+    def is_l3(self) -> bool:
+        return not self.is_bridge
+
+    @property
+    def forwards(self) -> bool:
+        return self.kind not in BUILTIN_KINDS
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A validated lab: every reference resolved, every name legal."""
+
+    name: str
+    nodes: dict[str, NodeSpec]
+    links: list[LinkSpec]
+    addressing: AddressingSpec
+    source: str = "<lab>"
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The full (expanded) form, as ``sfclab expand`` prints it."""
+        return self.raw
+
+
+def function_kinds() -> dict[str, type[BaseModel]]:
+    from ..functions import REGISTRY
+
+    return {k: cls.Params for k, cls in REGISTRY.items()}
+
+
+def _node_model(kind: str) -> type[BaseModel] | None:
+    builtin = {"host": HostParams, "linux-bridge": LinuxBridgeParams, "ovs-bridge": OvsBridgeParams}
+    if kind in builtin:
+        return builtin[kind]
+    return function_kinds().get(kind)
+
+
+def all_kinds() -> list[str]:
+    return sorted(set(BUILTIN_KINDS) | set(function_kinds()))
+
+
+def _pydantic_error(doc: Document, e: ValidationError, prefix: tuple[Any, ...]) -> SpecError:
+    err = e.errors()[0]
+    loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    if err["type"] == "extra_forbidden":
+        msg = f"unknown key '{loc[-1]}'"
+        loc = loc[:-1] + (loc[-1],)
+    elif err["type"] == "missing":
+        msg = f"missing key '{loc[-1]}'"
+    else:
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = "expected " + msg[len("Value error, "):]
+        elif msg.startswith("Input should be"):
+            msg = "expected" + msg[len("Input should be"):]
+        got = err.get("input")
+        if not isinstance(got, (dict, list)) and got is not None:
+            msg += f" (got {got!r})"
+    return doc.error(msg, loc)
+
+
+def load_lab(path: str) -> Lab:
+    """Read and validate a lab file."""
+    doc = Document.from_file(path)
+    return validate(doc)
+
+
+def load_lab_text(text: str, source: str) -> Lab:
+    return validate(Document(text, source))
+
+
+def load_lab_dict(data: dict[str, Any], source: str = "<dict>") -> Lab:
+    """Validate a lab given as a mapping (e.g. inline in an experiment file)."""
+    import yaml
+
+    return validate(Document(yaml.safe_dump(data, sort_keys=False), source))
+
+
+def validate(doc: Document) -> Lab:
+    from . import chain as chain_mod
+    from . import checks
+
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error("expected a mapping with 'name', 'nodes' and 'links'", ())
+    try:
+        top = LabFile.model_validate(data)
+    except ValidationError as e:
+        raise _pydantic_error(doc, e, ()) from None
+
+    nodes_raw: dict[str, dict[str, Any]] = {}
+    links_raw: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    if top.chain is not None:
+        gen_nodes, gen_links = chain_mod.expand(top.chain, doc)
+        nodes_raw.update(gen_nodes)
+        links_raw += [(("chain",), lk) for lk in gen_links]
+    for name, n in top.nodes.items():
+        nodes_raw[name] = {**nodes_raw.get(name, {}), **n} if name in nodes_raw and "kind" not in n \
+            else n
+    links_raw += [(("links", i), lk) for i, lk in enumerate(top.links)]
+
+    nodes: dict[str, NodeSpec] = {}
+    for name, n in nodes_raw.items():
+        place = ("nodes", name)
+        if not NAME_RE.match(name) or len(name) > 48:
+            raise doc.error("expected a node name of letters, digits, '_', '.' or '-', at most 48 "
+                            "characters", place)
+        if not isinstance(n, dict):
+            raise doc.error("expected a mapping with 'kind'", place)
+        kind = n.get("kind")
+        if kind is None:
+            raise doc.error(f"missing key 'kind' (one of: {', '.join(all_kinds())})", place)
+        model = _node_model(str(kind))
+        if model is None:
+            if kind == "router":  # the router function module adds rp_filter/ttl when present
+                nodes[name] = NodeSpec(name, "router", None)
+                continue
+            raise doc.error(f"unknown kind '{kind}' (expected one of: {', '.join(all_kinds())})",
+                            place + ("kind",))
+        body = n if kind in BUILTIN_KINDS else {k: v for k, v in n.items() if k != "kind"}
+        try:
+            params = model.model_validate(body)
+        except ValidationError as e:
+            raise _pydantic_error(doc, e, place) from None
+        nodes[name] = NodeSpec(name, str(kind), params)
+
+    links: list[LinkSpec] = []
+    places: list[tuple[Any, ...]] = []
+    default_mtu = top.mtu
+    for place, lk in links_raw:
+        if not isinstance(lk, dict):
+            raise doc.error("expected a mapping with 'endpoints'", place)
+        try:
+            spec = LinkSpec.model_validate(lk)
+        except ValidationError as e:
+            raise _pydantic_error(doc, e, place) from None
+        if spec.mtu is None and default_mtu is not None:
+            spec = spec.model_copy(update={"mtu": default_mtu})
+        links.append(spec)
+        places.append(place)
+
+    checks.check_links(doc, nodes, links, places)
+    checks.check_addresses(doc, top.addressing, nodes, links, places)
+
+    raw = {"name": top.name}
+    if "addressing" in data:
+        raw["addressing"] = data["addressing"]
+    raw["nodes"] = {k: dict(v) for k, v in nodes_raw.items()}
+    raw["links"] = [_dump_link(lk) for lk in links]
+    return Lab(top.name, nodes, links, top.addressing, doc.source, raw)
+
+
+def _dump_link(lk: LinkSpec) -> dict[str, Any]:
+    eps = []
+    for ep in lk.endpoints:
+        d = ep.model_dump(by_alias=True, exclude_none=True)
+        if d.keys() == {"node"}:
+            eps.append(ep.node)
+        elif d.keys() == {"node", "interface"}:
+            eps.append(f"{ep.node}:{ep.interface}")
+        else:
+            if "address" in d:
+                d["address"] = str(d["address"])
+            eps.append(d)
+    out: dict[str, Any] = {"endpoints": eps}
+    for k in ("mtu", "port", "connect"):
+        v = getattr(lk, k)
+        if v is not None:
+            out[k] = v
+    return out
+
+
+__all__ = ["Lab", "LinkSpec", "EndpointSpec", "NodeSpec", "load_lab", "load_lab_dict",
+           "load_lab_text", "format_place"]
