@@ -199,7 +199,9 @@ def experiment_blocks(store: Store, exp: ExperimentRow, out_dir: Path,
         blocks.append(Para(spec["description"]))
     counts = store.counts(exp.id)
     m = spec.get("measure", {})
-    opts = ", ".join(f"{k}={v}" for k, v in m.items() if k != "type" and v is not None)
+    swept = spec.get("sweep", {})
+    opts = ", ".join(f"{k}={'(swept)' if f'measure.{k}' in swept else v}"
+                     for k, v in m.items() if k != "type" and v is not None)
     blocks.append(Para(f"Measurement `{m.get('type')}` ({opts}); {spec.get('repetitions', 1)} "
                        f"repetitions in shuffled order (seed {exp.seed}); warm-up "
                        f"{spec.get('warmup', 0)} s, cool-down {spec.get('cooldown', 0)} s. "

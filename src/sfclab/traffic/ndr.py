@@ -1,0 +1,533 @@
+"""Rate measurements over a :class:`~sfclab.traffic.generator.PacketGenerator`: the NDR/PDR
+search, the offered-vs-received rate curve and latency at a rate.
+
+Terms.  A *trial* offers a constant rate (pps) for a duration; the generator stops the traffic,
+waits for queues to drain and only then reads its counters (that is the generator's contract,
+see ``generator.py``; counters read while traffic still flows would count packets in flight as
+lost).  *Loss* is ``(sent - received) / sent`` over packets the generator actually sent, never
+over what was asked for.  A trial is *generator-limited* when ``sent_pps`` fell short of the
+offered rate (``Trial.generator_limited``); its *effective rate* is then ``sent_pps``.
+A *loss goal* is a loss ratio; the rate found for it is the highest rate whose trial loss is at
+most the goal.  With several goals (default NDR 0.001 %, PDR 0.1 %) one search serves all.
+
+The search (after NFVbench and RFC 2544 binary search, with RFC 9971 (MLRsearch) ideas):
+
+1. Range.  ``max_rate_pps`` (e.g. line rate) if given, after a short warm-up trial at a tenth
+   of it; otherwise a *max-rate trial* (offered ``None``) learns what the generator can send,
+   and that is the top of the range (it also warms up ARP, caches and flow tables).
+   The bottom is ``min_rate_pps`` (default a thousandth of the top).
+2. Every goal keeps an interval ``[lo, hi)``: ``lo`` the highest effective rate that passed it,
+   ``hi`` the lowest that failed it.  *Each trial updates every goal*, so the goals share
+   their intervals until a trial passes one and fails another, where they split.
+3. Goals are served in order of increasing loss goal: trial at the top if nothing failed yet,
+   else at the midpoint, until ``hi - lo <= precision * hi`` (relative precision, default 0.5 %).
+   A pass contradicting an earlier fail (noise) or the reverse resets the stale bound.
+4. Confirmation: a trial of ``confirm_duration`` at the found rate.  If it fails, the goal's
+   ``hi`` drops to that rate, ``lo`` steps down by ``step_down`` (doubling on each retry) and
+   the search resumes; after ``max_confirm_retries`` failures the goal is reported unconfirmed.
+5. Generator limits.  A generator-limited trial that *passes* a goal ends that goal: the chain
+   kept up with all the generator could send, so the figure is only a lower bound.  The same
+   holds when the rate found is the top of a range measured from the generator.  A trial that
+   fails counts at its effective rate.  ``generator_limited`` is true whenever a trial that
+   decided a goal (its ``lo`` or ``hi`` trial) was generator-limited or the figure is such a
+   lower bound; a lower bound is never reported as the chain's figure: ``ndr_pps`` is then
+   ``None`` and ``ndr_lower_bound_pps`` carries it.
+
+Ramp.  If the generator's ``trial()`` accepts a ``ramp_s`` keyword it is passed (seconds of
+traffic before the counted interval, not counted); otherwise the warm-up/max-rate trial is the
+only ramp.  ``pause_s`` separates trials.  ``progress`` (a callable taking a dict) is called after
+every trial with the trial and the current intervals.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import MeasurementError, SpecError
+from .environment import environment
+from .generator import PacketGenerator, Trial
+from .result import Measurement
+
+DEFAULT_LOSS_GOALS = "0.001%,0.1%"
+Progress = Callable[[dict[str, Any]], None]
+
+_PCT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%\s*$")
+
+
+# ---------------------------------------------------------------------------------------------
+# input
+
+def parse_loss_goals(goals: str | Iterable[float | str]) -> list[float]:
+    """Loss goals as ratios, sorted ascending, duplicates removed.
+
+    A string is a comma-separated list of percentages, each with its ``%`` sign
+    (``"0.001%,0.1%"``).  An iterable may mix such strings and floats, which are ratios
+    (``1e-5``).  Each goal must be in ``[0, 1)`` as a ratio.  Raises ``SpecError``.
+    """
+    items: list[float | str]
+    if isinstance(goals, str):
+        items = [g for g in goals.split(",")]
+        if not goals.strip():
+            raise SpecError("no loss goal given", place="loss_goals")
+    else:
+        items = list(goals)
+        if not items:
+            raise SpecError("no loss goal given", place="loss_goals")
+    out: list[float] = []
+    for item in items:
+        if isinstance(item, str):
+            m = _PCT_RE.match(item)
+            if not m:
+                raise SpecError(f"loss goal {item.strip()!r} is not a percentage such as '0.1%'",
+                                place="loss_goals")
+            ratio = float(m.group(1)) / 100.0
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            ratio = float(item)
+        else:
+            raise SpecError(f"loss goal {item!r} is neither a percentage nor a ratio",
+                            place="loss_goals")
+        if math.isnan(ratio) or not 0.0 <= ratio < 1.0:
+            raise SpecError(f"loss goal {item!r} is outside [0 %, 100 %)", place="loss_goals")
+        out.append(ratio)
+    return sorted(set(out))
+
+
+def goal_labels(goals: Sequence[float]) -> list[str]:
+    """``ndr`` for the lowest goal, ``pdr`` for the highest, ``goal1``... in between.
+    A single goal is ``ndr`` when it is at most 0.001 %, else ``pdr``."""
+    if len(goals) == 1:
+        return ["ndr" if goals[0] <= 1e-5 else "pdr"]
+    return ["ndr"] + [f"goal{i}" for i in range(1, len(goals) - 1)] + ["pdr"]
+
+
+def _positive(name: str, value: float | None, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or math.isnan(value) or value <= 0:
+        raise SpecError(f"{name} must be a positive number, not {value!r}", place=name)
+
+
+# ---------------------------------------------------------------------------------------------
+# trials
+
+@dataclass
+class SearchTrial:
+    """One trial of a search, with why it was run."""
+
+    index: int
+    purpose: str  # "max-rate", "warm-up", "search", "confirm", "curve", "latency"
+    goal: str | None  # label of the goal it served
+    trial: Trial
+
+    @property
+    def effective_pps(self) -> float:
+        t = self.trial
+        if t.offered_pps is None or t.generator_limited:
+            return t.sent_pps
+        return t.offered_pps
+
+    def to_dict(self) -> dict[str, Any]:
+        t = self.trial
+        return {"index": self.index, "purpose": self.purpose, "goal": self.goal,
+                "offered_pps": t.offered_pps, "effective_pps": self.effective_pps,
+                "sent_pps": t.sent_pps, "received_pps": t.received_pps, "sent": t.sent,
+                "received": t.received, "lost": t.lost, "loss_ratio": t.loss_ratio,
+                "duration_s": t.duration_s, "size": t.size,
+                "generator_limited": t.generator_limited,
+                **({"latency_us": dict(t.latency_us)} if t.latency_us else {})}
+
+
+class _Runner:
+    """Runs trials on a generator: pause between them, ramp if supported, budget, progress."""
+
+    def __init__(self, gen: PacketGenerator, size: int | str, *, pause_s: float,
+                 ramp_s: float | None, max_trials: int, progress: Progress | None,
+                 status: Callable[[], dict[str, Any]] | None = None):
+        self.gen = gen
+        self.size = size
+        self.pause_s = pause_s
+        self.ramp_s = ramp_s if ramp_s and _accepts(gen.trial, "ramp_s") else None
+        self.max_trials = max_trials
+        self.progress = progress
+        self.status = status
+        self.trials: list[SearchTrial] = []
+
+    def run(self, rate: float | None, duration: float, purpose: str,
+            goal: str | None = None) -> SearchTrial:
+        if len(self.trials) >= self.max_trials:
+            raise _OutOfTrials()
+        if self.trials and self.pause_s > 0:
+            time.sleep(self.pause_s)
+        kw = {"ramp_s": self.ramp_s} if self.ramp_s else {}
+        t = self.gen.trial(rate, duration, self.size, **kw)
+        if t.sent <= 0:
+            raise MeasurementError(f"the generator sent nothing in a trial at "
+                                   f"{'maximum rate' if rate is None else f'{rate:.0f} pps'}")
+        st = SearchTrial(len(self.trials), purpose, goal, t)
+        self.trials.append(st)
+        if self.progress is not None:
+            event = st.to_dict()
+            if self.status is not None:
+                event.update(self.status())
+            self.progress(event)
+        return st
+
+
+class _OutOfTrials(Exception):
+    pass
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# the NDR/PDR search
+
+@dataclass
+class _Goal:
+    label: str
+    loss: float
+    lo: float
+    lo_trial: SearchTrial | None = None  # None: lo not verified by a trial
+    hi: float | None = None
+    hi_trial: SearchTrial | None = None
+    done: bool = False
+    gen_bound: bool = False  # a generator-limited trial passed: lo is a lower bound
+    below_min: bool = False
+    converged: bool = False
+    confirmed: bool | None = None
+    retries: int = 0
+    history: list[tuple[float, float | None]] = field(default_factory=list)
+
+    def passes(self, st: SearchTrial) -> bool:
+        return st.trial.loss_ratio <= self.loss
+
+
+class NdrPdrSearch:
+    """One NDR/PDR search; :meth:`run` returns the :class:`Measurement` (type ``ndr_pdr``).
+
+    Use :func:`ndr_pdr` unless you need the object (e.g. to inspect ``trials`` afterwards).
+    """
+
+    def __init__(self, gen: PacketGenerator, size: int | str, *, duration: float = 10.0,
+                 loss_goals: str | Iterable[float | str] = DEFAULT_LOSS_GOALS,
+                 precision: float = 0.005, min_rate_pps: float | None = None,
+                 max_rate_pps: float | None = None, warmup_s: float = 1.0,
+                 ramp_s: float | None = 0.5, confirm: bool = True,
+                 confirm_duration: float | None = None, max_confirm_retries: int = 3,
+                 step_down: float = 0.02, pause_s: float = 0.5, max_trials: int = 80,
+                 progress: Progress | None = None):
+        _positive("duration", duration)
+        _positive("min_rate_pps", min_rate_pps, allow_none=True)
+        _positive("max_rate_pps", max_rate_pps, allow_none=True)
+        _positive("confirm_duration", confirm_duration, allow_none=True)
+        if not (isinstance(precision, (int, float)) and 0 < precision < 0.5):
+            raise SpecError(f"precision must be a ratio in (0, 0.5), not {precision!r}",
+                            place="precision")
+        if not 0 < step_down < 1:
+            raise SpecError(f"step_down must be in (0, 1), not {step_down!r}", place="step_down")
+        if min_rate_pps is not None and max_rate_pps is not None and min_rate_pps >= max_rate_pps:
+            raise SpecError("min_rate_pps must be below max_rate_pps", place="min_rate_pps")
+        if warmup_s < 0 or pause_s < 0 or max_trials < 1 or max_confirm_retries < 0:
+            raise SpecError("warmup_s and pause_s must be >= 0, max_trials >= 1, "
+                            "max_confirm_retries >= 0")
+        if isinstance(size, int) and size <= 0:
+            raise SpecError(f"frame size must be positive, not {size}", place="size")
+        self.gen = gen
+        self.size = size
+        self.duration = float(duration)
+        self.loss_goals = parse_loss_goals(loss_goals)
+        self.precision = float(precision)
+        self.min_rate_req = min_rate_pps
+        self.max_rate_req = max_rate_pps
+        self.warmup_s = warmup_s
+        self.confirm = confirm
+        self.confirm_duration = float(confirm_duration or duration)
+        self.max_confirm_retries = max_confirm_retries
+        self.step_down = step_down
+        self.goals = [_Goal(label, loss, lo=0.0)
+                      for label, loss in zip(goal_labels(self.loss_goals), self.loss_goals)]
+        self.runner = _Runner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=max_trials,
+                              progress=progress, status=self._status)
+        self.upper = 0.0
+        self.lower = 0.0
+        self.upper_from_generator = False
+        self.generator_max_pps: float | None = None
+        self.out_of_trials = False
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def _status(self) -> dict[str, Any]:
+        return {"intervals": {g.label: [g.lo, g.hi] for g in self.goals},
+                "done": [g.label for g in self.goals if g.done]}
+
+    def _evidence(self) -> list[SearchTrial]:
+        return [s for s in self.runner.trials if s.purpose in ("search", "confirm")]
+
+    def _apply(self, st: SearchTrial) -> None:
+        """Update every unfinished goal with one trial's outcome."""
+        e = st.effective_pps
+        limited = st.trial.generator_limited
+        for g in self.goals:
+            if g.done:
+                continue
+            if g.passes(st):
+                if e >= g.lo or g.lo_trial is None:
+                    g.lo, g.lo_trial = max(e, g.lo if g.lo_trial else 0.0), st
+                if g.hi is not None and e >= g.hi:  # contradicts an earlier fail: drop it
+                    fails = [s for s in self._evidence() if not g.passes(s)
+                             and s.effective_pps > e]
+                    best = min(fails, key=lambda s: s.effective_pps, default=None)
+                    g.hi, g.hi_trial = (best.effective_pps, best) if best else (None, None)
+                if limited:
+                    g.gen_bound = True
+                    g.done = True
+            else:
+                if g.hi is None or e < g.hi:
+                    g.hi, g.hi_trial = e, st
+                if e <= g.lo:  # contradicts an earlier pass: fall back to a lower one
+                    passes = [s for s in self._evidence() if g.passes(s)
+                              and s.effective_pps < e]
+                    best = max(passes, key=lambda s: s.effective_pps, default=None)
+                    if best is not None:
+                        g.lo, g.lo_trial = best.effective_pps, best
+                    else:
+                        g.lo, g.lo_trial = self.lower, None
+            g.history.append((g.lo, g.hi))
+
+    def _next_rate(self, g: _Goal) -> float | None:
+        """The next rate to try for ``g``, or None when its interval is resolved."""
+        if g.hi is None:
+            if g.lo_trial is not None and g.lo >= self.upper * (1 - self.precision):
+                return None  # passes at the top of the range
+            return self.upper
+        if g.hi <= self.lower:
+            g.below_min = True
+            return None
+        if g.hi - g.lo > self.precision * g.hi:
+            return (g.lo + g.hi) / 2.0
+        if g.lo_trial is None:
+            return g.lo  # verify the bottom (the range minimum, or a stepped-down rate)
+        return None
+
+    # -- phases ----------------------------------------------------------------------------
+
+    def _at_generator_top(self, g: _Goal) -> bool:
+        """The goal passed at the top of a range that is the generator's own maximum."""
+        return (self.upper_from_generator and g.hi is None and g.lo_trial is not None
+                and g.lo >= self.upper * (1 - self.precision))
+
+    def _range(self) -> None:
+        if self.max_rate_req is None:
+            st = self.runner.run(None, self.duration, "max-rate")
+            self.generator_max_pps = st.trial.sent_pps
+            self.upper = st.trial.sent_pps
+            self.upper_from_generator = True
+        else:
+            self.upper = float(self.max_rate_req)
+            if self.warmup_s > 0:
+                self.runner.run(self.upper / 10.0, self.warmup_s, "warm-up")
+        self.lower = float(self.min_rate_req) if self.min_rate_req else self.upper / 1000.0
+        if self.lower >= self.upper:
+            raise SpecError(f"min_rate_pps {self.lower:.0f} is not below the top of the range "
+                            f"{self.upper:.0f} pps", place="min_rate_pps")
+        for g in self.goals:
+            g.lo = self.lower
+
+    def _search_goal(self, g: _Goal) -> None:
+        while not g.done:
+            rate = self._next_rate(g)
+            if rate is not None:
+                self._apply(self.runner.run(rate, self.duration, "search", g.label))
+                continue
+            g.converged = True
+            if g.below_min or g.gen_bound or g.lo_trial is None or not self.confirm \
+                    or self._at_generator_top(g):
+                g.done = True
+                break
+            if g.lo_trial.purpose == "confirm" and g.lo_trial.trial.duration_s >= self.confirm_duration:
+                g.confirmed = True  # another goal's confirmation trial already passed here
+                g.done = True
+                break
+            st = self.runner.run(g.lo, self.confirm_duration, "confirm", g.label)
+            ok = g.passes(st)
+            self._apply(st)
+            if ok:
+                g.confirmed = True
+                g.done = True
+                break
+            g.retries += 1
+            g.converged = False
+            if g.retries > self.max_confirm_retries:
+                g.confirmed = False
+                g.done = True
+                break
+            # step down below the rate that failed confirmation and search again
+            failed = st.effective_pps
+            stepped = max(self.lower, failed * (1 - self.step_down * 2 ** (g.retries - 1)))
+            if stepped < g.lo or g.lo_trial is None or g.lo >= failed:
+                g.lo, g.lo_trial = stepped, None
+
+    def run(self) -> Measurement:
+        t0 = time.monotonic()
+        try:
+            self._range()
+            for g in self.goals:
+                self._search_goal(g)
+        except _OutOfTrials:
+            self.out_of_trials = True
+            for g in self.goals:
+                g.done = True
+        return self._result(time.monotonic() - t0)
+
+    # -- result --------------------------------------------------------------------------------
+
+    def _goal_result(self, g: _Goal) -> dict[str, Any]:
+        at_top = (g.lo_trial is not None and g.hi is None
+                  and g.lo >= self.upper * (1 - self.precision))
+        deciding = [s for s in (g.lo_trial, g.hi_trial) if s is not None]
+        lower_bound = g.gen_bound or (at_top and self.upper_from_generator)
+        gen_limited = lower_bound or any(s.trial.generator_limited for s in deciding)
+        rate = g.lo if g.lo_trial is not None and not g.below_min else None
+        return {
+            "label": g.label, "loss_goal": g.loss, "loss_goal_pct": g.loss * 100.0,
+            "rate_pps": rate,
+            "chain_rate_pps": None if lower_bound else rate,
+            "interval_pps": [g.lo, g.hi],
+            "converged": g.converged and not self.out_of_trials,
+            "confirmed": g.confirmed,
+            "confirm_retries": g.retries,
+            "generator_limited": gen_limited,
+            "lower_bound": lower_bound,
+            "at_max_rate": at_top and not self.upper_from_generator,
+            "below_min": g.below_min,
+            "lo_trial": g.lo_trial.index if g.lo_trial else None,
+            "hi_trial": g.hi_trial.index if g.hi_trial else None,
+        }
+
+    def _result(self, elapsed: float) -> Measurement:
+        goals = [self._goal_result(g) for g in self.goals]
+        by_label = {r["label"]: r for r in goals}
+        metrics: dict[str, float | None] = {
+            "generator_limited": any(r["generator_limited"] for r in goals),
+            "trials": len(self.runner.trials),
+            "search_time_s": elapsed,
+            "traffic_time_s": sum(s.trial.duration_s for s in self.runner.trials),
+            "generator_max_pps": self.generator_max_pps,
+            "range_max_pps": self.upper,
+        }
+        for r in goals:
+            metrics[f"{r['label']}_pps"] = r["chain_rate_pps"]
+            if r["lower_bound"]:
+                metrics[f"{r['label']}_lower_bound_pps"] = r["rate_pps"]
+        params = {
+            "size": self.size, "duration": self.duration, "loss_goals": self.loss_goals,
+            "precision": self.precision, "min_rate_pps": self.min_rate_req,
+            "max_rate_pps": self.max_rate_req, "warmup_s": self.warmup_s,
+            "ramp_s": self.runner.ramp_s, "confirm": self.confirm,
+            "confirm_duration": self.confirm_duration,
+            "max_confirm_retries": self.max_confirm_retries, "step_down": self.step_down,
+            "pause_s": self.runner.pause_s, "max_trials": self.runner.max_trials,
+            "generator": type(self.gen).__name__,
+        }
+        trials = [s.to_dict() for s in self.runner.trials]
+        extra = {
+            "ndr_pps": by_label["ndr"]["chain_rate_pps"] if "ndr" in by_label else None,
+            "pdr_pps": by_label["pdr"]["chain_rate_pps"] if "pdr" in by_label else None,
+            "generator_limited": bool(metrics["generator_limited"]),
+            "converged": all(r["converged"] for r in goals),
+            "goals": goals,
+            "trials": trials,
+            "search": {"range_pps": [self.lower, self.upper],
+                       "range_from_generator": self.upper_from_generator,
+                       "out_of_trials": self.out_of_trials},
+        }
+        return Measurement(type="ndr_pdr", params=params, metrics=metrics,
+                           environment=environment(), cpu={},
+                           raw={"trials": [s.trial.raw for s in self.runner.trials]},
+                           extra=extra)
+
+
+def ndr_pdr(gen: PacketGenerator, size: int | str, **kw: Any) -> Measurement:
+    """Search the rates meeting each loss goal; see :class:`NdrPdrSearch` for the options."""
+    return NdrPdrSearch(gen, size, **kw).run()
+
+
+# ---------------------------------------------------------------------------------------------
+# rate curve and latency
+
+def rate_curve(gen: PacketGenerator, rates: Iterable[float], size: int | str, duration: float,
+               *, pause_s: float = 0.5, ramp_s: float | None = 0.5,
+               progress: Progress | None = None) -> Measurement:
+    """One trial per offered rate: the offered-vs-received curve (type ``rate_curve``).
+
+    Each point has ``offered_pps``, ``sent_pps``, ``received_pps``, ``loss_ratio`` and
+    ``generator_limited``; metrics give the highest received rate and whether any point was
+    generator-limited (such a point shows the generator, not the chain).
+    """
+    rates = [float(r) if not isinstance(r, bool) else r for r in rates]
+    if not rates:
+        raise SpecError("no rate given", place="rates")
+    for r in rates:
+        _positive("rate", r)
+    _positive("duration", duration)
+    runner = _Runner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=len(rates),
+                     progress=progress)
+    points = []
+    for r in rates:
+        st = runner.run(r, duration, "curve")
+        points.append(st.to_dict())
+    best = max(points, key=lambda p: p["received_pps"])
+    metrics = {
+        "max_received_pps": best["received_pps"],
+        "max_received_at_offered_pps": best["offered_pps"],
+        "points": len(points),
+        "generator_limited": any(p["generator_limited"] for p in points),
+    }
+    return Measurement(type="rate_curve",
+                       params={"rates_pps": rates, "size": size, "duration": duration,
+                               "pause_s": pause_s, "ramp_s": runner.ramp_s,
+                               "generator": type(gen).__name__},
+                       metrics=metrics, environment=environment(),
+                       raw={"trials": [s.trial.raw for s in runner.trials]},
+                       extra={"points": points})
+
+
+def _metric_name(pct: str) -> str:
+    return "latency_" + pct.replace(".", "_") + "_us"  # p99.9 -> latency_p99_9_us
+
+
+def latency(gen: PacketGenerator, rate: float, size: int | str, duration: float, *,
+            ramp_s: float | None = 0.5) -> Measurement:
+    """Latency percentiles (as the generator reports them, in µs) at one offered rate.
+
+    Metrics: ``latency_p50_us``, ``latency_p90_us``, ``latency_p99_us``, ``latency_p99_9_us``,
+    ``latency_max_us`` (whichever the generator measured), plus loss and ``generator_limited``.
+    """
+    _positive("rate", rate)
+    _positive("duration", duration)
+    runner = _Runner(gen, size, pause_s=0.0, ramp_s=ramp_s, max_trials=1, progress=None)
+    st = runner.run(rate, duration, "latency")
+    t = st.trial
+    if not t.latency_us:
+        raise MeasurementError(f"{type(gen).__name__} reported no latency")
+    metrics: dict[str, float] = {_metric_name(k): v for k, v in t.latency_us.items()}
+    metrics.update(loss_ratio=t.loss_ratio, sent_pps=t.sent_pps, received_pps=t.received_pps,
+                   generator_limited=t.generator_limited)
+    return Measurement(type="latency",
+                       params={"rate_pps": rate, "size": size, "duration": duration,
+                               "ramp_s": runner.ramp_s, "generator": type(gen).__name__},
+                       metrics=metrics, environment=environment(), raw=t.raw,
+                       extra={"trial": st.to_dict(), "generator_limited": t.generator_limited})
