@@ -9,7 +9,8 @@ seed), how many runs are done / failed / pending, the host environment, then per
 of mean ± 95 % CI (n) against the main swept parameter with one column per series and a plot;
 for throughput metrics also the plot relative to the first point and, when the chain length is
 swept, the power-law fit per series (:mod:`.fit`) with its residuals; offered-vs-received curves
-for ``rate`` measurements; and the failed runs with their errors.
+for rate curves (a raw ``points`` list of trials with ``offered_pps`` and ``received_pps``); and
+the failed runs with their errors.  Per-core CPU metrics (``cpu.….cores.…``) are left out.
 
 The main parameter is ``lab.chain.length`` when swept, else the first swept parameter with
 numeric values, else the first swept parameter.
@@ -175,7 +176,8 @@ def _series_table(all_series: list[Series]) -> Table:
 
 
 def _curve_points(raw_text: str) -> list[tuple[float, float]]:
-    """(offered, received) pairs from a ``curve`` raw output: a JSON list of trials."""
+    """(offered, received) pairs from a rate curve's raw ``points`` (or ``curve``): a JSON list
+    of trials with ``offered_pps`` and ``received_pps``."""
     try:
         data = json.loads(raw_text)
     except ValueError:
@@ -253,6 +255,8 @@ def _metric_blocks(exp: ExperimentRow, done: list[RunRow], out_dir: Path,
         return blocks
     plotted = 0
     for name in names:
+        if name.startswith("cpu.") and ".cores." in name:
+            continue  # per-core CPU stays in the store and the exports; the report shows totals
         all_series = series(done, name, x)
         if not all_series:
             continue
@@ -311,9 +315,8 @@ def _curve_blocks(store: Store, exp: ExperimentRow, done: list[RunRow],
                   out_dir: Path) -> list[Block]:
     curves: dict[str, list[tuple[float, float]]] = {}
     for r in done:
-        if r.measure.get("type") != "rate":
-            continue
-        text = store.raw(r.id).get("curve")
+        raw = store.raw(r.id)
+        text = raw.get("points") or raw.get("curve")
         if not text:
             continue
         label = ", ".join(f"{short(k)}={v}" for k, v in r.params.items()) or "all runs"

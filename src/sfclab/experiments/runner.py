@@ -8,12 +8,13 @@ The runner only sees two injected callables, so it runs against fakes in the uni
 
 - ``lab_up(lab: dict) -> ContextManager[handle]``
 - ``measure(handle, measure: dict) -> dict`` returning ``{"type", "params", "metrics": {name:
-  float}, "environment": {...}, "cpu": {...}, "raw": {name: text or JSON-able}}``; numeric leaves
-  of ``cpu`` become metrics ``cpu.<path>``.
+  float}, "environment": {...}, "cpu": {...}, "raw": ...}`` plus any extra keys (the shape of
+  :meth:`sfclab.traffic.result.Measurement.to_dict`); see :func:`split_result` for what is
+  stored where (numeric leaves of ``cpu`` become metrics ``cpu.<path>``).
 
 Resume: the experiment is identified in the store by name and spec hash and its points by key,
-so running the same file again skips ``done`` runs (and ``failed`` ones unless
-``retry_failed``), and runs left ``running`` by a crash are redone.  A failing run is recorded
+so running the same file again skips ``done`` runs, and ``failed`` ones unless
+``retry_failed=True``; runs left ``running`` by a crash are redone.  A failing run is recorded
 ``failed`` with its error and the experiment goes on.  Ctrl-C (KeyboardInterrupt) leaves the
 ``with`` (tearing the lab down), puts the run back to ``pending`` and re-raises.
 """
@@ -170,22 +171,38 @@ def flatten_numbers(d: Mapping[str, Any], prefix: str) -> dict[str, float]:
     return out
 
 
+#: keys of a measurement result with a meaning of their own; any other key is kept as raw
+RESULT_KEYS = ("type", "params", "metrics", "environment", "cpu", "raw")
+
+
 def split_result(result: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, Any],
                                                      dict[str, Any]]:
-    """A measurement result -> (metrics, raw outputs, run environment).  Raises
-    :class:`MeasurementResultError` when metrics are missing or not numbers."""
+    """A measurement result -> (metrics, raw outputs, run environment).
+
+    Metrics must be numbers (booleans count as 0/1, None means not measured and is dropped);
+    numeric leaves of ``cpu`` are added as ``cpu.…`` metrics.  ``raw`` is split by key when it
+    is a mapping (else kept whole as ``raw``); keys outside :data:`RESULT_KEYS` (per-flow
+    lists, the points of a rate curve, ...) are kept as raw entries of their own name.
+    Raises :class:`MeasurementResultError` when metrics are missing or not numbers."""
     if not isinstance(result, Mapping) or not isinstance(result.get("metrics"), Mapping):
         raise MeasurementResultError("the measurement returned no 'metrics' mapping")
     metrics: dict[str, float] = {}
     for name, value in result["metrics"].items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isinf(value):
+        if value is None:
+            continue
+        if not isinstance(value, (int, float)) or math.isinf(value):
             raise MeasurementResultError(f"metric {name!r} is not a finite number: {value!r}")
         metrics[str(name)] = float(value)
     cpu = result.get("cpu") or {}
     if isinstance(cpu, Mapping):
         for name, value in flatten_numbers(cpu, "cpu").items():
             metrics.setdefault(name, value)
-    raw: dict[str, Any] = dict(result.get("raw") or {})
+    got = result.get("raw")
+    raw: dict[str, Any] = dict(got) if isinstance(got, Mapping) else (
+        {} if got is None else {"raw": got})
+    for k, v in result.items():
+        if k not in RESULT_KEYS:
+            raw[k if k not in raw else f"extra.{k}"] = v
     raw.setdefault("measurement", {"type": result.get("type"), "params": result.get("params")})
     if cpu:
         raw.setdefault("cpu", cpu)

@@ -136,7 +136,8 @@ def _json(obj: Any) -> str:
 
 class Store:
     """An open results database.  ``Store(path)`` makes it if missing; ``create=False`` refuses
-    (a :class:`SpecError`, for commands that only read).  Use as a context manager or ``close()``."""
+    (a :class:`SpecError`, for commands that only read).  Use as a context manager or
+    ``close()``."""
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True):
         self.path = os.fspath(path)

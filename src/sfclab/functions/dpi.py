@@ -8,10 +8,12 @@ Lab file keys::
     cpu: 0.5             # optional cgroup limits
     memory: 64M
 
-``configure`` loads ``table inet sfclab_dpi`` with one rule on the forward hook:
-``queue num Q bypass`` — packets go to the ``sfc-dpi`` program (native/sfc-dpi.c), which
-classifies each flow and accepts every packet; ``bypass`` lets packets through when the
-program is not (or no longer) running, so a crashed classifier never cuts the chain.
+``configure`` loads one rule on the forward path of the node's ``mangle`` table:
+``-j NFQUEUE --queue-num Q --queue-bypass`` — packets go to the ``sfc-dpi`` program
+(native/sfc-dpi.c), which classifies each flow and accepts every packet; bypass lets packets
+through when the program is not (or no longer) running, so a crashed classifier never cuts the
+chain.  The rule is an iptables (legacy) rule because this kernel lacks nftables' ``queue``
+expression (``CONFIG_NFT_QUEUE`` is off) while the xtables NFQUEUE target is present.
 The program writes ``<state_dir>/dpi-flows.json``; ``inspect`` asks it for a fresh copy
 (SIGUSR1) and returns per-flow protocol, packets and bytes.
 """
@@ -30,7 +32,7 @@ from . import cgroups
 from .base import register
 from .process import ProcessFunction
 
-TABLE = "sfclab_dpi"
+IPTABLES = "iptables-legacy"
 BINARY = "sfc-dpi"
 
 
@@ -72,13 +74,22 @@ class Dpi(ProcessFunction):
                             "or SFCLAB_DPI does not name it", place="kind")
 
     def ruleset(self) -> str:
-        return (f"table inet {TABLE}\ndelete table inet {TABLE}\n"
-                f"table inet {TABLE} {{\n  chain forward {{\n"
-                "    type filter hook forward priority filter - 10; policy accept;\n"
-                f"    counter queue num {self.params.queue} bypass\n  }}\n}}\n")
+        return ("*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n"
+                ":OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n"
+                f"-A FORWARD -m comment --comment sfclab-dpi -j NFQUEUE "
+                f"--queue-num {self.params.queue} --queue-bypass\nCOMMIT\n")
 
     def configure(self) -> None:
-        self.ctx.run(["nft", "-f", "-"], input=self.ruleset())
+        self.ctx.run([f"{IPTABLES}-restore"], input=self.ruleset())
+
+    def queued(self) -> dict[str, int] | None:
+        """Packets and bytes the queue rule saw (also those bypassed while nothing listened)."""
+        cp = self.ctx.run([f"{IPTABLES}-save", "-c", "-t", "mangle"], check=False)
+        for line in cp.stdout.splitlines():
+            if "sfclab-dpi" in line and line.startswith("["):
+                pk, by = line[1:line.index("]")].split(":")
+                return {"packets": int(pk), "bytes": int(by)}
+        return None
 
     def program(self) -> list[str]:
         b = binary_path()
@@ -100,6 +111,8 @@ class Dpi(ProcessFunction):
             self.refresh(self.flows_path, timeout=1.0)
         table = self.flows()
         out["flows_file"] = str(self.flows_path)
+        out["queue"] = dict(number=self.params.queue, hook="forward (iptables mangle NFQUEUE)",
+                            counters=self.queued())
         out["flows"] = table["flows"] if table else []
         out["totals"] = ({k: table[k] for k in ("packets", "bytes", "flow_count", "untracked",
                                                 "non_ipv4")} if table else None)

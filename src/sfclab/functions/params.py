@@ -8,6 +8,7 @@ size bytes (int), a prefix an ``IPv4Network``, a port range a ``(first, last)`` 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -132,7 +133,7 @@ def resolve_executable(argv0: str, place: str) -> str:
     if "/" in argv0:
         p = Path(argv0)
         if p.is_file() and p.stat().st_mode & 0o111:
-            return str(p.resolve())
+            return os.path.abspath(p)   # not resolve(): a venv python is a symlink
         raise SpecError(f"executable not found: {argv0}", place=place)
     found = shutil.which(argv0)
     if not found:

@@ -10,7 +10,8 @@ Lab file keys::
 
 Objects made in the node's namespace at configure:
 
-- the TUN device (persistent, no packet-information header), up, reverse-path filter off;
+- the TUN device (persistent, no packet-information header), IPv6 off, up, reverse-path
+  filter off;
 - routing table ``table`` with ``default dev <device>``;
 - one rule per lab interface ``iif <interface> lookup <table>`` (preference 1000).
 
@@ -74,14 +75,17 @@ class Tun(ProcessFunction):
 
     def ip_batch(self) -> str:
         p = self.params
-        lines = [f"tuntap add dev {p.device} mode tun",
-                 f"link set dev {p.device} up",
+        lines = [f"link set dev {p.device} up",
                  f"route replace default dev {p.device} table {p.table}"]
         lines += [f"rule add iif {i.name} lookup {p.table} pref {RULE_PREF}"
                   for i in self.ctx.interfaces]
         return "\n".join(lines) + "\n"
 
     def configure(self) -> None:
+        dev = self.params.device
+        self.ctx.run(["ip", "tuntap", "add", "dev", dev, "mode", "tun"])
+        # no IPv6 on the device: the kernel's own router solicitations would reach the program
+        netns.write_sysctl(self.ctx.netns, f"net.ipv6.conf.{dev}.disable_ipv6", "1")
         self.ctx.run(["ip", "-batch", "-"], input=self.ip_batch())
         # packets written back come in on the TUN with lab sources: no reverse-path check there
         netns.write_sysctl(self.ctx.netns, f"net.ipv4.conf.{self.params.device}.rp_filter", "0")

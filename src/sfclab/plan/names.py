@@ -16,6 +16,9 @@ import base64
 import hashlib
 
 NETNS_PREFIX = "sfclab-"
+#: the namespace where interfaces bound for the root namespace are born and marked (see
+#: realize.build); node names cannot start with "-", so it never collides with a node
+STAGING_NODE = "-stage"
 IFNAMSIZ = 15
 
 

@@ -18,6 +18,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from ..errors import RealizeError, SfclabError
 from ..plan.model import InterfacePlan, Plan
+from ..plan.names import STAGING_NODE, netns_name
 from . import ethtool, netns, ovs
 
 #: written inside every lab namespace at creation: no IPv6 chatter (RA, DAD, MLD) in counters
@@ -74,12 +75,20 @@ class Builder:
                 ipr = netns.create(ns.name, sysctls)
                 self.ipr[ns.name] = ipr
                 ipr.link("set", index=1, state="up")  # lo
+        if any(i.netns is None for v in p.veths for i in (v.a, v.b)):
+            stage = netns_name(p.lab, STAGING_NODE)
+            with step(f"namespace {stage}"):
+                self.ipr[stage] = netns.create(stage, BASE_SYSCTLS)
         for br in p.linux_bridges:
             with step(f"linux bridge {br.name} in {br.netns}"):
                 self.ipr[br.netns].link("add", ifname=br.name, kind="bridge")
         self.progress(f"veth pairs: {len(p.veths)}")
         for v in p.veths:
             self._veth(v.a, v.b)
+        stage = netns_name(p.lab, STAGING_NODE)
+        if stage in self.ipr:
+            self.ipr.pop(stage).close()
+            netns.delete(stage)
         if p.ovs_bridges:
             self.progress(f"ovs bridges: {len(p.ovs_bridges)}")
             self._ovs()
@@ -104,18 +113,37 @@ class Builder:
                 self.ipr[r.netns].route("add", dst=r.dst, gateway=r.gateway)
 
     def _veth(self, a: InterfacePlan, b: InterfacePlan) -> None:
+        """Make a veth pair with each end in its namespace.
+
+        An end bound for the root namespace is born in the lab's staging namespace, gets the
+        lab's mark (alias) there, and only then moves to the root namespace: a crash at any
+        moment leaves either an interface inside a lab namespace or a marked one in the root.
+        """
         what = f"veth {a.netns or 'root'}/{a.name} - {b.netns or 'root'}/{b.name}"
+        if a.netns is None and b.netns is not None:
+            a, b = b, a
         with step(what):
-            fd = os.open(netns.path(b.netns) if b.netns else "/proc/self/ns/net", os.O_RDONLY)
+            stage = netns_name(self.plan.lab, STAGING_NODE)
+            b_home = b.netns or stage
+            fd = os.open(netns.path(b_home), os.O_RDONLY)
             try:
-                peer = {"ifname": b.name, "net_ns_fd": fd}
+                peer: dict = {"ifname": b.name, "net_ns_fd": fd}
                 kw = {}
                 if a.mtu:
                     kw["mtu"] = a.mtu
                     peer["mtu"] = b.mtu or a.mtu
-                self._ipr(a).link("add", ifname=a.name, kind="veth", peer=peer, **kw)
+                self.ipr[a.netns or stage].link("add", ifname=a.name, kind="veth", peer=peer, **kw)
             finally:
                 os.close(fd)
+            for end in (a, b):
+                if end.netns is None:
+                    ipr = self.ipr[stage]
+                    ipr.link("set", ifname=end.name, ifalias=end.alias)
+                    root_fd = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+                    try:
+                        ipr.link("set", ifname=end.name, net_ns_fd=root_fd)
+                    finally:
+                        os.close(root_fd)
 
     def _ipr(self, i: InterfacePlan) -> IPRoute:
         return self.ipr[i.netns] if i.netns else self.root()
@@ -151,7 +179,7 @@ class Builder:
                 attrs["master"] = ipr.link_lookup(ifname=i.master)[0]
             if i.mtu and i.role == "internal":
                 attrs["mtu"] = i.mtu
-            if i.alias:
+            if i.alias and i.netns is not None:  # root ends were marked at birth
                 attrs["ifalias"] = i.alias
             if attrs:
                 ipr.link("set", index=index, **attrs)

@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..plan.model import Plan
+from ..plan.names import STAGING_NODE, netns_name
 
 
 def entries(plan: Plan) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"op": "netns", "name": ns.name} for ns in plan.namespaces]
-    for i in plan.interfaces:
-        if i.netns is None and i.role == "veth":
-            out.append({"op": "link", "name": i.name, "alias": i.alias})
+    roots = [i for v in plan.veths for i in (v.a, v.b) if i.netns is None]
+    if roots:
+        out.append({"op": "netns", "name": netns_name(plan.lab, STAGING_NODE)})
+    out += [{"op": "link", "name": i.name, "alias": i.alias} for i in roots]
     out += [{"op": "ovs-bridge", "name": b.name} for b in plan.ovs_bridges]
     out += [{"op": "function", "node": n, "kind": f["kind"]} for n, f in plan.functions.items()]
     return out

@@ -20,6 +20,7 @@ from pyroute2 import IPRoute
 from ..errors import LabError, RealizeError, SpecError
 from ..plan import build_plan
 from ..plan.model import Plan
+from ..plan.names import STAGING_NODE, netns_name
 from ..spec.lab import Lab
 from . import journal, netns, ovs
 from .build import Builder
@@ -48,9 +49,9 @@ def _refuse_existing(state: LabState) -> None:
 
 
 def _preflight(plan: Plan) -> None:
-    for ns in plan.namespaces:
-        if netns.exists(ns.name):
-            raise LabError(f"namespace {ns.name} already exists and no lab of sfclab owns it; "
+    for ns in [n.name for n in plan.namespaces] + [netns_name(plan.lab, STAGING_NODE)]:
+        if netns.exists(ns):
+            raise LabError(f"namespace {ns} already exists and no lab of sfclab owns it; "
                            "sfclab will not adopt it")
     roots = [i.name for i in plan.interfaces if i.netns is None or i.role == "internal"]
     roots += [b.name for b in plan.ovs_bridges]

@@ -192,7 +192,8 @@ class Experiment(BaseModel):
     cooldown: float = 0.0
 
     def spec_hash(self) -> str:
-        """Hash of everything that decides which runs exist: identifies the experiment in a store."""
+        """Hash of everything that decides which runs exist; identifies the experiment in a
+        store (so an edited file is a new experiment, and the same file resumes)."""
         return stable_hash(self.model_dump(exclude={"source", "lab_source", "description"}))
 
     def size(self) -> int:
@@ -369,7 +370,9 @@ def experiment_from_document(doc: Document) -> Experiment:
         sweep[canon] = list(values)
         written[canon] = key
 
-    seed = f.seed if f.seed is not None else int(hashlib.sha256(f.name.encode()).hexdigest()[:8], 16)
+    seed = f.seed
+    if seed is None:
+        seed = int(hashlib.sha256(f.name.encode()).hexdigest()[:8], 16)
     return Experiment(name=f.name, description=f.description, source=doc.source, lab=lab,
                       lab_source=lab_source, measure=measure, sweep=sweep,
                       repetitions=f.repetitions, seed=seed, warmup=f.warmup, cooldown=f.cooldown)

@@ -9,7 +9,8 @@ Objects:
   ``busy`` (100 - idle).  Guest time is already inside user time in the kernel's accounting, so
   it is not added again.
 * :class:`CpuMonitor` - a context manager that samples on entry and exit; ``result`` holds the
-  usage dict plus the CPU seconds of the processes it was told about.
+  usage dict, ``interval_s`` and ``process_cpu_s`` (label -> CPU seconds of the processes it
+  was told about).
 * :func:`process_cpu_seconds` - utime+stime of a live (or zombie, not yet reaped) PID.
 * :func:`reap` - ``os.wait4`` on a child: exit status and its CPU seconds from ``rusage``, which
   is exact even for a process that has already exited (``/proc/PID/stat`` is gone once reaped).
@@ -145,7 +146,8 @@ class CpuMonitor:
         self.before: dict[str, CpuTimes] | None = None
         self.after: dict[str, CpuTimes] | None = None
         self.t0 = self.t1 = 0.0
-        self.processes: dict[str, dict[str, float | int | None]] = {}
+        self.process_cpu_s: dict[str, float | None] = {}
+        self.pids: dict[str, int] = {}
 
     def __enter__(self) -> "CpuMonitor":
         self.t0 = time.monotonic()
@@ -157,7 +159,10 @@ class CpuMonitor:
         self.t1 = time.monotonic()
 
     def add_process(self, label: str, pid: int, cpu_seconds: float | None) -> None:
-        self.processes[label] = {"pid": pid, "cpu_s": cpu_seconds}
+        """Record a process's CPU seconds under ``label`` (PIDs are kept out of the result:
+        the store turns every number in ``cpu`` into a metric, and a PID is not one)."""
+        self.pids[label] = pid
+        self.process_cpu_s[label] = cpu_seconds
 
     @property
     def result(self) -> dict[str, Any]:
@@ -165,5 +170,5 @@ class CpuMonitor:
             return {}
         out = usage(self.before, self.after)
         out["interval_s"] = self.t1 - self.t0
-        out["processes"] = dict(self.processes)
+        out["process_cpu_s"] = dict(self.process_cpu_s)
         return out

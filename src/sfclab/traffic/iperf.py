@@ -20,7 +20,8 @@ any failed flow fails the measurement with :class:`~sfclab.errors.MeasurementErr
 iperf3's own message.  Servers are ended by PID in a ``finally`` (also on Ctrl-C); as a second
 line of defence they run with ``--idle-timeout`` so a server orphaned by a SIGKILLed sfclab
 exits on its own.  Readiness is checked by looking for the listening socket in the receiving
-namespace's ``/proc/net/tcp{,6}`` (no fixed sleep).
+namespace's ``/proc/net/tcp{,6}`` and checking that the socket is held by our server (so a
+port already taken by another program is an error, not a silent hijack; no fixed sleep).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import IO, Any
 
-from ..errors import MeasurementError, SpecError
+from ..errors import LabError, MeasurementError, SpecError
 from ..realize import netns
 from .cpu import CpuMonitor, process_cpu_seconds, reap
 from .environment import environment, tool_version
@@ -233,9 +234,10 @@ def _check_params(flows: int, length: int | None, duration: float, omit: float, 
         raise SpecError(f"bitrate must not be negative, not {bitrate}")
 
 
-def _listening_ports(ns: str) -> set[int]:
-    """TCP ports in LISTEN state inside namespace ``ns`` (read from its /proc/net tables)."""
-    ports: set[int] = set()
+def _listening_sockets(ns: str) -> dict[int, set[int]]:
+    """TCP port -> inodes of the sockets in LISTEN state on it inside namespace ``ns``
+    (read from the namespace's own /proc/net tables)."""
+    found: dict[int, set[int]] = {}
     with netns.entered(ns):
         for table in ("tcp", "tcp6"):
             try:
@@ -243,26 +245,45 @@ def _listening_ports(ns: str) -> set[int]:
                     next(f, None)
                     for line in f:
                         cols = line.split()
-                        if len(cols) > 3 and cols[3] == "0A":
-                            ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+                        if len(cols) > 9 and cols[3] == "0A":
+                            port = int(cols[1].rsplit(":", 1)[1], 16)
+                            found.setdefault(port, set()).add(int(cols[9]))
             except FileNotFoundError:  # no IPv6 in this kernel
                 continue
-    return ports
+    return found
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    """Inodes of the sockets process ``pid`` holds open."""
+    out: set[int] = set()
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError, PermissionError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    out.add(int(link[8:-1]))
+    return out
 
 
 class _Proc:
     """A started iperf3 process: Popen plus its output files, reaped with rusage."""
 
-    def __init__(self, label: str, ns: str, argv: list[str]):
+    def __init__(self, label: str, ns: str, argv: list[str], owner: list["_Proc"]):
         self.label = label
         self.argv = argv
-        self.out: IO[str] = tempfile.TemporaryFile("w+")
-        self.err: IO[str] = tempfile.TemporaryFile("w+")
-        self.popen = netns.popen(ns, argv, stdout=self.out, stderr=self.err,
-                                 stdin=subprocess.DEVNULL, text=True)
-        self.pid = self.popen.pid
         self.returncode: int | None = None
         self.cpu_s: float | None = None
+        self.out: IO[str] = tempfile.TemporaryFile("w+")
+        self.err: IO[str] = tempfile.TemporaryFile("w+")
+        try:
+            self.popen = netns.popen(ns, argv, stdout=self.out, stderr=self.err,
+                                     stdin=subprocess.DEVNULL, text=True)
+        except (OSError, subprocess.SubprocessError) as e:
+            self.close()
+            raise MeasurementError(f"cannot start {argv[0]} ({label}) in {ns}: {e}") from e
+        # registered at once, so a Ctrl-C right after the fork still finds it to end
+        self.pid = self.popen.pid
+        owner.append(self)
 
     def poll(self) -> bool:
         """Reap if exited; True once it has."""
@@ -310,10 +331,13 @@ def _wait_listening(dst: str, servers: list[_Proc], ports: list[int]) -> None:
             if s.poll():
                 out, err = s.output()
                 msg = err.strip() or out.strip() or f"exit status {s.returncode}"
-                with contextlib.suppress(json.JSONDecodeError):
-                    msg = json.loads(out).get("error", msg)
+                with contextlib.suppress(json.JSONDecodeError, AttributeError):
+                    msg = json.loads(out).get("error") or msg
                 raise MeasurementError(f"iperf3 {s.label} stopped before listening: {msg}")
-        if set(ports) <= _listening_ports(dst):
+        # ready when each port's listening socket is *our* server's (not some other program's)
+        listening = _listening_sockets(dst)
+        if all(listening.get(port, set()) & _socket_inodes(s.pid)
+               for port, s in zip(ports, servers)):
             return
         if time.monotonic() > deadline:
             raise MeasurementError(f"iperf3 servers in {dst} not listening on {ports} "
@@ -330,9 +354,13 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
     ``bitrate`` is iperf3's ``-b`` (a number in bit/s or a string such as ``"500M"``; per flow;
     ``0`` is unlimited; unset leaves iperf3's default, which is 1 Mbit/s for UDP).  ``length`` is
     ``-l`` (UDP payload bytes / TCP write size).  Returns a :class:`Measurement` of type
-    ``"iperf3"``; raises ``MeasurementError`` if any flow fails, ``SpecError`` on bad options.
+    ``"iperf3"``; raises ``MeasurementError`` if any flow fails, ``SpecError`` on bad options,
+    ``LabError`` if a namespace does not exist.
     """
     _check_params(flows, length, duration, omit, affinity, base_port, bitrate)
+    for ns in (src_netns, dst_netns):
+        if not netns.exists(ns):
+            raise LabError(f"no network namespace {ns!r}")
     version = tool_version(IPERF3)
     if version == "absent":
         raise MeasurementError("iperf3 is not installed")
@@ -358,7 +386,7 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
                 argv += ["--idle-timeout", str(idle)]
             if score is not None:
                 argv += ["-A", str(score)]
-            servers.append(_Proc(f"server {i} (port {port})", dst_netns, argv))
+            _Proc(f"server {i} (port {port})", dst_netns, argv, servers)
         _wait_listening(dst_netns, servers, ports)
 
         with mon:
@@ -377,9 +405,10 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
                     argv.append("-Z")
                 if ccore is not None:
                     argv += ["-A", str(ccore)]
-                clients.append(_Proc(f"flow {i} (port {port})", src_netns, argv))
+                _Proc(f"flow {i} (port {port})", src_netns, argv, clients)
 
-            deadline = time.monotonic() + duration + omit + CLIENT_SLACK_S + CONNECT_TIMEOUT_MS / 1e3
+            deadline = (time.monotonic() + duration + omit + CLIENT_SLACK_S
+                        + CONNECT_TIMEOUT_MS / 1e3)
             while not all(c.poll() for c in clients):
                 if time.monotonic() > deadline:
                     raise MeasurementError(f"iperf3 clients still running {CLIENT_SLACK_S:.0f} s "

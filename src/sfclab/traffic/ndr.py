@@ -357,7 +357,8 @@ class NdrPdrSearch:
                     or self._at_generator_top(g):
                 g.done = True
                 break
-            if g.lo_trial.purpose == "confirm" and g.lo_trial.trial.duration_s >= self.confirm_duration:
+            lo_t = g.lo_trial
+            if lo_t.purpose == "confirm" and lo_t.trial.duration_s >= self.confirm_duration:
                 g.confirmed = True  # another goal's confirmation trial already passed here
                 g.done = True
                 break
@@ -456,7 +457,7 @@ class NdrPdrSearch:
         }
         return Measurement(type="ndr_pdr", params=params, metrics=metrics,
                            environment=environment(), cpu={},
-                           raw={"trials": [s.trial.raw for s in self.runner.trials]},
+                           raw={"generator_output": [s.trial.raw for s in self.runner.trials]},
                            extra=extra)
 
 
@@ -501,7 +502,7 @@ def rate_curve(gen: PacketGenerator, rates: Iterable[float], size: int | str, du
                                "pause_s": pause_s, "ramp_s": runner.ramp_s,
                                "generator": type(gen).__name__},
                        metrics=metrics, environment=environment(),
-                       raw={"trials": [s.trial.raw for s in runner.trials]},
+                       raw={"generator_output": [s.trial.raw for s in runner.trials]},
                        extra={"points": points})
 
 

@@ -31,8 +31,8 @@ def _as_metric(name: str, value: Any) -> float:
         return 1.0 if value else 0.0
     if isinstance(value, (int, float)):
         v = float(value)
-        if math.isnan(v):
-            raise ValueError(f"metric {name} is NaN")
+        if not math.isfinite(v):
+            raise ValueError(f"metric {name} is not finite: {v}")
         return v
     raise TypeError(f"metric {name} must be a number, not {type(value).__name__}")
 

@@ -1,0 +1,83 @@
+"""The library's front door: a lab you can build, use and remove from Python.
+
+    from sfclab.api import Lab
+    with Lab.from_file("scenarios/chain5.yaml") as lab:      # up on enter, down on exit
+        lab.exec("src", ["ping", "-c", "1", str(lab.address("dst"))])
+        print(lab.inspect()["nodes"]["r1"])
+"""
+
+from __future__ import annotations
+
+import subprocess
+from ipaddress import IPv4Address
+from typing import Any
+
+from .functions.base import NetworkFunction
+from .plan.model import Plan
+from .realize import lifecycle, netns
+from .realize.functions import instantiate
+from .realize.state import LabState
+from .spec.lab import Lab as LabSpec
+from .spec.lab import load_lab, load_lab_dict
+
+
+class Lab:
+    """A lab description that can be brought up and down; a context manager."""
+
+    def __init__(self, spec: LabSpec):
+        self.spec = spec
+        self.plan: Plan | None = None
+
+    @classmethod
+    def from_file(cls, path: str) -> "Lab":
+        return cls(load_lab(path))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "<dict>") -> "Lab":
+        return cls(load_lab_dict(d, source))
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def up(self, progress=None) -> "Lab":
+        self.plan = lifecycle.up(self.spec, progress=progress)
+        return self
+
+    def down(self):
+        if self.plan is None and not LabState(self.name).exists:
+            return None
+        self.plan = None
+        return lifecycle.down(self.name)
+
+    def __enter__(self) -> "Lab":
+        return self.up()
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    def _plan(self) -> Plan:
+        if self.plan is None:
+            self.plan = lifecycle.load_plan(self.name)[1]
+        return self.plan
+
+    def netns(self, node: str) -> str:
+        return lifecycle.node_netns(self.name, node)
+
+    def address(self, node: str) -> IPv4Address:
+        return self._plan().address_of(node)
+
+    def exec(self, node: str, argv: list[str], *, check: bool = True,
+             timeout: float | None = 60, input: str | None = None) -> subprocess.CompletedProcess:
+        return netns.run(self.netns(node), argv, check=check, timeout=timeout, input=input)
+
+    def popen(self, node: str, argv: list[str], **kw: Any) -> subprocess.Popen:
+        return netns.popen(self.netns(node), argv, **kw)
+
+    def function(self, node: str) -> NetworkFunction | None:
+        return instantiate(LabState(self.name), self._plan(), node)
+
+    def inspect(self) -> dict[str, Any]:
+        from .realize.inspect import inspect
+
+        return inspect(self.name)

@@ -1,0 +1,251 @@
+"""The native generator: ``sfcgen send`` in the source namespace, one ``sfcgen sink`` in the
+destination namespace for the generator's whole life.
+
+Each trial runs the sender to completion, waits ``drain_s`` for queues to empty, then asks the
+sink for a snapshot (SIGUSR1), which also resets its counters for the next trial.  ``sent`` is
+what the sender reports it handed to the kernel (a frame refused by a qdisc of the sender's own
+interface counts as sent and lost); ``received`` is the sink's count of distinct packets
+(duplicates are reported apart).  The sink is ended by PID in :meth:`NativeGenerator.close`.
+
+The binary is ``$SFCLAB_SFCGEN`` if set, else ``<repo>/native/build/sfcgen`` (``make -C native``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import MeasurementError
+from ..realize import netns
+from .generator import PacketGenerator, Trial
+
+#: UDP port of the sink unless told otherwise (any free port in the destination namespace)
+DEFAULT_PORT = 7999
+#: seconds between the sender's end and the sink's snapshot
+DEFAULT_DRAIN_S = 0.2
+ENV_BINARY = "SFCLAB_SFCGEN"
+PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[3]
+
+
+def sfcgen_binary() -> str:
+    """Path of the sfcgen executable, or a :class:`MeasurementError` that says how to get it."""
+    env = os.environ.get(ENV_BINARY)
+    if env:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise MeasurementError(f"${ENV_BINARY} is {env!r}, which is not an executable file")
+        return env
+    path = repo_root() / "native" / "build" / "sfcgen"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise MeasurementError(
+            f"the native generator is not built ({path} is missing): run "
+            f"`make -C {repo_root() / 'native'}` or set ${ENV_BINARY}")
+    return str(path)
+
+
+class _LineReader:
+    """Whole lines from a pipe, with a deadline (a process that stops talking must not hang us)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buf = b""
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(fd, selectors.EVENT_READ)
+
+    def readline(self, timeout: float) -> str | None:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.sel.select(left):
+                return None
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                return None  # EOF
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode(errors="replace")
+
+    def close(self) -> None:
+        self.sel.close()
+
+
+class NativeGenerator(PacketGenerator):
+    """UDP/IPv4 trials from ``src_netns`` to ``dst_ip`` (an address in ``dst_netns``).
+
+    ``engine`` picks the sender's technique (``auto``, ``packet``, ``ring``, ``udp``: see
+    ``sfcgen send --help``); ``qdisc_bypass`` skips the sender device's qdisc and egress hooks
+    (faster, but a shaper on the sender's own interface is then ignored).  ``send_cpus`` and
+    ``sink_cpus`` pin threads (``"0-1"``), as ``taskset`` would.
+    """
+
+    def __init__(self, src_netns: str, dst_netns: str, dst_ip: str, flows: int = 1,
+                 threads: int = 1, port: int = DEFAULT_PORT, drain_s: float = DEFAULT_DRAIN_S,
+                 *, src_ip: str | None = None, sink_threads: int | None = None,
+                 engine: str = "auto", qdisc_bypass: bool = False,
+                 send_cpus: str | None = None, sink_cpus: str | None = None,
+                 binary: str | None = None, ready_timeout_s: float = 5.0):
+        if flows < 1 or threads < 1:
+            raise ValueError("flows and threads must be at least 1")
+        self.src_netns = src_netns
+        self.dst_netns = dst_netns
+        self.dst_ip = dst_ip
+        self.src_ip = src_ip
+        self.flows = flows
+        self.threads = threads
+        self.port = port
+        self.drain_s = drain_s
+        self.engine = engine
+        self.qdisc_bypass = qdisc_bypass
+        self.send_cpus = send_cpus
+        self.binary = binary or sfcgen_binary()
+        self.final: dict[str, Any] | None = None
+        self._proc: subprocess.Popen | None = None
+        self._reader: _LineReader | None = None
+        self._stderr = tempfile.TemporaryFile()
+        argv = [self.binary, "sink", "--port", str(port), "--flows", str(flows),
+                "--threads", str(sink_threads or threads)]
+        if sink_cpus:
+            argv += ["--cpus", sink_cpus]
+        try:
+            self._proc = netns.popen(dst_netns, argv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=self._stderr)
+            self._reader = _LineReader(self._proc.stdout.fileno())
+            line = self._reader.readline(ready_timeout_s)
+            ready = self._parse(line) if line else None
+            if not ready or ready.get("event") != "ready":
+                raise MeasurementError(
+                    f"sfcgen sink in {dst_netns} did not report ready within {ready_timeout_s} s: "
+                    f"{self._sink_stderr() or line or '(no output)'}")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def sink_pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @staticmethod
+    def _parse(line: str) -> dict[str, Any] | None:
+        try:
+            d = json.loads(line)
+        except ValueError:
+            return None
+        return d if isinstance(d, dict) else None
+
+    def _sink_stderr(self) -> str:
+        with contextlib.suppress(OSError, ValueError):
+            self._stderr.seek(0)
+            return self._stderr.read().decode(errors="replace").strip()
+        return ""
+
+    def _check_sink(self) -> None:
+        if self._proc is None:
+            raise MeasurementError("the generator is closed")
+        if self._proc.poll() is not None:
+            raise MeasurementError(f"sfcgen sink exited with status {self._proc.returncode}: "
+                                   f"{self._sink_stderr() or '(no output)'}")
+
+    def snapshot(self, timeout_s: float = 5.0) -> dict[str, Any]:
+        """The sink's counters since the last snapshot (and reset them)."""
+        self._check_sink()
+        os.kill(self._proc.pid, signal.SIGUSR1)
+        while True:
+            line = self._reader.readline(timeout_s)
+            if line is None:
+                self._check_sink()
+                raise MeasurementError(f"sfcgen sink gave no snapshot within {timeout_s} s")
+            d = self._parse(line)
+            if d and d.get("event") == "snapshot":
+                return d
+
+    def send_argv(self, offered_pps: float | None, duration_s: float, size: int | str) -> list[str]:
+        argv = [self.binary, "send", "--dst", self.dst_ip, "--dport", str(self.port),
+                "--flows", str(self.flows), "--threads", str(self.threads),
+                "--size", str(size), "--duration", f"{duration_s:g}",
+                "--rate", "max" if offered_pps is None else f"{offered_pps:.3f}",
+                "--engine", self.engine]
+        if self.src_ip:
+            argv += ["--src", self.src_ip]
+        if self.qdisc_bypass:
+            argv.append("--qdisc-bypass")
+        if self.send_cpus:
+            argv += ["--cpus", self.send_cpus]
+        return argv
+
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str) -> Trial:
+        if offered_pps is not None and offered_pps <= 0:
+            raise ValueError("offered_pps must be positive (or None for the maximum)")
+        self._check_sink()
+        argv = self.send_argv(offered_pps, duration_s, size)
+        try:
+            cp = netns.run(self.src_netns, argv, check=False, timeout=duration_s + 30)
+        except subprocess.TimeoutExpired as e:
+            raise MeasurementError(f"sfcgen send did not finish within {duration_s + 30} s") from e
+        sent = None
+        for line in reversed(cp.stdout.splitlines()):
+            sent = self._parse(line)
+            if sent:
+                break
+        if cp.returncode != 0 or not sent or sent.get("event") != "sent":
+            with contextlib.suppress(MeasurementError):
+                self.snapshot()  # start the next trial from zero all the same
+            raise MeasurementError(f"sfcgen send exited with status {cp.returncode}: "
+                                   f"{cp.stderr.strip() or cp.stdout.strip() or '(no output)'}")
+        time.sleep(self.drain_s)
+        sink = self.snapshot()
+        received = max(int(sink["received"]) - int(sink["duplicated"]), 0)
+        span = float(sent["duration_s"]) or duration_s
+        lat = sink.get("latency_us", {})
+        return Trial(
+            offered_pps=offered_pps,
+            duration_s=duration_s,
+            size=size,
+            sent=int(sent["sent"]),
+            received=received,
+            sent_pps=float(sent["achieved_pps"]),
+            received_pps=received / span,
+            reordered=int(sink["reordered"]),
+            duplicated=int(sink["duplicated"]),
+            latency_us={k: float(lat[k]) for k in PERCENTILES if k in lat},
+            raw={"sender": sent, "sink": sink, "sender_stderr": cp.stderr, "argv": argv},
+        )
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                netns.end_processes([proc.pid], grace=2.0)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+            if self._reader is not None:
+                line = self._reader.readline(0.5)
+                while line is not None:
+                    d = self._parse(line)
+                    if d and d.get("event") == "final":
+                        self.final = d
+                    line = self._reader.readline(0.1)
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        if proc is not None and proc.stdout is not None:
+            proc.stdout.close()
+        with contextlib.suppress(OSError):
+            self._stderr.close()
+
+    def __enter__(self) -> "NativeGenerator":
+        return self

@@ -1,0 +1,52 @@
+"""Integration tests build real labs as root, each under a unique name, in a state directory of
+the test session's own; whatever a test leaves is removed at the end by name (``down --all``
+on that state directory), never by pattern."""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+import pytest
+
+if os.geteuid() != 0:  # pragma: no cover - CI runs as root
+    pytest.skip("integration tests need root to make namespaces", allow_module_level=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sfclab-state")
+    old = os.environ.get("SFCLAB_STATE_DIR")
+    os.environ["SFCLAB_STATE_DIR"] = str(d)
+    yield d
+    from sfclab.realize import lifecycle
+
+    lifecycle.down_all()
+    if old is None:
+        os.environ.pop("SFCLAB_STATE_DIR", None)
+    else:
+        os.environ["SFCLAB_STATE_DIR"] = old
+
+
+@pytest.fixture
+def lab_name(request):
+    """A unique lab name for one test (short: it becomes part of namespace names)."""
+    return f"t{secrets.token_hex(3)}"
+
+
+@pytest.fixture
+def running_lab(lab_name):
+    """``running_lab(dict) -> Lab``: build a lab that is always removed after the test."""
+    from sfclab.api import Lab
+
+    made = []
+
+    def make(d: dict):
+        d = {**d, "name": d.get("name", lab_name)}
+        lab = Lab.from_dict(d).up()
+        made.append(lab)
+        return lab
+
+    yield make
+    for lab in made:
+        lab.down()
