@@ -13,7 +13,7 @@ from ipaddress import IPv4Address, IPv4Network
 import pytest
 
 from sfclab.errors import SpecError
-from sfclab.plan import build_plan
+from sfclab.plan.build import build_plan
 from sfclab.plan.model import Plan
 from sfclab.plan.names import IFNAMSIZ, lab_tag, root_name
 from sfclab.spec.lab import load_lab_dict

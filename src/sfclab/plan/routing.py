@@ -42,13 +42,20 @@ def compute(order: list[str], forwards: dict[str, bool], subnets: dict[int, IPv4
     for a in attachments:
         on_seg.setdefault(a.segment, []).append(a)
         of_node.setdefault(a.node, []).append(a)
+    for lst in on_seg.values():
+        lst.sort(key=lambda a: rank[a.node])
+    for lst in of_node.values():
+        lst.sort(key=lambda a: a.segment)
+    # per segment: its nodes, forwarding ones first, in node order (the preferred exits)
+    seg_nodes = {s: sorted({a.node for a in lst}, key=lambda n: (not forwards.get(n), rank[n]))
+                 for s, lst in on_seg.items()}
 
     routes: list[Route] = []
     for u in order:
-        mine = of_node.get(u, [])
+        mine = of_node.get(u)
         if not mine:
             continue
-        # BFS: first hop (gateway attachment, my attachment) of every reachable node
+        # BFS: the first hop (gateway attachment, my attachment) toward every reachable node
         first: dict[str, tuple[Attachment, Attachment]] = {}
         dist = {u: 0}
         queue = deque([u])
@@ -56,28 +63,34 @@ def compute(order: list[str], forwards: dict[str, bool], subnets: dict[int, IPv4
             v = queue.popleft()
             if v != u and not forwards.get(v, False):
                 continue
-            for out in sorted(of_node.get(v, []), key=lambda a: a.segment):
-                for nb in sorted(on_seg[out.segment], key=lambda a: rank[a.node]):
+            dv = dist[v] + 1
+            for out in of_node.get(v, ()):
+                for nb in on_seg[out.segment]:
                     w = nb.node
                     if w in dist:
                         continue
-                    dist[w] = dist[v] + 1
+                    dist[w] = dv
                     first[w] = first[v] if v != u else (nb, out)
                     queue.append(w)
         direct = {a.segment for a in mine}
         groups: dict[tuple[IPv4Address, str], list[IPv4Network]] = {}
         for seg, net in subnets.items():
-            if seg in direct or net is None:
+            if seg in direct:
                 continue
-            cands = [a.node for a in on_seg.get(seg, []) if a.node in dist and a.node != u]
-            if not cands:
+            best = None
+            for w in seg_nodes.get(seg, ()):
+                if w == u or w not in dist:
+                    continue
+                key = (not forwards.get(w, False), dist[w], rank[w])
+                if best is None or key < best[0]:
+                    best = (key, w)
+            if best is None:
                 continue
-            best = min(cands, key=lambda w: (not forwards.get(w, False), dist[w], rank[w]))
-            gw, out = first[best]
+            gw, out = first[best[1]]
             groups.setdefault((gw.address, out.ifname), []).append(net)
         if not groups:
             continue
-        keys = sorted(groups, key=lambda k: (-len(groups[k]), str(k[0])))
+        keys = sorted(groups, key=lambda k: (-len(groups[k]), int(k[0])))
         default = keys[0]
         routes.append(Route(u, IPv4Network("0.0.0.0/0"), default[0], default[1]))
         for k in keys[1:]:

@@ -52,6 +52,17 @@ class Builder:
         self.plan = plan
         self.ipr: dict[str | None, IPRoute] = {}
         self.progress = progress or (lambda _msg: None)
+        # ifindexes in our fresh namespaces are handed out in creation order (lo is 1), so the
+        # index of every interface we create there is known without asking the kernel
+        self.next_index: dict[str, int] = {}
+        self.index: dict[tuple[str, str], int] = {}
+
+    def _created(self, ns: str | None, name: str) -> None:
+        if ns is None:
+            return
+        n = self.next_index.get(ns, 2)
+        self.index[(ns, name)] = n
+        self.next_index[ns] = n + 1
 
     def close(self) -> None:
         for ipr in self.ipr.values():
@@ -82,6 +93,7 @@ class Builder:
         for br in p.linux_bridges:
             with step(f"linux bridge {br.name} in {br.netns}"):
                 self.ipr[br.netns].link("add", ifname=br.name, kind="bridge")
+                self._created(br.netns, br.name)
         self.progress(f"veth pairs: {len(p.veths)}")
         for v in p.veths:
             self._veth(v.a, v.b)
@@ -103,7 +115,7 @@ class Builder:
                         os.close(fd)
         for br in p.linux_bridges:
             with step(f"linux bridge {br.name} in {br.netns}"):
-                self.ipr[br.netns].link("set", ifname=br.name, state="up")
+                self.ipr[br.netns].link("set", index=self.index[(br.netns, br.name)], state="up")
         for i in p.interfaces:
             if i.role != "patch":
                 self._configure(i)
@@ -135,6 +147,8 @@ class Builder:
                 self.ipr[a.netns or stage].link("add", ifname=a.name, kind="veth", peer=peer, **kw)
             finally:
                 os.close(fd)
+            self._created(a.netns, a.name)
+            self._created(b.netns, b.name)
             for end in (a, b):
                 if end.netns is None:
                     ipr = self.ipr[stage]
@@ -170,19 +184,20 @@ class Builder:
         where = i.netns or "root"
         with step(f"interface {where}/{i.name}"):
             ipr = self._ipr(i)
-            idx = ipr.link_lookup(ifname=i.name)
-            if not idx:
-                raise RealizeError("interface is missing after creation", obj=f"{where}/{i.name}")
-            index = idx[0]
-            attrs: dict = {}
+            index = self.index.get((i.netns, i.name)) if i.netns else None
+            if index is None:  # root ends and moved-in internal ports: ask the kernel
+                idx = ipr.link_lookup(ifname=i.name)
+                if not idx:
+                    raise RealizeError("interface is missing after creation",
+                                       obj=f"{where}/{i.name}")
+                index = idx[0]
+            attrs: dict = {"state": "up"}
             if i.master and i.netns is not None and i.role == "veth":  # a Linux bridge port
-                attrs["master"] = ipr.link_lookup(ifname=i.master)[0]
+                attrs["master"] = self.index[(i.netns, i.master)]
             if i.mtu and i.role == "internal":
                 attrs["mtu"] = i.mtu
             if i.alias and i.netns is not None:  # root ends were marked at birth
                 attrs["ifalias"] = i.alias
-            if attrs:
-                ipr.link("set", index=index, **attrs)
             if i.offloads:
                 if i.netns:
                     with netns.entered(i.netns):
@@ -192,4 +207,4 @@ class Builder:
             if i.address:
                 addr, plen = i.address.split("/")
                 ipr.addr("add", index=index, address=addr, prefixlen=int(plen))
-            ipr.link("set", index=index, state="up")
+            ipr.link("set", index=index, **attrs)

@@ -13,25 +13,24 @@ import os
 import time
 from collections.abc import Callable
 from typing import Any
-
-import yaml
-from pyroute2 import IPRoute
+from typing import TYPE_CHECKING
 
 from ..errors import LabError, RealizeError, SpecError
-from ..plan import build_plan
 from ..plan.model import Plan
 from ..plan.names import STAGING_NODE, netns_name
-from ..spec.lab import Lab
 from . import journal, netns, ovs
-from .build import Builder
-from .functions import instantiate, start_all
 from .state import LabState, all_labs, pid_alive
 from .teardown import TeardownReport, teardown
+
+if TYPE_CHECKING:  # the spec and plan builder (pydantic, YAML) are loaded only by up/validate
+    from ..spec.lab import Lab
 
 Progress = Callable[[str], None]
 
 
-def plan_for(lab: Lab) -> Plan:
+def plan_for(lab: "Lab") -> Plan:
+    from ..plan.build import build_plan
+
     dp = ovs.default_datapath() if any(n.kind == "ovs-bridge" for n in lab.nodes.values()) \
         else "netdev"
     return build_plan(lab, ovs_datapath=dp)
@@ -56,6 +55,8 @@ def _preflight(plan: Plan) -> None:
     roots = [i.name for i in plan.interfaces if i.netns is None or i.role == "internal"]
     roots += [b.name for b in plan.ovs_bridges]
     if roots:
+        from pyroute2 import IPRoute
+
         with IPRoute() as ipr:
             for name in roots:
                 if ipr.link_lookup(ifname=name):
@@ -63,8 +64,13 @@ def _preflight(plan: Plan) -> None:
                                    "sfclab will not adopt it")
 
 
-def up(lab: Lab, *, progress: Progress | None = None) -> Plan:
+def up(lab: "Lab", *, progress: Progress | None = None) -> Plan:
     """Build ``lab``; return its plan.  On failure nothing of it is left."""
+    import yaml
+
+    from .build import Builder
+    from .functions import instantiate, start_all
+
     say = progress or (lambda _m: None)
     state = LabState(lab.name)
     with state.locked():

@@ -19,8 +19,11 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from pyroute2 import IPRoute
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute
+
 
 NETNS_RUN_DIR = "/run/netns"
 CLONE_NEWNET = 0x40000000
@@ -82,12 +85,14 @@ def _home() -> Iterator[int]:
             os.close(home)
 
 
-def create(name: str, sysctls: dict[str, str] | None = None) -> IPRoute:
+def create(name: str, sysctls: dict[str, str] | None = None) -> "IPRoute":
     """Create namespace ``name``, write ``sysctls`` (``net.*`` only) inside it, and return an
     ``IPRoute`` bound inside it.
 
     Raises ``FileExistsError`` if the name is taken (we never adopt a namespace we did not make).
     """
+    from pyroute2 import IPRoute
+
     _ensure_run_dir()
     p = path(name)
     fd = os.open(p, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o444)
@@ -121,8 +126,10 @@ def entered(name: str) -> Iterator[None]:
         os.close(fd)
 
 
-def iproute(name: str | None) -> IPRoute:
+def iproute(name: str | None) -> "IPRoute":
     """An ``IPRoute`` bound to namespace ``name`` (the root namespace for ``None``)."""
+    from pyroute2 import IPRoute
+
     if name is None:
         return IPRoute()
     with entered(name):

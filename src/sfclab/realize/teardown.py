@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 
-from pyroute2 import IPRoute
-
 from ..plan.model import Plan
 from . import netns, ovs
 from .state import LabState
@@ -39,7 +37,8 @@ def teardown(state: LabState) -> TeardownReport:
     plan = Plan.from_dict(plan_d) if plan_d else None
     ns_names = [e["name"] for e in journal if e.get("op") == "netns"]
 
-    if plan is not None:
+    # only functions that left state (processes, cgroups) have anything to stop
+    if plan is not None and any(state.node_dir(n).exists() for n in plan.functions):
         from .functions import stop_all
 
         rep.errors += stop_all(state, plan)
@@ -60,6 +59,8 @@ def teardown(state: LabState) -> TeardownReport:
 
     links = [e for e in journal if e.get("op") == "link"]
     if links:
+        from pyroute2 import IPRoute
+
         with IPRoute() as ipr:
             for e in links:
                 idx = ipr.link_lookup(ifname=e["name"])
