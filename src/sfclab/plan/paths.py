@@ -1,0 +1,57 @@
+"""Paths through a plan: the hops a packet takes from a node to an address, following the
+plan's routes by longest prefix (pure: the same rules the kernel applies to what we install).
+Used to refuse measurements between nodes with no path and to find a path's MTU."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv4Network
+
+from .model import Plan
+
+DEFAULT_MTU = 1500
+
+
+class NoPath(Exception):
+    """There is no route, or the route loops or crosses a node that does not forward."""
+
+
+def hops(plan: Plan, src: str, dst_ip: IPv4Address, limit: int = 4096) -> list[str]:
+    """The nodes visited from ``src`` to the owner of ``dst_ip``, both included."""
+    owner = {IPv4Address(i.address.split("/")[0]): i.node for i in plan.interfaces if i.address}
+    if dst_ip not in owner:
+        raise NoPath(f"no node has address {dst_ip}")
+    connected: dict[str, list[IPv4Network]] = {}
+    for i in plan.interfaces:
+        if i.address and i.netns:
+            connected.setdefault(i.node, []).append(IPv4Network(i.address, strict=False))
+    routes: dict[str, list[tuple[IPv4Network, IPv4Address]]] = {}
+    for r in plan.routes:
+        routes.setdefault(r.node, []).append((IPv4Network(r.dst), IPv4Address(r.gateway)))
+    forwards = {ns.node: ns.forwards for ns in plan.namespaces}
+    path, node = [src], src
+    for _ in range(limit):
+        if owner[dst_ip] == node:
+            return path
+        if any(dst_ip in n for n in connected.get(node, [])):
+            nxt = owner[dst_ip]
+        else:
+            match = [(n, gw) for n, gw in routes.get(node, []) if dst_ip in n]
+            if not match:
+                raise NoPath(f"{node} has no route to {dst_ip}")
+            gw = max(match, key=lambda x: x[0].prefixlen)[1]
+            if gw not in owner:
+                raise NoPath(f"{node} routes {dst_ip} via {gw}, which no node has")
+            nxt = owner[gw]
+        if nxt != owner[dst_ip] and not forwards.get(nxt, False):
+            raise NoPath(f"the path from {src} to {dst_ip} would cross {nxt}, which does not "
+                         "forward")
+        path.append(nxt)
+        node = nxt
+    raise NoPath(f"routing loop from {src} to {dst_ip}")
+
+
+def path_mtu(plan: Plan, nodes: list[str]) -> int:
+    """The smallest MTU of the interfaces of the nodes along ``nodes``."""
+    on_path = set(nodes)
+    mtus = [i.mtu or DEFAULT_MTU for i in plan.interfaces if i.node in on_path and i.netns]
+    return min(mtus) if mtus else DEFAULT_MTU

@@ -1,0 +1,42 @@
+"""``shaper``: iperf3 through the node stays within ±10 % of the configured rate."""
+
+import json
+import os
+import time
+
+import pytest
+
+from fn_fixture import chain
+
+pytestmark = [pytest.mark.root,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build namespaces")]
+
+
+def _iperf(lab, seconds=5):
+    srv = lab.popen("dst", ["iperf3", "-s", "-1", "-p", "5201"])
+    time.sleep(0.3)
+    out = lab.exec("src", ["iperf3", "-c", str(lab.address("dst")), "-p", "5201", "-t",
+                           str(seconds), "-O", "1", "-J"], timeout=seconds + 30).stdout
+    srv.communicate(timeout=10)
+    return json.loads(out)["end"]["sum_received"]["bits_per_second"]
+
+
+@pytest.mark.parametrize("discipline,rate,bps", [
+    ("htb", "50mbit", 50e6), ("htb", "500mbit", 500e6), ("tbf", "50mbit", 50e6),
+    ("tbf", "500mbit", 500e6)])
+def test_shaper_holds_rate(tmp_path, discipline, rate, bps):
+    with chain("shaper", {"rate": rate, "discipline": discipline, "toward": "dst"},
+               tmp_path) as lab:
+        got = _iperf(lab)
+        info = lab.inspect()["nodes"]["fn"]
+        assert info["interfaces"]["eth1"]["kind"] == discipline
+        assert abs(got - bps) <= 0.10 * bps, f"{got / 1e6:.1f} Mbit/s for {rate}"
+
+
+def test_overhead_only_does_not_limit(tmp_path):
+    with chain("shaper", {"overhead_only": True}, tmp_path) as lab:
+        got = _iperf(lab, seconds=3)
+        info = lab.inspect()["nodes"]["fn"]
+        assert set(info["interfaces"]) == {"eth0", "eth1"}
+        assert info["rate_bps"] == 10**12
+        assert got > 1e9

@@ -1,0 +1,171 @@
+"""The native generator (sfcgen) between two namespaces joined by one veth.
+
+Needs root; builds native/build/sfcgen with make if it is missing.  Every namespace is named
+``sfct-gen-<random>`` and deleted afterwards, whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from dataclasses import dataclass
+
+import pytest
+
+from sfclab.errors import MeasurementError
+from sfclab.realize import netns
+from sfclab.traffic import native
+from sfclab.traffic.native import NativeGenerator
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
+]
+
+SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"
+
+
+@pytest.fixture(scope="module")
+def sfcgen() -> str:
+    if not os.environ.get(native.ENV_BINARY):
+        path = native.repo_root() / "native" / "build" / "sfcgen"
+        if not path.exists():
+            subprocess.run(["make", "-s", "-C", str(native.repo_root() / "native")], check=True)
+    return native.sfcgen_binary()
+
+
+@dataclass
+class Pair:
+    src: str
+    dst: str
+
+
+@pytest.fixture
+def pair(sfcgen):
+    tag = secrets.token_hex(4)
+    src, dst = f"sfct-gen-{tag}-s", f"sfct-gen-{tag}-d"
+    routes = []
+    try:
+        routes.append(netns.create(src))
+        routes.append(netns.create(dst))
+        ipr_s, ipr_d = routes
+        fd = os.open(netns.path(dst), os.O_RDONLY)
+        try:
+            ipr_s.link("add", ifname="eth0", kind="veth", peer={"ifname": "eth0", "net_ns_fd": fd})
+        finally:
+            os.close(fd)
+        for ipr, addr in ((ipr_s, SRC_IP), (ipr_d, DST_IP)):
+            idx = ipr.link_lookup(ifname="eth0")[0]
+            ipr.addr("add", index=idx, address=addr, prefixlen=30)
+            ipr.link("set", index=idx, state="up")
+            ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+        yield Pair(src, dst)
+    finally:
+        for ipr in routes:
+            ipr.close()
+        leftovers = netns.pids_in([src, dst])
+        netns.end_processes(list(leftovers))
+        netns.delete(src)
+        netns.delete(dst)
+        assert not leftovers, f"processes left in the test namespaces: {leftovers}"
+
+
+def test_zero_loss_at_low_rate(pair):
+    with NativeGenerator(pair.src, pair.dst, DST_IP, port=7101) as gen:
+        t = gen.trial(20_000, 1.0, 64)
+    assert 19_800 <= t.sent <= 20_000
+    assert t.received == t.sent
+    assert t.lost == 0 and t.loss_ratio == 0.0
+    assert not t.generator_limited
+    assert t.duplicated == 0 and t.reordered == 0
+    assert t.raw["sender"]["per_flow_sent"] == [t.sent]
+    assert t.raw["sink"]["per_flow"]["received"] == [t.sent]
+    assert t.raw["sink"]["per_flow"]["highest_seq"] == [t.sent - 1]
+    assert t.raw["sink"]["invalid"] == 0
+
+
+def test_latency_percentiles_ordered_and_positive(pair):
+    with NativeGenerator(pair.src, pair.dst, DST_IP, port=7102) as gen:
+        t = gen.trial(10_000, 0.5, 64)
+    lat = t.latency_us
+    assert set(lat) == {"p50", "p90", "p99", "p99.9", "max"}
+    assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99.9"] <= lat["max"]
+    assert lat["p50"] < 10_000  # an idle veth is well under 10 ms
+
+
+def test_tbf_on_the_path_causes_loss(pair):
+    netns.run(pair.src, ["tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "10mbit",
+                         "burst", "32kbit", "latency", "50ms"])
+    with NativeGenerator(pair.src, pair.dst, DST_IP, port=7103) as gen:
+        t = gen.trial(100_000, 1.0, 64)
+    # 10 Mbit/s of 60-byte frames is about 21 kpps: most of 100 kpps is dropped by the shaper
+    assert t.sent >= 97_000, "the sender must count shaper drops as sent, not retry them"
+    assert not t.generator_limited
+    assert 0 < t.received < t.sent
+    assert t.loss_ratio > 0.5
+    assert t.raw["sender"]["local_drops"] > 0
+
+
+def test_imix(pair):
+    with NativeGenerator(pair.src, pair.dst, DST_IP, port=7104) as gen:
+        t = gen.trial(12_000, 0.5, "imix")
+    assert t.size == "imix" and t.raw["sender"]["size"] == "imix"
+    assert 5_940 <= t.sent <= 6_000 and t.received == t.sent
+    # 7:4:1 of 64/594/1518-byte frames, counted on the wire
+    cycles, rest = divmod(t.sent, 12)
+    tail = [64] * 7 + [594] * 4 + [1518]
+    assert t.raw["sender"]["bytes"] == cycles * (7 * 64 + 4 * 594 + 1518) + sum(tail[:rest])
+    assert t.raw["sink"]["bytes"] == t.raw["sender"]["bytes"]
+
+
+def test_flows_counted_per_flow_with_two_threads(pair):
+    with NativeGenerator(pair.src, pair.dst, DST_IP, flows=8, threads=2, port=7105) as gen:
+        t = gen.trial(16_000, 0.5, 128)
+        t2 = gen.trial(8_000, 0.5, 128)  # the sink was reset between the trials
+    per_sent = t.raw["sender"]["per_flow_sent"]
+    per_recv = t.raw["sink"]["per_flow"]["received"]
+    assert len(per_sent) == 8 and sum(per_sent) == t.sent
+    assert 7_920 <= t.sent <= 8_000  # a thread woken late on a busy host may miss a few
+    assert per_recv == per_sent
+    assert all(990 <= n <= 1_000 for n in per_sent)
+    assert t.raw["sender"]["threads"] == 2
+    assert t2.received == t2.sent and 3_960 <= t2.sent <= 4_000
+    assert t2.raw["sink"]["per_flow"]["received"] == t2.raw["sender"]["per_flow_sent"]
+
+
+def test_max_rate_is_not_generator_limited(pair):
+    with NativeGenerator(pair.src, pair.dst, DST_IP, port=7106) as gen:
+        t = gen.trial(None, 0.5, 64)
+    assert t.offered_pps is None and not t.generator_limited
+    assert t.sent_pps > 100_000
+    assert 0 < t.received <= t.sent
+
+
+def test_sink_ended_on_close_even_when_the_body_fails(pair):
+    pid = None
+    with pytest.raises(RuntimeError, match="boom"):
+        with NativeGenerator(pair.src, pair.dst, DST_IP, port=7107) as gen:
+            pid = gen.sink_pid
+            assert pid in netns.pids_in([pair.dst])
+            raise RuntimeError("boom")
+    assert pid is not None
+    assert not os.path.exists(f"/proc/{pid}")  # ended and reaped
+    assert netns.pids_in([pair.src, pair.dst]) == {}
+    assert gen.final is not None and gen.final["event"] == "final"
+
+
+def test_failing_sender_raises_measurement_error(pair):
+    with NativeGenerator(pair.src, pair.dst, DST_IP, port=7108, engine="packet") as gen:
+        gen.dst_ip = "203.0.113.9"  # no route in the source namespace
+        with pytest.raises(MeasurementError, match="sfcgen send exited with status 1"):
+            gen.trial(1000, 0.1, 64)
+        gen.dst_ip = DST_IP
+        t = gen.trial(1000, 0.2, 64)
+        assert t.received == t.sent >= 198  # the sink still works
+
+
+def test_missing_binary_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv(native.ENV_BINARY, str(tmp_path / "nope"))
+    with pytest.raises(MeasurementError, match="not an executable"):
+        native.sfcgen_binary()
