@@ -14,7 +14,7 @@ DEB_STAMP := build/.debs
 PYTEST_ARGS ?=
 
 DEBS := iproute2 iperf3 openvswitch-switch ethtool nftables iptables \
-        libndpi-dev libndpi-bin libnetfilter-queue-dev libmnl-dev \
+        libndpi-dev libndpi-bin libnetfilter-queue-dev libnfnetlink-dev libmnl-dev iputils-ping \
         netsniff-ng openssl gcc make libc6-dev python3-venv procps
 
 .PHONY: setup demo test unit integration bench native clean

@@ -2,7 +2,7 @@
 
 - :mod:`.runner`       runs an experiment's points (build, warm up, measure, tear down, resume)
 - :mod:`.store`        the SQLite results store (experiments, runs, metrics, environment, raw)
-- :mod:`.environment`  the host facts recorded with every experiment
+- host facts come from :mod:`sfclab.traffic.environment`
 - :mod:`.stats`        mean, standard deviation, Student-t confidence intervals, series
 - :mod:`.fit`          the power law t(n) = (1 - l)^(n - 2) t(2) and where it stops holding
 - :mod:`.plots`        PNG and SVG figures (matplotlib, headless)

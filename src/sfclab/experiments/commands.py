@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec.experiment import LabValidator, load_experiment
-from .environment import host_environment
+from ..traffic.environment import environment as host_environment
 from .report import build_report
 from .runner import LabUp, Measure, Progress, Runner, RunSummary, TextProgress
 from .stats import short

@@ -219,7 +219,8 @@ def experiment_blocks(store: Store, exp: ExperimentRow, out_dir: Path,
         blocks.append(Heading(3, "Environment"))
         rows = [[k, v] for k, v in _flatten(envs[-1])]
         blocks.append(Table(["", "value"], rows))
-        kernels = {e.get("kernel") for e in envs} | {e.get("hostname") for e in envs}
+        kernels = {json.dumps(e.get("kernel"), sort_keys=True) for e in envs} | \
+            {str(e.get("hostname")) for e in envs}
         if len(envs) > 1 and len(kernels) > 2:
             blocks.append(Para("Note: the runs were made in sessions on different hosts or "
                                "kernels; the table shows the last one."))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ContextManager, TextIO
 
 from ..spec.experiment import Experiment, LabValidator, RunPoint, expand, trial_order
-from .environment import host_environment
+from ..traffic.environment import environment as host_environment
 from .store import Store
 
 LabUp = Callable[[dict[str, Any]], ContextManager[Any]]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,6 @@ def binary_path() -> Path | None:
         cand = parent / "native" / "build" / BINARY
         if cand.is_file():
             return cand
-    import shutil
     found = shutil.which(BINARY)
     return Path(found) if found else None
 

@@ -33,9 +33,9 @@ from pydantic import Field, field_validator
 
 from ..realize import netns
 from . import cgroups
+from .base import register
 from .params import Argv, resolve_executable
 from .process import ProcessFunction
-from .base import register
 
 RULE_PREF = 1000
 

@@ -161,7 +161,7 @@ def latency(lab: str, src: str, dst: str, *, rate: Any, size: Any, duration: flo
 def from_experiment(lab: str, spec: dict[str, Any]) -> dict[str, Any]:
     """Run the measurement an experiment file describes (``measure:``) in a running lab."""
     kind = spec["type"]
-    src, dst = spec.get("from", "src"), spec.get("to", "dst")
+    src, dst = spec.get("from") or "src", spec.get("to") or "dst"
     if kind == "iperf":
         opts = {k: spec[k] for k in ("flows", "udp", "length", "bitrate", "zerocopy", "omit")
                 if spec.get(k) is not None}

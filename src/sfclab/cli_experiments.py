@@ -1,0 +1,72 @@
+"""``sfclab run``, ``sfclab results ls|show|export`` and ``sfclab report``: parsing and printing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from .experiments import live
+    from .experiments.commands import run_experiment
+    from .spec.lab import load_lab_dict
+
+    s = run_experiment(a.file, a.db, live.lab_up, live.measure, validate_lab=load_lab_dict,
+                       retry_failed=a.retry_failed)
+    d = {"experiment": s.experiment_id, "total": s.total, "ran": s.ran, "done": s.done,
+         "failed": s.failed, "pending": s.pending, "db": a.db}
+    if a.json:
+        print(json.dumps(d, indent=2))
+    else:
+        print(f"experiment {d['experiment']}: {d['done']}/{d['total']} runs done, {d['failed']} "
+              f"failed, {d['pending']} pending ({d['ran']} run now) -> {a.db}")
+    return 1 if s.failed else 0
+
+
+def cmd_results(a: argparse.Namespace) -> int:
+    from .experiments import commands
+
+    if a.action == "ls":
+        print(commands.results_ls(a.db))
+    elif a.action == "show":
+        print(commands.results_show(a.db, a.experiment, a.run))
+    else:
+        fmt = "json" if a.json else a.format
+        print(commands.results_export(a.db, fmt, a.experiment), end="")
+    return 0
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from .experiments.commands import write_report
+
+    path = write_report(a.db, a.out)
+    if a.json:
+        print(json.dumps({"report": str(path), "html": str(path.with_suffix(".html"))}))
+    else:
+        print(f"report written: {path} (and {path.with_suffix('.html')})")
+    return 0
+
+
+def register(sub: Any, add: Callable) -> None:
+    from .experiments.commands import DEFAULT_DB
+
+    sp = add("run", cmd_run, "run an experiment file (sweeps, repetitions) into SQLite; resumes",
+             "sfclab run scenarios/chain-length.yaml --db results.db")
+    sp.add_argument("file")
+    sp.add_argument("--db", default=DEFAULT_DB, help="results database (default %(default)s)")
+    sp.add_argument("--retry-failed", action="store_true", help="run failed runs again")
+
+    sp = add("results", cmd_results, "list, show or export stored results",
+             "sfclab results export --db results.db --format csv > runs.csv")
+    sp.add_argument("action", choices=["ls", "show", "export"])
+    sp.add_argument("--db", default=DEFAULT_DB)
+    sp.add_argument("--experiment", help="experiment id or name")
+    sp.add_argument("--run", type=int, help="with show: one run in full")
+    sp.add_argument("--format", choices=["csv", "json"], default="json")
+
+    sp = add("report", cmd_report, "write report.md and report.html with tables, plots and fits",
+             "sfclab report --db results.db --out report/")
+    sp.add_argument("--db", default=DEFAULT_DB)
+    sp.add_argument("--out", required=True, metavar="DIR")

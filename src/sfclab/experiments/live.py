@@ -1,0 +1,45 @@
+"""The real ``lab_up`` and ``measure`` the experiment runner is given (its tests use fakes).
+
+``lab_up(lab_dict)`` builds the variant as a real lab and removes it on exit, whatever happens.
+A lab of the same name left by an earlier ``sfclab run`` that was killed (its journal says the
+process that made it is gone) is removed first, by its journal, so a resumed experiment does not
+stop on "already up"; a lab someone else has up is never touched: that is an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from ..api import Lab
+from ..errors import LabError
+from ..realize import lifecycle
+from ..realize.state import LabState, pid_alive
+from ..traffic import measure as measurements
+
+OWNER_KEY = "experiment_pid"
+
+
+@contextlib.contextmanager
+def lab_up(lab_dict: dict[str, Any]) -> Iterator[Lab]:
+    lab = Lab.from_dict(lab_dict, source="experiment lab")
+    state = LabState(lab.name)
+    if state.exists:
+        owner = state.meta().get(OWNER_KEY)
+        if owner and not pid_alive(owner):
+            lifecycle.down(lab.name)
+        else:
+            raise LabError(f"lab '{lab.name}' is already up and not left by a killed experiment;"
+                           f" run 'sfclab down {lab.name}' or rename the experiment's lab")
+    lab.up()
+    try:
+        state.set_meta(**{OWNER_KEY: os.getpid()})
+        yield lab
+    finally:
+        lab.down()
+
+
+def measure(lab: Lab, spec: dict[str, Any]) -> dict[str, Any]:
+    return measurements.from_experiment(lab.name, spec)
