@@ -1,0 +1,34 @@
+"""`make bench`: every benchmark, one after the other (each compares side by side in one run).
+
+    .venv/bin/python bench/run.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    a = ap.parse_args()
+    reps = "3" if a.quick else "5"
+    runs = [
+        ["bench_lab.py", "--repeat", reps],
+        ["bench_generators.py", "--reps", reps],
+        ["bench_firewall.py", "--reps", reps],
+    ]
+    status = 0
+    for argv in runs:
+        print(f"\n== {' '.join(argv)}", flush=True)
+        status |= subprocess.call([sys.executable, os.path.join(HERE, argv[0]), *argv[1:]])
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
