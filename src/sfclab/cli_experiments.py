@@ -50,7 +50,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def register(sub: Any, add: Callable) -> None:
-    from .experiments.commands import DEFAULT_DB
+    from .experiments import DEFAULT_DB
 
     sp = add("run", cmd_run, "run an experiment file (sweeps, repetitions) into SQLite; resumes",
              "sfclab run scenarios/chain-length.yaml --db results.db")

@@ -9,3 +9,6 @@
 - :mod:`.report`       report.md and a self-contained report.html
 - :mod:`.commands`     thin functions the CLI calls
 """
+
+#: the results database when ``--db`` is not given (in the current directory)
+DEFAULT_DB = "sfclab-results.db"

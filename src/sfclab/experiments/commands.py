@@ -23,8 +23,7 @@ from .runner import LabUp, Measure, Progress, Runner, RunSummary, TextProgress
 from .stats import short
 from .store import Store
 
-#: the results database when ``--db`` is not given (in the current directory)
-DEFAULT_DB = "sfclab-results.db"
+from . import DEFAULT_DB  # noqa: E402  (re-exported for callers)
 
 
 def run_experiment(path: str | os.PathLike[str], db: str | os.PathLike[str] | None,
