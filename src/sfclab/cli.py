@@ -268,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("interrupted", 130)
     except BrokenPipeError:
         return 0
+    except Exception as e:  # a bug: say so in one line; the traceback with --debug
+        if a.debug:
+            raise
+        return _fail(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
+                     "traceback)", 1)
 
 
 if __name__ == "__main__":

@@ -79,3 +79,12 @@ def test_bad_function_parameters_exit_2_and_create_nothing(tmp_path, capsys, lab
     assert nothing_left(lab_name)
 
 
+
+
+def test_shaper_overhead_only_mode_from_a_lab_file(running_lab):
+    """The paper's overhead-only shaper: HTB at 1 Tbit/s, set up from the lab file as written."""
+    lab = running_lab({"chain": {"length": 3}, "nodes": {"r1": {"kind": "shaper",
+                                                                 "overhead_only": True}}})
+    fn = lab.inspect()["nodes"]["r1"]["function"]
+    assert fn["overhead_only"] is True and fn["rate_bps"] == 10**12
+    assert all(q["kind"] == "htb" for q in fn["interfaces"].values())

@@ -40,7 +40,7 @@ class ShaperParams(FunctionParams):
         if self.overhead_only:
             if self.discipline != "htb":
                 raise ValueError("overhead_only needs discipline: htb")
-            if self.rate is not None:
+            if self.rate is not None and self.rate != OVERHEAD_RATE:  # (re-validation: equal)
                 raise ValueError("overhead_only shapes at 1 Tbit/s: give no rate")
             self.rate = OVERHEAD_RATE
         if self.rate is None:

@@ -48,7 +48,8 @@ def build_plan(lab: Lab, *, ovs_datapath: str = "netdev") -> Plan:
             dp = n.params.datapath if n.params.datapath != "auto" else ovs_datapath
             plan.ovs_bridges.append(OvsBridgePlan(n.name, "", dp))
         if n.forwards:
-            params = n.params.model_dump(mode="json", by_alias=True) if n.params is not None else {}
+            params = (n.params.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                      if n.params is not None else {})
             plan.functions[n.name] = {"kind": n.kind, "params": params}
     counter = _Counter()
     ovs = {b.node: b for b in plan.ovs_bridges}

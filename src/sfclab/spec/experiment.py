@@ -90,7 +90,6 @@ class IperfMeasure(_Measure):
     length: int | None = Field(default=None, ge=16, le=65507)  # bytes per write / datagram
     bitrate: str | float | None = None  # iperf3 -b, per flow; None: iperf3's default
     zerocopy: bool = False
-    reverse: bool = False
     omit: float = Field(default=0, ge=0, le=60)  # seconds discarded at the start
 
 

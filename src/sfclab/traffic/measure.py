@@ -172,7 +172,8 @@ def from_experiment(lab: str, spec: dict[str, Any]) -> dict[str, Any]:
     if kind == "ndr":
         loss = ",".join(f"{x}%" for x in (spec.get("ndr_loss", 0.001), spec.get("pdr_loss", 0.1)))
         return ndr(lab, src, dst, size=spec.get("size", 64), loss=loss,
-                   trial=spec.get("duration", 2), precision=spec.get("precision", 0.01),
+                   trial=spec.get("duration", 2),
+                   precision=spec.get("precision", 0.1) / 100,  # the file gives percent
                    max_rate=spec.get("max_rate"))
     if kind == "latency":
         return latency(lab, src, dst, rate=spec["rate"], size=spec.get("size", 64),
