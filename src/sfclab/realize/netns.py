@@ -85,14 +85,13 @@ def _home() -> Iterator[int]:
             os.close(home)
 
 
-def create(name: str, sysctls: dict[str, str] | None = None) -> "IPRoute":
+def create(name: str, sysctls: dict[str, str] | None = None, *,
+           iproute: bool = True) -> "IPRoute | None":
     """Create namespace ``name``, write ``sysctls`` (``net.*`` only) inside it, and return an
-    ``IPRoute`` bound inside it.
+    ``IPRoute`` bound inside it (``None`` with ``iproute=False``: pyroute2 is not even loaded).
 
     Raises ``FileExistsError`` if the name is taken (we never adopt a namespace we did not make).
     """
-    from pyroute2 import IPRoute
-
     _ensure_run_dir()
     p = path(name)
     fd = os.open(p, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o444)
@@ -105,8 +104,11 @@ def create(name: str, sysctls: dict[str, str] | None = None) -> "IPRoute":
             for key, value in (sysctls or {}).items():
                 with open("/proc/sys/" + key.replace(".", "/"), "w") as f:
                     f.write(value)
-            ipr = IPRoute()
-        return ipr
+            if not iproute:
+                return None
+            from pyroute2 import IPRoute
+
+            return IPRoute()
     except BaseException:
         with contextlib.suppress(OSError):
             _libc.umount2(p.encode(), MNT_DETACH)
