@@ -65,8 +65,11 @@ def test_interrupted_run_leaves_no_lab_and_resumes(tmp_path, lab_name):
     while time.monotonic() < deadline:
         time.sleep(0.2)
         if os.path.exists(db):
-            with sqlite3.connect(db) as c:
-                done = c.execute("select count(*) from runs where status='done'").fetchone()[0]
+            try:
+                with sqlite3.connect(db) as c:
+                    done = c.execute("select count(*) from runs where status='done'").fetchone()[0]
+            except sqlite3.OperationalError:  # the runner is still creating its tables
+                continue
             if done >= 1:
                 break
     time.sleep(0.5)
