@@ -122,6 +122,7 @@ def down(name: str) -> TeardownReport:
         state.set_meta(status="removing")
         rep = teardown(state)
         state.remove()
+        state.lock_path.unlink(missing_ok=True)  # nothing of the lab is left, not even its lock
         return rep
 
 

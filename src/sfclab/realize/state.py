@@ -99,10 +99,14 @@ class LabState:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- locking --------------------------------------------------------------------------
+    @property
+    def lock_path(self) -> Path:
+        return labs_dir() / f"{self.name}.lock"
+
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         labs_dir().mkdir(parents=True, exist_ok=True)
-        fd = os.open(labs_dir() / f"{self.name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
