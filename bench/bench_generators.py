@@ -31,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from sfclab.api import Lab  # noqa: E402
 from sfclab.realize import netns  # noqa: E402
 from sfclab.traffic import native  # noqa: E402
 
@@ -45,32 +46,6 @@ def rx_packets(ns: str) -> int:
         if name.strip() == "eth0":
             return int(counters.split()[1])
     raise RuntimeError(f"no eth0 in {ns}")
-
-
-def make_pair(tag: str) -> tuple[str, str]:
-    src, dst = f"sfcb-gen-{tag}-s", f"sfcb-gen-{tag}-d"
-    ipr_s = netns.create(src)
-    try:
-        ipr_d = netns.create(dst)
-    except BaseException:
-        ipr_s.close()
-        netns.delete(src)
-        raise
-    try:
-        fd = os.open(netns.path(dst), os.O_RDONLY)
-        try:
-            ipr_s.link("add", ifname="eth0", kind="veth", peer={"ifname": "eth0", "net_ns_fd": fd})
-        finally:
-            os.close(fd)
-        for ipr, addr in ((ipr_s, SRC_IP), (ipr_d, DST_IP)):
-            idx = ipr.link_lookup(ifname="eth0")[0]
-            ipr.addr("add", index=idx, address=addr, prefixlen=30)
-            ipr.link("set", index=idx, state="up")
-            ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
-    finally:
-        ipr_s.close()
-        ipr_d.close()
-    return src, dst
 
 
 class Bench:
@@ -170,7 +145,8 @@ def main() -> int:
         print("bench_generators: needs root", file=sys.stderr)
         return 2
     binary = native.sfcgen_binary()
-    src, dst = make_pair(secrets.token_hex(3))
+    lab = Lab.from_dict({"name": f"bgen{secrets.token_hex(3)}", "chain": {"length": 2}}).up()
+    src, dst = lab.netns("src"), lab.netns("dst")
     runs: dict[str, list[dict]] = {name: [] for name in CASES}
     bench = None
     try:
@@ -189,9 +165,7 @@ def main() -> int:
     finally:
         if bench:
             bench.close()
-        netns.end_processes(list(netns.pids_in([src, dst])))
-        netns.delete(src)
-        netns.delete(dst)
+        lab.down()  # ends whatever still runs in its namespaces
 
     med = {name: {k: statistics.median(r[k] for r in rs) for k in ("wire_pps", "delivered_pps")}
            for name, rs in runs.items()}

@@ -50,3 +50,22 @@ def running_lab(lab_name):
     yield make
     for lab in made:
         lab.down()
+
+
+@pytest.fixture
+def veth_pair(lab_name):
+    """Two namespaces joined by one veth: a two-node lab, src 198.18.0.1 and dst 198.18.0.2.
+    Yields ``(src_netns, dst_netns)``; afterwards checks that the test left no process in them,
+    then removes the lab whatever happened."""
+    from sfclab.api import Lab
+    from sfclab.realize import netns
+
+    lab = Lab.from_dict({"name": lab_name, "chain": {"length": 2}}).up()
+    try:
+        assert (str(lab.address("src")), str(lab.address("dst"))) == ("198.18.0.1", "198.18.0.2")
+        spaces = (lab.netns("src"), lab.netns("dst"))
+        yield spaces
+        left = netns.pids_in(list(spaces))
+        assert not left, f"processes left in the test namespaces: {left}"
+    finally:
+        lab.down()

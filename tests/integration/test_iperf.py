@@ -1,13 +1,12 @@
 """iperf3 between two fresh namespaces joined by a veth pair (needs root and iperf3).
 
-The fixture makes ``sfct-ipf-<random>-s`` (sender, 198.18.0.1/30) and ``sfct-ipf-<random>-r``
-(receiver, 198.18.0.2/30) and always deletes them, after checking that no process is left in them.
+The ``veth_pair`` fixture (conftest) is a two-node lab: sender 198.18.0.1, receiver 198.18.0.2;
+it checks that no process is left in them and always removes the lab.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 
 import pytest
@@ -26,39 +25,8 @@ SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"
 
 
 @pytest.fixture
-def pair():
-    tag = secrets.token_hex(3)
-    src, dst = f"sfct-ipf-{tag}-s", f"sfct-ipf-{tag}-r"
-    made: list[str] = []
-    iprs = []
-    try:
-        for name in (src, dst):
-            iprs.append(netns.create(name))
-            made.append(name)
-        ipr_s, ipr_r = iprs
-        fd = os.open(netns.path(dst), os.O_RDONLY)
-        try:
-            ipr_s.link("add", ifname="eth0", kind="veth",
-                       peer={"ifname": "eth0", "net_ns_fd": fd})
-        finally:
-            os.close(fd)
-        for ipr, addr in ((ipr_s, SRC_IP), (ipr_r, DST_IP)):
-            for ifname in ("lo", "eth0"):
-                idx = ipr.link_lookup(ifname=ifname)[0]
-                ipr.link("set", index=idx, state="up")
-            ipr.addr("add", index=ipr.link_lookup(ifname="eth0")[0], address=addr,
-                     prefixlen=30)
-        yield src, dst
-        left = netns.pids_in([src, dst])
-        assert not left, f"processes left in the test namespaces: {left}"
-    finally:
-        for ipr in iprs:
-            ipr.close()
-        leftover = netns.pids_in(made)
-        if leftover:
-            netns.end_processes(list(leftover))
-        for name in made:
-            netns.delete(name)
+def pair(veth_pair):
+    return veth_pair
 
 
 def test_tcp_three_flows(pair):

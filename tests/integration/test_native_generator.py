@@ -1,13 +1,12 @@
 """The native generator (sfcgen) between two namespaces joined by one veth.
 
-Needs root; builds native/build/sfcgen with make if it is missing.  Every namespace is named
-``sfct-gen-<random>`` and deleted afterwards, whatever the outcome.
+Needs root; builds native/build/sfcgen with make if it is missing.  Each test gets a two-node
+lab of its own, removed afterwards whatever the outcome.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 from dataclasses import dataclass
 
@@ -42,33 +41,8 @@ class Pair:
 
 
 @pytest.fixture
-def pair(sfcgen):
-    tag = secrets.token_hex(4)
-    src, dst = f"sfct-gen-{tag}-s", f"sfct-gen-{tag}-d"
-    routes = []
-    try:
-        routes.append(netns.create(src))
-        routes.append(netns.create(dst))
-        ipr_s, ipr_d = routes
-        fd = os.open(netns.path(dst), os.O_RDONLY)
-        try:
-            ipr_s.link("add", ifname="eth0", kind="veth", peer={"ifname": "eth0", "net_ns_fd": fd})
-        finally:
-            os.close(fd)
-        for ipr, addr in ((ipr_s, SRC_IP), (ipr_d, DST_IP)):
-            idx = ipr.link_lookup(ifname="eth0")[0]
-            ipr.addr("add", index=idx, address=addr, prefixlen=30)
-            ipr.link("set", index=idx, state="up")
-            ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
-        yield Pair(src, dst)
-    finally:
-        for ipr in routes:
-            ipr.close()
-        leftovers = netns.pids_in([src, dst])
-        netns.end_processes(list(leftovers))
-        netns.delete(src)
-        netns.delete(dst)
-        assert not leftovers, f"processes left in the test namespaces: {leftovers}"
+def pair(sfcgen, veth_pair):
+    return Pair(*veth_pair)
 
 
 def test_zero_loss_at_low_rate(pair):

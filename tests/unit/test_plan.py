@@ -1,7 +1,8 @@
 """Plans: names, addresses, routes (no root needed).
 
-Routes are checked by walking them: from every host, a packet to every other host's address
-follows longest-prefix matches hop by hop and must arrive along a shortest path.
+Routes are checked by walking them with ``plan.paths.hops``: from every host, a packet to every
+other host's address follows longest-prefix matches hop by hop, never transits a host (NoPath),
+and must arrive along a shortest path.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from sfclab.errors import SpecError
 from sfclab.plan.build import build_plan
 from sfclab.plan.model import Plan
+from sfclab.plan.paths import NoPath, hops
 from sfclab.plan.names import IFNAMSIZ, lab_tag, root_name
 from sfclab.spec.lab import load_lab_dict
 
@@ -23,36 +25,9 @@ def plan_of(d: dict) -> Plan:
     return build_plan(load_lab_dict(d, "t.yaml"))
 
 
-def walk(plan: Plan, src: str, dst_ip: IPv4Address, limit: int = 2000) -> list[str]:
-    """Follow the plan's routes from ``src`` to ``dst_ip``; return the nodes visited."""
-    owner = {IPv4Address(i.address.split("/")[0]): i.node for i in plan.interfaces if i.address}
-    connected = {}
-    for i in plan.interfaces:
-        if i.address:
-            connected.setdefault(i.node, []).append(IPv4Network(i.address, strict=False))
-    path = [src]
-    node = src
-    for _ in range(limit):
-        if owner.get(dst_ip) == node:
-            return path
-        if any(dst_ip in n for n in connected.get(node, [])):
-            nxt = owner[dst_ip]
-        else:
-            best = None
-            for r in plan.routes:
-                if r.node != node:
-                    continue
-                net = IPv4Network(r.dst)
-                if dst_ip in net and (best is None or net.prefixlen > best[0].prefixlen):
-                    best = (net, r)
-            assert best is not None, f"{node} has no route to {dst_ip}"
-            nxt = owner[IPv4Address(best[1].gateway)]
-        if nxt != owner.get(dst_ip):
-            fwd = next(ns.forwards for ns in plan.namespaces if ns.node == nxt)
-            assert fwd, f"path through non-forwarding {nxt}"
-        path.append(nxt)
-        node = nxt
-    raise AssertionError("routing loop")
+def walk(plan: Plan, src: str, dst_ip: IPv4Address) -> list[str]:
+    """Follow the plan's routes hop by hop (longest prefix; transit only through forwarders)."""
+    return hops(plan, src, dst_ip)
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 17, 250])
@@ -179,3 +154,13 @@ def test_plan_round_trips_through_json():
     import json
     again = Plan.from_dict(json.loads(json.dumps(plan.to_dict())))
     assert again == plan
+
+
+def test_no_path_across_a_host():
+    d = {"name": "x", "nodes": {"a": {"kind": "host"}, "h": {"kind": "host"},
+                                "b": {"kind": "host"}},
+         "links": [{"endpoints": ["a", "h"]}, {"endpoints": ["h", "b"]}]}
+    plan = plan_of(d)
+    assert walk(plan, "a", plan.addresses_of("h")[0].ip) == ["a", "h"]
+    with pytest.raises(NoPath):
+        walk(plan, "a", plan.address_of("b"))

@@ -9,7 +9,6 @@ then objects are made; any failure (or Ctrl-C) tears down what the journal names
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
