@@ -10,6 +10,9 @@ the table shows medians.  Two counts per run:
              frames go to the sink's port, so both pay the same receive path), the iperf3 server's
              datagram count for iperf3.
 Pinning: senders on CPU 0 (and 1 with two threads), the sfcgen sink / iperf3 server on CPU 1.
+The "xdp" rows use sfcgen's eBPF halves: the live-frames engine (BPF_PROG_RUN, --engine xdp)
+and/or the XDP sink (an XDP program on the receiver's eth0 counts and drops the probes); their
+sink is made for the row and removed after it, so no other row runs with an XDP program attached.
 trafgen runs with --no-sock-mem --notouch-irq (it must not touch host socket memory sysctls or IRQ affinity) and, as
 by default, bypasses the qdisc; sfcgen is shown on the qdisc path (its default) and with
 --qdisc-bypass.  Namespaces are named sfcb-gen-<random>-{s,d} and always deleted.
@@ -77,6 +80,22 @@ class Bench:
         return {"sent_pps": t.sent_pps, "wire_pps": wire / dur, "delivered_pps": t.received / dur,
                 "socket_drops": t.raw["sink"]["socket_drops"]}
 
+    def sfcgen_xdp(self, threads: int, engine: str, sink: str) -> dict:
+        """One row with its own sink (the XDP program must not stay on eth0 for other rows)."""
+        gen = native.NativeGenerator(self.src, self.dst, DST_IP, flows=2, threads=threads,
+                                     port=SINK_PORT + 10, sink_threads=1, sink_cpus="1",
+                                     binary=self.binary, engine=engine, sink=sink,
+                                     send_cpus="0" if threads == 1 else "0-1")
+        try:
+            before = rx_packets(self.dst)
+            t = gen.trial(None, self.duration, 64)
+            wire = rx_packets(self.dst) - before
+        finally:
+            gen.close()
+        dur = t.raw["sender"]["duration_s"]
+        return {"sent_pps": t.sent_pps, "wire_pps": wire / dur, "delivered_pps": t.received / dur,
+                "local_drops": t.raw["sender"]["local_drops"]}
+
     def trafgen(self, cpus: int) -> dict:
         self.gen.snapshot()  # zero the sink
         before = rx_packets(self.dst)
@@ -129,6 +148,10 @@ CASES = {
     "sfcgen 1 thread, qdisc bypass": lambda b: b.sfcgen(1, True),
     "sfcgen 2 threads": lambda b: b.sfcgen(2, False),
     "sfcgen 2 threads, qdisc bypass": lambda b: b.sfcgen(2, True),
+    "sfcgen packet 2 threads, xdp sink": lambda b: b.sfcgen_xdp(2, "packet", "xdp"),
+    "sfcgen xdp 1 thread, socket sink": lambda b: b.sfcgen_xdp(1, "xdp", "socket"),
+    "sfcgen xdp 1 thread, xdp sink": lambda b: b.sfcgen_xdp(1, "xdp", "xdp"),
+    "sfcgen xdp 2 threads, xdp sink": lambda b: b.sfcgen_xdp(2, "xdp", "xdp"),
     "iperf3 -u -l 18 -b 0": lambda b: b.iperf3(),
     "trafgen --cpus 1": lambda b: b.trafgen(1),
     "trafgen --cpus 2": lambda b: b.trafgen(2),
@@ -184,6 +207,16 @@ def main() -> int:
                 ratio("sfcgen 1 thread, qdisc bypass", "trafgen --cpus 1", k),
             "sfcgen 2 threads bypass / trafgen 2 cpus":
                 ratio("sfcgen 2 threads, qdisc bypass", "trafgen --cpus 2", k),
+            "sfcgen xdp 1 thread, xdp sink / iperf3":
+                ratio("sfcgen xdp 1 thread, xdp sink", "iperf3 -u -l 18 -b 0", k),
+            "sfcgen xdp 1 thread, xdp sink / trafgen 2 cpus":
+                ratio("sfcgen xdp 1 thread, xdp sink", "trafgen --cpus 2", k),
+            "sfcgen xdp 2 threads, xdp sink / iperf3":
+                ratio("sfcgen xdp 2 threads, xdp sink", "iperf3 -u -l 18 -b 0", k),
+            "sfcgen xdp 2 threads, xdp sink / trafgen 2 cpus":
+                ratio("sfcgen xdp 2 threads, xdp sink", "trafgen --cpus 2", k),
+            "sfcgen xdp 1 thread, socket sink / iperf3":
+                ratio("sfcgen xdp 1 thread, socket sink", "iperf3 -u -l 18 -b 0", k),
         }
     result = {"frame_bytes": 64, "duration_s": args.duration, "reps": args.reps,
               "load_avg": os.getloadavg(), "median": med, "ratios": ratios, "runs": runs}
@@ -192,12 +225,12 @@ def main() -> int:
         return 0
     print(f"\n64-byte frames over one veth, medians of {args.reps} alternating runs "
           f"of {args.duration:g} s (load average at end {os.getloadavg()[0]:.2f})")
-    print(f"{'generator':34s} {'wire kpps':>10s} {'delivered kpps':>15s}")
+    print(f"{'generator':38s} {'wire kpps':>10s} {'delivered kpps':>15s}")
     for name, m in med.items():
-        print(f"{name:34s} {m['wire_pps'] / 1e3:10.1f} {m['delivered_pps'] / 1e3:15.1f}")
-    print(f"\n{'ratio':44s} {'wire':>6s} {'delivered':>10s}")
+        print(f"{name:38s} {m['wire_pps'] / 1e3:10.1f} {m['delivered_pps'] / 1e3:15.1f}")
+    print(f"\n{'ratio':50s} {'wire':>6s} {'delivered':>10s}")
     for k in ratios["wire_pps"]:
-        print(f"{k:44s} {ratios['wire_pps'][k]:6.2f} {ratios['delivered_pps'][k]:10.2f}")
+        print(f"{k:50s} {ratios['wire_pps'][k]:6.2f} {ratios['delivered_pps'][k]:10.2f}")
     return 0
 
 

@@ -3,8 +3,8 @@
  * sfcgen: a UDP/IPv4 packet generator and sink for sfclab trials.
  *
  *   sfcgen send --dst IP --dport PORT [--flows N] [--size BYTES|imix] [--rate PPS|max]
- *               [--duration S] [--threads N] [--ramp S] [--engine auto|packet|ring|udp]
- *   sfcgen sink --port PORT [--flows N] [--threads N]
+ *               [--duration S] [--threads N] [--ramp S] [--engine auto|packet|ring|udp|xdp]
+ *   sfcgen sink --port PORT [--flows N] [--threads N] [--xdp [--xdp-dev IFNAME,...]]
  *
  * Frame sizes count as RFC 2544 does: Ethernet header + IPv4 + UDP + payload + FCS, so a
  * 64-byte frame carries 18 bytes of UDP payload.  Every payload starts with a probe header
@@ -17,11 +17,16 @@
  *           table (probed first), the egress interface from an RTM_GETROUTE lookup.  The
  *           device's qdisc is honoured unless --qdisc-bypass is given.
  *   udp     connected UDP sockets (one per flow) and sendmmsg().
+ *   xdp     BPF_PROG_RUN in live-frames mode: the kernel transmits copies of one template frame
+ *           and bpf/sfcgen_tx.bpf.c stamps each one (sfcgen_xdp.c); the fastest, and blind to
+ *           the device's qdisc.  The next hop must take XDP frames (see --help).
  *   auto    packet when the egress device is Ethernet and the next hop resolves, else udp.
  *
  * Flows vary the UDP source port (base 10000 + flow id); the destination port is fixed, so one
  * sink port receives every flow.
  *
+ * The sink counts in user space from a UDP socket, or with --xdp in bpf/sfcgen_rx.bpf.c on the
+ * receiving interfaces (same accounting: flow_account() in bpf/sfcgen_shared.h).
  * The sink prints {"event":"ready",...} once bound, one JSON snapshot per SIGUSR1 (and then
  * resets its counters), and a final JSON line on SIGTERM/SIGINT before exiting 0.
  */
@@ -57,10 +62,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROBE_MAGIC 0x5fc6u
-#define SPORT_BASE 10000u
-#define MAX_FLOWS 50000u
-#define MAX_THREADS 64u
+#include "sfcgen_xdp.h" /* struct probe, the histogram layout, the eBPF engines */
+
 #define MIN_FRAME 64u
 #define MAX_FRAME 1518u
 #define WIRE_OVERHEAD (14u + 4u + 20u + 8u) /* Ethernet header + FCS + IPv4 + UDP */
@@ -69,18 +72,9 @@
 #define RING_FRAME_SIZE 2048u
 #define RING_BLOCK_SIZE (64u * 1024u)
 #define RING_BLOCKS 16u
-#define SEQ_WINDOW 1024u /* bits of sequence history per flow at the sink */
 #define NSEC 1000000000LL
 #define PACE_GRACE_NS 10000000LL /* 10 ms */
-
-/* The first bytes of every UDP payload; 18 bytes, the payload of a 64-byte frame. */
-struct __attribute__((packed)) probe {
-	uint16_t magic;
-	uint16_t run;
-	uint16_t flow;
-	uint32_t seq;
-	uint64_t ts_ns;
-};
+#define XDP_DEFAULT_CHUNK 4096u /* frames per BPF_PROG_RUN call at the maximum rate */
 
 _Static_assert(sizeof(struct probe) == 18, "probe header must fit a 64-byte frame");
 
@@ -195,8 +189,8 @@ static void pin_thread(const struct cpu_list *l, unsigned index)
 /* Sender                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-enum engine { ENGINE_AUTO, ENGINE_PACKET, ENGINE_RING, ENGINE_UDP };
-static const char *const engine_names[] = {"auto", "packet", "ring", "udp"};
+enum engine { ENGINE_AUTO, ENGINE_PACKET, ENGINE_RING, ENGINE_UDP, ENGINE_XDP };
+static const char *const engine_names[] = {"auto", "packet", "ring", "udp", "xdp"};
 
 struct send_cfg {
 	struct in_addr dst;
@@ -258,6 +252,8 @@ struct sender {
 	bool gate_open;
 	int64_t t0;
 	struct send_thread *th;
+	unsigned chunk;     /* most packets per send call */
+	struct xdp_tx *xdp; /* the live-frames program (engine xdp) */
 };
 
 /* Wait until the main thread sets t0 and lets every sender go (called once per thread). */
@@ -329,7 +325,7 @@ static int64_t pace(const struct sender *s, double rate, uint64_t n, uint64_t pl
 	uint64_t due;
 
 	if (rate <= 0)
-		return el >= (int64_t)(s->cfg.duration * NSEC) ? -1 : (int64_t)s->cfg.batch;
+		return el >= (int64_t)(s->cfg.duration * NSEC) ? -1 : (int64_t)s->chunk;
 	/* packets already due when the deadline passes (a late wake-up) still go, within a grace */
 	if (n >= planned || el >= (int64_t)(s->cfg.duration * NSEC) + PACE_GRACE_NS)
 		return -1;
@@ -348,7 +344,7 @@ static int64_t pace(const struct sender *s, double rate, uint64_t n, uint64_t pl
 			sleep_until_ns(at);
 		return 0;
 	}
-	return due - n > s->cfg.batch ? s->cfg.batch : (int64_t)(due - n);
+	return due - n > s->chunk ? s->chunk : (int64_t)(due - n);
 }
 
 static uint16_t ip_checksum(const void *data, size_t len)
@@ -839,6 +835,55 @@ cleanup:
 	return ret;
 }
 
+/*
+ * Engine xdp: the kernel transmits `w` copies of one template frame per BPF_PROG_RUN call in
+ * live-frames mode; bpf/sfcgen_tx.bpf.c stamps each copy (flow, sequence number, send time) as
+ * it goes.  The template's IPv4 ID names this thread, so the program uses this thread's flows.
+ * No qdisc and no egress hook of the device sees these frames.
+ */
+static int send_loop_xdp(struct send_thread *t)
+{
+	struct sender *s = t->s;
+	static __thread uint8_t frame[MAX_FRAME];
+	struct iphdr *ip = (struct iphdr *)(frame + 14);
+	unsigned size = s->cfg.size ? s->cfg.size : MAX_FRAME; /* imix: the program trims */
+	double rate = s->cfg.rate / s->cfg.threads;
+	uint64_t planned = 0, n = 0;
+	int ret = -1;
+
+	memset(frame, 0, sizeof(frame));
+	build_headers(frame, s, size);
+	ip->id = htons((uint16_t)t->index);
+	ip->check = 0;
+	ip->check = ip_checksum(ip, 20);
+	if (rate > 0)
+		planned = planned_packets(s, rate);
+
+	gate_wait(t);
+	for (;;) {
+		int64_t w = pace(s, rate, n, planned, now_ns());
+		int err;
+
+		if (w < 0)
+			break;
+		if (w == 0)
+			continue;
+		err = xdp_tx_send(s->xdp, s->path.ifindex, frame, size - 4, (unsigned)w);
+		if (err) {
+			th_fail(t, -err, "send frames with BPF_PROG_RUN");
+			goto cleanup;
+		}
+		n += (uint64_t)w;
+	}
+	ret = 0;
+cleanup:
+	gate_wait(t);
+	t->end_ns = now_ns();
+	if (xdp_tx_thread_sent(s->xdp, t->index, &t->sent, &t->bytes))
+		th_fail(t, errno, "read the generator's counters");
+	return ret;
+}
+
 static void *send_thread_main(void *arg)
 {
 	struct send_thread *t = arg;
@@ -848,6 +893,8 @@ static void *send_thread_main(void *arg)
 		send_loop_packet(t);
 	else if (t->s->engine == ENGINE_PACKET)
 		send_loop_packet_mmsg(t);
+	else if (t->s->engine == ENGINE_XDP)
+		send_loop_xdp(t);
 	else
 		send_loop_udp(t);
 	return NULL;
@@ -1088,8 +1135,10 @@ static int cmd_send(int argc, char **argv)
 	uint64_t *flow_sent = NULL, sent = 0, bytes = 0, errors = 0, local_drops = 0;
 	unsigned started = 0;
 	unsigned long v;
-	bool gate = false, have_dst = false, have_port = false;
-	char why[256] = "";
+	bool gate = false, have_dst = false, have_port = false, have_batch = false;
+	uint64_t xmit_errors = 0, peer_rx = 0;
+	bool have_peer_rx = false;
+	char why[256] = "", note[256] = "";
 	int64_t end = 0;
 	int opt, ret = 1;
 
@@ -1158,6 +1207,7 @@ static int cmd_send(int argc, char **argv)
 			if (parse_uint(optarg, "--batch", 1, MAX_BATCH, &v))
 				return 2;
 			c->batch = (unsigned)v;
+			have_batch = true;
 			break;
 		case 'e':
 			if (!strcmp(optarg, "auto"))
@@ -1168,8 +1218,10 @@ static int cmd_send(int argc, char **argv)
 				c->engine = ENGINE_RING;
 			else if (!strcmp(optarg, "udp"))
 				c->engine = ENGINE_UDP;
+			else if (!strcmp(optarg, "xdp"))
+				c->engine = ENGINE_XDP;
 			else {
-				fprintf(stderr, "sfcgen: invalid --engine '%s' (auto|packet|ring|udp)\n",
+				fprintf(stderr, "sfcgen: invalid --engine '%s' (auto|packet|ring|udp|xdp)\n",
 					optarg);
 				return 2;
 			}
@@ -1200,9 +1252,12 @@ static int cmd_send(int argc, char **argv)
 		case 'h':
 			printf("usage: sfcgen send --dst IP [--src IP] --dport PORT [--flows N]\n"
 			       "         [--size 64..1518|imix] [--rate PPS|max] [--duration S]\n"
-			       "         [--threads N] [--ramp S] [--batch N] [--engine auto|packet|ring|udp]\n"
+			       "         [--threads N] [--ramp S] [--batch N]\n"
+			       "         [--engine auto|packet|ring|udp|xdp]\n"
 			       "         [--dev IFNAME] [--dst-mac MAC] [--qdisc-bypass]\n"
-			       "         [--cpus LIST]\n");
+			       "         [--cpus LIST]\n"
+			       "  engine xdp: BPF_PROG_RUN live frames; the next hop's interface must take\n"
+			       "  XDP frames (an XDP program on it, or GRO turned on for a veth)\n");
 			return 0;
 		default:
 			return 2;
@@ -1249,6 +1304,19 @@ static int cmd_send(int argc, char **argv)
 		}
 		if (s.engine == ENGINE_AUTO)
 			s.engine = ENGINE_PACKET;
+	}
+	s.chunk = c->batch;
+	if (s.engine == ENGINE_XDP) {
+		s.xdp = xdp_tx_open(s.path.ifindex, c->flows, c->threads, c->size == 0, c->run, why,
+				    sizeof(why), note, sizeof(note));
+		if (!s.xdp) {
+			fprintf(stderr, "sfcgen send: Failed to set up the xdp engine: %s\n", why);
+			return 1;
+		}
+		if (!have_batch)
+			s.chunk = XDP_DEFAULT_CHUNK;
+		dev_xdp_tx_lost(s.path.ifname, &xmit_errors);
+		have_peer_rx = !veth_peer_rx_packets(s.path.ifname, &peer_rx);
 	}
 
 	{
@@ -1320,6 +1388,33 @@ static int cmd_send(int argc, char **argv)
 		if (t->end_ns > end)
 			end = t->end_ns;
 	}
+	if (s.engine == ENGINE_XDP) {
+		uint64_t after = 0;
+
+		/* frames the device could not pass on (the peer's queue full, or no XDP there) */
+		if (!dev_xdp_tx_lost(s.path.ifname, &after) && after > xmit_errors)
+			local_drops = after - xmit_errors;
+		if (xdp_tx_flow_sent(s.xdp, flow_sent, c->flows)) {
+			fprintf(stderr, "sfcgen send: Failed to read the per-flow counters: %s\n",
+				strerror(errno));
+			goto cleanup;
+		}
+		if (have_peer_rx) {
+			uint64_t rx = peer_rx;
+
+			/* a veth whose peer runs no NAPI drops XDP frames without counting them */
+			usleep(20000);
+			if (!veth_peer_rx_packets(s.path.ifname, &rx) && rx == peer_rx && sent)
+				local_drops = sent;
+		}
+		if (sent && local_drops >= sent) {
+			fprintf(stderr, "sfcgen send: %s transmitted none of the %" PRIu64 " XDP frames: "
+				"the interface at its other end takes XDP frames only with an XDP program "
+				"or, for a veth, with GRO on (ethtool -K PEER gro on); or use --engine packet\n",
+				s.path.ifname, sent);
+			goto cleanup;
+		}
+	}
 	{
 		double dur = (double)(end - s.t0) / NSEC;
 
@@ -1329,7 +1424,8 @@ static int cmd_send(int argc, char **argv)
 		       ",\"errors\":%" PRIu64 ",\"local_drops\":%" PRIu64
 		       ",\"duration_s\":%.6f,\"achieved_pps\":%.1f,\"qdisc_bypass\":%s,",
 		       engine_names[s.engine], sent, bytes, errors, local_drops, dur, (double)sent / dur,
-		       c->qdisc_bypass && s.engine != ENGINE_UDP ? "true" : "false");
+		       (c->qdisc_bypass && s.engine != ENGINE_UDP) || s.engine == ENGINE_XDP ? "true"
+											     : "false");
 		if (c->rate > 0)
 			printf("\"offered_pps\":%.1f,", c->rate);
 		else
@@ -1344,6 +1440,8 @@ static int cmd_send(int argc, char **argv)
 			printf("\"dev\":\"%s\",", s.path.ifname);
 		if (why[0])
 			printf("\"fallback\":\"%s\",", why);
+		if (note[0])
+			printf("\"note\":\"%s\",", note);
 		printf("\"per_flow_sent\":");
 		print_u64_array(flow_sent, c->flows);
 		printf("}\n");
@@ -1362,6 +1460,7 @@ cleanup:
 		}
 	free(s.th);
 	free(flow_sent);
+	xdp_tx_close(s.xdp);
 	return ret;
 }
 
@@ -1369,15 +1468,7 @@ cleanup:
 /* Sink                                                                                       */
 /* ------------------------------------------------------------------------------------------ */
 
-/*
- * Latency histogram, log-linear: values below 2^HIST_SUB_BITS ns have a bucket each; above,
- * every power of two is split into 2^(HIST_SUB_BITS-1) equal buckets (relative error < 1/64).
- */
-#define HIST_SUB_BITS 7u
-#define HIST_HALF (1u << (HIST_SUB_BITS - 1))
-#define HIST_MAX_MSB 44u /* ~4.9 hours in ns; larger values are clamped */
-#define HIST_BUCKETS ((HIST_MAX_MSB - HIST_SUB_BITS + 2u) * HIST_HALF + HIST_HALF)
-
+/* Latency histogram: the layout (HIST_*) is in bpf/sfcgen_shared.h, the XDP sink fills it too. */
 static unsigned hist_index(uint64_t v)
 {
 	unsigned msb, shift;
@@ -1404,16 +1495,6 @@ static double hist_value(unsigned i)
 	m = i - shift * HIST_HALF;
 	return ((double)((uint64_t)m << shift) + (double)((uint64_t)(m + 1) << shift) - 1) / 2;
 }
-
-struct flow_state {
-	uint64_t received;
-	uint64_t reordered;
-	uint64_t duplicated;
-	uint32_t max_seq;
-	uint16_t run;
-	bool seen;
-	uint64_t window[SEQ_WINDOW / 64]; /* bit (seq % SEQ_WINDOW): seen */
-};
 
 struct sink_stats {
 	uint64_t received;
@@ -1447,53 +1528,8 @@ struct sink {
 	unsigned threads;
 	atomic_bool stop;
 	struct sink_thread *th;
+	struct xdp_sink *xdp; /* --xdp: counting is done by bpf/sfcgen_rx.bpf.c, no threads */
 };
-
-static void seq_bit_set(struct flow_state *f, uint32_t s)
-{
-	f->window[(s % SEQ_WINDOW) / 64] |= 1ull << (s % 64);
-}
-
-static bool seq_bit_get(const struct flow_state *f, uint32_t s)
-{
-	return f->window[(s % SEQ_WINDOW) / 64] >> (s % 64) & 1;
-}
-
-static void flow_account(struct flow_state *f, const struct probe *p)
-{
-	uint32_t s = p->seq;
-
-	f->received++;
-	if (!f->seen || f->run != p->run) {
-		/* first packet, or a new sender run: start a fresh window */
-		memset(f->window, 0, sizeof(f->window));
-		f->seen = true;
-		f->run = p->run;
-		f->max_seq = s;
-		seq_bit_set(f, s);
-		return;
-	}
-	if (s > f->max_seq) {
-		uint32_t gap = s - f->max_seq;
-
-		if (gap >= SEQ_WINDOW) {
-			memset(f->window, 0, sizeof(f->window));
-		} else {
-			for (uint32_t k = f->max_seq + 1; k != s; k++)
-				f->window[(k % SEQ_WINDOW) / 64] &= ~(1ull << (k % 64));
-			f->window[(s % SEQ_WINDOW) / 64] &= ~(1ull << (s % 64));
-		}
-		f->max_seq = s;
-		seq_bit_set(f, s);
-	} else if (f->max_seq - s >= SEQ_WINDOW) {
-		f->reordered++; /* too old to tell a duplicate from a latecomer */
-	} else if (seq_bit_get(f, s)) {
-		f->duplicated++;
-	} else {
-		seq_bit_set(f, s);
-		f->reordered++;
-	}
-}
 
 static void stats_reset(struct sink_stats *st)
 {
@@ -1568,7 +1604,7 @@ static void *sink_thread_main(void *arg)
 			}
 			t->st.received++;
 			t->st.bytes += len + WIRE_OVERHEAD;
-			flow_account(&t->flows[p->flow], p);
+			flow_account(&t->flows[p->flow], p->run, p->seq);
 			lat = (int64_t)p->ts_ns < now ? (uint64_t)(now - (int64_t)p->ts_ns) : 0;
 			t->st.hist[hist_index(lat)]++;
 			t->st.lat_count++;
@@ -1602,6 +1638,41 @@ static double hist_percentile(const uint64_t *h, uint64_t count, double q, uint6
 	return (double)max;
 }
 
+/* The XDP sink's counters in the socket sink's shape. */
+static int sink_collect_xdp(struct sink *k, struct sink_stats *all, uint64_t *received,
+			    uint64_t *reordered, uint64_t *duplicated, uint64_t *highest, bool reset)
+{
+	struct xdp_sink_totals *sum = malloc(sizeof(*sum));
+	struct flow_state *fl = calloc(k->flows, sizeof(*fl));
+	int ret = -1;
+
+	if (!sum || !fl || xdp_sink_read(k->xdp, sum, fl, reset)) {
+		fprintf(stderr, "sfcgen sink: Failed to read the XDP counters: %s\n", strerror(errno));
+		goto out;
+	}
+	all->received = sum->received;
+	all->bytes = sum->bytes;
+	all->invalid = sum->invalid;
+	all->lat_count = sum->lat_count;
+	all->lat_sum = (double)sum->lat_sum_ns;
+	all->lat_max = sum->lat_max_ns;
+	all->lat_min = sum->lat_count ? sum->lat_min_ns : UINT64_MAX;
+	all->first_ns = (int64_t)sum->first_ns;
+	all->last_ns = (int64_t)sum->last_ns;
+	memcpy(all->hist, sum->hist, sizeof(all->hist));
+	for (unsigned f = 0; f < k->flows; f++) {
+		received[f] = fl[f].received;
+		reordered[f] = fl[f].reordered;
+		duplicated[f] = fl[f].duplicated;
+		highest[f] = fl[f].seen ? fl[f].max_seq + 1ull : 0; /* stored +1: 0 means none seen */
+	}
+	ret = 0;
+out:
+	free(sum);
+	free(fl);
+	return ret;
+}
+
 /* Print one JSON line of every counter since the last reset, then reset if asked. */
 static int sink_report(struct sink *k, const char *event, uint64_t number, int64_t *since,
 		       bool reset)
@@ -1622,7 +1693,9 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 		goto cleanup;
 	}
 	stats_reset(all);
-	for (unsigned i = 0; i < k->threads; i++) {
+	if (k->xdp && sink_collect_xdp(k, all, received, reordered, duplicated, highest, reset))
+		goto cleanup;
+	for (unsigned i = 0; !k->xdp && i < k->threads; i++) {
 		struct sink_thread *t = &k->th[i];
 
 		pthread_mutex_lock(&t->lock);
@@ -1661,10 +1734,11 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 		tot_reo += reordered[f];
 		tot_dup += duplicated[f];
 	}
-	printf("{\"event\":\"%s\",\"number\":%" PRIu64 ",\"interval_s\":%.6f,\"received\":%" PRIu64
+	printf("{\"event\":\"%s\",\"mode\":\"%s\",\"number\":%" PRIu64
+	       ",\"interval_s\":%.6f,\"received\":%" PRIu64
 	       ",\"bytes\":%" PRIu64 ",\"invalid\":%" PRIu64 ",\"socket_drops\":%" PRIu64
 	       ",\"reordered\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"rx_span_s\":%.6f,",
-	       event, number, (double)(now - *since) / NSEC, all->received, all->bytes, all->invalid,
+	       event, k->xdp ? "xdp" : "socket", number, (double)(now - *since) / NSEC, all->received, all->bytes, all->invalid,
 	       all->socket_drops, tot_reo, tot_dup,
 	       all->first_ns ? (double)(all->last_ns - all->first_ns) / NSEC : 0.0);
 	if (all->lat_count) {
@@ -1714,10 +1788,15 @@ static int cmd_sink(int argc, char **argv)
 		{"threads", required_argument, NULL, 'j'},
 		{"bind", required_argument, NULL, 'a'},
 		{"cpus", required_argument, NULL, 'c'},
+		{"xdp", no_argument, NULL, 'X'},
+		{"xdp-dev", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct sink k;
+	bool xdp = false;
+	const char *xdp_dev = NULL;
+	char why[256] = "";
 	struct in_addr bind_addr = {.s_addr = htonl(INADDR_ANY)};
 	unsigned long v;
 	unsigned started = 0, opened = 0;
@@ -1759,9 +1838,19 @@ static int cmd_sink(int argc, char **argv)
 			if (parse_cpus(optarg, &k.cpus))
 				return 2;
 			break;
+		case 'X':
+			xdp = true;
+			break;
+		case 'D':
+			xdp = true;
+			xdp_dev = optarg;
+			break;
 		case 'h':
 			printf("usage: sfcgen sink --port PORT [--flows N] [--threads N] [--bind IP] [--cpus LIST]\n"
-			       "  SIGUSR1: print a JSON snapshot and reset; SIGTERM/SIGINT: print and exit\n");
+			       "       sfcgen sink --port PORT [--flows N] --xdp [--xdp-dev IFNAME[,IFNAME]]\n"
+			       "  SIGUSR1: print a JSON snapshot and reset; SIGTERM/SIGINT: print and exit\n"
+			       "  --xdp: count and drop the probes in an XDP program on the receiving\n"
+			       "  interfaces (default: every one but loopback) instead of a UDP socket\n");
 			return 0;
 		default:
 			return 2;
@@ -1784,7 +1873,15 @@ static int cmd_sink(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	k.th = calloc(k.threads, sizeof(*k.th));
+	if (xdp) {
+		k.xdp = xdp_sink_open(k.port, k.flows, xdp_dev, why, sizeof(why));
+		if (!k.xdp) {
+			fprintf(stderr, "sfcgen sink: Failed to set up the XDP sink: %s\n", why);
+			goto cleanup;
+		}
+		k.threads = 0;
+	}
+	k.th = calloc(k.threads ? k.threads : 1, sizeof(*k.th));
 	if (!k.th) {
 		fprintf(stderr, "sfcgen sink: Failed to allocate thread state: %s\n", strerror(errno));
 		goto cleanup;
@@ -1847,8 +1944,11 @@ static int cmd_sink(int argc, char **argv)
 		}
 	}
 	since = now_ns();
-	printf("{\"event\":\"ready\",\"port\":%u,\"flows\":%u,\"threads\":%u,\"pid\":%d}\n", k.port,
-	       k.flows, k.threads, (int)getpid());
+	printf("{\"event\":\"ready\",\"mode\":\"%s\",\"port\":%u,\"flows\":%u,\"threads\":%u,"
+	       "\"pid\":%d", k.xdp ? "xdp" : "socket", k.port, k.flows, k.threads, (int)getpid());
+	if (k.xdp)
+		printf(",\"xdp\":%s", xdp_sink_where(k.xdp));
+	printf("}\n");
 	fflush(stdout);
 
 	for (;;) {
@@ -1895,6 +1995,7 @@ cleanup:
 		pthread_mutex_destroy(&k.th[i].lock);
 	}
 	free(k.th);
+	xdp_sink_close(k.xdp);
 	return ret;
 }
 

@@ -56,7 +56,8 @@ def cmd_rate(a: argparse.Namespace) -> int:
 
     rates = "max" if a.rates == "max" else [r for r in a.rates.split(",") if r]
     d = measure.rate(a.lab, a.src, a.dst, size=a.size, rates=rates, duration=a.duration,
-                     flows=a.flows, progress=_progress)
+                     flows=a.flows, threads=a.threads, engine=a.engine, sink=a.sink,
+                     progress=_progress)
 
     def text(d: dict[str, Any]) -> str:
         out = [f"{'OFFERED pps':>14} {'SENT pps':>14} {'RECEIVED pps':>14} {'LOSS %':>10}"]
@@ -73,7 +74,7 @@ def cmd_ndr(a: argparse.Namespace) -> int:
 
     d = measure.ndr(a.lab, a.src, a.dst, size=a.size, loss=a.loss, trial=a.trial,
                     precision=a.precision, max_rate=a.max_rate, flows=a.flows,
-                    progress=_progress)
+                    threads=a.threads, engine=a.engine, sink=a.sink, progress=_progress)
 
     def text(d: dict[str, Any]) -> str:
         def fig(k: str) -> str:
@@ -92,7 +93,8 @@ def cmd_ndr(a: argparse.Namespace) -> int:
 def cmd_latency(a: argparse.Namespace) -> int:
     from .traffic import measure
 
-    d = measure.latency(a.lab, a.src, a.dst, rate=a.rate, size=a.size, duration=a.duration)
+    d = measure.latency(a.lab, a.src, a.dst, rate=a.rate, size=a.size, duration=a.duration,
+                        flows=a.flows, engine=a.engine, sink=a.sink)
 
     def text(d: dict[str, Any]) -> str:
         m = d["metrics"]
@@ -109,7 +111,8 @@ def register(sub: Any, add: Callable) -> None:
                         "  sfclab traffic iperf chain5 --from src --to dst --flows 4\n"
                         "  sfclab traffic rate chain5 --from src --to dst --size 64 --rates 100k,200k,max\n"
                         "  sfclab traffic ndr chain5 --from src --to dst --size 64 --json\n"
-                        "  sfclab traffic latency chain5 --from src --to dst --rate 50k --size 64",
+                        "  sfclab traffic latency chain5 --from src --to dst --rate 50k --size 64\n"
+                        "  sfclab traffic rate chain5 --size 64 --rates max --engine xdp --sink xdp",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ts = tp.add_subparsers(dest="traffic_cmd", metavar="MEASUREMENT",
                            parser_class=sub._parser_class)
@@ -124,6 +127,16 @@ def register(sub: Any, add: Callable) -> None:
         sp.add_argument("--to", dest="dst", default="dst", metavar="NODE")
         sp.add_argument("--json", action="store_true", help="print JSON")
         return sp
+
+    def generator_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
+        sp.add_argument("--flows", type=int, default=1)
+        if threads:
+            sp.add_argument("--threads", type=int, default=1, help="sending threads")
+        sp.add_argument("--engine", choices=["auto", "packet", "ring", "udp", "xdp"],
+                        default="auto", help="sender: AF_PACKET (auto), TX ring, UDP sockets, or "
+                        "xdp (BPF_PROG_RUN live frames, the fastest)")
+        sp.add_argument("--sink", choices=["socket", "xdp"], default="socket",
+                        help="receiver: a UDP socket, or an XDP program that counts and drops")
 
     sp = common("iperf", cmd_iperf, "N independent iperf3 pairs on distinct ports",
                 "sfclab traffic iperf chain5 --from src --to dst --flows 4 --zerocopy --json")
@@ -141,7 +154,7 @@ def register(sub: Any, add: Callable) -> None:
     sp.add_argument("--size", required=True, help="frame bytes (64..MTU+18) or imix")
     sp.add_argument("--rates", required=True, help="comma-separated pps (k/M suffixes) or max")
     sp.add_argument("--duration", type=float, default=2, metavar="S")
-    sp.add_argument("--flows", type=int, default=1)
+    generator_options(sp)
 
     sp = common("ndr", cmd_ndr, "RFC 2544 NDR/PDR binary search (native generator)",
                 "sfclab traffic ndr chain5 --size 64 --loss 0.001%,0.1% --trial 2")
@@ -150,10 +163,11 @@ def register(sub: Any, add: Callable) -> None:
     sp.add_argument("--trial", type=float, default=2, metavar="S", help="seconds per trial")
     sp.add_argument("--precision", type=float, default=0.01, help="relative interval (0.01 = 1%%)")
     sp.add_argument("--max-rate", help="top of the search range in pps (default: measured)")
-    sp.add_argument("--flows", type=int, default=1)
+    generator_options(sp)
 
     sp = common("latency", cmd_latency, "latency percentiles at one offered rate",
                 "sfclab traffic latency chain5 --rate 50k --size 64")
     sp.add_argument("--rate", required=True, help="offered pps (k/M suffixes)")
     sp.add_argument("--size", required=True, help="frame bytes or imix")
     sp.add_argument("--duration", type=float, default=2, metavar="S")
+    generator_options(sp, threads=False)

@@ -210,3 +210,20 @@ def test_trial_order_is_a_seeded_permutation(tmp_path):
     assert sorted(p.key for p in a) == sorted(p.key for p in pts)
     assert [p.key for p in a] != [p.key for p in pts]
     assert [p.key for p in trial_order(pts, 2)] != [p.key for p in a]
+
+
+def test_generator_engine_and_sink_are_checked_and_sweepable(tmp_path):
+    exp = load_experiment_text("""\
+name: r
+lab: {name: a}
+measure: {type: ndr, engine: xdp, sink: xdp}
+sweep:
+  measure.engine: [packet, xdp]
+""")
+    assert exp.measure["engine"] == "xdp" and exp.measure["sink"] == "xdp"
+    for text, place in (("{type: rate, rates: [1k], engine: warp}", "measure.engine"),
+                        ("{type: latency, sink: nic}", "measure.sink"),
+                        ("{type: iperf, engine: xdp}", "measure.engine")):
+        with pytest.raises(SpecError) as ei:
+            load_experiment_text(f"name: r\nlab: {{name: a}}\nmeasure: {text}\n")
+        assert ei.value.place == place

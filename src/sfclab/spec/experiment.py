@@ -93,7 +93,15 @@ class IperfMeasure(_Measure):
     omit: float = Field(default=0, ge=0, le=60)  # seconds discarded at the start
 
 
-class RateMeasure(_Measure):
+class _PacketMeasure(_Measure):
+    """Options of the native generator: the sender's ``engine`` and the kind of ``sink``
+    (see ``sfclab.traffic.native.NativeGenerator``)."""
+
+    engine: Literal["auto", "packet", "ring", "udp", "xdp"] = "auto"
+    sink: Literal["socket", "xdp"] = "socket"
+
+
+class RateMeasure(_PacketMeasure):
     """Offered-vs-received curve: one trial per offered packet rate in ``rates``."""
 
     type: Literal["rate"]
@@ -113,7 +121,7 @@ class RateMeasure(_Measure):
         return v
 
 
-class NdrMeasure(_Measure):
+class NdrMeasure(_PacketMeasure):
     """NDR/PDR binary search: the highest rate whose loss stays within each goal (in %)."""
 
     type: Literal["ndr"]
@@ -129,7 +137,7 @@ class NdrMeasure(_Measure):
         return parse_rate(v)
 
 
-class LatencyMeasure(_Measure):
+class LatencyMeasure(_PacketMeasure):
     """Latency percentiles at a constant offered ``rate`` (pps)."""
 
     type: Literal["latency"]

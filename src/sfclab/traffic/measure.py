@@ -57,11 +57,22 @@ class Endpoints:
                             f"{self.mtu + ETH_OVERHEAD} bytes (path MTU {self.mtu} + Ethernet), "
                             f"or imix; got {size}", place="size")
 
-    def generator(self, flows: int = 1, threads: int = 1):
+    def generator(self, flows: int = 1, threads: int = 1, engine: str = "auto",
+                  sink: str = "socket"):
         from .native import NativeGenerator
 
+        if engine not in NativeGenerator.ENGINES:
+            raise SpecError(f"expected an engine out of {', '.join(NativeGenerator.ENGINES)}, "
+                            f"got {engine!r}", place="engine")
+        if sink not in NativeGenerator.SINKS:
+            raise SpecError(f"expected a sink out of {', '.join(NativeGenerator.SINKS)}, "
+                            f"got {sink!r}", place="sink")
+        if not 1 <= threads <= 64:
+            raise SpecError(f"expected 1 to 64 threads, got {threads}", place="threads")
+        if not 1 <= flows <= 50000:
+            raise SpecError(f"expected 1 to 50000 flows, got {flows}", place="flows")
         return NativeGenerator(self.src_netns, self.dst_netns, self.dst_ip, flows=flows,
-                               threads=threads)
+                               threads=threads, engine=engine, sink=sink)
 
     def describe(self) -> dict[str, Any]:
         return {"lab": self.lab, "from": self.src, "to": self.dst, "dst_ip": self.dst_ip,
@@ -112,14 +123,15 @@ def iperf(lab: str, src: str, dst: str, **opts: Any) -> dict[str, Any]:
 
 
 def rate(lab: str, src: str, dst: str, *, size: Any, rates: list[Any] | str, duration: float = 2,
-         flows: int = 1, threads: int = 1, progress: Callable | None = None) -> dict[str, Any]:
+         flows: int = 1, threads: int = 1, engine: str = "auto", sink: str = "socket",
+         progress: Callable | None = None) -> dict[str, Any]:
     from .ndr import rate_curve
 
     ends = Endpoints(lab, src, dst)
     size = parse_size(size)
     ends.check_size(size)
     offered = None if rates == "max" else [parse_rate(r, "rates") for r in rates]
-    with CpuMonitor() as cpu, ends.generator(flows, threads) as gen:
+    with CpuMonitor() as cpu, ends.generator(flows, threads, engine, sink) as gen:
         if offered is None:
             t = gen.trial(None, duration, size)
             offered = [t.sent_pps]
@@ -129,7 +141,8 @@ def rate(lab: str, src: str, dst: str, *, size: Any, rates: list[Any] | str, dur
 
 def ndr(lab: str, src: str, dst: str, *, size: Any, loss: str = "0.001%,0.1%",
         trial: float = 2, precision: float = 0.01, max_rate: Any = None, flows: int = 1,
-        threads: int = 1, progress: Callable | None = None) -> dict[str, Any]:
+        threads: int = 1, engine: str = "auto", sink: str = "socket",
+        progress: Callable | None = None) -> dict[str, Any]:
     from .ndr import ndr_pdr
 
     ends = Endpoints(lab, src, dst)
@@ -139,21 +152,21 @@ def ndr(lab: str, src: str, dst: str, *, size: Any, loss: str = "0.001%,0.1%",
         raise SpecError(f"expected a precision between 0 and 1 (e.g. 0.01), got {precision}",
                         place="precision")
     top = parse_rate(max_rate, "max_rate") if max_rate is not None else None
-    with CpuMonitor() as cpu, ends.generator(flows, threads) as gen:
+    with CpuMonitor() as cpu, ends.generator(flows, threads, engine, sink) as gen:
         m = ndr_pdr(gen, size, duration=trial, loss_goals=loss, precision=precision,
                     max_rate_pps=top, progress=progress)
     return _finish(m, ends, cpu)
 
 
 def latency(lab: str, src: str, dst: str, *, rate: Any, size: Any, duration: float = 2,
-            flows: int = 1) -> dict[str, Any]:
+            flows: int = 1, engine: str = "auto", sink: str = "socket") -> dict[str, Any]:
     from .ndr import latency as run_latency
 
     ends = Endpoints(lab, src, dst)
     size = parse_size(size)
     ends.check_size(size)
     r = parse_rate(rate)
-    with CpuMonitor() as cpu, ends.generator(flows) as gen:
+    with CpuMonitor() as cpu, ends.generator(flows, 1, engine, sink) as gen:
         m = run_latency(gen, r, size, duration)
     return _finish(m, ends, cpu)
 
@@ -166,18 +179,19 @@ def from_experiment(lab: str, spec: dict[str, Any]) -> dict[str, Any]:
         opts = {k: spec[k] for k in ("flows", "udp", "length", "bitrate", "zerocopy", "omit")
                 if spec.get(k) is not None}
         return iperf(lab, src, dst, duration=spec.get("duration", 5), **opts)
+    gen = {k: spec[k] for k in ("engine", "sink") if spec.get(k) is not None}
     if kind == "rate":
         return rate(lab, src, dst, size=spec.get("size", 64), rates=spec["rates"],
-                    duration=spec.get("duration", 2))
+                    duration=spec.get("duration", 2), **gen)
     if kind == "ndr":
         loss = ",".join(f"{x}%" for x in (spec.get("ndr_loss", 0.001), spec.get("pdr_loss", 0.1)))
         return ndr(lab, src, dst, size=spec.get("size", 64), loss=loss,
                    trial=spec.get("duration", 2),
                    precision=spec.get("precision", 0.1) / 100,  # the file gives percent
-                   max_rate=spec.get("max_rate"))
+                   max_rate=spec.get("max_rate"), **gen)
     if kind == "latency":
         return latency(lab, src, dst, rate=spec["rate"], size=spec.get("size", 64),
-                       duration=spec.get("duration", 2))
+                       duration=spec.get("duration", 2), **gen)
     raise SpecError(f"unknown measurement type '{kind}'", place="measure.type")
 
 

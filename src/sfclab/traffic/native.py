@@ -83,20 +83,31 @@ class _LineReader:
 class NativeGenerator(PacketGenerator):
     """UDP/IPv4 trials from ``src_netns`` to ``dst_ip`` (an address in ``dst_netns``).
 
-    ``engine`` picks the sender's technique (``auto``, ``packet``, ``ring``, ``udp``: see
-    ``sfcgen send --help``); ``qdisc_bypass`` skips the sender device's qdisc and egress hooks
-    (faster, but a shaper on the sender's own interface is then ignored).  ``send_cpus`` and
-    ``sink_cpus`` pin threads (``"0-1"``), as ``taskset`` would.
+    ``engine`` picks the sender's technique (see ``sfcgen send --help``): ``packet`` (AF_PACKET
+    ``sendmmsg``, the default through ``auto``), ``ring``, ``udp``, or ``xdp`` (BPF_PROG_RUN live
+    frames: the fastest, skips the sender's qdisc and egress hooks; GRO is turned on at the first
+    hop's veth peer for the generator's life, see :mod:`.xdp_path`).  ``qdisc_bypass`` skips the
+    sender device's qdisc (faster, but a shaper on the sender's own interface is then ignored).
+    ``sink`` is ``socket`` (a UDP socket, counted in user space) or ``xdp`` (an XDP program on the
+    receiving interfaces counts and drops the probes: the receiver then costs almost nothing).
+    ``send_cpus`` and ``sink_cpus`` pin threads (``"0-1"``), as ``taskset`` would.
     """
+
+    ENGINES = ("auto", "packet", "ring", "udp", "xdp")
+    SINKS = ("socket", "xdp")
 
     def __init__(self, src_netns: str, dst_netns: str, dst_ip: str, flows: int = 1,
                  threads: int = 1, port: int = DEFAULT_PORT, drain_s: float = DEFAULT_DRAIN_S,
                  *, src_ip: str | None = None, sink_threads: int | None = None,
-                 engine: str = "auto", qdisc_bypass: bool = False,
+                 engine: str = "auto", qdisc_bypass: bool = False, sink: str = "socket",
                  send_cpus: str | None = None, sink_cpus: str | None = None,
                  binary: str | None = None, ready_timeout_s: float = 5.0):
         if flows < 1 or threads < 1:
             raise ValueError("flows and threads must be at least 1")
+        if engine not in self.ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(self.ENGINES)}, not {engine!r}")
+        if sink not in self.SINKS:
+            raise ValueError(f"sink must be one of {', '.join(self.SINKS)}, not {sink!r}")
         self.src_netns = src_netns
         self.dst_netns = dst_netns
         self.dst_ip = dst_ip
@@ -105,11 +116,14 @@ class NativeGenerator(PacketGenerator):
         self.threads = threads
         self.port = port
         self.drain_s = drain_s
-        self.engine = engine
+        self._engine = "auto"
         self.qdisc_bypass = qdisc_bypass
         self.send_cpus = send_cpus
         self.binary = binary or sfcgen_binary()
+        self.sink = sink
         self.final: dict[str, Any] | None = None
+        self.sink_ready: dict[str, Any] = {}
+        self._peer_change = None
         self._proc: subprocess.Popen | None = None
         self._reader: _LineReader | None = None
         self._stderr = tempfile.TemporaryFile()
@@ -117,6 +131,8 @@ class NativeGenerator(PacketGenerator):
                 "--threads", str(sink_threads or threads)]
         if sink_cpus:
             argv += ["--cpus", sink_cpus]
+        if sink == "xdp":
+            argv.append("--xdp")
         try:
             self._proc = netns.popen(dst_netns, argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self._stderr)
@@ -127,9 +143,30 @@ class NativeGenerator(PacketGenerator):
                 raise MeasurementError(
                     f"sfcgen sink in {dst_netns} did not report ready within {ready_timeout_s} s: "
                     f"{self._sink_stderr() or line or '(no output)'}")
+            self.sink_ready = ready
+            self.engine = engine  # the setter prepares the first hop for the xdp engine
         except BaseException:
             self.close()
             raise
+
+    @property
+    def engine(self) -> str:
+        return self._engine
+
+    @engine.setter
+    def engine(self, engine: str) -> None:
+        """Switch engines between trials; the xdp engine needs the first hop's peer in NAPI mode."""
+        from . import xdp_path
+
+        if engine not in self.ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(self.ENGINES)}, not {engine!r}")
+        if engine == "xdp" and self._peer_change is None:
+            self._peer_change = xdp_path.enable_peer_napi(self.src_netns, self.dst_ip) or False
+        elif engine != "xdp":
+            if self._peer_change:
+                xdp_path.restore(self._peer_change)
+            self._peer_change = None  # None: not prepared; False: nothing needed changing
+        self._engine = engine
 
     @property
     def sink_pid(self) -> int | None:
@@ -222,6 +259,11 @@ class NativeGenerator(PacketGenerator):
         )
 
     def close(self) -> None:
+        from . import xdp_path
+
+        if self._peer_change:
+            xdp_path.restore(self._peer_change)
+        self._peer_change = None
         proc, self._proc = self._proc, None
         if proc is not None:
             if proc.poll() is None:

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sfcgen's live-frames engine (`sfcgen send --engine xdp`).
+ *
+ * The sender hands the kernel one template frame per thread with BPF_PROG_RUN and the flag
+ * BPF_F_TEST_XDP_LIVE_FRAMES; the kernel runs this program once per packet on a page-pool copy
+ * of the template, and XDP_TX turns into a redirect out of the device named in the run's context.
+ * No socket buffer is allocated and nothing is copied from user space per packet.
+ *
+ * Per packet the program writes what changes: the UDP source port (the flow), the probe header
+ * (flow, per-flow sequence number, bpf_ktime_get_ns() send time) and, for IMIX, the frame length
+ * with the IPv4/UDP lengths and header checksum.  The template's IPv4 ID carries the sending
+ * thread's index; a thread owns flows index, index + threads, ... so one flow's sequence numbers
+ * always come from one thread, in order.
+ *
+ * Every BPF_PROG_RUN call with more than one repetition adds the program to the kernel's XDP
+ * dispatcher and removes it again, and each change waits for an RCU grace period (about 25 ms
+ * here).  The sender therefore keeps the program attached to its namespace's loopback device
+ * while it runs; there it passes every frame (their ingress device is not tx_ifindex).
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "sfcgen_shared.h"
+
+const volatile __u32 threads = 1;
+const volatile __u32 flows = 1;
+const volatile __u32 imix = 0; /* 1: sizes cycle through IMIX 7:4:1 of 64/594/1518 */
+const volatile __u16 run = 0;
+const volatile __u32 tx_ifindex = 0; /* the device the sender's runs name in their context */
+
+/* IMIX 7:4:1, in the order the socket engines use: seven 64, four 594, one 1518 */
+static __always_inline __u16 imix_size(__u64 n)
+{
+	__u64 i = n % 12;
+
+	return i < 7 ? 64 : i < 11 ? 594 : 1518;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct xdp_tx_thread);
+} tx_threads SEC(".maps");
+
+/* next sequence number of each flow (= packets of the flow sent so far) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* set to the number of flows before loading */
+	__type(key, __u32);
+	__type(value, __u32);
+} flow_seq SEC(".maps");
+
+static __always_inline __u16 ipv4_checksum(struct iphdr *ip)
+{
+	__u16 *w = (__u16 *)ip;
+	__u32 sum = 0;
+
+	ip->check = 0;
+#pragma unroll
+	for (int i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+SEC("xdp")
+int sfcgen_tx(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+	struct xdp_tx_thread *th;
+	struct udphdr *udp;
+	struct probe *p;
+	__u32 tid, flow, owned, nflows, *seq;
+	__u16 size;
+
+	/* attached to loopback only to stay loaded (see xdp_tx_open()): real frames pass */
+	if (ctx->ingress_ifindex != tx_ifindex)
+		return XDP_PASS;
+	if ((void *)(ip + 1) > end)
+		return XDP_ABORTED;
+	tid = bpf_ntohs(ip->id);
+	th = bpf_map_lookup_elem(&tx_threads, &tid);
+	if (!th || tid >= threads)
+		return XDP_ABORTED;
+	size = (__u16)(end - data) + 4;
+	if (imix) {
+		int delta;
+
+		size = imix_size(th->sent);
+		delta = (int)size - 4 - (int)(end - data);
+		if (delta && bpf_xdp_adjust_tail(ctx, delta))
+			return XDP_ABORTED;
+		data = (void *)(long)ctx->data;
+		end = (void *)(long)ctx->data_end;
+		ip = data + sizeof(struct ethhdr);
+		if ((void *)(ip + 1) > end)
+			return XDP_ABORTED;
+		ip->tot_len = bpf_htons(size - 4 - sizeof(struct ethhdr));
+		ip->check = ipv4_checksum(ip);
+	}
+	udp = (void *)(ip + 1);
+	p = (void *)(udp + 1);
+	if ((void *)(p + 1) > end)
+		return XDP_ABORTED;
+
+	nflows = (flows - tid + threads - 1) / threads;
+	owned = th->next_owned;
+	flow = tid + owned * threads;
+	th->next_owned = owned + 1 >= nflows ? 0 : owned + 1;
+	seq = bpf_map_lookup_elem(&flow_seq, &flow);
+	if (!seq)
+		return XDP_ABORTED;
+
+	if (imix)
+		udp->len = bpf_htons(size - 4 - sizeof(struct ethhdr) - sizeof(struct iphdr));
+	udp->source = bpf_htons((__u16)(SPORT_BASE + flow));
+	p->magic = PROBE_MAGIC;
+	p->run = run;
+	p->flow = (__u16)flow;
+	p->seq = (*seq)++;
+	p->ts_ns = bpf_ktime_get_ns();
+	th->sent++;
+	th->bytes += size;
+	return XDP_TX;
+}
+
+char LICENSE[] SEC("license") = "GPL";

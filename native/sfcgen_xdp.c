@@ -1,0 +1,521 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Loading and driving sfcgen's eBPF programs (see sfcgen_xdp.h and bpf/sfcgen_*.bpf.c).
+ *
+ * The sender runs bpf/sfcgen_tx.bpf.c with BPF_PROG_RUN in live-frames mode: each call
+ * transmits `count` frames built from one template, and the program stamps every one.  The sink
+ * attaches bpf/sfcgen_rx.bpf.c with BPF links and reads its maps: totals per CPU by lookup,
+ * flow states through a shared memory mapping.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ifaddrs.h>
+#include <linux/if_link.h>
+#include <linux/ethtool.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sfcgen_xdp.h"
+#include "sfcgen_tx.skel.h"
+#include "sfcgen_rx.skel.h"
+
+/* libbpf's last warning, so a failed load can say why (the verifier log goes there). */
+static char libbpf_last[512];
+
+static int libbpf_note(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	if (getenv("SFCGEN_BPF_DEBUG")) /* the whole libbpf log, verifier output included */
+		return vfprintf(stderr, fmt, ap);
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && (line[n - 1] == '\n' || line[n - 1] == ' '))
+		line[--n] = '\0';
+	if (n)
+		snprintf(libbpf_last, sizeof(libbpf_last), "%s", line);
+	return 0;
+}
+
+static void libbpf_quiet(void)
+{
+	libbpf_set_print(libbpf_note);
+	libbpf_last[0] = '\0';
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+struct xdp_tx {
+	struct sfcgen_tx *skel;
+	struct bpf_link *hold; /* on loopback: keeps the program in the XDP dispatcher */
+	int prog_fd;
+};
+
+struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool imix, uint16_t run,
+			   char *why, size_t whylen, char *note, size_t notelen)
+{
+	struct xdp_tx *x = calloc(1, sizeof(*x));
+	int err;
+
+	if (!x) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	libbpf_quiet();
+	x->skel = sfcgen_tx__open();
+	if (!x->skel) {
+		snprintf(why, whylen, "cannot open the generator program: %s", strerror(errno));
+		goto fail;
+	}
+	x->skel->rodata->flows = flows;
+	x->skel->rodata->threads = threads;
+	x->skel->rodata->imix = imix;
+	x->skel->rodata->run = run;
+	x->skel->rodata->tx_ifindex = (__u32)ifindex;
+	bpf_map__set_max_entries(x->skel->maps.flow_seq, flows);
+	err = sfcgen_tx__load(x->skel);
+	if (err) {
+		snprintf(why, whylen, "cannot load the generator program: %s%s%s", strerror(-err),
+			 libbpf_last[0] ? ": " : "", libbpf_last);
+		goto fail;
+	}
+	x->prog_fd = bpf_program__fd(x->skel->progs.sfcgen_tx);
+	note[0] = '\0';
+	x->hold = bpf_program__attach_xdp(x->skel->progs.sfcgen_tx, (int)if_nametoindex("lo"));
+	err = libbpf_get_error(x->hold);
+	if (err) {
+		x->hold = NULL;
+		snprintf(note, notelen, "cannot keep the program attached to lo (%s): every send "
+			 "call waits for the XDP dispatcher", strerror(-err));
+	}
+	return x;
+fail:
+	xdp_tx_close(x);
+	return NULL;
+}
+
+int xdp_tx_send(struct xdp_tx *x, int ifindex, const void *frame, unsigned len, unsigned count)
+{
+	struct xdp_md ctx = {.data_end = len, .ingress_ifindex = (unsigned)ifindex};
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = len, .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx), .repeat = count,
+		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+
+	if (bpf_prog_test_run_opts(x->prog_fd, &opts))
+		return -errno;
+	return 0;
+}
+
+int xdp_tx_thread_sent(struct xdp_tx *x, unsigned index, uint64_t *sent, uint64_t *bytes)
+{
+	struct xdp_tx_thread th;
+	__u32 key = index;
+
+	if (bpf_map__lookup_elem(x->skel->maps.tx_threads, &key, sizeof(key), &th, sizeof(th), 0))
+		return -errno;
+	*sent = th.sent;
+	*bytes = th.bytes;
+	return 0;
+}
+
+int xdp_tx_flow_sent(struct xdp_tx *x, uint64_t *per_flow, unsigned flows)
+{
+	for (__u32 f = 0; f < flows; f++) {
+		__u32 seq;
+
+		if (bpf_map__lookup_elem(x->skel->maps.flow_seq, &f, sizeof(f), &seq, sizeof(seq), 0))
+			return -errno;
+		per_flow[f] = seq;
+	}
+	return 0;
+}
+
+void xdp_tx_close(struct xdp_tx *x)
+{
+	if (!x)
+		return;
+	bpf_link__destroy(x->hold);
+	sfcgen_tx__destroy(x->skel);
+	free(x);
+}
+
+int dev_xdp_tx_lost(const char *ifname, uint64_t *errors)
+{
+	struct {
+		struct ethtool_sset_info hdr;
+		__u32 count;
+	} sset = {.hdr = {.cmd = ETHTOOL_GSSET_INFO, .sset_mask = 1ull << ETH_SS_STATS}};
+	struct ethtool_gstrings *names = NULL;
+	struct ethtool_stats *stats = NULL;
+	struct ifreq ifr;
+	int fd, ret = -1;
+	__u32 n;
+
+	*errors = 0;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (void *)&sset;
+	if (ioctl(fd, SIOCETHTOOL, &ifr) || !sset.hdr.sset_mask)
+		goto out;
+	n = sset.count;
+	names = calloc(1, sizeof(*names) + (size_t)n * ETH_GSTRING_LEN);
+	stats = calloc(1, sizeof(*stats) + (size_t)n * sizeof(__u64));
+	if (!names || !stats)
+		goto out;
+	names->cmd = ETHTOOL_GSTRINGS;
+	names->string_set = ETH_SS_STATS;
+	names->len = n;
+	ifr.ifr_data = (void *)names;
+	if (ioctl(fd, SIOCETHTOOL, &ifr))
+		goto out;
+	stats->cmd = ETHTOOL_GSTATS;
+	stats->n_stats = n;
+	ifr.ifr_data = (void *)stats;
+	if (ioctl(fd, SIOCETHTOOL, &ifr))
+		goto out;
+	for (__u32 i = 0; i < n; i++) {
+		char name[ETH_GSTRING_LEN + 1];
+
+		memcpy(name, names->data + (size_t)i * ETH_GSTRING_LEN, ETH_GSTRING_LEN);
+		name[ETH_GSTRING_LEN] = '\0';
+		if (strstr(name, "xdp_xmit_err"))
+			*errors += stats->data[i];
+	}
+	ret = 0;
+out:
+	free(names);
+	free(stats);
+	close(fd);
+	if (!ret) {
+		struct ifaddrs *all, *a;
+
+		ret = -1;
+		if (getifaddrs(&all))
+			return -1;
+		for (a = all; a; a = a->ifa_next) {
+			if (a->ifa_addr && a->ifa_addr->sa_family == AF_PACKET && a->ifa_data &&
+			    !strcmp(a->ifa_name, ifname)) {
+				*errors += ((const struct rtnl_link_stats *)a->ifa_data)->tx_dropped;
+				ret = 0;
+				break;
+			}
+		}
+		freeifaddrs(all);
+	}
+	return ret;
+}
+
+/*
+ * One RTM_GETLINK for `ifindex` (in the namespace with id `nsid`, or our own when nsid < 0);
+ * fills the peer's ifindex and namespace id (IFLA_LINK, IFLA_LINK_NETNSID) and rx_packets.
+ */
+static int getlink(int ifindex, int nsid, int *link, int *link_nsid, uint64_t *rx_packets)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifinfomsg ifi;
+		char attrs[16];
+	} req;
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	char buf[16384];
+	int fd, ret = -1;
+	ssize_t len;
+
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+	req.nh.nlmsg_type = RTM_GETLINK;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.ifi.ifi_family = AF_UNSPEC;
+	req.ifi.ifi_index = ifindex;
+	if (nsid >= 0) {
+		struct rtattr *rta = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
+
+		rta->rta_type = IFLA_TARGET_NETNSID;
+		rta->rta_len = RTA_LENGTH(sizeof(__s32));
+		memcpy(RTA_DATA(rta), &nsid, sizeof(__s32));
+		req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+	}
+	*link = -1;
+	*link_nsid = -1;
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -1;
+	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+		goto out;
+	len = recv(fd, buf, sizeof(buf), 0);
+	for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; len > 0 && NLMSG_OK(nh, (unsigned)len);
+	     nh = NLMSG_NEXT(nh, len)) {
+		struct ifinfomsg *ifi;
+		struct rtattr *rta;
+		int alen;
+
+		if (nh->nlmsg_type != RTM_NEWLINK)
+			break;
+		ifi = NLMSG_DATA(nh);
+		alen = (int)IFLA_PAYLOAD(nh);
+		for (rta = IFLA_RTA(ifi); RTA_OK(rta, alen); rta = RTA_NEXT(rta, alen)) {
+			if (rta->rta_type == IFLA_LINK)
+				memcpy(link, RTA_DATA(rta), sizeof(int));
+			else if (rta->rta_type == IFLA_LINK_NETNSID)
+				memcpy(link_nsid, RTA_DATA(rta), sizeof(int));
+			else if (rta->rta_type == IFLA_STATS64) {
+				struct rtnl_link_stats64 st;
+
+				memcpy(&st, RTA_DATA(rta), sizeof(st));
+				*rx_packets = st.rx_packets;
+			}
+		}
+		ret = 0;
+		break;
+	}
+out:
+	close(fd);
+	return ret;
+}
+
+int veth_peer_rx_packets(const char *ifname, uint64_t *packets)
+{
+	int ifindex = (int)if_nametoindex(ifname), peer, peer_nsid, dummy;
+	uint64_t own;
+
+	if (!ifindex || getlink(ifindex, -1, &peer, &peer_nsid, &own) || peer <= 0)
+		return -1;
+	return getlink(peer, peer_nsid, &dummy, &dummy, packets);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+#define SINK_MAX_IFACES 64
+
+struct xdp_sink {
+	struct sfcgen_rx *skel;
+	struct bpf_link *links[SINK_MAX_IFACES];
+	unsigned nlinks;
+	unsigned flows;
+	struct flow_state *flow_map; /* mmap of flow_states */
+	size_t flow_map_len;
+	char where[SINK_MAX_IFACES * 48 + 4];
+};
+
+static bool is_loopback(const char *name)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool lo = false;
+
+	if (fd < 0)
+		return false;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (!ioctl(fd, SIOCGIFFLAGS, &ifr))
+		lo = ifr.ifr_flags & IFF_LOOPBACK;
+	close(fd);
+	return lo;
+}
+
+static int sink_attach(struct xdp_sink *k, const char *name, char *why, size_t whylen)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	int ifindex = (int)if_nametoindex(name), err;
+	size_t used = strlen(k->where);
+	struct bpf_link *link;
+
+	if (!ifindex) {
+		snprintf(why, whylen, "no interface %s", name);
+		return -1;
+	}
+	if (k->nlinks == SINK_MAX_IFACES) {
+		snprintf(why, whylen, "more than %d interfaces", SINK_MAX_IFACES);
+		return -1;
+	}
+	link = bpf_program__attach_xdp(k->skel->progs.sfcgen_rx, ifindex);
+	err = libbpf_get_error(link);
+	if (err) {
+		snprintf(why, whylen, "cannot attach to %s: %s%s", name, strerror(-err),
+			 err == -EBUSY || err == -EEXIST ? " (it has another XDP program)" : "");
+		return -1;
+	}
+	k->links[k->nlinks++] = link;
+	bpf_xdp_query(ifindex, 0, &q);
+	snprintf(k->where + used, sizeof(k->where) - used, "%s{\"dev\":\"%s\",\"mode\":\"%s\"}",
+		 k->nlinks > 1 ? "," : "", name,
+		 q.attach_mode == XDP_ATTACHED_DRV ? "native" :
+		 q.attach_mode == XDP_ATTACHED_SKB ? "generic" : "other");
+	return 0;
+}
+
+struct xdp_sink *xdp_sink_open(unsigned port, unsigned flows, const char *ifnames, char *why,
+			       size_t whylen)
+{
+	struct xdp_sink *k = calloc(1, sizeof(*k));
+	size_t value_size;
+	long page = sysconf(_SC_PAGESIZE);
+	int err;
+
+	if (!k) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	k->flows = flows;
+	libbpf_quiet();
+	k->skel = sfcgen_rx__open();
+	if (!k->skel) {
+		snprintf(why, whylen, "cannot open the sink program: %s", strerror(errno));
+		goto fail;
+	}
+	k->skel->rodata->port_be = htons((uint16_t)port);
+	k->skel->rodata->flows = flows;
+	bpf_map__set_max_entries(k->skel->maps.flow_states, flows);
+	err = sfcgen_rx__load(k->skel);
+	if (err) {
+		snprintf(why, whylen, "cannot load the sink program: %s%s%s", strerror(-err),
+			 libbpf_last[0] ? ": " : "", libbpf_last);
+		goto fail;
+	}
+	value_size = bpf_map__value_size(k->skel->maps.flow_states);
+	if (value_size != sizeof(struct flow_state)) {
+		snprintf(why, whylen, "flow state is %zu bytes in the program, %zu here", value_size,
+			 sizeof(struct flow_state));
+		goto fail;
+	}
+	k->flow_map_len = ((size_t)flows * value_size + (size_t)page - 1) / (size_t)page * (size_t)page;
+	k->flow_map = mmap(NULL, k->flow_map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   bpf_map__fd(k->skel->maps.flow_states), 0);
+	if (k->flow_map == MAP_FAILED) {
+		k->flow_map = NULL;
+		snprintf(why, whylen, "cannot map the flow states: %s", strerror(errno));
+		goto fail;
+	}
+	strcpy(k->where, "[");
+	if (!ifnames || !strcmp(ifnames, "auto")) {
+		struct if_nameindex *all = if_nameindex(), *i;
+
+		if (!all) {
+			snprintf(why, whylen, "cannot list interfaces: %s", strerror(errno));
+			goto fail;
+		}
+		for (i = all; i->if_index; i++) {
+			if (is_loopback(i->if_name))
+				continue;
+			if (sink_attach(k, i->if_name, why, whylen)) {
+				if_freenameindex(all);
+				goto fail;
+			}
+		}
+		if_freenameindex(all);
+		if (!k->nlinks) {
+			snprintf(why, whylen, "no interface other than loopback");
+			goto fail;
+		}
+	} else {
+		char *list = strdup(ifnames), *save = NULL, *name;
+
+		if (!list) {
+			snprintf(why, whylen, "out of memory");
+			goto fail;
+		}
+		for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+			if (sink_attach(k, name, why, whylen)) {
+				free(list);
+				goto fail;
+			}
+		}
+		free(list);
+		if (!k->nlinks) {
+			snprintf(why, whylen, "no interface named");
+			goto fail;
+		}
+	}
+	strcat(k->where, "]");
+	return k;
+fail:
+	xdp_sink_close(k);
+	return NULL;
+}
+
+const char *xdp_sink_where(const struct xdp_sink *k)
+{
+	return k->where;
+}
+
+int xdp_sink_read(struct xdp_sink *k, struct xdp_sink_totals *sum, struct flow_state *flows,
+		  bool reset)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	size_t stride = (sizeof(struct xdp_sink_totals) + 7) / 8 * 8;
+	struct xdp_sink_totals *per;
+	__u32 zero = 0;
+	int ret = -1;
+
+	if (ncpu < 1)
+		return -1;
+	per = calloc((size_t)ncpu, stride);
+	if (!per)
+		return -1;
+	if (bpf_map_lookup_elem(bpf_map__fd(k->skel->maps.totals), &zero, per))
+		goto out;
+	memset(sum, 0, sizeof(*sum));
+	for (int c = 0; c < ncpu; c++) {
+		const struct xdp_sink_totals *t = (const void *)((const char *)per + c * stride);
+
+		sum->received += t->received;
+		sum->bytes += t->bytes;
+		sum->invalid += t->invalid;
+		sum->lat_sum_ns += t->lat_sum_ns;
+		if (t->lat_count && (!sum->lat_count || t->lat_min_ns < sum->lat_min_ns))
+			sum->lat_min_ns = t->lat_min_ns;
+		sum->lat_count += t->lat_count;
+		if (t->lat_max_ns > sum->lat_max_ns)
+			sum->lat_max_ns = t->lat_max_ns;
+		if (t->first_ns && (!sum->first_ns || t->first_ns < sum->first_ns))
+			sum->first_ns = t->first_ns;
+		if (t->last_ns > sum->last_ns)
+			sum->last_ns = t->last_ns;
+		for (unsigned b = 0; b < HIST_BUCKETS; b++)
+			sum->hist[b] += t->hist[b];
+	}
+	if (flows)
+		memcpy(flows, k->flow_map, (size_t)k->flows * sizeof(struct flow_state));
+	if (reset) {
+		memset(per, 0, (size_t)ncpu * stride);
+		if (bpf_map_update_elem(bpf_map__fd(k->skel->maps.totals), &zero, per, BPF_ANY))
+			goto out;
+		memset(k->flow_map, 0, (size_t)k->flows * sizeof(struct flow_state));
+	}
+	ret = 0;
+out:
+	free(per);
+	return ret;
+}
+
+void xdp_sink_close(struct xdp_sink *k)
+{
+	if (!k)
+		return;
+	for (unsigned i = 0; i < k->nlinks; i++)
+		bpf_link__destroy(k->links[i]);
+	if (k->flow_map)
+		munmap(k->flow_map, k->flow_map_len);
+	sfcgen_rx__destroy(k->skel);
+	free(k);
+}

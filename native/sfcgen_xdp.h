@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The eBPF half of sfcgen: the live-frames sender (engine `xdp`) and the XDP sink.
+ * Both programs are compiled from bpf/ and embedded in the binary as libbpf skeletons.
+ */
+#ifndef SFCGEN_XDP_H
+#define SFCGEN_XDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../bpf/sfcgen_shared.h"
+
+/* ---- sender: BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES ---- */
+struct xdp_tx;
+
+/*
+ * Load the generator program for `flows` flows over `threads` threads sending out of `ifindex`;
+ * NULL and a reason on failure.  `note` tells of a degraded start (empty if none).
+ */
+struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool imix, uint16_t run,
+			   char *why, size_t whylen, char *note, size_t notelen);
+/* Send `count` copies of `frame` (stamped per packet by the program) out of `ifindex`. */
+int xdp_tx_send(struct xdp_tx *x, int ifindex, const void *frame, unsigned len, unsigned count);
+/* What thread `index` has sent so far (packets, frame bytes). */
+int xdp_tx_thread_sent(struct xdp_tx *x, unsigned index, uint64_t *sent, uint64_t *bytes);
+/* Packets sent per flow so far. */
+int xdp_tx_flow_sent(struct xdp_tx *x, uint64_t *per_flow, unsigned flows);
+void xdp_tx_close(struct xdp_tx *x);
+
+/*
+ * Frames a device failed to transmit by XDP so far: its "*xdp_xmit_err*" ethtool counters (for a
+ * veth: the peer's queue was full) plus its tx_dropped (for a veth: the peer takes no XDP frames).
+ */
+int dev_xdp_tx_lost(const char *ifname, uint64_t *errors);
+
+/*
+ * Packets the device at the other end of veth `ifname` has received so far (read by netlink,
+ * across namespaces); -1 when `ifname` has no peer that netlink can name.
+ */
+int veth_peer_rx_packets(const char *ifname, uint64_t *packets);
+
+/* ---- sink: an XDP program on the receiving interfaces ---- */
+struct xdp_sink;
+
+/*
+ * Attach the sink for UDP `port` to the interfaces named in `ifnames` (comma-separated), or to
+ * every non-loopback interface when it is NULL or "auto".  The program is attached through BPF
+ * links, so it goes away with the process, however that ends.
+ */
+struct xdp_sink *xdp_sink_open(unsigned port, unsigned flows, const char *ifnames, char *why,
+			       size_t whylen);
+/* Names and XDP modes of the attached interfaces, as a JSON array ("[{...},...]"). */
+const char *xdp_sink_where(const struct xdp_sink *k);
+/* Sum the totals over CPUs; copy the flow states when `flows` is not NULL; zero all if `reset`. */
+int xdp_sink_read(struct xdp_sink *k, struct xdp_sink_totals *sum, struct flow_state *flows,
+		  bool reset);
+void xdp_sink_close(struct xdp_sink *k);
+
+#endif
