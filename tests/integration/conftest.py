@@ -69,3 +69,17 @@ def veth_pair(lab_name):
         assert not left, f"processes left in the test namespaces: {left}"
     finally:
         lab.down()
+
+
+@pytest.fixture(scope="session")
+def sfcgen() -> str:
+    """Path of the native generator, built first if this checkout has none."""
+    import subprocess
+
+    from sfclab.traffic import native
+
+    if not os.environ.get(native.ENV_BINARY):
+        path = native.repo_root() / "native" / "build" / "sfcgen"
+        if not path.exists():
+            subprocess.run(["make", "-s", "-C", str(native.repo_root() / "native")], check=True)
+    return native.sfcgen_binary()

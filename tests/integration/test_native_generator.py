@@ -7,7 +7,6 @@ lab of its own, removed afterwards whatever the outcome.
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 
 import pytest
@@ -23,15 +22,6 @@ pytestmark = [
 ]
 
 SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"
-
-
-@pytest.fixture(scope="module")
-def sfcgen() -> str:
-    if not os.environ.get(native.ENV_BINARY):
-        path = native.repo_root() / "native" / "build" / "sfcgen"
-        if not path.exists():
-            subprocess.run(["make", "-s", "-C", str(native.repo_root() / "native")], check=True)
-    return native.sfcgen_binary()
 
 
 @dataclass

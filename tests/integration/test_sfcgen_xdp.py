@@ -12,7 +12,6 @@ import time
 import pytest
 
 from sfclab.realize import netns
-from sfclab.traffic import native
 from sfclab.traffic.native import NativeGenerator
 
 pytestmark = [
@@ -22,15 +21,6 @@ pytestmark = [
 
 SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"
 IMIX_CYCLE = [64] * 7 + [594] * 4 + [1518]
-
-
-@pytest.fixture(scope="module")
-def sfcgen() -> str:
-    if not os.environ.get(native.ENV_BINARY):
-        path = native.repo_root() / "native" / "build" / "sfcgen"
-        if not path.exists():
-            subprocess.run(["make", "-s", "-C", str(native.repo_root() / "native")], check=True)
-    return native.sfcgen_binary()
 
 
 @pytest.fixture
