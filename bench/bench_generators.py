@@ -158,12 +158,32 @@ CASES = {
 }
 
 
+IPERF, TRAFGEN1, TRAFGEN2 = "iperf3 -u -l 18 -b 0", "trafgen --cpus 1", "trafgen --cpus 2"
+#: label -> (numerator row, denominator row)
+RATIOS = {
+    "sfcgen 1 thread / iperf3": ("sfcgen 1 thread", IPERF),
+    "sfcgen 2 threads / iperf3": ("sfcgen 2 threads", IPERF),
+    "sfcgen 1 thread / trafgen 1 cpu": ("sfcgen 1 thread", TRAFGEN1),
+    "sfcgen 2 threads / trafgen 2 cpus": ("sfcgen 2 threads", TRAFGEN2),
+    "sfcgen 1 thread bypass / trafgen 1 cpu": ("sfcgen 1 thread, qdisc bypass", TRAFGEN1),
+    "sfcgen 2 threads bypass / trafgen 2 cpus": ("sfcgen 2 threads, qdisc bypass", TRAFGEN2),
+    "sfcgen xdp 1 thread, xdp sink / iperf3": ("sfcgen xdp 1 thread, xdp sink", IPERF),
+    "sfcgen xdp 1 thread, xdp sink / trafgen 2 cpus": ("sfcgen xdp 1 thread, xdp sink", TRAFGEN2),
+    "sfcgen xdp 2 threads, xdp sink / iperf3": ("sfcgen xdp 2 threads, xdp sink", IPERF),
+    "sfcgen xdp 2 threads, xdp sink / trafgen 2 cpus":
+        ("sfcgen xdp 2 threads, xdp sink", TRAFGEN2),
+    "sfcgen xdp 1 thread, socket sink / iperf3": ("sfcgen xdp 1 thread, socket sink", IPERF),
+}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--duration", type=float, default=2.0)
     ap.add_argument("--json", action="store_true", help="print the results as JSON only")
     args = ap.parse_args()
+    if args.duration < 1:
+        ap.error("--duration must be at least 1 s (iperf3 -t takes whole seconds)")
     if os.geteuid() != 0:
         print("bench_generators: needs root", file=sys.stderr)
         return 2
@@ -196,28 +216,8 @@ def main() -> int:
     def ratio(a: str, b: str, k: str) -> float:
         return med[a][k] / med[b][k] if med[b][k] else float("nan")
 
-    ratios = {}
-    for k in ("wire_pps", "delivered_pps"):
-        ratios[k] = {
-            "sfcgen 1 thread / iperf3": ratio("sfcgen 1 thread", "iperf3 -u -l 18 -b 0", k),
-            "sfcgen 2 threads / iperf3": ratio("sfcgen 2 threads", "iperf3 -u -l 18 -b 0", k),
-            "sfcgen 1 thread / trafgen 1 cpu": ratio("sfcgen 1 thread", "trafgen --cpus 1", k),
-            "sfcgen 2 threads / trafgen 2 cpus": ratio("sfcgen 2 threads", "trafgen --cpus 2", k),
-            "sfcgen 1 thread bypass / trafgen 1 cpu":
-                ratio("sfcgen 1 thread, qdisc bypass", "trafgen --cpus 1", k),
-            "sfcgen 2 threads bypass / trafgen 2 cpus":
-                ratio("sfcgen 2 threads, qdisc bypass", "trafgen --cpus 2", k),
-            "sfcgen xdp 1 thread, xdp sink / iperf3":
-                ratio("sfcgen xdp 1 thread, xdp sink", "iperf3 -u -l 18 -b 0", k),
-            "sfcgen xdp 1 thread, xdp sink / trafgen 2 cpus":
-                ratio("sfcgen xdp 1 thread, xdp sink", "trafgen --cpus 2", k),
-            "sfcgen xdp 2 threads, xdp sink / iperf3":
-                ratio("sfcgen xdp 2 threads, xdp sink", "iperf3 -u -l 18 -b 0", k),
-            "sfcgen xdp 2 threads, xdp sink / trafgen 2 cpus":
-                ratio("sfcgen xdp 2 threads, xdp sink", "trafgen --cpus 2", k),
-            "sfcgen xdp 1 thread, socket sink / iperf3":
-                ratio("sfcgen xdp 1 thread, socket sink", "iperf3 -u -l 18 -b 0", k),
-        }
+    ratios = {k: {label: ratio(a, b, k) for label, (a, b) in RATIOS.items()}
+              for k in ("wire_pps", "delivered_pps")}
     result = {"frame_bytes": 64, "duration_s": args.duration, "reps": args.reps,
               "load_avg": os.getloadavg(), "median": med, "ratios": ratios, "runs": runs}
     if args.json:

@@ -1209,23 +1209,20 @@ static int cmd_send(int argc, char **argv)
 			c->batch = (unsigned)v;
 			have_batch = true;
 			break;
-		case 'e':
-			if (!strcmp(optarg, "auto"))
-				c->engine = ENGINE_AUTO;
-			else if (!strcmp(optarg, "packet"))
-				c->engine = ENGINE_PACKET;
-			else if (!strcmp(optarg, "ring"))
-				c->engine = ENGINE_RING;
-			else if (!strcmp(optarg, "udp"))
-				c->engine = ENGINE_UDP;
-			else if (!strcmp(optarg, "xdp"))
-				c->engine = ENGINE_XDP;
-			else {
+		case 'e': {
+			int found = -1;
+
+			for (int e = ENGINE_AUTO; e <= ENGINE_XDP; e++)
+				if (!strcmp(optarg, engine_names[e]))
+					found = e;
+			if (found < 0) {
 				fprintf(stderr, "sfcgen: invalid --engine '%s' (auto|packet|ring|udp|xdp)\n",
 					optarg);
 				return 2;
 			}
+			c->engine = (enum engine)found;
 			break;
+		}
 		case 'i':
 			snprintf(c->dev, sizeof(c->dev), "%s", optarg);
 			break;
@@ -1391,7 +1388,7 @@ static int cmd_send(int argc, char **argv)
 	if (s.engine == ENGINE_XDP) {
 		uint64_t after = 0;
 
-		/* frames the device could not pass on (the peer's queue full, or no XDP there) */
+		/* frames the device could not pass on: the peer's queue was full */
 		if (!dev_xdp_tx_lost(s.path.ifname, &after) && after > xmit_errors)
 			local_drops = after - xmit_errors;
 		if (xdp_tx_flow_sent(s.xdp, flow_sent, c->flows)) {

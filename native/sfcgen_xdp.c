@@ -9,12 +9,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <ifaddrs.h>
 #include <linux/if_link.h>
-#include <linux/ethtool.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <linux/sockios.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -156,80 +153,12 @@ void xdp_tx_close(struct xdp_tx *x)
 	free(x);
 }
 
-int dev_xdp_tx_lost(const char *ifname, uint64_t *errors)
-{
-	struct {
-		struct ethtool_sset_info hdr;
-		__u32 count;
-	} sset = {.hdr = {.cmd = ETHTOOL_GSSET_INFO, .sset_mask = 1ull << ETH_SS_STATS}};
-	struct ethtool_gstrings *names = NULL;
-	struct ethtool_stats *stats = NULL;
-	struct ifreq ifr;
-	int fd, ret = -1;
-	__u32 n;
-
-	*errors = 0;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
-	ifr.ifr_data = (void *)&sset;
-	if (ioctl(fd, SIOCETHTOOL, &ifr) || !sset.hdr.sset_mask)
-		goto out;
-	n = sset.count;
-	names = calloc(1, sizeof(*names) + (size_t)n * ETH_GSTRING_LEN);
-	stats = calloc(1, sizeof(*stats) + (size_t)n * sizeof(__u64));
-	if (!names || !stats)
-		goto out;
-	names->cmd = ETHTOOL_GSTRINGS;
-	names->string_set = ETH_SS_STATS;
-	names->len = n;
-	ifr.ifr_data = (void *)names;
-	if (ioctl(fd, SIOCETHTOOL, &ifr))
-		goto out;
-	stats->cmd = ETHTOOL_GSTATS;
-	stats->n_stats = n;
-	ifr.ifr_data = (void *)stats;
-	if (ioctl(fd, SIOCETHTOOL, &ifr))
-		goto out;
-	for (__u32 i = 0; i < n; i++) {
-		char name[ETH_GSTRING_LEN + 1];
-
-		memcpy(name, names->data + (size_t)i * ETH_GSTRING_LEN, ETH_GSTRING_LEN);
-		name[ETH_GSTRING_LEN] = '\0';
-		if (strstr(name, "xdp_xmit_err"))
-			*errors += stats->data[i];
-	}
-	ret = 0;
-out:
-	free(names);
-	free(stats);
-	close(fd);
-	if (!ret) {
-		struct ifaddrs *all, *a;
-
-		ret = -1;
-		if (getifaddrs(&all))
-			return -1;
-		for (a = all; a; a = a->ifa_next) {
-			if (a->ifa_addr && a->ifa_addr->sa_family == AF_PACKET && a->ifa_data &&
-			    !strcmp(a->ifa_name, ifname)) {
-				*errors += ((const struct rtnl_link_stats *)a->ifa_data)->tx_dropped;
-				ret = 0;
-				break;
-			}
-		}
-		freeifaddrs(all);
-	}
-	return ret;
-}
-
 /*
  * One RTM_GETLINK for `ifindex` (in the namespace with id `nsid`, or our own when nsid < 0);
- * fills the peer's ifindex and namespace id (IFLA_LINK, IFLA_LINK_NETNSID) and rx_packets.
+ * fills the peer's ifindex and namespace id (IFLA_LINK, IFLA_LINK_NETNSID) and the counters.
  */
-static int getlink(int ifindex, int nsid, int *link, int *link_nsid, uint64_t *rx_packets)
+static int getlink(int ifindex, int nsid, int *link, int *link_nsid,
+		   struct rtnl_link_stats64 *stats)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -278,12 +207,8 @@ static int getlink(int ifindex, int nsid, int *link, int *link_nsid, uint64_t *r
 				memcpy(link, RTA_DATA(rta), sizeof(int));
 			else if (rta->rta_type == IFLA_LINK_NETNSID)
 				memcpy(link_nsid, RTA_DATA(rta), sizeof(int));
-			else if (rta->rta_type == IFLA_STATS64) {
-				struct rtnl_link_stats64 st;
-
-				memcpy(&st, RTA_DATA(rta), sizeof(st));
-				*rx_packets = st.rx_packets;
-			}
+			else if (rta->rta_type == IFLA_STATS64)
+				memcpy(stats, RTA_DATA(rta), sizeof(*stats));
 		}
 		ret = 0;
 		break;
@@ -293,14 +218,28 @@ out:
 	return ret;
 }
 
+int dev_xdp_tx_lost(const char *ifname, uint64_t *lost)
+{
+	struct rtnl_link_stats64 st = {0};
+	int ifindex = (int)if_nametoindex(ifname), peer, peer_nsid;
+
+	if (!ifindex || getlink(ifindex, -1, &peer, &peer_nsid, &st))
+		return -1;
+	*lost = st.tx_dropped;
+	return 0;
+}
+
 int veth_peer_rx_packets(const char *ifname, uint64_t *packets)
 {
+	struct rtnl_link_stats64 st = {0};
 	int ifindex = (int)if_nametoindex(ifname), peer, peer_nsid, dummy;
-	uint64_t own;
 
-	if (!ifindex || getlink(ifindex, -1, &peer, &peer_nsid, &own) || peer <= 0)
+	if (!ifindex || getlink(ifindex, -1, &peer, &peer_nsid, &st) || peer <= 0)
 		return -1;
-	return getlink(peer, peer_nsid, &dummy, &dummy, packets);
+	if (getlink(peer, peer_nsid, &dummy, &dummy, &st))
+		return -1;
+	*packets = st.rx_packets;
+	return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -30,10 +30,11 @@ int xdp_tx_flow_sent(struct xdp_tx *x, uint64_t *per_flow, unsigned flows);
 void xdp_tx_close(struct xdp_tx *x);
 
 /*
- * Frames a device failed to transmit by XDP so far: its "*xdp_xmit_err*" ethtool counters (for a
- * veth: the peer's queue was full) plus its tx_dropped (for a veth: the peer takes no XDP frames).
+ * Frames a device failed to transmit so far: its tx_dropped (for a veth fed by XDP: the peer's
+ * queue was full; frames refused because the peer runs no NAPI are counted nowhere, hence
+ * veth_peer_rx_packets()).
  */
-int dev_xdp_tx_lost(const char *ifname, uint64_t *errors);
+int dev_xdp_tx_lost(const char *ifname, uint64_t *lost);
 
 /*
  * Packets the device at the other end of veth `ifname` has received so far (read by netlink,

@@ -160,12 +160,11 @@ class NativeGenerator(PacketGenerator):
 
         if engine not in self.ENGINES:
             raise ValueError(f"engine must be one of {', '.join(self.ENGINES)}, not {engine!r}")
-        if engine == "xdp" and self._peer_change is None:
-            self._peer_change = xdp_path.enable_peer_napi(self.src_netns, self.dst_ip) or False
-        elif engine != "xdp":
-            if self._peer_change:
-                xdp_path.restore(self._peer_change)
-            self._peer_change = None  # None: not prepared; False: nothing needed changing
+        if engine == "xdp" and self._engine != "xdp":
+            self._peer_change = xdp_path.enable_peer_napi(self.src_netns, self.dst_ip)
+        elif engine != "xdp" and self._engine == "xdp":
+            xdp_path.restore(self._peer_change)
+            self._peer_change = None
         self._engine = engine
 
     @property
@@ -261,8 +260,7 @@ class NativeGenerator(PacketGenerator):
     def close(self) -> None:
         from . import xdp_path
 
-        if self._peer_change:
-            xdp_path.restore(self._peer_change)
+        xdp_path.restore(self._peer_change)  # None: nothing to undo
         self._peer_change = None
         proc, self._proc = self._proc, None
         if proc is not None:
