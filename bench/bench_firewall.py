@@ -31,7 +31,7 @@ from fn_fixture import chain  # noqa: E402  (the three-node chain used by the te
 
 from sfclab.functions.base import FunctionContext  # noqa: E402
 from sfclab.functions.firewall import Firewall, FirewallParams  # noqa: E402
-from sfclab.realize import netns  # noqa: E402
+from sfclab.kernel import netns  # noqa: E402
 
 INSTALL_SIZES = [1000, 10000, 40000]
 RATE_SIZES = [0, 100, 1000, 10000]

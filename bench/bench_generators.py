@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from sfclab.api import Lab  # noqa: E402
-from sfclab.realize import netns  # noqa: E402
+from sfclab.kernel import netns  # noqa: E402
 from sfclab.traffic import native  # noqa: E402
 
 SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"

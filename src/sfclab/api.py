@@ -14,7 +14,8 @@ from typing import Any
 
 from .functions.base import NetworkFunction
 from .plan.model import Plan
-from .realize import lifecycle, netns
+from .kernel import netns
+from .realize import lifecycle
 from .realize.functions import instantiate
 from .realize.state import LabState
 from .spec.lab import Lab as LabSpec

@@ -58,7 +58,7 @@ def veth_pair(lab_name):
     Yields ``(src_netns, dst_netns)``; afterwards checks that the test left no process in them,
     then removes the lab whatever happened."""
     from sfclab.api import Lab
-    from sfclab.realize import netns
+    from sfclab.kernel import netns
 
     lab = Lab.from_dict({"name": lab_name, "chain": {"length": 2}}).up()
     try:

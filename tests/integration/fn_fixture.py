@@ -24,7 +24,7 @@ from typing import Any
 
 from sfclab.functions import get
 from sfclab.functions.base import FunctionContext, Interface, NetworkFunction
-from sfclab.realize import netns
+from sfclab.kernel import netns
 
 ADDR = {
     ("src", "eth0"): "198.18.1.2/24",

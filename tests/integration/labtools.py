@@ -10,7 +10,7 @@ import time
 from pyroute2 import IPRoute
 
 from sfclab.plan.names import lab_tag, netns_name
-from sfclab.realize import netns, ovs
+from sfclab.kernel import netns, ovs
 
 
 def leftovers(lab: str) -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from sfclab.errors import MeasurementError
-from sfclab.realize import netns
+from sfclab.kernel import netns
 from sfclab.traffic.iperf import run_iperf
 
 pytestmark = [

@@ -13,7 +13,7 @@ import pytest
 from labtools import leftovers, nothing_left
 
 from sfclab.cli import main
-from sfclab.realize import netns
+from sfclab.kernel import netns
 
 
 def sfclab(capsys, *args: str) -> tuple[int, str, str]:

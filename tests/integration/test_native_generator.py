@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from sfclab.errors import MeasurementError
-from sfclab.realize import netns
+from sfclab.kernel import netns
 from sfclab.traffic import native
 from sfclab.traffic.native import NativeGenerator
 

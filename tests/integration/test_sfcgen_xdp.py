@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from sfclab.realize import netns
+from sfclab.kernel import netns
 from sfclab.traffic.native import NativeGenerator
 
 pytestmark = [

@@ -5,7 +5,7 @@ whose namespace forwards packets like a router and adds a behaviour.  Each kind 
 of :class:`NetworkFunction`, registered under its name, with a pydantic ``Params`` model for the
 node's keys in the lab file (every key but ``kind``).
 
-Lifecycle, driven by :mod:`sfclab.realize.lab`:
+Lifecycle, driven by :mod:`sfclab.realize.functions`:
 
 1. ``configure()`` after the node's links, addresses and routes exist: kernel state only
    (rules, qdiscs, sysctls), loaded in one batch.
@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from ..realize import netns
+from ..kernel import netns
 
 
 class FunctionParams(BaseModel):
@@ -81,6 +81,24 @@ class FunctionContext:
             f.write(json.dumps({"pid": proc.pid, "argv": argv}) + "\n")
         return proc
 
+    def write_sysctl(self, key: str, value: str) -> None:
+        """Set a sysctl inside the node's namespace (never the root namespace's)."""
+        netns.write_sysctl(self.netns, key, value)
+
+    def read_sysctl(self, key: str) -> str:
+        return netns.read_sysctl(self.netns, key)
+
+    def owns_pid(self, pid: int) -> bool:
+        """True if ``pid`` still runs inside the node's namespace (a recycled PID never is)."""
+        try:
+            return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(netns.path(self.netns)).st_ino
+        except OSError:
+            return False
+
+    def end_processes(self, pids: list[int]) -> list[int]:
+        """End those of ``pids`` that still run in the namespace, by PID; return the ended."""
+        return netns.end_processes([p for p in pids if self.owns_pid(p)])
+
     def recorded_pids(self) -> list[int]:
         try:
             with open(self.state_dir / "pids") as f:
@@ -109,7 +127,7 @@ class NetworkFunction(abc.ABC):
 
     def stop(self) -> None:
         """End recorded processes; safe to call repeatedly and after a crash."""
-        netns.end_processes([p for p in self.ctx.recorded_pids() if _pid_in(p, self.ctx.netns)])
+        self.ctx.end_processes(self.ctx.recorded_pids())
 
     def inspect(self) -> dict[str, Any]:
         """A JSON-ready description of what the function is doing (counters, flows)."""
@@ -118,14 +136,6 @@ class NetworkFunction(abc.ABC):
     def check(self) -> None:  # noqa: B027 - optional hook
         """Checks that need the machine (an executable exists ...), run before anything is
         created; raise ``SpecError`` with the node's place on failure."""
-
-
-def _pid_in(pid: int, ns: str) -> bool:
-    """True if ``pid`` still runs inside namespace ``ns`` (so a recycled PID is never killed)."""
-    try:
-        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(netns.path(ns)).st_ino
-    except OSError:
-        return False
 
 
 REGISTRY: dict[str, type[NetworkFunction]] = {}

@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..realize import netns
 from . import rules as R
 from .base import FunctionParams, NetworkFunction, register
 
@@ -67,7 +66,7 @@ class Firewall(NetworkFunction):
     def configure(self) -> None:
         p = self.params
         if p.generate and p.generate.type == "stateful":
-            netns.write_sysctl(self.ctx.netns, "net.netfilter.nf_conntrack_acct", "1")
+            self.ctx.write_sysctl("net.netfilter.nf_conntrack_acct", "1")
         text = self.ruleset()
         t0 = time.perf_counter()
         if p.backend == "nftables":

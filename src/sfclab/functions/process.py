@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cgroups
-from .base import NetworkFunction, _pid_in
+from .base import NetworkFunction
 
 
 class ProcessFunction(NetworkFunction):
@@ -50,7 +50,7 @@ class ProcessFunction(NetworkFunction):
         cgroups.remove(self.ctx)
 
     def running_pids(self) -> list[int]:
-        return [p for p in self.ctx.recorded_pids() if _pid_in(p, self.ctx.netns)
+        return [p for p in self.ctx.recorded_pids() if self.ctx.owns_pid(p)
                 and _not_zombie(p)]
 
     def signal(self, sig: int = signal.SIGUSR1) -> bool:

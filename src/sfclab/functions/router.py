@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..realize import netns
 from .base import FunctionParams, NetworkFunction, register
 
 
@@ -43,7 +42,7 @@ class Router(NetworkFunction):
 
     def configure(self) -> None:
         for key, value in self.sysctls().items():
-            netns.write_sysctl(self.ctx.netns, key, value)
+            self.ctx.write_sysctl(key, value)
 
     def inspect(self) -> dict[str, Any]:
         keys = ["net.ipv4.ip_forward", "net.ipv4.ip_default_ttl", "net.ipv4.conf.all.rp_filter"]
@@ -51,7 +50,7 @@ class Router(NetworkFunction):
         out = {}
         for k in keys:
             try:
-                out[k] = netns.read_sysctl(self.ctx.netns, k)
+                out[k] = self.ctx.read_sysctl(k)
             except OSError:
                 out[k] = None
         return {"sysctls": out}

@@ -31,7 +31,6 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ..realize import netns
 from . import cgroups
 from .base import register
 from .params import Argv, resolve_executable
@@ -85,12 +84,12 @@ class Tun(ProcessFunction):
         dev = self.params.device
         self.ctx.run(["ip", "tuntap", "add", "dev", dev, "mode", "tun"])
         # no IPv6 on the device: the kernel's own router solicitations would reach the program
-        netns.write_sysctl(self.ctx.netns, f"net.ipv6.conf.{dev}.disable_ipv6", "1")
+        self.ctx.write_sysctl(f"net.ipv6.conf.{dev}.disable_ipv6", "1")
         self.ctx.run(["ip", "-batch", "-"], input=self.ip_batch())
         # packets written back come in on the TUN with lab sources: no reverse-path check there
-        netns.write_sysctl(self.ctx.netns, f"net.ipv4.conf.{self.params.device}.rp_filter", "0")
-        if netns.read_sysctl(self.ctx.netns, "net.ipv4.conf.all.rp_filter") == "1":
-            netns.write_sysctl(self.ctx.netns, "net.ipv4.conf.all.rp_filter", "2")
+        self.ctx.write_sysctl(f"net.ipv4.conf.{self.params.device}.rp_filter", "0")
+        if self.ctx.read_sysctl("net.ipv4.conf.all.rp_filter") == "1":
+            self.ctx.write_sysctl("net.ipv4.conf.all.rp_filter", "2")
 
     def program(self) -> list[str]:
         argv = list(self.params.exec_)

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from ..errors import RealizeError, SfclabError
 from ..plan.model import InterfacePlan, Plan
 from ..plan.names import STAGING_NODE, netns_name
-from . import ethtool, netns, nlbatch, ovs
-from .nlbatch import Batch
+from ..kernel import ethtool, netns, nlbatch, ovs
+from ..kernel.nlbatch import Batch
 
 if TYPE_CHECKING:  # pyroute2 is loaded only for labs with root-namespace ends (OVS)
     from pyroute2 import IPRoute

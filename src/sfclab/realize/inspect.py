@@ -12,7 +12,7 @@ from typing import Any
 
 from pyroute2 import IPRoute
 
-from . import ethtool, netns, ovs
+from ..kernel import ethtool, netns, ovs
 from .functions import instantiate
 from .lifecycle import load_plan
 

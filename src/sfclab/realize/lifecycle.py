@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from ..errors import LabError, RealizeError, SpecError
 from ..plan.model import Plan
 from ..plan.names import STAGING_NODE, netns_name
-from . import journal, netns, ovs
+from ..kernel import netns, ovs
+from . import journal
 from .state import LabState, all_labs, pid_alive
 from .teardown import TeardownReport, teardown
 

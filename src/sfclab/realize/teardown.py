@@ -13,7 +13,7 @@ import contextlib
 from dataclasses import dataclass, field
 
 from ..plan.model import Plan
-from . import netns, ovs
+from ..kernel import netns, ovs
 from .state import LabState
 
 

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from typing import IO, Any
 
 from ..errors import LabError, MeasurementError, SpecError
-from ..realize import netns
+from ..kernel import netns
 from .cpu import CpuMonitor, process_cpu_seconds, reap
 from .environment import environment, tool_version
 from .result import Measurement

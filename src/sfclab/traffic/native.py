@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MeasurementError
-from ..realize import netns
+from ..kernel import netns
 from .generator import PacketGenerator, Trial
 
 #: UDP port of the sink unless told otherwise (any free port in the destination namespace)

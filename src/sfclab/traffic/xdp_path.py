@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import MeasurementError
-from ..realize import netns
+from ..kernel import netns
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .status import ExitStatus
+
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from .experiments import live
-    from .experiments.commands import run_experiment
-    from .spec.lab import load_lab_dict
+    from ..experiments import live
+    from ..experiments.commands import run_experiment
+    from ..spec.lab import load_lab_dict
 
     s = run_experiment(a.file, a.db, live.lab_up, live.measure, validate_lab=load_lab_dict,
                        retry_failed=a.retry_failed)
@@ -22,11 +24,11 @@ def cmd_run(a: argparse.Namespace) -> int:
     else:
         print(f"experiment {d['experiment']}: {d['done']}/{d['total']} runs done, {d['failed']} "
               f"failed, {d['pending']} pending ({d['ran']} run now) -> {a.db}")
-    return 1 if s.failed else 0
+    return ExitStatus.FAILURE if s.failed else ExitStatus.OK
 
 
 def cmd_results(a: argparse.Namespace) -> int:
-    from .experiments import commands
+    from ..experiments import commands
 
     if a.action == "ls":
         print(commands.results_ls(a.db))
@@ -35,25 +37,25 @@ def cmd_results(a: argparse.Namespace) -> int:
     else:
         fmt = "json" if a.json else a.format
         print(commands.results_export(a.db, fmt, a.experiment), end="")
-    return 0
+    return ExitStatus.OK
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from .experiments.commands import write_report
+    from ..experiments.commands import write_report
 
     path = write_report(a.db, a.out)
     if a.json:
         print(json.dumps({"report": str(path), "html": str(path.with_suffix(".html"))}))
     else:
         print(f"report written: {path} (and {path.with_suffix('.html')})")
-    return 0
+    return ExitStatus.OK
 
 
 def register(sub: Any, add: Callable) -> None:
-    from .experiments import DEFAULT_DB
+    from ..experiments import DEFAULT_DB
 
     sp = add("run", cmd_run, "run an experiment file (sweeps, repetitions) into SQLite; resumes",
-             "sfclab run scenarios/chain-length.yaml --db results.db")
+             "sfclab run scenarios/demo-chain-length.yaml --db results.db")
     sp.add_argument("file")
     sp.add_argument("--db", default=DEFAULT_DB, help="results database (default %(default)s)")
     sp.add_argument("--retry-failed", action="store_true", help="run failed runs again")

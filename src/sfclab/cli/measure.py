@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .status import ExitStatus
+
 
 def _progress(d: dict[str, Any]) -> None:
     t = d.get("trial", d)
@@ -39,7 +41,7 @@ def _iperf_text(d: dict[str, Any]) -> str:
 
 
 def cmd_iperf(a: argparse.Namespace) -> int:
-    from .traffic import measure
+    from ..traffic import measure
 
     opts: dict[str, Any] = {"flows": a.flows, "udp": a.udp, "zerocopy": a.zerocopy,
                             "duration": a.duration, "omit": a.omit, "affinity": a.affinity}
@@ -48,11 +50,11 @@ def cmd_iperf(a: argparse.Namespace) -> int:
     if a.bitrate is not None:
         opts["bitrate"] = a.bitrate
     _emit(measure.iperf(a.lab, a.src, a.dst, **opts), a.json, _iperf_text)
-    return 0
+    return ExitStatus.OK
 
 
 def cmd_rate(a: argparse.Namespace) -> int:
-    from .traffic import measure
+    from ..traffic import measure
 
     rates = "max" if a.rates == "max" else [r for r in a.rates.split(",") if r]
     d = measure.rate(a.lab, a.src, a.dst, size=a.size, rates=rates, duration=a.duration,
@@ -66,11 +68,11 @@ def cmd_rate(a: argparse.Namespace) -> int:
                        f"{p['received_pps']:>14,.0f} {p['loss_ratio'] * 100:>10.4f}")
         return "\n".join(out)
     _emit(d, a.json, text)
-    return 0
+    return ExitStatus.OK
 
 
 def cmd_ndr(a: argparse.Namespace) -> int:
-    from .traffic import measure
+    from ..traffic import measure
 
     d = measure.ndr(a.lab, a.src, a.dst, size=a.size, loss=a.loss, trial=a.trial,
                     precision=a.precision, max_rate=a.max_rate, flows=a.flows,
@@ -87,11 +89,11 @@ def cmd_ndr(a: argparse.Namespace) -> int:
                 f"generator_limited: {str(d.get('generator_limited')).lower()}, "
                 f"{len(d.get('trials', []))} trials")
     _emit(d, a.json, text)
-    return 0
+    return ExitStatus.OK
 
 
 def cmd_latency(a: argparse.Namespace) -> int:
-    from .traffic import measure
+    from ..traffic import measure
 
     d = measure.latency(a.lab, a.src, a.dst, rate=a.rate, size=a.size, duration=a.duration,
                         flows=a.flows, engine=a.engine, sink=a.sink)
@@ -101,7 +103,7 @@ def cmd_latency(a: argparse.Namespace) -> int:
         keys = [k for k in m if k.startswith("latency_")]
         return "\n".join(f"{k[len('latency_'):]:>10}: {m[k]:.1f}" for k in keys)
     _emit(d, a.json, text)
-    return 0
+    return ExitStatus.OK
 
 
 def register(sub: Any, add: Callable) -> None:
@@ -116,7 +118,7 @@ def register(sub: Any, add: Callable) -> None:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ts = tp.add_subparsers(dest="traffic_cmd", metavar="MEASUREMENT",
                            parser_class=sub._parser_class)
-    tp.set_defaults(fn=lambda a: (tp.print_help(), 2)[1])
+    tp.set_defaults(fn=lambda a: (tp.print_help(), ExitStatus.BAD_INPUT)[1])
 
     def common(name: str, fn: Callable, help: str, example: str) -> argparse.ArgumentParser:
         sp = ts.add_parser(name, help=help, description=help, epilog="example:\n  " + example,

@@ -1,0 +1,7 @@
+"""``python -m sfclab.cli``: the ``sfclab`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,165 @@
+"""``sfclab up|down|ls|inspect|exec|graph|validate|expand``: a lab's life, printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .output import emit, fail, progress
+from .status import ExitStatus
+
+def cmd_validate(a: argparse.Namespace) -> int:
+    from ..spec.lab import load_lab
+    from ..realize.lifecycle import plan_for
+
+    lab = load_lab(a.file)
+    plan = plan_for(lab)
+    emit({"name": lab.name, "valid": True, "nodes": len(lab.nodes), "links": len(lab.links),
+           "routes": len(plan.routes)}, a.json,
+          lambda d: f"{a.file}: lab '{d['name']}' is valid ({d['nodes']} nodes, {d['links']} links,"
+                    f" {d['routes']} routes)")
+    return ExitStatus.OK
+
+
+def cmd_expand(a: argparse.Namespace) -> int:
+    import yaml
+
+    from ..spec.lab import load_lab
+
+    lab = load_lab(a.file)
+    if a.json:
+        print(json.dumps(lab.to_dict(), indent=2))
+    else:
+        print(yaml.safe_dump(lab.to_dict(), sort_keys=False), end="")
+    return ExitStatus.OK
+
+
+def cmd_up(a: argparse.Namespace) -> int:
+    from ..realize import lifecycle
+    from ..spec.lab import load_lab
+
+    lab = load_lab(a.file)
+    t0 = time.monotonic()
+    plan = lifecycle.up(lab, progress=progress())
+    dt = time.monotonic() - t0
+    summary = {"name": plan.lab, "namespaces": len(plan.namespaces),
+               "links": len({i.link for i in plan.interfaces}),
+               "ovs_bridges": len(plan.ovs_bridges), "routes": len(plan.routes),
+               "seconds": round(dt, 4)}
+    emit(summary, a.json, lambda d: f"lab '{d['name']}' is up: {d['namespaces']} namespaces, "
+          f"{d['links']} links, {d['ovs_bridges']} OVS bridges, {d['routes']} routes "
+          f"in {d['seconds']:.3f} s")
+    return ExitStatus.OK
+
+
+def cmd_down(a: argparse.Namespace) -> int:
+    from ..realize import lifecycle
+
+    if a.all == bool(a.name):
+        return fail("give a lab name or --all", ExitStatus.BAD_INPUT)
+    reports = lifecycle.down_all() if a.all else {a.name: lifecycle.down(a.name)}
+    data = {n: r.to_dict() for n, r in reports.items()}
+    emit(data, a.json, lambda d: "\n".join(
+        f"lab '{n}' removed: {r['namespaces']} namespaces, {r['bridges']} OVS bridges, "
+        f"{r['links']} root interfaces, {r['processes']} processes ended"
+        + "".join(f"\n  warning: {e}" for e in r["errors"]) for n, r in d.items())
+        or "no labs")
+    return ExitStatus.FAILURE if any(r.errors for r in reports.values()) else ExitStatus.OK
+
+
+def cmd_ls(a: argparse.Namespace) -> int:
+    from ..realize import lifecycle
+
+    def table(rows: list[dict]) -> str:
+        if not rows:
+            return "no labs"
+        out = [f"{'NAME':20} {'STATUS':10} {'NODES':>5}  CREATED"]
+        for r in rows:
+            created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])) \
+                if r["created"] else "-"
+            out.append(f"{r['name']:20} {r['status']:10} {r['nodes']:>5}  {created}")
+        return "\n".join(out)
+    emit(lifecycle.listing(), a.json, table)
+    return ExitStatus.OK
+
+
+def _inspect_text(d: dict) -> str:
+    lines = [f"lab {d['name']} ({d['status']})"]
+    for node, n in d["nodes"].items():
+        head = f"  {node} [{n['kind']}]"
+        if n["kind"] == "ovs-bridge":
+            lines.append(f"{head} bridge {n['bridge']} datapath {n['datapath']}: "
+                         f"{n['datapath_note']}")
+            lines.append(f"      ports: {', '.join(n['ports'])}")
+            continue
+        lines.append(f"{head} netns {n['netns']}" + (" forwarding" if n.get("forwarding") else ""))
+        for i in n.get("interfaces", []):
+            extra = f" master {i['master']}" if i.get("master") else ""
+            lines.append(f"      {i['name']:<12} {i['state']:<4} mtu {i['mtu']:<5} "
+                         f"{' '.join(i['addresses']) or '-'}{extra}")
+        for r in n.get("routes", []):
+            via = f" via {r['gateway']}" if r["gateway"] else ""
+            lines.append(f"      route {r['dst']}{via} dev {r['dev']}")
+        if n.get("function"):
+            lines.append(f"      function: {json.dumps(n['function'], default=str)[:400]}")
+    return "\n".join(lines)
+
+
+def cmd_inspect(a: argparse.Namespace) -> int:
+    from ..realize.inspect import inspect
+
+    emit(inspect(a.name), a.json, _inspect_text)
+    return ExitStatus.OK
+
+
+def cmd_exec(a: argparse.Namespace) -> int:
+    from ..realize import lifecycle
+
+    argv = a.command[1:] if a.command and a.command[0] == "--" else a.command
+    return lifecycle.exec_in(a.name, a.node, argv)
+
+
+def cmd_graph(a: argparse.Namespace) -> int:
+    from ..plan import graph
+    from ..realize import lifecycle
+    from ..spec.lab import load_lab
+
+    if os.path.exists(a.target):
+        plan = lifecycle.plan_for(load_lab(a.target))
+    else:
+        _state, plan = lifecycle.load_plan(a.target)
+    print(graph.mermaid(plan) if a.format == "mermaid" else graph.dot(plan), end="")
+    return ExitStatus.OK
+
+
+
+def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
+    """The lab lifecycle commands."""
+    sp = add("up", cmd_up, "build a lab from its file", "sfclab up scenarios/chain5.yaml")
+    sp.add_argument("file")
+    sp = add("down", cmd_down, "remove a lab completely, by name", "sfclab down chain5")
+    sp.add_argument("name", nargs="?")
+    sp.add_argument("--all", action="store_true", help="remove every lab")
+    add("ls", cmd_ls, "list labs", "sfclab ls --json")
+    sp = add("inspect", cmd_inspect, "show a lab's nodes, interfaces, routes and bridges",
+             "sfclab inspect chain5 --json")
+    sp.add_argument("name")
+    sp = add("exec", cmd_exec, "run a command in a node's namespace (its status passes through)",
+             "sfclab exec chain5 src -- ping -c 3 198.18.3.2", json_flag=False)
+    sp.add_argument("name")
+    sp.add_argument("node")
+    sp.add_argument("command", nargs=argparse.REMAINDER)
+    sp = add("graph", cmd_graph, "draw a lab (by name, or a lab file) as mermaid or dot",
+             "sfclab graph chain5 --format dot | dot -Tpng > chain5.png", json_flag=False)
+    sp.add_argument("target", metavar="NAME|FILE")
+    sp.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+    sp = add("validate", cmd_validate, "check a lab file without building it",
+             "sfclab validate scenarios/chain5.yaml")
+    sp.add_argument("file")
+    sp = add("expand", cmd_expand, "print a lab file's full form (shorthands expanded)",
+             "sfclab expand scenarios/chain5.yaml")
+    sp.add_argument("file")

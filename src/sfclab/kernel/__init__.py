@@ -1,0 +1,11 @@
+"""The ground floor: the kernel and OVSDB as sfclab talks to them.
+
+- :mod:`sfclab.kernel.netns`    network namespaces: make, enter, delete, run programs inside,
+                                 find and end their processes by PID
+- :mod:`sfclab.kernel.nlbatch`  rtnetlink requests batched into one ``sendmsg`` per namespace
+- :mod:`sfclab.kernel.ethtool`  offloads (tso, gso, gro, tx-checksum) by ioctl
+- :mod:`sfclab.kernel.ovs`      Open vSwitch daemons and ``ovs-vsctl`` transactions
+
+Nothing here imports any other part of sfclab but :mod:`sfclab.errors`; everything above reaches
+the kernel through these modules.
+"""
