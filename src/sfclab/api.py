@@ -19,7 +19,7 @@ from .realize import lifecycle
 from .realize.functions import instantiate
 from .realize.state import LabState
 from .spec.lab import Lab as LabSpec
-from .spec.lab import load_lab, load_lab_dict
+from .realize.kinds import load_lab, load_lab_dict
 
 
 class Lab:

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from sfclab.errors import SpecError
-from sfclab.spec.lab import load_lab, load_lab_text
+from sfclab.realize.kinds import load_lab, load_lab_text
 
 
 def lab(text: str):

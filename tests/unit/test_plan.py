@@ -18,7 +18,7 @@ from sfclab.plan.build import build_plan
 from sfclab.plan.model import Plan
 from sfclab.plan.paths import NoPath, hops
 from sfclab.plan.names import IFNAMSIZ, lab_tag, root_name
-from sfclab.spec.lab import load_lab_dict
+from sfclab.realize.kinds import load_lab_dict
 
 
 def plan_of(d: dict) -> Plan:

@@ -13,7 +13,7 @@ from .status import ExitStatus
 def cmd_run(a: argparse.Namespace) -> int:
     from ..experiments import live
     from ..experiments.commands import run_experiment
-    from ..spec.lab import load_lab_dict
+    from ..realize.kinds import load_lab_dict
 
     s = run_experiment(a.file, a.db, live.lab_up, live.measure, validate_lab=load_lab_dict,
                        retry_failed=a.retry_failed)

@@ -13,7 +13,7 @@ from .output import emit, fail, progress
 from .status import ExitStatus
 
 def cmd_validate(a: argparse.Namespace) -> int:
-    from ..spec.lab import load_lab
+    from ..realize.kinds import load_lab
     from ..realize.lifecycle import plan_for
 
     lab = load_lab(a.file)
@@ -28,7 +28,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
 def cmd_expand(a: argparse.Namespace) -> int:
     import yaml
 
-    from ..spec.lab import load_lab
+    from ..realize.kinds import load_lab
 
     lab = load_lab(a.file)
     if a.json:
@@ -40,7 +40,7 @@ def cmd_expand(a: argparse.Namespace) -> int:
 
 def cmd_up(a: argparse.Namespace) -> int:
     from ..realize import lifecycle
-    from ..spec.lab import load_lab
+    from ..realize.kinds import load_lab
 
     lab = load_lab(a.file)
     t0 = time.monotonic()
@@ -91,7 +91,7 @@ def _inspect_text(d: dict) -> str:
     lines = [f"lab {d['name']} ({d['status']})"]
     for node, n in d["nodes"].items():
         head = f"  {node} [{n['kind']}]"
-        if n["kind"] == "ovs-bridge":
+        if "datapath" in n:  # a bridge with no namespace: OVS
             lines.append(f"{head} bridge {n['bridge']} datapath {n['datapath']}: "
                          f"{n['datapath_note']}")
             lines.append(f"      ports: {', '.join(n['ports'])}")
@@ -126,13 +126,15 @@ def cmd_exec(a: argparse.Namespace) -> int:
 def cmd_graph(a: argparse.Namespace) -> int:
     from ..plan import graph
     from ..realize import lifecycle
-    from ..spec.lab import load_lab
+    from ..realize.kinds import TABLE
+    from ..realize.kinds import load_lab
 
     if os.path.exists(a.target):
         plan = lifecycle.plan_for(load_lab(a.target))
     else:
         _state, plan = lifecycle.load_plan(a.target)
-    print(graph.mermaid(plan) if a.format == "mermaid" else graph.dot(plan), end="")
+    draw = graph.mermaid if a.format == "mermaid" else graph.dot
+    print(draw(plan, TABLE.shapes()), end="")
     return ExitStatus.OK
 
 

@@ -142,14 +142,10 @@ REGISTRY: dict[str, type[NetworkFunction]] = {}
 
 
 def register(cls: type[NetworkFunction]) -> type[NetworkFunction]:
-    """Class decorator: make ``cls`` available as node kind ``cls.kind``."""
+    """Class decorator: make ``cls`` available as node kind ``cls.kind`` (once: a kind
+    registered twice is an error, never a silent replacement)."""
+    if cls.kind in REGISTRY:
+        raise ValueError(f"function kind '{cls.kind}' is registered twice "
+                         f"({REGISTRY[cls.kind].__qualname__} and {cls.__qualname__})")
     REGISTRY[cls.kind] = cls
     return cls
-
-
-def get(kind: str) -> type[NetworkFunction]:
-    return REGISTRY[kind]
-
-
-def kinds() -> list[str]:
-    return sorted(REGISTRY)

@@ -12,7 +12,7 @@ from ipaddress import IPv4Interface, IPv4Network
 
 from ..errors import SpecError
 from ..spec.lab import AddressingSpec, LinkSpec
-from .segments import Segment
+from ..spec.segments import Segment
 
 
 def assign(addressing: AddressingSpec, links: list[LinkSpec], segs: list[Segment],

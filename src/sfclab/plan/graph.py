@@ -1,12 +1,12 @@
-"""A lab as a picture: Mermaid or Graphviz dot text, from a plan (pure)."""
+"""A lab as a picture: Mermaid or Graphviz dot text, from a plan and the node kinds' shapes
+(pure)."""
 
 from __future__ import annotations
 
 from .model import Plan
 
-_SHAPES_MERMAID = {"host": ('["', '"]'), "linux-bridge": ('[/"', '"/]'),
-                   "ovs-bridge": ('[["', '"]]')}
-_SHAPES_DOT = {"host": "box", "linux-bridge": "trapezium", "ovs-bridge": "box3d"}
+#: node kind -> (mermaid brackets, Graphviz shape); kinds not named are drawn round
+Shapes = dict[str, tuple[tuple[str, str], str]]
 
 
 def _nodes(plan: Plan) -> list[tuple[str, str]]:
@@ -36,20 +36,20 @@ def _id(name: str) -> str:
     return "n_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
-def mermaid(plan: Plan) -> str:
+def mermaid(plan: Plan, shapes: Shapes) -> str:
     lines = ["graph LR"]
     for node, kind in _nodes(plan):
-        left, right = _SHAPES_MERMAID.get(kind, ('("', '")'))
+        left, right = shapes[kind][0] if kind in shapes else ('("', '")')
         lines.append(f"  {_id(node)}{left}{node}<br/><small>{kind}</small>{right}")
     for a, b, label in _edges(plan):
         lines.append(f"  {_id(a)} ---|\"{label}\"| {_id(b)}")
     return "\n".join(lines) + "\n"
 
 
-def dot(plan: Plan) -> str:
+def dot(plan: Plan, shapes: Shapes) -> str:
     lines = [f'graph "{plan.lab}" {{', "  rankdir=LR;", "  node [fontname=Helvetica];"]
     for node, kind in _nodes(plan):
-        shape = _SHAPES_DOT.get(kind, "ellipse")
+        shape = shapes[kind][1] if kind in shapes else "ellipse"
         lines.append(f'  "{node}" [shape={shape}, label="{node}\\n{kind}"];')
     for a, b, label in _edges(plan):
         lines.append(f'  "{a}" -- "{b}" [label="{label}", fontsize=9];')

@@ -1,4 +1,5 @@
-"""Bringing a plan's function nodes to life and ending them.
+"""A plan's function nodes as objects (see :mod:`sfclab.realize.nodes.function` for their
+stages).
 
 Each function is rebuilt from the plan (kind + validated params) with a
 :class:`~sfclab.functions.base.FunctionContext`, so ``down`` in a fresh process can stop what
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Interface
 
+from ..functions import get
 from ..functions.base import FunctionContext, Interface, NetworkFunction
 from ..plan.model import Plan
 from .state import LabState
@@ -23,37 +25,8 @@ def context(state: LabState, plan: Plan, node: str) -> FunctionContext:
                            routes)
 
 
-def instantiate(state: LabState, plan: Plan, node: str) -> NetworkFunction | None:
-    from ..functions import REGISTRY
-
+def instantiate(state: LabState, plan: Plan, node: str) -> NetworkFunction:
+    """The function of ``node``, rebuilt from the plan (kind and validated keys)."""
     f = plan.functions[node]
-    cls = REGISTRY.get(f["kind"])
-    if cls is None:
-        return None  # a plain router before the router module exists: forwarding only
-    params = cls.Params.model_validate(f["params"])
-    return cls(context(state, plan, node), params)
-
-
-def start_all(state: LabState, plan: Plan) -> list[NetworkFunction]:
-    started = []
-    for node in plan.functions:
-        fn = instantiate(state, plan, node)
-        if fn is None:
-            continue
-        fn.configure()
-        started.append(fn)
-    for fn in started:
-        fn.start()
-    return started
-
-
-def stop_all(state: LabState, plan: Plan) -> list[str]:
-    errors = []
-    for node in plan.functions:
-        try:
-            fn = instantiate(state, plan, node)
-            if fn is not None:
-                fn.stop()
-        except Exception as e:  # a broken function must not keep the lab alive
-            errors.append(f"function {node}: {e}")
-    return errors
+    cls = get(f["kind"])
+    return cls(context(state, plan, node), cls.Params.model_validate(f["params"]))

@@ -19,19 +19,22 @@ from ..plan.model import Plan
 from ..plan.names import STAGING_NODE, netns_name
 from ..kernel import netns, ovs
 from . import journal
+from .kinds import TABLE
 from .state import LabState, all_labs, pid_alive
 from .teardown import TeardownReport, teardown
 
-if TYPE_CHECKING:  # the spec and plan builder (pydantic, YAML) are loaded only by up/validate
+if TYPE_CHECKING:
     from ..spec.lab import Lab
 
 Progress = Callable[[str], None]
 
 
-def plan_for(lab: "Lab") -> Plan:
-    from ..plan.build import build_plan
+def plan_for(lab: Lab) -> Plan:
+    """The lab's plan, with ``datapath: auto`` resolved on this machine (asked only if the lab
+    has an OVS bridge)."""
+    from ..plan.build import build_plan  # light start-up: down/ls/inspect never plan
 
-    dp = ovs.default_datapath() if any(n.kind == "ovs-bridge" for n in lab.nodes.values()) \
+    dp = ovs.default_datapath() if any(n.attachment == "ovs-bridge" for n in lab.nodes.values()) \
         else "netdev"
     return build_plan(lab, ovs_datapath=dp)
 
@@ -52,10 +55,12 @@ def _preflight(plan: Plan) -> None:
         if netns.exists(ns):
             raise LabError(f"namespace {ns} already exists and no lab of sfclab owns it; "
                            "sfclab will not adopt it")
-    roots = [i.name for i in plan.interfaces if i.netns is None or i.role == "internal"]
+    # everything that is or passes through the root namespace: root ends, OVS-made ports
+    roots = [i.name for i in plan.interfaces if i.netns is None]
+    roots += [p.name for b in plan.ovs_bridges for p in b.ports]
     roots += [b.name for b in plan.ovs_bridges]
     if roots:
-        from pyroute2 import IPRoute
+        from pyroute2 import IPRoute  # light start-up: pyroute2 only for labs with OVS
 
         with IPRoute() as ipr:
             for name in roots:
@@ -64,12 +69,12 @@ def _preflight(plan: Plan) -> None:
                                    "sfclab will not adopt it")
 
 
-def up(lab: "Lab", *, progress: Progress | None = None) -> Plan:
+def up(lab: Lab, *, progress: Progress | None = None) -> Plan:
     """Build ``lab``; return its plan.  On failure nothing of it is left."""
-    import yaml
+    import yaml  # light start-up: down/ls/inspect never write YAML
 
-    from .build import Builder
-    from .functions import instantiate, start_all
+    from .build import Builder  # light start-up: only up builds
+    from .functions import instantiate  # light start-up: pydantic only when building
 
     say = progress or (lambda _m: None)
     state = LabState(lab.name)
@@ -77,26 +82,21 @@ def up(lab: "Lab", *, progress: Progress | None = None) -> Plan:
         _refuse_existing(state)
         plan = plan_for(lab)
         for node in plan.functions:  # machine checks (executables ...) before anything exists
-            fn = instantiate(state, plan, node)
-            if fn is not None:
-                try:
-                    fn.check()
-                except SpecError as e:
-                    e.file = e.file or lab.source
-                    e.place = f"nodes.{node}" + (f".{e.place}" if e.place else "")
-                    raise
+            try:
+                instantiate(state, plan, node).check()
+            except SpecError as e:
+                e.file = e.file or lab.source
+                e.place = f"nodes.{node}" + (f".{e.place}" if e.place else "")
+                raise
         if plan.ovs_bridges:
             ovs.ensure_running()
         _preflight(plan)
         state.begin(plan.to_dict(), yaml.safe_dump(lab.to_dict(), sort_keys=False), lab.source)
         state.record(journal.entries(plan))
-        builder = Builder(plan, say)
+        builder = Builder(plan, TABLE.parts(), state, say)
         t0 = time.monotonic()
         try:
             builder.build()
-            if plan.functions:
-                say("functions")
-                start_all(state, plan)
         except BaseException as e:
             builder.close()
             say("rolling back")

@@ -16,12 +16,25 @@ into it otherwise; links under ``links:`` are added to the generated ones.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from .lab import ChainSpec
+from pydantic import Field
+
 from .source import Document
+from .strict import Strict
 
 MAX_CHAIN = 1000
+
+
+class ChainSpec(Strict):
+    """``{length: N, link: veth|ovs}`` or ``{bridges: N, connect: patch|veth}``."""
+
+    length: int | None = None
+    link: Literal["veth", "ovs"] = "veth"
+    bridges: int | None = None
+    connect: Literal["patch", "veth"] = "patch"
+    port: Literal["veth", "internal"] = "internal"
+    mtu: int | None = Field(default=None, ge=68, le=65535)
 
 
 def expand(c: ChainSpec, doc: Document) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:

@@ -3,23 +3,34 @@ bridge loops, interface names and explicit addresses."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .lab import AddressingSpec, LinkSpec, NodeSpec
-from .source import Document
+from .kinds import KindTable, LinkForm
+from .segments import segments
+from .source import Document, format_place
+
+if TYPE_CHECKING:
+    from .lab import AddressingSpec, LinkSpec, NodeSpec
 
 
-def link_form(a: NodeSpec, b: NodeSpec) -> str:
-    """One of ``ns-ns``, ``ns-linux``, ``ns-ovs``, ``ovs-ovs``, ``linux-linux``, ``linux-ovs``."""
-    def cls(n: NodeSpec) -> str:
-        return {"linux-bridge": "linux", "ovs-bridge": "ovs"}.get(n.kind, "ns")
-    order = {"ns": 0, "linux": 1, "ovs": 2}
-    x, y = sorted((cls(a), cls(b)), key=order.__getitem__)
+#: link keys that only some pairs of attachments understand
+LINK_KEYS: dict[str, tuple[str, str, str]] = {
+    "port": ("namespace", "ovs-bridge", "a namespace node and an ovs-bridge"),
+    "connect": ("ovs-bridge", "ovs-bridge", "two ovs-bridges"),
+}
+
+
+def pair(a: NodeSpec, b: NodeSpec) -> str:
+    """The link's attachment pair in a stable order, e.g. ``namespace-ovs-bridge``."""
+    order = ("namespace", "linux-bridge", "ovs-bridge")
+    x, y = sorted((a.attachment, b.attachment), key=order.index)
     return f"{x}-{y}"
 
 
-def check_links(doc: Document, nodes: dict[str, NodeSpec], links: list[LinkSpec],
-                places: list[tuple[Any, ...]]) -> None:
+def check_links(doc: Document, kinds: KindTable, nodes: dict[str, NodeSpec],
+                links: list[LinkSpec], places: list[tuple[Any, ...]]) -> list[LinkForm]:
+    """Check every link; return the form each takes (from ``kinds``)."""
+    forms: list[LinkForm] = []
     ifnames: dict[tuple[str, str], tuple[Any, ...]] = {}
     parent = {n: n for n, s in nodes.items() if s.is_bridge}
 
@@ -39,26 +50,18 @@ def check_links(doc: Document, nodes: dict[str, NodeSpec], links: list[LinkSpec]
         if a.name == b.name:
             raise doc.error(f"a link joins two different nodes; both ends are '{a.name}'",
                             place + ("endpoints",))
-        form = link_form(a, b)
-        if lk.port is not None and form != "ns-ovs":
-            raise doc.error("'port' applies only to a link between a namespace node and an "
-                            f"ovs-bridge (this one is {form})", place + ("port",))
-        if lk.connect is not None and form != "ovs-ovs":
-            raise doc.error("'connect' applies only to a link between two ovs-bridges "
-                            f"(this one is {form})", place + ("connect",))
+        for key, (x, y, words) in LINK_KEYS.items():
+            if getattr(lk, key) is not None and {a.attachment, b.attachment} != {x, y}:
+                raise doc.error(f"'{key}' applies only to a link between {words} (this one is "
+                                f"{pair(a, b)})", place + (key,))
+        form = kinds.link_form(a, b, lk)
+        form.check(lk, (a, b), _locator(doc, place))
+        forms.append(form)
         for j, ep in enumerate(lk.endpoints):
             n = nodes[ep.node]
             if n.is_bridge and ep.address is not None:
                 raise doc.error(f"'{n.name}' is a {n.kind}: bridge ports have no address",
                                 place + ("endpoints", j, "address"))
-            if form == "ovs-ovs" and (lk.connect or "patch") == "patch" and ep.offloads():
-                raise doc.error("patch ports have no offloads to set", place + ("endpoints", j))
-            if form == "ns-ovs" and lk.port == "internal" and n.is_bridge and ep.offloads():
-                raise doc.error("an internal port has only the namespace end; set offloads there",
-                                place + ("endpoints", j))
-            if ep.interface and form == "ns-ovs" and lk.port == "internal":
-                raise doc.error("an internal port keeps its OVS port name inside the namespace; "
-                                "remove 'interface' or use port: veth", place + ("endpoints", j))
             if ep.interface:
                 key = (ep.node, ep.interface)
                 if key in ifnames:
@@ -72,18 +75,21 @@ def check_links(doc: Document, nodes: dict[str, NodeSpec], links: list[LinkSpec]
                                 f"'{b.name}' (bridges would flood frames forever; sfclab runs no "
                                 "STP)", place)
             parent[ra] = rb
+    return forms
+
+
+def _locator(doc: Document, place: tuple[Any, ...]) -> Any:
+    """``at(*below)(message)``: the located error for a place below ``place``."""
+    return lambda *below: (lambda message: doc.error(message, place + below))
 
 
 def _fmt(loc: tuple[Any, ...]) -> str:
-    from .source import format_place
-
     return format_place(loc)
 
 
 def check_addresses(doc: Document, addressing: AddressingSpec, nodes: dict[str, NodeSpec],
                     links: list[LinkSpec], places: list[tuple[Any, ...]]) -> None:
     """Explicit addresses: each unique, and no two segments' subnets overlapping."""
-    from ..plan.segments import segments
 
     seen: dict[Any, tuple[Any, ...]] = {}
     nets: list[tuple[Any, int, tuple[Any, ...]]] = []

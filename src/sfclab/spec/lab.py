@@ -34,16 +34,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import SpecError
+import yaml
+
+from . import chain, checks
+from .chain import ChainSpec
+from .kinds import KindTable, LinkForm, NodeKind
 from .source import Document, format_place
+from .strict import Strict as _Model
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
-BRIDGE_KINDS = ("linux-bridge", "ovs-bridge")
-BUILTIN_KINDS = ("host", "linux-bridge", "ovs-bridge")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
 class EndpointSpec(_Model):
@@ -87,17 +87,6 @@ class LinkSpec(_Model):
         return [_endpoint(e) for e in v] if isinstance(v, list) else v
 
 
-class ChainSpec(_Model):
-    """``{length: N, link: veth|ovs}`` or ``{bridges: N, connect: patch|veth}``."""
-
-    length: int | None = None
-    link: Literal["veth", "ovs"] = "veth"
-    bridges: int | None = None
-    connect: Literal["patch", "veth"] = "patch"
-    port: Literal["veth", "internal"] = "internal"
-    mtu: int | None = Field(default=None, ge=68, le=65535)
-
-
 class AddressingSpec(_Model):
     pool: IPv4Network = IPv4Network("198.18.0.0/15")
     prefix: int = Field(default=24, ge=8, le=30)
@@ -134,18 +123,27 @@ class OvsBridgeParams(_Model):
 
 @dataclass(frozen=True)
 class NodeSpec:
+    """A validated node: its name, its kind (from the kind table) and its validated keys."""
+
     name: str
-    kind: str
-    params: Any  # the kind's validated pydantic model (without ``kind`` for functions)
+    kind_ref: NodeKind = field(compare=False)
+    params: Any  # the kind's validated pydantic model
+
+    @property
+    def kind(self) -> str:
+        return self.kind_ref.name
+
+    @property
+    def attachment(self) -> str:
+        return self.kind_ref.attachment
 
     @property
     def is_bridge(self) -> bool:
-        return self.kind in BRIDGE_KINDS
+        return self.kind_ref.attachment != "namespace"
 
     @property
     def has_namespace(self) -> bool:
-        """Hosts, functions and Linux bridges live in namespaces of their own."""
-        return self.kind != "ovs-bridge"
+        return self.kind_ref.has_namespace
 
     @property
     def is_l3(self) -> bool:
@@ -153,12 +151,12 @@ class NodeSpec:
 
     @property
     def forwards(self) -> bool:
-        return self.kind not in BUILTIN_KINDS
+        return self.kind_ref.forwards
 
 
 @dataclass(frozen=True)
 class Lab:
-    """A validated lab: every reference resolved, every name legal."""
+    """A validated lab: every reference resolved, every name legal, every link's form known."""
 
     name: str
     nodes: dict[str, NodeSpec]
@@ -166,27 +164,11 @@ class Lab:
     addressing: AddressingSpec
     source: str = "<lab>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    forms: list[LinkForm] = field(default_factory=list, compare=False)  # one per link
 
     def to_dict(self) -> dict[str, Any]:
         """The full (expanded) form, as ``sfclab expand`` prints it."""
         return self.raw
-
-
-def function_kinds() -> dict[str, type[BaseModel]]:
-    from ..functions import REGISTRY
-
-    return {k: cls.Params for k, cls in REGISTRY.items()}
-
-
-def _node_model(kind: str) -> type[BaseModel] | None:
-    builtin = {"host": HostParams, "linux-bridge": LinuxBridgeParams, "ovs-bridge": OvsBridgeParams}
-    if kind in builtin:
-        return builtin[kind]
-    return function_kinds().get(kind)
-
-
-def all_kinds() -> list[str]:
-    return sorted(set(BUILTIN_KINDS) | set(function_kinds()))
 
 
 def _pydantic_error(doc: Document, e: ValidationError, prefix: tuple[Any, ...]) -> SpecError:
@@ -209,27 +191,22 @@ def _pydantic_error(doc: Document, e: ValidationError, prefix: tuple[Any, ...]) 
     return doc.error(msg, loc)
 
 
-def load_lab(path: str) -> Lab:
-    """Read and validate a lab file."""
-    doc = Document.from_file(path)
-    return validate(doc)
+def load_lab(path: str, kinds: KindTable) -> Lab:
+    """Read and validate a lab file against the kind table ``kinds``."""
+    return validate(Document.from_file(path), kinds)
 
 
-def load_lab_text(text: str, source: str) -> Lab:
-    return validate(Document(text, source))
+def load_lab_text(text: str, source: str, kinds: KindTable) -> Lab:
+    return validate(Document(text, source), kinds)
 
 
-def load_lab_dict(data: dict[str, Any], source: str = "<dict>") -> Lab:
+def load_lab_dict(data: dict[str, Any], source: str, kinds: KindTable) -> Lab:
     """Validate a lab given as a mapping (e.g. inline in an experiment file)."""
-    import yaml
-
-    return validate(Document(yaml.safe_dump(data, sort_keys=False), source))
+    return validate(Document(yaml.safe_dump(data, sort_keys=False), source), kinds)
 
 
-def validate(doc: Document) -> Lab:
-    from . import chain as chain_mod
-    from . import checks
-
+def validate(doc: Document, kinds: KindTable) -> Lab:
+    """Validate a parsed lab document; every kind and link form comes from ``kinds``."""
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error("expected a mapping with 'name', 'nodes' and 'links'", ())
@@ -241,7 +218,7 @@ def validate(doc: Document) -> Lab:
     nodes_raw: dict[str, dict[str, Any]] = {}
     links_raw: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
     if top.chain is not None:
-        gen_nodes, gen_links = chain_mod.expand(top.chain, doc)
+        gen_nodes, gen_links = chain.expand(top.chain, doc)
         nodes_raw.update(gen_nodes)
         links_raw += [(("chain",), lk) for lk in gen_links]
     for name, n in top.nodes.items():
@@ -258,21 +235,17 @@ def validate(doc: Document) -> Lab:
         if not isinstance(n, dict):
             raise doc.error("expected a mapping with 'kind'", place)
         kind = n.get("kind")
+        known = ", ".join(kinds.node_kind_names())
         if kind is None:
-            raise doc.error(f"missing key 'kind' (one of: {', '.join(all_kinds())})", place)
-        model = _node_model(str(kind))
-        if model is None:
-            if kind == "router":  # the router function module adds rp_filter/ttl when present
-                nodes[name] = NodeSpec(name, "router", None)
-                continue
-            raise doc.error(f"unknown kind '{kind}' (expected one of: {', '.join(all_kinds())})",
-                            place + ("kind",))
-        body = n if kind in BUILTIN_KINDS else {k: v for k, v in n.items() if k != "kind"}
+            raise doc.error(f"missing key 'kind' (one of: {known})", place)
+        ref = kinds.node_kind(str(kind))
+        if ref is None:
+            raise doc.error(f"unknown kind '{kind}' (expected one of: {known})", place + ("kind",))
         try:
-            params = model.model_validate(body)
+            params = ref.params_model().model_validate(ref.params_input(n))
         except ValidationError as e:
             raise _pydantic_error(doc, e, place) from None
-        nodes[name] = NodeSpec(name, str(kind), params)
+        nodes[name] = NodeSpec(name, ref, params)
 
     links: list[LinkSpec] = []
     places: list[tuple[Any, ...]] = []
@@ -289,7 +262,7 @@ def validate(doc: Document) -> Lab:
         links.append(spec)
         places.append(place)
 
-    checks.check_links(doc, nodes, links, places)
+    forms = checks.check_links(doc, kinds, nodes, links, places)
     checks.check_addresses(doc, top.addressing, nodes, links, places)
 
     raw = {"name": top.name}
@@ -297,7 +270,7 @@ def validate(doc: Document) -> Lab:
         raw["addressing"] = data["addressing"]
     raw["nodes"] = {k: dict(v) for k, v in nodes_raw.items()}
     raw["links"] = [_dump_link(lk) for lk in links]
-    return Lab(top.name, nodes, links, top.addressing, doc.source, raw)
+    return Lab(top.name, nodes, links, top.addressing, doc.source, raw, forms)
 
 
 def _dump_link(lk: LinkSpec) -> dict[str, Any]:

@@ -9,8 +9,10 @@ Segments are numbered in the order their first link appears, so addressing is st
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..spec.lab import LinkSpec, NodeSpec
+if TYPE_CHECKING:
+    from .lab import LinkSpec, NodeSpec
 
 
 @dataclass

@@ -1,0 +1,91 @@
+"""A function node kind (``router``, ``firewall``, ``nat`` ...): a forwarding namespace plus the
+behaviour of one :class:`~sfclab.functions.base.NetworkFunction` class.
+
+One :class:`FunctionNode` stands in the node table for each class of the function registry.  It
+records the node's validated keys in the plan (so ``down`` in a fresh process can rebuild the
+function), loads every function's kernel state in stage 7 before any starts in stage 8, stops
+them first at ``down``, and adds the function's own ``inspect`` to the node's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ... import functions
+from .namespace import NamespaceNode
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ...functions.base import NetworkFunction
+    from ...plan.build import Planner
+    from ...plan.model import Plan
+    from ...spec.lab import NodeSpec
+    from ..build import Builder
+    from ..state import LabState
+    from ..teardown import TeardownReport
+
+
+class FunctionNode(NamespaceNode):
+    forwards = True
+    teardown_rank = 10
+
+    def __init__(self, kind: str):
+        self.name = kind  # type: ignore[misc]  # one table entry per function kind
+
+    @property
+    def cls(self) -> type[NetworkFunction]:
+        return functions.get(self.name)
+
+    def params_model(self) -> type[BaseModel]:
+        return self.cls.Params
+
+    def function(self, state: LabState, plan: Plan, node: str) -> NetworkFunction:
+        from ..functions import instantiate  # light start-up: pydantic only when needed
+
+        return instantiate(state, plan, node)
+
+    def params_input(self, raw: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in raw.items() if k != "kind"}
+
+    def plan_node(self, p: Planner, node: NodeSpec) -> None:
+        super().plan_node(p, node)
+        params = node.params.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        p.plan.functions[node.name] = {"kind": self.name, "params": params}
+
+    def nodes(self, plan: Plan) -> list[str]:
+        return [n for n, f in plan.functions.items() if f["kind"] == self.name]
+
+    def journal(self, plan: Plan) -> list[dict[str, Any]]:
+        return super().journal(plan) + [{"op": "function", "node": n, "kind": self.name}
+                                        for n in self.nodes(plan)]
+
+    def prepare(self, b: Builder) -> None:
+        for node in self.nodes(b.plan):
+            self.function(b.state, b.plan, node).configure()
+
+    def start(self, b: Builder) -> None:
+        for node in self.nodes(b.plan):
+            self.function(b.state, b.plan, node).start()
+
+    def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
+                 report: TeardownReport) -> None:
+        if plan is None:
+            return
+        for node in self.nodes(plan):
+            if not state.node_dir(node).exists():
+                continue  # only functions that left state (processes, cgroups) need a stop
+            try:
+                self.function(state, plan, node).stop()
+            except Exception as e:  # a broken function must not keep the lab alive
+                report.errors.append(f"function {node}: {e}")
+
+    def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
+        super().inspect(state, plan, nodes)
+        for node in self.nodes(plan):
+            if not nodes[node]["present"]:
+                continue
+            try:
+                nodes[node]["function"] = self.function(state, plan, node).inspect()
+            except Exception as e:  # inspect must still show the rest
+                nodes[node]["function"] = {"error": str(e)}

@@ -1,0 +1,124 @@
+"""What every node with a namespace of its own shares: hosts, functions and Linux bridges.
+
+Its namespace is made with the lab's base sysctls written inside (no IPv6 chatter in counters,
+TTL 255 so long chains pass traffic; forwarding nodes also get ``ip_forward``), journaled by
+name (the name is the ownership mark), brought up (``lo``) in stage 6, and shown by ``inspect``
+with its interfaces and routes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ...kernel import ethtool, netns
+from ...plan.model import NamespacePlan
+from ..part import Part
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from pyroute2 import IPRoute
+
+    from ...plan.build import Planner
+    from ...plan.model import Plan
+    from ...spec.lab import NodeSpec
+    from ..build import Builder
+    from ..state import LabState
+
+#: written inside every lab namespace at creation: no IPv6 chatter (RA, DAD, MLD) in counters
+#: and a default TTL of 255, so chains of hundreds of routers still pass traffic (``router``'s
+#: ``ttl`` overrides it)
+BASE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+                "net.ipv4.ip_default_ttl": "255"}
+FORWARDING_SYSCTLS = {"net.ipv4.ip_forward": "1"}
+_IFF_UP = 1
+
+
+class NamespaceNode(Part):
+    """A node kind whose nodes each live in a namespace ``sfclab-<lab>-<node>``."""
+
+    attachment: ClassVar[str] = "namespace"
+    has_namespace: ClassVar[bool] = True
+    forwards: ClassVar[bool] = False
+    #: how ``graph`` draws it: mermaid brackets, Graphviz shape
+    mermaid: ClassVar[tuple[str, str]] = ('("', '")')
+    dot: ClassVar[str] = "ellipse"
+
+    # --- validation and planning -----------------------------------------------------------
+    def params_model(self) -> type[BaseModel]:
+        raise NotImplementedError
+
+    def params_input(self, raw: dict[str, Any]) -> dict[str, Any]:
+        return raw
+
+    def plan_node(self, p: Planner, node: NodeSpec) -> None:
+        p.plan.namespaces.append(NamespacePlan(node.name, p.netns(node.name), self.name,
+                                               self.forwards))
+
+    def mine(self, plan: Plan) -> list[NamespacePlan]:
+        return [ns for ns in plan.namespaces if ns.kind == self.name]
+
+    def journal(self, plan: Plan) -> list[dict[str, Any]]:
+        return [{"op": "netns", "name": ns.name} for ns in self.mine(plan)]
+
+    # --- building --------------------------------------------------------------------------
+    def namespaces(self, b: Builder) -> None:
+        for ns in self.mine(b.plan):
+            sysctls = dict(BASE_SYSCTLS)
+            if ns.forwards:
+                sysctls.update(FORWARDING_SYSCTLS)
+            b.open_namespace(ns.name, sysctls)
+
+    def configure(self, b: Builder) -> None:
+        for ns in self.mine(b.plan):
+            b.batch(ns.name).link(1, f"interface {ns.name}/lo")
+
+    # --- inspection ------------------------------------------------------------------------
+    def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
+        for ns in self.mine(plan):
+            entry: dict[str, Any] = {"kind": ns.kind, "netns": ns.name,
+                                     "present": netns.exists(ns.name)}
+            if entry["present"]:
+                ipr = netns.iproute(ns.name)
+                try:
+                    entry["forwarding"] = netns.read_sysctl(ns.name, "net.ipv4.ip_forward") == "1"
+                    entry["interfaces"] = _interfaces(ipr, ns.name)
+                    entry["routes"] = _routes(ipr)
+                finally:
+                    ipr.close()
+            nodes[ns.node] = entry
+
+
+def _interfaces(ipr: IPRoute, ns: str) -> list[dict[str, Any]]:
+    addrs: dict[int, list[str]] = {}
+    for a in ipr.get_addr(family=2):
+        addrs.setdefault(a["index"], []).append(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}")
+    links = list(ipr.get_links())
+    names = {m["index"]: m.get_attr("IFLA_IFNAME") for m in links}
+    out = []
+    for m in links:
+        name = m.get_attr("IFLA_IFNAME")
+        if name == "lo":
+            continue
+        info = m.get_attr("IFLA_LINKINFO")
+        d = {"name": name, "state": "up" if m["flags"] & _IFF_UP else "down",
+             "mtu": m.get_attr("IFLA_MTU"), "mac": m.get_attr("IFLA_ADDRESS"),
+             "addresses": addrs.get(m["index"], []),
+             "kind": info.get_attr("IFLA_INFO_KIND") if info else None,
+             "alias": m.get_attr("IFLA_IFALIAS"),
+             "master": names.get(m.get_attr("IFLA_MASTER"))}
+        with contextlib.suppress(OSError):
+            with netns.entered(ns):
+                d["offloads"] = ethtool.get_offloads(name)
+        out.append(d)
+    return out
+
+
+def _routes(ipr: IPRoute) -> list[dict[str, Any]]:
+    names = {m["index"]: m.get_attr("IFLA_IFNAME") for m in ipr.get_links()}
+    out = []
+    for r in ipr.get_routes(family=2, table=254):
+        dst = r.get_attr("RTA_DST")
+        out.append({"dst": f"{dst}/{r['dst_len']}" if dst else "default",
+                    "gateway": r.get_attr("RTA_GATEWAY"), "dev": names.get(r.get_attr("RTA_OIF"))})
+    return out
