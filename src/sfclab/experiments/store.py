@@ -201,7 +201,8 @@ class Store:
             cur = c.execute("INSERT INTO experiments (name, spec_hash, spec, seed, source, created)"
                             " VALUES (?, ?, ?, ?, ?, ?)",
                             (name, spec_hash, _json(dict(spec)), seed, source, time.time()))
-            return int(cur.lastrowid)
+            assert cur.lastrowid is not None  # an INSERT always sets it
+            return cur.lastrowid
 
     def experiments(self) -> list[ExperimentRow]:
         rows = self._conn.execute("SELECT * FROM experiments ORDER BY id").fetchall()
@@ -262,7 +263,7 @@ class Store:
     def runs(self, experiment_id: int | None = None, status: str | Iterable[str] | None = None,
              *, with_metrics: bool = False) -> list[RunRow]:
         """Runs in trial order, optionally of one experiment and with given statuses."""
-        sql, args = "SELECT * FROM runs WHERE 1", []
+        sql, args = "SELECT * FROM runs WHERE 1", list[Any]()
         if experiment_id is not None:
             sql += " AND experiment_id = ?"
             args.append(experiment_id)

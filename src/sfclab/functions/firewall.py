@@ -30,7 +30,7 @@ class FirewallParams(FunctionParams):
     backend: Literal["nftables", "iptables"] = "nftables"
     iptables: Literal["legacy", "nft"] = "legacy"
     policy: Literal["accept", "drop"] = "accept"
-    hooks: list[R.Hook] = Field(default_factory=lambda: ["forward"], min_length=1)
+    hooks: list[R.Hook] = Field(default=["forward"], min_length=1)
     rules: list[R.Rule] = Field(default_factory=list)
     generate: R.Generate | None = None
     set: bool = False

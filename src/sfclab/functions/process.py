@@ -12,7 +12,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from . import cgroups
 from .base import NetworkFunction
@@ -21,7 +21,8 @@ from .base import NetworkFunction
 class ProcessFunction(NetworkFunction):
     """Base of functions that run one program; subclasses define ``program()``."""
 
-    Params = cgroups.LimitParams
+    Params: ClassVar[type[cgroups.LimitParams]] = cgroups.LimitParams
+    params: cgroups.LimitParams
 
     def program(self) -> list[str]:
         raise NotImplementedError

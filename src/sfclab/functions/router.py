@@ -47,7 +47,7 @@ class Router(NetworkFunction):
     def inspect(self) -> dict[str, Any]:
         keys = ["net.ipv4.ip_forward", "net.ipv4.ip_default_ttl", "net.ipv4.conf.all.rp_filter"]
         keys += [f"net.ipv4.conf.{i.name}.rp_filter" for i in self.ctx.interfaces]
-        out = {}
+        out: dict[str, str | None] = {}
         for k in keys:
             try:
                 out[k] = self.ctx.read_sysctl(k)

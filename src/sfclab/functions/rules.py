@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from ipaddress import IPv4Address
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -84,7 +85,7 @@ def _nft_rule(r: Rule) -> str:
 
 
 def nft_ruleset(rules: list[Rule], generate: Generate | None, *, use_set: bool,
-                policy: str, hooks: list[str]) -> str:
+                policy: str, hooks: Sequence[str]) -> str:
     """The whole ``table inet sfclab_fw`` as one ``nft -f`` script (replacing any previous)."""
     out = [f"table inet {NFT_TABLE}", f"delete table inet {NFT_TABLE}",
            f"table inet {NFT_TABLE} {{"]
@@ -166,7 +167,7 @@ def _ipt_rule(r: Rule, chain: str, idx: int) -> str:
 
 
 def iptables_ruleset(rules: list[Rule], generate: Generate | None, *, policy: str,
-                     hooks: list[str]) -> str:
+                     hooks: Sequence[str]) -> str:
     """The filter table as one ``iptables-restore`` input (flushing what was there)."""
     pol = {h: "ACCEPT" for h in ("INPUT", "FORWARD", "OUTPUT")}
     for h in hooks:
@@ -190,7 +191,7 @@ _SAVE_LINE = re.compile(r"^\[(\d+):(\d+)\] -A (\S+) (.*)$")
 _SAVE_CHAIN = re.compile(r"^:(\S+) (\S+) \[(\d+):(\d+)\]$")
 
 
-def iptables_counters(save: str, hooks: list[str]) -> dict[str, Any]:
+def iptables_counters(save: str, hooks: Sequence[str]) -> dict[str, Any]:
     """Counters from ``iptables-save -c -t filter``, shaped like :func:`nft_counters`."""
     chains = {h.upper(): h for h in hooks}
     out: dict[str, Any] = {h: {"rules": {}, "generated": {"rules": 0, "packets": 0, "bytes": 0},

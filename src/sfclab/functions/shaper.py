@@ -75,6 +75,7 @@ class Shaper(NetworkFunction):
     def batch(self) -> str:
         p = self.params
         rate = p.rate
+        assert rate is not None  # validation sets it (overhead_only: 1 Tbit/s)
         burst = p.effective_burst()
         lines = []
         for dev in self.devices():

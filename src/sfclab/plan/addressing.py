@@ -53,8 +53,8 @@ def assign(addressing: AddressingSpec, links: list[LinkSpec], segs: list[Segment
         net = subnets[seg.index]
         if net is None:
             continue
-        used = {links[li].endpoints[j].address.ip for li, j in seg.attachments
-                if links[li].endpoints[j].address is not None}
+        given = (links[li].endpoints[j].address for li, j in seg.attachments)
+        used = {a.ip for a in given if a is not None}
         hosts = (h for h in net.hosts() if h not in used)
         for li, j in seg.attachments:
             a = links[li].endpoints[j].address

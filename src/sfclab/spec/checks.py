@@ -63,11 +63,11 @@ def check_links(doc: Document, kinds: KindTable, nodes: dict[str, NodeSpec],
                 raise doc.error(f"'{n.name}' is a {n.kind}: bridge ports have no address",
                                 place + ("endpoints", j, "address"))
             if ep.interface:
-                key = (ep.node, ep.interface)
-                if key in ifnames:
+                ifkey = (ep.node, ep.interface)
+                if ifkey in ifnames:
                     raise doc.error(f"interface '{ep.interface}' of '{ep.node}' is already used "
-                                    f"at {_fmt(ifnames[key])}", place + ("endpoints", j))
-                ifnames[key] = place + ("endpoints", j)
+                                    f"at {_fmt(ifnames[ifkey])}", place + ("endpoints", j))
+                ifnames[ifkey] = place + ("endpoints", j)
         if a.is_bridge and b.is_bridge:
             ra, rb = root(a.name), root(b.name)
             if ra == rb:

@@ -32,12 +32,23 @@ Locate = Callable[..., Callable[[str], "SpecError"]]
 class NodeKind(Protocol):
     """A node kind as validation sees it."""
 
-    name: str
-    attachment: Attachment
-    #: hosts, functions and Linux bridges have a namespace of their own; OVS bridges do not
-    has_namespace: bool
-    #: routers and functions forward packets; hosts and bridges do not
-    forwards: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def attachment(self) -> str:
+        """How links meet it: one of :data:`Attachment`."""
+        ...
+
+    @property
+    def has_namespace(self) -> bool:
+        """Hosts, functions and Linux bridges have a namespace of their own; OVS bridges not."""
+        ...
+
+    @property
+    def forwards(self) -> bool:
+        """Routers and functions forward packets; hosts and bridges do not."""
+        ...
 
     def params_model(self) -> type[BaseModel]:
         """The pydantic model of the node's keys (``kind`` excluded for functions)."""
@@ -51,7 +62,8 @@ class NodeKind(Protocol):
 class LinkForm(Protocol):
     """A link form as validation sees it."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def selects(self, a: NodeSpec, b: NodeSpec, link: LinkSpec) -> bool:
         """True if a link between ``a`` and ``b`` with these keys takes this form."""

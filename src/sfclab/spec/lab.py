@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Interface, IPv4Network
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from ..errors import SpecError
 import yaml
@@ -265,7 +265,7 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
     forms = checks.check_links(doc, kinds, nodes, links, places)
     checks.check_addresses(doc, top.addressing, nodes, links, places)
 
-    raw = {"name": top.name}
+    raw: dict[str, Any] = {"name": top.name}
     if "addressing" in data:
         raw["addressing"] = data["addressing"]
     raw["nodes"] = {k: dict(v) for k, v in nodes_raw.items()}
@@ -274,7 +274,7 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
 
 
 def _dump_link(lk: LinkSpec) -> dict[str, Any]:
-    eps = []
+    eps: list[Any] = []
     for ep in lk.endpoints:
         d = ep.model_dump(by_alias=True, exclude_none=True)
         if d.keys() == {"node"}:

@@ -52,11 +52,10 @@ def segments(nodes: dict[str, NodeSpec], links: list[LinkSpec]) -> list[Segment]
             out.append(seg)
             continue
         r = root(bridged[0])
-        seg = domain.get(r)
-        if seg is None:
-            seg = Segment(len(out), [], sorted(n for n in parent if root(n) == r))
-            domain[r] = seg
-            out.append(seg)
+        if r not in domain:
+            domain[r] = Segment(len(out), [], sorted(n for n in parent if root(n) == r))
+            out.append(domain[r])
+        seg = domain[r]
         for j, x in enumerate((a, b)):
             if x not in parent:
                 seg.attachments.append((li, j))
