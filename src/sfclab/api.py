@@ -79,6 +79,6 @@ class Lab:
         return instantiate(LabState(self.name), self._plan(), node)
 
     def inspect(self) -> dict[str, Any]:
-        from .realize.inspect import inspect
+        from .realize.inspect import inspect  # light start-up: pyroute2 only to inspect
 
         return inspect(self.name)

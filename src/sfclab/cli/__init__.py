@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         return a.fn(a)
     except SfclabError as e:
         if a.debug:
-            import traceback
+            import traceback  # light start-up: only with --debug
             traceback.print_exc()
         return fail(str(e), ExitStatus(e.exit_status))
     except KeyboardInterrupt:

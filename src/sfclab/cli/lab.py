@@ -13,8 +13,8 @@ from .output import emit, fail, progress
 from .status import ExitStatus
 
 def cmd_validate(a: argparse.Namespace) -> int:
-    from ..realize.kinds import load_lab
-    from ..realize.lifecycle import plan_for
+    from ..realize.kinds import load_lab  # light start-up: load only what this command needs
+    from ..realize.lifecycle import plan_for  # light start-up: load only what this command needs
 
     lab = load_lab(a.file)
     plan = plan_for(lab)
@@ -26,9 +26,9 @@ def cmd_validate(a: argparse.Namespace) -> int:
 
 
 def cmd_expand(a: argparse.Namespace) -> int:
-    import yaml
+    import yaml  # light start-up: load only what this command needs
 
-    from ..realize.kinds import load_lab
+    from ..realize.kinds import load_lab  # light start-up: load only what this command needs
 
     lab = load_lab(a.file)
     if a.json:
@@ -39,8 +39,8 @@ def cmd_expand(a: argparse.Namespace) -> int:
 
 
 def cmd_up(a: argparse.Namespace) -> int:
-    from ..realize import lifecycle
-    from ..realize.kinds import load_lab
+    from ..realize import lifecycle  # light start-up: load only what this command needs
+    from ..realize.kinds import load_lab  # light start-up: load only what this command needs
 
     lab = load_lab(a.file)
     t0 = time.monotonic()
@@ -57,7 +57,7 @@ def cmd_up(a: argparse.Namespace) -> int:
 
 
 def cmd_down(a: argparse.Namespace) -> int:
-    from ..realize import lifecycle
+    from ..realize import lifecycle  # light start-up: load only what this command needs
 
     if a.all == bool(a.name):
         return fail("give a lab name or --all", ExitStatus.BAD_INPUT)
@@ -72,7 +72,7 @@ def cmd_down(a: argparse.Namespace) -> int:
 
 
 def cmd_ls(a: argparse.Namespace) -> int:
-    from ..realize import lifecycle
+    from ..realize import lifecycle  # light start-up: load only what this command needs
 
     def table(rows: list[dict]) -> str:
         if not rows:
@@ -110,24 +110,24 @@ def _inspect_text(d: dict) -> str:
 
 
 def cmd_inspect(a: argparse.Namespace) -> int:
-    from ..realize.inspect import inspect
+    from ..realize.inspect import inspect  # light start-up: load only what this command needs
 
     emit(inspect(a.name), a.json, _inspect_text)
     return ExitStatus.OK
 
 
 def cmd_exec(a: argparse.Namespace) -> int:
-    from ..realize import lifecycle
+    from ..realize import lifecycle  # light start-up: load only what this command needs
 
     argv = a.command[1:] if a.command and a.command[0] == "--" else a.command
     return lifecycle.exec_in(a.name, a.node, argv)
 
 
 def cmd_graph(a: argparse.Namespace) -> int:
-    from ..plan import graph
-    from ..realize import lifecycle
-    from ..realize.kinds import TABLE
-    from ..realize.kinds import load_lab
+    from ..plan import graph  # light start-up: load only what this command needs
+    from ..realize import lifecycle  # light start-up: load only what this command needs
+    from ..realize.kinds import TABLE  # light start-up: load only what this command needs
+    from ..realize.kinds import load_lab  # light start-up: load only what this command needs
 
     if os.path.exists(a.target):
         plan = lifecycle.plan_for(load_lab(a.target))

@@ -14,12 +14,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno as _errno
+import functools
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+from ..errors import ToolError
 
 if TYPE_CHECKING:
     from pyroute2 import IPRoute
@@ -32,7 +35,12 @@ MS_REC = 16384
 MS_SHARED = 1 << 20
 MNT_DETACH = 2
 
-_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@functools.cache
+def _lib() -> ctypes.CDLL:
+    """libc, loaded the first time a namespace is made or entered (not by validation)."""
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _check(rc: int, what: str) -> None:
@@ -63,11 +71,11 @@ def _ensure_run_dir() -> None:
         return
     os.makedirs(NETNS_RUN_DIR, exist_ok=True)
     d = NETNS_RUN_DIR.encode()
-    if _libc.mount(b"", d, b"none", MS_SHARED | MS_REC, None) != 0:
+    if _lib().mount(b"", d, b"none", MS_SHARED | MS_REC, None) != 0:
         if ctypes.get_errno() != _errno.EINVAL:
             _check(-1, f"mount --make-shared {NETNS_RUN_DIR}")
-        _check(_libc.mount(d, d, b"none", MS_BIND | MS_REC, None), f"mount --bind {NETNS_RUN_DIR}")
-        _check(_libc.mount(b"", d, b"none", MS_SHARED | MS_REC, None),
+        _check(_lib().mount(d, d, b"none", MS_BIND | MS_REC, None), f"mount --bind {NETNS_RUN_DIR}")
+        _check(_lib().mount(b"", d, b"none", MS_SHARED | MS_REC, None),
                f"mount --make-shared {NETNS_RUN_DIR}")
     _run_dir_ready = True
 
@@ -80,7 +88,7 @@ def _home() -> Iterator[int]:
         yield home
     finally:
         try:
-            _check(_libc.setns(home, CLONE_NEWNET), "setns back to the original namespace")
+            _check(_lib().setns(home, CLONE_NEWNET), "setns back to the original namespace")
         finally:
             os.close(home)
 
@@ -98,20 +106,20 @@ def create(name: str, sysctls: dict[str, str] | None = None, *,
     os.close(fd)
     try:
         with _home():
-            _check(_libc.unshare(CLONE_NEWNET), f"unshare for namespace {name}")
-            _check(_libc.mount(b"/proc/thread-self/ns/net", p.encode(), b"none", MS_BIND, None),
+            _check(_lib().unshare(CLONE_NEWNET), f"unshare for namespace {name}")
+            _check(_lib().mount(b"/proc/thread-self/ns/net", p.encode(), b"none", MS_BIND, None),
                    f"bind mount {p}")
             for key, value in (sysctls or {}).items():
                 with open("/proc/sys/" + key.replace(".", "/"), "w") as f:
                     f.write(value)
             if not iproute:
                 return None
-            from pyroute2 import IPRoute
+            from pyroute2 import IPRoute  # light start-up: pyroute2 only when asked for
 
             return IPRoute()
     except BaseException:
         with contextlib.suppress(OSError):
-            _libc.umount2(p.encode(), MNT_DETACH)
+            _lib().umount2(p.encode(), MNT_DETACH)
             os.unlink(p)
         raise
 
@@ -122,7 +130,7 @@ def entered(name: str) -> Iterator[None]:
     fd = os.open(path(name), os.O_RDONLY | os.O_CLOEXEC)
     try:
         with _home():
-            _check(_libc.setns(fd, CLONE_NEWNET), f"setns into {name}")
+            _check(_lib().setns(fd, CLONE_NEWNET), f"setns into {name}")
             yield
     finally:
         os.close(fd)
@@ -130,7 +138,7 @@ def entered(name: str) -> Iterator[None]:
 
 def iproute(name: str | None) -> "IPRoute":
     """An ``IPRoute`` bound to namespace ``name`` (the root namespace for ``None``)."""
-    from pyroute2 import IPRoute
+    from pyroute2 import IPRoute  # light start-up: pyroute2 only when asked for
 
     if name is None:
         return IPRoute()
@@ -224,7 +232,7 @@ def delete(name: str) -> bool:
     p = path(name)
     if not os.path.exists(p):
         return False
-    rc = _libc.umount2(p.encode(), MNT_DETACH)
+    rc = _lib().umount2(p.encode(), MNT_DETACH)
     if rc != 0 and ctypes.get_errno() not in (_errno.EINVAL, _errno.ENOENT):
         _check(rc, f"umount {p}")
     with contextlib.suppress(FileNotFoundError):
@@ -235,7 +243,7 @@ def delete(name: str) -> bool:
 def _preexec(name: str):
     def enter() -> None:
         fd = os.open(path(name), os.O_RDONLY)
-        _check(_libc.setns(fd, CLONE_NEWNET), f"setns into {name}")
+        _check(_lib().setns(fd, CLONE_NEWNET), f"setns into {name}")
         os.close(fd)
     return enter
 
@@ -248,8 +256,6 @@ def popen(name: str, argv: list[str], **kw) -> subprocess.Popen:
 def run(name: str, argv: list[str], *, check: bool = True, timeout: float | None = None,
         input: str | None = None) -> subprocess.CompletedProcess:
     """Run ``argv`` inside namespace ``name`` and wait; raise ``ToolError`` on failure if ``check``."""
-    from ..errors import ToolError
-
     cp = subprocess.run(argv, preexec_fn=_preexec(name), capture_output=True, text=True,
                         timeout=timeout, input=input)
     if check and cp.returncode != 0:
