@@ -1,6 +1,6 @@
 """Resource limits for functions that run processes, through cgroup v1 controllers.
 
-A limited function gets one cgroup named ``sfclab-<lab>-<node>`` under each controller it
+A limited function gets one cgroup named ``sfclab:<lab>:<node>`` under each controller it
 needs (``/sys/fs/cgroup/cpu/...`` for ``cpu``, ``/sys/fs/cgroup/memory/...`` for ``memory``).
 The name is derived from the lab and node alone, so ``stop()`` in a fresh process finds it.
 A process joins before it executes the function's program: :func:`wrap` prefixes the argv
@@ -41,7 +41,7 @@ class LimitParams(FunctionParams):
 
 
 def name(ctx: FunctionContext) -> str:
-    return f"sfclab-{ctx.lab}-{ctx.node}"
+    return f"sfclab:{ctx.lab}:{ctx.node}"  # ':' is in no name: never another lab's
 
 
 def paths(ctx: FunctionContext) -> dict[str, Path]:

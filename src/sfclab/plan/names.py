@@ -1,6 +1,8 @@
 """Names of kernel objects, always within the kernel's 15 characters.
 
-- A node's namespace is ``sfclab-<lab>-<node>``: the name itself is the ownership mark.
+- A node's namespace is ``sfclab:<lab>:<node>``: the name itself is the ownership mark, and
+  since names cannot contain ``:`` (:mod:`sfclab.spec.names`), two (lab, node) pairs never share
+  one.
 - Interfaces inside a namespace are ``eth0``, ``eth1`` ... in link order, unless the lab file
   names them (``node:ifname``).
 - Objects in the root namespace (OVS bridges, veth ends attached to OVS, internal ports, patch
@@ -15,7 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
-NETNS_PREFIX = "sfclab-"
+NETNS_PREFIX = "sfclab:"
 #: the namespace where interfaces bound for the root namespace are born and marked (see
 #: realize.build); node names cannot start with "-", so it never collides with a node
 STAGING_NODE = "-stage"
@@ -28,7 +30,7 @@ def lab_tag(lab: str) -> str:
 
 
 def netns_name(lab: str, node: str) -> str:
-    return f"{NETNS_PREFIX}{lab}-{node}"
+    return f"{NETNS_PREFIX}{lab}:{node}"
 
 
 def root_name(lab: str, letter: str, counter: int) -> str:

@@ -121,8 +121,7 @@ def down(name: str) -> TeardownReport:
     with state.locked():
         state.set_meta(status="removing")
         rep = teardown(state)
-        state.remove()
-        state.lock_path.unlink(missing_ok=True)  # nothing of the lab is left, not even its lock
+        state.remove()  # nothing of the lab is left; the lock file goes as the lock is released
         return rep
 
 

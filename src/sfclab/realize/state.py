@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LabError
+from ..spec.names import check_lab_name, lab_name_problem
 
 
 def state_root() -> Path:
@@ -40,7 +41,13 @@ def labs_dir() -> Path:
 
 @dataclass
 class LabState:
+    """The state directory of lab ``name``; a name that breaks the name rule is refused here,
+    before any path is built from it (so ``../x`` never reaches the file system)."""
+
     name: str
+
+    def __post_init__(self) -> None:
+        check_lab_name(self.name)
 
     @property
     def dir(self) -> Path:
@@ -105,6 +112,8 @@ class LabState:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
+        """Hold the lab's lock; a lab that has no state when it is released (a refused or
+        rolled-back ``up``, a finished ``down``) leaves no lock file either."""
         labs_dir().mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
@@ -113,7 +122,11 @@ class LabState:
             except BlockingIOError:
                 raise LabError(f"lab '{self.name}' is busy: another sfclab up/down of it is "
                                "running") from None
-            yield
+            try:
+                yield
+            finally:
+                if not self.dir.exists():
+                    self.lock_path.unlink(missing_ok=True)
         finally:
             os.close(fd)
 
@@ -122,7 +135,8 @@ def all_labs() -> list[LabState]:
     d = labs_dir()
     if not d.is_dir():
         return []
-    return [LabState(p.name) for p in sorted(d.iterdir()) if p.is_dir()]
+    return [LabState(p.name) for p in sorted(d.iterdir())
+            if p.is_dir() and lab_name_problem(p.name) is None]
 
 
 def pid_alive(pid: int | None) -> bool:

@@ -26,9 +26,8 @@ Model (containerlab's words)::
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from ipaddress import IPv4Interface, IPv4Network
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
@@ -39,11 +38,10 @@ import yaml
 from . import chain, checks
 from .chain import ChainSpec
 from .kinds import KindTable, LinkForm, NodeKind
+from .names import IFNAME_RE, LAB_NAME_MAX, NAME_RE, NAME_WORDS, NODE_NAME_MAX, node_name_ok
 from .source import Document, format_place
 from .strict import Strict as _Model
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
 
 
 class EndpointSpec(_Model):
@@ -60,6 +58,17 @@ class EndpointSpec(_Model):
     def _ifname(cls, v: str | None) -> str | None:
         if v is not None and not IFNAME_RE.match(v):
             raise ValueError("an interface name of 1 to 15 letters, digits, '_', '.' or '-'")
+        return v
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: IPv4Interface | None) -> IPv4Interface | None:
+        if v is not None:
+            problem = address_problem(v.network) or address_problem(v.ip)
+            if problem:
+                raise ValueError(f"a unicast host address on a link, not {problem}")
+            if v.network.prefixlen < 8:
+                raise ValueError("a prefix of /8 or longer on a link")
         return v
 
     def offloads(self) -> dict[str, bool]:
@@ -91,9 +100,33 @@ class AddressingSpec(_Model):
     pool: IPv4Network = IPv4Network("198.18.0.0/15")
     prefix: int = Field(default=24, ge=8, le=30)
 
+    @field_validator("pool")
+    @classmethod
+    def _pool(cls, v: IPv4Network) -> IPv4Network:
+        problem = address_problem(v)
+        if problem:
+            raise ValueError(f"a pool of unicast addresses, not {problem}")
+        return v
+
+
+def address_problem(a: IPv4Address | IPv4Network) -> str | None:
+    """Why ``a`` cannot be put on a lab's link, or None."""
+    for test, what in ((lambda x: x.is_loopback, "a loopback address"),
+                       (lambda x: x.is_multicast, "a multicast address"),
+                       (lambda x: x.is_unspecified, "the unspecified address"),
+                       (lambda x: x.is_link_local, "a link-local address"),
+                       (lambda x: x.is_reserved, "a reserved address")):
+        if test(a):
+            return what
+    if isinstance(a, IPv4Network) and a.prefixlen == 0:
+        return "the whole address space"
+    if isinstance(a, IPv4Address) and a in IPv4Network("0.0.0.0/8"):
+        return "an address of 'this network' (0.0.0.0/8)"
+    return None
+
 
 class LabFile(_Model):
-    name: str = Field(max_length=32)
+    name: str = Field(max_length=LAB_NAME_MAX)
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     links: list[dict[str, Any]] = Field(default_factory=list)
     chain: ChainSpec | None = None
@@ -104,7 +137,7 @@ class LabFile(_Model):
     @classmethod
     def _name(cls, v: str) -> str:
         if not NAME_RE.match(v):
-            raise ValueError("a name of letters, digits, '_', '.' or '-' (not starting with one)")
+            raise ValueError(f"a name of {NAME_WORDS}")
         return v
 
 
@@ -229,9 +262,9 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
     nodes: dict[str, NodeSpec] = {}
     for name, n in nodes_raw.items():
         place = ("nodes", name)
-        if not NAME_RE.match(name) or len(name) > 48:
-            raise doc.error("expected a node name of letters, digits, '_', '.' or '-', at most 48 "
-                            "characters", place)
+        if not node_name_ok(str(name)):
+            raise doc.error(f"expected a node name of {NAME_WORDS}, at most {NODE_NAME_MAX} "
+                            f"characters, got {name!r}", place)
         if not isinstance(n, dict):
             raise doc.error("expected a mapping with 'kind'", place)
         kind = n.get("kind")

@@ -21,8 +21,36 @@ def format_place(loc: tuple[Any, ...] | list[Any]) -> str:
     return out
 
 
+#: a lab or experiment file is read up to this many bytes
+MAX_BYTES = 16 * 1024 * 1024
+#: YAML aliases may make a document at most this many values once expanded (an alias bomb is
+#: refused in well under a second, before anything walks the expanded tree)
+MAX_VALUES = 1_000_000
+#: nesting deeper than this is refused (no recursion limit is ever reached)
+MAX_DEPTH = 64
+
+
+def decode(data: bytes, source: str) -> str:
+    """UTF-8 text, or a located error: binary and UTF-16 files are refused by name."""
+    if b"\x00" in data:
+        line = data[:data.index(b"\x00")].count(b"\n") + 1
+        raise SpecError("expected UTF-8 text, got a NUL byte (a binary or UTF-16 file)",
+                        file=source, line=line)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise SpecError(f"expected UTF-8 text, got byte 0x{data[e.start]:02x}", file=source,
+                        line=line) from None
+
+
 class Document:
-    """A parsed YAML document that remembers where each value came from."""
+    """A parsed YAML document that remembers where each value came from.
+
+    Reading is bounded: at most :data:`MAX_BYTES`, UTF-8 only (the place of a bad byte is
+    named), nesting at most :data:`MAX_DEPTH`, aliases at most :data:`MAX_VALUES` values once
+    expanded and never recursive; duplicate keys are refused.
+    """
 
     def __init__(self, text: str, source: str):
         self.source = source
@@ -33,35 +61,69 @@ class Document:
             raise SpecError(f"not valid YAML: {getattr(e, 'problem', None) or e}", file=source,
                             line=mark.line + 1 if mark else None,
                             column=mark.column + 1 if mark else None) from None
-        self._check_duplicates(self.root, ())
+        except RecursionError:
+            raise SpecError(f"expected at most {MAX_DEPTH} levels of nesting", file=source) \
+                from None
+        self._check(self.root)
         try:
             self.data = yaml.safe_load(text)
         except yaml.YAMLError as e:  # pragma: no cover - compose already parsed it
             raise SpecError(f"not valid YAML: {e}", file=source) from None
 
     @classmethod
-    def from_file(cls, path: str) -> "Document":
+    def from_file(cls, path: str) -> Document:
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            with open(path, "rb") as f:
+                data = f.read(MAX_BYTES + 1)
         except OSError as e:
             raise SpecError(f"cannot read: {e.strerror}", file=path) from None
-        return cls(text, path)
+        if len(data) > MAX_BYTES:
+            raise SpecError(f"expected a file of at most {MAX_BYTES // (1024 * 1024)} MiB",
+                            file=path)
+        return cls(decode(data, path), path)
 
-    def _check_duplicates(self, node: yaml.Node | None, loc: tuple[Any, ...]) -> None:
-        if isinstance(node, yaml.MappingNode):
-            seen: set[str] = set()
-            for k, v in node.value:
-                key = k.value
-                if key in seen:
-                    raise SpecError(f"duplicate key '{key}'", file=self.source,
-                                    place=format_place(loc + (key,)) or None,
-                                    line=k.start_mark.line + 1, column=k.start_mark.column + 1)
-                seen.add(key)
-                self._check_duplicates(v, loc + (key,))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, v in enumerate(node.value):
-                self._check_duplicates(v, loc + (i,))
+    def _check(self, root: yaml.Node | None) -> None:
+        """Duplicate keys, depth, recursive aliases and the expanded size, in one walk that
+        visits each distinct node once (aliases share nodes, so this is linear in the file)."""
+        sizes: dict[int, int] = {}
+        open_nodes: set[int] = set()
+
+        def walk(node: yaml.Node, loc: tuple[Any, ...]) -> int:
+            key = id(node)
+            if key in sizes:
+                return sizes[key]
+            if key in open_nodes:
+                raise self._at(node, "a YAML alias refers to a value that contains it", loc)
+            if len(loc) > MAX_DEPTH:
+                raise self._at(node, f"expected at most {MAX_DEPTH} levels of nesting", loc)
+            open_nodes.add(key)
+            size = 1
+            if isinstance(node, yaml.MappingNode):
+                seen: set[str] = set()
+                for k, v in node.value:
+                    if k.value in seen:
+                        raise SpecError(f"duplicate key '{k.value}'", file=self.source,
+                                        place=format_place(loc + (k.value,)) or None,
+                                        line=k.start_mark.line + 1,
+                                        column=k.start_mark.column + 1)
+                    seen.add(k.value)
+                    size += walk(v, loc + (k.value,))
+            elif isinstance(node, yaml.SequenceNode):
+                for i, v in enumerate(node.value):
+                    size += walk(v, loc + (i,))
+            open_nodes.discard(key)
+            if size > MAX_VALUES:
+                raise self._at(node, f"expected at most {MAX_VALUES:,} values once YAML aliases "
+                               "are expanded", loc)
+            sizes[key] = size
+            return size
+
+        if root is not None:
+            walk(root, ())
+
+    def _at(self, node: yaml.Node, message: str, loc: tuple[Any, ...]) -> SpecError:
+        return SpecError(message, file=self.source, place=format_place(loc) or None,
+                         line=node.start_mark.line + 1, column=node.start_mark.column + 1)
 
     def line_of(self, loc: tuple[Any, ...] | list[Any]) -> int | None:
         """The 1-based line of the deepest node along ``loc`` that exists in the document."""

@@ -35,7 +35,7 @@ _IFF_UP = 1
 
 
 class NamespaceNode(Part):
-    """A node kind whose nodes each live in a namespace ``sfclab-<lab>-<node>``."""
+    """A node kind whose nodes each live in a namespace ``sfclab:<lab>:<node>``."""
 
     attachment: ClassVar[str] = "namespace"
     has_namespace: ClassVar[bool] = True

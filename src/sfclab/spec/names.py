@@ -1,0 +1,40 @@
+"""The name rule for labs, nodes and interfaces, in one place.
+
+A lab or node name is letters, digits, ``_``, ``.`` or ``-``, starting with a letter or digit;
+a lab name is at most 32 characters, a node name at most 48.  Names never contain ``:``, the
+separator of the names sfclab derives from them (namespaces ``sfclab:<lab>:<node>``, marks
+``sfclab:<lab>:<node>:link<N>``), so two different (lab, node) pairs never derive one name.
+Every name that arrives from outside (a file, the command line) is checked here before any path
+or kernel name is built from it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import SpecError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
+LAB_NAME_MAX = 32
+NODE_NAME_MAX = 48
+NAME_WORDS = "letters, digits, '_', '.' or '-', starting with a letter or digit"
+
+
+def lab_name_problem(name: str) -> str | None:
+    """What is wrong with ``name`` as a lab name, or None."""
+    if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > LAB_NAME_MAX:
+        return f"a lab name of {NAME_WORDS}, at most {LAB_NAME_MAX} characters"
+    return None
+
+
+def check_lab_name(name: str, place: str = "lab") -> str:
+    """Return ``name`` if it is a valid lab name, else raise a :class:`SpecError` at ``place``."""
+    problem = lab_name_problem(name)
+    if problem:
+        raise SpecError(f"expected {problem}, got {name!r}", place=place)
+    return name
+
+
+def node_name_ok(name: str) -> bool:
+    return NAME_RE.match(name) is not None and len(name) <= NODE_NAME_MAX
