@@ -65,7 +65,9 @@ class ToolError(SfclabError):
         self.argv = list(argv)
         self.status = status
         self.stderr = stderr.strip()
-        super().__init__(f"{argv[0]} exited with status {status}: {self.stderr or '(no output)'}")
+        lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
+        said = " / ".join(lines[:2]) + (f" ({len(lines) - 2} more lines)" if len(lines) > 2 else "")
+        super().__init__(f"{argv[0]} exited with status {status}: {said or '(no output)'}")
 
 
 class MeasurementError(SfclabError):

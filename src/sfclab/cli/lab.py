@@ -14,10 +14,10 @@ from .status import ExitStatus
 
 def cmd_validate(a: argparse.Namespace) -> int:
     from ..realize.kinds import load_lab  # light start-up: load only what this command needs
-    from ..realize.lifecycle import plan_for  # light start-up: load only what this command needs
+    from ..realize.lifecycle import check  # light start-up: load only what this command needs
 
     lab = load_lab(a.file)
-    plan = plan_for(lab)
+    plan = check(lab)
     emit({"name": lab.name, "valid": True, "nodes": len(lab.nodes), "links": len(lab.links),
            "routes": len(plan.routes)}, a.json,
           lambda d: f"{a.file}: lab '{d['name']}' is valid ({d['nodes']} nodes, {d['links']} links,"

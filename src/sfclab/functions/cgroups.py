@@ -20,13 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .base import FunctionContext, FunctionParams
 from .params import Size
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CPU_PERIOD_US = 100_000
+#: the smallest memory limit accepted: below it the program is killed as it starts
+MIN_MEMORY = 8 * 1024 * 1024
 
 
 class LimitParams(FunctionParams):
@@ -35,6 +37,14 @@ class LimitParams(FunctionParams):
     cpu: float | None = Field(default=None, gt=0, le=1024,
                               description="CPU quota in cores (0.5 = half of one core)")
     memory: Size | None = Field(default=None, description="memory limit, e.g. '64M'")
+
+    @field_validator("memory")
+    @classmethod
+    def _enough_memory(cls, v: int | None) -> int | None:
+        if v is not None and v < MIN_MEMORY:
+            raise ValueError(f"a memory limit of at least 8M (a process cannot start below "
+                             f"it), not {v} bytes")
+        return v
 
     def limited(self) -> bool:
         return self.cpu is not None or self.memory is not None

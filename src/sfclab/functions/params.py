@@ -31,6 +31,11 @@ _SIZE_UNITS = {
 _NUM_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 
 
+#: the largest rate tc is asked to shape (1 Tbit/s) and the largest size (1 TiB)
+MAX_RATE = 10**12
+MAX_SIZE = 2**40
+
+
 def parse_rate(v: Any) -> int:
     """``"50mbit"`` → 50_000_000 (bits per second; tc units, ``mbps`` is megabytes/s)."""
     if isinstance(v, bool):
@@ -48,6 +53,8 @@ def parse_rate(v: Any) -> int:
         raise ValueError("a rate is a string such as '50mbit'")
     if not bits > 0:
         raise ValueError(f"a rate must be greater than 0, not {v!r}")
+    if not bits <= MAX_RATE:  # also inf and nan
+        raise ValueError(f"a rate of at most 1tbit (what tc shapes here), not {v!r}")
     if bits < 8:
         raise ValueError(f"rate {v!r} is below 8 bit/s")
     return int(bits)
@@ -64,11 +71,16 @@ def parse_size(v: Any) -> int:
         unit = m.group(2).lower() if m else None
         if not m or unit not in _SIZE_UNITS:
             raise ValueError(f"not a size: {v!r} (expected e.g. '64kb', '256M')")
-        n = int(float(m.group(1)) * _SIZE_UNITS[unit])
+        x = float(m.group(1)) * _SIZE_UNITS[unit]
+        if not x <= MAX_SIZE:  # also inf and nan
+            raise ValueError(f"a size of at most 1T, not {v!r}")
+        n = int(x)
     else:
         raise ValueError("a size is a number of bytes or a string such as '64M'")
     if n <= 0:
         raise ValueError(f"a size must be greater than 0, not {v!r}")
+    if n > MAX_SIZE:
+        raise ValueError(f"a size of at most 1T, not {v!r}")
     return n
 
 

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..errors import RealizeError
 from . import cgroups
 from .base import NetworkFunction
+
+
+#: how long a started program must stay up for ``up`` to count it started
+START_GRACE_S = 0.05
 
 
 class ProcessFunction(NetworkFunction):
@@ -42,6 +48,14 @@ class ProcessFunction(NetworkFunction):
                    SFCLAB_STATE_DIR=str(self.ctx.state_dir), **self.environment())
         with open(self.log_path, "ab") as log:
             self.proc = self.ctx.spawn(argv, stdout=log, stderr=log, env=env)
+        try:  # a program that dies as it starts (bad arguments, killed by its limits) fails up
+            status = self.proc.wait(timeout=START_GRACE_S)
+        except subprocess.TimeoutExpired:
+            return
+        tail = self.log_path.read_text(errors="replace").strip().splitlines()[-3:]
+        raise RealizeError(f"exited at start with status {status}"
+                           + (f": {' / '.join(tail)}" if tail else ""),
+                           obj=f"function {self.ctx.node}")
 
     def stop(self) -> None:
         super().stop()

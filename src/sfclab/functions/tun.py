@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from ..errors import SpecError
 from . import cgroups
 from .base import register
 from .params import Argv, resolve_executable
@@ -71,6 +72,11 @@ class Tun(ProcessFunction):
 
     def check(self) -> None:
         resolve_executable(self.params.exec_[0], "exec")
+        taken = sorted(i.name for i in self.ctx.interfaces)
+        if self.params.device in taken:
+            raise SpecError(f"expected a device name the node does not use already (its "
+                            f"interfaces: {', '.join(taken)}), got {self.params.device!r}",
+                            place="device")
 
     def ip_batch(self) -> str:
         p = self.params

@@ -69,25 +69,33 @@ def _preflight(plan: Plan) -> None:
                                    "sfclab will not adopt it")
 
 
+def check(lab: Lab) -> Plan:
+    """Every check ``up`` makes short of touching the kernel: the plan, and each function's
+    checks against its neighbours and the machine (programs that must exist ...), with the
+    file and place named.  ``validate`` runs exactly this; ``up`` runs it first."""
+    from .functions import instantiate  # light start-up: pydantic only when checking
+
+    plan = plan_for(lab)
+    state = LabState(lab.name)
+    for node in plan.functions:
+        try:
+            instantiate(state, plan, node).check()
+        except SpecError as e:
+            raise lab.error_at(e, ("nodes", node)) from None
+    return plan
+
+
 def up(lab: Lab, *, progress: Progress | None = None) -> Plan:
     """Build ``lab``; return its plan.  On failure nothing of it is left."""
     import yaml  # light start-up: down/ls/inspect never write YAML
 
     from .build import Builder  # light start-up: only up builds
-    from .functions import instantiate  # light start-up: pydantic only when building
 
     say = progress or (lambda _m: None)
     state = LabState(lab.name)
     with state.locked():
         _refuse_existing(state)
-        plan = plan_for(lab)
-        for node in plan.functions:  # machine checks (executables ...) before anything exists
-            try:
-                instantiate(state, plan, node).check()
-            except SpecError as e:
-                e.file = e.file or lab.source
-                e.place = f"nodes.{node}" + (f".{e.place}" if e.place else "")
-                raise
+        plan = check(lab)
         if plan.ovs_bridges:
             ovs.ensure_running()
         _preflight(plan)

@@ -198,6 +198,17 @@ class Lab:
     source: str = "<lab>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     forms: list[LinkForm] = field(default_factory=list, compare=False)  # one per link
+    doc: Document | None = field(default=None, compare=False, repr=False)
+
+    def error_at(self, e: SpecError, loc: tuple[Any, ...]) -> SpecError:
+        """``e`` (raised for a place below ``loc``) located in this lab's file: file, full
+        place and line."""
+        below = tuple(e.place.split(".")) if e.place else ()
+        e.file = e.file or self.source
+        e.place = format_place(loc + below)
+        if self.doc is not None and e.line is None:
+            e.line = self.doc.line_of(loc + below)
+        return e
 
     def to_dict(self) -> dict[str, Any]:
         """The full (expanded) form, as ``sfclab expand`` prints it."""
@@ -303,7 +314,7 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
         raw["addressing"] = data["addressing"]
     raw["nodes"] = {k: dict(v) for k, v in nodes_raw.items()}
     raw["links"] = [_dump_link(lk) for lk in links]
-    return Lab(top.name, nodes, links, top.addressing, doc.source, raw, forms)
+    return Lab(top.name, nodes, links, top.addressing, doc.source, raw, forms, doc)
 
 
 def _dump_link(lk: LinkSpec) -> dict[str, Any]:

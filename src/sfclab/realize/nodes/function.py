@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ... import functions
+from ..build import step
 from .namespace import NamespaceNode
 
 if TYPE_CHECKING:
@@ -62,11 +63,13 @@ class FunctionNode(NamespaceNode):
 
     def prepare(self, b: Builder) -> None:
         for node in self.nodes(b.plan):
-            self.function(b.state, b.plan, node).configure()
+            with step(f"function {node} ({self.name}) in {b.plan.netns_of(node)}"):
+                self.function(b.state, b.plan, node).configure()
 
     def start(self, b: Builder) -> None:
         for node in self.nodes(b.plan):
-            self.function(b.state, b.plan, node).start()
+            with step(f"function {node} ({self.name}) in {b.plan.netns_of(node)}"):
+                self.function(b.state, b.plan, node).start()
 
     def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
                  report: TeardownReport) -> None:
