@@ -107,7 +107,7 @@ def test_expand_prints_the_full_form():
      "  - endpoints: [a, c]\n", "links[1].endpoints[1]", "unknown node 'c'"),
     ("name: x\nnodes:\n  a: {kind: host}\n  a: {kind: router}\n", "nodes.a", "duplicate key"),
     ("name: x\nnodes:\n  a: {kind: host}\n  b: {kind: host}\nlinks:\n  - endpoints: [a, b]\n"
-     "    mtu: -5\n", "links[0].mtu", "greater than or equal to 68"),
+     "    mtu: -5\n", "links[0].mtu", "expected a number at least 68"),
     ("name: x\nnodes:\n  a: {kind: host}\n  b: {kind: host}\n  c: {kind: host}\nlinks:\n"
      "  - endpoints: [{node: a, address: 198.18.0.1/24}, b]\n"
      "  - endpoints: [{node: a, address: 198.18.0.129/25}, c]\n",

@@ -27,6 +27,7 @@ import math
 import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,13 +135,27 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, default=str)
 
 
+def _loads(text: Any, what: str, path: str) -> Any:
+    """A JSON field of a row, or a located error if the database was damaged."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as e:
+        raise SpecError(f"expected JSON in {what}, got a damaged value ({e})", file=path) \
+            from None
+
+
 class Store:
     """An open results database.  ``Store(path)`` makes it if missing; ``create=False`` refuses
-    (a :class:`SpecError`, for commands that only read).  Use as a context manager or
-    ``close()``."""
+    a missing one (a :class:`SpecError`); ``readonly=True`` (for commands that only read) opens
+    it read-only and refuses a missing file or one that is not an sfclab database, writing
+    nothing to it.  Use as a context manager or ``close()``."""
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True):
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True,
+                 readonly: bool = False):
         self.path = os.fspath(path)
+        if readonly:
+            self._open_readonly()
+            return
         if not create and not os.path.isfile(self.path):
             raise SpecError("no results database here (run an experiment first, or pass --db)",
                             file=self.path)
@@ -161,6 +176,27 @@ class Store:
                 c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as e:
             raise SpecError(f"not an sfclab results database ({e})", file=self.path) from None
+
+    def _open_readonly(self) -> None:
+        if not os.path.isfile(self.path):
+            raise SpecError("no results database here (run an experiment first, or pass --db)",
+                            file=self.path)
+        try:
+            uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+            self._conn.row_factory = sqlite3.Row
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as e:
+            raise SpecError(f"expected an sfclab results database, got a file SQLite cannot "
+                            f"read ({e})", file=self.path) from None
+        if version > SCHEMA_VERSION:
+            raise SpecError(f"written by a newer sfclab (schema {version})", file=self.path)
+        if version < 1 or not {"experiments", "runs"} <= tables:
+            self._conn.close()
+            raise SpecError("expected an sfclab results database, got another SQLite database "
+                            "(left as it is)", file=self.path)
 
     # ----------------------------------------------------------------- plumbing
 
@@ -220,11 +256,11 @@ class Store:
             raise SpecError(f"no experiment '{ref}' in this database", file=self.path)
         return self._experiment(row)
 
-    @staticmethod
-    def _experiment(r: sqlite3.Row) -> ExperimentRow:
+    def _experiment(self, r: sqlite3.Row) -> ExperimentRow:
         return ExperimentRow(id=r["id"], name=r["name"], spec_hash=r["spec_hash"],
-                             spec=json.loads(r["spec"]), seed=r["seed"], source=r["source"],
-                             created=r["created"])
+                             spec=_loads(r["spec"], f"the spec of experiment {r['id']}",
+                                         self.path),
+                             seed=r["seed"], source=r["source"], created=r["created"])
 
     def counts(self, experiment_id: int) -> dict[str, int]:
         out = dict.fromkeys(STATUSES, 0)
@@ -292,13 +328,14 @@ class Store:
         r.metrics = self.metrics(run_id)
         return r
 
-    @staticmethod
-    def _run(r: sqlite3.Row) -> RunRow:
+    def _run(self, r: sqlite3.Row) -> RunRow:
+        def field_(name: str) -> Any:
+            return _loads(r[name], f"the {name} of run {r['id']}", self.path)
         return RunRow(id=r["id"], experiment_id=r["experiment_id"], key=r["key"],
-                      params=json.loads(r["params"]), repetition=r["repetition"], order=r["ord"],
+                      params=field_("params"), repetition=r["repetition"], order=r["ord"],
                       status=r["status"], error=r["error"], started=r["started"],
-                      ended=r["ended"], lab_hash=r["lab_hash"], lab=json.loads(r["lab"]),
-                      measure=json.loads(r["measure"]))
+                      ended=r["ended"], lab_hash=r["lab_hash"], lab=field_("lab"),
+                      measure=field_("measure"))
 
     def mark_running(self, run_id: int, started: float | None = None) -> None:
         with self.transaction() as c:
@@ -371,14 +408,15 @@ class Store:
 
     def environments(self, experiment_id: int) -> list[dict[str, Any]]:
         """Host environments recorded for the experiment, oldest first."""
-        return [json.loads(d) for (d,) in self._conn.execute(
+        return [_loads(d, f"an environment of experiment {experiment_id}", self.path)
+                for (d,) in self._conn.execute(
             "SELECT data FROM environment WHERE experiment_id = ? AND run_id IS NULL ORDER BY id",
             (experiment_id,))]
 
     def run_environment(self, run_id: int) -> dict[str, Any] | None:
         row = self._conn.execute("SELECT data FROM environment WHERE run_id = ?",
                                  (run_id,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return _loads(row[0], f"the environment of run {run_id}", self.path) if row else None
 
     # ----------------------------------------------------------------- export
 

@@ -42,8 +42,7 @@ class LimitParams(FunctionParams):
     @classmethod
     def _enough_memory(cls, v: int | None) -> int | None:
         if v is not None and v < MIN_MEMORY:
-            raise ValueError(f"a memory limit of at least 8M (a process cannot start below "
-                             f"it), not {v} bytes")
+            raise ValueError("a memory limit of at least 8M (a process cannot start below it)")
         return v
 
     def limited(self) -> bool:

@@ -38,7 +38,7 @@ class FirewallParams(FunctionParams):
     @model_validator(mode="after")
     def _consistent(self) -> "FirewallParams":
         if len(set(self.hooks)) != len(self.hooks):
-            raise ValueError("hooks: each hook at most once")
+            raise ValueError("each hook at most once")
         if self.set:
             if self.backend != "nftables":
                 raise ValueError("set: true needs backend: nftables")

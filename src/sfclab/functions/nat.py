@@ -41,11 +41,11 @@ class PortForward(BaseModel):
         try:
             IPv4Address(addr if sep else v)
         except ValueError:
-            raise ValueError(f"not ADDRESS[:PORT]: {v!r}") from None
+            raise ValueError("an address with an optional port, ADDRESS[:PORT]") from None
         if sep:
             lo, hi = parse_ports(port)
             if lo != hi or lo == 0:
-                raise ValueError(f"not a single port 1-65535: {port!r}")
+                raise ValueError("a single port from 1 to 65535 after the address")
         return v
 
 

@@ -39,24 +39,24 @@ MAX_SIZE = 2**40
 def parse_rate(v: Any) -> int:
     """``"50mbit"`` → 50_000_000 (bits per second; tc units, ``mbps`` is megabytes/s)."""
     if isinstance(v, bool):
-        raise ValueError("a rate is a number with a unit such as '50mbit'")
+        raise ValueError("a rate with a unit such as '50mbit'")
     if isinstance(v, (int, float)):
         bits = float(v)
     elif isinstance(v, str):
         m = _NUM_UNIT.match(v)
         unit = m.group(2).lower() if m else None
         if not m or unit not in _RATE_UNITS:
-            raise ValueError(f"not a rate: {v!r} (expected e.g. '50mbit', '1gbit'; units: "
+            raise ValueError(f"a rate such as '50mbit' or '1gbit' (units: "
                              f"{', '.join(_RATE_UNITS)})")
         bits = float(m.group(1)) * _RATE_UNITS[unit]
     else:
-        raise ValueError("a rate is a string such as '50mbit'")
+        raise ValueError("a rate such as '50mbit'")
     if not bits > 0:
-        raise ValueError(f"a rate must be greater than 0, not {v!r}")
+        raise ValueError("a rate greater than 0")
     if not bits <= MAX_RATE:  # also inf and nan
-        raise ValueError(f"a rate of at most 1tbit (what tc shapes here), not {v!r}")
+        raise ValueError("a rate of at most 1tbit (what tc shapes here)")
     if bits < 8:
-        raise ValueError(f"rate {v!r} is below 8 bit/s")
+        raise ValueError("a rate of at least 8 bit/s")
     return int(bits)
 
 
@@ -70,17 +70,17 @@ def parse_size(v: Any) -> int:
         m = _NUM_UNIT.match(v)
         unit = m.group(2).lower() if m else None
         if not m or unit not in _SIZE_UNITS:
-            raise ValueError(f"not a size: {v!r} (expected e.g. '64kb', '256M')")
+            raise ValueError("a size such as '64kb' or '256M'")
         x = float(m.group(1)) * _SIZE_UNITS[unit]
         if not x <= MAX_SIZE:  # also inf and nan
-            raise ValueError(f"a size of at most 1T, not {v!r}")
+            raise ValueError("a size of at most 1T")
         n = int(x)
     else:
         raise ValueError("a size is a number of bytes or a string such as '64M'")
     if n <= 0:
-        raise ValueError(f"a size must be greater than 0, not {v!r}")
+        raise ValueError("a size greater than 0")
     if n > MAX_SIZE:
-        raise ValueError(f"a size of at most 1T, not {v!r}")
+        raise ValueError("a size of at most 1T")
     return n
 
 
@@ -91,24 +91,24 @@ def parse_prefix(v: Any) -> IPv4Network:
     try:
         return IPv4Network(v.strip(), strict=True)
     except ValueError as e:
-        raise ValueError(f"not an IPv4 prefix: {v!r} ({e})") from None
+        raise ValueError(f"an IPv4 prefix such as '198.18.1.0/24' ({e})") from None
 
 
 def parse_ports(v: Any) -> tuple[int, int]:
     """``80`` → (80, 80); ``"1000-2000"`` → (1000, 2000)."""
     if isinstance(v, bool):
-        raise ValueError("a port is a number or a range such as '1000-2000'")
+        raise ValueError("a port or port range such as 80 or '1000-2000'")
     if isinstance(v, int):
         lo = hi = v
     elif isinstance(v, str) and re.fullmatch(r"\s*\d+\s*(-\s*\d+\s*)?", v):
         parts = [int(p) for p in v.split("-")]
         lo, hi = parts[0], parts[-1]
     else:
-        raise ValueError(f"not a port or port range: {v!r} (expected e.g. 80 or '1000-2000')")
+        raise ValueError("a port or port range such as 80 or '1000-2000'")
     if not (0 <= lo <= 65535 and 0 <= hi <= 65535):
-        raise ValueError(f"port out of range 0-65535: {v!r}")
+        raise ValueError("ports from 0 to 65535")
     if lo > hi:
-        raise ValueError(f"port range runs backwards: {v!r}")
+        raise ValueError("a port range whose first port is not above its last")
     return lo, hi
 
 
@@ -118,13 +118,13 @@ def parse_argv(v: Any) -> list[str]:
         try:
             argv = shlex.split(v)
         except ValueError as e:
-            raise ValueError(f"cannot split command line: {e}") from None
+            raise ValueError(f"a command line a shell could split ({e})") from None
     elif isinstance(v, list) and all(isinstance(a, (str, int, float)) for a in v):
         argv = [str(a) for a in v]
     else:
-        raise ValueError("a command is a string or a list of strings")
+        raise ValueError("a command as a string or a list of strings")
     if not argv or not argv[0]:
-        raise ValueError("the command is empty")
+        raise ValueError("a command that is not empty")
     return argv
 
 

@@ -49,7 +49,7 @@ class TunParams(cgroups.LimitParams):
     @classmethod
     def _ifname(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,15}", v):
-            raise ValueError(f"not an interface name (1-15 of A-Z a-z 0-9 _ . -): {v!r}")
+            raise ValueError("an interface name of 1 to 15 letters, digits, '_', '.' or '-'")
         return v
 
     @field_validator("table")

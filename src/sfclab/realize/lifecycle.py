@@ -181,6 +181,8 @@ def exec_in(name: str, node: str, argv: list[str]) -> int:
         proc = netns.popen(ns, argv)
     except FileNotFoundError:
         raise LabError(f"command not found: {argv[0]}") from None
+    except OSError as e:  # not executable, a directory ...
+        raise LabError(f"cannot run {argv[0]}: {e.strerror}") from None
     try:
         return proc.wait()
     except KeyboardInterrupt:

@@ -41,6 +41,7 @@ from .kinds import KindTable, LinkForm, NodeKind
 from .names import IFNAME_RE, LAB_NAME_MAX, NAME_RE, NAME_WORDS, NODE_NAME_MAX, node_name_ok
 from .source import Document, format_place
 from .strict import Strict as _Model
+from .wording import pydantic_error
 
 
 
@@ -216,23 +217,8 @@ class Lab:
 
 
 def _pydantic_error(doc: Document, e: ValidationError, prefix: tuple[Any, ...]) -> SpecError:
-    err = e.errors()[0]
-    loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    if err["type"] == "extra_forbidden":
-        msg = f"unknown key '{loc[-1]}'"
-        loc = loc[:-1] + (loc[-1],)
-    elif err["type"] == "missing":
-        msg = f"missing key '{loc[-1]}'"
-    else:
-        msg = err["msg"]
-        if msg.startswith("Value error, "):
-            msg = "expected " + msg[len("Value error, "):]
-        elif msg.startswith("Input should be"):
-            msg = "expected" + msg[len("Input should be"):]
-        got = err.get("input")
-        if not isinstance(got, (dict, list)) and got is not None:
-            msg += f" (got {got!r})"
-    return doc.error(msg, loc)
+    loc, msg = pydantic_error(e)
+    return doc.error(msg, prefix + loc)
 
 
 def load_lab(path: str, kinds: KindTable) -> Lab:
@@ -270,6 +256,8 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
             else n
     links_raw += [(("links", i), lk) for i, lk in enumerate(top.links)]
 
+    if not nodes_raw:
+        raise doc.error("expected at least one node (under 'nodes', or a 'chain')", ("nodes",))
     nodes: dict[str, NodeSpec] = {}
     for name, n in nodes_raw.items():
         place = ("nodes", name)
