@@ -95,7 +95,7 @@ class Document:
             if key in open_nodes:
                 raise self._at(node, "a YAML alias refers to a value that contains it", loc)
             if len(loc) > MAX_DEPTH:
-                raise self._at(node, f"expected at most {MAX_DEPTH} levels of nesting", loc)
+                raise self._at(node, f"expected at most {MAX_DEPTH} levels of nesting", loc[:1])
             open_nodes.add(key)
             size = 1
             if isinstance(node, yaml.MappingNode):
