@@ -23,7 +23,7 @@ previous length, and the direction says whether the chain lost less than predict
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,10 +64,11 @@ class ChainAnalysis:
     trend: str | None  # "flattens" | "steepens" | None
     local_losses: list[tuple[int, int, float]]  # (n1, n2, per-hop loss between them)
 
-    def describe(self) -> str:
+    def describe(self, fmt: Callable[[float], str] = lambda v: f"{v:.4g}") -> str:
+        """One sentence; ``fmt`` writes a throughput (e.g. in Gbit/s)."""
         f = self.fit
         text = (f"per-hop loss l = {100 * f.loss:.1f} % (95 % CI {100 * f.loss_ci[0]:.1f} to "
-                f"{100 * f.loss_ci[1]:.1f} %), t(2) = {f.t2:.4g}, R² = {f.r2:.3f} over "
+                f"{100 * f.loss_ci[1]:.1f} %), t(2) = {fmt(f.t2)}, R² = {f.r2:.3f} over "
                 f"n = {min(f.lengths)}…{max(f.lengths)} ({f.n_obs} runs)")
         if self.breaks_at is not None:
             h = self.holding

@@ -61,12 +61,12 @@ def _positions(all_series: Sequence[Series]) -> tuple[dict[str, float], list[Any
     return {repr(v): float(i) for i, v in enumerate(cats)}, cats
 
 
-def _errorbars(ax: Any, all_series: Sequence[Series]) -> None:
+def _errorbars(ax: Any, all_series: Sequence[Series], yscale: float = 1.0) -> None:
     pos, cats = _positions(all_series)
     for s in all_series:
         x = [pos[repr(v)] for v in s.xs]
-        y = [p.mean for p in s.points]
-        err = [0.0 if math.isnan(p.half_width) else p.half_width for p in s.points]
+        y = [p.mean * yscale for p in s.points]
+        err = [0.0 if math.isnan(p.half_width) else p.half_width * yscale for p in s.points]
         ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=s.name)
     if cats is not None:
         ax.set_xticks(range(len(cats)), [str(c) for c in cats])
@@ -76,13 +76,15 @@ def _errorbars(ax: Any, all_series: Sequence[Series]) -> None:
 
 
 def plot_series(all_series: Sequence[Series], stem: str | Path, *, ylabel: str | None = None,
-                title: str | None = None, logy: bool = False) -> list[Path]:
-    """A metric against a swept parameter, mean with 95 % CI bars, one line per series."""
+                title: str | None = None, logy: bool = False,
+                yscale: float = 1.0) -> list[Path]:
+    """A metric against a swept parameter, mean with 95 % CI bars, one line per series;
+    values are multiplied by ``yscale`` (the unit ``ylabel`` names, e.g. 1e-9 for Gbit/s)."""
     if not all_series:
         raise ValueError("nothing to plot")
     fig = _figure()
     ax = fig.add_subplot()
-    _errorbars(ax, all_series)
+    _errorbars(ax, all_series, yscale)
     ax.set_xlabel(short(all_series[0].x))
     ax.set_ylabel(ylabel or all_series[0].metric)
     if logy:
@@ -109,10 +111,20 @@ def plot_relative(all_series: Sequence[Series], stem: str | Path, *,
     return save(fig, stem)
 
 
+def loss_onset(pts: Sequence[tuple[float, float]], loss: float = 0.001) -> float | None:
+    """The lowest offered rate at which more than ``loss`` of the packets were lost."""
+    for off, rec in sorted(pts):
+        if off > 0 and rec < off * (1 - loss):
+            return off
+    return None
+
+
 def plot_offered_received(curves: Mapping[str, Sequence[tuple[float, float]]],
-                          stem: str | Path, *, unit: str = "pps",
+                          stem: str | Path, *, unit: str = "pps", scale: float = 1.0,
                           title: str | None = None) -> list[Path]:
-    """Received against offered rate, one line per curve; the diagonal is no loss."""
+    """Received against offered rate, one line per curve, in ``unit`` (values multiplied by
+    ``scale``); the diagonal is no loss, and where a curve first loses more than 0.1 % is
+    marked."""
     if not curves:
         raise ValueError("nothing to plot")
     fig = _figure()
@@ -120,10 +132,16 @@ def plot_offered_received(curves: Mapping[str, Sequence[tuple[float, float]]],
     top = 0.0
     for name, pts in curves.items():
         pts = sorted(pts)
-        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        ax.plot(xs, ys, marker="o", markersize=3, label=name)
+        xs, ys = [p[0] * scale for p in pts], [p[1] * scale for p in pts]
+        line = ax.plot(xs, ys, marker="o", markersize=3, label=name)[0]
+        onset = loss_onset(pts)
+        if onset is not None:
+            ax.axvline(onset * scale, color=line.get_color(), linewidth=0.8, linestyle="--")
+            ax.annotate("loss > 0.1 %", (onset * scale, 0), xytext=(3, 3),
+                        textcoords="offset points", fontsize="x-small", rotation=90,
+                        color=line.get_color())
         top = max([top, *xs, *ys])
-    ax.plot([0, top], [0, top], color="grey", linewidth=0.8, linestyle=":", label="no loss")
+    ax.plot([0, top], [0, top], color="grey", linewidth=0.8, linestyle=":", label="ideal (no loss)")
     ax.set_xlabel(f"offered ({unit})")
     ax.set_ylabel(f"received ({unit})")
     ax.legend(fontsize="small")
@@ -134,19 +152,20 @@ def plot_offered_received(curves: Mapping[str, Sequence[tuple[float, float]]],
 
 
 def plot_fit(lengths: Sequence[float], throughputs: Sequence[float], analysis: ChainAnalysis,
-             stem: str | Path, *, ylabel: str = "throughput",
+             stem: str | Path, *, ylabel: str = "throughput", yscale: float = 1.0,
              title: str | None = None) -> list[Path]:
     """Each run's throughput against chain length, the power law fitted on every length and,
-    when it stops holding, the law fitted where it holds."""
+    when it stops holding, the law fitted where it holds (values multiplied by ``yscale``)."""
     fig = _figure()
     ax = fig.add_subplot()
-    ax.scatter(lengths, throughputs, s=12, alpha=0.6, label="runs")
+    ax.scatter(lengths, [t * yscale for t in throughputs], s=12, alpha=0.6, label="runs")
     grid = np.linspace(min(lengths), max(lengths), 200)
     f = analysis.fit
-    ax.plot(grid, f.predict(grid), label=f"fit: l = {100 * f.loss:.1f} %, R² = {f.r2:.3f}")
+    ax.plot(grid, f.predict(grid) * yscale,
+            label=f"fit: l = {100 * f.loss:.1f} %, R² = {f.r2:.3f}")
     h = analysis.holding
     if analysis.breaks_at is not None and h is not None:
-        ax.plot(grid, h.predict(grid), linestyle="--",
+        ax.plot(grid, h.predict(grid) * yscale, linestyle="--",
                 label=f"fit up to n = {analysis.holds_up_to}: l = {100 * h.loss:.1f} %")
         ax.axvline(analysis.breaks_at, color="grey", linewidth=0.8, linestyle=":")
     ax.set_yscale("log")

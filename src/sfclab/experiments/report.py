@@ -30,8 +30,9 @@ from typing import Any
 
 from .fit import analyze_chain
 from .plots import plot_fit, plot_offered_received, plot_relative, plot_series
-from .stats import Series, metric_names, series, short, summarize, swept_params
+from .stats import Series, Summary, metric_names, series, short, summarize, swept_params
 from .store import ExperimentRow, RunRow, Store
+from .units import Scale, axis_label, scale
 
 CHAIN_LENGTH = "lab.chain.length"
 THROUGHPUT_RE = re.compile(r"(throughput|bps|bits_per_second|pps|rate|goodput)", re.I)
@@ -160,19 +161,58 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     return out
 
 
-def _series_table(all_series: list[Series]) -> Table:
+#: a point whose 95 % interval is wider than this share of its mean needs more repetitions
+WIDE_INTERVAL = 0.5
+WIDE_MARK = "†"
+WIDE_NOTE = (f"{WIDE_MARK} too few repetitions: the 95 % interval is wider than half the mean; "
+             "repeat the runs before reading a difference from it.")
+
+
+def too_wide(p: Summary) -> bool:
+    return (not math.isnan(p.half_width) and p.mean != 0
+            and p.half_width > WIDE_INTERVAL * abs(p.mean))
+
+
+def _cell(p: Summary, sc: Scale, *, with_n: bool = True) -> str:
+    if math.isnan(p.mean):
+        return "–"
+    text = sc.format(p.mean)
+    if not math.isnan(p.half_width):
+        text = f"{sc(p.mean):.4g} ± {sc(p.half_width):.2g}" + (f" {sc.unit}" if sc.unit else "")
+    return text + (f" (n={p.n})" if with_n else "") + (f" {WIDE_MARK}" if too_wide(p) else "")
+
+
+def _series_table(all_series: list[Series]) -> tuple[Table, Scale, bool]:
+    """The series side by side in one unit; also the unit and whether a point is too wide."""
     xs: list[Any] = []
     for s in all_series:
         xs += [x for x in s.xs if x not in xs]
+    sc = scale(all_series[0].metric, [p.mean for s in all_series for p in s.points])
     header = [short(all_series[0].x)] + [s.name for s in all_series]
     rows = []
+    wide = False
     for x in xs:
         row = [str(x)]
         for s in all_series:
             p = s.points[s.xs.index(x)] if x in s.xs else None
-            row.append(f"{p.format()} (n={p.n})" if p else "")
+            row.append(_cell(p, sc) if p else "")
+            wide = wide or (p is not None and too_wide(p))
         rows.append(row)
-    return Table(header, rows)
+    return Table(header, rows), sc, wide
+
+
+#: what a measurement measures, in the order a reader looks for it
+PRIMARY = ("throughput_bps", "received_pps", "ndr_pps", "pdr_pps", "max_received_pps")
+
+
+def ordered_metrics(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The metrics to show one by one (the measured quantity first, then the rest by name) and
+    the CPU totals, shown together in one compact table (per-core figures stay in the store)."""
+    cpu = [n for n in names if n.startswith("cpu.") and ".cores." not in n]
+    rest = [n for n in names if not n.startswith("cpu.")]
+    first = [n for p in PRIMARY for n in rest if n == p]
+    first += [n for n in rest if n not in first and is_throughput(n)]
+    return first + [n for n in rest if n not in first], cpu
 
 
 def _curve_points(raw_text: str) -> list[tuple[float, float]]:
@@ -248,24 +288,32 @@ def _metric_blocks(exp: ExperimentRow, done: list[RunRow], out_dir: Path,
     x = main_parameter(done)
     names = metric_names(done)
     if x is None:
+        shown, cpu = ordered_metrics(names)
+        rows = []
+        for n in shown + cpu:
+            s = summarize(r.metrics.get(n, math.nan) for r in done)
+            sc = scale(n, [s.mean])
+            rows.append([n, _cell(s, sc, with_n=False), sc.format(s.std), str(s.n)])
         blocks.append(Heading(3, "Metrics"))
-        blocks.append(Table(["metric", "mean ± 95 % CI", "std", "n"], [
-            [n, s.format(), _num(s.std), str(s.n)]
-            for n in names
-            for s in [summarize(r.metrics.get(n, math.nan) for r in done)]]))
+        blocks.append(Table(["metric", "mean ± 95 % CI", "std", "n"], rows))
+        if any(WIDE_MARK in r[1] for r in rows):
+            blocks.append(Para(WIDE_NOTE))
         return blocks
     plotted = 0
-    for name in names:
-        if name.startswith("cpu.") and ".cores." in name:
-            continue  # per-core CPU stays in the store and the exports; the report shows totals
+    shown, cpu = ordered_metrics(names)
+    for name in shown:
         all_series = series(done, name, x)
         if not all_series:
             continue
+        table, sc, wide = _series_table(all_series)
         blocks.append(Heading(3, f"`{name}` against `{short(x)}`"))
-        blocks.append(_series_table(all_series))
-        if plotted < MAX_PLOTTED_METRICS and not name.startswith("cpu."):
+        blocks.append(table)
+        if wide:
+            blocks.append(Para(WIDE_NOTE))
+        if plotted < MAX_PLOTTED_METRICS:
             stem = out_dir / "plots" / f"{exp.id}-{_slug(name)}"
-            plot_series(all_series, stem, title=f"{exp.name}: {name}")
+            plot_series(all_series, stem, title=f"{exp.name}: {name}",
+                        ylabel=axis_label(name, sc), yscale=sc.factor)
             blocks.append(Image(f"plots/{stem.name}.png", f"{name} against {short(x)}"))
             plotted += 1
             numeric = all(isinstance(v, (int, float)) for s in all_series for v in s.xs)
@@ -276,7 +324,27 @@ def _metric_blocks(exp: ExperimentRow, done: list[RunRow], out_dir: Path,
                 blocks.append(Image(f"plots/{stem_r.name}.png", f"{name} relative"))
             if wanted and x == CHAIN_LENGTH:
                 blocks += _fit_blocks(exp, done, name, all_series, out_dir)
+    if cpu:
+        blocks += _cpu_blocks(done, cpu, x)
     return blocks
+
+
+def _cpu_blocks(done: list[RunRow], cpu: list[str], x: str) -> list[Block]:
+    """CPU and per-process figures in one table: one row per point, one column per figure
+    (means over the repetitions)."""
+    columns: dict[str, list[Series]] = {n: series(done, n, x) for n in cpu}
+    rows: dict[str, list[str]] = {}
+    header = [short(x)] + [n[len("cpu."):] for n in cpu]
+    for j, n in enumerate(cpu):
+        sc = scale(n, [p.mean for s in columns[n] for p in s.points])
+        for s in columns[n]:
+            for xv, p in zip(s.xs, s.points):
+                key = f"{xv}" + (f" ({s.name})" if s.label else "")
+                rows.setdefault(key, [key] + [""] * len(cpu))[j + 1] = sc.format(p.mean, 3)
+    return [Heading(3, f"CPU during the measurements, against `{short(x)}`"),
+            Para("Means over the repetitions: shares of all cores in %, per-process CPU in "
+                 "seconds."),
+            Table(header, list(rows.values()))]
 
 
 def _fit_blocks(exp: ExperimentRow, done: list[RunRow], name: str, all_series: list[Series],
@@ -284,6 +352,7 @@ def _fit_blocks(exp: ExperimentRow, done: list[RunRow], name: str, all_series: l
     blocks: list[Block] = [Heading(4, f"Power law t(n) = (1 − l)^(n − 2) · t(2) for `{name}`")]
     rows: list[list[str]] = []
     notes: list[Block] = []
+    sc = scale(name, [p.mean for s in all_series for p in s.points])
     for i, s in enumerate(all_series):
         mine = [r for r in done if all(r.params.get(k) == v for k, v in s.label.items())
                 and name in r.metrics and not math.isnan(r.metrics[name])]
@@ -296,15 +365,16 @@ def _fit_blocks(exp: ExperimentRow, done: list[RunRow], name: str, all_series: l
             continue
         f = a.fit
         rows.append([s.name, _pct(f.loss), f"{_pct(f.loss_ci[0])} … {_pct(f.loss_ci[1])}",
-                     _num(f.t2), f"{f.r2:.3f}",
+                     sc.format(f.t2), f"{f.r2:.3f}",
                      "–" if a.holds_up_to is None else str(a.holds_up_to),
                      a.trend and f"{a.trend} from n = {a.breaks_at}" or "–",
                      ", ".join(f"{n1}→{n2}: {_pct(v)}" for n1, n2, v in a.local_losses)])
-        notes.append(Para(f"{s.name}: {a.describe()}. Residuals (observed/fitted − 1): "
+        notes.append(Para(f"{s.name}: {a.describe(sc.format)}. Residuals (observed/fitted − 1): "
                           + ", ".join(f"n={r.n}: {100 * r.relative:+.1f} %" for r in f.residuals)
                           + "."))
         stem = out_dir / "plots" / f"{exp.id}-{_slug(name)}-fit-{i}"
-        plot_fit(ns, ts, a, stem, ylabel=name, title=f"{exp.name}: {s.name}")
+        plot_fit(ns, ts, a, stem, ylabel=axis_label(name, sc), yscale=sc.factor,
+                 title=f"{exp.name}: {s.name}")
         notes.append(Image(f"plots/{stem.name}.png", f"power-law fit, {s.name}"))
     if rows:
         blocks.append(Table(["series", "per-hop loss l", "95 % CI of l", "t(2)", "R²",
@@ -326,7 +396,9 @@ def _curve_blocks(store: Store, exp: ExperimentRow, done: list[RunRow],
     if not curves:
         return []
     stem = out_dir / "plots" / f"{exp.id}-offered-received"
-    plot_offered_received(curves, stem, title=f"{exp.name}: offered vs received")
+    sc = scale("offered_pps", [o for pts in curves.values() for o, _ in pts])
+    plot_offered_received(curves, stem, unit=sc.unit, scale=sc.factor,
+                          title=f"{exp.name}: offered vs received")
     return [Heading(3, "Offered vs received"),
             Image(f"plots/{stem.name}.png", "offered vs received")]
 

@@ -1,0 +1,51 @@
+"""Units people read: prefixes by magnitude, quantities from metric names, flagged intervals."""
+
+from __future__ import annotations
+
+import math
+
+from sfclab.experiments.plots import loss_onset
+from sfclab.experiments.report import ordered_metrics, too_wide
+from sfclab.experiments.stats import summarize
+from sfclab.experiments.units import axis_label, scale
+
+
+def test_bit_rates_take_the_prefix_of_their_largest_value() -> None:
+    sc = scale("throughput_bps", [1.631e10, 9.4e9])
+    assert sc.unit == "Gbit/s"
+    assert sc.format(1.631e10) == "16.31 Gbit/s"
+    assert scale("throughput_bps", [2.5e8]).unit == "Mbit/s"
+    assert axis_label("throughput_bps", sc) == "throughput (Gbit/s)"
+
+
+def test_packet_rates_times_and_ratios() -> None:
+    assert scale("received_pps", [2.1e6]).format(2.1e6) == "2.1 Mpps"
+    assert scale("ndr_pps", [42_759]).format(42_759) == "42.76 kpps"
+    assert scale("latency_p99_us", [350.0]).format(350.0) == "350 µs"
+    assert scale("latency_p99_us", [3500.0]).format(3500.0) == "3.5 ms"
+    assert scale("jitter_ms", [0.02]).format(0.02) == "20 µs"
+    assert scale("loss_ratio", [0.0123]).format(0.0123) == "1.23 %"
+    assert scale("cpu.all.softirq", [41.0]).format(41.0) == "41 %"
+    assert scale("retransmits", [12.0]).format(12.0) == "12"
+    assert scale("throughput_bps", [math.nan]).format(math.nan) == "–"
+
+
+def test_the_measured_quantity_comes_first_and_cpu_apart() -> None:
+    names = sorted(["cpu.all.busy", "cpu.cores.cpu0.busy", "jain_fairness", "retransmits",
+                    "throughput_bps", "flow_min_bps"])
+    shown, cpu = ordered_metrics(names)
+    assert shown[0] == "throughput_bps"
+    assert "cpu.all.busy" not in shown and cpu == ["cpu.all.busy"]
+    assert "cpu.cores.cpu0.busy" not in shown + cpu
+
+
+def test_an_interval_wider_than_half_the_mean_is_flagged() -> None:
+    assert too_wide(summarize([1.0, 10.0]))          # n = 2, far apart
+    assert not too_wide(summarize([10.0, 10.1, 9.9]))
+    assert not too_wide(summarize([10.0]))           # no interval at all: nothing to flag
+
+
+def test_loss_onset_is_the_first_offered_rate_that_loses() -> None:
+    pts = [(100.0, 100.0), (200.0, 200.0), (300.0, 250.0), (400.0, 250.0)]
+    assert loss_onset(pts) == 300.0
+    assert loss_onset([(100.0, 100.0)]) is None
