@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import RealizeError, SfclabError
+from ..errors import RealizeError
 from ..kernel import netns, nlbatch, ovs
 from ..kernel.nlbatch import Batch
 from ..plan.model import InterfacePlan, Plan
 from .part import Part
+from .step import step
 from .state import LabState
 
 if TYPE_CHECKING:  # pyroute2 is loaded only for labs with root-namespace ends (OVS)
@@ -27,24 +28,6 @@ if TYPE_CHECKING:  # pyroute2 is loaded only for labs with root-namespace ends (
 
 #: the stages of a build, in order (see :mod:`sfclab.realize.part`)
 STAGES = ("namespaces", "links", "after_links", "ovs", "attach", "configure", "prepare", "start")
-
-
-@contextlib.contextmanager
-def step(obj: str) -> Iterator[None]:
-    """Turn any failure inside into a :class:`RealizeError` naming ``obj``."""
-    try:
-        yield
-    except SfclabError as e:
-        if isinstance(e, RealizeError):
-            raise
-        raise RealizeError(str(e), obj=obj) from e
-    except OSError as e:
-        raise RealizeError(e.strerror or str(e), obj=obj, errno=e.errno) from e
-    except Exception as e:
-        code = getattr(e, "code", None)  # pyroute2's NetlinkError carries the errno
-        if type(e).__name__ == "NetlinkError" and isinstance(code, int) and code > 0:
-            raise RealizeError(os.strerror(code), obj=obj, errno=code) from e
-        raise RealizeError(f"{type(e).__name__}: {e}", obj=obj) from e
 
 
 class Builder:

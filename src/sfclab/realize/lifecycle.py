@@ -18,7 +18,6 @@ from ..errors import LabError, RealizeError, SpecError
 from ..plan.model import Plan
 from ..plan.names import STAGING_NODE, netns_name
 from ..kernel import netns, ovs
-from . import journal
 from .kinds import TABLE
 from .state import LabState, all_labs, pid_alive
 from .teardown import TeardownReport, teardown
@@ -89,6 +88,7 @@ def up(lab: Lab, *, progress: Progress | None = None) -> Plan:
     """Build ``lab``; return its plan.  On failure nothing of it is left."""
     import yaml  # light start-up: down/ls/inspect never write YAML
 
+    from . import journal  # light start-up: only up journals
     from .build import Builder  # light start-up: only up builds
 
     say = progress or (lambda _m: None)

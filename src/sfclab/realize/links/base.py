@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...kernel import ethtool, netns
-from ..build import step
+from ..step import step
 from ..part import Part
 
 if TYPE_CHECKING:

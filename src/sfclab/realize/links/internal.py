@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...kernel import netns, ovs
 from ...plan.model import InterfacePlan, OvsPortPlan
-from ..build import step
+from ..step import step
 from .base import LinkForm, configure_interface
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...kernel import ovs
 from ...plan.model import InterfacePlan, OvsPortPlan, VethPlan
 from ...plan.names import STAGING_NODE, netns_name
-from ..build import step
+from ..step import step
 from ..nodes.namespace import BASE_SYSCTLS
 from .base import LinkForm, configure_interface
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ... import functions
-from ..build import step
+from ..step import step
 from .namespace import NamespaceNode
 
 if TYPE_CHECKING:
