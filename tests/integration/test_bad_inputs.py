@@ -375,3 +375,35 @@ def test_bad_command_lines(capsys: pytest.CaptureFixture[str], case: str, argv: 
     assert "Traceback" not in err
     assert words in err, err
     assert snapshot() == before
+
+
+def test_read_only_commands_never_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``results`` and ``report`` refuse what is not an sfclab database and leave it as it was;
+    ``report --out`` refuses a file or a place it cannot write."""
+    import sqlite3
+
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as c:
+        c.execute("CREATE TABLE t (x)")
+    text = tmp_path / "text.db"
+    text.write_text("hello\n")
+    for db in (empty, foreign, text):
+        before = db.read_bytes()
+        for argv in (["results", "ls"], ["results", "show"], ["results", "export"],
+                     ["report", "--out", str(tmp_path / "r")]):
+            assert main([*argv, "--db", str(db)]) == ExitStatus.BAD_INPUT
+            one_located_line(capsys.readouterr().err, str(db))
+            assert db.read_bytes() == before
+            assert not (tmp_path / "r").exists()
+    assert main(["results", "ls", "--db", str(tmp_path / "missing.db")]) == ExitStatus.BAD_INPUT
+    assert not (tmp_path / "missing.db").exists()
+    capsys.readouterr()
+    from sfclab.experiments.store import Store
+
+    good = tmp_path / "good.db"
+    Store(good).close()
+    for out in (str(text), "/proc/sfclab-no/report"):
+        assert main(["report", "--db", str(good), "--out", out]) == ExitStatus.BAD_INPUT
+        assert "--out" in one_located_line(capsys.readouterr().err, None)

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..errors import SpecError
 from ..spec.experiment import LabValidator, load_experiment
 from ..traffic.environment import environment as host_environment
 from .report import build_report
@@ -57,7 +58,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def results_ls(db: str | os.PathLike[str] | None) -> str:
     """One line per experiment: id, name, created (UTC), runs done/failed/pending, source."""
-    with Store(db or DEFAULT_DB, create=False) as store:
+    with Store(db or DEFAULT_DB, readonly=True) as store:
         rows = []
         for e in store.experiments():
             c = store.counts(e.id)
@@ -74,7 +75,7 @@ def results_show(db: str | os.PathLike[str] | None, experiment: int | str | None
                  run: int | None = None) -> str:
     """With ``run``: that run in full (parameters, metrics, environment, raw outputs).
     Otherwise the runs of ``experiment`` (id or name; default the newest) in trial order."""
-    with Store(db or DEFAULT_DB, create=False) as store:
+    with Store(db or DEFAULT_DB, readonly=True) as store:
         if run is not None:
             r = store.run(run)
             e = store.experiment(r.experiment_id)
@@ -114,12 +115,30 @@ def results_show(db: str | os.PathLike[str] | None, experiment: int | str | None
 def results_export(db: str | os.PathLike[str] | None, format: str = "json",
                    experiment: int | str | None = None) -> str:
     """Every run (or one experiment's) as CSV or JSON (see :meth:`Store.export`)."""
-    with Store(db or DEFAULT_DB, create=False) as store:
+    with Store(db or DEFAULT_DB, readonly=True) as store:
         return store.export(format, experiment)
 
 
 def write_report(db: str | os.PathLike[str] | None, out_dir: str | os.PathLike[str],
                  experiments: Sequence[int | str] | None = None) -> Path:
-    """Write ``out_dir/report.md`` and ``out_dir/report.html``; return the Markdown path."""
-    with Store(db or DEFAULT_DB, create=False) as store:
-        return build_report(store, out_dir, experiments=experiments)
+    """Write ``out_dir/report.md`` and ``out_dir/report.html``; return the Markdown path.
+    The database is only read; ``out_dir`` is made if missing (a file there is bad input)."""
+    with Store(db or DEFAULT_DB, readonly=True) as store:
+        out = _report_dir(out_dir)
+        return build_report(store, out, experiments=experiments)
+
+
+def _report_dir(out_dir: str | os.PathLike[str]) -> Path:
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SpecError(f"expected a directory for the report, got an existing file {str(out)!r}",
+                        place="--out")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".sfclab-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise SpecError(f"expected a directory the report can be written to, got {str(out)!r} "
+                        f"({e.strerror})", place="--out") from None
+    return out
