@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * sfc-droptrace: where did the packets die?  Counts the kernel's packet drops (tracepoint
+ * skb:kfree_skb with its drop reason) in the network namespaces it is given, by namespace,
+ * reason and interface, with bpf/droptrace.bpf.c.
+ *
+ *   sfc-droptrace NAME=PATH [NAME=PATH ...]
+ *
+ * Each argument names a namespace and the file that holds it (/run/netns/...).  Once attached it
+ * prints "ready" on stdout.  Each line read on stdin makes it print the counts so far as one
+ * JSON line; end of input (or SIGINT/SIGTERM) prints them a last time and exits, and with the
+ * process goes the program (attached by a BPF link, never pinned).
+ *
+ *   {"drops": [{"netns": "r1", "reason": "QDISC_DROP", "ifindex": 3, "packets": 1200}, ...],
+ *    "overflow": 0}
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "droptrace.h"
+#include "droptrace.skel.h"
+
+#define REASON_PREFIX "SKB_DROP_REASON_"
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+struct watch {
+	const char *name;
+	__u32 inum;
+};
+
+/* The name of drop reason `value` from the kernel's own BTF ("NOT_SPECIFIED", ...). */
+static void reason_name(const struct btf *btf, __s32 enum_id, __u32 value, char *out, size_t len)
+{
+	const struct btf_type *t = enum_id > 0 ? btf__type_by_id(btf, enum_id) : NULL;
+	if (t) {
+		const struct btf_enum *e = btf_enum(t);
+		for (int i = 0; i < btf_vlen(t); i++, e++) {
+			if ((__u32)e->val != value)
+				continue;
+			const char *name = btf__name_by_offset(btf, e->name_off);
+			if (strncmp(name, REASON_PREFIX, strlen(REASON_PREFIX)) == 0)
+				name += strlen(REASON_PREFIX);
+			snprintf(out, len, "%s", name);
+			return;
+		}
+	}
+	snprintf(out, len, "REASON_%u", value);
+}
+
+static int dump(struct droptrace *skel, const struct watch *w, const struct btf *btf,
+		__s32 enum_id, int ncpus)
+{
+	int drops = bpf_map__fd(skel->maps.drops);
+	struct drop_key key, next;
+	__u64 *values = calloc(ncpus, sizeof(*values));
+	char reason[64];
+	int first = 1, err;
+
+	if (!values)
+		return -ENOMEM;
+	printf("{\"drops\": [");
+	err = bpf_map_get_next_key(drops, NULL, &next);
+	while (err == 0) {
+		key = next;
+		if (bpf_map_lookup_elem(drops, &key, values) == 0) {
+			__u64 sum = 0;
+			for (int c = 0; c < ncpus; c++)
+				sum += values[c];
+			reason_name(btf, enum_id, key.reason, reason, sizeof(reason));
+			printf("%s{\"netns\": \"%s\", \"reason\": \"%s\", \"ifindex\": %u, "
+			       "\"packets\": %llu}", first ? "" : ", ", w[key.netns].name, reason,
+			       key.ifindex, (unsigned long long)sum);
+			first = 0;
+		}
+		err = bpf_map_get_next_key(drops, &key, &next);
+	}
+	__u32 zero = 0;
+	__u64 overflow = 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.overflow), &zero, values) == 0)
+		for (int c = 0; c < ncpus; c++)
+			overflow += values[c];
+	printf("], \"overflow\": %llu}\n", (unsigned long long)overflow);
+	fflush(stdout);
+	free(values);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct droptrace *skel = NULL;
+	struct btf *btf = NULL;
+	struct watch *w = NULL;
+	int nw = argc - 1, err = 1;
+
+	if (nw < 1 || nw > DROPTRACE_MAX_NETNS || strcmp(argv[1], "--help") == 0) {
+		fprintf(stderr, "usage: sfc-droptrace NAME=PATH [NAME=PATH ...] (1 to %d namespaces)\n",
+			DROPTRACE_MAX_NETNS);
+		return 2;
+	}
+	w = calloc(nw, sizeof(*w));
+	if (!w)
+		return 1;
+	for (int i = 0; i < nw; i++) {
+		char *eq = strchr(argv[i + 1], '=');
+		struct stat st;
+		if (!eq || eq == argv[i + 1]) {
+			fprintf(stderr, "sfc-droptrace: expected NAME=PATH, got '%s'\n", argv[i + 1]);
+			err = 2;
+			goto cleanup;
+		}
+		*eq = '\0';
+		if (stat(eq + 1, &st) != 0) {
+			fprintf(stderr, "sfc-droptrace: Failed to stat %s: %s\n", eq + 1, strerror(errno));
+			err = 2;
+			goto cleanup;
+		}
+		w[i].name = argv[i + 1];
+		w[i].inum = (__u32)st.st_ino;
+	}
+
+	int ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0) {
+		fprintf(stderr, "sfc-droptrace: Failed to count CPUs: %s\n", strerror(-ncpus));
+		goto cleanup;
+	}
+	btf = btf__load_vmlinux_btf();
+	__s32 enum_id = btf ? btf__find_by_name_kind(btf, "skb_drop_reason", BTF_KIND_ENUM) : -1;
+
+	skel = droptrace__open_and_load();
+	if (!skel) {
+		fprintf(stderr, "sfc-droptrace: Failed to load the BPF program: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	for (__u32 i = 0; i < (__u32)nw; i++) {
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.watched), &w[i].inum, &i, BPF_ANY)) {
+			fprintf(stderr, "sfc-droptrace: Failed to watch %s: %s\n", w[i].name,
+				strerror(errno));
+			goto cleanup;
+		}
+	}
+	if (droptrace__attach(skel)) {
+		fprintf(stderr, "sfc-droptrace: Failed to attach to skb:kfree_skb: %s\n",
+			strerror(errno));
+		goto cleanup;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	printf("ready\n");
+	fflush(stdout);
+
+	char line[256];
+	while (!stop) {
+		struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+		int r = poll(&p, 1, 200);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r <= 0)
+			continue;
+		if (!fgets(line, sizeof(line), stdin))
+			break; /* end of input: the last dump below */
+		dump(skel, w, btf, enum_id, ncpus);
+	}
+	dump(skel, w, btf, enum_id, ncpus);
+	err = 0;
+cleanup:
+	droptrace__destroy(skel);
+	btf__free(btf);
+	free(w);
+	return err;
+}
