@@ -94,7 +94,7 @@ def test_bad_sweep_value_names_item_and_line(tmp_path):
     e = error_of(tmp_path, BASIC.replace("[1, 4]", "\n    - 1\n    - 4\n    - many"))
     assert e.place == "sweep.measure.flows[2]"
     assert e.line == 14
-    assert "integer" in e.message
+    assert "whole number" in e.message
 
 
 def test_sweep_path_through_a_scalar(tmp_path):
@@ -199,7 +199,7 @@ def test_lab_validator_once_per_variant_and_errors_name_the_variant(tmp_path):
 
     with pytest.raises(SpecError) as ei:
         expand(exp, refuse_long)
-    assert ei.value.place == "chain.length" and "lab.chain.length=5" in ei.value.message
+    assert ei.value.place == "lab.chain.length" and "lab.chain.length=5" in ei.value.message
 
 
 def test_trial_order_is_a_seeded_permutation(tmp_path):

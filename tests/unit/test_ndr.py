@@ -89,14 +89,18 @@ def test_ramp_is_passed_when_the_generator_takes_it():
     assert r["params"]["ramp_s"] == 0.25
 
 
-def test_ramp_is_not_forced_on_a_generator_without_it():
-    class Plain(FakeGenerator):
-        def trial(self, offered_pps, duration_s, size):  # no ramp_s
-            return super().trial(offered_pps, duration_s, size)
+def test_the_ramp_reaches_sfcgen():
+    """The native generator turns the interface's ramp into sfcgen's --ramp (no signature
+    sniffing): a paced trial ramps, a maximum-rate trial has nothing to ramp to."""
+    from sfclab.traffic.native import NativeGenerator
 
-    r = search(Plain(NDR, PDR), ramp_s=0.25)
-    assert r["params"]["ramp_s"] is None
-    assert NDR * 0.995 <= r["ndr_pps"] <= NDR
+    gen = NativeGenerator.__new__(NativeGenerator)  # no sink process: only the sender's argv
+    gen.__dict__.update(binary="sfcgen", dst_ip="198.18.0.2", port=7000, flows=1, threads=1,
+                        _engine="auto", src_ip=None, qdisc_bypass=False, send_cpus=None)
+    argv = gen.send_argv(100_000, 2.0, 64, 0.25)
+    assert argv[argv.index("--ramp") + 1] == "0.25"
+    assert "--ramp" not in gen.send_argv(None, 2.0, 64, 0.25)
+    assert "--ramp" not in gen.send_argv(100_000, 2.0, 64, None)
 
 
 def test_progress_callback_sees_every_trial():

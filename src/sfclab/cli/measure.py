@@ -40,26 +40,33 @@ def _iperf_text(d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cmd_iperf(a: argparse.Namespace) -> int:
-    from ..traffic import measure
+def _request(a: argparse.Namespace, kind: str, keys: tuple[str, ...]) -> Any:
+    """The typed request from the options (errors name the option, exit status 2)."""
+    from ..spec.measurement import from_options  # light start-up: pydantic only to measure
 
-    opts: dict[str, Any] = {"flows": a.flows, "udp": a.udp, "zerocopy": a.zerocopy,
-                            "duration": a.duration, "omit": a.omit, "affinity": a.affinity}
-    if a.length is not None:
-        opts["length"] = a.length
-    if a.bitrate is not None:
-        opts["bitrate"] = a.bitrate
-    _emit(measure.iperf(a.lab, a.src, a.dst, **opts), a.json, _iperf_text)
+    values: dict[str, Any] = {"type": kind, "from": a.src, "to": a.dst}
+    values.update({k: getattr(a, k) for k in keys if getattr(a, k, None) is not None})
+    return from_options(values)
+
+
+def _measure(a: argparse.Namespace, r: Any, text: Callable[[dict[str, Any]], str]) -> int:
+    from ..traffic import measure  # light start-up: the traffic code only to measure
+
+    _emit(measure.run(a.lab, r, progress=_progress).to_dict(), a.json, text)
     return ExitStatus.OK
 
 
-def cmd_rate(a: argparse.Namespace) -> int:
-    from ..traffic import measure
+PACKET = ("duration", "size", "flows", "threads", "engine", "sink", "pairs")
 
-    rates = "max" if a.rates == "max" else [r for r in a.rates.split(",") if r]
-    d = measure.rate(a.lab, a.src, a.dst, size=a.size, rates=rates, duration=a.duration,
-                     flows=a.flows, threads=a.threads, engine=a.engine, sink=a.sink,
-                     progress=_progress)
+
+def cmd_iperf(a: argparse.Namespace) -> int:
+    keys = ("flows", "udp", "zerocopy", "duration", "omit", "affinity", "length", "bitrate")
+    return _measure(a, _request(a, "iperf", keys), _iperf_text)
+
+
+def cmd_rate(a: argparse.Namespace) -> int:
+    a.rates = [x for x in a.rates.split(",") if x.strip()] if a.rates else a.rates
+    r = _request(a, "rate", PACKET + ("rates",))
 
     def text(d: dict[str, Any]) -> str:
         out = [f"{'OFFERED pps':>14} {'SENT pps':>14} {'RECEIVED pps':>14} {'LOSS %':>10}"]
@@ -67,16 +74,20 @@ def cmd_rate(a: argparse.Namespace) -> int:
             out.append(f"{p['offered_pps']:>14,.0f} {p['sent_pps']:>14,.0f} "
                        f"{p['received_pps']:>14,.0f} {p['loss_ratio'] * 100:>10.4f}")
         return "\n".join(out)
-    _emit(d, a.json, text)
-    return ExitStatus.OK
+    return _measure(a, r, text)
 
 
 def cmd_ndr(a: argparse.Namespace) -> int:
-    from ..traffic import measure
+    if a.loss is not None:
+        goals = [g.strip() for g in a.loss.split(",") if g.strip()]
+        if len(goals) != 2:
+            from ..errors import SpecError  # light start-up
 
-    d = measure.ndr(a.lab, a.src, a.dst, size=a.size, loss=a.loss, trial=a.trial,
-                    precision=a.precision, max_rate=a.max_rate, flows=a.flows,
-                    threads=a.threads, engine=a.engine, sink=a.sink, progress=_progress)
+            raise SpecError(f"expected two loss goals NDR,PDR such as '0%,0.5%', got "
+                            f"{a.loss!r}", place="--loss")
+        a.ndr_loss, a.pdr_loss = goals
+    r = _request(a, "ndr", PACKET + ("ndr_loss", "pdr_loss", "precision", "max_rate",
+                                     "method"))
 
     def text(d: dict[str, Any]) -> str:
         def fig(k: str) -> str:
@@ -88,25 +99,22 @@ def cmd_ndr(a: argparse.Namespace) -> int:
         return (f"NDR {fig('ndr_pps')}\nPDR {fig('pdr_pps')}\n"
                 f"generator_limited: {str(d.get('generator_limited')).lower()}, "
                 f"{len(d.get('trials', []))} trials")
-    _emit(d, a.json, text)
-    return ExitStatus.OK
+    return _measure(a, r, text)
 
 
 def cmd_latency(a: argparse.Namespace) -> int:
-    from ..traffic import measure
-
-    d = measure.latency(a.lab, a.src, a.dst, rate=a.rate, size=a.size, duration=a.duration,
-                        flows=a.flows, engine=a.engine, sink=a.sink)
+    r = _request(a, "latency", PACKET + ("rate",))
 
     def text(d: dict[str, Any]) -> str:
         m = d["metrics"]
         keys = [k for k in m if k.startswith("latency_")]
         return "\n".join(f"{k[len('latency_'):]:>10}: {m[k]:.1f}" for k in keys)
-    _emit(d, a.json, text)
-    return ExitStatus.OK
+    return _measure(a, r, text)
 
 
-def register(sub: Any, add: Callable) -> None:
+def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
+    from ..spec.measurement import ENGINES, SINKS  # noqa: F401 (choices named in the help)
+
     tp = sub.add_parser("traffic", help="measure: iperf3 flows, packet rates, NDR/PDR, latency",
                         description="Measure a running lab.",
                         epilog="examples:\n"
@@ -125,51 +133,60 @@ def register(sub: Any, add: Callable) -> None:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         sp.set_defaults(fn=fn)
         sp.add_argument("lab")
-        sp.add_argument("--from", dest="src", default="src", metavar="NODE")
-        sp.add_argument("--to", dest="dst", default="dst", metavar="NODE")
+        sp.add_argument("--from", dest="src", metavar="NODE", help="sender (default src)")
+        sp.add_argument("--to", dest="dst", metavar="NODE", help="receiver (default dst)")
         sp.add_argument("--json", action="store_true", help="print JSON")
         return sp
 
     def generator_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
-        sp.add_argument("--flows", type=int, default=1)
+        sp.add_argument("--flows", help="UDP flows (distinct source ports; default 1)")
         if threads:
-            sp.add_argument("--threads", type=int, default=1, help="sending threads")
-        sp.add_argument("--engine", choices=["auto", "packet", "ring", "udp", "xdp"],
-                        default="auto", help="sender: AF_PACKET (auto), TX ring, UDP sockets, or "
-                        "xdp (BPF_PROG_RUN live frames, the fastest)")
-        sp.add_argument("--sink", choices=["socket", "xdp"], default="socket",
-                        help="receiver: a UDP socket, or an XDP program that counts and drops")
+            sp.add_argument("--threads", help="sending threads (default 1)")
+        sp.add_argument("--engine", help=f"sender: one of {', '.join(ENGINES)} (default auto: "
+                        "AF_PACKET; xdp: BPF_PROG_RUN live frames, the fastest)")
+        sp.add_argument("--sink", help=f"receiver: one of {', '.join(SINKS)} (default socket; "
+                        "xdp: an XDP program that counts and drops)")
 
     sp = common("iperf", cmd_iperf, "N independent iperf3 pairs on distinct ports",
                 "sfclab traffic iperf chain5 --from src --to dst --flows 4 --zerocopy --json")
-    sp.add_argument("--flows", type=int, default=1)
-    sp.add_argument("--udp", action="store_true")
-    sp.add_argument("--length", type=int, help="bytes per write (UDP: datagram payload)")
+    sp.add_argument("--flows", help="parallel iperf3 pairs (default 1)")
+    sp.add_argument("--udp", action="store_true", default=None)
+    sp.add_argument("--length", help="bytes per write (UDP: datagram payload)")
     sp.add_argument("--bitrate", help="per flow, iperf3 units (e.g. 500M); UDP default 1M")
-    sp.add_argument("--zerocopy", action="store_true")
-    sp.add_argument("--duration", type=int, default=5, metavar="S")
-    sp.add_argument("--omit", type=int, default=0, metavar="S")
-    sp.add_argument("--affinity", choices=["auto", "none"], default="auto")
+    sp.add_argument("--zerocopy", action="store_true", default=None)
+    sp.add_argument("--duration", metavar="S", help="seconds (default 10)")
+    sp.add_argument("--omit", metavar="S", help="seconds left out at the start (default 0)")
+    sp.add_argument("--affinity", help="auto (default: client and server on their own cores) "
+                    "or none")
+
+    def packet_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
+        sp.add_argument("--size", help="frame bytes (64..MTU+18) or imix (default 64)")
+        sp.add_argument("--pair", dest="pairs", action="append", metavar="FROM:TO",
+                        help="a sender:receiver pair; repeat for several at once (instead of "
+                        "--from/--to)")
+        generator_options(sp, threads)
 
     sp = common("rate", cmd_rate, "offered-vs-received packet-rate curve (native generator)",
                 "sfclab traffic rate chain5 --size 64 --rates 50k,100k,200k,max")
-    sp.add_argument("--size", required=True, help="frame bytes (64..MTU+18) or imix")
-    sp.add_argument("--rates", required=True, help="comma-separated pps (k/M suffixes) or max")
-    sp.add_argument("--duration", type=float, default=2, metavar="S")
-    generator_options(sp)
+    sp.add_argument("--rates", required=True,
+                    help="comma-separated pps (k/M suffixes); 'max' is what the sender reaches")
+    sp.add_argument("--duration", metavar="S", help="seconds per trial (default 2)")
+    packet_options(sp)
 
-    sp = common("ndr", cmd_ndr, "RFC 2544 NDR/PDR binary search (native generator)",
-                "sfclab traffic ndr chain5 --size 64 --loss 0.001%,0.1% --trial 2")
-    sp.add_argument("--size", required=True, help="frame bytes (64..MTU+18) or imix")
-    sp.add_argument("--loss", default="0.001%,0.1%", help="loss goals: NDR,PDR (default %(default)s)")
-    sp.add_argument("--trial", type=float, default=2, metavar="S", help="seconds per trial")
-    sp.add_argument("--precision", type=float, default=0.01, help="relative interval (0.01 = 1%%)")
-    sp.add_argument("--max-rate", help="top of the search range in pps (default: measured)")
-    generator_options(sp)
+    sp = common("ndr", cmd_ndr, "NDR/PDR search: MLRsearch (default) or binary",
+                "sfclab traffic ndr chain5 --size 64 --loss 0%,0.5% --trial 2")
+    sp.add_argument("--loss", help="loss goals NDR,PDR in percent (default 0%%,0.5%%)")
+    sp.add_argument("--trial", "--duration", dest="duration", metavar="S",
+                    help="seconds per trial (default 2)")
+    sp.add_argument("--precision", help="stop when the interval is this many percent wide "
+                    "(default 1)")
+    sp.add_argument("--max-rate", dest="max_rate",
+                    help="top of the search in pps (default: what the sender reaches)")
+    sp.add_argument("--method", help="mlr (MLRsearch, RFC 9971; default) or binary")
+    packet_options(sp)
 
     sp = common("latency", cmd_latency, "latency percentiles at one offered rate",
                 "sfclab traffic latency chain5 --rate 50k --size 64")
     sp.add_argument("--rate", required=True, help="offered pps (k/M suffixes)")
-    sp.add_argument("--size", required=True, help="frame bytes or imix")
-    sp.add_argument("--duration", type=float, default=2, metavar="S")
-    generator_options(sp, threads=False)
+    sp.add_argument("--duration", metavar="S", help="seconds (default 2)")
+    packet_options(sp, threads=False)

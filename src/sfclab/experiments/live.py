@@ -17,7 +17,9 @@ from ..api import Lab
 from ..errors import LabError
 from ..realize import lifecycle
 from ..realize.state import LabState, pid_alive
+from ..spec import measurement as request
 from ..traffic import measure as measurements
+from ..traffic.result import Measurement
 
 OWNER_KEY = "experiment_pid"
 
@@ -41,5 +43,6 @@ def lab_up(lab_dict: dict[str, Any]) -> Iterator[Lab]:
         lab.down()
 
 
-def measure(lab: Lab, spec: dict[str, Any]) -> dict[str, Any]:
-    return measurements.from_experiment(lab.name, spec)
+def measure(lab: Lab, spec: dict[str, Any]) -> Measurement:
+    """Run the measurement an experiment file describes (``measure:``) in a running lab."""
+    return measurements.run(lab.name, request.validate(spec))

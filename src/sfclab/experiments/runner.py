@@ -24,7 +24,6 @@ from __future__ import annotations
 import abc
 import contextlib
 import copy
-import math
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -33,10 +32,11 @@ from typing import Any, ContextManager, TextIO
 
 from ..spec.experiment import Experiment, LabValidator, RunPoint, expand, trial_order
 from ..traffic.environment import environment as host_environment
+from ..traffic.result import Measurement, ResultError
 from .store import Store
 
 LabUp = Callable[[dict[str, Any]], ContextManager[Any]]
-Measure = Callable[[Any, dict[str, Any]], Mapping[str, Any]]
+Measure = Callable[[Any, dict[str, Any]], "Measurement | Mapping[str, Any]"]
 
 
 class Progress(abc.ABC):
@@ -155,8 +155,7 @@ class RunSummary:
     pending: int  # runs still to do afterwards
 
 
-class MeasurementResultError(ValueError):
-    """The measurement returned something that is not a result."""
+MeasurementResultError = ResultError  # the name the runner's callers know
 
 
 def flatten_numbers(d: Mapping[str, Any], prefix: str) -> dict[str, float]:
@@ -171,43 +170,28 @@ def flatten_numbers(d: Mapping[str, Any], prefix: str) -> dict[str, float]:
     return out
 
 
-#: keys of a measurement result with a meaning of their own; any other key is kept as raw
-RESULT_KEYS = ("type", "params", "metrics", "environment", "cpu", "raw")
-
-
-def split_result(result: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, Any],
-                                                     dict[str, Any]]:
+def split_result(result: Measurement | Mapping[str, Any]) -> tuple[
+        dict[str, float], dict[str, Any], dict[str, Any]]:
     """A measurement result -> (metrics, raw outputs, run environment).
 
-    Metrics must be numbers (booleans count as 0/1, None means not measured and is dropped);
-    numeric leaves of ``cpu`` are added as ``cpu.…`` metrics.  ``raw`` is split by key when it
-    is a mapping (else kept whole as ``raw``); keys outside :data:`RESULT_KEYS` (per-flow
-    lists, the points of a rate curve, ...) are kept as raw entries of their own name.
-    Raises :class:`MeasurementResultError` when metrics are missing or not numbers."""
-    if not isinstance(result, Mapping) or not isinstance(result.get("metrics"), Mapping):
-        raise MeasurementResultError("the measurement returned no 'metrics' mapping")
-    metrics: dict[str, float] = {}
-    for name, value in result["metrics"].items():
-        if value is None:
-            continue
-        if not isinstance(value, (int, float)) or math.isinf(value):
-            raise MeasurementResultError(f"metric {name!r} is not a finite number: {value!r}")
-        metrics[str(name)] = float(value)
-    cpu = result.get("cpu") or {}
-    if isinstance(cpu, Mapping):
-        for name, value in flatten_numbers(cpu, "cpu").items():
+    A mapping is first made a :class:`~sfclab.traffic.result.Measurement`, which validates it
+    (metrics must be finite numbers; booleans count as 0/1, None means not measured and is
+    dropped).  Numeric leaves of ``cpu`` are added as ``cpu.…`` metrics; ``raw`` is split by
+    key when it is a mapping (else kept whole as ``raw``); the extra keys (per-flow lists, the
+    points of a rate curve, ...) are kept as raw entries of their own name."""
+    m = result if isinstance(result, Measurement) else Measurement.from_dict(result)
+    metrics = dict(m.metrics)
+    if isinstance(m.cpu, Mapping):
+        for name, value in flatten_numbers(m.cpu, "cpu").items():
             metrics.setdefault(name, value)
-    got = result.get("raw")
-    raw: dict[str, Any] = dict(got) if isinstance(got, Mapping) else (
-        {} if got is None else {"raw": got})
-    for k, v in result.items():
-        if k not in RESULT_KEYS:
-            raw[k if k not in raw else f"extra.{k}"] = v
-    raw.setdefault("measurement", {"type": result.get("type"), "params": result.get("params")})
-    if cpu:
-        raw.setdefault("cpu", cpu)
-    env = dict(result.get("environment") or {})
-    return metrics, raw, env
+    raw: dict[str, Any] = dict(m.raw) if isinstance(m.raw, Mapping) else (
+        {} if m.raw is None else {"raw": m.raw})
+    for k, v in m.extra.items():
+        raw[k if k not in raw else f"extra.{k}"] = v
+    raw.setdefault("measurement", {"type": m.type, "params": m.params})
+    if m.cpu:
+        raw.setdefault("cpu", m.cpu)
+    return metrics, raw, dict(m.environment or {})
 
 
 class Runner:

@@ -40,120 +40,21 @@ import os
 import random
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import SpecError
-from .source import Document, format_place
+from . import measurement
+from .names import NAME_WORDS
+from .source import Document, format_place, parse_place
+from .wording import pydantic_error
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 PATH_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
-MEASURE_TYPES = ("iperf", "rate", "ndr", "latency")
 
 #: ``validate_lab(lab_dict, source)``: raises SpecError when the lab is not valid
 LabValidator = Callable[[dict[str, Any], str], Any]
-
-_SUFFIX = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9}
-_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)\s*(pps)?\s*$")
-
-
-def parse_rate(v: Any) -> Any:
-    """``"250k"``, ``"1.5M"``, ``"100kpps"`` -> packets per second as a float; numbers pass."""
-    if isinstance(v, str):
-        m = _RATE_RE.match(v)
-        if not m:
-            raise ValueError("a packet rate such as 100000, '250k' or '1.5M'")
-        return float(m.group(1)) * _SUFFIX[m.group(2)]
-    return v
-
-
-# --------------------------------------------------------------------------- measurements
-
-class _Measure(BaseModel):
-    """Options every measurement has.  ``from``/``to`` name lab nodes (default: the chain's
-    ends, chosen by the measurement); ``duration`` is seconds of traffic per trial."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
-
-    from_: str | None = Field(default=None, alias="from")
-    to: str | None = None
-    duration: float = Field(default=10.0, gt=0, le=3600)
-
-
-class IperfMeasure(_Measure):
-    """iperf3 throughput with ``flows`` parallel server/client pairs (TCP unless ``udp``)."""
-
-    type: Literal["iperf"]
-    flows: int = Field(default=1, ge=1, le=128)
-    udp: bool = False
-    length: int | None = Field(default=None, ge=16, le=65507)  # bytes per write / datagram
-    bitrate: str | float | None = None  # iperf3 -b, per flow; None: iperf3's default
-    zerocopy: bool = False
-    omit: float = Field(default=0, ge=0, le=60)  # seconds discarded at the start
-
-
-class _PacketMeasure(_Measure):
-    """Options of the native generator: the sender's ``engine`` and the kind of ``sink``
-    (see ``sfclab.traffic.native.NativeGenerator``)."""
-
-    engine: Literal["auto", "packet", "ring", "udp", "xdp"] = "auto"
-    sink: Literal["socket", "xdp"] = "socket"
-
-
-class RateMeasure(_PacketMeasure):
-    """Offered-vs-received curve: one trial per offered packet rate in ``rates``."""
-
-    type: Literal["rate"]
-    size: int | Literal["imix"] = 64  # frame size in bytes
-    rates: list[float] = Field(min_length=1)
-
-    @field_validator("rates", mode="before")
-    @classmethod
-    def _rates(cls, v: Any) -> Any:
-        return [parse_rate(x) for x in v] if isinstance(v, list) else v
-
-    @field_validator("rates")
-    @classmethod
-    def _positive(cls, v: list[float]) -> list[float]:
-        if any(x <= 0 for x in v):
-            raise ValueError("positive packet rates")
-        return v
-
-
-class NdrMeasure(_PacketMeasure):
-    """NDR/PDR binary search: the highest rate whose loss stays within each goal (in %)."""
-
-    type: Literal["ndr"]
-    size: int | Literal["imix"] = 64
-    ndr_loss: float = Field(default=0.001, ge=0, le=100)
-    pdr_loss: float = Field(default=0.1, ge=0, le=100)
-    precision: float = Field(default=0.1, gt=0, le=50)  # stop when the interval is this % wide
-    max_rate: float | None = Field(default=None, gt=0)  # pps; None: what the generator reaches
-
-    @field_validator("max_rate", mode="before")
-    @classmethod
-    def _max_rate(cls, v: Any) -> Any:
-        return parse_rate(v)
-
-
-class LatencyMeasure(_PacketMeasure):
-    """Latency percentiles at a constant offered ``rate`` (pps)."""
-
-    type: Literal["latency"]
-    size: int | Literal["imix"] = 64
-    rate: float = Field(default=1000.0, gt=0)
-
-    @field_validator("rate", mode="before")
-    @classmethod
-    def _rate(cls, v: Any) -> Any:
-        return parse_rate(v)
-
-
-MEASURE_MODELS: dict[str, type[_Measure]] = {
-    "iperf": IperfMeasure, "rate": RateMeasure, "ndr": NdrMeasure, "latency": LatencyMeasure,
-}
-
 
 # --------------------------------------------------------------------------- the file
 
@@ -176,7 +77,7 @@ class ExperimentFile(BaseModel):
     @classmethod
     def _name(cls, v: str) -> str:
         if not NAME_RE.match(v):
-            raise ValueError("a name of letters, digits, '_', '.' or '-', at most 64 characters")
+            raise ValueError(f"a name of {NAME_WORDS}, at most 64 characters")
         return v
 
 
@@ -271,47 +172,14 @@ def set_path(doc: dict[str, Any], path: str, value: Any) -> None:
             raise ValueError(f"'{where}': cannot set a key inside a {type(cur).__name__}")
 
 
-def _measure_error(e: ValidationError) -> tuple[str, tuple[Any, ...]]:
-    err = e.errors()[0]
-    loc = tuple(err["loc"])
-    if err["type"] == "extra_forbidden":
-        return f"unknown key '{loc[-1]}'", loc
-    if err["type"] == "missing":
-        return f"missing key '{loc[-1]}'", loc
-    msg = err["msg"]
-    if msg.startswith("Value error, "):
-        msg = "expected " + msg[len("Value error, "):]
-    elif msg.startswith("Input should be"):
-        msg = "expected" + msg[len("Input should be"):]
-    got = err.get("input")
-    if got is not None and not isinstance(got, (dict, list)):
-        msg += f" (got {got!r})"
-    return msg, loc
-
-
 def validate_measure(d: Any) -> dict[str, Any]:
-    """Validate one measurement mapping and return it resolved (defaults filled in).
-
-    Raises :class:`_MeasureInvalid` carrying (message, loc inside the measurement) for the
-    caller to place in its document."""
-    if not isinstance(d, dict):
-        raise _MeasureInvalid("expected a mapping with 'type'", ())
-    kind = d.get("type")
-    if kind not in MEASURE_MODELS:
-        raise _MeasureInvalid(f"expected type one of {', '.join(MEASURE_TYPES)} (got {kind!r})",
-                              ("type",))
-    try:
-        m = MEASURE_MODELS[kind].model_validate(d)
-    except ValidationError as e:
-        raise _MeasureInvalid(*_measure_error(e)) from None
-    return m.model_dump(by_alias=True)
+    """Validate one measurement mapping (:mod:`sfclab.spec.measurement`) and return it resolved
+    (defaults filled in), as a mapping by the file's names.  Raises
+    :class:`~sfclab.spec.measurement.RequestInvalid` with the place inside the measurement."""
+    return measurement.to_file_form(measurement.validate(d))
 
 
-class _MeasureInvalid(Exception):
-    def __init__(self, message: str, loc: tuple[Any, ...]):
-        super().__init__(message)
-        self.message = message
-        self.loc = loc
+_MeasureInvalid = measurement.RequestInvalid
 
 
 # --------------------------------------------------------------------------- loading
@@ -334,7 +202,7 @@ def experiment_from_document(doc: Document) -> Experiment:
     try:
         f = ExperimentFile.model_validate(data)
     except ValidationError as e:
-        msg, loc = _measure_error(e)
+        loc, msg = pydantic_error(e)
         # pydantic reports union members ('lab', 'dict[str,any]'): keep the document path only
         loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("str",))))
         raise doc.error(msg, loc) from None
@@ -436,6 +304,8 @@ def expand(exp: Experiment, validate_lab: LabValidator | None = None) -> list[Ru
             try:
                 validate_lab(copy.deepcopy(lab), exp.lab_source)
             except SpecError as e:
+                if exp.lab_source == exp.source and exp.source:
+                    _place_in_experiment(e, exp.source)  # an inline lab: under 'lab'
                 if not params:
                     raise
                 raise SpecError(f"{e.message} (lab variant {_show(params)})",
@@ -449,6 +319,19 @@ def expand(exp: Experiment, validate_lab: LabValidator | None = None) -> list[Ru
             points.append(RunPoint(key=key, params=params, repetition=rep, lab=lab,
                                    measure=measure, lab_hash=lab_hash, measure_hash=measure_hash))
     return points
+
+
+def _place_in_experiment(e: SpecError, source: str) -> None:
+    """An error of an inline lab, placed in the experiment file: ``lab.`` before its place and
+    the line where that place is written."""
+    loc: tuple[Any, ...] = ("lab",) + parse_place(e.place or "")
+    e.place = format_place(loc)
+    e.file = source
+    e.column = None
+    try:
+        e.line = Document.from_file(source).line_of(loc)
+    except SpecError:
+        e.line = None
 
 
 def trial_order(points: list[RunPoint], seed: int) -> list[RunPoint]:

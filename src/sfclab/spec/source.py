@@ -44,6 +44,17 @@ def decode(data: bytes, source: str) -> str:
                         line=line) from None
 
 
+def parse_place(place: str) -> tuple[Any, ...]:
+    """``links[3].endpoints[1]`` -> ``('links', 3, 'endpoints', 1)`` (:func:`format_place` back)."""
+    out: list[Any] = []
+    for part in place.split(".") if place else []:
+        name, *indexes = part.split("[")
+        if name:
+            out.append(name)
+        out += [int(i.rstrip("]")) for i in indexes if i.rstrip("]").isdigit()]
+    return tuple(out)
+
+
 class Document:
     """A parsed YAML document that remembers where each value came from.
 

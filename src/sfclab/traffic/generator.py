@@ -58,8 +58,11 @@ class PacketGenerator(abc.ABC):
     """Offers UDP traffic from one lab node to another and counts what arrives."""
 
     @abc.abstractmethod
-    def trial(self, offered_pps: float | None, duration_s: float, size: int | str) -> Trial:
-        """Offer ``offered_pps`` (None: maximum) for ``duration_s`` and return the counters."""
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
+        """Offer ``offered_pps`` (None: maximum) for ``duration_s`` and return the counters.
+        With ``ramp_s`` the rate climbs linearly from 0 to ``offered_pps`` over the first
+        ``ramp_s`` seconds (a start without a burst that would fill queues at once)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """End any process the generator still owns."""

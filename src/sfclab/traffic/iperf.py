@@ -292,7 +292,7 @@ class _Proc:
         try:
             r = reap(self.pid)
         except ChildProcessError:  # reaped elsewhere; status unknown
-            r = (self.popen.returncode or 0, self.cpu_s)
+            r = (self.popen.returncode or 0, self.cpu_s or 0.0)
         if r is None:
             return False
         self.returncode, self.cpu_s = r

@@ -21,11 +21,15 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MeasurementError
+from ..spec import measurement
 from ..kernel import netns
 from .generator import PacketGenerator, Trial
+
+if TYPE_CHECKING:
+    from . import xdp_path
 
 #: UDP port of the sink unless told otherwise (any free port in the destination namespace)
 DEFAULT_PORT = 7999
@@ -93,8 +97,8 @@ class NativeGenerator(PacketGenerator):
     ``send_cpus`` and ``sink_cpus`` pin threads (``"0-1"``), as ``taskset`` would.
     """
 
-    ENGINES = ("auto", "packet", "ring", "udp", "xdp")
-    SINKS = ("socket", "xdp")
+    ENGINES = measurement.ENGINES
+    SINKS = measurement.SINKS
 
     def __init__(self, src_netns: str, dst_netns: str, dst_ip: str, flows: int = 1,
                  threads: int = 1, port: int = DEFAULT_PORT, drain_s: float = DEFAULT_DRAIN_S,
@@ -123,7 +127,7 @@ class NativeGenerator(PacketGenerator):
         self.sink = sink
         self.final: dict[str, Any] | None = None
         self.sink_ready: dict[str, Any] = {}
-        self._peer_change = None
+        self._peer_change: xdp_path.PeerChange | None = None
         self._proc: subprocess.Popen | None = None
         self._reader: _LineReader | None = None
         self._stderr = tempfile.TemporaryFile()
@@ -136,6 +140,7 @@ class NativeGenerator(PacketGenerator):
         try:
             self._proc = netns.popen(dst_netns, argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self._stderr)
+            assert self._proc.stdout is not None  # stdout=PIPE
             self._reader = _LineReader(self._proc.stdout.fileno())
             line = self._reader.readline(ready_timeout_s)
             ready = self._parse(line) if line else None
@@ -156,7 +161,7 @@ class NativeGenerator(PacketGenerator):
     @engine.setter
     def engine(self, engine: str) -> None:
         """Switch engines between trials; the xdp engine needs the first hop's peer in NAPI mode."""
-        from . import xdp_path
+        from . import xdp_path  # light start-up: only the xdp engine changes the peer
 
         if engine not in self.ENGINES:
             raise ValueError(f"engine must be one of {', '.join(self.ENGINES)}, not {engine!r}")
@@ -195,6 +200,7 @@ class NativeGenerator(PacketGenerator):
     def snapshot(self, timeout_s: float = 5.0) -> dict[str, Any]:
         """The sink's counters since the last snapshot (and reset them)."""
         self._check_sink()
+        assert self._proc is not None and self._reader is not None  # _check_sink: running
         os.kill(self._proc.pid, signal.SIGUSR1)
         while True:
             line = self._reader.readline(timeout_s)
@@ -205,12 +211,15 @@ class NativeGenerator(PacketGenerator):
             if d and d.get("event") == "snapshot":
                 return d
 
-    def send_argv(self, offered_pps: float | None, duration_s: float, size: int | str) -> list[str]:
+    def send_argv(self, offered_pps: float | None, duration_s: float, size: int | str,
+                  ramp_s: float | None = None) -> list[str]:
         argv = [self.binary, "send", "--dst", self.dst_ip, "--dport", str(self.port),
                 "--flows", str(self.flows), "--threads", str(self.threads),
                 "--size", str(size), "--duration", f"{duration_s:g}",
                 "--rate", "max" if offered_pps is None else f"{offered_pps:.3f}",
                 "--engine", self.engine]
+        if ramp_s and offered_pps is not None and ramp_s < duration_s:
+            argv += ["--ramp", f"{ramp_s:g}"]
         if self.src_ip:
             argv += ["--src", self.src_ip]
         if self.qdisc_bypass:
@@ -219,11 +228,12 @@ class NativeGenerator(PacketGenerator):
             argv += ["--cpus", self.send_cpus]
         return argv
 
-    def trial(self, offered_pps: float | None, duration_s: float, size: int | str) -> Trial:
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
         if offered_pps is not None and offered_pps <= 0:
             raise ValueError("offered_pps must be positive (or None for the maximum)")
         self._check_sink()
-        argv = self.send_argv(offered_pps, duration_s, size)
+        argv = self.send_argv(offered_pps, duration_s, size, ramp_s)
         try:
             cp = netns.run(self.src_netns, argv, check=False, timeout=duration_s + 30)
         except subprocess.TimeoutExpired as e:
@@ -258,7 +268,7 @@ class NativeGenerator(PacketGenerator):
         )
 
     def close(self) -> None:
-        from . import xdp_path
+        from . import xdp_path  # light start-up: only the xdp engine changes the peer
 
         xdp_path.restore(self._peer_change)  # None: nothing to undo
         self._peer_change = None

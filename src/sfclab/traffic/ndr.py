@@ -33,15 +33,14 @@ The search (after NFVbench and RFC 2544 binary search, with RFC 9971 (MLRsearch)
    lower bound; a lower bound is never reported as the chain's figure: ``ndr_pps`` is then
    ``None`` and ``ndr_lower_bound_pps`` carries it.
 
-Ramp.  If the generator's ``trial()`` accepts a ``ramp_s`` keyword it is passed (seconds of
-traffic before the counted interval, not counted); otherwise the warm-up/max-rate trial is the
-only ramp.  ``pause_s`` separates trials.  ``progress`` (a callable taking a dict) is called after
+Ramp.  ``ramp_s`` goes to the generator's ``trial()`` (the interface has it): the offered rate
+climbs from 0 over the first ``ramp_s`` seconds of each trial, so a trial does not start with a
+burst that fills the chain's queues at once.  ``pause_s`` separates trials.  ``progress`` (a callable taking a dict) is called after
 every trial with the trial and the current intervals.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 import re
 import time
@@ -153,7 +152,7 @@ class _Runner:
         self.gen = gen
         self.size = size
         self.pause_s = pause_s
-        self.ramp_s = ramp_s if ramp_s and _accepts(gen.trial, "ramp_s") else None
+        self.ramp_s = ramp_s or None
         self.max_trials = max_trials
         self.progress = progress
         self.status = status
@@ -165,8 +164,7 @@ class _Runner:
             raise _OutOfTrials()
         if self.trials and self.pause_s > 0:
             time.sleep(self.pause_s)
-        kw = {"ramp_s": self.ramp_s} if self.ramp_s else {}
-        t = self.gen.trial(rate, duration, self.size, **kw)
+        t = self.gen.trial(rate, duration, self.size, ramp_s=self.ramp_s)
         if t.sent <= 0:
             raise MeasurementError(f"the generator sent nothing in a trial at "
                                    f"{'maximum rate' if rate is None else f'{rate:.0f} pps'}")
@@ -182,14 +180,6 @@ class _Runner:
 
 class _OutOfTrials(Exception):
     pass
-
-
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -455,7 +445,7 @@ class NdrPdrSearch:
                        "range_from_generator": self.upper_from_generator,
                        "out_of_trials": self.out_of_trials},
         }
-        return Measurement(type="ndr_pdr", params=params, metrics=metrics,
+        return Measurement(type="ndr_pdr", params=params, metrics=metrics,  # type: ignore[arg-type]  # None: not measured, dropped by Measurement
                            environment=environment(), cpu={},
                            raw={"generator_output": [s.trial.raw for s in self.runner.trials]},
                            extra=extra)

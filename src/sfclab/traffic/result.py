@@ -20,21 +20,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 #: keys of ``to_dict()`` that ``extra`` may not replace
 CORE_KEYS = ("type", "params", "metrics", "environment", "cpu", "raw")
 
 
+class ResultError(ValueError, TypeError):
+    """A measurement result that is not one (metrics missing or not numbers); a ``TypeError``
+    too, for a value of the wrong type."""
+
+
 def _as_metric(name: str, value: Any) -> float:
     if isinstance(value, bool):
         return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        v = float(value)
-        if not math.isfinite(v):
-            raise ValueError(f"metric {name} is not finite: {v}")
-        return v
-    raise TypeError(f"metric {name} must be a number, not {type(value).__name__}")
+    if isinstance(value, (int, float)) and math.isfinite(float(value)):
+        return float(value)
+    raise ResultError(f"metric {name!r} is not a finite number: {value!r}")
 
 
 @dataclass
@@ -69,8 +72,13 @@ class Measurement:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Measurement":
+    def from_dict(cls, d: Mapping[str, Any]) -> Measurement:
+        """A result given as a mapping (a measurement function of a test, a stored run),
+        validated here, once; raises :class:`ResultError`."""
+        if not isinstance(d, Mapping) or not isinstance(d.get("metrics"), Mapping):
+            raise ResultError("the measurement returned no 'metrics' mapping")
         extra = {k: v for k, v in d.items() if k not in CORE_KEYS}
-        return cls(type=d["type"], params=d.get("params", {}), metrics=d.get("metrics", {}),
+        return cls(type=str(d.get("type")), params=d.get("params") or {},
+                   metrics=dict(d["metrics"]),
                    environment=d.get("environment", {}), cpu=d.get("cpu", {}),
                    raw=d.get("raw", {}), extra=extra)

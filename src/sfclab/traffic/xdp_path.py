@@ -42,6 +42,7 @@ def first_hop_peer(src_netns: str, dst_ip: str) -> tuple[str, str] | None:
     if info.get("linkinfo", {}).get("info_kind") != "veth" or "link_index" not in info:
         return None
     nsid = info.get("link_netnsid")
+    peer_ns: str
     if nsid is None:
         peer_ns = src_netns
     else:
@@ -49,7 +50,7 @@ def first_hop_peer(src_netns: str, dst_ip: str) -> tuple[str, str] | None:
         names = [i.get("name") for i in ids if i.get("nsid") == nsid and i.get("name")]
         if not names:
             return None
-        peer_ns = names[0]
+        peer_ns = str(names[0])
     for peer in _ip_json(peer_ns, ["link", "show"]):
         if peer.get("ifindex") == info["link_index"]:
             return peer_ns, peer["ifname"]

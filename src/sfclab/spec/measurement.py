@@ -1,0 +1,279 @@
+"""The measurement request: one typed model per kind, for the command line and experiment files.
+
+``sfclab traffic iperf|rate|ndr|latency`` builds these models from its options, and an
+experiment file's ``measure:`` section validates into the same ones, so both have one grammar
+and one set of defaults (documented in ``docs/measure.md``)::
+
+    type: ndr                     # iperf | rate | ndr | latency
+    from: src                     # the sending node (default src) ...
+    to: dst                       # ... and the receiving one (default dst)
+    pairs: [src:dst, src2:dst2]   # rate/ndr: several sender -> receiver pairs at once
+    duration: 2                   # seconds per trial (iperf: of the whole run)
+    size: 64                      # frame bytes, 64 .. path MTU + 18, or imix
+    engine: auto                  # auto | packet | ring | udp | xdp (the sender)
+    sink: socket                  # socket | xdp (the receiver)
+    flows: 1                      # UDP flows (distinct source ports); iperf: parallel pairs
+    threads: 1                    # sending threads
+    rates: [100k, 200k, max]      # rate: offered packet rates; 'max' is what the sender reaches
+    method: mlr                   # ndr: mlr (MLRsearch, RFC 9971) | binary
+    ndr_loss: 0                   # ndr: loss goals in percent
+    pdr_loss: 0.5
+    precision: 1                  # ndr: stop when the interval is this many percent wide
+    max_rate: 2M                  # ndr: top of the search (default: what the sender reaches)
+    rate: 50k                     # latency: the offered rate
+
+Rates are packets per second: a number, or a number with ``k``, ``M`` or ``G`` (and an optional
+``pps``), or ``max`` where a maximum makes sense.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+
+from ..errors import SpecError
+from .strict import Strict
+from .wording import pydantic_error
+
+#: every sender engine of the native generator (sfcgen send --engine)
+ENGINES = ("auto", "packet", "ring", "udp", "xdp")
+#: every receiver of the native generator
+SINKS = ("socket", "xdp")
+#: NDR/PDR search methods
+METHODS = ("mlr", "binary")
+MEASURE_TYPES = ("iperf", "rate", "ndr", "latency")
+MAX = "max"
+
+_SUFFIX = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9}
+_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)\s*(pps)?\s*$")
+#: the highest packet rate anyone may ask for (100 Mpps: far above what a host sends)
+MAX_PPS = 1e8
+
+
+def parse_rate(v: Any, *, allow_max: bool = False) -> float | str:
+    """``250000``, ``"250k"``, ``"1.5M"``, ``"100kpps"`` -> packets per second; ``"max"`` stays
+    when ``allow_max``.  Raises ``ValueError(what was expected)``."""
+    what = "a packet rate such as 100000, '250k' or '1.5M'" + (" or 'max'" if allow_max else "")
+    if isinstance(v, str) and v.strip().lower() == MAX and allow_max:
+        return MAX
+    if isinstance(v, bool):
+        raise ValueError(what)
+    if isinstance(v, (int, float)):
+        r = float(v)
+    elif isinstance(v, str):
+        m = _RATE_RE.match(v)
+        if not m:
+            raise ValueError(what)
+        r = float(m.group(1)) * _SUFFIX[m.group(2)]
+    else:
+        raise ValueError(what)
+    if not (math.isfinite(r) and 0 < r <= MAX_PPS):
+        raise ValueError(f"a packet rate above 0 and at most {MAX_PPS:.0e} pps")
+    return r
+
+
+def _rate(v: Any) -> Any:
+    return parse_rate(v)
+
+
+def _rate_or_max(v: Any) -> Any:
+    return parse_rate(v, allow_max=True)
+
+
+def _size(v: Any) -> Any:
+    if isinstance(v, str) and v.strip().lower() == "imix":
+        return "imix"
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v)
+    return v
+
+
+def _percent(v: Any) -> Any:
+    if isinstance(v, str) and v.strip().endswith("%"):
+        v = v.strip()[:-1]
+    try:
+        return float(v) if isinstance(v, str) else v
+    except ValueError:
+        raise ValueError("a percentage such as 0.5 or '0.5%'") from None
+
+
+Rate = Annotated[float, BeforeValidator(_rate)]
+RateOrMax = Annotated[float | Literal["max"], BeforeValidator(_rate_or_max)]
+FrameSize = Annotated[int | Literal["imix"], BeforeValidator(_size)]
+Percent = Annotated[float, BeforeValidator(_percent)]
+
+
+class Pair(Strict):
+    """One sender -> receiver pair, written ``FROM:TO`` or ``{from: A, to: B}``."""
+
+    from_: str = Field(alias="from")
+    to: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            a, sep, b = v.partition(":")
+            if not sep or not a or not b:
+                raise ValueError("a pair of nodes written FROM:TO")
+            return {"from": a.strip(), "to": b.strip()}
+        return v
+
+    def __str__(self) -> str:
+        return f"{self.from_}:{self.to}"
+
+
+class Request(Strict):
+    """Options every measurement has."""
+
+    type: str
+    from_: str = Field(default="src", alias="from")
+    to: str = "dst"
+    duration: float = Field(default=2.0, gt=0, le=3600)
+
+    def pairs_or_one(self) -> list[Pair]:
+        return [Pair.model_validate({"from": self.from_, "to": self.to})]
+
+
+class IperfRequest(Request):
+    """iperf3 throughput with ``flows`` parallel server/client pairs (TCP unless ``udp``)."""
+
+    type: Literal["iperf"] = "iperf"
+    duration: float = Field(default=10.0, gt=0, le=3600)
+    flows: int = Field(default=1, ge=1, le=128)
+    udp: bool = False
+    length: int | None = Field(default=None, ge=16, le=65507)  # bytes per write / datagram
+    bitrate: str | None = None  # iperf3 -b, per flow; None: iperf3's default (1M for UDP)
+    zerocopy: bool = False
+    omit: float = Field(default=0, ge=0, le=60)  # seconds discarded at the start
+    affinity: Literal["auto", "none"] = "auto"
+
+    @field_validator("bitrate", mode="before")
+    @classmethod
+    def _bitrate(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        text = str(v).strip()
+        if not re.fullmatch(r"[0-9]*\.?[0-9]+[KMGkmg]?", text) or float(
+                re.sub(r"[KMGkmg]$", "", text)) <= 0:
+            raise ValueError("a bit rate above 0 such as 500M or 1.5G (iperf3's units)")
+        return text
+
+
+class PacketRequest(Request):
+    """Options of the native generator (see ``sfclab.traffic.native``)."""
+
+    size: FrameSize = 64
+    flows: int = Field(default=1, ge=1, le=50000)
+    threads: int = Field(default=1, ge=1, le=64)
+    engine: Literal["auto", "packet", "ring", "udp", "xdp"] = "auto"
+    sink: Literal["socket", "xdp"] = "socket"
+    pairs: list[Pair] = Field(default_factory=list, max_length=16)
+
+    @field_validator("size")
+    @classmethod
+    def _frame(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and not 64 <= v <= 9018:
+            raise ValueError("a frame size from 64 to 9018 bytes, or imix")
+        return v
+
+    @field_validator("pairs")
+    @classmethod
+    def _pairs(cls, v: list[Pair]) -> list[Pair]:
+        seen = set()
+        for p in v:
+            if p.from_ == p.to:
+                raise ValueError(f"pairs of two different nodes, not {p}")
+            if (p.from_, p.to) in seen:
+                raise ValueError(f"each pair once, not {p} twice")
+            seen.add((p.from_, p.to))
+        return v
+
+    def pairs_or_one(self) -> list[Pair]:
+        return list(self.pairs) or super().pairs_or_one()
+
+
+class RateRequest(PacketRequest):
+    """Offered-vs-received curve: one trial per offered packet rate in ``rates``."""
+
+    type: Literal["rate"] = "rate"
+    rates: list[RateOrMax] = Field(min_length=1, max_length=1000)
+
+
+class NdrRequest(PacketRequest):
+    """NDR/PDR search: the highest rate whose loss stays within each goal (in %)."""
+
+    type: Literal["ndr"] = "ndr"
+    method: Literal["mlr", "binary"] = "mlr"
+    ndr_loss: Percent = Field(default=0.0, ge=0, le=100)
+    pdr_loss: Percent = Field(default=0.5, ge=0, le=100)
+    precision: Percent = Field(default=1.0, gt=0, le=50)
+    max_rate: Rate | None = None
+
+    @model_validator(mode="after")
+    def _goals(self) -> NdrRequest:
+        if self.pdr_loss < self.ndr_loss:
+            raise ValueError("a PDR loss goal at least the NDR goal")
+        return self
+
+
+class LatencyRequest(PacketRequest):
+    """Latency percentiles at a constant offered ``rate`` (pps)."""
+
+    type: Literal["latency"] = "latency"
+    rate: Rate = 1000.0
+
+
+MODELS: dict[str, type[Request]] = {"iperf": IperfRequest, "rate": RateRequest,
+                                    "ndr": NdrRequest, "latency": LatencyRequest}
+AnyRequest = IperfRequest | RateRequest | NdrRequest | LatencyRequest
+
+
+class RequestInvalid(Exception):
+    """A request that is not valid: the message and its place inside the request."""
+
+    def __init__(self, message: str, loc: tuple[Any, ...]):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+
+
+def validate(d: Any) -> AnyRequest:
+    """A request from a mapping (an experiment file's ``measure:`` or the command line's
+    options); raises :class:`RequestInvalid` with the place inside the request."""
+    if not isinstance(d, dict):
+        raise RequestInvalid("expected a mapping with 'type'", ())
+    kind = d.get("type")
+    if kind not in MODELS:
+        raise RequestInvalid(f"expected one of {', '.join(MEASURE_TYPES)}, got {kind!r}",
+                             ("type",))
+    try:
+        return MODELS[kind].model_validate(d)  # type: ignore[return-value]
+    except ValidationError as e:
+        loc, msg = pydantic_error(e)
+        raise RequestInvalid(msg, loc) from None
+
+
+#: command-line option -> request key, where they differ
+OPTION_NAMES = {"from_": "--from", "to": "--to", "ndr_loss": "--loss", "pdr_loss": "--loss",
+                "pairs": "--pair", "max_rate": "--max-rate"}
+
+
+def from_options(d: dict[str, Any]) -> AnyRequest:
+    """A request from command-line values; errors name the option (``--rates: expected ...``)."""
+    try:
+        return validate({k: v for k, v in d.items() if v is not None})
+    except RequestInvalid as e:
+        if not e.loc:
+            raise SpecError(e.message) from None
+        key = str(e.loc[0])
+        option = OPTION_NAMES.get(key, "--" + key.replace("_", "-"))
+        raise SpecError(e.message, place=option) from None
+
+
+def to_file_form(r: Request) -> dict[str, Any]:
+    """The request as an experiment file writes it (every default filled in)."""
+    return r.model_dump(mode="json", by_alias=True)
