@@ -49,10 +49,35 @@ def _request(a: argparse.Namespace, kind: str, keys: tuple[str, ...]) -> Any:
     return from_options(values)
 
 
+def _explain(points: list[dict[str, Any]]) -> list[str]:
+    """Where each trial's lost packets died, one line per trial that lost any."""
+    out = []
+    for p in points:
+        where = p.get("located")
+        if not where or not p.get("lost"):
+            continue
+        nodes = ", ".join(f"{n} {c:,}" for n, c in sorted(where["loss_by_node"].items(),
+                                                          key=lambda x: -x[1])) or "none"
+        reasons = ", ".join(f"{r} {c:,}" for r, c in sorted(where["loss_by_reason"].items(),
+                                                            key=lambda x: -x[1])) or "none"
+        out.append(f"  at {p['offered_pps']:,.0f} pps: lost {p['lost']:,}; by node: {nodes}; "
+                   f"by reason: {reasons}; unaccounted {where.get('unaccounted', 0):,}")
+    return ["where the packets were lost:"] + out if out else []
+
+
 def _measure(a: argparse.Namespace, r: Any, text: Callable[[dict[str, Any]], str]) -> int:
     from ..traffic import measure  # light start-up: the traffic code only to measure
 
-    _emit(measure.run(a.lab, r, progress=_progress).to_dict(), a.json, text)
+    d = measure.run(a.lab, r, progress=_progress).to_dict()
+    for w in d.get("warnings", []):
+        print(f"sfclab: warning: {w}", file=sys.stderr)
+
+    def full(d: dict[str, Any]) -> str:
+        lines = [text(d)]
+        if getattr(a, "explain", False):
+            lines += _explain(d.get("points") or d.get("trials") or [])
+        return "\n".join(lines)
+    _emit(d, a.json, full)
     return ExitStatus.OK
 
 
@@ -164,6 +189,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
         sp.add_argument("--pair", dest="pairs", action="append", metavar="FROM:TO",
                         help="a sender:receiver pair; repeat for several at once (instead of "
                         "--from/--to)")
+        sp.add_argument("--explain", action="store_true",
+                        help="say where each trial's lost packets died (node, reason)")
         generator_options(sp, threads)
 
     sp = common("rate", cmd_rate, "offered-vs-received packet-rate curve (native generator)",

@@ -32,6 +32,11 @@ class Trial:
     duplicated: int = 0
     latency_us: dict[str, float] = field(default_factory=dict)  # p50, p90, p99, p99.9, max
     raw: dict[str, Any] = field(default_factory=dict)
+    #: where the lost packets died (loss_by_node, loss_by_reason, unaccounted ...), when a
+    #: loss locator watched the trial (see :mod:`sfclab.traffic.loss`)
+    located: dict[str, Any] | None = None
+    #: several sender -> receiver pairs at once: each pair's own trial (the totals are theirs)
+    pairs: list[Trial] | None = None
 
     @property
     def lost(self) -> int:
@@ -39,10 +44,16 @@ class Trial:
 
     @property
     def loss_ratio(self) -> float:
+        """Lost over sent; with several pairs the worst pair's, so a loss goal holds for every
+        pair at once."""
+        if self.pairs:
+            return max(p.loss_ratio for p in self.pairs)
         return self.lost / self.sent if self.sent else 0.0
 
     @property
     def generator_limited(self) -> bool:
+        if self.pairs:
+            return any(p.generator_limited for p in self.pairs)
         if self.offered_pps is None:
             return False
         return self.sent_pps < GENERATOR_LIMIT_TOLERANCE * self.offered_pps
@@ -51,6 +62,12 @@ class Trial:
         d = asdict(self)
         d.update(lost=self.lost, loss_ratio=self.loss_ratio,
                  generator_limited=self.generator_limited)
+        if self.pairs:
+            d["pairs"] = [p.to_dict() for p in self.pairs]
+        else:
+            d.pop("pairs")
+        if self.located is None:
+            d.pop("located")
         return d
 
 

@@ -91,9 +91,13 @@ class LossLocator:
     def mark(self) -> Snapshot:
         return Snapshot(self.trace.counts(), self._counters(), _backlog())
 
-    def since(self, before: Snapshot) -> LossReport:
+    def since(self, before: Snapshot, ignore: set[tuple[str, str]] | None = None) -> LossReport:
+        """What was dropped since ``before``; drops of a (node, reason) in ``ignore`` are
+        someone's intent, not loss (the XDP sink drops every probe it counts)."""
         now = self.mark()
         drops = now.drops.minus(before.drops)
+        if ignore:
+            drops.drops = [d for d in drops.drops if (d.netns, d.reason) not in ignore]
         rep = LossReport(loss_by_node=drops.by("netns"), loss_by_reason=drops.by("reason"),
                          overflow=drops.overflow)
         for d in drops.drops:

@@ -8,19 +8,24 @@ and FCS) are ``SpecError``/``LabError`` (exit 2) before any process starts.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from ipaddress import IPv4Interface
+from typing import Any
 
 from ..errors import LabError, SpecError
 from ..plan.paths import NoPath, hops, path_mtu
 from ..realize.lifecycle import load_plan
 from ..spec.measurement import (MAX, AnyRequest, IperfRequest, LatencyRequest, NdrRequest,
                                 PacketRequest, RateRequest)
+from ..kernel import cpus
+from . import cores
 from .cpu import CpuMonitor
+from .generator import PacketGenerator
+from .loss import LossLocator, droptrace_binary
 from .result import Measurement
-
-if TYPE_CHECKING:
-    from .native import NativeGenerator
+from .wrappers import LocatedGenerator, PairedGenerator
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -69,11 +74,21 @@ class Endpoints:
                             f"{self.mtu + ETH_OVERHEAD} bytes (path MTU {self.mtu} + Ethernet), "
                             f"or imix; got {size}", place="size")
 
-    def generator(self, r: PacketRequest) -> NativeGenerator:
-        from .native import NativeGenerator  # light start-up: only packet measurements
-
-        return NativeGenerator(self.src_netns, self.dst_netns, self.dst_ip, flows=r.flows,
-                               threads=r.threads, engine=r.engine, sink=r.sink)
+    def first_hop_ingress(self) -> list[tuple[str, str, str]]:
+        """(node, namespace, interface) where the chain first receives what the sender sends:
+        the first routed hop's interfaces, and those of Linux bridges next to the sender."""
+        nxt = self.hops[1] if len(self.hops) > 1 else self.dst
+        src_nets = [a.network for a in self.plan.addresses_of(self.src)]
+        out = []
+        for i in self.plan.interfaces_of(nxt):
+            if i.address and any(IPv4Interface(i.address).ip in n for n in src_nets):
+                out.append((nxt, self.plan.netns_of(nxt), i.name))
+        for i in self.plan.interfaces_of(self.src):
+            peer = next((b for b in self.plan.linux_bridges if b.node == i.peer), None)
+            if peer is not None:
+                out += [(peer.node, peer.netns, j.name) for j in self.plan.interfaces_of(peer.node)
+                        if j.peer == self.src]
+        return out
 
     def describe(self) -> dict[str, Any]:
         return {"lab": self.lab, "from": self.src, "to": self.dst, "dst_ip": self.dst_ip,
@@ -84,6 +99,90 @@ def _finish(m: Measurement, ends: Endpoints, cpu: CpuMonitor | None) -> Measurem
     m.params = {**ends.describe(), **m.params}
     if cpu is not None and not m.cpu:
         m.cpu = cpu.result
+    return m
+
+
+#: at most this many sending threads per generator core (pairs x threads)
+SENDERS_PER_CORE = 4
+#: each pair's sink listens on its own port, from here up
+BASE_PORT = 7000
+
+
+class PacketSetup:
+    """What a packet measurement needs, for the length of a ``with`` block: one native
+    generator per pair, the sender pinned apart from the chain (:mod:`.cores`) with the first
+    hop's receive processing steered off its core, and a loss locator over the lab's
+    namespaces.  ``gen`` is the generator to run trials on; everything is undone on exit."""
+
+    def __init__(self, lab: str, r: PacketRequest):
+        self.r = r
+        self.ends = [Endpoints(lab, p.from_, p.to) for p in r.pairs_or_one()]
+        self.names = [str(p) for p in r.pairs_or_one()]
+        self.layout = cores.layout()
+        senders = len(self.ends) * r.threads
+        if senders > SENDERS_PER_CORE * len(self.layout.generator):
+            raise SpecError(f"expected at most {SENDERS_PER_CORE * len(self.layout.generator)} "
+                            f"sending threads on this machine's {len(self.layout.generator)} "
+                            f"generator core(s), got {len(self.ends)} pairs x {r.threads} "
+                            "threads", place="--pair" if r.pairs else "--threads")
+        for e in self.ends:
+            e.check_size(r.size)
+        self.stack = contextlib.ExitStack()
+        self.gen: PacketGenerator | None = None
+
+    def __enter__(self) -> PacketSetup:
+        from .native import NativeGenerator  # light start-up: only packet measurements
+
+        try:
+            if self.layout.separated:
+                done = set()
+                for e in self.ends:
+                    for node, ns, ifname in e.first_hop_ingress():
+                        if (ns, ifname) not in done:
+                            self.stack.enter_context(cpus.steered(ns, ifname, self.layout.chain))
+                            self.layout.steered.append(f"{node}/{ifname}")
+                            done.add((ns, ifname))
+            sep = self.layout.separated
+            gens: list[PacketGenerator] = [
+                self.stack.enter_context(NativeGenerator(
+                    e.src_netns, e.dst_netns, e.dst_ip, flows=self.r.flows,
+                    threads=self.r.threads, engine=self.r.engine, sink=self.r.sink,
+                    port=BASE_PORT + 100 * i,
+                    send_cpus=cpus.cpu_list(self.layout.generator) if sep else None,
+                    sink_cpus=cpus.cpu_list(self.layout.sink) if sep else None))
+                for i, e in enumerate(self.ends)]
+            gen = gens[0] if len(gens) == 1 else PairedGenerator(gens, self.names)
+            locator = self._locator()
+            xdp_sinks = [e.dst for e in self.ends] if self.r.sink == "xdp" else []
+            self.gen = LocatedGenerator(gen, locator, xdp_sinks) if locator is not None else gen
+        except BaseException:
+            self.stack.close()
+            raise
+        return self
+
+    def _locator(self) -> LossLocator | None:
+        if not os.access(droptrace_binary(), os.X_OK):
+            self.layout.notes.append(f"no loss locator ({droptrace_binary()} is not built)")
+            return None
+        return self.stack.enter_context(LossLocator(self.ends[0].plan))
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    def describe(self) -> dict[str, Any]:
+        out = self.ends[0].describe()
+        if len(self.ends) > 1:
+            out["pairs"] = [e.describe() for e in self.ends]
+        out["cores"] = self.layout.to_dict()
+        return out
+
+
+def _packet_finish(m: Measurement, setup: PacketSetup, cpu: CpuMonitor) -> Measurement:
+    m.params = {**setup.describe(), **m.params}
+    if not m.cpu:
+        m.cpu = cpu.result
+    if not setup.layout.separated:
+        m.extra.setdefault("warnings", []).extend(setup.layout.notes)
     return m
 
 
@@ -100,38 +199,46 @@ def iperf(lab: str, r: IperfRequest) -> Measurement:
 def rate(lab: str, r: RateRequest, progress: Progress | None = None) -> Measurement:
     from .ndr import rate_curve  # light start-up: the search code only when used
 
-    ends = Endpoints(lab, r.from_, r.to)
-    ends.check_size(r.size)
-    with CpuMonitor() as cpu, ends.generator(r) as gen:
+    with CpuMonitor() as cpu, PacketSetup(lab, r) as setup:
+        assert setup.gen is not None
         offered: list[float] = []
         for x in r.rates:
-            if x == MAX:
-                offered.append(gen.trial(None, r.duration, r.size).sent_pps)
+            if x == MAX:  # the most the sender reaches on its core(s), per pair
+                t = setup.gen.trial(None, r.duration, r.size)
+                offered.append(t.sent_pps / max(len(t.pairs or []), 1))
             else:
                 offered.append(float(x))
-        m = rate_curve(gen, offered, r.size, r.duration, progress=progress)
-    return _finish(m, ends, cpu)
+        m = rate_curve(setup.gen, offered, r.size, r.duration, progress=progress)
+    return _packet_finish(m, setup, cpu)
 
 
 def ndr(lab: str, r: NdrRequest, progress: Progress | None = None) -> Measurement:
     from .ndr import ndr_pdr  # light start-up: the search code only when used
 
-    ends = Endpoints(lab, r.from_, r.to)
-    ends.check_size(r.size)
-    with CpuMonitor() as cpu, ends.generator(r) as gen:
-        m = ndr_pdr(gen, r.size, duration=r.duration, loss_goals=[r.ndr_loss, r.pdr_loss],
-                    precision=r.precision / 100, max_rate_pps=r.max_rate, progress=progress)
-    return _finish(m, ends, cpu)
+    with CpuMonitor() as cpu, PacketSetup(lab, r) as setup:
+        assert setup.gen is not None
+        if r.method == "mlr":
+            from .mlr import mlr_search  # light start-up: MLRsearch only when used
+
+            m = mlr_search(setup.gen, r.size, duration=r.duration,
+                           loss_goals=[r.ndr_loss / 100, r.pdr_loss / 100],
+                           precision=r.precision / 100,
+                           max_rate_pps=r.max_rate, progress=progress)
+        else:
+            m = ndr_pdr(setup.gen, r.size, duration=r.duration,
+                        loss_goals=[r.ndr_loss / 100, r.pdr_loss / 100],
+                           precision=r.precision / 100,
+                        max_rate_pps=r.max_rate, progress=progress)
+    return _packet_finish(m, setup, cpu)
 
 
 def latency(lab: str, r: LatencyRequest, progress: Progress | None = None) -> Measurement:
     from .ndr import latency as run_latency  # light start-up: the search code only when used
 
-    ends = Endpoints(lab, r.from_, r.to)
-    ends.check_size(r.size)
-    with CpuMonitor() as cpu, ends.generator(r) as gen:
-        m = run_latency(gen, r.rate, r.size, r.duration)
-    return _finish(m, ends, cpu)
+    with CpuMonitor() as cpu, PacketSetup(lab, r) as setup:
+        assert setup.gen is not None
+        m = run_latency(setup.gen, r.rate, r.size, r.duration)
+    return _packet_finish(m, setup, cpu)
 
 
 def run(lab: str, r: AnyRequest, progress: Progress | None = None) -> Measurement:

@@ -252,6 +252,8 @@ class NativeGenerator(PacketGenerator):
         sink = self.snapshot()
         received = max(int(sink["received"]) - int(sink["duplicated"]), 0)
         span = float(sent["duration_s"]) or duration_s
+        if "--ramp" in argv:  # the rate climbed from 0 over the ramp: it offered half of it
+            span = max(span - float(argv[argv.index("--ramp") + 1]) / 2, 1e-3)
         lat = sink.get("latency_us", {})
         return Trial(
             offered_pps=offered_pps,
@@ -259,7 +261,7 @@ class NativeGenerator(PacketGenerator):
             size=size,
             sent=int(sent["sent"]),
             received=received,
-            sent_pps=float(sent["achieved_pps"]),
+            sent_pps=int(sent["sent"]) / span,
             received_pps=received / span,
             reordered=int(sink["reordered"]),
             duplicated=int(sink["duplicated"]),

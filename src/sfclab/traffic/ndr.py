@@ -140,7 +140,14 @@ class SearchTrial:
                 "received": t.received, "lost": t.lost, "loss_ratio": t.loss_ratio,
                 "duration_s": t.duration_s, "size": t.size,
                 "generator_limited": t.generator_limited,
-                **({"latency_us": dict(t.latency_us)} if t.latency_us else {})}
+                **({"latency_us": dict(t.latency_us)} if t.latency_us else {}),
+                **({"located": t.located} if t.located is not None else {}),
+                **({"pairs": [{"pair": p.raw.get("pair"), "offered_pps": p.offered_pps,
+                               "sent_pps": p.sent_pps, "received_pps": p.received_pps,
+                               "sent": p.sent, "received": p.received,
+                               "loss_ratio": p.loss_ratio,
+                               "generator_limited": p.generator_limited}
+                              for p in t.pairs]} if t.pairs else {})}
 
 
 class _Runner:

@@ -1,0 +1,79 @@
+"""Generators made of generators, behind the same :class:`PacketGenerator` interface, so the
+rate curve and the NDR/PDR searches use them unchanged:
+
+- :class:`PairedGenerator`: several sender -> receiver pairs offered the same rate at the same
+  time; the trial's totals are the pairs' sums, its ``pairs`` each pair's own counters, and its
+  loss ratio the worst pair's (a loss goal then holds for every pair at once);
+- :class:`LocatedGenerator`: each trial watched by a :class:`~sfclab.traffic.loss.LossLocator`,
+  so it says where its lost packets died (``located``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from ..errors import MeasurementError
+from .generator import PacketGenerator, Trial
+from .loss import LossLocator
+
+
+class PairedGenerator(PacketGenerator):
+    def __init__(self, gens: Sequence[PacketGenerator], names: Sequence[str]):
+        self.gens = list(gens)
+        self.names = list(names)
+
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
+        results: list[Trial | None] = [None] * len(self.gens)
+        errors: list[BaseException] = []
+
+        def one(i: int) -> None:
+            try:
+                results[i] = self.gens[i].trial(offered_pps, duration_s, size, ramp_s)
+            except BaseException as e:  # reported below, after every pair finished
+                errors.append(e)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(self.gens))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        done = [r for r in results if r is not None]
+        if len(done) != len(self.gens):
+            raise MeasurementError("a pair's trial returned nothing")
+        for name, r in zip(self.names, done):
+            r.raw = {**r.raw, "pair": name}
+        return Trial(offered_pps=offered_pps, duration_s=duration_s, size=size,
+                     sent=sum(r.sent for r in done), received=sum(r.received for r in done),
+                     sent_pps=sum(r.sent_pps for r in done),
+                     received_pps=sum(r.received_pps for r in done),
+                     reordered=sum(r.reordered for r in done),
+                     duplicated=sum(r.duplicated for r in done), pairs=done,
+                     raw={"pairs": [r.raw for r in done]})
+
+    def close(self) -> None:
+        for g in self.gens:
+            g.close()
+
+
+class LocatedGenerator(PacketGenerator):
+    """``xdp_sinks``: the receiving nodes whose sink is the XDP program, which frees every
+    probe it counts (drop reason NOT_SPECIFIED there is the sink's, not loss)."""
+
+    def __init__(self, gen: PacketGenerator, locator: LossLocator, xdp_sinks: Sequence[str] = ()):
+        self.gen = gen
+        self.locator = locator
+        self.ignore = {(node, "NOT_SPECIFIED") for node in xdp_sinks}
+
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
+        before = self.locator.mark()
+        t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
+        t.located = self.locator.since(before, self.ignore).to_dict(lost=t.lost)
+        return t
+
+    def close(self) -> None:
+        self.gen.close()
