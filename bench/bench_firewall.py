@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests/
 
-from fn_fixture import chain  # noqa: E402  (the three-node chain used by the tests)
+from tests.integration.chains import chain  # noqa: E402  (the three-node lab of the tests)
 
 from sfclab.functions.base import FunctionContext  # noqa: E402
 from sfclab.functions.firewall import Firewall, FirewallParams  # noqa: E402

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from labtools import nothing_left
+from tests.integration.labtools import nothing_left
 
 from sfclab.cli import main
 

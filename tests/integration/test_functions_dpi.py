@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fn_fixture import chain
+from tests.integration.chains import chain
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build namespaces")]
+pytestmark = [pytest.mark.root]
 
 NATIVE = Path(__file__).resolve().parents[2] / "native"
 
@@ -109,20 +108,22 @@ def test_dpi_names_http_dns_tls(tmp_path, dpi_binary):
         assert json.loads(flows_file.read_text())["flow_count"] >= 3
         http.terminate()
         tls.terminate()
-    # stop() ended the classifier, which wrote its final table, and removed its cgroups
-    final = json.loads(flows_file.read_text())
-    assert final["final"] is True
-    assert not Path(info["memory"]["cgroup"]).exists()
-    assert not Path(info["cpu"]["cgroup"]).exists()
+        # stop() (what down runs first) ends the classifier, which writes its final table,
+        # and removes its cgroups; down then removes the lab's state, the table with it
+        lab.function("fn").stop()
+        final = json.loads(flows_file.read_text())
+        assert final["final"] is True
+        assert not Path(info["memory"]["cgroup"]).exists()
+        assert not Path(info["cpu"]["cgroup"]).exists()
 
 
 def test_dpi_bypass_when_classifier_dies(tmp_path, dpi_binary):
-    from fn_fixture import udp_exchange
+    from tests.integration.chains import udp_exchange
     with chain("dpi", {}, tmp_path) as lab:
         fn = lab.function("fn")
         for pid in fn.running_pids():
             os.kill(pid, 9)
-        fn.proc.wait(timeout=5)
+        lab.wait_stopped("fn", timeout=5)
         res = udp_exchange(lab, "src", "dst", [7000], 10, duration=1.5)
         assert res["counts"] == {7000: 10}          # queue ... bypass: traffic still flows
         assert lab.inspect()["nodes"]["fn"]["running"] is False

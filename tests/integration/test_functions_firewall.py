@@ -1,14 +1,12 @@
 """``firewall``: exactly the denied flows are dropped and the counters say so, with both
 backends; generated worst-case lists (stateless, stateful, set) load and let traffic pass."""
 
-import os
 
 import pytest
 
-from fn_fixture import chain, udp_exchange
+from tests.integration.chains import chain, udp_exchange
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build namespaces")]
+pytestmark = [pytest.mark.root]
 
 N = 20
 

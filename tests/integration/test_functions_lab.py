@@ -7,7 +7,7 @@ import time
 
 import pytest
 import yaml
-from labtools import iperf3, nothing_left
+from tests.integration.labtools import iperf3, nothing_left
 
 from sfclab.cli import main
 

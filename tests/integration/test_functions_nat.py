@@ -1,14 +1,12 @@
 """``nat``: the receiver outside sees the translated source; a port forward reaches inside."""
 
-import os
 import sys
 
 import pytest
 
-from fn_fixture import chain, udp_exchange
+from tests.integration.chains import chain, udp_exchange
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build namespaces")]
+pytestmark = [pytest.mark.root]
 
 TCP_SERVER = r"""
 import socket, sys

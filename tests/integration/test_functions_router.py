@@ -1,21 +1,19 @@
 """``router``: forwarding works and its per-namespace sysctls are applied."""
 
-import os
 import sys
 
 import pytest
 
-from fn_fixture import UDP_RECEIVER, UDP_SENDER, chain, udp_exchange
+from tests.integration.chains import UDP_RECEIVER, UDP_SENDER, chain, udp_exchange
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build namespaces")]
+pytestmark = [pytest.mark.root]
 
 
 def test_router_forwards_and_sets_sysctls(tmp_path):
     with chain("router", {"rp_filter": 2, "ttl": 33}, tmp_path) as lab:
         res = udp_exchange(lab, "src", "dst", [7001], 10, duration=1.5)
         assert res["counts"] == {7001: 10}
-        assert res["ttls"] == [63]                  # src's 64, minus one hop
+        assert res["ttls"] == [254]                 # src's 255 (every lab's default), minus one hop
         info = lab.inspect()["nodes"]["fn"]["sysctls"]
         assert info["net.ipv4.ip_default_ttl"] == "33"
         assert info["net.ipv4.conf.all.rp_filter"] == "2"

@@ -1,15 +1,13 @@
 """``shaper``: iperf3 through the node stays within ±10 % of the configured rate."""
 
 import json
-import os
 import time
 
 import pytest
 
-from fn_fixture import chain
+from tests.integration.chains import chain
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build namespaces")]
+pytestmark = [pytest.mark.root]
 
 
 def _iperf(lab, seconds=5):

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fn_fixture import chain, udp_exchange
+from tests.integration.chains import chain, udp_exchange
 from sfclab.errors import SpecError
 
-pytestmark = [pytest.mark.root,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build namespaces")]
+pytestmark = [pytest.mark.root]
 
 COUNTER = [sys.executable, "-m", "sfclab.functions.examples.tun_count"]
 
@@ -39,7 +38,7 @@ def test_tun_counter_matches_packets_sent(tmp_path):
         # packets for the node itself are not detoured
         lab.exec("src", ["ping", "-c", "2", "-i", "0.2", "-W", "1", "198.18.1.1"])
         assert lab.inspect()["nodes"]["fn"]["program"]["packets"] == 50
-    assert not (Path("/sys/fs/cgroup/cpu") / f"sfclab-{lab.lab}-fn").exists()
+    assert not (Path("/sys/fs/cgroup/cpu") / f"sfclab:{lab.lab}:fn").exists()
 
 
 def test_tun_program_string_and_placeholder(tmp_path):
@@ -58,8 +57,8 @@ def test_missing_executable_is_a_spec_error(tmp_path):
         with pytest.raises(SpecError) as e:
             with chain("tun", {"exec": exe}, tmp_path):
                 pass
-        assert e.value.place == "exec"
-    assert not {n for n in set(os.listdir("/run/netns")) - before if n.startswith("sfct-fn-")}
+        assert e.value.place == "nodes.fn.exec"
+    assert set(os.listdir("/run/netns")) == before
 
 
 HOG = ("import os, sys, time; sys.stdout.write('start\\n'); sys.stdout.flush(); "
@@ -68,8 +67,7 @@ HOG = ("import os, sys, time; sys.stdout.write('start\\n'); sys.stdout.flush(); 
 
 def test_oom_kill_is_reported_and_lab_stays_up(tmp_path):
     with chain("tun", {"exec": [sys.executable, "-c", HOG], "memory": "48M"}, tmp_path) as lab:
-        fn = lab.function("fn")
-        fn.proc.wait(timeout=20)
+        lab.wait_stopped("fn", timeout=20)
         info = lab.inspect()["nodes"]["fn"]
         assert info["running"] is False
         assert info["memory"]["oom_kills"] >= 1

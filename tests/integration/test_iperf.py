@@ -6,7 +6,6 @@ it checks that no process is left in them and always removes the lab.
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
@@ -17,7 +16,6 @@ from sfclab.traffic.iperf import run_iperf
 
 pytestmark = [
     pytest.mark.root,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create network namespaces"),
     pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed"),
 ]
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from labtools import leftovers, nothing_left
+from tests.integration.labtools import leftovers, nothing_left
 
 from sfclab.cli import main
 from sfclab.kernel import netns

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labtools import iperf3, nothing_left, ping
+from tests.integration.labtools import iperf3, nothing_left, ping
 
 
 def check_end_to_end(lab, src="src", dst="dst"):

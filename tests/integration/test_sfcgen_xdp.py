@@ -16,7 +16,6 @@ from sfclab.traffic.native import NativeGenerator
 
 pytestmark = [
     pytest.mark.root,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
 ]
 
 SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"

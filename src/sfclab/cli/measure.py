@@ -147,7 +147,7 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
                         "  sfclab traffic rate chain5 --from src --to dst --size 64 --rates 100k,200k,max\n"
                         "  sfclab traffic ndr chain5 --from src --to dst --size 64 --json\n"
                         "  sfclab traffic latency chain5 --from src --to dst --rate 50k --size 64\n"
-                        "  sfclab traffic rate chain5 --size 64 --rates max --engine xdp --sink xdp",
+                        "  sfclab traffic rate chain5 --size 64 --rates max --sink xdp",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ts = tp.add_subparsers(dest="traffic_cmd", metavar="MEASUREMENT",
                            parser_class=sub._parser_class)

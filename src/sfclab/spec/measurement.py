@@ -146,7 +146,7 @@ class IperfRequest(Request):
     flows: int = Field(default=1, ge=1, le=128)
     udp: bool = False
     length: int | None = Field(default=None, ge=16, le=65507)  # bytes per write / datagram
-    bitrate: str | None = None  # iperf3 -b, per flow; None: iperf3's default (1M for UDP)
+    bitrate: str | None = None  # iperf3 -b, per flow; 0: unlimited; None: iperf3's (1M for UDP)
     zerocopy: bool = False
     omit: float = Field(default=0, ge=0, le=60)  # seconds discarded at the start
     affinity: Literal["auto", "none"] = "auto"
@@ -157,9 +157,8 @@ class IperfRequest(Request):
         if v is None:
             return v
         text = str(v).strip()
-        if not re.fullmatch(r"[0-9]*\.?[0-9]+[KMGkmg]?", text) or float(
-                re.sub(r"[KMGkmg]$", "", text)) <= 0:
-            raise ValueError("a bit rate above 0 such as 500M or 1.5G (iperf3's units)")
+        if not re.fullmatch(r"[0-9]*\.?[0-9]+[KMGkmg]?", text):
+            raise ValueError("a bit rate such as 500M or 1.5G (iperf3's units; 0: unlimited)")
         return text
 
 

@@ -127,6 +127,13 @@ class PacketSetup:
                             "threads", place="--pair" if r.pairs else "--threads")
         for e in self.ends:
             e.check_size(r.size)
+            if r.engine == "xdp" and len(e.hops) > 2:
+                raise SpecError(
+                    f"expected --engine packet for a path whose first hop forwards ({e.src} -> "
+                    f"{e.hops[1]} -> ...): the xdp engine's frames are dropped there as "
+                    "OTHERHOST, a destination MAC that is not the hop's (located by the loss "
+                    "locator; see docs/measure.md); the xdp engine serves a direct link",
+                    place="--engine")
         self.stack = contextlib.ExitStack()
         self.gen: PacketGenerator | None = None
 
