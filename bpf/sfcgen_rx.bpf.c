@@ -42,35 +42,6 @@ struct {
 	__type(value, struct flow_state);
 } flow_states SEC(".maps");
 
-/* Index of the most significant set bit of v > 0 (BPF has no count-leading-zeros). */
-static __always_inline __u32 msb64(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) r += 1;
-	return r;
-}
-
-static __always_inline __u64 hist_index(__u64 v)
-{
-	__u64 msb, shift;
-
-	if (v < (1u << HIST_SUB_BITS))
-		return v;
-	msb = msb64(v);
-	if (msb > HIST_MAX_MSB) {
-		v = (1ull << (HIST_MAX_MSB + 1)) - 1;
-		msb = HIST_MAX_MSB;
-	}
-	shift = msb - (HIST_SUB_BITS - 1);
-	return shift * HIST_HALF + (v >> shift);
-}
-
 SEC("xdp")
 int sfcgen_rx(struct xdp_md *ctx)
 {

@@ -24,14 +24,8 @@ struct __attribute__((packed)) probe {
 	__u64 ts_ns; /* CLOCK_MONOTONIC send time (bpf_ktime_get_ns() is the same clock) */
 };
 
-/*
- * Latency histogram, log-linear: values below 2^HIST_SUB_BITS ns have a bucket each; above,
- * every power of two is split into 2^(HIST_SUB_BITS-1) equal buckets (relative error < 1/64).
- */
-#define HIST_SUB_BITS 7u
-#define HIST_HALF (1u << (HIST_SUB_BITS - 1))
-#define HIST_MAX_MSB 44u /* ~4.9 hours in ns; larger values are clamped */
-#define HIST_BUCKETS ((HIST_MAX_MSB - HIST_SUB_BITS + 2u) * HIST_HALF + HIST_HALF)
+/* The latency histogram (layout and bucket index) is native/lib/hist.h, shared with C. */
+#include "hist.h"
 
 /*
  * Sequence accounting of one flow at the sink.  The window remembers which of the last

@@ -31,6 +31,9 @@
 #include <libnetfilter_queue/libnetfilter_queue.h>
 #include <ndpi/ndpi_api.h>
 
+#include "log.h"
+#include "opt.h"
+
 #define HASH_BUCKETS 16384
 
 struct flow {
@@ -239,7 +242,7 @@ static void dump(struct state *st, int final)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", st->out);
 	fp = fopen(tmp, "w");
 	if (!fp) {
-		fprintf(stderr, "Failed to open %s: %s\n", tmp, strerror(errno));
+		log_err("Failed to open %s: %s", tmp, strerror(errno));
 		return;
 	}
 	fprintf(fp, "{\"queue\": %d, \"time\": %.3f, \"started\": %.3f, \"final\": %s, "
@@ -276,7 +279,7 @@ static void dump(struct state *st, int final)
 	}
 	fprintf(fp, "\n]}\n");
 	if (fclose(fp) != 0 || rename(tmp, st->out) != 0)
-		fprintf(stderr, "Failed to write %s: %s\n", st->out, strerror(errno));
+		log_err("Failed to write %s: %s", st->out, strerror(errno));
 }
 
 static void free_flows(struct state *st)
@@ -323,20 +326,34 @@ int main(int argc, char **argv)
 	char buf[65536 + 4096];
 	int opt, fd, err = 1;
 
+	unsigned long v;
+
+	log_init(argv[0]);
 	while ((opt = getopt_long(argc, argv, "q:o:i:n:m:h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'q': st.queue = atoi(optarg); break;
+		case 'q':
+			if (opt_uint(optarg, "--queue", 0, 65535, &v))
+				return 2;
+			st.queue = (int)v;
+			break;
 		case 'o': st.out = optarg; break;
-		case 'i': interval = atof(optarg); break;
-		case 'n': st.maxpkts = (unsigned)atoi(optarg); break;
-		case 'm': st.maxflows = strtoul(optarg, NULL, 10); break;
+		case 'i':
+			if (opt_double(optarg, "--interval", 0.001, &interval))
+				return 2;
+			break;
+		case 'n':
+			if (opt_uint(optarg, "--max-packets", 1, 1000000, &v))
+				return 2;
+			st.maxpkts = (unsigned)v;
+			break;
+		case 'm':
+			if (opt_uint(optarg, "--max-flows", 1, 100000000, &v))
+				return 2;
+			st.maxflows = v;
+			break;
 		case 'h': usage(argv[0]); return 0;
 		default: usage(argv[0]); return 2;
 		}
-	}
-	if (st.queue < 0 || st.queue > 65535 || interval <= 0 || st.maxpkts == 0 || !st.maxflows) {
-		usage(argv[0]);
-		return 2;
 	}
 
 	memset(&sa, 0, sizeof(sa));
@@ -347,7 +364,7 @@ int main(int argc, char **argv)
 
 	st.ndpi = ndpi_init_detection_module(ndpi_no_prefs);
 	if (!st.ndpi) {
-		fprintf(stderr, "Failed to initialise nDPI\n");
+		log_err("Failed to initialise nDPI");
 		goto cleanup;
 	}
 	NDPI_BITMASK_SET_ALL(all);
@@ -356,16 +373,16 @@ int main(int argc, char **argv)
 
 	h = nfq_open();
 	if (!h) {
-		fprintf(stderr, "Failed to open nfqueue: %s\n", strerror(errno));
+		log_err("Failed to open nfqueue: %s", strerror(errno));
 		goto cleanup;
 	}
 	qh = nfq_create_queue(h, (uint16_t)st.queue, on_packet, &st);
 	if (!qh) {
-		fprintf(stderr, "Failed to bind queue %d: %s\n", st.queue, strerror(errno));
+		log_err("Failed to bind queue %d: %s", st.queue, strerror(errno));
 		goto cleanup;
 	}
 	if (nfq_set_mode(qh, NFQNL_COPY_PACKET, 0xffff) < 0) {
-		fprintf(stderr, "Failed to set copy mode: %s\n", strerror(errno));
+		log_err("Failed to set copy mode: %s", strerror(errno));
 		goto cleanup;
 	}
 	/* when the queue is full the kernel accepts instead of dropping */
@@ -388,7 +405,7 @@ int main(int argc, char **argv)
 			if (rv > 0)
 				nfq_handle_packet(h, buf, (int)rv);
 			else if (rv < 0 && errno != EAGAIN && errno != EINTR && errno != ENOBUFS) {
-				fprintf(stderr, "Failed to receive from nfqueue: %s\n", strerror(errno));
+				log_err("Failed to receive from nfqueue: %s", strerror(errno));
 				goto cleanup;
 			}
 		}

@@ -29,6 +29,7 @@
 #include <bpf/libbpf.h>
 
 #include "droptrace.h"
+#include "log.h"
 #include "droptrace.skel.h"
 
 #define REASON_PREFIX "SKB_DROP_REASON_"
@@ -110,6 +111,7 @@ int main(int argc, char **argv)
 	struct watch *w = NULL;
 	int nw = argc - 1, err = 1;
 
+	log_init(argv[0]);
 	if (nw < 1 || nw > DROPTRACE_MAX_NETNS || strcmp(argv[1], "--help") == 0) {
 		fprintf(stderr, "usage: sfc-droptrace NAME=PATH [NAME=PATH ...] (1 to %d namespaces)\n",
 			DROPTRACE_MAX_NETNS);
@@ -122,13 +124,13 @@ int main(int argc, char **argv)
 		char *eq = strchr(argv[i + 1], '=');
 		struct stat st;
 		if (!eq || eq == argv[i + 1]) {
-			fprintf(stderr, "sfc-droptrace: expected NAME=PATH, got '%s'\n", argv[i + 1]);
+			log_err("expected NAME=PATH, got '%s'", argv[i + 1]);
 			err = 2;
 			goto cleanup;
 		}
 		*eq = '\0';
 		if (stat(eq + 1, &st) != 0) {
-			fprintf(stderr, "sfc-droptrace: Failed to stat %s: %s\n", eq + 1, strerror(errno));
+			log_err("Failed to stat %s: %s", eq + 1, strerror(errno));
 			err = 2;
 			goto cleanup;
 		}
@@ -138,7 +140,7 @@ int main(int argc, char **argv)
 
 	int ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0) {
-		fprintf(stderr, "sfc-droptrace: Failed to count CPUs: %s\n", strerror(-ncpus));
+		log_err("Failed to count CPUs: %s", strerror(-ncpus));
 		goto cleanup;
 	}
 	btf = btf__load_vmlinux_btf();
@@ -146,18 +148,18 @@ int main(int argc, char **argv)
 
 	skel = droptrace__open_and_load();
 	if (!skel) {
-		fprintf(stderr, "sfc-droptrace: Failed to load the BPF program: %s\n", strerror(errno));
+		log_err("Failed to load the BPF program: %s", strerror(errno));
 		goto cleanup;
 	}
 	for (__u32 i = 0; i < (__u32)nw; i++) {
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.watched), &w[i].inum, &i, BPF_ANY)) {
-			fprintf(stderr, "sfc-droptrace: Failed to watch %s: %s\n", w[i].name,
+			log_err("Failed to watch %s: %s", w[i].name,
 				strerror(errno));
 			goto cleanup;
 		}
 	}
 	if (droptrace__attach(skel)) {
-		fprintf(stderr, "sfc-droptrace: Failed to attach to skb:kfree_skb: %s\n",
+		log_err("Failed to attach to skb:kfree_skb: %s\n",
 			strerror(errno));
 		goto cleanup;
 	}

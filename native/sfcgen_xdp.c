@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 
 #include "sfcgen_xdp.h"
+#include "nl.h"
 #include "sfcgen_tx.skel.h"
 #include "sfcgen_rx.skel.h"
 
@@ -153,77 +154,12 @@ void xdp_tx_close(struct xdp_tx *x)
 	free(x);
 }
 
-/*
- * One RTM_GETLINK for `ifindex` (in the namespace with id `nsid`, or our own when nsid < 0);
- * fills the peer's ifindex and namespace id (IFLA_LINK, IFLA_LINK_NETNSID) and the counters.
- */
-static int getlink(int ifindex, int nsid, int *link, int *link_nsid,
-		   struct rtnl_link_stats64 *stats)
-{
-	struct {
-		struct nlmsghdr nh;
-		struct ifinfomsg ifi;
-		char attrs[16];
-	} req;
-	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-	char buf[16384];
-	int fd, ret = -1;
-	ssize_t len;
-
-	memset(&req, 0, sizeof(req));
-	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
-	req.nh.nlmsg_type = RTM_GETLINK;
-	req.nh.nlmsg_flags = NLM_F_REQUEST;
-	req.ifi.ifi_family = AF_UNSPEC;
-	req.ifi.ifi_index = ifindex;
-	if (nsid >= 0) {
-		struct rtattr *rta = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
-
-		rta->rta_type = IFLA_TARGET_NETNSID;
-		rta->rta_len = RTA_LENGTH(sizeof(__s32));
-		memcpy(RTA_DATA(rta), &nsid, sizeof(__s32));
-		req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
-	}
-	*link = -1;
-	*link_nsid = -1;
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (fd < 0)
-		return -1;
-	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
-		goto out;
-	len = recv(fd, buf, sizeof(buf), 0);
-	for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; len > 0 && NLMSG_OK(nh, (unsigned)len);
-	     nh = NLMSG_NEXT(nh, len)) {
-		struct ifinfomsg *ifi;
-		struct rtattr *rta;
-		int alen;
-
-		if (nh->nlmsg_type != RTM_NEWLINK)
-			break;
-		ifi = NLMSG_DATA(nh);
-		alen = (int)IFLA_PAYLOAD(nh);
-		for (rta = IFLA_RTA(ifi); RTA_OK(rta, alen); rta = RTA_NEXT(rta, alen)) {
-			if (rta->rta_type == IFLA_LINK)
-				memcpy(link, RTA_DATA(rta), sizeof(int));
-			else if (rta->rta_type == IFLA_LINK_NETNSID)
-				memcpy(link_nsid, RTA_DATA(rta), sizeof(int));
-			else if (rta->rta_type == IFLA_STATS64)
-				memcpy(stats, RTA_DATA(rta), sizeof(*stats));
-		}
-		ret = 0;
-		break;
-	}
-out:
-	close(fd);
-	return ret;
-}
-
 int dev_xdp_tx_lost(const char *ifname, uint64_t *lost)
 {
 	struct rtnl_link_stats64 st = {0};
 	int ifindex = (int)if_nametoindex(ifname), peer, peer_nsid;
 
-	if (!ifindex || getlink(ifindex, -1, &peer, &peer_nsid, &st))
+	if (!ifindex || nl_link_get(ifindex, -1, &peer, &peer_nsid, &st))
 		return -1;
 	*lost = st.tx_dropped;
 	return 0;
@@ -234,9 +170,9 @@ int veth_peer_rx_packets(const char *ifname, uint64_t *packets)
 	struct rtnl_link_stats64 st = {0};
 	int ifindex = (int)if_nametoindex(ifname), peer, peer_nsid, dummy;
 
-	if (!ifindex || getlink(ifindex, -1, &peer, &peer_nsid, &st) || peer <= 0)
+	if (!ifindex || nl_link_get(ifindex, -1, &peer, &peer_nsid, &st) || peer <= 0)
 		return -1;
-	if (getlink(peer, peer_nsid, &dummy, &dummy, &st))
+	if (nl_link_get(peer, peer_nsid, &dummy, &dummy, &st))
 		return -1;
 	*packets = st.rx_packets;
 	return 0;

@@ -271,7 +271,16 @@ def snapshot() -> dict[str, list[str]]:
         cp = subprocess.run(argv, capture_output=True, text=True, check=False)
         return sorted(cp.stdout.split())
     state = os.environ.get("SFCLAB_STATE_DIR", "/run/sfclab")
-    return {"netns": _ls("/run/netns"), "links": run(["ip", "-o", "-br", "link", "show"]),
+    tools = {"sfcgen", "iperf3", "sfc-dpi", "sfc-droptrace", "ovs-vswitchd"}
+    procs = []
+    for pid in _ls("/proc"):
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm in tools:
+            procs.append(f"{comm}:{pid}")
+    return {"processes": sorted(procs),"netns": _ls("/run/netns"), "links": run(["ip", "-o", "-br", "link", "show"]),
             "labs": _ls(f"{state}/labs"), "cgroups-cpu": _ls("/sys/fs/cgroup/cpu"),
             "cgroups-memory": _ls("/sys/fs/cgroup/memory"), "bpffs": _ls("/sys/fs/bpf"),
             "ovs": run(["ovs-vsctl", "--timeout=3", "list-br"])
@@ -407,3 +416,73 @@ def test_read_only_commands_never_write(tmp_path: Path, capsys: pytest.CaptureFi
     for out in (str(text), "/proc/sfclab-no/report"):
         assert main(["report", "--db", str(good), "--out", out]) == ExitStatus.BAD_INPUT
         assert "--out" in one_located_line(capsys.readouterr().err, None)
+
+
+EXP_OK = "name: e\nlab: {name: ebad, chain: {length: 3}}\nmeasure: {type: iperf, duration: 1}\n"
+
+#: (id, experiment file text, place, words)
+EXPERIMENTS: list[tuple[str, str, str | None, str]] = [
+    ("no-name", "lab: {name: a, chain: {length: 2}}\nmeasure: {type: iperf}\n", "name",
+     "missing key"),
+    ("bad-name", EXP_OK.replace("name: e\n", "name: 'e e'\n"), "name", "expected a name"),
+    ("no-lab", "name: e\nmeasure: {type: iperf}\n", "lab", "missing key"),
+    ("no-measure", "name: e\nlab: {name: a, chain: {length: 2}}\n", "measure", "missing key"),
+    ("measure-type", EXP_OK.replace("type: iperf", "type: speed"), "measure.type",
+     "expected one of"),
+    ("measure-key", EXP_OK.replace("duration: 1", "duration: 1, colour: red"),
+     "measure.colour", "unknown key"),
+    ("measure-duration", EXP_OK.replace("duration: 1", "duration: -1"), "measure.duration",
+     "more than 0"),
+    ("measure-bitrate", EXP_OK.replace("duration: 1", "bitrate: abc"), "measure.bitrate",
+     "expected a bit rate"),
+    ("rate-rates", EXP_OK.replace("{type: iperf, duration: 1}", "{type: rate, rates: [fast]}"),
+     "measure.rates[0]", "expected a packet rate"),
+    ("rate-inf", EXP_OK.replace("{type: iperf, duration: 1}", "{type: rate, rates: [.inf]}"),
+     "measure.rates[0]", "expected a packet rate"),
+    ("ndr-loss", EXP_OK.replace("{type: iperf, duration: 1}", "{type: ndr, ndr_loss: 200}"),
+     "measure.ndr_loss", "at most 100"),
+    ("ndr-goals", EXP_OK.replace("{type: iperf, duration: 1}",
+                                 "{type: ndr, ndr_loss: 1, pdr_loss: 0.5}"), "measure",
+     "at least the NDR goal"),
+    ("pair-same", EXP_OK.replace("{type: iperf, duration: 1}",
+                                 "{type: rate, rates: [1k], pairs: ['src:src']}"),
+     "measure.pairs", "two different"),
+    ("size", EXP_OK.replace("{type: iperf, duration: 1}", "{type: rate, rates: [1k], size: 9}"),
+     "measure.size", "64 to 9018"),
+    ("engine", EXP_OK.replace("{type: iperf, duration: 1}",
+                              "{type: rate, rates: [1k], engine: dpdk}"), "measure.engine",
+     "expected one of"),
+    ("sweep-path", EXP_OK + "sweep: {'a..b': [1]}\n", "sweep.a..b", "dotted path"),
+    ("sweep-empty", EXP_OK + "sweep: {chain.length: []}\n", "sweep.chain.length",
+     "at least one value"),
+    ("sweep-twice", EXP_OK + "sweep: {chain.length: [2, 2]}\n", "sweep.chain.length",
+     "appears twice"),
+    ("sweep-measure", EXP_OK + "sweep: {measure.flows: [1, 0]}\n", "sweep.measure.flows[1]",
+     "at least 1"),
+    ("inline-lab-kind", "name: e\nlab:\n  name: ebad\n  nodes:\n    a: {kind: hots}\n"
+     "measure: {type: iperf}\n", "lab.nodes.a.kind", "unknown kind"),
+    ("inline-lab-name", "name: e\nlab: {name: '../x', chain: {length: 2}}\nmeasure: "
+     "{type: iperf}\n", "lab.name", "expected a name"),
+    ("lab-file-missing", "name: e\nlab: nowhere.yaml\nmeasure: {type: iperf}\n", "lab",
+     "no lab file"),
+    ("repetitions", EXP_OK + "repetitions: 0\n", "repetitions", "at least 1"),
+    ("not-utf8", "name: caf\xe9\n", None, "UTF-8"),
+]
+
+
+@pytest.mark.parametrize("case, text, place, words", EXPERIMENTS, ids=[c[0] for c in EXPERIMENTS])
+def test_bad_experiment_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str,
+                             text: str, place: str | None, words: str) -> None:
+    f = tmp_path / f"{case}.yaml"
+    f.write_bytes(text.encode("latin-1") if case == "not-utf8" else text.encode())
+    db = tmp_path / "results.db"
+    before = snapshot()
+    status = main(["run", str(f), "--db", str(db)])
+    err = capsys.readouterr().err
+    assert status == ExitStatus.BAD_INPUT, err
+    msg = one_located_line(err, str(f))
+    if place:
+        assert re.search(rf": {re.escape(place)}[:.\[ ]", msg), msg
+    assert words in msg, msg
+    assert not db.exists(), "a results database was made for an experiment that is not valid"
+    assert snapshot() == before

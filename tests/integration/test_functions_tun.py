@@ -61,8 +61,9 @@ def test_missing_executable_is_a_spec_error(tmp_path):
     assert set(os.listdir("/run/netns")) == before
 
 
+# it runs a while before it grows: a program killed as it starts fails `up` instead
 HOG = ("import os, sys, time; sys.stdout.write('start\\n'); sys.stdout.flush(); "
-       "b = bytearray(256 << 20); time.sleep(30)")
+       "time.sleep(0.5); b = bytearray(256 << 20); time.sleep(30)")
 
 
 def test_oom_kill_is_reported_and_lab_stays_up(tmp_path):

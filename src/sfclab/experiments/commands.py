@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..spec.experiment import LabValidator, load_experiment
+from ..spec.experiment import LabValidator, expand, load_experiment
 from ..traffic.environment import environment as host_environment
 from .report import build_report
 from .runner import LabUp, Measure, Progress, Runner, RunSummary, TextProgress
@@ -37,6 +37,7 @@ def run_experiment(path: str | os.PathLike[str], db: str | os.PathLike[str] | No
     run what is not done yet into ``db``.  ``progress`` defaults to a :class:`TextProgress` on
     stderr.  KeyboardInterrupt propagates after the current lab is torn down."""
     exp = load_experiment(path)
+    expand(exp, validate_lab)  # every point valid before the results database is touched
     with Store(db or DEFAULT_DB) as store:
         runner = Runner(store, lab_up, measure, progress=progress or TextProgress(),
                         sleep=sleep, environment=environment, validate_lab=validate_lab)

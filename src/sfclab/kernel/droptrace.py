@@ -14,6 +14,7 @@ process ends, however it ends, the program and its link go with it.
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
@@ -84,6 +85,9 @@ class DropTrace:
         try:
             self.proc.stdin.write("dump\n")
             self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+            if not ready:
+                raise MeasurementError(f"the drop tracer gave no counts within {self.timeout} s")
             line = self.proc.stdout.readline()
         except OSError as e:
             raise MeasurementError(f"the drop tracer stopped: {e}") from None

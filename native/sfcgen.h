@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sfcgen's parts and what they share (see sfcgen.c for the model):
+ *   sfcgen.c          command line (send|sink), clocks, CPU lists
+ *   sfcgen_probe.c    frames: sizes (fixed or IMIX), Ethernet/IPv4/UDP headers, the probe
+ *   sfcgen_engines.c  the sending engines (packet, ring, udp, xdp), pacing and the start gate
+ *   sfcgen_send.c     `sfcgen send`: options, next hop and MAC, threads, the JSON report
+ *   sfcgen_sink.c     `sfcgen sink`: receiving threads or the XDP sink, snapshots, percentiles
+ *   sfcgen_xdp.c      the eBPF halves (live-frames engine, XDP sink)
+ *   lib/              shared with the other tools: netlink, checked options, logging, histogram
+ */
+#ifndef SFCGEN_H
+#define SFCGEN_H
+
+#include <sched.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/if_packet.h>
+#include <linux/rtnetlink.h>
+#include <math.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sfcgen_xdp.h" /* struct probe, the histogram layout, the eBPF engines */
+
+
+#include "log.h"
+#include "nl.h"
+#include "opt.h"
+
+#define MIN_FRAME 64u
+#define MAX_FRAME 1518u
+#define WIRE_OVERHEAD (14u + 4u + 20u + 8u) /* Ethernet header + FCS + IPv4 + UDP */
+#define DEFAULT_BATCH 64u
+#define MAX_BATCH 256u
+#define RING_FRAME_SIZE 2048u
+#define RING_BLOCK_SIZE (64u * 1024u)
+#define RING_BLOCKS 16u
+#define NSEC 1000000000LL
+#define PACE_GRACE_NS 10000000LL /* 10 ms */
+#define XDP_DEFAULT_CHUNK 4096u /* frames per BPF_PROG_RUN call at the maximum rate */
+
+_Static_assert(sizeof(struct probe) == 18, "probe header must fit a 64-byte frame");
+
+extern const unsigned imix_sizes[12];
+#define IMIX_LEN 12u
+
+/* CPU list for --cpus: "0,2-3" -> cpus[]; threads are pinned round-robin over it. */
+struct cpu_list {
+	unsigned n;
+	unsigned cpu[CPU_SETSIZE];
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sender                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+enum engine { ENGINE_AUTO, ENGINE_PACKET, ENGINE_RING, ENGINE_UDP, ENGINE_XDP };
+extern const char *const engine_names[5];
+
+struct send_cfg {
+	struct in_addr dst;
+	struct in_addr src;
+	bool have_src;
+	unsigned dport;
+	unsigned flows;
+	unsigned size; /* 0: imix */
+	double rate;   /* packets per second in total; 0: as fast as possible */
+	double duration;
+	double ramp;
+	unsigned threads;
+	unsigned batch;
+	enum engine engine;
+	struct cpu_list cpus;
+	bool qdisc_bypass;
+	char dev[IF_NAMESIZE];
+	uint8_t dst_mac[6];
+	bool have_dst_mac;
+	uint16_t run;
+};
+
+/* What the packet engine needs to build frames: resolved once, before the threads start. */
+struct l2_path {
+	int ifindex;
+	char ifname[IF_NAMESIZE];
+	uint8_t src_mac[6];
+	uint8_t dst_mac[6];
+	struct in_addr src;
+	unsigned mtu;
+};
+
+struct sender;
+
+struct send_thread {
+	struct sender *s;
+	unsigned index;
+	pthread_t tid;
+	unsigned nflows; /* flows owned: index, index + threads, ... */
+	uint64_t *flow_sent;  /* per owned flow */
+	uint32_t *flow_seq;   /* next sequence number per owned flow */
+	uint64_t sent;
+	uint64_t bytes;
+	uint64_t errors;
+	uint64_t local_drops; /* refused by a qdisc of the sender's own device: sent, then lost */
+	int64_t end_ns;
+	bool passed; /* went through the start gate */
+	int err; /* errno of a fatal failure, 0 if none */
+	char errmsg[160];
+};
+
+struct sender {
+	struct send_cfg cfg;
+	struct l2_path path;
+	enum engine engine;
+	pthread_mutex_t gate_lock;
+	pthread_cond_t gate_cond;
+	unsigned gate_ready;
+	bool gate_open;
+	int64_t t0;
+	struct send_thread *th;
+	unsigned chunk;     /* most packets per send call */
+	struct xdp_tx *xdp; /* the live-frames program (engine xdp) */
+};
+
+/* Wait until the main thread sets t0 and lets every sender go (called once per thread). */
+
+struct sink_stats {
+	uint64_t received;
+	uint64_t bytes;
+	uint64_t invalid;
+	uint64_t socket_drops;
+	uint64_t lat_count;
+	uint64_t lat_max;
+	uint64_t lat_min;
+	double lat_sum;
+	uint64_t hist[HIST_BUCKETS];
+	int64_t first_ns;
+	int64_t last_ns;
+};
+
+struct sink_thread {
+	pthread_t tid;
+	int fd;
+	pthread_mutex_t lock;
+	struct flow_state *flows;
+	struct sink_stats st;
+	uint32_t last_ovfl;
+	bool have_ovfl;
+	int err;
+};
+
+struct sink {
+	struct cpu_list cpus;
+	unsigned port;
+	unsigned flows;
+	unsigned threads;
+	atomic_bool stop;
+	struct sink_thread *th;
+	struct xdp_sink *xdp; /* --xdp: counting is done by bpf/sfcgen_rx.bpf.c, no threads */
+};
+
+/* ---- functions shared between the parts ---- */
+void *send_thread_main(void *arg);
+int64_t now_ns(void);
+void sleep_until_ns(int64_t t);
+int parse_cpus(const char *arg, struct cpu_list *l);
+void pin_thread(const struct cpu_list *l, unsigned index);
+unsigned frame_size_at(const struct send_cfg *c, uint64_t n);
+uint16_t ip_checksum(const void *data, size_t len);
+void build_headers(uint8_t *f, const struct sender *s, unsigned size);
+void print_u64_array(const uint64_t *v, unsigned n);
+int cmd_send(int argc, char **argv);
+int cmd_sink(int argc, char **argv);
+
+#endif
