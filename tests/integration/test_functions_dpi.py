@@ -46,7 +46,7 @@ print(urllib.request.urlopen("http://%s:8000/" % sys.argv[1], timeout=5).status)
 
 @pytest.fixture(scope="module")
 def dpi_binary():
-    r = subprocess.run(["make", "-s", "-C", str(NATIVE), "-f", "dpi.mk", "sfc-dpi"],
+    r = subprocess.run(["make", "-s", "-C", str(NATIVE), "build/sfc-dpi"],
                        capture_output=True, text=True)
     if r.returncode != 0:
         pytest.fail(f"cannot build sfc-dpi: {r.stderr}")

@@ -40,7 +40,7 @@ def run_experiment(path: str | os.PathLike[str], db: str | os.PathLike[str] | No
     expand(exp, validate_lab)  # every point valid before the results database is touched
     with Store(db or DEFAULT_DB) as store:
         runner = Runner(store, lab_up, measure, progress=progress or TextProgress(),
-                        sleep=sleep, environment=environment, validate_lab=validate_lab)
+                        sleep=sleep, environment=environment, validate_lab=None)  # done above
         return runner.run(exp, retry_failed=retry_failed)
 
 
