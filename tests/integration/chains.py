@@ -87,11 +87,16 @@ class Chain:
 
 
 @contextlib.contextmanager
-def chain(kind: str, params: dict[str, Any], state_dir: Path | None = None) -> Iterator[Chain]:
-    """Bring up ``src — fn — dst`` with a ``kind`` function; always take it down.  The lab's
-    state lives where the lab core keeps it (``$SFCLAB_STATE_DIR``); ``state_dir`` is
-    accepted for the callers' convenience and not needed."""
-    lab = Lab.from_dict(lab_file("f" + secrets.token_hex(3), kind, params), source="chain")
+def chain(kind: str, params: dict[str, Any], state_dir: Path | None = None, *,
+          name: str | None = None) -> Iterator[Chain]:
+    """Bring up ``src — fn — dst`` with a ``kind`` function; always take it down.  The lab is
+    named ``name`` (a test that must find what is left of it gives one), else ``f<hex>``.  If
+    ``up`` fails (bad parameters are a :class:`~sfclab.errors.SpecError`) the lab core has
+    already removed whatever it made.  The lab's state lives where the lab core keeps it
+    (``$SFCLAB_STATE_DIR``); ``state_dir`` is accepted for the callers' convenience and not
+    needed."""
+    lab = Lab.from_dict(lab_file(name or "f" + secrets.token_hex(3), kind, params),
+                        source="chain")
     lab.up()
     c = Chain(lab)
     try:

@@ -1,16 +1,31 @@
 """Integration tests build real labs as root, each under a unique name, in a state directory of
 the test session's own; whatever a test leaves is removed at the end by name (``down --all``
-on that state directory), never by pattern."""
+on that state directory), never by pattern.
+
+Every test in this directory is marked ``root`` here, and skipped here, with the reason, when
+pytest does not run as root: the one place that says so (test files carry no root skip)."""
 
 from __future__ import annotations
 
 import os
 import secrets
+from pathlib import Path
 
 import pytest
 
-if os.geteuid() != 0:  # pragma: no cover - CI runs as root
-    pytest.skip("integration tests need root to make namespaces", allow_module_level=True)
+HERE = Path(__file__).resolve().parent
+NEEDS_ROOT = "integration tests need root to make namespaces"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark this directory's tests ``root``; without root, skip them with the reason.  (The hook
+    sees the whole session's items, the unit tests' too: only ours are marked.)"""
+    skip = pytest.mark.skip(reason=NEEDS_ROOT) if os.geteuid() != 0 else None
+    for item in items:
+        if HERE in item.path.resolve().parents:
+            item.add_marker(pytest.mark.root)
+            if skip is not None:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session", autouse=True)

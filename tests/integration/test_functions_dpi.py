@@ -11,8 +11,6 @@ import pytest
 
 from tests.integration.chains import chain
 
-pytestmark = [pytest.mark.root]
-
 NATIVE = Path(__file__).resolve().parents[2] / "native"
 
 DNS_RESPONDER = r"""

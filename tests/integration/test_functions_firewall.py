@@ -1,12 +1,9 @@
 """``firewall``: exactly the denied flows are dropped and the counters say so, with both
 backends; generated worst-case lists (stateless, stateful, set) load and let traffic pass."""
 
-
 import pytest
 
 from tests.integration.chains import chain, udp_exchange
-
-pytestmark = [pytest.mark.root]
 
 N = 20
 

@@ -2,11 +2,7 @@
 
 import sys
 
-import pytest
-
 from tests.integration.chains import chain, udp_exchange
-
-pytestmark = [pytest.mark.root]
 
 TCP_SERVER = r"""
 import socket, sys

@@ -2,11 +2,7 @@
 
 import sys
 
-import pytest
-
 from tests.integration.chains import UDP_RECEIVER, UDP_SENDER, chain, udp_exchange
-
-pytestmark = [pytest.mark.root]
 
 
 def test_router_forwards_and_sets_sysctls(tmp_path):

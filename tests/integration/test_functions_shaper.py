@@ -7,8 +7,6 @@ import pytest
 
 from tests.integration.chains import chain
 
-pytestmark = [pytest.mark.root]
-
 
 def _iperf(lab, seconds=5):
     srv = lab.popen("dst", ["iperf3", "-s", "-1", "-p", "5201"])

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.chains import chain, udp_exchange
+from tests.integration.labtools import nothing_left
 from sfclab.errors import SpecError
-
-pytestmark = [pytest.mark.root]
+from sfclab.realize.state import LabState
 
 COUNTER = [sys.executable, "-m", "sfclab.functions.examples.tun_count"]
 
@@ -51,14 +51,13 @@ def test_tun_program_string_and_placeholder(tmp_path):
         assert lab.inspect()["nodes"]["fn"]["program"]["packets"] == 6   # requests + replies
 
 
-def test_missing_executable_is_a_spec_error(tmp_path):
-    before = set(os.listdir("/run/netns"))
+def test_missing_executable_is_a_spec_error(tmp_path, lab_name):
     for exe in ("/nonexistent/prog -x", ["no-such-program-sfclab"]):
         with pytest.raises(SpecError) as e:
-            with chain("tun", {"exec": exe}, tmp_path):
+            with chain("tun", {"exec": exe}, tmp_path, name=lab_name):
                 pass
         assert e.value.place == "nodes.fn.exec"
-    assert set(os.listdir("/run/netns")) == before
+        assert nothing_left(lab_name) and not LabState(lab_name).exists
 
 
 # it runs a while before it grows: a program killed as it starts fails `up` instead

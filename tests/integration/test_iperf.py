@@ -14,10 +14,7 @@ from sfclab.errors import MeasurementError
 from sfclab.kernel import netns
 from sfclab.traffic.iperf import run_iperf
 
-pytestmark = [
-    pytest.mark.root,
-    pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed"),
-]
+pytestmark = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed")
 
 SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"
 

@@ -16,10 +16,6 @@ from sfclab.kernel import netns
 from sfclab.traffic import native
 from sfclab.traffic.native import NativeGenerator
 
-pytestmark = [
-    pytest.mark.root,
-]
-
 SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"
 
 

@@ -14,10 +14,6 @@ import pytest
 from sfclab.kernel import netns
 from sfclab.traffic.native import NativeGenerator
 
-pytestmark = [
-    pytest.mark.root,
-]
-
 SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"
 IMIX_CYCLE = [64] * 7 + [594] * 4 + [1518]
 

@@ -1,14 +1,20 @@
 """The command line's exit-status contract, in process and without root: 0 for success, 1 for
-a failure of the machine, 2 for bad input (a file, an option, an unknown lab), one line each."""
+a failure of the machine, 2 for bad input (a file, an option, an unknown lab), one line each.
+And the examples of every ``--help``: each parses; those that need neither root nor a running
+lab (``validate``, ``expand``, ``graph FILE``, ``ls``) run.  (The integration tests run them
+all against real labs.)"""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
 
-from sfclab.cli import main
+from sfclab.cli import EXAMPLES, build_parser, main
 from sfclab.cli.status import ExitStatus
+from sfclab.realize.kinds import load_lab
+from tests.help_examples import ORDER, examples
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = str(ROOT / "scenarios" / "chain5.yaml")
@@ -80,3 +86,42 @@ def test_ls_with_no_labs(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_exit_statuses_are_the_documented_numbers() -> None:
     assert [int(s) for s in ExitStatus] == [0, 1, 2, 130]
+
+
+# ------------------------------------------------------------------ the --help examples
+
+#: commands whose examples run here: they read a file or the (empty) state, never a lab
+NO_LAB_NEEDED = ("validate", "expand", "graph", "ls")
+
+
+def lab_files() -> dict[str, str]:
+    """The examples' labs by name: the files their ``sfclab up FILE`` examples build."""
+    ups = [shlex.split(c)[2] for c in examples() if c.split()[1] == "up"]
+    return {load_lab(str(ROOT / f)).name: f for f in ups}
+
+
+def test_examples_are_found() -> None:
+    cmds = examples()
+    assert any(c.startswith("sfclab up ") for c in cmds) and len(cmds) >= 15
+    assert all(c.split()[1] in ORDER for c in cmds)
+    assert "chain-length.yaml" not in EXAMPLES or "demo-chain-length.yaml" in EXAMPLES
+    assert {c.split()[1] for c in cmds} >= set(NO_LAB_NEEDED)
+
+
+@pytest.mark.parametrize("cmd", examples())
+def test_every_example_parses(cmd: str) -> None:
+    argv = shlex.split(cmd)[1:]
+    args = build_parser().parse_args(argv)  # a refused option exits (SystemExit): a failure
+    assert args.cmd == argv[0] and getattr(args, "fn", None) is not None
+
+
+@pytest.mark.parametrize("cmd", [c for c in examples() if c.split()[1] in NO_LAB_NEEDED])
+def test_examples_that_need_no_lab_run(cmd: str, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(ROOT)  # the examples name files relative to the repository
+    argv = shlex.split(cmd)[1:]
+    if argv[0] == "graph":  # the running lab's picture, drawn from the file it is built from
+        argv[1] = lab_files()[argv[1]]
+    assert main(argv) == ExitStatus.OK
+    out = capsys.readouterr()
+    assert out.out.strip() and not out.err, out.err
