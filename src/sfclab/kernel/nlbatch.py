@@ -45,16 +45,18 @@ class Batch:
         return len(self.msgs)
 
     def veth(self, name: str, netns_fd: int, peer: str, peer_netns_fd: int, what: str, *,
-             mtu: int | None = None) -> None:
-        """Create a veth pair with each end directly in the namespace behind its fd."""
-        def end(ifname: str, fd: int) -> bytes:
+             mtu: int | None = None, peer_mtu: int | None = None) -> None:
+        """Create a veth pair with each end directly in the namespace behind its fd (the peer
+        gets ``peer_mtu`` if given, else ``mtu``)."""
+        def end(ifname: str, fd: int, mtu: int | None) -> bytes:
             out = _attr(IFLA_IFNAME, ifname.encode() + b"\0") + _attr(IFLA_NET_NS_FD,
                                                                       struct.pack("I", fd))
             return out + (_attr(IFLA_MTU, struct.pack("I", mtu)) if mtu else b"")
-        peer_msg = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0) + end(peer, peer_netns_fd)
+        peer_msg = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0) + end(
+            peer, peer_netns_fd, peer_mtu or mtu)
         info = _attr(IFLA_INFO_KIND, b"veth\0") + _attr(
             IFLA_INFO_DATA, _attr(VETH_INFO_PEER, peer_msg))
-        body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0) + end(name, netns_fd)
+        body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0) + end(name, netns_fd, mtu)
         self.msgs.append((RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
                           body + _attr(IFLA_LINKINFO, info), what))
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from ..spec.lab import Lab, LinkSpec, NodeSpec
 from ..spec.segments import segments
-from . import addressing, names, routing
+from . import addressing, names, routing, sfc
 from .model import InterfacePlan, OvsBridgePlan, Plan, RoutePlan, SegmentPlan
 
 if TYPE_CHECKING:
@@ -135,4 +135,7 @@ def build_plan(lab: Lab, *, ovs_datapath: str = "netdev") -> Plan:
     nets: dict[int, IPv4Network] = {k: v for k, v in subnets.items() if v is not None}
     for r in routing.compute(list(lab.nodes), forwards, nets, attachments):
         plan.routes.append(RoutePlan(r.node, p.netns(r.node), str(r.dst), str(r.gateway), r.dev))
+    steering = sfc.build(lab, plan)
+    if steering is not None:
+        plan.steering = steering.to_dict()
     return plan

@@ -96,6 +96,8 @@ class Plan:
     routes: list[RoutePlan] = field(default_factory=list)
     segments: list[SegmentPlan] = field(default_factory=list)
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> {kind, params}
+    #: the SFC data plane (sfclab.plan.sfc.SteeringPlan as a dict), None for a lab without chains
+    steering: dict[str, Any] | None = None
 
     # --- look-ups -------------------------------------------------------------------------
     def netns_of(self, node: str) -> str:
@@ -139,4 +141,5 @@ class Plan:
             routes=[RoutePlan(**x) for x in d["routes"]],
             segments=[SegmentPlan(**x) for x in d["segments"]],
             functions=d.get("functions", {}),
+            steering=d.get("steering"),
         )

@@ -32,8 +32,10 @@ class KindTable:
 
     def parts(self) -> list[Part]:
         """Every part in stage order: node kinds first (their namespaces and bridges exist
-        before links meet them), then link forms."""
-        return [*NODE_KINDS.values(), *LINK_FORMS.values()]
+        before links meet them), then link forms, then the SFC data plane."""
+        from .steering import STEERING  # the SFC data plane follows the links it runs on
+
+        return [*NODE_KINDS.values(), *LINK_FORMS.values(), STEERING]
 
     def shapes(self) -> dict[str, tuple[tuple[str, str], str]]:
         """How ``graph`` draws each node kind: (mermaid brackets, Graphviz shape)."""

@@ -35,8 +35,9 @@ from pydantic import Field, ValidationError, field_validator
 from ..errors import SpecError
 import yaml
 
-from . import chain, checks
+from . import chain, checks, sfc
 from .chain import ChainSpec
+from .sfc import GroupSpec, SfcChainSpec
 from .kinds import KindTable, LinkForm, NodeKind
 from .names import IFNAME_RE, LAB_NAME_MAX, NAME_RE, NAME_WORDS, NODE_NAME_MAX, node_name_ok
 from .source import Document, format_place
@@ -133,6 +134,8 @@ class LabFile(_Model):
     chain: ChainSpec | None = None
     addressing: AddressingSpec = AddressingSpec()
     mtu: int | None = Field(default=None, ge=68, le=65535)
+    chains: Any = None  # validated by sfclab.spec.sfc, against the nodes
+    groups: Any = None
 
     @field_validator("name")
     @classmethod
@@ -200,6 +203,8 @@ class Lab:
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     forms: list[LinkForm] = field(default_factory=list, compare=False)  # one per link
     doc: Document | None = field(default=None, compare=False, repr=False)
+    chains: dict[str, SfcChainSpec] = field(default_factory=dict)  # service function chains
+    groups: dict[str, GroupSpec] = field(default_factory=dict)
 
     def error_at(self, e: SpecError, loc: tuple[Any, ...]) -> SpecError:
         """``e`` (raised for a place below ``loc``) located in this lab's file: file, full
@@ -302,7 +307,13 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
         raw["addressing"] = data["addressing"]
     raw["nodes"] = {k: dict(v) for k, v in nodes_raw.items()}
     raw["links"] = [_dump_link(lk) for lk in links]
-    return Lab(top.name, nodes, links, top.addressing, doc.source, raw, forms, doc)
+    chains, groups = sfc.validate(doc, top.chains, top.groups, nodes)
+    if groups:
+        raw["groups"] = {g: s.model_dump(exclude_none=True) for g, s in groups.items()}
+    if chains:
+        raw["chains"] = {c: s.as_dict() for c, s in chains.items()}
+    return Lab(top.name, nodes, links, top.addressing, doc.source, raw, forms, doc, chains,
+               groups)
 
 
 def _dump_link(lk: LinkSpec) -> dict[str, Any]:

@@ -72,7 +72,7 @@ class Veth(LinkForm):
             x, y = v.a, v.b
             b.link_batch.veth(x.name, b.fds[x.netns or stage], y.name, b.fds[y.netns or stage],
                               f"veth {x.netns or 'root'}/{x.name} - {y.netns or 'root'}/{y.name}",
-                              mtu=x.mtu)
+                              mtu=x.mtu, peer_mtu=y.mtu)
             b.created(x.netns, x.name)
             b.created(y.netns, y.name)
 

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The SFC data plane's shared model: label stack entries, the lab-wide maps every program of a
+ * lab shares (pinned by name under /sys/fs/bpf/sfclab/<lab>/maps), and the counters.
+ *
+ * One lab, one set of maps; one program load per node, told its node by `node_id` (the only
+ * variable in each program's .rodata, set by sfc-steer before loading).  Labels are unique in a
+ * lab, so one label table serves every node: an entry names the node that owns the label, and
+ * a node drops a packet whose top label it does not own.
+ *
+ *   classifier (tc, at the chain's ingress node): 5-tuple -> chain, by tuple-space search
+ *       (one hash lookup per distinct wildcard mask, best priority wins); chain -> path by a
+ *       hash of the flow over weighted slots; pushes the path's whole label stack at once.
+ *   forwarder (XDP, every node on a path): pops its own top label and redirects to the next
+ *       hop (the last pop delivers plain IPv4), or hands the packet to the proxy.
+ *   proxy (XDP + tc at a function node): takes the rest of the stack off, parks it under a
+ *       stack id carried by skb->mark through the function (NAT-safe: the mark survives address
+ *       rewriting), and puts it back on whatever leaves the function.
+ */
+#ifndef SFCLAB_SFC_H
+#define SFCLAB_SFC_H
+
+#include <linux/types.h>
+
+#define SFC_MAX_LABELS 16     /* deepest stack pushed at once */
+#define SFC_MAX_MASKS 32      /* distinct wildcard masks in a lab's classifiers */
+#define SFC_MAX_SLOTS 256     /* load-balancing slots per chain */
+#define SFC_MAX_NODES 256
+#define SFC_MAX_CHAINS 256    /* chain directions (a symmetric chain uses two) */
+#define SFC_MAX_PATHS 4096
+#define SFC_MAX_STACKS 65536  /* distinct remaining stacks parked by proxies */
+#define SFC_MARK_BASE 0x5fc00000u
+#define SFC_MARK_MASK 0xfff00000u
+#define SFC_ID_MASK 0x000fffffu
+#define SFC_ETH_P_MPLS_UC 0x8847
+#define SFC_ETH_P_IP 0x0800
+
+/* label stack entry (RFC 3032), host order: label 20 bits, TC 3, bottom of stack 1, TTL 8 */
+#define LSE_LABEL(v) ((v) >> 12)
+#define LSE_BOS(v) (((v) >> 8) & 1)
+#define LSE_TTL(v) ((v) & 0xff)
+
+enum sfc_counter {
+	SFC_C_CLASSIFIED,     /* packets matched by a classifier and pushed */
+	SFC_C_POPPED,         /* labels taken off by this node */
+	SFC_C_FORWARDED,      /* labelled packets sent on to the next hop */
+	SFC_C_DELIVERED,      /* last label popped: sent on as plain IPv4 */
+	SFC_C_TTL_EXPIRED,
+	SFC_C_UNKNOWN_LABEL,  /* top label absent, or owned by another node */
+	SFC_C_PROXY_IN,       /* stack taken off before the function */
+	SFC_C_PROXY_OUT,      /* stack put back after the function */
+	SFC_C_PROXY_MISS,     /* left the function with no parked stack: routed as plain IP */
+	SFC_C_ERRORS,         /* malformed stacks, helper failures, full tables */
+	SFC_C_GSO,            /* GSO packets a push point could not label */
+	SFC_NCOUNTERS = 16,
+};
+
+struct sfc_tuple {            /* classifier key: a masked 5-tuple at one node */
+	__u32 node;
+	__u32 mask;
+	__be32 src;
+	__be32 dst;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct sfc_mask {             /* one wildcard mask (0 in `used` ends the list) */
+	__u32 used;
+	__be32 src;
+	__be32 dst;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct sfc_match {
+	__s32 priority;       /* higher wins */
+	__u32 chain;          /* chain direction index */
+};
+
+struct sfc_chain {
+	__u32 nslots;         /* 0: unused */
+	__u32 symmetric;      /* hash the flow so both directions pick the same slot */
+	__u32 slot[SFC_MAX_SLOTS]; /* slot -> path index */
+};
+
+struct sfc_path {             /* what the ingress pushes, and where it sends it */
+	__u32 depth;
+	__u32 ifindex;        /* the ingress node's interface toward the first hop */
+	__u8 smac[6];
+	__u8 dmac[6];
+	__be32 lse[SFC_MAX_LABELS];
+};
+
+enum sfc_action { SFC_A_FORWARD = 1, SFC_A_PROXY = 2 };
+
+struct sfc_hop {              /* what the owner of a label does with it */
+	__u32 node;
+	__u32 action;
+	__u32 ifindex;        /* forward: out interface, in the owner's namespace */
+	__u8 smac[6];
+	__u8 dmac[6];
+};
+
+struct sfc_stack {            /* a parked remaining stack (top first) */
+	__u32 depth;
+	__be32 lse[SFC_MAX_LABELS];
+};
+
+struct sfc_flow {             /* proxy fallback key, for functions that lose the mark */
+	__u32 node;
+	__be32 src;
+	__be32 dst;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+#ifdef __BPF__
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+const volatile __u32 node_id = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SFC_MAX_MASKS);
+	__type(key, __u32);
+	__type(value, struct sfc_mask);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_masks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144);
+	__type(key, struct sfc_tuple);
+	__type(value, struct sfc_match);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_classes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SFC_MAX_CHAINS);
+	__type(key, __u32);
+	__type(value, struct sfc_chain);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_chains SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SFC_MAX_PATHS);
+	__type(key, __u32);
+	__type(value, struct sfc_path);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_paths SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct sfc_hop);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_labels SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SFC_MAX_STACKS);
+	__type(key, struct sfc_stack);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_stack_ids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SFC_MAX_STACKS);
+	__type(key, __u32);
+	__type(value, struct sfc_stack);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_next_stack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sfc_flow);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SFC_MAX_NODES * SFC_NCOUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SFC_MAX_PATHS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sfc_path_counts SEC(".maps");
+
+static __always_inline void sfc_count(__u32 counter)
+{
+	__u32 k = (node_id % SFC_MAX_NODES) * SFC_NCOUNTERS + counter;
+	__u64 *v = bpf_map_lookup_elem(&sfc_counters, &k);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u32 sfc_mix(__u32 h, __u32 v)
+{
+	v *= 0xcc9e2d51u;
+	v = (v << 15) | (v >> 17);
+	v *= 0x1b873593u;
+	h ^= v;
+	h = (h << 13) | (h >> 19);
+	return h * 5 + 0xe6546b64u;
+}
+
+/* the flow's hash; with `symmetric`, the same for both directions of the flow */
+static __always_inline __u32 sfc_flow_hash(__be32 src, __be32 dst, __be16 sport, __be16 dport,
+					   __u8 proto, int symmetric)
+{
+	__u32 a = src, b = dst, pa = sport, pb = dport, h = 0x5fc1u;
+
+	if (symmetric && (a > b || (a == b && pa > pb))) {
+		__u32 t = a; a = b; b = t;
+		t = pa; pa = pb; pb = t;
+	}
+	h = sfc_mix(h, a);
+	h = sfc_mix(h, b);
+	h = sfc_mix(h, (pa << 16) | pb);
+	h = sfc_mix(h, proto);
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	return h ^ (h >> 16);
+}
+
+/* the IPv4 5-tuple of the packet whose IP header starts at `ip`; ports 0 for other protocols
+ * and for fragments after the first.  Returns 0, or -1 if the header is cut short. */
+static __always_inline int sfc_parse_ip(void *ip, void *end, __be32 *src, __be32 *dst,
+					__be16 *sport, __be16 *dport, __u8 *proto)
+{
+	__u8 *b = ip;
+	__u32 ihl;
+
+	if ((void *)(b + 20) > end)
+		return -1;
+	ihl = (b[0] & 0x0f) * 4;
+	if ((b[0] >> 4) != 4 || ihl < 20)
+		return -1;
+	*src = *(__be32 *)(b + 12);
+	*dst = *(__be32 *)(b + 16);
+	*proto = b[9];
+	*sport = 0;
+	*dport = 0;
+	/* first fragment or unfragmented: the ports are there */
+	if ((*proto == 6 || *proto == 17) && !(*(__be16 *)(b + 6) & bpf_htons(0x1fff))) {
+		__u8 *l4 = b + (ihl & 0x3c);
+
+		if ((void *)(l4 + 4) > end)
+			return -1;
+		*sport = *(__be16 *)l4;
+		*dport = *(__be16 *)(l4 + 2);
+	}
+	return 0;
+}
+#endif /* __BPF__ */
+
+#endif

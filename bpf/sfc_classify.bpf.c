@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The SFC classifier (tc, at a chain's ingress node: tcx egress for traffic the node sends
+ * itself, tcx ingress for traffic it receives and passes on).
+ *
+ * Lookup is tuple-space search: one exact-match hash lookup per distinct wildcard mask in the
+ * lab (sfc_masks, at most SFC_MAX_MASKS), so its cost grows with the number of masks, never
+ * with the number of entries; port ranges arrive expanded to prefixes.  The best priority
+ * wins.  The chain's slot table (weighted by the planner) picks the path by a hash of the flow
+ * -- the same for both directions of a symmetric chain -- and the path's whole label stack is
+ * pushed in one step.  Unmatched packets pass untouched and follow routes.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "sfc.h"
+
+static __always_inline int classify(struct __sk_buff *skb, int at_egress)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct sfc_tuple key = {};
+	struct sfc_match *best = 0;
+	struct sfc_chain *chain;
+	struct sfc_path *path;
+	__be32 src, dst;
+	__be16 sport, dport;
+	__u8 proto;
+	__u32 i, pi, h;
+	struct ethhdr neth;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
+		return TC_ACT_OK;
+	if (sfc_parse_ip(eth + 1, end, &src, &dst, &sport, &dport, &proto))
+		return TC_ACT_OK;
+	key.node = node_id;
+	for (i = 0; i < SFC_MAX_MASKS; i++) {
+		__u32 k = i;
+		struct sfc_mask *m = bpf_map_lookup_elem(&sfc_masks, &k);
+		struct sfc_match *hit;
+
+		if (!m || !m->used)
+			break;
+		key.mask = i;
+		key.src = src & m->src;
+		key.dst = dst & m->dst;
+		key.sport = sport & m->sport;
+		key.dport = dport & m->dport;
+		key.proto = proto & m->proto;
+		hit = bpf_map_lookup_elem(&sfc_classes, &key);
+		if (hit && (!best || hit->priority > best->priority))
+			best = hit;
+	}
+	if (!best)
+		return TC_ACT_OK;
+	pi = best->chain;
+	chain = bpf_map_lookup_elem(&sfc_chains, &pi);
+	if (!chain || !chain->nslots)
+		return TC_ACT_OK;
+	h = sfc_flow_hash(src, dst, sport, dport, proto, chain->symmetric);
+	pi = chain->slot[(h % chain->nslots) & (SFC_MAX_SLOTS - 1)];
+	path = bpf_map_lookup_elem(&sfc_paths, &pi);
+	if (!path || !path->depth || path->depth > SFC_MAX_LABELS) {
+		sfc_count(SFC_C_ERRORS);
+		return TC_ACT_SHOT;
+	}
+	if (skb->gso_size) {
+		/* labels cannot be pushed onto a GSO packet (the kernel would segment the labels as
+		 * if they were the IP header): the lab turns GSO off where classifiers push */
+		sfc_count(SFC_C_GSO);
+		return TC_ACT_SHOT;
+	}
+	if (bpf_skb_adjust_room(skb, (__s32)(4 * path->depth), BPF_ADJ_ROOM_MAC, 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return TC_ACT_SHOT;
+	}
+	for (i = 0; i < SFC_MAX_LABELS; i++) {
+		if (i >= path->depth)
+			break;
+		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + 4 * i, &path->lse[i], 4, 0)) {
+			sfc_count(SFC_C_ERRORS);
+			return TC_ACT_SHOT;
+		}
+	}
+	__builtin_memcpy(neth.h_dest, path->dmac, ETH_ALEN);
+	__builtin_memcpy(neth.h_source, path->smac, ETH_ALEN);
+	neth.h_proto = bpf_htons(SFC_ETH_P_MPLS_UC);
+	if (bpf_skb_store_bytes(skb, 0, &neth, sizeof(neth), 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return TC_ACT_SHOT;
+	}
+	sfc_count(SFC_C_CLASSIFIED);
+	{
+		__u64 *n = bpf_map_lookup_elem(&sfc_path_counts, &pi);
+
+		if (n)
+			*n += 1;
+	}
+	if (at_egress && path->ifindex == skb->ifindex)
+		return TC_ACT_OK;
+	return bpf_redirect(path->ifindex, 0);
+}
+
+SEC("tc")
+int sfc_classify_egress(struct __sk_buff *skb)
+{
+	return classify(skb, 1);
+}
+
+SEC("tc")
+int sfc_classify_ingress(struct __sk_buff *skb)
+{
+	return classify(skb, 0);
+}
+
+char LICENSE[] SEC("license") = "GPL";

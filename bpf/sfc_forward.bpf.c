@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The SFC forwarder (XDP, on every interface of every node on a chain's path).
+ *
+ * Plain (non-MPLS) frames pass untouched: IP traffic of the node routes as before.  A labelled
+ * frame's top label must belong to this node (else it is dropped as an unknown label) and have
+ * a TTL above 1 (else dropped as expired).  Then, by the label's action:
+ *   forward: pop it, give its TTL less one to the new top entry, rewrite the Ethernet header
+ *            for the next hop and redirect there; popping the bottom entry leaves plain IPv4.
+ *   proxy:   the function here must not see labels: pop it, park the rest of the stack under a
+ *            stack id (sfc_stack_ids / sfc_stacks, one entry per distinct stack, not per flow),
+ *            take the whole stack off and pass the IPv4 packet up with the id in XDP metadata;
+ *            sfc_proxy_in turns it into skb->mark, sfc_proxy_out puts the stack back.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "sfc.h"
+
+static __always_inline int park(struct sfc_stack *st, __u32 *id)
+{
+	__u32 zero = 0, *have, *next;
+	struct sfc_stack *slot;
+
+	have = bpf_map_lookup_elem(&sfc_stack_ids, st);
+	if (have) {
+		*id = *have;
+		return 0;
+	}
+	next = bpf_map_lookup_elem(&sfc_next_stack, &zero);
+	if (!next)
+		return -1;
+	*id = __sync_fetch_and_add(next, 1);
+	if (*id >= SFC_MAX_STACKS)
+		return -1;
+	slot = bpf_map_lookup_elem(&sfc_stacks, id);
+	if (!slot)
+		return -1;
+	__builtin_memcpy(slot, st, sizeof(*st));
+	/* a racing CPU may have parked the same stack: both ids stay valid */
+	bpf_map_update_elem(&sfc_stack_ids, st, id, BPF_NOEXIST);
+	return 0;
+}
+
+static __always_inline int proxy(struct xdp_md *ctx, __u32 ttl)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__be32 *lse = data + sizeof(struct ethhdr);
+	struct sfc_stack st = {};
+	struct ethhdr eth;
+	__u32 id, i, *meta;
+	__u8 proto;
+	struct sfc_flow fk = {};
+
+	if ((void *)(lse + 1) > end)
+		return XDP_DROP;
+	if (!LSE_BOS(bpf_ntohl(lse[0]))) {
+		for (i = 0; i < SFC_MAX_LABELS; i++) {
+			__be32 *p = lse + 1 + i;
+			__u32 v;
+
+			if ((void *)(p + 1) > end)
+				goto bad;
+			v = bpf_ntohl(*p);
+			if (i == 0)
+				v = (v & ~0xffu) | (ttl - 1);
+			st.lse[i] = bpf_htonl(v);
+			st.depth = i + 1;
+			if (LSE_BOS(v))
+				break;
+		}
+		if (!st.depth || !LSE_BOS(bpf_ntohl(st.lse[(st.depth - 1) & (SFC_MAX_LABELS - 1)])))
+			goto bad;
+	}
+	if (park(&st, &id))
+		goto bad;
+	__builtin_memcpy(&eth, data, sizeof(eth));
+	eth.h_proto = bpf_htons(SFC_ETH_P_IP);
+	if (bpf_xdp_adjust_head(ctx, (int)(4 * (1 + st.depth))))
+		goto bad;
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
+		goto bad;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > data || data + sizeof(eth) > end)
+		goto bad;
+	*meta = SFC_MARK_BASE | (id & SFC_ID_MASK);
+	__builtin_memcpy(data, &eth, sizeof(eth));
+	/* for functions that lose the mark (a program reading a TUN device): the flow */
+	fk.node = node_id;
+	if (!sfc_parse_ip(data + sizeof(eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport, &proto)) {
+		__u32 *was;
+
+		fk.proto = proto;
+		was = bpf_map_lookup_elem(&sfc_flows, &fk);
+		if (!was || *was != id)
+			bpf_map_update_elem(&sfc_flows, &fk, &id, BPF_ANY);
+	}
+	sfc_count(SFC_C_POPPED);
+	sfc_count(SFC_C_PROXY_IN);
+	return XDP_PASS;
+bad:
+	sfc_count(SFC_C_ERRORS);
+	return XDP_DROP;
+}
+
+SEC("xdp")
+int sfc_forward(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	__be32 *lse = (void *)(eth + 1);
+	struct sfc_hop *hop;
+	struct ethhdr neth;
+	__u32 v, label, ttl, bos;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_MPLS_UC))
+		return XDP_PASS;
+	if ((void *)(lse + 1) > end) {
+		sfc_count(SFC_C_ERRORS);
+		return XDP_DROP;
+	}
+	v = bpf_ntohl(lse[0]);
+	label = LSE_LABEL(v);
+	ttl = LSE_TTL(v);
+	bos = LSE_BOS(v);
+	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	if (!hop || hop->node != node_id) {
+		sfc_count(SFC_C_UNKNOWN_LABEL);
+		return XDP_DROP;
+	}
+	if (ttl <= 1) {
+		sfc_count(SFC_C_TTL_EXPIRED);
+		return XDP_DROP;
+	}
+	if (hop->action == SFC_A_PROXY)
+		return proxy(ctx, ttl);
+	if (hop->action != SFC_A_FORWARD) {
+		sfc_count(SFC_C_ERRORS);
+		return XDP_DROP;
+	}
+	if (!bos) {
+		__be32 *next = lse + 1;
+
+		if ((void *)(next + 1) > end) {
+			sfc_count(SFC_C_ERRORS);
+			return XDP_DROP;
+		}
+		*next = bpf_htonl((bpf_ntohl(*next) & ~0xffu) | (ttl - 1));
+	}
+	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
+	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
+	neth.h_proto = bpf_htons(bos ? SFC_ETH_P_IP : SFC_ETH_P_MPLS_UC);
+	if (bpf_xdp_adjust_head(ctx, 4)) {
+		sfc_count(SFC_C_ERRORS);
+		return XDP_DROP;
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + sizeof(neth) > end)
+		return XDP_DROP;
+	__builtin_memcpy(data, &neth, sizeof(neth));
+	sfc_count(SFC_C_POPPED);
+	sfc_count(bos ? SFC_C_DELIVERED : SFC_C_FORWARDED);
+	return bpf_redirect(hop->ifindex, 0);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The SFC proxy's outer half, behind a function (tcx egress of every interface of the function
+ * node): whatever leaves the function with a parked stack's id in skb->mark (or, for a function
+ * that loses the mark, whose 5-tuple sfc_forward saw enter) gets its stack back.  The top entry
+ * is this node's own forwarding label: it is popped here and the packet goes to its next hop
+ * with the rest, or as plain IPv4 if nothing is left.
+ *
+ * A packet with no parked stack -- one the function made itself (an ICMP error, a TCP reset),
+ * or rewrote beyond recognition after losing the mark -- is counted as a proxy miss and left to
+ * the node's IP routes, which take it to its address like any unclassified packet.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "sfc.h"
+
+SEC("tc")
+int sfc_proxy_out(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct sfc_stack *st;
+	struct sfc_hop *hop;
+	struct ethhdr neth;
+	__u32 id, v, ttl, label, n, i;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
+		return TC_ACT_OK;
+	if ((skb->mark & SFC_MARK_MASK) == SFC_MARK_BASE) {
+		id = skb->mark & SFC_ID_MASK;
+	} else {
+		struct sfc_flow fk = {};
+		__u8 proto;
+		__u32 *have;
+
+		fk.node = node_id;
+		if (sfc_parse_ip(eth + 1, end, &fk.src, &fk.dst, &fk.sport, &fk.dport, &proto))
+			return TC_ACT_OK;
+		fk.proto = proto;
+		have = bpf_map_lookup_elem(&sfc_flows, &fk);
+		if (!have) {
+			sfc_count(SFC_C_PROXY_MISS);
+			return TC_ACT_OK;
+		}
+		id = *have;
+	}
+	skb->mark = 0;
+	st = bpf_map_lookup_elem(&sfc_stacks, &id);
+	if (!st || !st->depth) {
+		/* the function was the chain's last stop: its routes deliver the packet */
+		sfc_count(SFC_C_PROXY_OUT);
+		return TC_ACT_OK;
+	}
+	v = bpf_ntohl(st->lse[0]);
+	label = LSE_LABEL(v);
+	ttl = LSE_TTL(v);
+	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	if (!hop || hop->node != node_id || hop->action != SFC_A_FORWARD) {
+		sfc_count(SFC_C_UNKNOWN_LABEL);
+		return TC_ACT_SHOT;
+	}
+	if (ttl <= 1) {
+		sfc_count(SFC_C_TTL_EXPIRED);
+		return TC_ACT_SHOT;
+	}
+	if (skb->gso_size) {
+		sfc_count(SFC_C_GSO);
+		return TC_ACT_SHOT;
+	}
+	n = st->depth - 1;
+	if (n > SFC_MAX_LABELS - 1)
+		return TC_ACT_SHOT;
+	if (n && bpf_skb_adjust_room(skb, (__s32)(4 * n), BPF_ADJ_ROOM_MAC, 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return TC_ACT_SHOT;
+	}
+	for (i = 0; i < SFC_MAX_LABELS - 1; i++) {
+		__be32 e;
+
+		if (i >= n)
+			break;
+		e = st->lse[(i + 1) & (SFC_MAX_LABELS - 1)];
+		if (i == 0)
+			e = bpf_htonl((bpf_ntohl(e) & ~0xffu) | (ttl - 1));
+		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + 4 * i, &e, 4, 0)) {
+			sfc_count(SFC_C_ERRORS);
+			return TC_ACT_SHOT;
+		}
+	}
+	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
+	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
+	neth.h_proto = bpf_htons(n ? SFC_ETH_P_MPLS_UC : SFC_ETH_P_IP);
+	if (bpf_skb_store_bytes(skb, 0, &neth, sizeof(neth), 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return TC_ACT_SHOT;
+	}
+	sfc_count(SFC_C_PROXY_OUT);
+	sfc_count(SFC_C_POPPED);
+	sfc_count(n ? SFC_C_FORWARDED : SFC_C_DELIVERED);
+	if (hop->ifindex == skb->ifindex)
+		return TC_ACT_OK;
+	return bpf_redirect(hop->ifindex, 0);
+}
+
+char LICENSE[] SEC("license") = "GPL";

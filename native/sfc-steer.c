@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * sfc-steer: load the SFC data plane's eBPF programs for one node of a lab and attach them
+ * on the node's interfaces; the maps are pinned in the lab's bpffs directory.
+ *
+ *   sfc-steer --maps DIR --node-id N --netns NAME OBJ:PROG:IFNAME:HOOK ...
+ *
+ * Every object is opened with DIR as libbpf's pin root, so the lab-wide maps its programs
+ * declare with LIBBPF_PIN_BY_NAME are made once (by the first node) and shared by every later
+ * load; `node_id`, the only variable in each object's .rodata, tells the programs their node.
+ * Then, inside namespace NAME (/run/netns/NAME), each PROG is attached to IFNAME at HOOK (xdp,
+ * tcx-ingress or tcx-egress).  The attachment is held by the interface, which lives in the
+ * lab's namespace: removing the namespace detaches it (this kernel refuses to pin BPF links,
+ * EPERM, so links would die with this process).  The message of a failure names the object;
+ * the lab's rollback removes the namespace and the maps.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "opt.h"
+
+#define MAX_ATTACH 64
+#define ATTACH_XDP 37       /* enum bpf_attach_type, from the running kernel */
+#define ATTACH_TCX_INGRESS 46
+#define ATTACH_TCX_EGRESS 47
+
+struct attach {
+	char obj[PATH_MAX];
+	char prog[64];
+	char ifname[IF_NAMESIZE];
+	const char *hook;
+	int type;
+	struct bpf_object *bo;
+};
+
+static const struct { const char *name; int type; } hooks[] = {
+	{"xdp", ATTACH_XDP},
+	{"tcx-ingress", ATTACH_TCX_INGRESS},
+	{"tcx-egress", ATTACH_TCX_EGRESS},
+};
+
+static int parse_attach(const char *arg, struct attach *a)
+{
+	char buf[PATH_MAX + 128], *f[4];
+	int n = 0;
+
+	if (strlen(arg) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, arg);
+	for (char *s = buf; s && n < 4; n++) {
+		f[n] = s;
+		s = strchr(s, ':');
+		if (s)
+			*s++ = '\0';
+	}
+	if (n != 4 || strchr(f[3], ':') || !*f[0] || !*f[1])
+		goto bad;
+	if (strlen(f[0]) >= sizeof(a->obj) || strlen(f[1]) >= sizeof(a->prog) ||
+	    !*f[2] || strlen(f[2]) >= sizeof(a->ifname) || strchr(f[2], '/'))
+		goto bad;
+	strcpy(a->obj, f[0]);
+	strcpy(a->prog, f[1]);
+	strcpy(a->ifname, f[2]);
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++)
+		if (!strcmp(f[3], hooks[i].name)) {
+			a->hook = hooks[i].name;
+			a->type = hooks[i].type;
+			return 0;
+		}
+bad:
+	log_err("invalid attachment '%s' (expected OBJ:PROG:IFNAME:HOOK, HOOK one of xdp, "
+		"tcx-ingress, tcx-egress)", arg);
+	return -1;
+}
+
+static int set_node_id(struct bpf_object *bo, unsigned int node_id)
+{
+	struct bpf_map *m;
+
+	bpf_object__for_each_map(m, bo) {
+		const char *name = bpf_map__name(m);
+		size_t len = strlen(name), size;
+		const void *init;
+		char *copy;
+		int err;
+
+		if (!bpf_map__is_internal(m) || len < 7 || strcmp(name + len - 7, ".rodata"))
+			continue;
+		init = bpf_map__initial_value(m, &size);
+		if (!init || size < sizeof(unsigned int))
+			return -EINVAL;
+		copy = malloc(size);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, init, size);
+		memcpy(copy, &node_id, sizeof(node_id)); /* node_id is the only variable */
+		err = bpf_map__set_initial_value(m, copy, size);
+		free(copy);
+		return err;
+	}
+	return -ENOENT;
+}
+
+static struct bpf_object *load(const char *path, const char *maps, unsigned int node_id)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = maps);
+	struct bpf_object *bo = bpf_object__open_file(path, &opts);
+	int err;
+
+	if (!bo) {
+		log_err("Failed to open %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	err = set_node_id(bo, node_id);
+	if (err) {
+		log_err("Failed to set node_id in %s: %s", path, strerror(-err));
+		bpf_object__close(bo);
+		return NULL;
+	}
+	err = bpf_object__load(bo);
+	if (err) {
+		log_err("Failed to load %s: %s", path, strerror(-err));
+		bpf_object__close(bo);
+		return NULL;
+	}
+	return bo;
+}
+
+static int enter_netns(const char *name)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
+		log_err("invalid namespace name '%s'", name);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+		log_err("Failed to enter namespace %s: %s", name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int attach_one(struct attach *a)
+{
+	struct bpf_program *p = bpf_object__find_program_by_name(a->bo, a->prog);
+	unsigned int ifindex = if_nametoindex(a->ifname);
+	int fd;
+
+	if (!p) {
+		log_err("no program %s in %s", a->prog, a->obj);
+		return -1;
+	}
+	if (!ifindex) {
+		log_err("Failed to find interface %s: %s", a->ifname, strerror(errno));
+		return -1;
+	}
+	/* held by the device (in the lab's namespace), not by a link: this kernel refuses to pin
+	 * BPF links (EPERM); the namespace's removal detaches them */
+	if (a->type == ATTACH_XDP)
+		fd = bpf_xdp_attach((int)ifindex, bpf_program__fd(p), 0, NULL);
+	else
+		fd = bpf_prog_attach(bpf_program__fd(p), (int)ifindex, a->type, 0);
+	if (fd < 0) {
+		errno = -fd;
+		log_err("Failed to attach %s to %s (%s): %s", a->prog, a->ifname, a->hook,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: sfc-steer --maps DIR --node-id N --netns NAME "
+		   "OBJ:PROG:IFNAME:HOOK ...\n"
+		   "  HOOK: xdp | tcx-ingress | tcx-egress\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *maps = NULL, *ns = NULL;
+	unsigned long node_id = 0;
+	struct attach at[MAX_ATTACH];
+	int nat = 0, rc = 1;
+
+	log_init(argv[0]);
+	for (int i = 1; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--maps") && v) {
+			maps = v, i++;
+		} else if (!strcmp(argv[i], "--netns") && v) {
+			ns = v, i++;
+		} else if (!strcmp(argv[i], "--node-id") && v) {
+			if (opt_uint(v, "node id", 0, 255, &node_id))
+				return 2;
+			i++;
+		} else if (argv[i][0] == '-') {
+			usage(stderr);
+			return 2;
+		} else {
+			if (nat == MAX_ATTACH) {
+				log_err("at most %d attachments", MAX_ATTACH);
+				return 2;
+			}
+			memset(&at[nat], 0, sizeof(at[nat]));
+			if (parse_attach(argv[i], &at[nat]))
+				return 2;
+			nat++;
+		}
+	}
+	if (!maps || !ns || !nat) {
+		usage(stderr);
+		return 2;
+	}
+	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+	/* one load per object, shared by its attachments */
+	for (int i = 0; i < nat; i++) {
+		for (int j = 0; j < i && !at[i].bo; j++)
+			if (!strcmp(at[j].obj, at[i].obj))
+				at[i].bo = at[j].bo;
+		if (!at[i].bo && !(at[i].bo = load(at[i].obj, maps, (unsigned int)node_id)))
+			goto out;
+	}
+	if (enter_netns(ns))
+		goto out;
+	for (int i = 0; i < nat; i++)
+		if (attach_one(&at[i]))
+			goto out;
+	rc = 0;
+out:
+	for (int i = 0; i < nat; i++) {
+		int first = 1;
+
+		for (int j = 0; j < i; j++)
+			if (at[j].bo == at[i].bo)
+				first = 0;
+		if (first && at[i].bo)
+			bpf_object__close(at[i].bo);
+	}
+	return rc;
+}

@@ -1,0 +1,387 @@
+"""Chains -> the SFC data plane's plan: paths, labels, stacks, classifier entries, attachments.
+
+Pure: from a validated lab and its plan, without the kernel.
+
+**Paths.**  Each chain direction runs from the classifier's ingress node through its functions
+(one instance of each group) to the egress node; between two stops the planner takes the
+shortest path over direct links between namespaces, through forwarding nodes only.  Every
+combination of group instances is a *path* of its own; a chain's 256 *slots* are shared out
+among its paths in proportion to the product of the instances' weights, and the classifier
+picks a slot by a hash of the flow (for a symmetric chain the same hash both ways, and the
+reverse direction's path k is path k backwards, so a flow returns through its instances).
+
+**Labels (RFC 8595 stacking).**  A label is owned by one node and says what it does: *forward*
+labels, one per (node, outgoing link) used by some path, send the packet to that neighbour; a
+*proxy* label, one per function instance, hands it to the function.  The ingress pushes, in
+one step, the labels of every later node of the path in order (a function's proxy label, then
+its forward label); each node pops its own; the node before the egress pops the bottom one and
+delivers plain IPv4.  Transit nodes keep no per-flow state.  Labels start at 16 (0-15 are
+reserved by RFC 3032) and are given in order of first use, so the same lab always gets the
+same labels.
+
+**Fitting the links.**  Labelled frames are longer than the IP packets inside them: every
+interface of a non-host node on a path takes ``4 x 16`` bytes more MTU (hosts keep theirs, so
+what they send still fits once labelled).  Interfaces on paths get transmit checksum offload
+off (the checksum is filled before a label is pushed), and interfaces where a stack is pushed
+after the kernel's receive path (functions, forwarding ingress nodes) GRO off, since labels
+cannot be pushed onto a GSO packet; a host that classifies is told to send one segment per
+packet (realized as ``gso_max_segs 1``).  Lab-file settings win over all of these.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from ipaddress import IPv4Network
+from itertools import product
+from typing import Any
+
+from ..errors import SpecError
+from ..spec.lab import Lab
+from ..spec.sfc import SfcChainSpec
+from .model import InterfacePlan, Plan
+
+MAX_LABELS = 16
+FIRST_LABEL = 16
+SLOTS = 256
+LABEL_ROOM = 4 * MAX_LABELS
+PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "any": 0}
+MAX_MASKS = 32
+
+
+@dataclass
+class Hop:
+    """One label: owned by ``node``; forward: out ``ifname`` to ``next`` (``next_ifname``)."""
+
+    label: int
+    node: str
+    action: str  # forward | proxy
+    ifname: str | None = None
+    next: str | None = None
+    next_ifname: str | None = None
+
+
+@dataclass
+class PathPlan:
+    index: int
+    nodes: list[str]  # ingress ... egress
+    instances: list[str]  # the function instances, in order
+    stack: list[int]  # labels, top first
+    ifname: str  # the ingress's interface toward the first hop
+    next: str
+    next_ifname: str
+    weight: int = 1
+
+
+@dataclass
+class Entry:
+    """A classifier entry as the data plane holds it: one wildcard mask, prefix-aligned."""
+
+    ingress: str
+    src: str
+    dst: str
+    sport: tuple[int, int]  # (value, prefix length of 16)
+    dport: tuple[int, int]
+    proto: int
+    priority: int
+
+
+@dataclass
+class DirectionPlan:
+    index: int
+    chain: str
+    reverse: bool
+    ingress: str
+    egress: str
+    symmetric: bool
+    ttl: int
+    paths: list[PathPlan] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)  # slot -> index into paths
+    classifiers: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class SteeringPlan:
+    node_ids: dict[str, int] = field(default_factory=dict)
+    hops: list[Hop] = field(default_factory=list)
+    directions: list[DirectionPlan] = field(default_factory=list)
+    #: node -> [(program, interface, hook)]
+    attach: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    #: interfaces told to send one segment per packet: [(node, interface)]
+    single_segment: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SteeringPlan:
+        return cls(
+            node_ids=dict(d["node_ids"]),
+            hops=[Hop(**h) for h in d["hops"]],
+            directions=[DirectionPlan(**{**x, "paths": [PathPlan(**p) for p in x["paths"]]})
+                        for x in d["directions"]],
+            attach={k: [tuple(a) for a in v] for k, v in d["attach"].items()},  # type: ignore
+            single_segment=[tuple(x) for x in d["single_segment"]],  # type: ignore[misc]
+        )
+
+    def stack_of(self, chain: str) -> list[list[int]]:
+        return [p.stack for d in self.directions if d.chain == chain for p in d.paths]
+
+
+def lse(label: int, ttl: int, bottom: bool) -> int:
+    """An RFC 3032 label stack entry: label, traffic class 0, bottom of stack, TTL."""
+    return (label << 12) | (int(bottom) << 8) | ttl
+
+
+def port_prefixes(lo: int, hi: int) -> list[tuple[int, int]]:
+    """The range lo..hi as (value, prefix length) blocks of 16-bit ports (ranges to prefixes)."""
+    out: list[tuple[int, int]] = []
+    while lo <= hi:
+        size = lo & -lo if lo else 1 << 16
+        while size > hi - lo + 1:
+            size //= 2
+        out.append((lo, 16 - size.bit_length() + 1))
+        lo += size
+    return out
+
+
+def _error(lab: Lab, msg: str, loc: tuple[Any, ...]) -> SpecError:
+    if lab.doc is not None:
+        return lab.doc.error(msg, loc)
+    return SpecError(msg, file=lab.source)
+
+
+class _Graph:
+    """Direct links between namespace nodes: node -> [(neighbour, my interface, its interface)]."""
+
+    def __init__(self, lab: Lab, plan: Plan):
+        ends: dict[tuple[int, str], InterfacePlan] = {(i.link, i.node): i for i in plan.interfaces
+                                                      if i.netns is not None}
+        self.adj: dict[str, list[tuple[str, str, str]]] = {n: [] for n in lab.nodes}
+        for li, lk in enumerate(lab.links):
+            a, b = lk.endpoints[0].node, lk.endpoints[1].node
+            if lab.nodes[a].is_bridge or lab.nodes[b].is_bridge or a == b:
+                continue
+            ia, ib = ends.get((li, a)), ends.get((li, b))
+            if ia is None or ib is None:
+                continue
+            self.adj[a].append((b, ia.name, ib.name))
+            self.adj[b].append((a, ib.name, ia.name))
+        self.forwards = {n: s.forwards for n, s in lab.nodes.items()}
+
+    def shortest(self, src: str, dst: str) -> list[tuple[str, str, str, str]] | None:
+        """Edges (node, out interface, next node, its interface) from ``src`` to ``dst``,
+        through forwarding nodes only; None if there is no such path."""
+        prev: dict[str, tuple[str, str, str]] = {}
+        seen, todo = {src}, deque([src])
+        while todo:
+            n = todo.popleft()
+            if n == dst:
+                break
+            if n != src and not self.forwards[n]:
+                continue
+            for m, my, their in self.adj[n]:
+                if m not in seen:
+                    seen.add(m)
+                    prev[m] = (n, my, their)
+                    todo.append(m)
+        if dst not in seen:
+            return None
+        edges: list[tuple[str, str, str, str]] = []
+        n = dst
+        while n != src:
+            p, my, their = prev[n]
+            edges.append((p, my, n, their))
+            n = p
+        return edges[::-1]
+
+
+class _Labels:
+    def __init__(self) -> None:
+        self.hops: dict[tuple[str, ...], Hop] = {}
+
+    def get(self, key: tuple[str, ...], make: Any) -> int:
+        if key not in self.hops:
+            self.hops[key] = make(FIRST_LABEL + len(self.hops))
+        return self.hops[key].label
+
+
+def _weights(instances: list[list[str]], weights: list[list[int]]) -> list[tuple[list[str], int]]:
+    combos = []
+    for pick in product(*[range(len(x)) for x in instances]):
+        w = 1
+        for g, k in enumerate(pick):
+            w *= weights[g][k]
+        combos.append(([instances[g][k] for g, k in enumerate(pick)], w))
+    return combos
+
+
+def _slots(weights: list[int]) -> list[int]:
+    """``SLOTS`` slots shared in proportion to ``weights`` (largest remainder), interleaved."""
+    total = sum(weights)
+    exact = [w * SLOTS / total for w in weights]
+    counts = [int(x) for x in exact]
+    for i in sorted(range(len(weights)), key=lambda i: exact[i] - counts[i],
+                    reverse=True)[:SLOTS - sum(counts)]:
+        counts[i] += 1
+    slots: list[int] = []
+    left = list(counts)
+    while len(slots) < SLOTS:
+        for i in range(len(weights)):
+            if left[i]:
+                slots.append(i)
+                left[i] -= 1
+    return slots
+
+
+def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
+    """The steering plan of ``lab``'s chains (None without chains); fits ``plan``'s interfaces
+    (MTU, offloads) to labelled traffic.  Raises a located SpecError for a chain the topology
+    cannot carry."""
+    if not lab.chains:
+        return None
+    g = _Graph(lab, plan)
+    labels = _Labels()
+    sp = SteeringPlan()
+    path_nodes: set[str] = set()
+    functions_used: set[str] = set()
+    ingress_used: set[str] = set()
+    edges_used: set[tuple[str, str]] = set()  # (node, interface)
+    first_hops: set[tuple[str, str]] = set()
+
+    for cname, chain in lab.chains.items():
+        dirs = [False, True] if chain.symmetric else [False]
+        ingresses = sorted({c.ingress for c in chain.classifiers},
+                           key=[c.ingress for c in chain.classifiers].index)
+        for reverse in dirs:
+            for ingress in ingresses:
+                d = _direction(lab, g, labels, cname, chain, ingress, reverse,
+                               len(sp.directions))
+                sp.directions.append(d)
+                for p in d.paths:
+                    path_nodes.update(p.nodes)
+                    functions_used.update(p.instances)
+                    first_hops.add((p.nodes[0], p.ifname))
+                ingress_used.add(d.ingress)
+                edges_used.update(_path_ifaces(d, labels))
+    if len(sp.directions) > 256:
+        raise _error(lab, f"{len(sp.directions)} chain directions; at most 256", ("chains",))
+    sp.hops = list(labels.hops.values())
+    if len(sp.hops) > 65536:
+        raise _error(lab, "more than 65536 labels", ("chains",))
+    masks = {_mask_of(e) for d in sp.directions for c in d.classifiers for e in c["entries"]}
+    if len(masks) > MAX_MASKS:
+        raise _error(lab, f"the classifiers need {len(masks)} distinct wildcard masks (port "
+                     f"ranges count one per prefix length); at most {MAX_MASKS}", ("chains",))
+    for i, n in enumerate(sorted(path_nodes, key=list(lab.nodes).index)):
+        sp.node_ids[n] = i + 1
+
+    # programs per node, and the links fitted to labelled traffic
+    for n in sp.node_ids:
+        ifaces = sorted({i for (m, i) in edges_used if m == n})
+        att = [("sfc_forward", i, "xdp") for i in ifaces]
+        if n in functions_used:
+            att += [("sfc_proxy_in", i, "tcx-ingress") for i in ifaces]
+            att += [("sfc_proxy_out", i, "tcx-egress") for i in ifaces]
+        if n in ingress_used:
+            if lab.nodes[n].forwards:
+                att += [("sfc_classify_ingress", i.name, "tcx-ingress")
+                        for i in plan.interfaces_of(n)]
+            else:
+                outs = sorted({i for (m, i) in first_hops if m == n})
+                att += [("sfc_classify_egress", i, "tcx-egress") for i in outs]
+                sp.single_segment += [(n, i) for i in outs]
+        sp.attach[n] = att
+    pushers = functions_used | {n for n in ingress_used if lab.nodes[n].forwards}
+    for i in plan.interfaces:
+        if i.netns is None or i.node not in sp.node_ids:
+            continue
+        on_path = (i.node, i.name) in edges_used
+        if on_path or i.node in pushers:
+            i.offloads.setdefault("tx-checksum", False)
+        if i.node in pushers:
+            i.offloads.setdefault("gro", False)
+        if on_path and lab.nodes[i.node].forwards:
+            i.mtu = (i.mtu or 1500) + LABEL_ROOM
+    return sp
+
+
+def _path_ifaces(d: DirectionPlan, labels: _Labels) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for p in d.paths:
+        out.add((p.nodes[0], p.ifname))
+        out.add((p.next, p.next_ifname))
+    for h in labels.hops.values():
+        if h.action == "forward" and h.ifname and h.next and h.next_ifname:
+            out.add((h.node, h.ifname))
+            out.add((h.next, h.next_ifname))
+    return out
+
+
+def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChainSpec,
+               ingress: str, reverse: bool, index: int) -> DirectionPlan:
+    fplace: tuple[Any, ...] = ("chains", cname, "functions")
+    stages: list[list[str]] = []
+    weights: list[list[int]] = []
+    for f in chain.functions:
+        if f in lab.groups:
+            stages.append(list(lab.groups[f].instances))
+            weights.append(lab.groups[f].weight_list())
+        else:
+            stages.append([f])
+            weights.append([1])
+    start, end = (chain.egress, ingress) if reverse else (ingress, chain.egress)
+    if reverse:
+        stages, weights = stages[::-1], weights[::-1]
+    combos = _weights(stages, weights)
+    if len(combos) > 64:
+        raise _error(lab, f"the groups make {len(combos)} paths; at most 64 per chain", fplace)
+    d = DirectionPlan(index, cname, reverse, start, end, chain.symmetric, chain.ttl)
+    for k, (instances, w) in enumerate(combos):
+        stops = [start, *instances, end]
+        edges: list[tuple[str, str, str, str]] = []
+        for a, b in zip(stops, stops[1:]):
+            seg = g.shortest(a, b) if a != b else None
+            if not seg:
+                raise _error(lab, f"no path from {a} to {b} over direct links through "
+                             "forwarding nodes (chains do not cross bridges)", fplace)
+            edges += seg
+        nodes = [start] + [e[2] for e in edges]
+        stop_at = {}  # position in nodes -> function instance
+        pos = 0
+        for inst in instances:
+            pos = nodes.index(inst, pos + 1)
+            stop_at[pos] = inst
+        stack: list[int] = []
+        for i in range(1, len(nodes) - 1):
+            n = nodes[i]
+            if i in stop_at:
+                stack.append(labels.get(("proxy", n), lambda lbl, n=n: Hop(lbl, n, "proxy")))
+            _, my, nxt, their = edges[i]
+            stack.append(labels.get(("forward", n, my),
+                                    lambda lbl, n=n, my=my, nxt=nxt, their=their:
+                                    Hop(lbl, n, "forward", my, nxt, their)))
+        if len(stack) > MAX_LABELS:
+            raise _error(lab, f"chain '{cname}' needs a stack of {len(stack)} labels "
+                         f"({' '.join(nodes)}); at most {MAX_LABELS}", fplace)
+        _, my0, _, their0 = edges[0]
+        d.paths.append(PathPlan(k, nodes, instances, stack, my0, nodes[1], their0, w))
+    d.slots = _slots([p.weight for p in d.paths])
+    for i, c in enumerate(chain.classifiers):
+        if c.ingress != ingress:
+            continue
+        src, dst, sp_, dp_ = c.src, c.dst, c.sport, c.dport
+        if reverse:
+            src, dst, sp_, dp_ = dst, src, dp_, sp_
+        entries = [asdict(Entry(start, str(src or IPv4Network("0.0.0.0/0")),
+                                str(dst or IPv4Network("0.0.0.0/0")), s, t, PROTOS[c.proto],
+                                c.priority))
+                   for s in (port_prefixes(*sp_) if sp_ else [(0, 0)])
+                   for t in (port_prefixes(*dp_) if dp_ else [(0, 0)])]
+        d.classifiers.append({"index": i, **c.as_dict(), "entries": entries})
+    return d
+
+
+def _mask_of(e: dict[str, Any]) -> tuple[int, int, int, int, bool]:
+    return (IPv4Network(e["src"]).prefixlen, IPv4Network(e["dst"]).prefixlen,
+            e["sport"][1], e["dport"][1], e["proto"] != 0)

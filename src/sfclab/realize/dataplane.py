@@ -1,0 +1,216 @@
+"""The SFC data plane of a running lab: its bpffs directory, its maps, their entries.
+
+Layout (one directory per lab, its path journaled before anything is pinned)::
+
+    /sys/fs/bpf/sfclab/<lab>/maps/sfc_*          the lab-wide maps (bpf/sfc.h)
+
+(The programs are attached to interfaces inside the lab's namespaces and go with them: this
+kernel refuses to pin BPF links.)
+
+The encodings here are the C structures of ``bpf/sfc.h``, byte for byte.  :class:`DataPlane`
+writes a plan's tables (classifier masks and entries, chains, paths, labels) and reads the
+counters back; ``sfclab chain classify`` adds entries through it on a running lab.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from pathlib import Path
+from typing import Any, Self
+
+from ..errors import RealizeError
+from ..kernel import bpf
+from ..plan.sfc import MAX_LABELS, MAX_MASKS, SLOTS, SteeringPlan, lse
+
+BPFFS = Path("/sys/fs/bpf")
+COUNTERS = ("classified", "popped", "forwarded", "delivered", "ttl_expired", "unknown_label",
+            "proxy_in", "proxy_out", "proxy_miss", "errors", "gso")
+NCOUNTERS = 16
+ACTIONS = {"forward": 1, "proxy": 2}
+#: the classifier's effective priority: the lab file's priority, then the earlier classifier
+ORDER_BITS = 12
+
+
+def lab_dir(lab: str) -> Path:
+    """The lab's bpffs directory (``lab`` has passed the name rule: it is never a path)."""
+    if not lab or "/" in lab or lab in (".", ".."):
+        raise RealizeError(f"not a lab name: {lab!r}")
+    return BPFFS / "sfclab" / lab
+
+
+def ensure_bpffs() -> None:
+    """bpffs mounted at /sys/fs/bpf (where systemd and bpftool put it), mounted if absent."""
+    with open("/proc/self/mounts") as f:
+        if any(line.split()[1:3] == [str(BPFFS), "bpf"] for line in f):
+            return
+    bpf.mount_bpffs(str(BPFFS))
+
+
+@dataclass(frozen=True)
+class Iface:
+    index: int
+    mac: bytes
+
+
+def _mask_bytes(plen: int, bits: int) -> int:
+    return ((1 << bits) - 1) ^ ((1 << (bits - plen)) - 1) if plen else 0
+
+
+def encode_mask(src_plen: int, dst_plen: int, sport_plen: int, dport_plen: int,
+                proto: bool) -> bytes:
+    return struct.pack("<I", 1) + struct.pack(
+        ">IIHHB3x", _mask_bytes(src_plen, 32), _mask_bytes(dst_plen, 32),
+        _mask_bytes(sport_plen, 16), _mask_bytes(dport_plen, 16), 0xff if proto else 0)
+
+
+def encode_tuple(node: int, mask: int, src: IPv4Network, dst: IPv4Network, sport: int,
+                 dport: int, proto: int) -> bytes:
+    return struct.pack("<II", node, mask) + src.network_address.packed + \
+        dst.network_address.packed + struct.pack(">HHB3x", sport, dport, proto)
+
+
+def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes) -> bytes:
+    entries = [lse(lbl, ttl, i == len(stack) - 1) for i, lbl in enumerate(stack)]
+    entries += [0] * (MAX_LABELS - len(entries))
+    return struct.pack("<II", len(stack), iface.index) + iface.mac + dmac + \
+        struct.pack(f">{MAX_LABELS}I", *entries)
+
+
+def encode_hop(node: int, action: str, iface: Iface | None, dmac: bytes | None) -> bytes:
+    return struct.pack("<III", node, ACTIONS[action], iface.index if iface else 0) + \
+        (iface.mac if iface else b"\0" * 6) + (dmac or b"\0" * 6)
+
+
+def mask_key(e: dict[str, Any]) -> tuple[int, int, int, int, bool]:
+    return (IPv4Network(e["src"]).prefixlen, IPv4Network(e["dst"]).prefixlen,
+            e["sport"][1], e["dport"][1], e["proto"] != 0)
+
+
+class DataPlane:
+    """The pinned maps of a lab's data plane; a context manager (closes them)."""
+
+    NAMES = ("sfc_masks", "sfc_classes", "sfc_chains", "sfc_paths", "sfc_labels",
+             "sfc_counters", "sfc_path_counts")
+
+    def __init__(self, lab: str):
+        self.dir = lab_dir(lab) / "maps"
+        self.maps: dict[str, bpf.PinnedMap] = {}
+        try:
+            for n in self.NAMES:
+                self.maps[n] = bpf.PinnedMap(str(self.dir / n))
+        except RealizeError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for m in self.maps.values():
+            m.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- classifier -----------------------------------------------------------------------
+    def masks(self) -> list[tuple[int, int, int, int, bool]]:
+        """The masks in use, by index (their order in the map)."""
+        out = []
+        m = self.maps["sfc_masks"]
+        for i in range(MAX_MASKS):
+            raw = m.lookup(struct.pack("<I", i))
+            if raw is None or struct.unpack_from("<I", raw)[0] == 0:
+                break
+            src, dst, sp, dp, proto = struct.unpack_from(">IIHHB", raw, 4)
+            out.append((bin(src).count("1"), bin(dst).count("1"), bin(sp).count("1"),
+                        bin(dp).count("1"), proto != 0))
+        return out
+
+    def add_entries(self, node_ids: dict[str, int], direction: int,
+                    entries: Iterable[dict[str, Any]], order: int) -> int:
+        """Write classifier entries (``plan.sfc`` Entry dicts) for chain direction
+        ``direction``; ``order`` breaks priority ties (lower: earlier).  New masks are added
+        after the ones in use.  Returns the number of entries written."""
+        masks = self.masks()
+        items: dict[bytes, tuple[int, int]] = {}
+        for e in entries:
+            mk = mask_key(e)
+            if mk not in masks:
+                if len(masks) == MAX_MASKS:
+                    raise RealizeError(f"more than {MAX_MASKS} distinct wildcard masks",
+                                       obj=str(self.dir / "sfc_masks"))
+                self.maps["sfc_masks"].update(struct.pack("<I", len(masks)), encode_mask(*mk))
+                masks.append(mk)
+            key = encode_tuple(node_ids[e["ingress"]], masks.index(mk),
+                               IPv4Network(e["src"]), IPv4Network(e["dst"]), e["sport"][0],
+                               e["dport"][0], e["proto"])
+            prio = (e["priority"] << ORDER_BITS) | ((1 << ORDER_BITS) - 1 - min(order, 4095))
+            if key not in items or items[key][0] < prio:
+                items[key] = (prio, direction)
+        self.maps["sfc_classes"].update_batch(
+            [(k, struct.pack("<iI", p, d)) for k, (p, d) in items.items()])
+        return len(items)
+
+    # --- the whole plan -------------------------------------------------------------------
+    def load(self, sp: SteeringPlan, ifaces: dict[tuple[str, str], Iface]) -> None:
+        """Write every table of ``sp``; ``ifaces``: (node, interface) -> index and MAC."""
+        ids = sp.node_ids
+        first_path = 0
+        order = 0
+        for d in sp.directions:
+            for p in d.paths:
+                iface = ifaces[(d.ingress, p.ifname)]
+                dmac = ifaces[(p.next, p.next_ifname)].mac
+                self.maps["sfc_paths"].update(struct.pack("<I", first_path + p.index),
+                                              encode_path(p.stack, d.ttl, iface, dmac))
+            slots = [first_path + s for s in d.slots] + [0] * (SLOTS - len(d.slots))
+            self.maps["sfc_chains"].update(struct.pack("<I", d.index), struct.pack(
+                f"<II{SLOTS}I", len(d.slots), int(d.symmetric), *slots))
+            for c in d.classifiers:
+                self.add_entries(ids, d.index, c["entries"], order + c["index"])
+            first_path += len(d.paths)
+            order += 64
+        for h in sp.hops:
+            iface = ifaces[(h.node, h.ifname)] if h.ifname else None
+            dmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
+            self.maps["sfc_labels"].update(struct.pack("<I", h.label),
+                                           encode_hop(ids[h.node], h.action, iface, dmac))
+
+    # --- counters -------------------------------------------------------------------------
+    def counters(self, node_id: int) -> dict[str, int]:
+        m = self.maps["sfc_counters"]
+        return {name: m.percpu_sum_u64(struct.pack("<I", node_id * NCOUNTERS + i))
+                for i, name in enumerate(COUNTERS)}
+
+    def path_count(self, index: int) -> int:
+        return self.maps["sfc_path_counts"].percpu_sum_u64(struct.pack("<I", index))
+
+
+def path_base(sp: SteeringPlan, direction: int) -> int:
+    """The index in ``sfc_paths`` of the first path of chain direction ``direction``."""
+    return sum(len(d.paths) for d in sp.directions[:direction])
+
+
+def mac_text(mac: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in mac)
+
+
+def remove_dir(path: Path) -> int:
+    """Unpin everything under the lab's bpffs directory ``path`` and remove it; the number of
+    pins removed.  (bpffs holds only pins and directories sfclab made there.)"""
+    n = 0
+    if not path.is_dir():
+        return 0
+    for root, dirs, files in os.walk(path, topdown=False):
+        for f in files:
+            os.unlink(os.path.join(root, f))
+            n += 1
+        for d in dirs:
+            os.rmdir(os.path.join(root, d))
+    os.rmdir(path)
+    return n
+

@@ -1,0 +1,116 @@
+"""The SFC data plane as a part of the build: a lab with ``chains`` gets its eBPF programs.
+
+At ``prepare`` (links up, addresses set): the lab's bpffs directory (journaled), each path
+node's programs loaded by ``sfc-steer`` and attached to its interfaces (the attachments are held
+by the interfaces, inside the lab's namespaces; the first load makes the lab-wide maps, pinned
+in the directory), hosts that classify told to send one segment per packet, then every table of
+the plan written.  ``down`` unpins the directory (the maps go) and removing the namespaces
+detaches the programs; after ``kill -9`` the journal still names the directory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RealizeError
+from ..plan.sfc import SteeringPlan
+from . import dataplane
+from .part import Part
+from .step import step
+
+if TYPE_CHECKING:
+    from ..plan.model import Plan
+    from .build import Builder
+    from .state import LabState
+    from .teardown import TeardownReport
+
+ENV_BINARY = "SFCLAB_STEER"
+PROGRAM_OBJECT = {"sfc_forward": "sfc_forward.bpf.o", "sfc_classify_egress": "sfc_classify.bpf.o",
+                  "sfc_classify_ingress": "sfc_classify.bpf.o",
+                  "sfc_proxy_in": "sfc_proxy_in.bpf.o", "sfc_proxy_out": "sfc_proxy_out.bpf.o"}
+
+
+def steer_binary() -> Path:
+    """``$SFCLAB_STEER``, else ``native/build/sfc-steer`` of this checkout; its eBPF objects
+    are beside it."""
+    env = os.environ.get(ENV_BINARY)
+    path = Path(env) if env else Path(__file__).resolve().parents[3] / "native" / "build" / \
+        "sfc-steer"
+    if not path.is_file():
+        raise RealizeError(f"the SFC data plane loader is not built ({path} is missing): run "
+                           f"`make -C native`", obj=str(path))
+    return path
+
+
+class Steering(Part):
+    name = "steering"
+    teardown_rank = 12  # after functions stop, before processes end and namespaces go
+
+    def journal(self, plan: Plan) -> list[dict[str, Any]]:
+        if not plan.steering:
+            return []
+        return [{"op": "bpffs", "path": str(dataplane.lab_dir(plan.lab))}]
+
+    def prepare(self, b: Builder) -> None:
+        if not b.plan.steering:
+            return
+        sp = SteeringPlan.from_dict(b.plan.steering)
+        binary = steer_binary()
+        top = dataplane.lab_dir(b.plan.lab)
+        with step(f"bpffs directory {top}"):
+            dataplane.ensure_bpffs()
+            (top / "maps").mkdir(parents=True, exist_ok=True)
+        ifaces: dict[tuple[str, str], dataplane.Iface] = {}
+        for node in sp.node_ids:
+            ipr = b.iproute(b.plan.netns_of(node))
+            for link in ipr.get_links():
+                ifaces[(node, link.get_attr("IFLA_IFNAME"))] = dataplane.Iface(
+                    link["index"], bytes.fromhex(link.get_attr("IFLA_ADDRESS").replace(":", "")))
+        for node, ifname in sp.single_segment:
+            with step(f"gso_max_segs 1 on {ifname} of {node}"):
+                b.iproute(b.plan.netns_of(node)).link(
+                    "set", index=ifaces[(node, ifname)].index, gso_max_segs=1)
+        for node, node_id in sp.node_ids.items():
+            argv = [str(binary), "--maps", str(top / "maps"), "--node-id", str(node_id), "--netns", b.plan.netns_of(node)]
+            argv += [f"{binary.parent / PROGRAM_OBJECT[prog]}:{prog}:{ifname}:{hook}"
+                     for prog, ifname, hook in sp.attach[node]]
+            with step(f"eBPF programs of {node}"):
+                cp = subprocess.run(argv, capture_output=True, text=True, check=False)
+                if cp.returncode != 0:
+                    raise RealizeError(cp.stderr.strip() or f"sfc-steer exited {cp.returncode}",
+                                       obj=f"eBPF programs of {node}")
+        with step("SFC tables"), dataplane.DataPlane(b.plan.lab) as dp:
+            dp.load(sp, ifaces)
+
+    def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
+                 report: TeardownReport) -> None:
+        for e in journal:
+            if e.get("op") != "bpffs":
+                continue
+            path = Path(e["path"])
+            if path != dataplane.lab_dir(state.name):
+                report.errors.append(f"bpffs {path}: not this lab's directory; left alone")
+                continue
+            try:
+                dataplane.remove_dir(path)
+            except OSError as err:
+                report.errors.append(f"bpffs {path}: {err}")
+
+    def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
+        if not plan.steering:
+            return
+        sp = SteeringPlan.from_dict(plan.steering)
+        try:
+            dp = dataplane.DataPlane(plan.lab)
+        except RealizeError:
+            return
+        with dp:
+            for node, node_id in sp.node_ids.items():
+                if node in nodes:
+                    nodes[node]["sfc"] = {"node_id": node_id, "counters": dp.counters(node_id)}
+
+
+STEERING = Steering()

@@ -1,0 +1,187 @@
+"""Service function chains and groups in the lab file (the ``chains:`` and ``groups:`` sections).
+
+Model (networking-sfc's flow classifier, port pair group and port chain, in a lab's words)::
+
+    chains:
+      web:                                   # a chain name (the name rule of nodes)
+        classifiers:                         # one or more; the best priority wins
+          - {ingress: src, proto: udp, src: 198.18.0.0/16, dport: 7000-7100, priority: 10}
+          - {ingress: src, proto: tcp, dst: 198.18.4.0/24}   # omitted fields match anything
+        functions: [fw, fwpool, dpi]         # function nodes or groups, in the order visited
+        egress: dst                          # where the chain delivers (unlabelled)
+        symmetric: true                      # the reverse flow visits the same instances back
+        ttl: 64                              # the label stack's TTL at the ingress
+    groups:
+      fwpool: {instances: [fw1, fw2], weights: [1, 3]}   # flows spread by weight, sticky
+
+``ingress`` is the node where the label stack is pushed: a host classifies what it sends, a
+forwarding node what it receives.  ``proto`` is tcp, udp, icmp or any; ``src``/``dst`` are
+prefixes; ``sport``/``dport`` a port or a range ``lo-hi`` (tcp and udp only); ``priority`` an
+integer from 0 to 65535 (default 0; higher wins, equal priorities: the earlier classifier).
+Unmatched traffic is untouched and follows routes.  What a chain needs of the topology (a path
+of direct links between its stops) is checked by the planner (:mod:`sfclab.plan.sfc`).
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from .names import NAME_WORDS, node_name_ok
+from .source import Document
+from .strict import Strict
+from .wording import pydantic_error
+
+MAX_GROUP_INSTANCES = 64
+MAX_FUNCTIONS = 16
+
+
+def port_range(v: Any) -> tuple[int, int]:
+    """``80`` or ``"7000-7100"`` -> (lo, hi), 0 <= lo <= hi <= 65535."""
+    if isinstance(v, bool):
+        raise ValueError("a port or a range lo-hi")
+    if isinstance(v, int):
+        lo = hi = v
+    elif isinstance(v, str):
+        a, sep, b = v.partition("-")
+        if not a.strip().isdigit() or (sep and not b.strip().isdigit()):
+            raise ValueError("a port or a range lo-hi")
+        lo, hi = int(a), int(b) if sep else int(a)
+    elif isinstance(v, (list, tuple)) and len(v) == 2:
+        lo, hi = int(v[0]), int(v[1])
+    else:
+        raise ValueError("a port or a range lo-hi")
+    if not 0 <= lo <= hi <= 65535:
+        raise ValueError("ports from 0 to 65535, the lower first")
+    return lo, hi
+
+
+class ClassifierSpec(Strict):
+    ingress: str
+    proto: Literal["tcp", "udp", "icmp", "any"] = "any"
+    src: IPv4Network | None = None
+    dst: IPv4Network | None = None
+    sport: tuple[int, int] | None = None
+    dport: tuple[int, int] | None = None
+    priority: int = Field(default=0, ge=0, le=65535)
+
+    @field_validator("sport", "dport", mode="before")
+    @classmethod
+    def _ports(cls, v: Any) -> Any:
+        return None if v is None else port_range(v)
+
+    @model_validator(mode="after")
+    def _ports_need_tcp_udp(self) -> ClassifierSpec:
+        if (self.sport or self.dport) and self.proto not in ("tcp", "udp"):
+            raise ValueError("ports only with proto tcp or udp")
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"ingress": self.ingress, "proto": self.proto}
+        for k in ("src", "dst"):
+            if getattr(self, k) is not None:
+                d[k] = str(getattr(self, k))
+        for k in ("sport", "dport"):
+            r = getattr(self, k)
+            if r is not None:
+                d[k] = r[0] if r[0] == r[1] else f"{r[0]}-{r[1]}"
+        d["priority"] = self.priority
+        return d
+
+
+class GroupSpec(Strict):
+    instances: list[str] = Field(min_length=1, max_length=MAX_GROUP_INSTANCES)
+    weights: list[int] | None = None
+
+    @model_validator(mode="after")
+    def _weights(self) -> GroupSpec:
+        if self.weights is not None:
+            if len(self.weights) != len(self.instances):
+                raise ValueError(f"{len(self.instances)} weights, one per instance")
+            if any(w < 1 or w > 1000 for w in self.weights):
+                raise ValueError("weights from 1 to 1000")
+        if len(set(self.instances)) != len(self.instances):
+            raise ValueError("each instance once")
+        return self
+
+    def weight_list(self) -> list[int]:
+        return list(self.weights) if self.weights else [1] * len(self.instances)
+
+
+class SfcChainSpec(Strict):
+    classifiers: list[ClassifierSpec] = Field(min_length=1)
+    functions: list[str] = Field(min_length=1, max_length=MAX_FUNCTIONS)
+    egress: str
+    symmetric: bool = False
+    ttl: int = Field(default=64, ge=1, le=255)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"classifiers": [c.as_dict() for c in self.classifiers],
+                "functions": list(self.functions), "egress": self.egress,
+                "symmetric": self.symmetric, "ttl": self.ttl}
+
+
+def validate(doc: Document, chains: Any, groups: Any, nodes: dict[str, Any]
+             ) -> tuple[dict[str, SfcChainSpec], dict[str, GroupSpec]]:
+    """The ``chains`` and ``groups`` sections against the lab's ``nodes`` (name -> NodeSpec).
+    Raises a located :class:`~sfclab.errors.SpecError`."""
+    out_groups: dict[str, GroupSpec] = {}
+    out_chains: dict[str, SfcChainSpec] = {}
+    for section, raw, model in (("groups", groups, GroupSpec), ("chains", chains, SfcChainSpec)):
+        if raw is None:
+            continue
+        if not isinstance(raw, dict):
+            raise doc.error(f"expected a mapping of {section[:-1]} names", (section,))
+        for name, body in raw.items():
+            place: tuple[Any, ...] = (section, name)
+            if not node_name_ok(str(name)):
+                raise doc.error(f"expected a {section[:-1]} name of {NAME_WORDS}, got {name!r}",
+                                place)
+            if not isinstance(body, dict):
+                raise doc.error("expected a mapping", place)
+            try:
+                spec = model.model_validate(body)
+            except ValidationError as e:
+                loc, msg = pydantic_error(e)
+                raise doc.error(msg, place + loc) from None
+            if section == "groups":
+                out_groups[str(name)] = spec  # type: ignore[assignment]
+            else:
+                out_chains[str(name)] = spec  # type: ignore[assignment]
+
+    def is_function(n: str) -> bool:
+        return n in nodes and nodes[n].forwards and not nodes[n].is_bridge
+
+    for g, spec in out_groups.items():
+        if g in nodes:
+            raise doc.error(f"group '{g}' has the name of a node", ("groups", g))
+        for i, inst in enumerate(spec.instances):
+            if not is_function(inst):
+                raise doc.error(f"expected a function node, got {inst!r}",
+                                ("groups", g, "instances", i))
+    for c, spec in out_chains.items():
+        for i, cl in enumerate(spec.classifiers):
+            n = nodes.get(cl.ingress)
+            if n is None or n.is_bridge:
+                raise doc.error(f"expected a host or function node, got {cl.ingress!r}",
+                                ("chains", c, "classifiers", i, "ingress"))
+        for i, f in enumerate(spec.functions):
+            if f in out_groups:
+                continue
+            if not is_function(f):
+                what = "a node that does not forward" if f in nodes else "no such node or group"
+                raise doc.error(f"expected a function node or a group, got {f!r} ({what})",
+                                ("chains", c, "functions", i))
+            if any(f == cl.ingress for cl in spec.classifiers):
+                raise doc.error(f"'{f}' is the chain's ingress; a chain's functions follow it",
+                                ("chains", c, "functions", i))
+        e = nodes.get(spec.egress)
+        if e is None or e.is_bridge:
+            raise doc.error(f"expected a host or function node, got {spec.egress!r}",
+                            ("chains", c, "egress"))
+        if spec.egress in spec.functions:
+            raise doc.error(f"'{spec.egress}' is one of the chain's functions, not its egress",
+                            ("chains", c, "egress"))
+    return out_chains, out_groups
