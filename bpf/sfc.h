@@ -83,7 +83,7 @@ struct sfc_match {
 
 struct sfc_chain {
 	__u32 nslots;         /* 0: unused */
-	__u32 symmetric;      /* hash the flow so both directions pick the same slot */
+	__u32 symmetric;      /* 0; 1, 2: forward, reverse of a symmetric chain (sfc_flow_hash) */
 	__u32 slot[SFC_MAX_SLOTS]; /* slot -> path index */
 };
 
@@ -234,19 +234,26 @@ static __always_inline __u32 sfc_mix(__u32 h, __u32 v)
 	return h * 5 + 0xe6546b64u;
 }
 
-/* the flow's hash; with `symmetric`, the same for both directions of the flow */
+/* the flow's hash.  symmetric 0: the whole 5-tuple.  A symmetric chain hashes what a NAT in the
+ * chain leaves alone, the server's end and the client's port: its forward direction (1) the
+ * destination address and both ports, its reverse direction (2) the source address and both
+ * ports swapped -- so a flow and its replies pick the same slot even through masquerading. */
 static __always_inline __u32 sfc_flow_hash(__be32 src, __be32 dst, __be16 sport, __be16 dport,
-					   __u8 proto, int symmetric)
+					   __u8 proto, __u32 symmetric)
 {
-	__u32 a = src, b = dst, pa = sport, pb = dport, h = 0x5fc1u;
+	__u32 h = 0x5fc1u;
 
-	if (symmetric && (a > b || (a == b && pa > pb))) {
-		__u32 t = a; a = b; b = t;
-		t = pa; pa = pb; pb = t;
+	if (symmetric == 1) {
+		h = sfc_mix(h, dst);
+		h = sfc_mix(h, ((__u32)dport << 16) | sport);
+	} else if (symmetric == 2) {
+		h = sfc_mix(h, src);
+		h = sfc_mix(h, ((__u32)sport << 16) | dport);
+	} else {
+		h = sfc_mix(h, src);
+		h = sfc_mix(h, dst);
+		h = sfc_mix(h, ((__u32)sport << 16) | dport);
 	}
-	h = sfc_mix(h, a);
-	h = sfc_mix(h, b);
-	h = sfc_mix(h, (pa << 16) | pb);
 	h = sfc_mix(h, proto);
 	h ^= h >> 16;
 	h *= 0x85ebca6bu;

@@ -13,8 +13,8 @@ import re
 from sfclab.cli import build_parser
 
 #: the order a person would run them in: build, use, measure, experiments, remove
-ORDER = ("up", "ls", "inspect", "exec", "graph", "validate", "expand", "traffic", "run",
-         "results", "report", "down")
+ORDER = ("up", "ls", "inspect", "exec", "graph", "validate", "expand", "chain", "traffic",
+         "run", "results", "report", "down")
 
 
 def parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

@@ -32,6 +32,8 @@ def renamed_copies(cmds: list[str], into: Path) -> dict[str, str]:
             if not word.endswith(".yaml") or word in words:
                 continue
             doc = yaml.safe_load((ROOT / word).read_text())
+            if not isinstance(doc, dict) or "name" not in doc:
+                continue  # not a lab or experiment file (a list of classifiers, ...)
             lab = doc["lab"] if isinstance(doc.get("lab"), dict) else doc
             new = f"{lab['name']}{token}"
             words[lab["name"]] = new

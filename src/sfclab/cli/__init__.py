@@ -1,7 +1,8 @@
 """The ``sfclab`` command: argument parsing, printing and exit codes; no logic.
 
 One module per command group: :mod:`.lab` (up, down, ls, inspect, exec, graph, validate,
-expand), :mod:`.measure` (traffic ...), :mod:`.experiments` (run, results, report).  Exit
+expand), :mod:`.chain` (chain ...), :mod:`.measure` (traffic ...), :mod:`.experiments` (run,
+results, report).  Exit
 statuses are :class:`~sfclab.cli.status.ExitStatus`; ``exec`` passes the command's own status
 through.
 """
@@ -14,7 +15,7 @@ from collections.abc import Callable
 
 from .. import __version__
 from ..errors import SfclabError
-from . import experiments, lab, measure
+from . import chain, experiments, lab, measure
 from .output import fail
 from .status import ExitStatus
 
@@ -25,6 +26,7 @@ examples:
   sfclab inspect chain5 --json             nodes, interfaces, addresses, routes, bridges
   sfclab exec chain5 src -- ping -c 3 198.18.3.2
   sfclab graph chain5 --format mermaid
+  sfclab chain ls sfcweb                   chains of a lab with chains (see chain --help)
   sfclab traffic iperf chain5 --from src --to dst --flows 4 --json
   sfclab traffic ndr chain5 --from src --to dst --size 64
   sfclab run scenarios/demo-chain-length.yaml --db results.db
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         return sp
 
     lab.register(sub, add)
+    chain.register(sub, add)
     measure.register(sub, add)
     experiments.register(sub, add)
     return p

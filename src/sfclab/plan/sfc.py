@@ -38,7 +38,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..spec.lab import Lab
-from ..spec.sfc import SfcChainSpec
+from ..spec.sfc import ClassifierSpec, SfcChainSpec
 from .model import InterfacePlan, Plan
 
 MAX_LABELS = 16
@@ -120,8 +120,8 @@ class SteeringPlan:
             hops=[Hop(**h) for h in d["hops"]],
             directions=[DirectionPlan(**{**x, "paths": [PathPlan(**p) for p in x["paths"]]})
                         for x in d["directions"]],
-            attach={k: [tuple(a) for a in v] for k, v in d["attach"].items()},  # type: ignore
-            single_segment=[tuple(x) for x in d["single_segment"]],  # type: ignore[misc]
+            attach={k: [(a[0], a[1], a[2]) for a in v] for k, v in d["attach"].items()},
+            single_segment=[(x[0], x[1]) for x in d["single_segment"]],
         )
 
     def stack_of(self, chain: str) -> list[list[int]]:
@@ -293,16 +293,16 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
                 sp.single_segment += [(n, i) for i in outs]
         sp.attach[n] = att
     pushers = functions_used | {n for n in ingress_used if lab.nodes[n].forwards}
-    for i in plan.interfaces:
-        if i.netns is None or i.node not in sp.node_ids:
+    for end in plan.interfaces:
+        if end.netns is None or end.node not in sp.node_ids:
             continue
-        on_path = (i.node, i.name) in edges_used
-        if on_path or i.node in pushers:
-            i.offloads.setdefault("tx-checksum", False)
-        if i.node in pushers:
-            i.offloads.setdefault("gro", False)
-        if on_path and lab.nodes[i.node].forwards:
-            i.mtu = (i.mtu or 1500) + LABEL_ROOM
+        on_path = (end.node, end.name) in edges_used
+        if on_path or end.node in pushers:
+            end.offloads.setdefault("tx-checksum", False)
+        if end.node in pushers:
+            end.offloads.setdefault("gro", False)
+        if on_path and lab.nodes[end.node].forwards:
+            end.mtu = (end.mtu or 1500) + LABEL_ROOM
     return sp
 
 
@@ -378,7 +378,12 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
                                 c.priority))
                    for s in (port_prefixes(*sp_) if sp_ else [(0, 0)])
                    for t in (port_prefixes(*dp_) if dp_ else [(0, 0)])]
-        d.classifiers.append({"index": i, **c.as_dict(), "entries": entries})
+        shown = c.as_dict()
+        if reverse:  # as the reverse direction's ingress sees it
+            shown = ClassifierSpec.model_validate(
+                {**{k: v for k, v in shown.items() if k not in ("src", "dst", "sport", "dport")},
+                 "ingress": start, "src": dst, "dst": src, "sport": dp_, "dport": sp_}).as_dict()
+        d.classifiers.append({"index": i, **shown, "entries": entries})
     return d
 
 

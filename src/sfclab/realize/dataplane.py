@@ -169,16 +169,17 @@ class DataPlane:
                                               encode_path(p.stack, d.ttl, iface, dmac))
             slots = [first_path + s for s in d.slots] + [0] * (SLOTS - len(d.slots))
             self.maps["sfc_chains"].update(struct.pack("<I", d.index), struct.pack(
-                f"<II{SLOTS}I", len(d.slots), int(d.symmetric), *slots))
+                f"<II{SLOTS}I", len(d.slots), (2 if d.reverse else 1) if d.symmetric else 0,
+                *slots))
             for c in d.classifiers:
                 self.add_entries(ids, d.index, c["entries"], order + c["index"])
             first_path += len(d.paths)
             order += 64
         for h in sp.hops:
-            iface = ifaces[(h.node, h.ifname)] if h.ifname else None
-            dmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
+            out = ifaces[(h.node, h.ifname)] if h.ifname else None
+            nmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
             self.maps["sfc_labels"].update(struct.pack("<I", h.label),
-                                           encode_hop(ids[h.node], h.action, iface, dmac))
+                                           encode_hop(ids[h.node], h.action, out, nmac))
 
     # --- counters -------------------------------------------------------------------------
     def counters(self, node_id: int) -> dict[str, int]:

@@ -177,8 +177,8 @@ def validate(doc: Document, chains: Any, groups: Any, nodes: dict[str, Any]
             if any(f == cl.ingress for cl in spec.classifiers):
                 raise doc.error(f"'{f}' is the chain's ingress; a chain's functions follow it",
                                 ("chains", c, "functions", i))
-        e = nodes.get(spec.egress)
-        if e is None or e.is_bridge:
+        eg = nodes.get(spec.egress)
+        if eg is None or eg.is_bridge:
             raise doc.error(f"expected a host or function node, got {spec.egress!r}",
                             ("chains", c, "egress"))
         if spec.egress in spec.functions:

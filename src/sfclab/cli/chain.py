@@ -1,0 +1,129 @@
+"""``sfclab chain ...``: the service function chains of a running lab."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from .output import emit
+from .status import ExitStatus
+
+EXAMPLES = """\
+examples:
+  sfclab up scenarios/sfc-web.yaml                    a lab with two chains and a group
+  sfclab chain ls sfcweb                              its chains
+  sfclab chain inspect sfcweb web --json              stacks, labels, counters, shares
+  sfclab chain classify sfcweb web --from-file scenarios/sfc-web-classifiers.yaml
+  sfclab chain trace sfcweb web                       the hops a probe really takes
+  sfclab down sfcweb
+"""
+
+
+def _ls_text(rows: list[dict[str, Any]]) -> str:
+    out = [f"{'chain':<16} {'functions':<28} {'directions':<30} {'paths':>5} {'entries':>8}"]
+    for r in rows:
+        out.append(f"{r['chain']:<16} {' '.join(r.get('functions', [])):<28} "
+                   f"{', '.join(r['directions']):<30} {r['paths']:>5} {r['entries']:>8}")
+    return "\n".join(out)
+
+
+def _inspect_text(d: dict[str, Any]) -> str:
+    lines = []
+    for name, c in d["chains"].items():
+        lines.append(f"chain {name}")
+        for di in c["directions"]:
+            lines.append(f"  {di['ingress']} -> {di['egress']}"
+                         f"{' (reverse)' if di['reverse'] else ''}, TTL {di['ttl']}")
+            for cl in di["classifiers"]:
+                what = " ".join(f"{k} {v}" for k, v in cl.items()
+                                if k not in ("index", "ingress", "entries"))
+                lines.append(f"    classifier at {cl['ingress']}: {what} "
+                             f"({cl['entries']} entries)")
+            for p in di["paths"]:
+                lines.append(f"    path {p['index']}: {' > '.join(p['nodes'])}  "
+                             f"weight {p['weight']}, {p['classified']:,} packets "
+                             f"({100 * p['share']:.1f} %)")
+                lines.append("      stack " + " ".join(
+                    f"{x['label']}({x['node']} {x['action']})" for x in p["labels"]))
+        for n, ct in c["nodes"].items():
+            nz = ", ".join(f"{k} {v:,}" for k, v in ct.items() if v)
+            lines.append(f"  {n:<12} {nz or '-'}")
+        for i, s in c["instances"].items():
+            lines.append(f"  instance {i}: {s['proxy_in']:,} packets ({100 * s['share']:.1f} %)")
+    return "\n".join(lines)
+
+
+def _trace_text(d: dict[str, Any]) -> str:
+    lines = [f"trace of chain {d['chain']}: {d['ingress']} -> {d['egress']}, path "
+             f"{' > '.join(d['path'])}"]
+    for h in d["hops"]:
+        mark = "" if h["seen_at"] == h["expected"] else f"  (expected {h['expected']})"
+        lines.append(f"  {h['hop']:>2}  label {h['label']:<6} {h['action']:<8} "
+                     f"{h['seen_at'] or '*'}{mark}")
+    lines.append(f"  delivered to {d['egress']}: {'yes' if d['delivered'] else 'no'}")
+    return "\n".join(lines)
+
+
+def cmd_ls(a: argparse.Namespace) -> int:
+    from ..steer import chains  # light start-up: load only what this command needs
+
+    emit(chains.listing(a.name), a.json, _ls_text)
+    return ExitStatus.OK
+
+
+def cmd_inspect(a: argparse.Namespace) -> int:
+    from ..steer import chains  # light start-up: load only what this command needs
+
+    emit(chains.inspect(a.name, a.chain), a.json, _inspect_text)
+    return ExitStatus.OK
+
+
+def cmd_classify(a: argparse.Namespace) -> int:
+    from ..steer import chains  # light start-up: load only what this command needs
+
+    emit(chains.classify(a.name, a.chain, a.from_file), a.json,
+         lambda d: f"chain {d['chain']}: {d['classifiers']} classifiers added as "
+                   f"{d['entries']:,} entries in {d['seconds']:.3f} s")
+    return ExitStatus.OK
+
+
+def cmd_trace(a: argparse.Namespace) -> int:
+    from ..steer import chains  # light start-up: load only what this command needs
+
+    d = chains.trace(a.name, a.chain)
+    emit(d, a.json, _trace_text)
+    return ExitStatus.OK if d["delivered"] and d["in_order"] else ExitStatus.FAILURE
+
+
+def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
+    """The ``chain`` command group."""
+    sp = add("chain", lambda a: (a.parser.print_help(), ExitStatus.BAD_INPUT)[1],
+             "service function chains of a running lab", "sfclab chain ls sfcweb",
+             json_flag=False)
+    sp.epilog = EXAMPLES
+    sp.set_defaults(parser=sp)
+    inner = sp.add_subparsers(dest="chain_cmd", metavar="SUBCOMMAND",
+                              parser_class=type(sp))
+
+    def one(name: str, fn: Callable[[argparse.Namespace], int], help: str,
+            example: str) -> argparse.ArgumentParser:
+        p = inner.add_parser(name, help=help, description=help,
+                             epilog="example:\n  " + example,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(fn=fn)
+        p.add_argument("--json", action="store_true", help="print JSON")
+        p.add_argument("name", metavar="LAB")
+        return p
+
+    one("ls", cmd_ls, "list a lab's chains", "sfclab chain ls sfcweb")
+    p = one("inspect", cmd_inspect, "classifiers, label stacks, per-hop counters, shares",
+            "sfclab chain inspect sfcweb web --json")
+    p.add_argument("chain", nargs="?")
+    p = one("classify", cmd_classify, "add classifier entries to a chain from a file",
+            "sfclab chain classify sfcweb web --from-file scenarios/sfc-web-classifiers.yaml")
+    p.add_argument("chain")
+    p.add_argument("--from-file", required=True, metavar="FILE")
+    p = one("trace", cmd_trace, "send probes and print the hops they really take, in order",
+            "sfclab chain trace sfcweb web")
+    p.add_argument("chain")

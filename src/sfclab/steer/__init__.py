@@ -1,0 +1,1 @@
+"""Chains on a running lab: classifier entries, inspection, traces (:mod:`.chains`)."""

@@ -1,0 +1,293 @@
+"""Chains on a running lab: list them, inspect their data plane, add classifier entries, trace.
+
+Everything here works from the lab's saved plan (``plan.steering``) and its pinned maps, so it
+needs neither the lab file nor the process that built the lab.
+
+``trace`` is a label traceroute: for k = 1, 2, ... it gives the first path's stack a TTL of k,
+sends one probe that matches the chain from the ingress, and reads which node counted a TTL
+expiry -- the node that processed the k-th label.  The hops it prints are therefore the hops
+the data plane really took, in order; the last probe runs with the chain's own TTL and must be
+delivered.  It briefly lowers that path's TTL, so run it on a quiet lab.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from ipaddress import IPv4Address, IPv4Network
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import LabError, SpecError
+from ..kernel import netns
+from ..plan.sfc import PROTOS, DirectionPlan, Entry, SteeringPlan, port_prefixes
+from ..realize import lifecycle
+from ..realize.dataplane import DataPlane, Iface, encode_path, path_base
+from ..spec.sfc import ClassifierSpec
+from ..spec.source import Document
+from ..spec.wording import pydantic_error
+
+
+def _steering(lab: str) -> tuple[Any, SteeringPlan]:
+    _, plan = lifecycle.load_plan(lab)
+    if not plan.steering:
+        raise LabError(f"lab '{lab}' has no chains")
+    return plan, SteeringPlan.from_dict(plan.steering)
+
+
+def _chain_dirs(sp: SteeringPlan, lab: str, chain: str) -> list[DirectionPlan]:
+    dirs = [d for d in sp.directions if d.chain == chain]
+    if not dirs:
+        known = ", ".join(sorted({d.chain for d in sp.directions}))
+        raise LabError(f"lab '{lab}' has no chain '{chain}' (chains: {known})")
+    return dirs
+
+
+def listing(lab: str) -> list[dict[str, Any]]:
+    """One row per chain: its functions, ends, paths, classifier entries."""
+    _, sp = _steering(lab)
+    rows: dict[str, dict[str, Any]] = {}
+    for d in sp.directions:
+        r = rows.setdefault(d.chain, {"chain": d.chain, "directions": [], "paths": 0,
+                                      "entries": 0, "symmetric": d.symmetric})
+        r["directions"].append(f"{d.ingress} -> {d.egress}")
+        r["paths"] += len(d.paths)
+        r["entries"] += sum(len(c["entries"]) for c in d.classifiers)
+        if not d.reverse:  # each stop: its instance, or a group's instances joined by '|'
+            r["functions"] = ["|".join(sorted({p.instances[k] for p in d.paths}))
+                              for k in range(len(d.paths[0].instances))]
+    return list(rows.values())
+
+
+def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
+    """Classifiers, paths (nodes, label stacks, packets classified onto each), the labels with
+    their owners, and per-node counters with each instance's share of the chain's flows."""
+    _, sp = _steering(lab)
+    names = [chain] if chain else sorted({d.chain for d in sp.directions})
+    hops = {h.label: h for h in sp.hops}
+    out: dict[str, Any] = {"lab": lab, "chains": {}}
+    with DataPlane(lab) as dp:
+        counters = {n: dp.counters(i) for n, i in sp.node_ids.items()}
+        for name in names:
+            dirs = _chain_dirs(sp, lab, name)
+            c: dict[str, Any] = {"directions": []}
+            nodes: set[str] = set()
+            for d in dirs:
+                base = path_base(sp, d.index)
+                paths: list[dict[str, Any]] = []
+                for p in d.paths:
+                    nodes.update(p.nodes)
+                    paths.append({"index": p.index, "nodes": p.nodes, "instances": p.instances,
+                                  "weight": p.weight, "stack": p.stack,
+                                  "labels": [{"label": lbl, "node": hops[lbl].node,
+                                              "action": hops[lbl].action,
+                                              "next": hops[lbl].next} for lbl in p.stack],
+                                  "classified": dp.path_count(base + p.index)})
+                total = sum(x["classified"] for x in paths) or 1
+                for x in paths:
+                    x["share"] = round(x["classified"] / total, 4)
+                c["directions"].append({"ingress": d.ingress, "egress": d.egress,
+                                        "reverse": d.reverse, "ttl": d.ttl,
+                                        "classifiers": [{k: v for k, v in x.items()
+                                                         if k != "entries"} |
+                                                        {"entries": len(x["entries"])}
+                                                        for x in d.classifiers],
+                                        "paths": paths})
+            inst = {i for d in dirs for p in d.paths for i in p.instances}
+            seen = sum(counters[i]["proxy_in"] for i in inst) or 1
+            c["instances"] = {i: {"proxy_in": counters[i]["proxy_in"],
+                                  "share": round(counters[i]["proxy_in"] / seen, 4)}
+                              for i in sorted(inst)}
+            c["nodes"] = {n: counters[n] for n in sorted(nodes, key=list(sp.node_ids).index)}
+            out["chains"][name] = c
+    return out
+
+
+# ------------------------------------------------------------------------------ classify
+def read_classifiers(path: str) -> list[ClassifierSpec]:
+    """A YAML or JSON file holding a list of classifiers (the lab file's form), validated.
+    Read fast (libyaml) first; only a file that fails validation is read again with positions,
+    for the error's line."""
+    try:
+        fast = _fast_load(path)
+    except Exception:  # anything odd: the careful reader says what and where
+        fast = None
+    if isinstance(fast, list):
+        try:
+            return [ClassifierSpec.model_validate(c) for c in fast]
+        except ValidationError:
+            pass
+    doc = Document.from_file(path)
+    data = doc.data
+    prefix: tuple[str, ...] = ()
+    if isinstance(data, dict) and "classifiers" in data:
+        data, prefix = data["classifiers"], ("classifiers",)
+    if not isinstance(data, list):
+        raise doc.error("expected a list of classifiers (or a mapping with 'classifiers')",
+                        prefix)
+    out = []
+    for i, c in enumerate(data):
+        try:
+            out.append(ClassifierSpec.model_validate(c))
+        except ValidationError as e:
+            loc, msg = pydantic_error(e)
+            raise doc.error(msg, (*prefix, i, *loc)) from None
+    return out
+
+
+def _fast_load(path: str) -> Any:
+    import yaml  # light start-up: only classify reads YAML here
+
+    from ..spec.source import MAX_BYTES
+
+    with open(path, "rb") as f:
+        raw = f.read(MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        return None
+    if raw.lstrip()[:1] == b"[":  # JSON (also YAML): the fastest reader
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+    if b"&" in raw or b"*" in raw:  # aliases: the careful (bounded) reader
+        return None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(raw.decode("utf-8"), Loader=loader)  # noqa: S506 - a safe loader
+
+
+def entries_of(c: ClassifierSpec, ingress: str, reverse: bool) -> list[dict[str, Any]]:
+    """A classifier's data-plane entries (ports as prefixes; ``reverse`` swaps the ends)."""
+    src, dst, sp_, dp_ = c.src, c.dst, c.sport, c.dport
+    if reverse:
+        src, dst, sp_, dp_ = dst, src, dp_, sp_
+    any_net = IPv4Network("0.0.0.0/0")
+    return [Entry(ingress, str(src or any_net), str(dst or any_net), s, t, PROTOS[c.proto],
+                  c.priority).__dict__
+            for s in (port_prefixes(*sp_) if sp_ else [(0, 0)])
+            for t in (port_prefixes(*dp_) if dp_ else [(0, 0)])]
+
+
+def classify(lab: str, chain: str, path: str) -> dict[str, Any]:
+    """Add the classifiers of file ``path`` to ``chain`` of a running lab (both directions of a
+    symmetric chain).  Each classifier's ingress must be one the chain already has."""
+    _, sp = _steering(lab)
+    dirs = _chain_dirs(sp, lab, chain)
+    specs = read_classifiers(path)
+    fwd = {d.ingress: d for d in dirs if not d.reverse}
+    t0 = time.monotonic()
+    written = 0
+    with DataPlane(lab) as dp:
+        by_dir: dict[int, list[dict[str, Any]]] = {}
+        for i, c in enumerate(specs):
+            if c.ingress not in fwd:
+                raise SpecError(f"expected one of the chain's ingress nodes "
+                                f"({', '.join(fwd)}), got {c.ingress!r}", file=path,
+                                place=f"[{i}].ingress")
+            d = fwd[c.ingress]
+            by_dir.setdefault(d.index, []).extend(entries_of(c, d.ingress, False))
+            for r in dirs:
+                if r.reverse and r.egress == d.ingress:
+                    by_dir.setdefault(r.index, []).extend(entries_of(c, r.ingress, True))
+        for di, entries in by_dir.items():
+            written += dp.add_entries(sp.node_ids, di, entries, order=4000)
+    return {"lab": lab, "chain": chain, "classifiers": len(specs), "entries": written,
+            "seconds": round(time.monotonic() - t0, 3)}
+
+
+# --------------------------------------------------------------------------------- trace
+def _probe(c: ClassifierSpec, src: IPv4Address, dst: IPv4Address) -> tuple[bytes, int]:
+    """An IPv4 packet matching ``c`` (header included), and its IP protocol."""
+    proto = {"tcp": 6, "udp": 17, "icmp": 1, "any": 17}[c.proto]
+    sport = c.sport[0] if c.sport else 40000
+    dport = c.dport[0] if c.dport else 33434
+    payload = b"sfclab chain trace"
+    if proto == 17:
+        l4 = struct.pack(">HHHH", sport, dport, 8 + len(payload), 0) + payload
+    elif proto == 6:
+        l4 = struct.pack(">HHIIBBHHH", sport, dport, 1, 0, 5 << 4, 0x02, 1024, 0, 0)
+    else:
+        l4 = struct.pack(">BBHHH", 8, 0, 0, 0x5fc, 1) + payload
+        l4 = l4[:2] + struct.pack(">H", _csum(l4)) + l4[4:]
+    hdr = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 0x5fc1, 0, 64, proto, 0,
+                      src.packed, dst.packed)
+    hdr = hdr[:10] + struct.pack(">H", _csum(hdr)) + hdr[12:]
+    if proto in (6, 17):
+        pseudo = src.packed + dst.packed + struct.pack(">BBH", 0, proto, len(l4))
+        at = 16 if proto == 6 else 6
+        l4 = l4[:at] + struct.pack(">H", _csum(pseudo + l4) or 0xffff) + l4[at + 2:]
+    return hdr + l4, proto
+
+
+def _csum(b: bytes) -> int:
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack(f">{len(b) // 2}H", b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def _send(netns_name: str, packet: bytes, dst: IPv4Address) -> None:
+    with netns.entered(netns_name):
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    try:
+        s.sendto(packet, (str(dst), 0))
+    finally:
+        s.close()
+
+
+def trace(lab: str, chain: str, wait: float = 0.05) -> dict[str, Any]:
+    """The hops the chain's first path really takes, found by label TTL expiry (see above)."""
+    plan, sp = _steering(lab)
+    d = _chain_dirs(sp, lab, chain)[0]
+    path = d.paths[0]
+    cl = next((c for c in plan_classifiers(d)), None)
+    if cl is None:
+        raise LabError(f"chain '{chain}' has no classifier at {d.ingress} to trace with")
+    spec = ClassifierSpec.model_validate({k: v for k, v in cl.items()
+                                          if k not in ("index", "entries")})
+    src = spec.src.network_address + (1 if spec.src.num_addresses > 1 else 0) if spec.src \
+        else plan.address_of(d.ingress)
+    dst = spec.dst.network_address + (1 if spec.dst.num_addresses > 1 else 0) if spec.dst \
+        else plan.address_of(d.egress)
+    packet, _ = _probe(spec, IPv4Address(src), IPv4Address(dst))
+    ns = plan.netns_of(d.ingress)
+    hops_by_label = {h.label: h for h in sp.hops}
+    index = path_base(sp, d.index) + path.index
+    hops: list[dict[str, Any]] = []
+    with DataPlane(lab) as dp:
+        raw = dp.maps["sfc_paths"].lookup(struct.pack("<I", index))
+        assert raw is not None
+        ifindex = struct.unpack_from("<I", raw, 4)[0]
+        first = Iface(ifindex, raw[8:14])
+        dmac = raw[14:20]
+        try:
+            for k in range(1, len(path.stack) + 1):
+                dp.maps["sfc_paths"].update(struct.pack("<I", index),
+                                            encode_path(path.stack, k, first, dmac))
+                before = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
+                _send(ns, packet, IPv4Address(dst))
+                time.sleep(wait)
+                after = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
+                seen = [n for n in sp.node_ids if after[n] > before[n]]
+                h = hops_by_label[path.stack[k - 1]]
+                hops.append({"hop": k, "label": h.label, "action": h.action,
+                             "expected": h.node, "seen_at": seen[0] if seen else None})
+        finally:
+            dp.maps["sfc_paths"].update(struct.pack("<I", index),
+                                        encode_path(path.stack, d.ttl, first, dmac))
+        last = hops_by_label[path.stack[-1]].node
+        before_d = dp.counters(sp.node_ids[last])["delivered"]
+        _send(ns, packet, IPv4Address(dst))
+        time.sleep(wait)
+        delivered = dp.counters(sp.node_ids[last])["delivered"] > before_d
+    return {"lab": lab, "chain": chain, "ingress": d.ingress, "egress": d.egress,
+            "path": path.nodes, "hops": hops, "delivered": delivered,
+            "in_order": all(h["seen_at"] == h["expected"] for h in hops)}
+
+
+def plan_classifiers(d: DirectionPlan) -> list[dict[str, Any]]:
+    return list(d.classifiers)

@@ -1,0 +1,113 @@
+"""Packet helpers for the SFC tests, run inside a lab namespace (``python3 -m ...``):
+
+    capture IFACE SECONDS      every frame seen on IFACE (AF_PACKET), as JSON lines:
+                               direction, ethertype, MPLS labels (label, bottom, TTL), IPv4 5-tuple
+    udp-send DST SPORT DPORT N  N datagrams from SPORT to DST:DPORT
+    udp-flows DST DPORT SPORT0 N  N flows of one datagram each (source ports SPORT0 ...)
+    udp-echo PORT SECONDS      answer every datagram to PORT, print how many
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import sys
+import time
+
+
+def parse(frame: bytes) -> dict:
+    out: dict = {"ethertype": struct.unpack_from(">H", frame, 12)[0], "labels": []}
+    off = 14
+    if out["ethertype"] == 0x8847:
+        while off + 4 <= len(frame):
+            v = struct.unpack_from(">I", frame, off)[0]
+            off += 4
+            out["labels"].append([v >> 12, (v >> 8) & 1, v & 0xff])
+            if (v >> 8) & 1:
+                break
+    if len(frame) >= off + 20 and frame[off] >> 4 == 4:
+        ihl = (frame[off] & 15) * 4
+        out["proto"] = frame[off + 9]
+        out["src"] = socket.inet_ntoa(frame[off + 12:off + 16])
+        out["dst"] = socket.inet_ntoa(frame[off + 16:off + 20])
+        if out["proto"] in (6, 17) and len(frame) >= off + ihl + 4:
+            out["sport"], out["dport"] = struct.unpack_from(">HH", frame, off + ihl)
+    return out
+
+
+def capture(iface: str, seconds: float) -> None:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.bind((iface, 0))
+    s.settimeout(0.1)
+    print("ready", flush=True)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            frame, addr = s.recvfrom(65535)
+        except socket.timeout:
+            continue
+        d = parse(frame)
+        d["out"] = addr[2] == socket.PACKET_OUTGOING
+        print(json.dumps(d), flush=True)
+
+
+def udp_send(dst: str, sport: int, dport: int, n: int) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", sport))
+    s.settimeout(0.5)
+    got = 0
+    for _ in range(n):
+        s.sendto(b"sfclab probe", (dst, dport))
+        try:
+            s.recvfrom(2048)
+            got += 1
+        except socket.timeout:
+            pass
+    print(got)
+
+
+def udp_flows(dst: str, dport: int, sport0: int, n: int) -> None:
+    """n flows (source ports sport0 ...), one datagram each, answered or not: how many were."""
+    got = 0
+    for i in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", sport0 + i))
+        s.settimeout(0.3)
+        s.sendto(b"sfclab flow", (dst, dport))
+        try:
+            s.recvfrom(2048)
+            got += 1
+        except socket.timeout:
+            pass
+        s.close()
+    print(got)
+
+
+def udp_echo(port: int, seconds: float) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", port))
+    s.settimeout(0.1)
+    print("ready", flush=True)
+    end, n = time.monotonic() + seconds, 0
+    while time.monotonic() < end:
+        try:
+            d, a = s.recvfrom(2048)
+        except socket.timeout:
+            continue
+        s.sendto(d, a)
+        n += 1
+    print(n, flush=True)
+
+
+if __name__ == "__main__":
+    cmd, *args = sys.argv[1:]
+    if cmd == "capture":
+        capture(args[0], float(args[1]))
+    elif cmd == "udp-send":
+        udp_send(args[0], int(args[1]), int(args[2]), int(args[3]))
+    elif cmd == "udp-flows":
+        udp_flows(args[0], int(args[1]), int(args[2]), int(args[3]))
+    elif cmd == "udp-echo":
+        udp_echo(int(args[0]), float(args[1]))
