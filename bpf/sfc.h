@@ -34,6 +34,7 @@
 #define SFC_ID_MASK 0x000fffffu
 #define SFC_ETH_P_MPLS_UC 0x8847
 #define SFC_ETH_P_IP 0x0800
+#define SFC_FLOW_MASK 0xffffffffu /* sfc_tuple.mask of a whole flow (sfc_flows) */
 
 /* label stack entry (RFC 3032), host order: label 20 bits, TC 3, bottom of stack 1, TTL 8 */
 #define LSE_LABEL(v) ((v) >> 12)
@@ -55,7 +56,8 @@ enum sfc_counter {
 	SFC_NCOUNTERS = 16,
 };
 
-struct sfc_tuple {            /* classifier key: a masked 5-tuple at one node */
+struct sfc_tuple {            /* a masked 5-tuple at one node: classifier key (mask: its index),
+			       * and with mask SFC_FLOW_MASK the proxy's fallback flow key */
 	__u32 node;
 	__u32 mask;
 	__be32 src;
@@ -108,16 +110,6 @@ struct sfc_hop {              /* what the owner of a label does with it */
 struct sfc_stack {            /* a parked remaining stack (top first) */
 	__u32 depth;
 	__be32 lse[SFC_MAX_LABELS];
-};
-
-struct sfc_flow {             /* proxy fallback key, for functions that lose the mark */
-	__u32 node;
-	__be32 src;
-	__be32 dst;
-	__be16 sport;
-	__be16 dport;
-	__u8 proto;
-	__u8 pad[3];
 };
 
 #ifdef __BPF__
@@ -194,7 +186,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct sfc_flow);
+	__type(key, struct sfc_tuple);
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sfc_flows SEC(".maps");

@@ -52,7 +52,7 @@ static __always_inline int proxy(struct xdp_md *ctx, __u32 ttl)
 	struct ethhdr eth;
 	__u32 id, i, *meta;
 	__u8 proto;
-	struct sfc_flow fk = {};
+	struct sfc_tuple fk = {};
 
 	if ((void *)(lse + 1) > end)
 		return XDP_DROP;
@@ -91,6 +91,7 @@ static __always_inline int proxy(struct xdp_md *ctx, __u32 ttl)
 	__builtin_memcpy(data, &eth, sizeof(eth));
 	/* for functions that lose the mark (a program reading a TUN device): the flow */
 	fk.node = node_id;
+	fk.mask = SFC_FLOW_MASK;
 	if (!sfc_parse_ip(data + sizeof(eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport, &proto)) {
 		__u32 *was;
 

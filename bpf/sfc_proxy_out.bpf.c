@@ -33,11 +33,12 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	if ((skb->mark & SFC_MARK_MASK) == SFC_MARK_BASE) {
 		id = skb->mark & SFC_ID_MASK;
 	} else {
-		struct sfc_flow fk = {};
+		struct sfc_tuple fk = {};
 		__u8 proto;
 		__u32 *have;
 
 		fk.node = node_id;
+		fk.mask = SFC_FLOW_MASK;
 		if (sfc_parse_ip(eth + 1, end, &fk.src, &fk.dst, &fk.sport, &fk.dport, &proto))
 			return TC_ACT_OK;
 		fk.proto = proto;

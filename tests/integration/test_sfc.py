@@ -53,7 +53,9 @@ def running(d: dict[str, Any]) -> Iterator[Lab]:
         yield lab
     finally:
         lab.down()
-        assert not lab_dir(lab.name).exists()
+        here = lab_dir(lab.name)
+        # nothing of the lab is left, nor an empty parent (another lab's directory may keep it)
+        assert not here.exists() and (not here.parent.exists() or any(here.parent.iterdir()))
 
 
 def steering(lab: Lab) -> SteeringPlan:

@@ -96,10 +96,15 @@ def cmd_trace(a: argparse.Namespace) -> int:
     return ExitStatus.OK if d["delivered"] and d["in_order"] else ExitStatus.FAILURE
 
 
+def cmd_chain(a: argparse.Namespace) -> int:
+    """``sfclab chain`` without a subcommand: its help, and bad input."""
+    a.parser.print_help()
+    return ExitStatus.BAD_INPUT
+
+
 def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     """The ``chain`` command group."""
-    sp = add("chain", lambda a: (a.parser.print_help(), ExitStatus.BAD_INPUT)[1],
-             "service function chains of a running lab", "sfclab chain ls sfcweb",
+    sp = add("chain", cmd_chain, "service function chains of a running lab", "sfclab chain ls sfcweb",
              json_flag=False)
     sp.epilog = EXAMPLES
     sp.set_defaults(parser=sp)

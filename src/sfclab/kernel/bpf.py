@@ -54,6 +54,17 @@ def _bpf(cmd: int, attr: ctypes.Array[ctypes.c_char]) -> int:
     return ret
 
 
+def _attr(u32: dict[int, int] | None = None,
+          u64: dict[int, int] | None = None) -> ctypes.Array[ctypes.c_char]:
+    """A ``union bpf_attr``: 32- and 64-bit fields by byte offset, the rest zero."""
+    attr = ctypes.create_string_buffer(128)
+    for off, v in (u32 or {}).items():
+        ctypes.c_uint32.from_buffer(attr, off).value = v
+    for off, v in (u64 or {}).items():
+        ctypes.c_uint64.from_buffer(attr, off).value = v
+    return attr
+
+
 def _u64(buf: ctypes.Array[ctypes.c_char] | bytes | None) -> int:
     return ctypes.addressof(buf) if isinstance(buf, ctypes.Array) else 0
 
@@ -63,20 +74,15 @@ class PinnedMap:
 
     def __init__(self, path: str):
         self.path = path
-        attr = ctypes.create_string_buffer(128)
         name = ctypes.create_string_buffer(path.encode())
-        ctypes.c_uint64.from_buffer(attr, 0).value = ctypes.addressof(name)
         try:
-            self.fd = _bpf(_OBJ_GET, attr)
+            self.fd = _bpf(_OBJ_GET, _attr(u64={0: ctypes.addressof(name)}))
         except OSError as e:
             raise RealizeError(f"cannot open map: {e.strerror}", obj=path) from None
         info = ctypes.create_string_buffer(88)
-        attr = ctypes.create_string_buffer(128)
-        ctypes.c_uint32.from_buffer(attr, 0).value = self.fd
-        ctypes.c_uint32.from_buffer(attr, 4).value = len(info)
-        ctypes.c_uint64.from_buffer(attr, 8).value = ctypes.addressof(info)
         try:
-            _bpf(_OBJ_INFO, attr)
+            _bpf(_OBJ_INFO, _attr(u32={0: self.fd, 4: len(info)},
+                                  u64={8: ctypes.addressof(info)}))
         except OSError as e:
             os.close(self.fd)
             raise RealizeError(f"cannot read map info: {e.strerror}", obj=path) from None
@@ -105,12 +111,8 @@ class PinnedMap:
             raise RealizeError(f"key of {len(key)} bytes, the map's are {self.key_size}",
                                obj=self.path)
         k = ctypes.create_string_buffer(key, len(key))
-        attr = ctypes.create_string_buffer(128)
-        ctypes.c_uint32.from_buffer(attr, 0).value = self.fd
-        ctypes.c_uint64.from_buffer(attr, 8).value = ctypes.addressof(k)
-        ctypes.c_uint64.from_buffer(attr, 16).value = _u64(value)
-        ctypes.c_uint64.from_buffer(attr, 24).value = flags
-        _bpf(cmd, attr)
+        _bpf(cmd, _attr(u32={0: self.fd},
+                        u64={8: ctypes.addressof(k), 16: _u64(value), 24: flags}))
 
     def lookup(self, key: bytes) -> bytes | None:
         """The value under ``key`` (per-CPU maps: every CPU's slot, concatenated), or None."""
@@ -149,12 +151,9 @@ class PinnedMap:
         while True:
             k = ctypes.create_string_buffer(cur, self.key_size) if cur is not None else None
             nxt = ctypes.create_string_buffer(self.key_size)
-            attr = ctypes.create_string_buffer(128)
-            ctypes.c_uint32.from_buffer(attr, 0).value = self.fd
-            ctypes.c_uint64.from_buffer(attr, 8).value = _u64(k)
-            ctypes.c_uint64.from_buffer(attr, 16).value = ctypes.addressof(nxt)
             try:
-                _bpf(_MAP_NEXT_KEY, attr)
+                _bpf(_MAP_NEXT_KEY, _attr(u32={0: self.fd},
+                                          u64={8: _u64(k), 16: ctypes.addressof(nxt)}))
             except OSError as e:
                 if e.errno == 2:
                     return
@@ -173,12 +172,8 @@ class PinnedMap:
             if len(keys) - 1 != len(part) * self.key_size or \
                     len(values) - 1 != len(part) * self.value_bytes:
                 raise RealizeError("batch of keys or values of the wrong size", obj=self.path)
-            attr = ctypes.create_string_buffer(128)
-            ctypes.c_uint64.from_buffer(attr, 16).value = ctypes.addressof(keys)
-            ctypes.c_uint64.from_buffer(attr, 24).value = ctypes.addressof(values)
-            ctypes.c_uint32.from_buffer(attr, 32).value = len(part)
-            ctypes.c_uint32.from_buffer(attr, 36).value = self.fd
-            ctypes.c_uint64.from_buffer(attr, 40).value = flags
+            attr = _attr(u32={32: len(part), 36: self.fd},
+                         u64={16: ctypes.addressof(keys), 24: ctypes.addressof(values), 40: flags})
             try:
                 _bpf(_MAP_UPDATE_BATCH, attr)
             except OSError as e:

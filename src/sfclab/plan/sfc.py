@@ -197,13 +197,17 @@ class _Graph:
 
 
 class _Labels:
-    def __init__(self) -> None:
-        self.hops: dict[tuple[str, ...], Hop] = {}
+    """Labels by what they do: one per (node, action, out interface), numbered in order of
+    first use from ``FIRST_LABEL``."""
 
-    def get(self, key: tuple[str, ...], make: Any) -> int:
-        if key not in self.hops:
-            self.hops[key] = make(FIRST_LABEL + len(self.hops))
-        return self.hops[key].label
+    def __init__(self) -> None:
+        self.hops: dict[tuple[str, str, str | None], Hop] = {}
+
+    def label(self, hop: Hop) -> int:
+        known = self.hops.setdefault((hop.node, hop.action, hop.ifname), hop)
+        if known is hop:
+            hop.label = FIRST_LABEL + len(self.hops) - 1
+        return known.label
 
 
 def _weights(instances: list[list[str]], weights: list[list[int]]) -> list[tuple[list[str], int]]:
@@ -269,7 +273,7 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
     sp.hops = list(labels.hops.values())
     if len(sp.hops) > 65536:
         raise _error(lab, "more than 65536 labels", ("chains",))
-    masks = {_mask_of(e) for d in sp.directions for c in d.classifiers for e in c["entries"]}
+    masks = {mask_key(e) for d in sp.directions for c in d.classifiers for e in c["entries"]}
     if len(masks) > MAX_MASKS:
         raise _error(lab, f"the classifiers need {len(masks)} distinct wildcard masks (port "
                      f"ranges count one per prefix length); at most {MAX_MASKS}", ("chains",))
@@ -356,11 +360,9 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
         for i in range(1, len(nodes) - 1):
             n = nodes[i]
             if i in stop_at:
-                stack.append(labels.get(("proxy", n), lambda lbl, n=n: Hop(lbl, n, "proxy")))
+                stack.append(labels.label(Hop(0, n, "proxy")))
             _, my, nxt, their = edges[i]
-            stack.append(labels.get(("forward", n, my),
-                                    lambda lbl, n=n, my=my, nxt=nxt, their=their:
-                                    Hop(lbl, n, "forward", my, nxt, their)))
+            stack.append(labels.label(Hop(0, n, "forward", my, nxt, their)))
         if len(stack) > MAX_LABELS:
             raise _error(lab, f"chain '{cname}' needs a stack of {len(stack)} labels "
                          f"({' '.join(nodes)}); at most {MAX_LABELS}", fplace)
@@ -370,23 +372,29 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
     for i, c in enumerate(chain.classifiers):
         if c.ingress != ingress:
             continue
-        src, dst, sp_, dp_ = c.src, c.dst, c.sport, c.dport
-        if reverse:
-            src, dst, sp_, dp_ = dst, src, dp_, sp_
-        entries = [asdict(Entry(start, str(src or IPv4Network("0.0.0.0/0")),
-                                str(dst or IPv4Network("0.0.0.0/0")), s, t, PROTOS[c.proto],
-                                c.priority))
-                   for s in (port_prefixes(*sp_) if sp_ else [(0, 0)])
-                   for t in (port_prefixes(*dp_) if dp_ else [(0, 0)])]
-        shown = c.as_dict()
-        if reverse:  # as the reverse direction's ingress sees it
-            shown = ClassifierSpec.model_validate(
-                {**{k: v for k, v in shown.items() if k not in ("src", "dst", "sport", "dport")},
-                 "ingress": start, "src": dst, "dst": src, "sport": dp_, "dport": sp_}).as_dict()
-        d.classifiers.append({"index": i, **shown, "entries": entries})
+        seen = reversed_classifier(c, start) if reverse else c
+        d.classifiers.append({"index": i, **seen.as_dict(), "entries": entries_of(seen)})
     return d
 
 
-def _mask_of(e: dict[str, Any]) -> tuple[int, int, int, int, bool]:
+def reversed_classifier(c: ClassifierSpec, ingress: str) -> ClassifierSpec:
+    """``c`` as the reverse direction of a symmetric chain sees it, at ``ingress``: the ends
+    swapped."""
+    return c.model_copy(update={"ingress": ingress, "src": c.dst, "dst": c.src,
+                                "sport": c.dport, "dport": c.sport})
+
+
+def entries_of(c: ClassifierSpec) -> list[dict[str, Any]]:
+    """A classifier's data-plane entries: one per combination of port prefixes."""
+    any_net = IPv4Network("0.0.0.0/0")
+    return [asdict(Entry(c.ingress, str(c.src or any_net), str(c.dst or any_net), s, t,
+                         PROTOS[c.proto], c.priority))
+            for s in (port_prefixes(*c.sport) if c.sport else [(0, 0)])
+            for t in (port_prefixes(*c.dport) if c.dport else [(0, 0)])]
+
+
+def mask_key(e: dict[str, Any]) -> tuple[int, int, int, int, bool]:
+    """An entry's wildcard mask: prefix lengths of addresses and ports, and whether the
+    protocol is matched."""
     return (IPv4Network(e["src"]).prefixlen, IPv4Network(e["dst"]).prefixlen,
             e["sport"][1], e["dport"][1], e["proto"] != 0)

@@ -24,7 +24,7 @@ from typing import Any, Self
 
 from ..errors import RealizeError
 from ..kernel import bpf
-from ..plan.sfc import MAX_LABELS, MAX_MASKS, SLOTS, SteeringPlan, lse
+from ..plan.sfc import MAX_LABELS, MAX_MASKS, SLOTS, SteeringPlan, lse, mask_key
 
 BPFFS = Path("/sys/fs/bpf")
 COUNTERS = ("classified", "popped", "forwarded", "delivered", "ttl_expired", "unknown_label",
@@ -83,11 +83,6 @@ def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes) -> bytes:
 def encode_hop(node: int, action: str, iface: Iface | None, dmac: bytes | None) -> bytes:
     return struct.pack("<III", node, ACTIONS[action], iface.index if iface else 0) + \
         (iface.mac if iface else b"\0" * 6) + (dmac or b"\0" * 6)
-
-
-def mask_key(e: dict[str, Any]) -> tuple[int, int, int, int, bool]:
-    return (IPv4Network(e["src"]).prefixlen, IPv4Network(e["dst"]).prefixlen,
-            e["sport"][1], e["dport"][1], e["proto"] != 0)
 
 
 class DataPlane:
@@ -200,9 +195,25 @@ def mac_text(mac: bytes) -> str:
     return ":".join(f"{b:02x}" for b in mac)
 
 
+def make_dir(lab: str) -> Path:
+    """The lab's maps directory, made (with sfclab's shared parent if absent); bpffs mounted
+    first.  A parent removed meanwhile by another lab's ``down`` is made again."""
+    ensure_bpffs()
+    maps = lab_dir(lab) / "maps"
+    for _ in range(3):
+        try:
+            maps.mkdir(parents=True, exist_ok=True)
+            return maps
+        except FileNotFoundError:
+            continue
+    maps.mkdir(parents=True, exist_ok=True)
+    return maps
+
+
 def remove_dir(path: Path) -> int:
-    """Unpin everything under the lab's bpffs directory ``path`` and remove it; the number of
-    pins removed.  (bpffs holds only pins and directories sfclab made there.)"""
+    """Unpin everything under the lab's bpffs directory ``path`` and remove it, then sfclab's
+    shared parent if no other lab has a directory there; the number of pins removed.  (bpffs
+    holds only pins and directories sfclab made there.)"""
     n = 0
     if not path.is_dir():
         return 0
@@ -213,5 +224,8 @@ def remove_dir(path: Path) -> int:
         for d in dirs:
             os.rmdir(os.path.join(root, d))
     os.rmdir(path)
+    try:
+        path.parent.rmdir()  # only when empty: another lab's directory keeps it
+    except OSError:
+        pass
     return n
-

@@ -61,8 +61,7 @@ class Steering(Part):
         binary = steer_binary()
         top = dataplane.lab_dir(b.plan.lab)
         with step(f"bpffs directory {top}"):
-            dataplane.ensure_bpffs()
-            (top / "maps").mkdir(parents=True, exist_ok=True)
+            maps = dataplane.make_dir(b.plan.lab)
         ifaces: dict[tuple[str, str], dataplane.Iface] = {}
         for node in sp.node_ids:
             ipr = b.iproute(b.plan.netns_of(node))
@@ -74,7 +73,7 @@ class Steering(Part):
                 b.iproute(b.plan.netns_of(node)).link(
                     "set", index=ifaces[(node, ifname)].index, gso_max_segs=1)
         for node, node_id in sp.node_ids.items():
-            argv = [str(binary), "--maps", str(top / "maps"), "--node-id", str(node_id), "--netns", b.plan.netns_of(node)]
+            argv = [str(binary), "--maps", str(maps), "--node-id", str(node_id), "--netns", b.plan.netns_of(node)]
             argv += [f"{binary.parent / PROGRAM_OBJECT[prog]}:{prog}:{ifname}:{hook}"
                      for prog, ifname, hook in sp.attach[node]]
             with step(f"eBPF programs of {node}"):

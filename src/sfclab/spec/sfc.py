@@ -25,7 +25,7 @@ of direct links between its stops) is checked by the planner (:mod:`sfclab.plan.
 from __future__ import annotations
 
 from ipaddress import IPv4Network
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -35,6 +35,7 @@ from .strict import Strict
 from .wording import pydantic_error
 
 MAX_GROUP_INSTANCES = 64
+M = TypeVar("M", bound=Strict)
 MAX_FUNCTIONS = 16
 
 
@@ -123,41 +124,42 @@ class SfcChainSpec(Strict):
                 "symmetric": self.symmetric, "ttl": self.ttl}
 
 
+def _section(doc: Document, section: str, raw: Any, model: type[M]) -> dict[str, M]:
+    """One named section (``chains`` or ``groups``): each entry validated by ``model``."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise doc.error(f"expected a mapping of {section[:-1]} names", (section,))
+    out: dict[str, M] = {}
+    for name, body in raw.items():
+        place: tuple[Any, ...] = (section, name)
+        if not node_name_ok(str(name)):
+            raise doc.error(f"expected a {section[:-1]} name of {NAME_WORDS}, got {name!r}",
+                            place)
+        if not isinstance(body, dict):
+            raise doc.error("expected a mapping", place)
+        try:
+            out[str(name)] = model.model_validate(body)
+        except ValidationError as e:
+            loc, msg = pydantic_error(e)
+            raise doc.error(msg, place + loc) from None
+    return out
+
+
 def validate(doc: Document, chains: Any, groups: Any, nodes: dict[str, Any]
              ) -> tuple[dict[str, SfcChainSpec], dict[str, GroupSpec]]:
     """The ``chains`` and ``groups`` sections against the lab's ``nodes`` (name -> NodeSpec).
     Raises a located :class:`~sfclab.errors.SpecError`."""
-    out_groups: dict[str, GroupSpec] = {}
-    out_chains: dict[str, SfcChainSpec] = {}
-    for section, raw, model in (("groups", groups, GroupSpec), ("chains", chains, SfcChainSpec)):
-        if raw is None:
-            continue
-        if not isinstance(raw, dict):
-            raise doc.error(f"expected a mapping of {section[:-1]} names", (section,))
-        for name, body in raw.items():
-            place: tuple[Any, ...] = (section, name)
-            if not node_name_ok(str(name)):
-                raise doc.error(f"expected a {section[:-1]} name of {NAME_WORDS}, got {name!r}",
-                                place)
-            if not isinstance(body, dict):
-                raise doc.error("expected a mapping", place)
-            try:
-                spec = model.model_validate(body)
-            except ValidationError as e:
-                loc, msg = pydantic_error(e)
-                raise doc.error(msg, place + loc) from None
-            if section == "groups":
-                out_groups[str(name)] = spec  # type: ignore[assignment]
-            else:
-                out_chains[str(name)] = spec  # type: ignore[assignment]
+    out_groups = _section(doc, "groups", groups, GroupSpec)
+    out_chains = _section(doc, "chains", chains, SfcChainSpec)
 
     def is_function(n: str) -> bool:
         return n in nodes and nodes[n].forwards and not nodes[n].is_bridge
 
-    for g, spec in out_groups.items():
+    for g, group in out_groups.items():
         if g in nodes:
             raise doc.error(f"group '{g}' has the name of a node", ("groups", g))
-        for i, inst in enumerate(spec.instances):
+        for i, inst in enumerate(group.instances):
             if not is_function(inst):
                 raise doc.error(f"expected a function node, got {inst!r}",
                                 ("groups", g, "instances", i))

@@ -16,14 +16,14 @@ import json
 import socket
 import struct
 import time
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv4Address
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..errors import LabError, SpecError
 from ..kernel import netns
-from ..plan.sfc import PROTOS, DirectionPlan, Entry, SteeringPlan, port_prefixes
+from ..plan.sfc import DirectionPlan, SteeringPlan, entries_of, reversed_classifier
 from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, Iface, encode_path, path_base
 from ..spec.sfc import ClassifierSpec
@@ -158,18 +158,6 @@ def _fast_load(path: str) -> Any:
     return yaml.load(raw.decode("utf-8"), Loader=loader)  # noqa: S506 - a safe loader
 
 
-def entries_of(c: ClassifierSpec, ingress: str, reverse: bool) -> list[dict[str, Any]]:
-    """A classifier's data-plane entries (ports as prefixes; ``reverse`` swaps the ends)."""
-    src, dst, sp_, dp_ = c.src, c.dst, c.sport, c.dport
-    if reverse:
-        src, dst, sp_, dp_ = dst, src, dp_, sp_
-    any_net = IPv4Network("0.0.0.0/0")
-    return [Entry(ingress, str(src or any_net), str(dst or any_net), s, t, PROTOS[c.proto],
-                  c.priority).__dict__
-            for s in (port_prefixes(*sp_) if sp_ else [(0, 0)])
-            for t in (port_prefixes(*dp_) if dp_ else [(0, 0)])]
-
-
 def classify(lab: str, chain: str, path: str) -> dict[str, Any]:
     """Add the classifiers of file ``path`` to ``chain`` of a running lab (both directions of a
     symmetric chain).  Each classifier's ingress must be one the chain already has."""
@@ -187,10 +175,11 @@ def classify(lab: str, chain: str, path: str) -> dict[str, Any]:
                                 f"({', '.join(fwd)}), got {c.ingress!r}", file=path,
                                 place=f"[{i}].ingress")
             d = fwd[c.ingress]
-            by_dir.setdefault(d.index, []).extend(entries_of(c, d.ingress, False))
+            by_dir.setdefault(d.index, []).extend(entries_of(c))
             for r in dirs:
                 if r.reverse and r.egress == d.ingress:
-                    by_dir.setdefault(r.index, []).extend(entries_of(c, r.ingress, True))
+                    by_dir.setdefault(r.index, []).extend(
+                        entries_of(reversed_classifier(c, r.ingress)))
         for di, entries in by_dir.items():
             written += dp.add_entries(sp.node_ids, di, entries, order=4000)
     return {"lab": lab, "chain": chain, "classifiers": len(specs), "entries": written,
@@ -244,7 +233,7 @@ def trace(lab: str, chain: str, wait: float = 0.05) -> dict[str, Any]:
     plan, sp = _steering(lab)
     d = _chain_dirs(sp, lab, chain)[0]
     path = d.paths[0]
-    cl = next((c for c in plan_classifiers(d)), None)
+    cl = d.classifiers[0] if d.classifiers else None
     if cl is None:
         raise LabError(f"chain '{chain}' has no classifier at {d.ingress} to trace with")
     spec = ClassifierSpec.model_validate({k: v for k, v in cl.items()
@@ -288,6 +277,3 @@ def trace(lab: str, chain: str, wait: float = 0.05) -> dict[str, Any]:
             "path": path.nodes, "hops": hops, "delivered": delivered,
             "in_order": all(h["seen_at"] == h["expected"] for h in hops)}
 
-
-def plan_classifiers(d: DirectionPlan) -> list[dict[str, Any]]:
-    return list(d.classifiers)
