@@ -16,10 +16,10 @@ PYTEST_ARGS ?=
 DEBS := iproute2 iperf3 openvswitch-switch ethtool nftables iptables \
         libndpi-dev libndpi-bin libnetfilter-queue-dev libnfnetlink-dev libmnl-dev iputils-ping \
         netsniff-ng openssl gcc make libc6-dev python3-venv procps \
-        clang llvm libbpf-dev bpftool linux-libc-dev
+        clang llvm libbpf-dev bpftool linux-libc-dev nodejs chromium
 
 .PHONY: setup demo test unit integration bench native clean
-setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab
+setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab node_modules/.package-lock.json
 
 $(DEB_STAMP): Makefile
 	@mkdir -p build
@@ -37,6 +37,12 @@ $(STAMP): pyproject.toml $(DEB_STAMP)
 
 /usr/local/bin/sfclab: $(STAMP)
 	@ln -sf $(CURDIR)/$(BIN)/sfclab $@
+
+# the web view's JavaScript libraries (pinned in package-lock.json), from npm; Debian's npm
+# only where no npm came with nodejs (NodeSource's nodejs ships its own and conflicts with it)
+node_modules/.package-lock.json: package.json package-lock.json $(DEB_STAMP)
+	@command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
+	@npm ci --no-audit --no-fund --loglevel=error
 
 native: $(DEB_STAMP)
 	@$(MAKE) -s -C native
@@ -58,4 +64,4 @@ bench: setup
 
 clean:
 	@$(MAKE) -s -C native clean
-	rm -rf build $(VENV)
+	rm -rf build $(VENV) node_modules

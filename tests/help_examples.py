@@ -14,7 +14,7 @@ from sfclab.cli import build_parser
 
 #: the order a person would run them in: build, use, measure, experiments, remove
 ORDER = ("up", "ls", "inspect", "exec", "graph", "validate", "expand", "chain", "traffic",
-         "run", "results", "report", "down")
+         "run", "results", "report", "serve", "down")
 
 
 def parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

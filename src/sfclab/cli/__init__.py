@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from .. import __version__
 from ..errors import SfclabError
-from . import chain, experiments, lab, measure
+from . import chain, experiments, lab, measure, serve
 from .output import fail
 from .status import ExitStatus
 
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     chain.register(sub, add)
     measure.register(sub, add)
     experiments.register(sub, add)
+    serve.register(sub, add)
     return p
 
 

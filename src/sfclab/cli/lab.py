@@ -133,6 +133,11 @@ def cmd_graph(a: argparse.Namespace) -> int:
         plan = lifecycle.plan_for(load_lab(a.target))
     else:
         _state, plan = lifecycle.load_plan(a.target)
+    if a.format == "html":
+        from ..web.export import html_page  # light start-up: only the html format
+
+        print(html_page(plan.to_dict()), end="")
+        return ExitStatus.OK
     draw = graph.mermaid if a.format == "mermaid" else graph.dot
     print(draw(plan, TABLE.shapes()), end="")
     return ExitStatus.OK
@@ -158,7 +163,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp = add("graph", cmd_graph, "draw a lab (by name, or a lab file) as mermaid or dot",
              "sfclab graph chain5 --format dot | dot -Tpng > chain5.png", json_flag=False)
     sp.add_argument("target", metavar="NAME|FILE")
-    sp.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+    sp.add_argument("--format", choices=["mermaid", "dot", "html"], default="mermaid",
+                    help="html: one self-contained page (the web view's graph)")
     sp = add("validate", cmd_validate, "check a lab file without building it",
              "sfclab validate scenarios/chain5.yaml")
     sp.add_argument("file")

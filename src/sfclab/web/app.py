@@ -1,0 +1,45 @@
+"""The FastAPI application: routes, error mapping, token check and the services' lifetime.
+
+``create_app(token=None, db=DEFAULT_DB)``; the OpenAPI document is at ``/openapi.json`` and
+browsable at ``/docs``.  The services (background measurements, counter readers) are closed when
+the application shuts down, which stops running measurements as Ctrl-C would and changes no lab.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.concurrency import run_in_threadpool
+from fastapi.staticfiles import StaticFiles
+
+from .. import __version__
+from ..experiments import DEFAULT_DB
+from . import auth, errors
+from .routes import chains, labs, measurements, page, results
+from .services import Services
+from .vendor import STATIC
+
+
+def create_app(token: str | None = None, db: str = DEFAULT_DB,
+               services: Services | None = None) -> FastAPI:
+    svc = services or Services(db=db)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await run_in_threadpool(svc.close)
+
+    app = FastAPI(title="sfclab", version=__version__, lifespan=lifespan,
+                  description="Labs, chains, measurements and results of sfclab, as the "
+                  "library has them (the same validation and errors as the command line).")
+    app.state.services = svc
+    errors.install(app)
+    auth.install(app, token)
+    for r in (labs.router, chains.router, measurements.router, results.router, page.router):
+        app.include_router(r)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

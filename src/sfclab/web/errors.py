@@ -1,0 +1,85 @@
+"""HTTP statuses for the library's typed exceptions: the API's half of the CLI's exit codes.
+
+=====================================  ======  ==========================================
+exception                              status  CLI equivalent
+=====================================  ======  ==========================================
+``SpecError`` (bad input, with place)  422     exit 2, ``file:line: place: expected ...``
+:class:`NotFound` (unknown lab, ...)   404     exit 2, ``no lab named ...``
+``LabError``, :class:`Clash`           409     exit 2, ``already up`` / ``busy``
+other ``SfclabError`` (kernel, tool)   502     exit 1, after rollback
+anything else (a bug)                  500     exit 1, ``internal error``
+=====================================  ======  ==========================================
+
+The routes look an unknown lab, chain, node, experiment or run up before calling the library
+and raise :class:`NotFound`, so what is left of ``LabError`` is the lifecycle refusing a state
+(a lab already up, a half-built lab, a lock held): a clash.  Every error body is
+``{"error": message, "type": name}`` plus ``file``, ``place``, ``line`` and ``column`` for bad
+input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from ..errors import LabError, SfclabError, SpecError
+from ..spec.source import format_place
+
+
+class NotFound(SfclabError):
+    """An unknown lab, chain, node, measurement, results database, experiment or run."""
+
+    exit_status = 2
+
+
+class Clash(SfclabError):
+    """A request that collides with what is running (a measurement on the lab, ...)."""
+
+    exit_status = 2
+
+
+def body(e: BaseException) -> dict[str, Any]:
+    out: dict[str, Any] = {"error": str(e), "type": type(e).__name__}
+    if isinstance(e, SpecError):
+        out.update(message=e.message, file=e.file, place=e.place, line=e.line, column=e.column)
+    return out
+
+
+def status_of(e: BaseException) -> int:
+    if isinstance(e, SpecError):
+        return 422
+    if isinstance(e, NotFound):
+        return 404
+    if isinstance(e, (Clash, LabError)):
+        return 409
+    if isinstance(e, SfclabError):
+        return 502
+    return 500
+
+
+def install(app: FastAPI) -> None:
+    """Answer typed exceptions with their status, FastAPI's own validation with 422 in the
+    same shape, and anything else with 500 and one line (the traceback goes to the log)."""
+
+    async def typed(_r: Request, e: Exception) -> JSONResponse:
+        return JSONResponse(body(e), status_code=status_of(e))
+
+    async def invalid(_r: Request, e: Exception) -> JSONResponse:
+        assert isinstance(e, RequestValidationError)
+        first = e.errors()[0] if e.errors() else {}
+        loc = [p for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+        err = SpecError(f"expected {first.get('msg', 'a valid request')}".replace(
+            "expected Field required", "expected this field"),
+            place=format_place(loc) or None)
+        return JSONResponse(body(err), status_code=422)
+
+    async def bug(_r: Request, e: Exception) -> JSONResponse:
+        return JSONResponse({"error": f"internal error: {type(e).__name__}: {e}",
+                             "type": "InternalError"}, status_code=500)
+
+    app.add_exception_handler(SfclabError, typed)
+    app.add_exception_handler(RequestValidationError, invalid)
+    app.add_exception_handler(Exception, bug)

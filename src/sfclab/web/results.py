@@ -1,0 +1,165 @@
+"""A results database shaped for the page: experiments, runs, plot data and the report's tables.
+
+Everything is computed by the experiments layer, as the report computes it: series of mean and
+95 % Student-t interval per point (:func:`sfclab.experiments.stats.series`) against the main
+swept parameter (:func:`sfclab.experiments.report.main_parameter`), the power-law fit of
+throughput against chain length (:func:`sfclab.experiments.fit.analyze_chain`) with its curve,
+offered-vs-received curves from rate measurements' raw trials, and the report's own blocks
+(:func:`sfclab.experiments.report.experiment_blocks`) with its tables and paragraphs; the
+page only draws them (Plotly).  Values are in the unit the report picks for each metric
+(:func:`sfclab.experiments.units.scale`).  The database is opened read-only; NaN becomes null.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import SpecError
+from ..experiments.fit import analyze_chain
+from ..experiments.report import (CHAIN_LENGTH, MAX_PLOTTED_METRICS, Heading, Para, Table,
+                                  _curve_points, experiment_blocks, is_throughput,
+                                  main_parameter, ordered_metrics)
+from ..experiments.stats import metric_names, series, short
+from ..experiments.store import ExperimentRow, RunRow, Store
+from ..experiments.units import axis_label, scale
+from .errors import NotFound
+
+#: points on a drawn fit curve
+FIT_POINTS = 50
+
+
+def clean(v: Any) -> Any:
+    """``v`` with every NaN or infinity replaced by None (JSON has neither)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    return v
+
+
+def open_store(db: str) -> Store:
+    """The database read-only; a missing file is 404, a foreign one bad input (422)."""
+    if not os.path.isfile(db):
+        raise NotFound(f"no results database at {db!r} (run an experiment first, or pass --db)")
+    return Store(db, readonly=True)
+
+
+def experiment(store: Store, ref: str) -> ExperimentRow:
+    try:
+        return store.experiment(ref)
+    except SpecError as e:
+        if e.message.startswith("no experiment"):
+            raise NotFound(str(e)) from None
+        raise
+
+
+def run(store: Store, run_id: int) -> RunRow:
+    try:
+        return store.run(run_id)
+    except SpecError as e:
+        if e.message.startswith("no run"):
+            raise NotFound(str(e)) from None
+        raise
+
+
+def describe(store: Store, e: ExperimentRow) -> dict[str, Any]:
+    return {"id": e.id, "name": e.name, "created": e.created, "source": e.source,
+            "seed": e.seed, "description": e.spec.get("description"),
+            "measure": (e.spec.get("measure") or {}).get("type"),
+            "sweep": e.spec.get("sweep") or {}, "counts": store.counts(e.id)}
+
+
+def _fit(done: list[RunRow], metric: str, label: dict[str, Any], factor: float
+         ) -> dict[str, Any] | None:
+    mine = [r for r in done if all(r.params.get(k) == v for k, v in label.items())
+            and metric in r.metrics and not math.isnan(r.metrics[metric])]
+    ns = [float(r.params[CHAIN_LENGTH]) for r in mine]
+    ts = [r.metrics[metric] for r in mine]
+    try:
+        a = analyze_chain(ns, ts)
+    except ValueError as e:
+        return {"error": str(e)}
+    f = a.fit
+    xs = np.linspace(min(ns), max(ns), FIT_POINTS)
+    return {"loss": f.loss, "loss_ci": list(f.loss_ci), "t2": f.t2 * factor, "r2": f.r2,
+            "holds_up_to": a.holds_up_to, "breaks_at": a.breaks_at, "trend": a.trend,
+            "x": xs.tolist(), "y": (np.asarray(f.predict(xs)) * factor).tolist(),
+            "describe": a.describe()}
+
+
+def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
+    """Plot data: per metric the series against the main parameter (with intervals and, for
+    throughput against chain length, fits), and the offered-vs-received curves."""
+    done = store.runs(e.id, status="done", with_metrics=True)
+    x = main_parameter(done)
+    out: dict[str, Any] = {"experiment": e.id, "x": x, "x_label": short(x) if x else None,
+                           "metrics": [], "curves": []}
+    if x is not None:
+        shown, _cpu = ordered_metrics(metric_names(done))
+        for name in shown[:MAX_PLOTTED_METRICS]:
+            all_series = series(done, name, x)
+            if not all_series:
+                continue
+            sc = scale(name, [p.mean for s in all_series for p in s.points])
+            fitted = x == CHAIN_LENGTH and is_throughput(name)
+            out["metrics"].append({
+                "metric": name, "unit": sc.unit, "y_label": axis_label(name, sc),
+                "throughput": is_throughput(name),
+                "series": [{"name": s.name, "x": s.xs,
+                            "mean": [sc(p.mean) for p in s.points],
+                            "ci_low": [sc(p.ci_low) for p in s.points],
+                            "ci_high": [sc(p.ci_high) for p in s.points],
+                            "n": [p.n for p in s.points],
+                            "fit": _fit(done, name, s.label, sc.factor) if fitted else None}
+                           for s in all_series]})
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for r in done:
+        raw = store.raw(r.id)
+        text = raw.get("points") or raw.get("curve")
+        if text:
+            label = ", ".join(f"{short(k)}={v}" for k, v in r.params.items()) or "all runs"
+            curves.setdefault(f"{label} #{r.repetition}", []).extend(_curve_points(text))
+    pts = [o for c in curves.values() for o, _ in c]
+    if pts:
+        sc = scale("offered_pps", pts)
+        out["curves_unit"] = sc.unit
+        out["curves"] = [{"name": k, "offered": [sc(o) for o, _ in sorted(v)],
+                          "received": [sc(r) for _, r in sorted(v)]}
+                         for k, v in curves.items() if v]
+    return clean(out)
+
+
+_TABLES: dict[tuple[str, int, float, int], list[dict[str, Any]]] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def tables(store: Store, e: ExperimentRow) -> list[dict[str, Any]]:
+    """The report's blocks of this experiment, its figures left out (the page draws its own):
+    ``{"heading": level, "text"}``, ``{"para": text}``, ``{"header": [...], "rows": [[...]]}``.
+    Cached per database file version (the report draws its figures to build them)."""
+    st = os.stat(store.path)
+    key = (os.path.abspath(store.path), e.id, st.st_mtime, st.st_size)
+    with _TABLES_LOCK:
+        if key in _TABLES:
+            return _TABLES[key]
+        with tempfile.TemporaryDirectory(prefix="sfclab-web-") as tmp:
+            blocks = experiment_blocks(store, e, Path(tmp))
+        out: list[dict[str, Any]] = []
+        for b in blocks:
+            if isinstance(b, Heading):
+                out.append({"heading": b.level, "text": b.text})
+            elif isinstance(b, Para):
+                out.append({"para": b.text})
+            elif isinstance(b, Table):
+                out.append({"header": b.header, "rows": b.rows})
+        _TABLES[key] = out
+        return out

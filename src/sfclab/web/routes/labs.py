@@ -1,0 +1,114 @@
+"""``/api/labs``: list, inspect, up (from a posted lab file), down; a lab's topology, its live
+interface counters and the per-node loss of its last measurement.
+
+``POST /api/labs`` takes the lab file itself as the body (YAML, or JSON, which is YAML too),
+validated exactly as ``sfclab up FILE`` validates it: a bad file is 422 with the file, line and
+place; a lab of that name already up, or one being built or removed, is 409.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+
+from ...realize import lifecycle
+from ...realize.inspect import inspect
+from ...realize.kinds import load_lab_text
+from ...spec.source import MAX_BYTES, decode
+from ...errors import SpecError
+from ..errors import Clash
+from ..services import Services, known_lab, services
+from ..topology import topology
+
+router = APIRouter(prefix="/api/labs", tags=["labs"])
+
+LAB_FILE = {"requestBody": {"required": True, "content": {
+    "application/yaml": {"schema": {"type": "string"}},
+    "application/json": {"schema": {"type": "object"}},
+    "text/plain": {"schema": {"type": "string"}}}}}
+
+
+@router.get("", summary="list labs")
+def list_labs() -> list[dict[str, Any]]:
+    return lifecycle.listing()
+
+
+def _up(text: str, source: str) -> dict[str, Any]:
+    lab = load_lab_text(text, source)
+    plan = lifecycle.up(lab)
+    return {"name": plan.lab, "namespaces": len(plan.namespaces),
+            "links": len({i.link for i in plan.interfaces}),
+            "ovs_bridges": len(plan.ovs_bridges), "routes": len(plan.routes)}
+
+
+@router.post("", status_code=201, summary="build a lab from a posted lab file",
+             openapi_extra=LAB_FILE)
+async def up(request: Request, source: str = "<posted lab>") -> dict[str, Any]:
+    data = b""
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > MAX_BYTES:
+            raise SpecError(f"expected a lab file of at most {MAX_BYTES // (1024 * 1024)} MiB",
+                            file=source)
+    return await run_in_threadpool(_up, decode(data, source), source)
+
+
+@router.get("/{lab}", summary="a lab's nodes, interfaces, addresses, routes and bridges")
+def inspect_lab(lab: str) -> dict[str, Any]:
+    known_lab(lab)
+    return inspect(lab)
+
+
+@router.delete("/{lab}", summary="remove a lab completely")
+def down(lab: str, s: Services = Depends(services)) -> dict[str, Any]:
+    known_lab(lab)
+    job = s.jobs.running(lab)
+    if job is not None:
+        raise Clash(f"measurement {job.id} is running on lab '{lab}'; stop it first "
+                    f"(DELETE /api/measurements/{job.id})")
+    s.counters.forget(lab)
+    return {lab: lifecycle.down(lab).to_dict()}
+
+
+@router.get("/{lab}/topology", summary="the lab as a graph: nodes, groups, links, chains")
+def lab_topology(lab: str) -> dict[str, Any]:
+    plan = known_lab(lab).plan()
+    if plan is None:
+        raise Clash(f"lab '{lab}' has no plan yet (it is being built)")
+    return topology(plan)
+
+
+@router.get("/{lab}/counters", summary="cumulative packet, byte and drop counters of every "
+            "interface of the lab, with the time they were read")
+def counters(lab: str, s: Services = Depends(services)) -> dict[str, Any]:
+    known_lab(lab)
+    return s.counters.read(lab)
+
+
+def trials(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(result.get("points") or result.get("trials") or [])
+
+
+@router.get("/{lab}/loss", summary="where the last finished measurement's packets were lost, "
+            "per node (summed over its trials)")
+def loss(lab: str, s: Services = Depends(services)) -> dict[str, Any]:
+    known_lab(lab)
+    job = s.jobs.last_done(lab)
+    if job is None or job.result is None:
+        return {"lab": lab, "measurement": None, "loss_by_node": {}, "loss_by_reason": {},
+                "lost": 0, "sent": 0}
+    by_node: dict[str, int] = {}
+    by_reason: dict[str, int] = {}
+    lost = sent = 0
+    for t in trials(job.result):
+        where = t.get("located") or {}
+        for n, c in (where.get("loss_by_node") or {}).items():
+            by_node[n] = by_node.get(n, 0) + int(c)
+        for r, c in (where.get("loss_by_reason") or {}).items():
+            by_reason[r] = by_reason.get(r, 0) + int(c)
+        lost += int(t.get("lost") or 0)
+        sent += int(t.get("sent") or 0)
+    return {"lab": lab, "measurement": job.id, "type": job.result.get("type"),
+            "loss_by_node": by_node, "loss_by_reason": by_reason, "lost": lost, "sent": sent}

@@ -1,0 +1,89 @@
+"""``/api/labs/{lab}/measurements`` and ``/api/measurements``: start a measurement in the
+background, follow its progress, fetch its result, stop it.
+
+The body is the typed measurement request (:mod:`sfclab.spec.measurement`), written as an
+experiment file's ``measure:`` section::
+
+    {"type": "rate", "from": "src", "to": "dst", "size": 64, "rates": ["100k", "max"]}
+
+It is validated before anything starts, with the same words as the command line and experiment
+files (422 with the place, e.g. ``rates[1]``), and checked against the lab as ``sfclab traffic``
+checks it (nodes, a path between them, the frame size against the path MTU).  ``POST`` answers
+202 with the measurement's id; ``GET /api/measurements/{id}`` shows its status and one progress
+entry per trial; ``/result`` is the measurement once done (409 while it runs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends
+
+from ...errors import LabError, SpecError
+from ...spec.measurement import AnyRequest, PacketRequest, RequestInvalid, to_file_form, validate
+from ...spec.source import format_place
+from ...traffic.measure import Endpoints
+from ..errors import Clash, NotFound
+from ..services import Services, known_lab, services
+
+router = APIRouter(tags=["measurements"])
+
+EXAMPLE = {"type": "rate", "from": "src", "to": "dst", "size": 64, "rates": ["50k", "100k"],
+           "duration": 1}
+
+
+def check(lab: str, body: Any) -> AnyRequest:
+    """The request, valid and possible on ``lab`` (or 422 with the place, 404 for the lab)."""
+    try:
+        r = validate(body)
+    except RequestInvalid as e:
+        raise SpecError(e.message, place=format_place(e.loc) or None) from None
+    plan = known_lab(lab).plan() or {}
+    nodes = [n["node"] for n in plan.get("namespaces", [])]
+    pairs = r.pairs_or_one()
+    for i, p in enumerate(pairs):
+        for node, key in ((p.from_, "from"), (p.to, "to")):
+            if node not in nodes:
+                place = f"pairs[{i}]" if isinstance(r, PacketRequest) and r.pairs else key
+                raise SpecError(f"expected a node of lab '{lab}' with a namespace "
+                                f"({', '.join(nodes)}), got '{node}'", place=place)
+        try:
+            ends = Endpoints(lab, p.from_, p.to)
+        except LabError as e:  # no path between them: the request asks the impossible
+            raise SpecError(str(e), place="to") from None
+        if isinstance(r, PacketRequest):
+            ends.check_size(r.size)
+    return r
+
+
+@router.post("/api/labs/{lab}/measurements", status_code=202, summary="start a measurement")
+def start(lab: str, body: dict[str, Any] = Body(..., examples=[EXAMPLE]),
+          s: Services = Depends(services)) -> dict[str, Any]:
+    r = check(lab, body)
+    return s.jobs.start(lab, to_file_form(r)).to_dict()
+
+
+@router.get("/api/measurements", summary="measurements started by this server")
+def listing(lab: str | None = None, s: Services = Depends(services)) -> list[dict[str, Any]]:
+    return [j.to_dict(full=False) for j in s.jobs.listing(lab)]
+
+
+@router.get("/api/measurements/{job}", summary="a measurement's status, progress and result")
+def get(job: int, s: Services = Depends(services)) -> dict[str, Any]:
+    return s.jobs.get(job).to_dict()
+
+
+@router.get("/api/measurements/{job}/result", summary="a finished measurement's result")
+def result(job: int, s: Services = Depends(services)) -> dict[str, Any]:
+    j = s.jobs.get(job)
+    if j.status == "running":
+        raise Clash(f"measurement {job} is still running ({len(j.progress)} trials so far)")
+    if j.result is None:
+        raise NotFound(f"measurement {job} has no result ({j.status}: "
+                       f"{(j.error or {}).get('error', 'no error recorded')})")
+    return j.result
+
+
+@router.delete("/api/measurements/{job}", summary="stop a running measurement (as Ctrl-C)")
+def stop(job: int, s: Services = Depends(services)) -> dict[str, Any]:
+    return s.jobs.stop(job).to_dict(full=False)

@@ -1,0 +1,76 @@
+"""``/api/results``: experiments and runs of a results database (list, show, export), and what
+the page draws from them (plot data, the report's tables).
+
+Every route takes ``db`` (default: the database ``serve --db`` names); the file is opened
+read-only.  A missing file, experiment or run is 404; a file that is not an sfclab database
+is 422, as ``sfclab results`` says.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import PlainTextResponse, Response
+
+from .. import results
+from ..services import Services, services
+
+router = APIRouter(prefix="/api/results", tags=["results"])
+
+
+def _db(db: str | None, s: Services) -> str:
+    return db or s.db
+
+
+@router.get("/experiments", summary="experiments with their run counts")
+def experiments(db: str | None = None, s: Services = Depends(services)) -> dict[str, Any]:
+    path = _db(db, s)
+    with results.open_store(path) as st:
+        return {"db": path, "experiments": [results.describe(st, e) for e in st.experiments()]}
+
+
+@router.get("/experiments/{experiment}", summary="an experiment (id or name) and its runs")
+def experiment(experiment: str, db: str | None = None,
+               s: Services = Depends(services)) -> dict[str, Any]:
+    with results.open_store(_db(db, s)) as st:
+        e = results.experiment(st, experiment)
+        return results.clean({**results.describe(st, e), "spec": e.spec,
+                              "runs": [r.to_dict() for r in st.runs(e.id, with_metrics=True)]})
+
+
+@router.get("/experiments/{experiment}/plots", summary="series with 95 % intervals, fits and "
+            "offered-vs-received curves of an experiment")
+def plots(experiment: str, db: str | None = None,
+          s: Services = Depends(services)) -> dict[str, Any]:
+    with results.open_store(_db(db, s)) as st:
+        return results.plots(st, results.experiment(st, experiment))
+
+
+@router.get("/experiments/{experiment}/tables", summary="the report's tables and notes of an "
+            "experiment")
+def tables(experiment: str, db: str | None = None,
+           s: Services = Depends(services)) -> list[dict[str, Any]]:
+    with results.open_store(_db(db, s)) as st:
+        return results.tables(st, results.experiment(st, experiment))
+
+
+@router.get("/runs/{run}", summary="one run in full: parameters, metrics, environment, raw "
+            "outputs")
+def run(run: int, db: str | None = None, s: Services = Depends(services)) -> dict[str, Any]:
+    with results.open_store(_db(db, s)) as st:
+        r = results.run(st, run)
+        return results.clean({**r.to_dict(), "measure": r.measure, "lab": r.lab,
+                              "environment": st.run_environment(r.id), "raw": st.raw(r.id)})
+
+
+@router.get("/export", summary="every run (or one experiment's) as JSON or CSV")
+def export(format: Literal["json", "csv"] = "json", experiment: str | None = None,
+           db: str | None = None, s: Services = Depends(services)) -> Response:
+    with results.open_store(_db(db, s)) as st:
+        if experiment is not None:
+            results.experiment(st, experiment)
+        text = st.export(format, experiment)
+    if format == "csv":
+        return PlainTextResponse(text, media_type="text/csv")
+    return Response(text, media_type="application/json")

@@ -1,0 +1,319 @@
+/* The sfclab page: labs (list; one lab's graph with live rates, a measurement, its loss) and
+ * results (plots and the report's tables).  Data only from the API of the serving process;
+ * drawing only through Cytoscape.js (graph.js) and Plotly.  State for tests: window.sfclab. */
+(function () {
+  "use strict";
+  const params = new URLSearchParams(location.search);
+  if (params.get("token")) sessionStorage.setItem("sfclab-token", params.get("token"));
+  const token = sessionStorage.getItem("sfclab-token");
+  const state = window.sfclab = {graph: null, topology: null, rates: {}, links: {},
+                                 loss: null, job: null, plots: []};
+  let timers = [];
+
+  async function api(path, init) {
+    init = init || {};
+    init.headers = Object.assign({}, init.headers || {},
+                                 token ? {"Authorization": "Bearer " + token} : {});
+    const r = await fetch(path, init);
+    const text = await r.text();
+    let body = null;
+    try { body = text ? JSON.parse(text) : null; } catch (e) { body = text; }
+    if (!r.ok) {
+      const msg = body && body.error ? body.error : r.status + " " + r.statusText;
+      throw new Error(msg);
+    }
+    return body;
+  }
+  function withToken(url) {
+    return token ? url + (url.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token)
+                 : url;
+  }
+  function say(msg) { document.getElementById("status").textContent = msg || ""; }
+  function cell(tr, text, cls) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+    return td;
+  }
+  function show(id) {
+    for (const v of document.querySelectorAll(".view")) v.hidden = v.id !== id;
+  }
+  function stopTimers() { timers.forEach(clearInterval); timers = []; }
+
+  // ---------------------------------------------------------------- labs
+  async function home() {
+    show("view-home");
+    const labs = await api("/api/labs");
+    const tb = document.querySelector("#labs tbody");
+    tb.textContent = "";
+    for (const l of labs) {
+      const tr = document.createElement("tr");
+      const a = document.createElement("a");
+      a.href = "#/lab/" + encodeURIComponent(l.name);
+      a.textContent = l.name;
+      cell(tr, "").appendChild(a);
+      cell(tr, l.status);
+      cell(tr, l.nodes, "num");
+      cell(tr, l.created ? new Date(l.created * 1000).toLocaleString() : "–");
+      tb.appendChild(tr);
+    }
+  }
+
+  function linkRates(topo, prev, now) {
+    const dt = now.time - prev.time;
+    const old = {};
+    for (const i of prev.interfaces) old[i.node + "/" + i.ifname] = i;
+    const per = {};
+    for (const i of now.interfaces) {
+      const o = old[i.node + "/" + i.ifname];
+      if (!o || dt <= 0) continue;
+      const d = f => Math.max(0, i[f] - o[f]) / dt;
+      per[i.node + "/" + i.ifname] = {rx: d("rx_packets"), tx: d("tx_packets"),
+                                      drops: d("rx_dropped") + d("tx_dropped")};
+    }
+    const links = {};
+    for (const l of topo.links) {
+      const rs = l.interfaces.map(i => per[i.node + "/" + i.ifname]).filter(Boolean);
+      if (!rs.length) continue;
+      const pps = rs.length > 1 ? rs.reduce((s, r) => s + r.tx, 0) : rs[0].rx + rs[0].tx;
+      links[l.id] = {pps: pps, drops: rs.reduce((s, r) => s + r.drops, 0)};
+    }
+    return {interfaces: per, links: links};
+  }
+
+  function ratesTable(now, per) {
+    const tb = document.querySelector("#rates tbody");
+    tb.textContent = "";
+    const f = window.SfclabGraph.fmtRate;
+    for (const i of now.interfaces) {
+      const r = per[i.node + "/" + i.ifname] || {rx: 0, tx: 0, drops: 0};
+      const tr = document.createElement("tr");
+      tr.dataset.node = i.node;
+      tr.dataset.ifname = i.ifname;
+      tr.dataset.rxPackets = i.rx_packets;
+      if (r.drops > 0) tr.className = "dropping";
+      cell(tr, i.node); cell(tr, i.ifname + (i.root ? " (root)" : ""));
+      cell(tr, f(r.rx), "num"); cell(tr, f(r.tx), "num"); cell(tr, f(r.drops), "num");
+      cell(tr, i.rx_packets.toLocaleString(), "num"); cell(tr, i.tx_packets.toLocaleString(), "num");
+      cell(tr, (i.rx_dropped + i.tx_dropped).toLocaleString(), "num");
+      tb.appendChild(tr);
+    }
+  }
+
+  async function lab(name) {
+    show("view-lab");
+    document.getElementById("lab-name").textContent = name;
+    const topo = await api("/api/labs/" + encodeURIComponent(name) + "/topology");
+    state.topology = topo;
+    state.graph = window.SfclabGraph.draw(document.getElementById("graph"), topo,
+                                          {legend: document.getElementById("legend")});
+    state.cy = state.graph.cy;
+    let prev = null;
+    async function tick() {
+      try {
+        const now = await api("/api/labs/" + encodeURIComponent(name) + "/counters");
+        if (prev) {
+          const r = linkRates(topo, prev, now);
+          state.rates = r.interfaces;
+          state.links = r.links;
+          state.samples = (state.samples || 0) + 1;
+          state.graph.setRates(r.links);
+          ratesTable(now, r.interfaces);
+        }
+        prev = now;
+        say("");
+      } catch (e) { say(e.message); }
+    }
+    async function loss() {
+      try {
+        const l = await api("/api/labs/" + encodeURIComponent(name) + "/loss");
+        state.loss = l;
+        state.graph.setLoss(l.loss_by_node);
+        document.getElementById("loss").textContent = l.measurement === null
+          ? "no measurement finished yet"
+          : "measurement " + l.measurement + " (" + l.type + "): lost " + l.lost + " of " +
+            l.sent + " packets\nby node: " + JSON.stringify(l.loss_by_node) +
+            "\nby reason: " + JSON.stringify(l.loss_by_reason);
+      } catch (e) { say(e.message); }
+    }
+    await tick();
+    await loss();
+    timers.push(setInterval(tick, 1000), setInterval(loss, 3000));
+    measurementPanel(name, topo, loss);
+  }
+
+  function measurementPanel(name, topo, loss) {
+    const ta = document.getElementById("measure-request");
+    const hosts = topo.nodes.filter(n => n.kind === "host").map(n => n.id);
+    ta.value = JSON.stringify({type: "rate", from: hosts[0] || "src",
+                               to: hosts[hosts.length - 1] || "dst", size: 64,
+                               rates: ["20k", "50k"], duration: 1});
+    const out = document.getElementById("measure-progress");
+    const startB = document.getElementById("measure-start");
+    const stopB = document.getElementById("measure-stop");
+    startB.onclick = async function () {
+      let body;
+      try { body = JSON.parse(ta.value); } catch (e) { out.textContent = "not JSON: " + e; return; }
+      try {
+        const job = await api("/api/labs/" + encodeURIComponent(name) + "/measurements",
+          {method: "POST", headers: {"Content-Type": "application/json"},
+           body: JSON.stringify(body)});
+        state.job = job;
+        stopB.disabled = false;
+        const t = setInterval(async function () {
+          const j = await api("/api/measurements/" + job.id);
+          state.job = j;
+          out.textContent = "measurement " + j.id + ": " + j.status + ", " +
+            j.progress.length + " trials\n" + j.progress.map(p => JSON.stringify(
+              {offered_pps: (p.trial || p).offered_pps, received_pps: (p.trial || p).received_pps,
+               loss_ratio: (p.trial || p).loss_ratio})).join("\n") +
+            (j.error ? "\n" + j.error.error : "") +
+            (j.result ? "\nmetrics: " + JSON.stringify(j.result.metrics) : "");
+          if (j.status !== "running") { clearInterval(t); stopB.disabled = true; loss(); }
+        }, 1000);
+        timers.push(t);
+      } catch (e) { out.textContent = e.message; }
+    };
+    stopB.onclick = async function () {
+      if (state.job) await api("/api/measurements/" + state.job.id, {method: "DELETE"});
+    };
+  }
+
+  // ---------------------------------------------------------------- results
+  function errorBars(s) {
+    return {type: "data", symmetric: false, visible: true,
+            array: s.mean.map((m, i) => s.ci_high[i] === null ? 0 : s.ci_high[i] - m),
+            arrayminus: s.mean.map((m, i) => s.ci_low[i] === null ? 0 : m - s.ci_low[i])};
+  }
+
+  function plotDiv(container, title) {
+    const d = document.createElement("div");
+    d.className = "plot";
+    d.dataset.title = title;
+    container.appendChild(d);
+    return d;
+  }
+
+  async function drawResults(db, exp) {
+    const q = db ? "?db=" + encodeURIComponent(db) : "";
+    const plotsEl = document.getElementById("plots");
+    const tablesEl = document.getElementById("tables");
+    plotsEl.textContent = ""; tablesEl.textContent = "";
+    state.plots = [];
+    const p = await api("/api/results/experiments/" + exp + "/plots" + q);
+    for (const m of p.metrics) {
+      const traces = [];
+      for (const s of m.series) {
+        traces.push({x: s.x, y: s.mean, name: s.name, type: "scatter", mode: "lines+markers",
+                     error_y: errorBars(s),
+                     text: s.n.map(n => "n = " + n), hovertemplate: "%{x}: %{y:.4g} (%{text})"});
+        if (s.fit && s.x && !s.fit.error) {
+          traces.push({x: s.fit.x, y: s.fit.y, type: "scatter", mode: "lines",
+                       line: {dash: "dash"},
+                       name: "fit " + s.name + ": l = " + (100 * s.fit.loss).toFixed(1) +
+                             " %/hop, R² = " + s.fit.r2.toFixed(3)});
+        }
+      }
+      const d = plotDiv(plotsEl, m.metric);
+      window.Plotly.newPlot(d, traces, {
+        title: {text: m.metric + " against " + p.x_label}, xaxis: {title: {text: p.x_label}},
+        yaxis: {title: {text: m.y_label}, rangemode: "tozero"}, margin: {t: 50}},
+        {responsive: true});
+      state.plots.push(m.metric);
+    }
+    if (p.curves.length) {
+      const traces = p.curves.map(c => ({x: c.offered, y: c.received, name: c.name,
+                                         type: "scatter", mode: "lines+markers"}));
+      const top = Math.max(...p.curves.flatMap(c => c.offered));
+      traces.push({x: [0, top], y: [0, top], name: "ideal (no loss)", mode: "lines",
+                   line: {dash: "dot", color: "#999"}});
+      const d = plotDiv(plotsEl, "offered vs received");
+      window.Plotly.newPlot(d, traces, {title: {text: "offered vs received"},
+        xaxis: {title: {text: "offered (" + p.curves_unit + ")"}},
+        yaxis: {title: {text: "received (" + p.curves_unit + ")"}}, margin: {t: 50}},
+        {responsive: true});
+      state.plots.push("offered vs received");
+    }
+    if (!p.metrics.length && !p.curves.length) {
+      document.getElementById("results-note").textContent =
+        "Nothing to plot: no parameter was swept and no rate curve was measured.";
+    }
+    const blocks = await api("/api/results/experiments/" + exp + "/tables" + q);
+    for (const b of blocks) {
+      let el;
+      if (b.heading !== undefined) {
+        el = document.createElement("h" + Math.min(6, b.heading + 1));
+        el.textContent = b.text.replaceAll("`", "");
+      } else if (b.para !== undefined) {
+        el = document.createElement("p");
+        el.textContent = b.para.replaceAll("`", "");
+      } else {
+        el = document.createElement("table");
+        const hr = document.createElement("tr");
+        for (const h of b.header) {
+          const th = document.createElement("th");
+          th.textContent = h;
+          hr.appendChild(th);
+        }
+        el.appendChild(hr);
+        for (const r of b.rows) {
+          const tr = document.createElement("tr");
+          for (const c of r) cell(tr, c);
+          el.appendChild(tr);
+        }
+      }
+      tablesEl.appendChild(el);
+    }
+  }
+
+  async function results() {
+    show("view-results");
+    const dbIn = document.getElementById("db");
+    if (params.get("db") && !dbIn.value) dbIn.value = params.get("db");
+    async function load() {
+      const db = dbIn.value.trim();
+      const q = db ? "?db=" + encodeURIComponent(db) : "";
+      const sel = document.getElementById("experiment");
+      sel.textContent = "";
+      const data = await api("/api/results/experiments" + q);
+      document.getElementById("results-note").textContent = "Database " + data.db + ": " +
+        data.experiments.length + " experiment(s).";
+      for (const e of data.experiments) {
+        const o = document.createElement("option");
+        o.value = e.id;
+        o.textContent = e.name + " (id " + e.id + ", " + e.counts.done + " runs done)";
+        sel.appendChild(o);
+      }
+      async function pick() {
+        const exp = sel.value;
+        document.getElementById("export-csv").href = withToken(
+          "/api/results/export?format=csv&experiment=" + exp + (db ? "&db=" + encodeURIComponent(db) : ""));
+        document.getElementById("export-json").href = withToken(
+          "/api/results/export?format=json&experiment=" + exp + (db ? "&db=" + encodeURIComponent(db) : ""));
+        await drawResults(db, exp);
+      }
+      sel.onchange = () => pick().catch(e => say(e.message));
+      if (data.experiments.length) {
+        sel.value = data.experiments[data.experiments.length - 1].id;
+        await pick();
+      }
+    }
+    document.getElementById("db-open").onclick = () => load().catch(e => say(e.message));
+    await load();
+  }
+
+  async function route() {
+    stopTimers();
+    say("");
+    const h = location.hash.replace(/^#\/?/, "");
+    try {
+      if (h.startsWith("lab/")) await lab(decodeURIComponent(h.slice(4)));
+      else if (h.startsWith("results")) await results();
+      else await home();
+      document.body.dataset.ready = h || "home";
+    } catch (e) { say(e.message); document.body.dataset.ready = "error"; }
+  }
+  window.addEventListener("hashchange", route);
+  route();
+})();

@@ -1,0 +1,111 @@
+"""A lab's plan as the graph the page draws (pure; JSON-ready).
+
+``topology(plan)`` returns::
+
+    {"lab": NAME,
+     "groups":  [{"id": "host:h1", "kind": "host", "name": "h1", "parent": None}, ...],
+     "nodes":   [{"id": NODE, "kind": KIND, "function": KIND|None, "netns": NS|None,
+                  "host": H|None, "tenant": T|None, "parent": GROUP-ID|None}, ...],
+     "links":   [{"id": "l3", "link": 3, "source": A, "target": B, "kind": "veth",
+                  "interfaces": [{"node", "ifname", "netns", "address"}, ...]}, ...],
+     "chains":  [{"chain": NAME, "reverse": bool, "ingress", "egress",
+                  "paths": [{"index", "nodes": [...], "weight"}]}, ...]}
+
+Grouping is data-driven: a node's ``host`` and ``tenant`` are read from its namespace entry in
+the plan, or from a plan-wide mapping (``hosts``/``tenants``: group -> [nodes], or
+node -> group) when the plan has one.  A plan with neither draws no groups.  A node with both
+sits in its tenant's box inside its host's box.  Link kinds are the plan's interface roles
+(``veth``, ``internal``, ``patch``, or whatever a new link form writes there); chains are the
+steering plan's directions and paths (``plan.steering``), absent for a lab without chains.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+GROUP_KEYS = ("host", "tenant")
+
+
+def _mapping(plan: dict[str, Any], key: str) -> dict[str, str]:
+    """node -> group from a plan-wide ``hosts``/``tenants`` entry of either shape."""
+    raw = plan.get(key + "s")
+    out: dict[str, str] = {}
+    if isinstance(raw, dict):
+        for k, v in raw.items():
+            if isinstance(v, (list, tuple)):
+                out.update({str(n): str(k) for n in v})
+            elif isinstance(v, str):
+                out[str(k)] = v
+            elif isinstance(v, dict) and isinstance(v.get("nodes"), list):
+                out.update({str(n): str(k) for n in v["nodes"]})
+    return out
+
+
+def _group_of(entry: dict[str, Any], node: str, maps: dict[str, dict[str, str]], key: str
+              ) -> str | None:
+    v = entry.get(key)
+    if isinstance(v, str) and v:
+        return v
+    return maps[key].get(node)
+
+
+def _links(plan: dict[str, Any], names: set[str]) -> list[dict[str, Any]]:
+    by_link: dict[int, list[dict[str, Any]]] = {}
+    for i in plan.get("interfaces", []):
+        by_link.setdefault(int(i["link"]), []).append(i)
+    out = []
+    for link in sorted(by_link):
+        ifs = by_link[link]
+        ends = sorted({i["node"] for i in ifs} | {i["peer"] for i in ifs},
+                      key=lambda n: (n != ifs[0]["node"], n))
+        ends = [n for n in ends if n in names]
+        if len(ends) < 2:
+            continue
+        out.append({"id": f"l{link}", "link": link, "source": ends[0], "target": ends[1],
+                    "kind": ifs[0].get("role") or "link",
+                    "interfaces": [{"node": i["node"], "ifname": i["name"],
+                                    "netns": i.get("netns"), "address": i.get("address")}
+                                   for i in ifs]})
+    return out
+
+
+def _chains(steering: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if not steering:
+        return []
+    return [{"chain": d["chain"], "reverse": bool(d.get("reverse")), "ingress": d["ingress"],
+             "egress": d["egress"],
+             "paths": [{"index": p["index"], "nodes": list(p["nodes"]),
+                        "weight": p.get("weight", 1)} for p in d.get("paths", [])]}
+            for d in steering.get("directions", [])]
+
+
+def topology(plan: dict[str, Any]) -> dict[str, Any]:
+    """The graph of ``plan`` (a plan as stored: :meth:`sfclab.plan.model.Plan.to_dict`)."""
+    maps = {k: _mapping(plan, k) for k in GROUP_KEYS}
+    functions = plan.get("functions") or {}
+    nodes: list[dict[str, Any]] = []
+    for ns in plan.get("namespaces", []):
+        fn = functions.get(ns["node"])
+        nodes.append({"id": ns["node"], "kind": ns["kind"], "netns": ns["name"],
+                      "function": fn.get("kind") if isinstance(fn, dict) else None,
+                      **{k: _group_of(ns, ns["node"], maps, k) for k in GROUP_KEYS}})
+    for b in plan.get("ovs_bridges", []):
+        nodes.append({"id": b["node"], "kind": "ovs-bridge", "netns": None, "function": None,
+                      "datapath": b.get("datapath"),
+                      **{k: _group_of(b, b["node"], maps, k) for k in GROUP_KEYS}})
+    groups: dict[str, dict[str, Any]] = {}
+    for n in nodes:
+        parent = None
+        if n["host"]:
+            parent = f"host:{n['host']}"
+            groups.setdefault(parent, {"id": parent, "kind": "host", "name": n["host"],
+                                       "parent": None})
+        if n["tenant"]:
+            gid = f"tenant:{n['tenant']}" + (f"@{n['host']}" if n["host"] else "")
+            groups.setdefault(gid, {"id": gid, "kind": "tenant", "name": n["tenant"],
+                                    "parent": parent})
+            parent = gid
+        n["parent"] = parent
+    return {"lab": plan.get("lab"), "groups": list(groups.values()), "nodes": nodes,
+            "links": _links(plan, {n["id"] for n in nodes}),
+            "chains": _chains(plan.get("steering"))}
