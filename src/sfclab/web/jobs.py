@@ -39,6 +39,7 @@ class Job:
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     error_status: int | None = None
+    stopping: bool = False  # stop() asked it to end
     proc: subprocess.Popen[str] | None = field(default=None, repr=False)
 
     def to_dict(self, full: bool = True) -> dict[str, Any]:
@@ -95,7 +96,7 @@ class Jobs:
         job.ended = time.time()
         if job.result is not None and code == 0:
             job.status = "done"
-        elif job.error_status == 499 or code in (130, -signal.SIGINT):
+        elif job.stopping or job.error_status == 499:
             job.status = "stopped"
         else:
             job.status = "failed"
@@ -124,6 +125,7 @@ class Jobs:
         job = self.get(job_id)
         p = job.proc
         if job.status == "running" and p is not None and p.poll() is None:
+            job.stopping = True
             os.kill(p.pid, signal.SIGINT)
             try:
                 p.wait(wait)

@@ -161,5 +161,9 @@ def tables(store: Store, e: ExperimentRow) -> list[dict[str, Any]]:
                 out.append({"para": b.text})
             elif isinstance(b, Table):
                 out.append({"header": b.header, "rows": b.rows})
+        # a heading whose content was only a figure goes too
+        out = [b for i, b in enumerate(out)
+               if "heading" not in b or (i + 1 < len(out) and (
+                   "heading" not in out[i + 1] or out[i + 1]["heading"] > b["heading"]))]
         _TABLES[key] = out
         return out

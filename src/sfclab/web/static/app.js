@@ -295,7 +295,9 @@
       }
       sel.onchange = () => pick().catch(e => say(e.message));
       if (data.experiments.length) {
-        sel.value = data.experiments[data.experiments.length - 1].id;
+        const wanted = location.hash.split("/")[2];
+        sel.value = wanted && data.experiments.some(e => String(e.id) === wanted)
+          ? wanted : data.experiments[data.experiments.length - 1].id;
         await pick();
       }
     }

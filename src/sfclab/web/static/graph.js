@@ -73,6 +73,19 @@
       "line-color": "#c5221f"}}
   ];
 
+  function landscape(cy) {
+    // a lab reads left to right: turn a layout taller than wide by a quarter turn
+    const bb = cy.nodes(".lab-node").boundingBox();
+    if (bb.h > bb.w * 1.1) {
+      cy.nodes(".lab-node").forEach(n => {
+        const p = n.position();
+        n.position({x: p.y, y: -p.x});
+      });
+    }
+    cy.fit(undefined, 30);
+    if (cy.zoom() > 1.6) { cy.zoom(1.6); cy.center(); }
+  }
+
   function edgeBetween(cy, a, b) {
     return cy.edges().filter(e => (e.data("source") === a && e.data("target") === b) ||
                                   (e.data("source") === b && e.data("target") === a));
@@ -83,9 +96,9 @@
     const cy = window.cytoscape({
       container: container, elements: elements(topo), style: STYLE,
       layout: {name: "cose", animate: false, randomize: false, nodeDimensionsIncludeLabels: true,
-               idealEdgeLength: () => 90, nodeRepulsion: () => 9000, padding: 20},
-      wheelSensitivity: 0.3
+               idealEdgeLength: () => 90, nodeRepulsion: () => 9000, padding: 20}
     });
+    landscape(cy);
     const chains = [];  // one entry per direction path
     topo.chains.forEach(function (d) {
       d.paths.forEach(function (p) {
@@ -134,16 +147,19 @@
       });
     }
 
-    if (opts.legend) legend(opts.legend, chains, colourOf, highlight);
+    if (opts.legend) {
+      legend(opts.legend, [...new Set(topo.links.map(l => l.kind))], chains, colourOf, highlight);
+    }
     highlight(chains.length ? "all" : null);
     return {cy: cy, chains: chains, highlight: highlight, setRates: setRates, setLoss: setLoss};
   }
 
-  function legend(el, chains, colourOf, highlight) {
+  function legend(el, kindsShown, chains, colourOf, highlight) {
     el.textContent = "";
     const kinds = document.createElement("div");
     kinds.className = "legend-kinds";
-    for (const [k, st] of Object.entries(LINK_STYLE)) {
+    for (const k of kindsShown) {
+      const st = LINK_STYLE[k] || ["solid", "#555"];
       const s = document.createElement("span");
       s.className = "legend-link";
       s.style.borderBottom = "3px " + st[0] + " " + st[1];

@@ -1,0 +1,75 @@
+"""The page's graph from a plan (pure): nodes, links with their kind, chains as paths, and
+groups by host and tenant, read from whatever the plan says of them (nothing when silent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sfclab.realize.kinds import load_lab, load_lab_dict
+from sfclab.realize.lifecycle import plan_for
+from sfclab.web.topology import topology
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def plan(name: str = "sfc-web.yaml") -> dict:
+    return plan_for(load_lab(str(ROOT / "scenarios" / name))).to_dict()
+
+
+def plan_of(d: dict) -> dict:
+    return plan_for(load_lab_dict(d)).to_dict()
+
+
+def test_nodes_links_and_kinds() -> None:
+    t = topology(plan("chain5.yaml"))
+    assert [n["id"] for n in t["nodes"]] == ["src", "r1", "r2", "r3", "dst"]
+    assert [(lk["source"], lk["target"]) for lk in t["links"]] == [
+        ("src", "r1"), ("r1", "r2"), ("r2", "r3"), ("r3", "dst")]
+    assert all(lk["kind"] == "veth" and len(lk["interfaces"]) == 2 for lk in t["links"])
+    assert t["groups"] == [] and t["chains"] == []
+    assert all(n["parent"] is None for n in t["nodes"])
+
+
+def test_ovs_bridges_and_their_link_kinds() -> None:
+    t = topology(plan_of({"name": "o", "chain": {"bridges": 2, "connect": "patch",
+                                                 "port": "internal"}}))
+    kinds = {n["kind"] for n in t["nodes"]}
+    assert "ovs-bridge" in kinds
+    assert {lk["kind"] for lk in t["links"]} == {"patch", "internal"}
+    ids = {n["id"] for n in t["nodes"]}
+    assert all(lk["source"] in ids and lk["target"] in ids for lk in t["links"])
+
+
+def test_groups_from_the_namespace_entries() -> None:
+    p = plan()
+    for ns in p["namespaces"]:
+        ns["host"] = "h1" if ns["node"] in ("src", "r1", "fw1") else "h2"
+        if ns["node"] in ("fw1", "fw2"):
+            ns["tenant"] = "blue"
+    t = topology(p)
+    assert {g["id"]: g["parent"] for g in t["groups"]} == {
+        "host:h1": None, "host:h2": None, "tenant:blue@h1": "host:h1",
+        "tenant:blue@h2": "host:h2"}
+    parent = {n["id"]: n["parent"] for n in t["nodes"]}
+    assert parent["src"] == "host:h1" and parent["fw2"] == "tenant:blue@h2"
+
+
+def test_groups_from_plan_wide_mappings_of_either_shape() -> None:
+    p = plan()
+    p["hosts"] = {"h1": ["src", "r1"], "h2": {"nodes": ["dst"]}}
+    p["tenants"] = {"fw1": "red"}
+    t = topology(p)
+    parent = {n["id"]: n["parent"] for n in t["nodes"]}
+    assert parent == {"src": "host:h1", "r1": "host:h1", "dst": "host:h2",
+                      "fw1": "tenant:red", "fw2": None, "r2": None, "nat": None}
+
+
+def test_chains_are_paths_of_the_steering_plan() -> None:
+    t = topology(plan())
+    dns = [c for c in t["chains"] if c["chain"] == "dns"]
+    assert len(dns) == 1 and dns[0]["paths"][0]["nodes"] == ["src", "r1", "fw1", "r2", "nat",
+                                                              "dst"]
+    web = [c for c in t["chains"] if c["chain"] == "web"]
+    assert {c["reverse"] for c in web} == {False, True}
+    fwd = next(c for c in web if not c["reverse"])
+    assert sorted(p["weight"] for p in fwd["paths"]) == [1, 3]
