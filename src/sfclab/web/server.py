@@ -9,6 +9,7 @@ and unwind), and ``serve`` returns.  It never brings a lab up or down on its own
 
 from __future__ import annotations
 
+import signal
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,7 +82,14 @@ def serve(where: Listen, token: str | None, db: str,
     server = uvicorn.Server(config)
     if ready is not None:
         ready(where)
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again for the
+    # handlers it found: these note it, so asking the server to stop is a clean exit (0)
+    stopped_by: list[int] = []
+    before = {sig: signal.signal(sig, lambda s, _f: stopped_by.append(s))
+              for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         server.run(sockets=[sock])
     finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
         sock.close()

@@ -181,6 +181,9 @@
   }
 
   // ---------------------------------------------------------------- results
+  const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];  // Plotly's own default order
+
   function errorBars(s) {
     return {type: "data", symmetric: false, visible: true,
             array: s.mean.map((m, i) => s.ci_high[i] === null ? 0 : s.ci_high[i] - m),
@@ -204,17 +207,19 @@
     const p = await api("/api/results/experiments/" + exp + "/plots" + q);
     for (const m of p.metrics) {
       const traces = [];
-      for (const s of m.series) {
+      m.series.forEach(function (s, i) {
+        const colour = COLOURS[i % COLOURS.length];  // a series and its fit share a colour
         traces.push({x: s.x, y: s.mean, name: s.name, type: "scatter", mode: "lines+markers",
-                     error_y: errorBars(s),
+                     error_y: Object.assign(errorBars(s), {color: colour}),
+                     line: {color: colour}, marker: {color: colour}, legendgroup: s.name,
                      text: s.n.map(n => "n = " + n), hovertemplate: "%{x}: %{y:.4g} (%{text})"});
         if (s.fit && s.x && !s.fit.error) {
           traces.push({x: s.fit.x, y: s.fit.y, type: "scatter", mode: "lines",
-                       line: {dash: "dash"},
+                       line: {dash: "dash", color: colour}, legendgroup: s.name,
                        name: "fit " + s.name + ": l = " + (100 * s.fit.loss).toFixed(1) +
                              " %/hop, R² = " + s.fit.r2.toFixed(3)});
         }
-      }
+      });
       const d = plotDiv(plotsEl, m.metric);
       window.Plotly.newPlot(d, traces, {
         title: {text: m.metric + " against " + p.x_label}, xaxis: {title: {text: p.x_label}},

@@ -1,0 +1,214 @@
+"""The web view in a real browser: Debian's chromium, headless, driven by Playwright (the
+system browser, never one Playwright downloads), against ``sfclab serve`` run as a command.
+
+For a running lab (:func:`tests.integration.weblab.web_lab`) the page must draw every node and
+every link of the plan inside the view, highlight the chains, show per-link packet rates that
+move while ping runs in the lab, and paint the loss of a measurement started from the page on
+the node that dropped the packets (the shaper).  The results view must draw Plotly figures with
+confidence intervals and fits and the report's tables.  Stopping the server (SIGTERM) ends it
+with status 0 and leaves the lab up.  ``sfclab graph LAB --format html`` must open from a file
+and draw the same nodes without fetching anything.
+
+With ``SFCLAB_WEB_SCREENSHOTS=DIR`` the views are saved there as ``web-lab.png`` and
+``web-results.png`` (the ones in docs/ were made so)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from sfclab.kernel import netns
+from sfclab.realize.state import LabState
+from tests.integration.weblab import web_lab
+from tests.webresults import make_results_db
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serving(db: Path) -> Iterator[str]:
+    """``sfclab serve`` on a free loopback port; SIGTERM at the end must stop it cleanly."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "serve", "--listen",
+                             f"127.0.0.1:{port}", "--db", str(db)], cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        for _ in range(200):
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(url + "api/labs", timeout=1).read()
+                break
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        err = proc.stderr.read() if proc.stderr else ""
+        assert code == 0, err
+        assert "serving " + url in err
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert os.access(CHROMIUM, os.X_OK), f"{CHROMIUM} is missing: 'make setup' installs chromium"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def new_page(browser: Browser) -> Page:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors  # type: ignore[attr-defined]
+    return page
+
+
+def screenshot(page: Page, name: str) -> None:
+    where = os.environ.get("SFCLAB_WEB_SCREENSHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(where) / name), full_page=True)
+
+
+def drawn(page: Page) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """The nodes (id, classes, rendered box) and links (id, ends, visible) the graph shows."""
+    nodes = page.evaluate("""() => { const c = document.getElementById('graph');
+        const W = c.clientWidth, H = c.clientHeight;
+        return sfclab.cy.nodes('.lab-node').map(n => { const b = n.renderedBoundingBox();
+          return {id: n.id(), visible: n.visible(), inside: b.x1 >= 0 && b.y1 >= 0 &&
+                  b.x2 <= W && b.y2 <= H, w: b.w, classes: n.classes(), label: n.data('label')};
+        }); }""")
+    links = page.evaluate("""() => sfclab.cy.edges('.lab-link').map(e =>
+        [e.id(), e.source().id(), e.target().id(), e.visible(), e.data('kind')])""")
+    return nodes, links
+
+
+def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab_name: str,
+                                         tmp_path: Path) -> None:
+    lab = running_lab(web_lab(lab_name))
+    plan = LabState(lab_name).plan()
+    assert plan is not None
+    db = make_results_db(tmp_path / "r.db")
+    ping: subprocess.Popen[bytes] | None = None
+    with serving(db) as url:
+        page = new_page(browser)
+        page.goto(f"{url}#/lab/{lab_name}")
+        page.wait_for_function(f"document.body.dataset.ready === 'lab/{lab_name}'")
+        nodes, links = drawn(page)
+        assert [n["id"] for n in nodes] == [ns["node"] for ns in plan["namespaces"]]
+        assert all(n["visible"] and n["inside"] and n["w"] > 10 for n in nodes), nodes
+        by_link: dict[str, set[str]] = {}
+        for i in plan["interfaces"]:
+            by_link.setdefault(f"l{i['link']}", set()).update((i["node"], i["peer"]))
+        assert {e[0]: {e[1], e[2]} for e in links} == by_link
+        assert all(e[3] and e[4] == "veth" for e in links)
+        on_chain = {n["id"] for n in nodes if "on-chain" in n["classes"]}
+        assert on_chain == {"src", "r1", "fw1", "fw2", "r2", "nat", "sh", "dst"}
+
+        # the rates move while packets flow (ping, off the chains' classifiers)
+        ping = lab.popen("src", ["ping", "-q", "-i", "0.005", "-c", "4000",
+                                 str(lab.address("dst"))], stdout=subprocess.DEVNULL)
+        try:
+            page.wait_for_function("sfclab.links.l0 && sfclab.links.l0.pps > 50",
+                                   timeout=20000)
+            first = page.evaluate("sfclab.samples")
+            rx1 = int(page.get_attribute("#rates tr[data-node=dst]", "data-rx-packets") or 0)
+            page.wait_for_function(f"sfclab.samples >= {first + 2}", timeout=10000)
+            rx2 = int(page.get_attribute("#rates tr[data-node=dst]", "data-rx-packets") or 0)
+            assert rx2 > rx1 + 100
+            pps = page.evaluate("sfclab.links")
+            path = [e[0] for e in links if {e[1], e[2]} in ({"src", "r1"}, {"sh", "dst"})]
+            assert all(pps[p]["pps"] > 50 for p in path), pps
+            label = page.evaluate("sfclab.cy.getElementById('l0').data('label')")
+            assert label.startswith("veth\n") and "pps" in label
+
+            # a measurement from the page; its loss painted on the shaper
+            page.fill("#measure-request", json.dumps(
+                {"type": "rate", "from": "src", "to": "dst", "rates": ["5k", "100k"],
+                 "duration": 1}))
+            page.click("#measure-start")
+            page.wait_for_function("sfclab.job && sfclab.job.status === 'done'", timeout=120000)
+            page.wait_for_function("sfclab.loss && sfclab.loss.loss_by_node.sh > 0",
+                                   timeout=10000)
+            nodes, _ = drawn(page)
+            sh = next(n for n in nodes if n["id"] == "sh")
+            assert "lossy" in sh["classes"] and "lost" in sh["label"]
+            by_node = page.evaluate("sfclab.loss.loss_by_node")
+            assert max(by_node, key=by_node.get) == "sh", by_node
+            screenshot(page, "web-lab.png")
+        finally:
+            ping.terminate()
+            ping.wait()
+        assert not page.errors  # type: ignore[attr-defined]
+
+        # the results view: figures with intervals and fits, and the report's tables
+        page.goto(f"{url}?db={db}#/results/1")
+        page.wait_for_function("document.body.dataset.ready === 'results/1'")
+        page.wait_for_function("document.querySelectorAll('.plot .main-svg').length >= 2")
+        traces = page.evaluate("""() => [...document.querySelectorAll('.plot')].map(d =>
+            [d.dataset.title, d.data.map(t => [t.name, !!(t.error_y && t.error_y.array)])])""")
+        tp = dict(traces)["throughput_bps"]
+        assert ["measure.flows=1", True] in tp and ["measure.flows=4", True] in tp
+        assert any(name.startswith("fit measure.flows=1: l = 11") for name, _ in tp), tp
+        assert page.locator("#tables table").count() >= 3
+        assert "per-hop loss l" in page.inner_text("#tables")
+        screenshot(page, "web-results.png")
+        page.select_option("#experiment", "2")
+        page.wait_for_function("""() => [...document.querySelectorAll('.plot')]
+            .some(d => d.dataset.title === 'offered vs received' && d.querySelector('.main-svg'))""")
+        assert not page.errors  # type: ignore[attr-defined]
+        page.close()
+    # the server is gone; the lab is as it was
+    assert LabState(lab_name).meta()["status"] == "up"
+    assert all(netns.exists(ns["name"]) for ns in plan["namespaces"])
+
+
+def test_graph_html_opens_from_a_file(browser: Browser, running_lab: Any, lab_name: str,
+                                      tmp_path: Path) -> None:
+    running_lab(web_lab(lab_name))
+    out = tmp_path / "lab.html"
+    with out.open("w") as f:
+        subprocess.run([sys.executable, "-m", "sfclab.cli", "graph", lab_name, "--format",
+                        "html"], cwd=ROOT, stdout=f, check=True)
+    shutil.copy(out, tmp_path / "copy.html")  # nothing next to it is needed
+    page = new_page(browser)
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url))
+    page.goto((tmp_path / "copy.html").as_uri())
+    page.wait_for_function("window.sfclab && sfclab.cy.nodes('.lab-node').length > 0")
+    nodes, links = drawn(page)
+    assert sorted(n["id"] for n in nodes) == sorted(web_lab(lab_name)["nodes"])
+    assert all(n["visible"] and n["inside"] for n in nodes) and len(links) == 8
+    assert page.locator("#legend button").count() == 2 + 3  # all, none, 3 chain paths
+    assert fetched == [(tmp_path / "copy.html").as_uri()]
+    assert not page.errors  # type: ignore[attr-defined]
+    page.close()

@@ -1,0 +1,100 @@
+"""The API on real labs, in process (FastAPI's TestClient): a lab posted, inspected, its live
+counters read while packets flow, its chains read from the eBPF maps, a measurement run in the
+background with its lost packets placed on the shaper that dropped them, and the lab removed.
+
+The lab is :func:`tests.integration.weblab.web_lab`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from sfclab.kernel import netns
+from sfclab.realize.state import LabState
+from sfclab.web.app import create_app
+from tests.integration.weblab import web_lab
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with TestClient(create_app(), raise_server_exceptions=False) as c:
+        yield c
+
+
+def wait_for(c: TestClient, job: int, timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = c.get(f"/api/measurements/{job}").json()
+        if d["status"] != "running":
+            return d
+        time.sleep(0.2)
+    raise AssertionError(f"measurement {job} still running after {timeout} s")
+
+
+def test_a_lab_through_the_api(client: TestClient, lab_name: str) -> None:
+    text = yaml.safe_dump(web_lab(lab_name), sort_keys=False)
+    try:
+        r = client.post("/api/labs", content=text, headers={"content-type": "application/yaml"})
+        assert r.status_code == 201, r.text
+        assert r.json() == {"name": lab_name, "namespaces": 8, "links": 8, "ovs_bridges": 0,
+                            "routes": r.json()["routes"]}
+        again = client.post("/api/labs", content=text)
+        assert again.status_code == 409 and "already up" in again.json()["error"]
+        assert lab_name in [x["name"] for x in client.get("/api/labs").json()]
+
+        inspected = client.get(f"/api/labs/{lab_name}").json()
+        assert list(inspected["nodes"]) == ["src", "r1", "fw1", "fw2", "r2", "nat", "sh", "dst"]
+        dst_ip = inspected["nodes"]["dst"]["interfaces"][0]["addresses"][0].split("/")[0]
+
+        # live counters: every interface of the lab, and they move with the packets
+        before = client.get(f"/api/labs/{lab_name}/counters").json()
+        ifaces = {(i["node"], i["ifname"]) for i in before["interfaces"]}
+        plan = LabState(lab_name).plan()
+        assert plan is not None
+        assert ifaces == {(i["node"], i["name"]) for i in plan["interfaces"]}
+        netns.run(f"sfclab:{lab_name}:src", ["ping", "-c", "20", "-i", "0.01", "-q", dst_ip])
+        after = client.get(f"/api/labs/{lab_name}/counters").json()
+        assert after["time"] > before["time"]
+        grew = {(i["node"], i["ifname"]): i["tx_packets"] for i in after["interfaces"]}
+        was = {(i["node"], i["ifname"]): i["tx_packets"] for i in before["interfaces"]}
+        assert grew[("src", "eth0")] - was[("src", "eth0")] >= 20
+        assert grew[("sh", "eth1")] - was[("sh", "eth1")] >= 20  # toward dst, on the route
+
+        # chains: the listing, and a chain's counters read from the data plane
+        rows = client.get(f"/api/labs/{lab_name}/chains").json()
+        assert {x["chain"] for x in rows} == {"web", "dns"}
+        web = client.get(f"/api/labs/{lab_name}/chains/web").json()
+        assert set(web["chains"]) == {"web"}
+        assert client.get(f"/api/labs/{lab_name}/chains/nochain").status_code == 404
+
+        # a measurement in the background: its progress, its result, where its packets died
+        bad = client.post(f"/api/labs/{lab_name}/measurements",
+                          json={"type": "rate", "rates": [1000], "to": "nobody"})
+        assert bad.status_code == 422 and bad.json()["place"] == "to"
+        r = client.post(f"/api/labs/{lab_name}/measurements",
+                        json={"type": "rate", "from": "src", "to": "dst",
+                              "rates": ["5k", "100k"], "duration": 1})
+        assert r.status_code == 202, r.text
+        job = wait_for(client, r.json()["id"])
+        assert job["status"] == "done", job["error"]
+        assert len(job["progress"]) == 2
+        result = client.get(f"/api/measurements/{job['id']}/result").json()
+        low, high = result["points"]
+        assert low["loss_ratio"] < 0.01 and high["loss_ratio"] > 0.2
+        loss = client.get(f"/api/labs/{lab_name}/loss").json()
+        assert loss["measurement"] == job["id"]
+        assert max(loss["loss_by_node"], key=loss["loss_by_node"].get) == "sh"
+        assert loss["loss_by_node"]["sh"] > 0.5 * loss["lost"]
+
+        r = client.delete(f"/api/labs/{lab_name}")
+        assert r.status_code == 200 and r.json()[lab_name]["namespaces"] == 8
+        assert not LabState(lab_name).exists and not netns.exists(f"sfclab:{lab_name}:src")
+        assert client.get(f"/api/labs/{lab_name}/counters").status_code == 404
+    finally:
+        if LabState(lab_name).exists:
+            client.delete(f"/api/labs/{lab_name}")
