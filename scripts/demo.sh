@@ -47,3 +47,8 @@ sfclab run scenarios/demo-chain-length.yaml --db "$out/results.db"
 sfclab report --db "$out/results.db" --out "$out/report"
 echo
 echo "The report is at $PWD/$out/report/report.md (and report.html)."
+echo
+echo "To see the demo's lab and its results in a browser (http://127.0.0.1:8470/; Ctrl-C stops the"
+echo "server, then 'sfclab down chain6' removes the lab):"
+echo "  sfclab up scenarios/chain6.yaml && sfclab serve --db $PWD/$out/results.db"
+echo "  then open http://127.0.0.1:8470/#/lab/chain6 and http://127.0.0.1:8470/#/results"

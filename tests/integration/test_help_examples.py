@@ -11,8 +11,11 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -44,6 +47,27 @@ def renamed_copies(cmds: list[str], into: Path) -> dict[str, str]:
     return words
 
 
+def run_server(cmd: str, argv: list[str], env: dict[str, str]) -> None:
+    """Start a ``serve`` example, wait until its API answers, stop it with SIGTERM: exit 0."""
+    listen = argv[argv.index("--listen") + 1] if "--listen" in argv else "127.0.0.1:8470"
+    proc = subprocess.Popen([sys.executable, "-m", "sfclab.cli", *argv[1:]], cwd=ROOT, env=env,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"http://{listen}/api/labs", timeout=1).read()
+                break
+            except OSError:
+                assert proc.poll() is None, f"{cmd}\n{proc.stderr.read() if proc.stderr else ''}"
+                time.sleep(0.05)
+        else:
+            raise AssertionError(f"{cmd}: no answer on {listen}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(60)
+    assert code == 0, f"{cmd}\n{proc.stderr.read() if proc.stderr else ''}"
+
+
 def test_every_example_runs(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     cmds = examples()
@@ -53,6 +77,9 @@ def test_every_example_runs(tmp_path: Path) -> None:
     try:
         for cmd in cmds:
             argv = [words.get(a, a) for a in shlex.split(cmd)]
+            if argv[1] == "serve":  # runs until stopped: it must answer, then stop cleanly
+                run_server(cmd, argv, env)
+                continue
             cp = subprocess.run([sys.executable, "-m", "sfclab.cli", *argv[1:]], cwd=ROOT,
                                 env=env, capture_output=True, text=True, timeout=600)
             assert cp.returncode == 0, f"{cmd}\n{cp.stderr[-2000:]}"
