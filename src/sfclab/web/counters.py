@@ -1,11 +1,12 @@
-"""Interface counters of a running lab, read over netlink sockets kept open between reads.
+"""Interface counters of a running lab, read over netlink in each of its namespaces.
 
-:class:`Counters` holds, per lab, one ``IPRoute`` socket bound to each of the lab's namespaces
-(and one in the root namespace when the plan puts interfaces there, OVS ports: only those,
-by their exact names).  ``read(lab)`` returns every interface's cumulative packet, byte and
-drop counters with the time they were read; the page turns two reads into rates.  A lab that
-was taken down and brought up again is noticed by its creation time and read afresh.  Reading
-changes nothing in the lab.
+``Counters.read(lab)`` returns every interface's cumulative packet, byte and drop counters with
+the time they were read; the page turns two reads into rates.  Each read opens one ``IPRoute``
+socket per namespace of the lab (and one in the root namespace when the plan puts interfaces
+there, OVS ports: only those, by their exact names) and closes it again: a socket kept open
+would keep a namespace alive after ``sfclab down`` removed it.  What to read is taken from the
+lab's plan, kept per lab and read afresh when the lab was brought up again (its creation time
+changed).  Reading changes nothing in the lab.
 """
 
 from __future__ import annotations
@@ -28,47 +29,33 @@ class _LabReader:
     def __init__(self, lab: str):
         _state, plan = load_plan(lab)
         self.created = LabState(lab).meta().get("created")
-        self.socks: dict[str, Any] = {}
+        self.spaces = {ns.node: ns.name for ns in plan.namespaces}
         self.root_names = {i.name: i.node for i in plan.interfaces if i.netns is None}
-        try:
-            for ns in plan.namespaces:
-                if netns.exists(ns.name):
-                    self.socks[ns.node] = netns.iproute(ns.name)
-            if self.root_names:
-                self.socks[""] = netns.iproute(None)
-        except BaseException:
-            self.close()
-            raise
 
     def read(self) -> list[dict[str, Any]]:
-        out = []
-        for node, ipr in self.socks.items():
-            for link in ipr.get_links():
-                name = link.get_attr("IFLA_IFNAME")
-                if node == "":
-                    if name not in self.root_names:
-                        continue  # the root namespace: only the lab's own interfaces
-                    owner, where = self.root_names[name], None
-                elif name == "lo":
-                    continue
-                else:
-                    owner, where = node, node
-                st = link.get_attr("IFLA_STATS64") or link.get_attr("IFLA_STATS") or {}
-                row: dict[str, Any] = {"node": owner, "ifname": name, "root": where is None,
-                                       "state": link.get_attr("IFLA_OPERSTATE")}
-                row.update({f: int(st.get(f, 0) or 0) for f in FIELDS})
-                out.append(row)
+        out: list[dict[str, Any]] = []
+        for node, name in self.spaces.items():
+            with contextlib.closing(netns.iproute(name)) as ipr:
+                out += [_row(link, node, False) for link in ipr.get_links()
+                        if link.get_attr("IFLA_IFNAME") != "lo"]
+        if self.root_names:
+            with contextlib.closing(netns.iproute(None)) as ipr:
+                for name, node in self.root_names.items():
+                    for idx in ipr.link_lookup(ifname=name):  # only the lab's own, by name
+                        out += [_row(link, node, True) for link in ipr.get_links(idx)]
         return out
 
-    def close(self) -> None:
-        for s in self.socks.values():
-            with contextlib.suppress(Exception):
-                s.close()
-        self.socks.clear()
+
+def _row(link: Any, node: str, root: bool) -> dict[str, Any]:
+    st = link.get_attr("IFLA_STATS64") or link.get_attr("IFLA_STATS") or {}
+    row: dict[str, Any] = {"node": node, "ifname": link.get_attr("IFLA_IFNAME"), "root": root,
+                           "state": link.get_attr("IFLA_OPERSTATE")}
+    row.update({f: int(st.get(f, 0) or 0) for f in FIELDS})
+    return row
 
 
 class Counters:
-    """Counter readers for every lab asked about; ``close()`` closes every socket."""
+    """What to read of every lab asked about (no socket stays open between reads)."""
 
     def __init__(self) -> None:
         self._readers: dict[str, _LabReader] = {}
@@ -81,27 +68,19 @@ class Counters:
             raise NotFound(f"no lab named '{lab}' is up")
         with self._lock:
             r = self._readers.get(lab)
-            if r is not None and r.created != state.meta().get("created"):
-                r.close()
-                r = None
-            if r is None:
+            if r is None or r.created != state.meta().get("created"):
                 r = self._readers[lab] = _LabReader(lab)
-            try:
-                rows = r.read()
-            except OSError as e:  # a namespace went away under us: the lab is going down
-                r.close()
-                self._readers.pop(lab, None)
-                raise NotFound(f"lab '{lab}' is going away ({e})") from None
+        try:
+            rows = r.read()
+        except OSError as e:  # a namespace went away under us: the lab is going down
+            self.forget(lab)
+            raise NotFound(f"lab '{lab}' is going away ({e})") from None
         return {"lab": lab, "time": time.time(), "interfaces": rows}
 
     def forget(self, lab: str) -> None:
         with self._lock:
-            r = self._readers.pop(lab, None)
-            if r is not None:
-                r.close()
+            self._readers.pop(lab, None)
 
     def close(self) -> None:
         with self._lock:
-            for r in self._readers.values():
-                r.close()
             self._readers.clear()

@@ -125,8 +125,9 @@ class Jobs:
         job = self.get(job_id)
         p = job.proc
         if job.status == "running" and p is not None and p.poll() is None:
-            job.stopping = True
-            os.kill(p.pid, signal.SIGINT)
+            if not job.stopping:  # once: a second SIGINT would interrupt the unwinding
+                job.stopping = True
+                os.kill(p.pid, signal.SIGINT)
             try:
                 p.wait(wait)
             except subprocess.TimeoutExpired:
@@ -138,6 +139,11 @@ class Jobs:
         return job
 
     def close(self) -> None:
-        for j in list(self._jobs.values()):
-            if j.status == "running":
-                self.stop(j.id)
+        """Interrupt every running measurement at once, then wait for each to unwind."""
+        running = [j for j in self._jobs.values() if j.status == "running"]
+        for j in running:
+            if j.proc is not None and j.proc.poll() is None:
+                j.stopping = True
+                os.kill(j.proc.pid, signal.SIGINT)
+        for j in running:
+            self.stop(j.id)
