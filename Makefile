@@ -42,7 +42,7 @@ $(STAMP): pyproject.toml $(DEB_STAMP)
 # only where no npm came with nodejs (NodeSource's nodejs ships its own and conflicts with it)
 node_modules/.package-lock.json: package.json package-lock.json $(DEB_STAMP)
 	@command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
-	@npm ci --no-audit --no-fund --loglevel=error
+	@npm ci --no-audit --no-fund --loglevel=error >/dev/null
 
 native: $(DEB_STAMP)
 	@$(MAKE) -s -C native

@@ -78,7 +78,7 @@ def test_a_lab_through_the_api(client: TestClient, lab_name: str) -> None:
         assert bad.status_code == 422 and bad.json()["place"] == "to"
         r = client.post(f"/api/labs/{lab_name}/measurements",
                         json={"type": "rate", "from": "src", "to": "dst",
-                              "rates": ["5k", "100k"], "duration": 1})
+                              "rates": ["2k", "40k"], "duration": 1})
         assert r.status_code == 202, r.text
         job = wait_for(client, r.json()["id"])
         assert job["status"] == "done", job["error"]
@@ -88,8 +88,8 @@ def test_a_lab_through_the_api(client: TestClient, lab_name: str) -> None:
         assert low["loss_ratio"] < 0.01 and high["loss_ratio"] > 0.2
         loss = client.get(f"/api/labs/{lab_name}/loss").json()
         assert loss["measurement"] == job["id"]
-        assert max(loss["loss_by_node"], key=loss["loss_by_node"].get) == "sh"
-        assert loss["loss_by_node"]["sh"] > 0.5 * loss["lost"]
+        assert loss["loss_by_node"].get("sh", 0) > 0.2 * high["lost"]  # the shaper's drops
+        assert loss["loss_by_reason"].get("QDISC_DROP", 0) > 0
 
         r = client.delete(f"/api/labs/{lab_name}")
         assert r.status_code == 200 and r.json()[lab_name]["namespaces"] == 8

@@ -1,6 +1,6 @@
 """The lab of the web tests: two chains (web over a weighted pool of two firewalls and a NAT;
-dns over one firewall) and, off the chains' classifiers (TCP 80-8080, UDP 53), a 20 Mbit/s
-shaper before ``dst`` that drops most of a 100 kpps stream of 64-byte frames."""
+dns over one firewall) and, off the chains' classifiers (TCP 80-8080, UDP 53), a 5 Mbit/s
+shaper before ``dst`` that drops most of a 40 kpps stream of 64-byte frames."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def web_lab(name: str) -> dict[str, Any]:
                   "fw1": {"kind": "firewall", "rules": []},
                   "fw2": {"kind": "firewall", "rules": []}, "r2": {"kind": "router"},
                   "nat": {"kind": "nat", "outside": "sh"},
-                  "sh": {"kind": "shaper", "rate": "20mbit", "discipline": "htb",
+                  "sh": {"kind": "shaper", "rate": "5mbit", "discipline": "htb",
                          "toward": "dst"},
                   "dst": {"kind": "host"}},
         "links": [{"endpoints": list(e)} for e in (
