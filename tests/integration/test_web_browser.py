@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,17 +48,21 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(db: Path) -> Iterator[str]:
+def serving(db: Path, token_file: Path | None = None) -> Iterator[str]:
     """``sfclab serve`` on a free loopback port; SIGTERM at the end must stop it cleanly."""
     port = free_port()
+    extra = ["--token-file", str(token_file)] if token_file else []
     proc = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "serve", "--listen",
-                             f"127.0.0.1:{port}", "--db", str(db)], cwd=ROOT,
+                             f"127.0.0.1:{port}", "--db", str(db), *extra], cwd=ROOT,
                             stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/"
     try:
         for _ in range(200):
             with contextlib.suppress(OSError):
-                urllib.request.urlopen(url + "api/labs", timeout=1).read()
+                req = urllib.request.Request(url + "api/labs")
+                if token_file:
+                    req.add_header("Authorization", f"Bearer {token_file.read_text().strip()}")
+                urllib.request.urlopen(req, timeout=1).read()
                 break
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.05)
@@ -213,3 +218,23 @@ def test_graph_html_opens_from_a_file(browser: Browser, running_lab: Any, lab_na
     assert fetched == [(tmp_path / "copy.html").as_uri()]
     assert not page.errors  # type: ignore[attr-defined]
     page.close()
+
+
+def test_the_page_with_a_token(browser: Browser, running_lab: Any, lab_name: str,
+                               tmp_path: Path) -> None:
+    """Opened once as /?token=..., the page and everything it loads pass; without, 401."""
+    running_lab(web_lab(lab_name))
+    token = tmp_path / "token"
+    token.write_text("a-token-of-the-test-0123456789\n")
+    with serving(tmp_path / "none.db", token) as url:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url + "api/labs", timeout=5)
+        assert e.value.code == 401
+        page = new_page(browser)
+        page.goto(f"{url}?token=a-token-of-the-test-0123456789#/lab/{lab_name}")
+        page.wait_for_function(f"document.body.dataset.ready === 'lab/{lab_name}'")
+        page.wait_for_function("sfclab.samples >= 1", timeout=10000)
+        nodes, links = drawn(page)
+        assert len(nodes) == 8 and len(links) == 8
+        assert not page.errors  # type: ignore[attr-defined]
+        page.close()

@@ -98,3 +98,20 @@ def test_a_lab_through_the_api(client: TestClient, lab_name: str) -> None:
     finally:
         if LabState(lab_name).exists:
             client.delete(f"/api/labs/{lab_name}")
+
+
+def test_counters_of_ovs_ports_in_the_root_namespace(client: TestClient, running_lab: Any,
+                                                    lab_name: str) -> None:
+    """A lab whose OVS bridges have veth ports: their root-side ends are read by their exact
+    names, as the bridge's, and nothing else of the root namespace is."""
+    running_lab({"name": lab_name, "chain": {"length": 3, "link": "ovs", "port": "veth"}})
+    plan = LabState(lab_name).plan()
+    assert plan is not None
+    roots = {(i["node"], i["name"]) for i in plan["interfaces"] if i["netns"] is None}
+    assert roots, "the lab has no root-side interface to read"
+    rows = client.get(f"/api/labs/{lab_name}/counters").json()["interfaces"]
+    assert {(r["node"], r["ifname"]) for r in rows if r["root"]} == roots
+    assert {(r["node"], r["ifname"]) for r in rows} == {
+        (i["node"], i["name"]) for i in plan["interfaces"]}
+    t = client.get(f"/api/labs/{lab_name}/topology").json()
+    assert {n["kind"] for n in t["nodes"]} >= {"ovs-bridge", "host", "router"}
