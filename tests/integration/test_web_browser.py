@@ -14,15 +14,11 @@ With ``SFCLAB_WEB_SCREENSHOTS=DIR`` the views are saved there as ``web-lab.png``
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -34,50 +30,11 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from sfclab.kernel import netns
 from sfclab.realize.state import LabState
-from tests.integration.weblab import web_lab
+from tests.integration.weblab import serving, web_lab
 from tests.webresults import make_results_db
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serving(db: Path, token_file: Path | None = None) -> Iterator[str]:
-    """``sfclab serve`` on a free loopback port; SIGTERM at the end must stop it cleanly."""
-    port = free_port()
-    extra = ["--token-file", str(token_file)] if token_file else []
-    proc = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "serve", "--listen",
-                             f"127.0.0.1:{port}", "--db", str(db), *extra], cwd=ROOT,
-                            stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        for _ in range(200):
-            with contextlib.suppress(OSError):
-                req = urllib.request.Request(url + "api/labs")
-                if token_file:
-                    req.add_header("Authorization", f"Bearer {token_file.read_text().strip()}")
-                urllib.request.urlopen(req, timeout=1).read()
-                break
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.05)
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
-        err = proc.stderr.read() if proc.stderr else ""
-        assert code == 0, err
-        assert "serving " + url in err
 
 
 @pytest.fixture(scope="module")

@@ -6,18 +6,21 @@ The lab is :func:`tests.integration.weblab.web_lab`."""
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from sfclab.kernel import netns
+from sfclab.kernel import cpus, netns
 from sfclab.realize.state import LabState
 from sfclab.web.app import create_app
-from tests.integration.weblab import web_lab
+from tests.integration.weblab import serving, web_lab
 
 
 @pytest.fixture
@@ -115,3 +118,28 @@ def test_counters_of_ovs_ports_in_the_root_namespace(client: TestClient, running
         (i["node"], i["name"]) for i in plan["interfaces"]}
     t = client.get(f"/api/labs/{lab_name}/topology").json()
     assert {n["kind"] for n in t["nodes"]} >= {"ovs-bridge", "host", "router"}
+
+
+def test_stopping_the_server_mid_measurement_leaves_the_lab_as_it_was(
+        running_lab: Any, lab_name: str, tmp_path: Path) -> None:
+    """SIGTERM while a measurement runs: the server ends with status 0 once the measurement has
+    unwound: no process left in the lab, the first hop's receive steering as it was, the lab up."""
+    lab = running_lab(web_lab(lab_name))
+    spaces = [lab.netns(n) for n in web_lab(lab_name)["nodes"]]
+    rps_before = cpus.rps_mask(lab.netns("r1"), "eth0")
+    with serving(tmp_path / "none.db") as url:
+        req = urllib.request.Request(
+            f"{url}api/labs/{lab_name}/measurements", method="POST",
+            data=json.dumps({"type": "rate", "rates": ["2k"], "duration": 60}).encode(),
+            headers={"content-type": "application/json"})
+        assert json.load(urllib.request.urlopen(req, timeout=30))["status"] == "running"
+        deadline = time.monotonic() + 30
+        while not netns.pids_in(spaces):  # the generator and its sink have started
+            assert time.monotonic() < deadline, "the measurement never started"
+            time.sleep(0.05)
+        t0 = time.monotonic()
+    assert time.monotonic() - t0 < 30  # stopped, not waited out (60 s)
+    assert netns.pids_in(spaces) == {}
+    assert cpus.rps_mask(lab.netns("r1"), "eth0") == rps_before
+    assert LabState(lab_name).meta()["status"] == "up"
+    assert all(netns.exists(ns) for ns in spaces)

@@ -1,10 +1,22 @@
 """The lab of the web tests: two chains (web over a weighted pool of two firewalls and a NAT;
 dns over one firewall) and, off the chains' classifiers (TCP 80-8080, UDP 53), a 5 Mbit/s
-shaper before ``dst`` that drops most of a 40 kpps stream of 64-byte frames."""
+shaper before ``dst`` that drops most of a 40 kpps stream of 64-byte frames; and ``sfclab serve``
+run as a command for the tests that need a server of their own."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def web_lab(name: str) -> dict[str, Any]:
@@ -26,3 +38,42 @@ def web_lab(name: str) -> dict[str, Any]:
                     "functions": ["fwpool", "nat"], "egress": "dst"},
             "dns": {"classifiers": [{"ingress": "src", "proto": "udp", "dport": 53}],
                     "functions": ["fw1"], "egress": "dst"}}}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serving(db: Path, token_file: Path | None = None) -> Iterator[str]:
+    """``sfclab serve`` on a free loopback port; SIGTERM at the end must stop it cleanly."""
+    port = free_port()
+    extra = ["--token-file", str(token_file)] if token_file else []
+    proc = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "serve", "--listen",
+                             f"127.0.0.1:{port}", "--db", str(db), *extra], cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        for _ in range(200):
+            with contextlib.suppress(OSError):
+                req = urllib.request.Request(url + "api/labs")
+                if token_file:
+                    req.add_header("Authorization", f"Bearer {token_file.read_text().strip()}")
+                urllib.request.urlopen(req, timeout=1).read()
+                break
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        err = proc.stderr.read() if proc.stderr else ""
+        assert code == 0, err
+        assert "serving " + url in err
