@@ -407,9 +407,15 @@ def test_a_bug_is_500_in_one_line(client: TestClient, monkeypatch: pytest.Monkey
     assert body["error"] == "internal error: RuntimeError: a bug"
 
 
-def test_a_bad_parameter_type_is_422_with_its_place(client: TestClient) -> None:
-    body = error(client.get("/api/measurements/notanumber"), 422)
-    assert body["place"] == "job"
+@pytest.mark.parametrize("path,place,words", [
+    ("/api/measurements/notanumber", "job", "expected a whole number, got 'notanumber'"),
+    ("/api/results/runs/1.5", "run", "expected a whole number, got '1.5'"),
+    ("/api/results/export?format=xml", "format", "expected one of 'json' or 'csv', got 'xml'"),
+])
+def test_a_bad_parameter_is_422_in_sfclabs_words(client: TestClient, path: str, place: str,
+                                                 words: str) -> None:
+    body = error(client.get(path), 422)
+    assert body["place"] == place and body["error"] == f"{place}: {words}", body
 
 
 def test_every_request_needs_the_token_when_one_is_set(tmp_path: Path) -> None:

@@ -24,9 +24,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from ..errors import LabError, SfclabError, SpecError
 from ..spec.source import format_place
+from ..spec.wording import pydantic_error
 
 
 class NotFound(SfclabError):
@@ -60,6 +62,20 @@ def status_of(e: BaseException) -> int:
     return 500
 
 
+def request_error(e: RequestValidationError) -> SpecError:
+    """FastAPI's complaint about a parameter or body, in sfclab's words with the place (the
+    parameter's name, or the place inside the body)."""
+    errs = [dict(x) for x in e.errors()][:1]
+    for x in errs:
+        x["loc"] = tuple(p for p in x.get("loc", ()) if p not in ("body", "query", "path"))
+    try:
+        loc, message = pydantic_error(ValidationError.from_exception_data("request", errs))
+    except (KeyError, TypeError, ValueError):  # a complaint pydantic cannot rebuild
+        loc = errs[0]["loc"] if errs else ()
+        message = f"expected {errs[0].get('msg', 'a valid request') if errs else 'a request'}"
+    return SpecError(message, place=format_place(loc) or None)
+
+
 def install(app: FastAPI) -> None:
     """Answer typed exceptions with their status, FastAPI's own validation with 422 in the
     same shape, and anything else with 500 and one line (the traceback goes to the log)."""
@@ -69,12 +85,7 @@ def install(app: FastAPI) -> None:
 
     async def invalid(_r: Request, e: Exception) -> JSONResponse:
         assert isinstance(e, RequestValidationError)
-        first = e.errors()[0] if e.errors() else {}
-        loc = [p for p in first.get("loc", ()) if p not in ("body", "query", "path")]
-        err = SpecError(f"expected {first.get('msg', 'a valid request')}".replace(
-            "expected Field required", "expected this field"),
-            place=format_place(loc) or None)
-        return JSONResponse(body(err), status_code=422)
+        return JSONResponse(body(request_error(e)), status_code=422)
 
     async def bug(_r: Request, e: Exception) -> JSONResponse:
         return JSONResponse({"error": f"internal error: {type(e).__name__}: {e}",

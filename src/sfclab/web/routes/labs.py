@@ -46,13 +46,13 @@ def _up(text: str, source: str) -> dict[str, Any]:
 @router.post("", status_code=201, summary="build a lab from a posted lab file",
              openapi_extra=LAB_FILE)
 async def up(request: Request, source: str = "<posted lab>") -> dict[str, Any]:
-    data = b""
+    data = bytearray()
     async for chunk in request.stream():
         data += chunk
         if len(data) > MAX_BYTES:
             raise SpecError(f"expected a lab file of at most {MAX_BYTES // (1024 * 1024)} MiB",
                             file=source)
-    return await run_in_threadpool(_up, decode(data, source), source)
+    return await run_in_threadpool(_up, decode(bytes(data), source), source)
 
 
 @router.get("/{lab}", summary="a lab's nodes, interfaces, addresses, routes and bridges")
