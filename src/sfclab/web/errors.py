@@ -19,12 +19,13 @@ input.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from pydantic_core import InitErrorDetails
 
 from ..errors import LabError, SfclabError, SpecError
 from ..spec.source import format_place
@@ -69,7 +70,8 @@ def request_error(e: RequestValidationError) -> SpecError:
     for x in errs:
         x["loc"] = tuple(p for p in x.get("loc", ()) if p not in ("body", "query", "path"))
     try:
-        loc, message = pydantic_error(ValidationError.from_exception_data("request", errs))
+        details = cast(list[InitErrorDetails], errs)
+        loc, message = pydantic_error(ValidationError.from_exception_data("request", details))
     except (KeyError, TypeError, ValueError):  # a complaint pydantic cannot rebuild
         loc = errs[0]["loc"] if errs else ()
         message = f"expected {errs[0].get('msg', 'a valid request') if errs else 'a request'}"
