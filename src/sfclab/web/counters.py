@@ -1,7 +1,8 @@
 """Interface counters of a running lab, read over netlink in each of its namespaces.
 
-``Counters.read(lab)`` returns every interface's cumulative packet, byte and drop counters with
-the time they were read; the page turns two reads into rates.  Each read opens one ``IPRoute``
+``Counters.read(lab)`` returns every interface's cumulative packet, byte and drop counters (the
+device's ``rx/tx_dropped`` and its root qdisc's drops, where a shaper drops) with the time they
+were read; the page turns two reads into rates.  Each read opens one ``IPRoute``
 socket per namespace of the lab (and one in the root namespace when the plan puts interfaces
 there, OVS ports: only those, by their exact names) and closes it again: a socket kept open
 would keep a namespace alive after ``sfclab down`` removed it.  What to read is taken from the
@@ -36,21 +37,43 @@ class _LabReader:
         out: list[dict[str, Any]] = []
         for node, name in self.spaces.items():
             with contextlib.closing(netns.iproute(name)) as ipr:
-                out += [_row(link, node, False) for link in ipr.get_links()
+                drops = _qdisc_drops(ipr)
+                out += [_row(link, node, False, drops) for link in ipr.get_links()
                         if link.get_attr("IFLA_IFNAME") != "lo"]
         if self.root_names:
             with contextlib.closing(netns.iproute(None)) as ipr:
                 for name, node in self.root_names.items():
                     for idx in ipr.link_lookup(ifname=name):  # only the lab's own, by name
-                        out += [_row(link, node, True) for link in ipr.get_links(idx)]
+                        out += [_row(link, node, True, {}) for link in ipr.get_links(idx)]
         return out
 
 
-def _row(link: Any, node: str, root: bool) -> dict[str, Any]:
+#: the parent of a root qdisc (TC_H_ROOT)
+TC_H_ROOT = 0xFFFFFFFF
+
+
+def _qdisc_drops(ipr: Any) -> dict[int, int]:
+    """Interface index -> packets its root qdisc dropped (a shaper's drops: the device's own
+    counters never see them)."""
+    out: dict[int, int] = {}
+    for q in ipr.get_qdiscs():
+        if q["parent"] != TC_H_ROOT:
+            continue
+        st2 = q.get_attr("TCA_STATS2")
+        queue = st2.get_attr("TCA_STATS_QUEUE") if st2 is not None else None
+        if queue is not None:
+            out[q["index"]] = int(queue.get("drops", 0) or 0)
+        else:
+            out[q["index"]] = int((q.get_attr("TCA_STATS") or {}).get("drop", 0) or 0)
+    return out
+
+
+def _row(link: Any, node: str, root: bool, qdisc_drops: dict[int, int]) -> dict[str, Any]:
     st = link.get_attr("IFLA_STATS64") or link.get_attr("IFLA_STATS") or {}
     row: dict[str, Any] = {"node": node, "ifname": link.get_attr("IFLA_IFNAME"), "root": root,
                            "state": link.get_attr("IFLA_OPERSTATE")}
     row.update({f: int(st.get(f, 0) or 0) for f in FIELDS})
+    row["qdisc_dropped"] = qdisc_drops.get(link["index"], 0)
     return row
 
 

@@ -70,7 +70,7 @@
       if (!o || dt <= 0) continue;
       const d = f => Math.max(0, i[f] - o[f]) / dt;
       per[i.node + "/" + i.ifname] = {rx: d("rx_packets"), tx: d("tx_packets"),
-                                      drops: d("rx_dropped") + d("tx_dropped")};
+                                      drops: d("rx_dropped") + d("tx_dropped") + d("qdisc_dropped")};
     }
     const links = {};
     for (const l of topo.links) {
@@ -96,7 +96,7 @@
       cell(tr, i.node); cell(tr, i.ifname + (i.root ? " (root)" : ""));
       cell(tr, f(r.rx), "num"); cell(tr, f(r.tx), "num"); cell(tr, f(r.drops), "num");
       cell(tr, i.rx_packets.toLocaleString(), "num"); cell(tr, i.tx_packets.toLocaleString(), "num");
-      cell(tr, (i.rx_dropped + i.tx_dropped).toLocaleString(), "num");
+      cell(tr, (i.rx_dropped + i.tx_dropped + i.qdisc_dropped).toLocaleString(), "num");
       tb.appendChild(tr);
     }
   }
