@@ -82,6 +82,11 @@
         n.position({x: p.y, y: -p.x});
       });
     }
+    // and from the lab's first node (its first host, usually) toward its last
+    const ns = cy.nodes(".lab-node");
+    if (ns.length > 1 && ns[0].position().x > ns[ns.length - 1].position().x) {
+      ns.forEach(n => { const p = n.position(); n.position({x: -p.x, y: p.y}); });
+    }
     cy.fit(undefined, 30);
     if (cy.zoom() > 1.6) { cy.zoom(1.6); cy.center(); }
   }
