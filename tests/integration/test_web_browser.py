@@ -195,3 +195,21 @@ def test_the_page_with_a_token(browser: Browser, running_lab: Any, lab_name: str
         assert len(nodes) == 8 and len(links) == 8
         assert not page.errors  # type: ignore[attr-defined]
         page.close()
+
+
+def test_the_api_page_is_served_from_here(browser: Browser, tmp_path: Path) -> None:
+    """/docs: the OpenAPI document in Swagger UI, every route listed, nothing fetched from
+    anywhere but the server."""
+    with serving(tmp_path / "none.db") as url:
+        page = new_page(browser)
+        fetched: list[str] = []
+        page.on("request", lambda r: fetched.append(r.url))
+        page.goto(url + "docs")
+        page.wait_for_selector(".opblock", timeout=20000)
+        paths = page.eval_on_selector_all(".opblock-summary-path", "els => els.map(e => "
+                                          "e.getAttribute('data-path'))")
+        assert "/api/labs/{lab}/measurements" in paths and "/api/results/export" in paths
+        assert fetched and all(u.startswith(url) or u.startswith("data:") for u in fetched), \
+            fetched
+        assert not page.errors  # type: ignore[attr-defined]
+        page.close()

@@ -85,7 +85,12 @@ def test_openapi_names_every_route(client: TestClient) -> None:
         assert p in paths, p
     assert set(paths["/api/labs"]) == {"get", "post"}
     assert set(paths["/api/labs/{lab}"]) == {"get", "delete"}
-    assert client.get("/docs").status_code == 200
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "/openapi.json" in docs.text
+    assets = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+    assert assets and all(a.startswith("/vendor/") for a in assets), assets  # nothing remote
+    for a in assets:
+        assert client.get(a).status_code == 200, a
 
 
 def test_page_and_its_libraries_are_served(client: TestClient) -> None:

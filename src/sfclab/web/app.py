@@ -33,7 +33,8 @@ def create_app(token: str | None = None, db: str = DEFAULT_DB,
         finally:
             await run_in_threadpool(svc.close)
 
-    app = FastAPI(title="sfclab", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="sfclab", version=__version__, lifespan=lifespan, docs_url=None,
+                  redoc_url=None,  # /docs is served from the pinned npm package (routes.page)
                   description="Labs, chains, measurements and results of sfclab, as the "
                   "library has them (the same validation and errors as the command line).")
     app.state.services = svc

@@ -1,4 +1,4 @@
-"""Where the page's JavaScript libraries are: npm packages pinned in the checkout's
+"""Where the page's JavaScript libraries (and the API page's Swagger UI) are: npm packages pinned in the checkout's
 ``package-lock.json`` and installed by ``make setup`` (``npm ci``) into ``node_modules/``, or
 ``$SFCLAB_WEB_VENDOR`` (a ``node_modules`` directory elsewhere).  Nothing is fetched at run time.
 """
@@ -13,7 +13,10 @@ from .errors import NotFound
 ENV = "SFCLAB_WEB_VENDOR"
 #: the name the page asks for -> the file inside node_modules
 LIBRARIES = {"cytoscape.min.js": "cytoscape/dist/cytoscape.min.js",
-             "plotly.min.js": "plotly.js-dist-min/plotly.min.js"}
+             "plotly.min.js": "plotly.js-dist-min/plotly.min.js",
+             "swagger-ui-bundle.js": "swagger-ui-dist/swagger-ui-bundle.js",
+             "swagger-ui.css": "swagger-ui-dist/swagger-ui.css",
+             "swagger-favicon.png": "swagger-ui-dist/favicon-32x32.png"}
 STATIC = Path(__file__).resolve().parent / "static"
 
 

@@ -1,10 +1,14 @@
-"""The web view: ``/`` (the page), ``/static/...`` (its own script and style) and
-``/vendor/...`` (the pinned npm libraries it draws with: Cytoscape.js, Plotly)."""
+"""The web view: ``/`` (the page), ``/static/...`` (its own script and style), ``/vendor/...``
+(the pinned npm libraries it draws with: Cytoscape.js, Plotly) and ``/docs`` (the OpenAPI
+document in Swagger UI, from the same pinned packages: nothing is fetched from elsewhere)."""
 
 from __future__ import annotations
 
+import mimetypes
+
 from fastapi import APIRouter
-from fastapi.responses import FileResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse
 
 from ..vendor import STATIC, library
 
@@ -16,7 +20,16 @@ def index() -> FileResponse:
     return FileResponse(STATIC / "index.html", media_type="text/html")
 
 
+@router.get("/docs")
+def docs() -> HTMLResponse:
+    return get_swagger_ui_html(openapi_url="/openapi.json", title="sfclab API",
+                               swagger_js_url="/vendor/swagger-ui-bundle.js",
+                               swagger_css_url="/vendor/swagger-ui.css",
+                               swagger_favicon_url="/vendor/swagger-favicon.png")
+
+
 @router.get("/vendor/{name}")
 def vendor(name: str) -> FileResponse:
-    return FileResponse(library(name), media_type="text/javascript",
+    path = library(name)
+    return FileResponse(path, media_type=mimetypes.guess_type(path.name)[0],
                         headers={"Cache-Control": "max-age=86400"})
