@@ -33,6 +33,8 @@ from .errors import NotFound
 
 #: points on a drawn fit curve
 FIT_POINTS = 50
+#: report tables kept (per database version and experiment)
+TABLES_KEPT = 16
 
 
 def clean(v: Any) -> Any:
@@ -165,5 +167,7 @@ def tables(store: Store, e: ExperimentRow) -> list[dict[str, Any]]:
         out = [b for i, b in enumerate(out)
                if "heading" not in b or (i + 1 < len(out) and (
                    "heading" not in out[i + 1] or out[i + 1]["heading"] > b["heading"]))]
+        while len(_TABLES) >= TABLES_KEPT:  # a database being written changes its version
+            _TABLES.pop(next(iter(_TABLES)))
         _TABLES[key] = out
         return out
