@@ -35,7 +35,12 @@ def plan_for(lab: Lab) -> Plan:
 
     dp = ovs.default_datapath() if any(n.attachment == "ovs-bridge" for n in lab.nodes.values()) \
         else "netdev"
-    return build_plan(lab, ovs_datapath=dp)
+    cpus = None
+    if lab.hosts:
+        from ..kernel.cpus import online  # light start-up: only labs with hosts read CPUs
+
+        cpus = online()
+    return build_plan(lab, ovs_datapath=dp, cpus=cpus)
 
 
 def _refuse_existing(state: LabState) -> None:
@@ -50,7 +55,8 @@ def _refuse_existing(state: LabState) -> None:
 
 
 def _preflight(plan: Plan) -> None:
-    for ns in [n.name for n in plan.namespaces] + [netns_name(plan.lab, STAGING_NODE)]:
+    extra = [h.netns for h in plan.hosts] + ([plan.underlay.netns] if plan.underlay else [])
+    for ns in [n.name for n in plan.namespaces] + [netns_name(plan.lab, STAGING_NODE)] + extra:
         if netns.exists(ns):
             raise LabError(f"namespace {ns} already exists and no lab of sfclab owns it; "
                            "sfclab will not adopt it")
