@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..plan.model import HostEndPlan, HostLinkPlan
 
 ENV_BINARY = "SFCLAB_SHORTBRIDGE"
+IFF_MULTICAST = 0x1000
 #: OVS's userspace datapath corrupts TCP checksums left to offload
 NO_TX_CSUM = {"tx-checksum": False}
 
@@ -71,8 +72,12 @@ class Joint:
         return int(idx[0])
 
     def bridge(self, name: str, members: list[str]) -> None:
-        self.ipr.link("add", ifname=name, kind="bridge", br_stp_state=0, br_forward_delay=0)
+        """A Linux bridge of ``members``; the bridge device itself is silent (no multicast:
+        its own IGMP reports would reach the nodes)."""
+        self.ipr.link("add", ifname=name, kind="bridge", br_stp_state=0, br_forward_delay=0,
+                      br_mcast_snooping=0)
         br = self.index(name)
+        self.ipr.link("set", index=br, flags=0, change=IFF_MULTICAST)
         for m in members:
             self.ipr.link("set", index=self.index(m), master=br)
         self.ipr.link("set", index=br, state="up")

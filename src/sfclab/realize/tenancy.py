@@ -42,10 +42,10 @@ def ruleset(tp: TenancyPlan) -> str:
         mark.append(f"    ct state new iifname {{ {ifs} }} ct mark set {t['id']}")
     return "\n".join([
         f"table ip {NFT_TABLE}", f"delete table ip {NFT_TABLE}", f"table ip {NFT_TABLE} {{",
-        "  chain zone {", "    type filter hook prerouting priority raw;", *zone, "  }",
-        "  chain mark {", "    type filter hook prerouting priority mangle;", *mark,
+        "  chain zones {", "    type filter hook prerouting priority raw;", *zone, "  }",
+        "  chain tag {", "    type filter hook prerouting priority mangle;", *mark,
         "    meta mark set ct mark", "  }",
-        "  chain local {", "    type route hook output priority mangle;",
+        "  chain own {", "    type route hook output priority mangle;",
         "    meta mark set ct mark", "  }", "}"]) + "\n"
 
 
