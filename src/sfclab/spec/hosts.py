@@ -237,6 +237,11 @@ def check_hosted(doc: Document, hosts: dict[str, HostSpec], nodes: dict[str, Nod
                     raise doc.error("an ovs-bridge node has no interface of its own for a host "
                                     "context to meet; use 'attach: ovs' on the link instead",
                                     place + ("endpoints", j))
+    for n in nodes.values():
+        if n.is_bridge and len(n.tenants) > 1:
+            raise doc.error(f"a {n.kind} joins everything on it at layer 2: it cannot be shared "
+                            f"by tenants ({', '.join(n.tenants)}); give each tenant its own",
+                            ("nodes", n.name))
     if hosts:
         for n in nodes.values():
             if n.attachment == "ovs-bridge":
