@@ -45,6 +45,7 @@ def two_hosts(name: str, attach: str, **link) -> dict:
 
 @pytest.mark.parametrize("attach", ["bridge", "shortbridge", "ovs", "hybrid"])
 def test_ping_and_tcp_across_hosts(running_lab, lab_name, attach):
+    """Every attach kind carries ping and TCP; the tunnel ends in the host contexts."""
     lab = running_lab(two_hosts(lab_name, attach))
     plan = lab.plan
     a, b = lab.netns("a"), lab.netns("b")
@@ -66,6 +67,21 @@ def test_ping_and_tcp_across_hosts(running_lab, lab_name, attach):
             ctx = links_of(end.netns)
             assert not any(d.get("linkinfo", {}).get("info_kind") in ("bridge", "openvswitch")
                            or d.get("master") for d in ctx.values())
+
+
+def test_direct_termination_puts_the_tunnel_in_the_node(running_lab, lab_name):
+    """``attach: direct`` (for comparisons): the node's interface is the VXLAN device itself,
+    its socket still in the host context (the node has no underlay route)."""
+    lab = running_lab(two_hosts(lab_name, "direct"))
+    hl = lab.plan.host_links[0]
+    assert ping(lab.netns("a"), str(lab.address("b")), 3).returncode == 0
+    out = iperf3(lab.netns("a"), lab.netns("b"), str(lab.address("b")), seconds=1)
+    assert out["end"]["sum_received"]["bytes"] > 1_000_000
+    for end in hl.ends:
+        node = links_of(end.node_netns)[end.node_if]
+        assert node["linkinfo"]["info_kind"] == "vxlan" and node["mtu"] == 1450
+        assert node["linkinfo"]["info_data"]["id"] == hl.vni
+        assert end.vxlan not in links_of(end.netns)  # moved out of the host context
 
 
 def test_bridge_segment_with_three_members_on_three_hosts(running_lab, lab_name):

@@ -115,6 +115,11 @@ BAD = {
                        "links[0].attach", "bridge"),
     "rate-bad": (HOSTED + TWO + "links:\n  - endpoints: [a, b]\n    rate: fast\n",
                  "links[0].rate", "rate"),
+    "direct-same-host": (HOSTED + "nodes:\n  a: {kind: host}\n  b: {kind: host}\n"
+                         "links:\n  - endpoints: [a, b]\n    attach: direct\n",
+                         "links[0].attach", "different hosts"),
+    "direct-rate": (HOSTED + TWO + "links:\n  - endpoints: [a, b]\n    attach: direct\n"
+                    "    rate: 1mbit\n", "links[0].rate", "no host-context port"),
     "ovs-node": (HOSTED + "nodes:\n  a: {kind: host}\n  o: {kind: ovs-bridge}\n", "nodes.o.kind",
                  "attach: ovs"),
     "tenants-list": (HOSTED + "tenants: [red]\n" + TWO, "tenants", "mapping"),

@@ -11,6 +11,7 @@ attach kind joins them:
 ``ovs``         an OVS bridge ``ovs<link>`` of the host's own OVS (userspace datapath)
 ``hybrid``      ``ovs``, with each port first in a Linux bridge ``qbr<link>e<end>`` joined to OVS by
                 a veth pair ``qvb``/``qvo`` (Neutron's hybrid plug, where security groups lived)
+``direct``      no port: the tunnel device itself is moved into the node (comparison only)
 ==============  ==================================================================================
 
 Every kind works only through the :class:`~sfclab.hosts.context.HostContext`, so it runs the
@@ -89,6 +90,8 @@ class AttachKind:
     needs_ovs: ClassVar[bool] = False
     #: what the node's interface must have for this kind to carry TCP
     node_offloads: ClassVar[dict[str, bool]] = {}
+    #: the tunnel device goes into the node (no port in the host context)
+    in_node: ClassVar[bool] = False
 
     def join(self, j: Joint) -> None:
         raise NotImplementedError
@@ -145,6 +148,27 @@ class Hybrid(Ovs):
         return out
 
 
+class Direct(AttachKind):
+    """The tunnel terminated directly in the node (Trellis's comparison setup): the VXLAN
+    device, made in the host context (so its socket stays there), is moved into the node's
+    namespace under the node's interface name.  A tenant then owns its tunnel device, so
+    nothing can be shaped or joined in the host context: for comparisons only."""
+
+    name = "direct"
+    in_node = True
+
+    def join(self, j: Joint) -> None:
+        from ..kernel import netns
+
+        for e in j.here:
+            assert e.vxlan
+            fd = os.open(netns.path(e.node_netns), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                j.ipr.link("set", index=j.index(e.vxlan), net_ns_fd=fd, ifname=e.node_if)
+            finally:
+                os.close(fd)
+
+
 class Registry(dict[str, AttachKind]):
     def add(self, kind: AttachKind) -> None:
         if kind.name in self:
@@ -153,5 +177,5 @@ class Registry(dict[str, AttachKind]):
 
 
 ATTACH_KINDS = Registry()
-for _k in (Bridge(), Shortbridge(), Ovs(), Hybrid()):
+for _k in (Bridge(), Shortbridge(), Ovs(), Hybrid(), Direct()):
     ATTACH_KINDS.add(_k)

@@ -72,12 +72,12 @@ def plan_hosts(lab: Lab, online_cpus: list[int]) -> tuple[list[HostPlan], Underl
     free = (a for a in subnet.hosts() if a not in given)
     cpus = allocate_cpus([h.cpus for h in lab.hosts.values()], online_cpus or [0])
     hosts = []
-    for (name, h), c in zip(lab.hosts.items(), cpus):
+    for k, ((name, h), c) in enumerate(zip(lab.hosts.items(), cpus)):
         addr = h.address if h.address is not None else next(free)
         hosts.append(HostPlan(name, names.host_netns(lab.name, name),
                               str(IPv4Interface(f"{addr}/{subnet.prefixlen}")), UNDERLAY_IF,
                               names.host_cgroup(lab.name, name), c, h.memory, h.ssh is None,
-                              [n for n, s in lab.nodes.items() if s.host == name]))
+                              [n for n, s in lab.nodes.items() if s.host == name], f"h{k}"))
     base = lab.underlay.mtu
     tunnels = [lk for lk in lab.links if is_hosted(lab, lk) and crosses(lab, lk)]
     explicit = [lk.mtu for lk in tunnels if lk.mtu is not None]
@@ -111,7 +111,7 @@ def host_link(lab: Lab, hosts: list[HostPlan], underlay: UnderlayPlan, link: int
         assert node.host is not None
         h = by_name[node.host]
         other = by_name[lab.nodes[spec.endpoints[1 - j].node].host or ""]
-        end = HostEndPlan(ep.node, h.name, h.netns, f"p{link}e{j}",
+        end = HostEndPlan(ep.node, h.name, h.netns, "" if attach == "direct" else f"p{link}e{j}",
                           names.netns_name(lab.name, ep.node), node_ifs[j])
         if cross:
             end.vxlan = f"vx{link}"

@@ -92,6 +92,7 @@ class HostPlan:
     memory: int | None = None
     emulated: bool = True
     nodes: list[str] = field(default_factory=list)
+    underlay_peer: str = ""  # the underlay's end of the veth to ``underlay_if``
 
 
 @dataclass

@@ -65,12 +65,12 @@ class Hosts(Part):
             return
         b.link_batch.bridge(u.bridge, b.fds[u.netns], f"underlay bridge {u.netns}/{u.bridge}")
         b.created(u.netns, u.bridge)
-        for i, h in enumerate(b.plan.hosts):
-            b.link_batch.veth(h.underlay_if, b.fds[h.netns], f"h{i}", b.fds[u.netns],
-                              f"underlay veth {h.netns}/{h.underlay_if} - {u.netns}/h{i}",
-                              mtu=u.mtu)
+        for h in b.plan.hosts:
+            b.link_batch.veth(h.underlay_if, b.fds[h.netns], h.underlay_peer, b.fds[u.netns],
+                              f"underlay veth {h.netns}/{h.underlay_if} - "
+                              f"{u.netns}/{h.underlay_peer}", mtu=u.mtu)
             b.created(h.netns, h.underlay_if)
-            b.created(u.netns, f"h{i}")
+            b.created(u.netns, h.underlay_peer)
 
     def configure(self, b: Builder) -> None:
         u = b.plan.underlay
@@ -80,8 +80,9 @@ class Hosts(Part):
         ub.link(1, f"interface {u.netns}/lo")
         br = b.index[(u.netns, u.bridge)]
         ub.link(br, f"underlay bridge {u.netns}/{u.bridge}")
-        for i, h in enumerate(b.plan.hosts):
-            ub.link(b.index[(u.netns, f"h{i}")], f"interface {u.netns}/h{i}", master=br)
+        for h in b.plan.hosts:
+            ub.link(b.index[(u.netns, h.underlay_peer)], f"interface {u.netns}/{h.underlay_peer}",
+                    master=br)
             hb = b.batch(h.netns)
             hb.link(1, f"interface {h.netns}/lo")
             idx = b.index[(h.netns, h.underlay_if)]

@@ -15,6 +15,7 @@ Model::
     links:
       - endpoints: [a1, r1]
         attach: shortbridge           # how the link meets the node in the host context
+                                      # (direct: the tunnel device in the node; comparison only)
         rate: 100mbit                 # shaped in the host context, out of the tenant's reach
 
 A node with no tenant is *public*.  A node of several tenants (a shared function) is also
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
     from .source import Document
 
 #: how a link meets a node's interface in the host context
-Attach = Literal["bridge", "shortbridge", "ovs", "hybrid"]
-ATTACH_WORDS = "bridge, shortbridge, ovs or hybrid"
+Attach = Literal["bridge", "shortbridge", "ovs", "hybrid", "direct"]
+ATTACH_WORDS = "bridge, shortbridge, ovs, hybrid or direct"
 #: the smallest memory a host may have: every node process needs some
 MIN_HOST_MEMORY = 8 * 1024 * 1024
 #: VXLAN over IPv4 adds 50 bytes to every frame (outer Ethernet 14, IP 20, UDP 8, VXLAN 8)

@@ -42,8 +42,14 @@ class Hosted(LinkForm):
                                        or link.rate is not None)
 
     def check(self, link: LinkSpec, ends: tuple[NodeSpec, NodeSpec], at: Locate) -> None:
-        if link.attach == "shortbridge" and ends[0].host == ends[1].host is None:
-            raise at("attach")("a shortbridge joins two interfaces of a host context")
+        if link.attach == "direct":
+            if ends[0].host == ends[1].host:
+                raise at("attach")("'direct' puts a tunnel's end in each node: the nodes must "
+                                   "be on different hosts")
+            if link.rate is not None:
+                raise at("rate")("a link with 'attach: direct' has no host-context port to "
+                                 "shape (the node holds the tunnel); remove 'rate' or use "
+                                 "another attach kind")
 
     def plan_link(self, p: Planner, link: int, spec: LinkSpec) -> dict[int, InterfacePlan]:
         assert p.plan.underlay is not None
@@ -61,6 +67,8 @@ class Hosted(LinkForm):
 
     def links(self, b: Builder) -> None:
         for hl in b.plan.host_links:
+            if ATTACH_KINDS[hl.attach].in_node:
+                continue  # the tunnel device itself becomes the node's interface
             for e in hl.ends:
                 b.link_batch.veth(e.node_if, b.fds[e.node_netns], e.port, b.fds[e.netns],
                                   f"veth {e.node_netns}/{e.node_if} - {e.netns}/{e.port}",
@@ -92,7 +100,8 @@ class Hosted(LinkForm):
               here: list[HostEndPlan], odir: Path) -> None:
         assert b.plan.underlay is not None
         for e in here:
-            ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0], state="up")
+            if e.port:
+                ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0], state="up")
         e0 = here[0]
         if e0.vxlan:
             ul = ipr.link_lookup(ifname=b.plan.hosts[0].underlay_if)[0]
@@ -100,7 +109,8 @@ class Hosted(LinkForm):
                      vxlan_local=e0.local, vxlan_group=e0.remote,
                      vxlan_port=b.plan.underlay.vxlan_port, vxlan_link=ul, vxlan_learning=0,
                      mtu=hl.mtu)
-            ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
+            if not ATTACH_KINDS[hl.attach].in_node:
+                ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
         ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, b.plan.lab, odir))
         if hl.rate is not None:
             for e in here:
