@@ -7,7 +7,8 @@ attach kind joins them:
 ==============  ==================================================================================
 ``bridge``      a Linux bridge ``br<link>`` with the ports and the tunnel (learning, flooding)
 ``shortbridge`` two tc programs (``bpf/shortbridge.bpf.c``), each redirecting every frame from one
-                to the other: no learning, no lookup (Trellis's shortbridge, without its patch)
+                to the other: no learning, no lookup (Trellis's shortbridge, without its patch);
+                into a node's veth straight to its inside end, unless the link is shaped
 ``ovs``         an OVS bridge ``ovs<link>`` of the host's own OVS (userspace datapath)
 ``hybrid``      ``ovs``, with each port first in a Linux bridge ``qbr<link>e<end>`` joined to OVS by
                 a veth pair ``qvb``/``qvo`` (Neutron's hybrid plug, where security groups lived)
@@ -109,9 +110,11 @@ class Shortbridge(AttachKind):
     name = "shortbridge"
 
     def join(self, j: Joint) -> None:
+        """Frames bound for a node go straight into it (``bpf_redirect_peer``), unless the link
+        is shaped: then through the port's egress, where the shaper is."""
         a, b = j.members
-        netns = j.here[0].netns
-        j.ctx.run([str(shortbridge_binary()), "--netns", netns, a, b])
+        via = ["--via-egress"] if j.link.rate is not None else []
+        j.ctx.run([str(shortbridge_binary()), "--netns", j.here[0].netns, *via, a, b])
 
 
 class Ovs(AttachKind):

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Trellis's Figure 3 on emulated hosts: the peak forwarding rate of a node under test (a
+router) between a source host and a sink host, for each way a virtual link meets the node,
+side by side in one run (the setups alternate between repetitions), 64-byte frames unless told.
+
+Run as root:  .venv/bin/python bench/bench_hosts.py [--reps 3] [--duration 2] [--sizes 64,1518]
+
+Setups (nodes: src on host "source", nut on host "nut", dst on host "sink"):
+  bridged-if   no tunnel: src, nut and dst share one host, each link a Linux bridge in its
+               context (the node bridged to physical-like interfaces)
+  bridge       VXLAN tunnels joined to the nodes' veths by Linux bridges in the host contexts
+  direct       VXLAN tunnels terminated directly in the nodes (the device in the node)
+  shortbridge  VXLAN tunnels joined to the nodes' veths by the shortbridge (tc redirect)
+The generator is the native one (sfcgen, sfclab.traffic.native) at its maximum rate.  Trellis
+had three machines; here the source host's work (its context: port, shortbridge or bridge,
+encapsulation) stays on the generator's core, as on a source machine of its own, and everything
+from the underlay on (the node-under-test host, and the sink host: two cores are all there is)
+runs on the other core: the generator is pinned (sfclab.traffic.cores) and the underlay's receive
+from the source host is steered to the chain's core (RPS; for bridged-if, which has no underlay,
+the node-under-test host's port toward the source).  The figure is the forwarding rate: frames
+per second that reached the sink node's interface (rx_packets of dst/eth0 over the sender's
+time); the sink program's own count is shown too, but it shares the chain's core, so a faster
+data path starves it (its softirq work leaves the sink thread less time).  Goals (issue 13): shortbridge at least 1.5x bridge, and at least 90 % of direct.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from sfclab.api import Lab  # noqa: E402
+from sfclab.kernel import cpus, netns  # noqa: E402
+from sfclab.traffic import cores  # noqa: E402
+from sfclab.traffic.native import NativeGenerator  # noqa: E402
+
+SETUPS = ("bridged-if", "bridge", "direct", "shortbridge")
+
+
+def lab_spec(name: str, setup: str) -> dict:
+    one_host = setup == "bridged-if"
+    hosts = {"nut": {}} if one_host else {"source": {}, "nut": {}, "sink": {}}
+    attach = "bridge" if one_host else setup
+    return {
+        "name": name, "hosts": hosts,
+        "nodes": {"src": {"kind": "host", "host": "nut" if one_host else "source"},
+                  "nut": {"kind": "router", "host": "nut"},
+                  "dst": {"kind": "host", "host": "nut" if one_host else "sink"}},
+        "links": [{"endpoints": ["src", "nut"], "attach": attach},
+                  {"endpoints": ["nut", "dst"], "attach": attach}],
+    }
+
+
+def steer_point(lab: Lab) -> tuple[str, str]:
+    """Where the chain's core takes over: the underlay's end toward the source host, or (one
+    host, no underlay) the node-under-test host's port toward the source."""
+    plan = lab.plan
+    assert plan is not None and plan.underlay is not None
+    src_host = next(h for h in plan.hosts if "src" in h.nodes)
+    if src_host.nodes == ["src"]:
+        return plan.underlay.netns, src_host.underlay_peer
+    end = next(e for e in plan.host_links[0].ends if e.node == "src")
+    return end.netns, end.port
+
+
+def peak(setup: str, size: int, duration: float) -> dict:
+    name = f"bh{secrets.token_hex(2)}{SETUPS.index(setup)}"
+    layout = cores.layout()
+    with Lab.from_dict(lab_spec(name, setup)) as lab:
+        ns, ifname = steer_point(lab)
+        with cpus.steered(ns, ifname, layout.chain), \
+                NativeGenerator(lab.netns("src"), lab.netns("dst"), str(lab.address("dst")),
+                                send_cpus=cpus.cpu_list(layout.generator),
+                                sink_cpus=cpus.cpu_list(layout.sink)) as gen:
+            gen.trial(None, 0.5, size)  # warm-up: ARP, caches
+            before = rx_packets(lab.netns("dst"))
+            t = gen.trial(None, duration, size)
+            arrived = rx_packets(lab.netns("dst")) - before
+    span = t.sent / t.sent_pps if t.sent_pps else duration  # the sender's own time
+    return {"forwarded_pps": arrived / span, "received_pps": t.received_pps,
+            "sent_pps": t.sent_pps, "cores": {**layout.to_dict(), "steered": f"{ns}/{ifname}"}}
+
+
+def rx_packets(ns: str) -> int:
+    """Frames the sink's interface took in (/proc/net/dev, read inside the namespace)."""
+    for line in netns.run(ns, ["cat", "/proc/net/dev"]).stdout.splitlines():
+        name, _, counters = line.partition(":")
+        if name.strip() == "eth0":
+            return int(counters.split()[1])
+    raise RuntimeError(f"no eth0 in {ns}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=2.0, help="seconds per trial")
+    ap.add_argument("--sizes", default="64", help="frame sizes, comma-separated (64,1518)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",")]
+    runs: dict[int, dict[str, list[dict]]] = {s: {k: [] for k in SETUPS} for s in sizes}
+    cores = {}
+    for rep in range(a.reps):
+        order = SETUPS if rep % 2 == 0 else tuple(reversed(SETUPS))
+        for size in sizes:
+            for setup in order:
+                r = peak(setup, size, a.duration)
+                cores = r["cores"]
+                runs[size][setup].append(r)
+                print(f"rep {rep} {size:>4} B {setup:12}: {r['forwarded_pps']:>10,.0f} pps "
+                      f"forwarded, {r['received_pps']:,.0f} read by the sink, "
+                      f"{r['sent_pps']:,.0f} sent", file=sys.stderr, flush=True)
+    out: dict = {"cores": cores, "sizes": {}}
+    for size in sizes:
+        def median(key: str, size: int = size) -> dict[str, float]:
+            return {k: statistics.median(x[key] for x in v) for k, v in runs[size].items()}
+        med = median("forwarded_pps")
+        out["sizes"][size] = {
+            "forwarded_pps": med, "sink_read_pps": median("received_pps"),
+            "sent_pps": median("sent_pps"),
+            "shortbridge_over_bridge": med["shortbridge"] / med["bridge"],
+            "shortbridge_over_direct": med["shortbridge"] / med["direct"],
+            "goals_met": med["shortbridge"] >= 1.5 * med["bridge"]
+            and med["shortbridge"] >= 0.9 * med["direct"]}
+    if a.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"cores: generator {cores.get('generator')}, chain and sink {cores.get('chain')}")
+    for size, d in out["sizes"].items():
+        print(f"\n{size}-byte frames, median of {a.reps}")
+        print(f"{'setup':13} {'forwarded pps':>14} {'sink read pps':>14} {'sent pps':>12}")
+        for k in SETUPS:
+            print(f"{k:13} {d['forwarded_pps'][k]:>14,.0f} {d['sink_read_pps'][k]:>14,.0f} "
+                  f"{d['sent_pps'][k]:>12,.0f}")
+        print(f"shortbridge / bridge = {d['shortbridge_over_bridge']:.2f} (goal >= 1.5), "
+              f"shortbridge / direct = {d['shortbridge_over_direct']:.2f} (goal >= 0.90): "
+              f"{'met' if d['goals_met'] else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
