@@ -51,8 +51,10 @@ def lab_spec(name: str, setup: str) -> dict:
         "nodes": {"src": {"kind": "host", "host": "nut" if one_host else "source"},
                   "nut": {"kind": "router", "host": "nut"},
                   "dst": {"kind": "host", "host": "nut" if one_host else "sink"}},
-        "links": [{"endpoints": ["src", "nut"], "attach": attach},
-                  {"endpoints": ["nut", "dst"], "attach": attach}],
+        # inner MTU 1500 everywhere (the emulated underlay is raised to carry it), so every
+        # setup takes 1518-byte frames
+        "links": [{"endpoints": ["src", "nut"], "attach": attach, "mtu": 1500},
+                  {"endpoints": ["nut", "dst"], "attach": attach, "mtu": 1500}],
     }
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import RealizeError
+from ..kernel import netns
 from . import ovs
 from .context import HostContext
 
@@ -161,8 +162,6 @@ class Direct(AttachKind):
     in_node = True
 
     def join(self, j: Joint) -> None:
-        from ..kernel import netns
-
         for e in j.here:
             assert e.vxlan
             fd = os.open(netns.path(e.node_netns), os.O_RDONLY | os.O_CLOEXEC)

@@ -12,7 +12,8 @@ import abc
 import subprocess
 from typing import TYPE_CHECKING
 
-from ..kernel import netns
+from ..errors import ToolError
+from ..kernel import ethtool, netns
 
 if TYPE_CHECKING:
     from pyroute2 import IPRoute
@@ -49,24 +50,12 @@ class EmulatedHost(HostContext):
 
     def run(self, argv: list[str], *, env: dict[str, str] | None = None,
             timeout: float = 60) -> str:
-        from ..errors import ToolError
-
         try:
-            cp = subprocess.run(argv, preexec_fn=_enter(self.netns), capture_output=True,
-                                text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+            return netns.run(self.netns, argv, timeout=timeout, env=env).stdout
         except subprocess.TimeoutExpired:
             raise ToolError(argv, -1, f"no answer in {timeout:.0f} s") from None
-        if cp.returncode != 0:
-            raise ToolError(argv, cp.returncode, cp.stderr or cp.stdout)
-        return cp.stdout
 
 
     def set_offloads(self, ifname: str, offloads: dict[str, bool]) -> None:
-        from ..kernel import ethtool
-
         with netns.entered(self.netns):
             ethtool.set_offloads(ifname, offloads)
-
-
-def _enter(ns: str):
-    return netns._preexec(ns)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..hosts import cgroups as host_cgroups
+from ..kernel import netns
 from ..hosts.context import EmulatedHost, HostContext
 from ..plan.model import Plan
 from .nodes.namespace import BASE_SYSCTLS
@@ -112,8 +113,6 @@ HOSTS = Hosts()
 def inspect_hosts(plan: Plan) -> dict[str, Any]:
     """What ``inspect`` shows of the hosts: each host's context, underlay address, CPUs and
     memory (live from its cgroups), nodes, and the links' tunnels."""
-    from ..kernel import netns
-
     out: dict[str, Any] = {}
     for h in plan.hosts:
         out[h.name] = {"context": h.netns, "present": netns.exists(h.netns),
