@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Trellis's Figure 3 on emulated hosts: the peak forwarding rate of a node under test (a
 router) between a source host and a sink host, for each way a virtual link meets the node,
-side by side in one run (the setups alternate between repetitions), 64-byte frames unless told.
+side by side in one run: the four labs are up together and their trials alternate (the order
+reversed every other round), so a load that drifts over the run hits every setup alike.
 
 Run as root:  .venv/bin/python bench/bench_hosts.py [--reps 3] [--duration 2] [--sizes 64,1518]
 
@@ -26,6 +27,7 @@ data path starves it (its softirq work leaves the sink thread less time).  Goals
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import secrets
 import statistics
@@ -70,24 +72,6 @@ def steer_point(lab: Lab) -> tuple[str, str]:
     return end.netns, end.port
 
 
-def peak(setup: str, size: int, duration: float) -> dict:
-    name = f"bh{secrets.token_hex(2)}{SETUPS.index(setup)}"
-    layout = cores.layout()
-    with Lab.from_dict(lab_spec(name, setup)) as lab:
-        ns, ifname = steer_point(lab)
-        with cpus.steered(ns, ifname, layout.chain), \
-                NativeGenerator(lab.netns("src"), lab.netns("dst"), str(lab.address("dst")),
-                                send_cpus=cpus.cpu_list(layout.generator),
-                                sink_cpus=cpus.cpu_list(layout.sink)) as gen:
-            gen.trial(None, 0.5, size)  # warm-up: ARP, caches
-            before = rx_packets(lab.netns("dst"))
-            t = gen.trial(None, duration, size)
-            arrived = rx_packets(lab.netns("dst")) - before
-    span = t.sent / t.sent_pps if t.sent_pps else duration  # the sender's own time
-    return {"forwarded_pps": arrived / span, "received_pps": t.received_pps,
-            "sent_pps": t.sent_pps, "cores": {**layout.to_dict(), "steered": f"{ns}/{ifname}"}}
-
-
 def rx_packets(ns: str) -> int:
     """Frames the sink's interface took in (/proc/net/dev, read inside the namespace)."""
     for line in netns.run(ns, ["cat", "/proc/net/dev"]).stdout.splitlines():
@@ -95,6 +79,29 @@ def rx_packets(ns: str) -> int:
         if name.strip() == "eth0":
             return int(counters.split()[1])
     raise RuntimeError(f"no eth0 in {ns}")
+
+
+class Setup:
+    """One setup's lab and generator, up for the whole run (trials of every setup alternate)."""
+
+    def __init__(self, stack: contextlib.ExitStack, setup: str, layout: cores.CoreLayout):
+        self.setup = setup
+        name = f"bh{secrets.token_hex(2)}{SETUPS.index(setup)}"
+        self.lab = stack.enter_context(Lab.from_dict(lab_spec(name, setup)))
+        self.steer = steer_point(self.lab)
+        self.layout = layout
+        self.gen = stack.enter_context(NativeGenerator(
+            self.lab.netns("src"), self.lab.netns("dst"), str(self.lab.address("dst")),
+            send_cpus=cpus.cpu_list(layout.generator), sink_cpus=cpus.cpu_list(layout.sink)))
+
+    def trial(self, size: int, duration: float) -> dict:
+        with cpus.steered(*self.steer, self.layout.chain):
+            before = rx_packets(self.lab.netns("dst"))
+            t = self.gen.trial(None, duration, size)
+            arrived = rx_packets(self.lab.netns("dst")) - before
+        span = t.sent / t.sent_pps if t.sent_pps else duration  # the sender's own time
+        return {"forwarded_pps": arrived / span, "received_pps": t.received_pps,
+                "sent_pps": t.sent_pps}
 
 
 def main() -> int:
@@ -106,18 +113,22 @@ def main() -> int:
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     runs: dict[int, dict[str, list[dict]]] = {s: {k: [] for k in SETUPS} for s in sizes}
-    cores = {}
-    for rep in range(a.reps):
-        order = SETUPS if rep % 2 == 0 else tuple(reversed(SETUPS))
-        for size in sizes:
-            for setup in order:
-                r = peak(setup, size, a.duration)
-                cores = r["cores"]
-                runs[size][setup].append(r)
-                print(f"rep {rep} {size:>4} B {setup:12}: {r['forwarded_pps']:>10,.0f} pps "
-                      f"forwarded, {r['received_pps']:,.0f} read by the sink, "
-                      f"{r['sent_pps']:,.0f} sent", file=sys.stderr, flush=True)
-    out: dict = {"cores": cores, "sizes": {}}
+    layout = cores.layout()
+    with contextlib.ExitStack() as stack:
+        setups = {k: Setup(stack, k, layout) for k in SETUPS}
+        for k in SETUPS:  # warm-up: ARP, caches
+            setups[k].trial(64, 0.3)
+        for rep in range(a.reps):
+            order = SETUPS if rep % 2 == 0 else tuple(reversed(SETUPS))
+            for size in sizes:
+                for setup in order:
+                    r = setups[setup].trial(size, a.duration)
+                    runs[size][setup].append(r)
+                    print(f"rep {rep} {size:>4} B {setup:12}: {r['forwarded_pps']:>10,.0f} pps "
+                          f"forwarded, {r['received_pps']:,.0f} read by the sink, "
+                          f"{r['sent_pps']:,.0f} sent", file=sys.stderr, flush=True)
+        steered = {k: "/".join(v.steer) for k, v in setups.items()}
+    out: dict = {"cores": {**layout.to_dict(), "steered": steered}, "sizes": {}}
     for size in sizes:
         def median(key: str, size: int = size) -> dict[str, float]:
             return {k: statistics.median(x[key] for x in v) for k, v in runs[size].items()}
@@ -132,7 +143,7 @@ def main() -> int:
     if a.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"cores: generator {cores.get('generator')}, chain and sink {cores.get('chain')}")
+    print(f"cores: generator {layout.generator}, chain and sink {layout.chain}")
     for size, d in out["sizes"].items():
         print(f"\n{size}-byte frames, median of {a.reps}")
         print(f"{'setup':13} {'forwarded pps':>14} {'sink read pps':>14} {'sent pps':>12}")
