@@ -13,15 +13,16 @@ Setups (nodes: src on host "source", nut on host "nut", dst on host "sink"):
   direct       VXLAN tunnels terminated directly in the nodes (the device in the node)
   shortbridge  VXLAN tunnels joined to the nodes' veths by the shortbridge (tc redirect)
 The generator is the native one (sfcgen, sfclab.traffic.native) at its maximum rate.  Trellis
-had three machines; here the source host's work (its context: port, shortbridge or bridge,
-encapsulation) stays on the generator's core, as on a source machine of its own, and everything
-from the underlay on (the node-under-test host, and the sink host: two cores are all there is)
-runs on the other core: the generator is pinned (sfclab.traffic.cores) and the underlay's receive
-from the source host is steered to the chain's core (RPS; for bridged-if, which has no underlay,
-the node-under-test host's port toward the source).  The figure is the forwarding rate: frames
-per second that reached the sink node's interface (rx_packets of dst/eth0 over the sender's
-time); the sink program's own count is shown too, but it shares the chain's core, so a faster
-data path starves it (its softirq work leaves the sink thread less time).  Goals (issue 13): shortbridge at least 1.5x bridge, and at least 90 % of direct.
+had three machines and measured the node-under-test machine; two cores cannot give each host
+one, so the node-under-test host gets a core with the underlay, and the generator, the source
+host's work (its context: port, shortbridge or bridge, encapsulation), the sink host's and the
+sink program share the other.  The generator and the sink program are pinned, and receive
+processing is steered (RPS) where frames leave the source host (the underlay's end toward it)
+to the node-under-test core, and where they enter the sink host (its underlay interface) back
+to the generator's; bridged-if has one host and no underlay: its port toward the source goes to
+the node-under-test core, the sink node's interface to the generator's.
+The figure is the forwarding rate: frames per second that reached the sink node's interface
+(rx_packets of dst/eth0 over the sender's time); the sink program's own count is shown too.  Goals (issue 13): shortbridge at least 1.5x bridge, and at least 90 % of direct.
 """
 
 from __future__ import annotations
@@ -60,16 +61,19 @@ def lab_spec(name: str, setup: str) -> dict:
     }
 
 
-def steer_point(lab: Lab) -> tuple[str, str]:
-    """Where the chain's core takes over: the underlay's end toward the source host, or (one
-    host, no underlay) the node-under-test host's port toward the source."""
+def steering(lab: Lab, layout: cores.CoreLayout) -> list[tuple[str, str, list[int]]]:
+    """(namespace, interface, cores) whose receive processing is steered (see the module's
+    docstring): what leaves the source host to the chain's core, what enters the sink host to
+    the generator's."""
     plan = lab.plan
     assert plan is not None and plan.underlay is not None
-    src_host = next(h for h in plan.hosts if "src" in h.nodes)
-    if src_host.nodes == ["src"]:
-        return plan.underlay.netns, src_host.underlay_peer
-    end = next(e for e in plan.host_links[0].ends if e.node == "src")
-    return end.netns, end.port
+    src = next(h for h in plan.hosts if "src" in h.nodes)
+    if src.nodes != ["src"]:  # bridged-if: one host, no underlay
+        port = next(e for e in plan.host_links[0].ends if e.node == "src").port
+        return [(src.netns, port, layout.chain), (lab.netns("dst"), "eth0", layout.generator)]
+    sink = next(h for h in plan.hosts if "dst" in h.nodes)
+    return [(plan.underlay.netns, src.underlay_peer, layout.chain),
+            (sink.netns, sink.underlay_if, layout.generator)]
 
 
 def rx_packets(ns: str) -> int:
@@ -88,14 +92,15 @@ class Setup:
         self.setup = setup
         name = f"bh{secrets.token_hex(2)}{SETUPS.index(setup)}"
         self.lab = stack.enter_context(Lab.from_dict(lab_spec(name, setup)))
-        self.steer = steer_point(self.lab)
-        self.layout = layout
+        self.steer = steering(self.lab, layout)
         self.gen = stack.enter_context(NativeGenerator(
             self.lab.netns("src"), self.lab.netns("dst"), str(self.lab.address("dst")),
-            send_cpus=cpus.cpu_list(layout.generator), sink_cpus=cpus.cpu_list(layout.sink)))
+            send_cpus=cpus.cpu_list(layout.generator), sink_cpus=cpus.cpu_list(layout.generator)))
 
     def trial(self, size: int, duration: float) -> dict:
-        with cpus.steered(*self.steer, self.layout.chain):
+        with contextlib.ExitStack() as steered:
+            for ns, ifname, on in self.steer:
+                steered.enter_context(cpus.steered(ns, ifname, on))
             before = rx_packets(self.lab.netns("dst"))
             t = self.gen.trial(None, duration, size)
             arrived = rx_packets(self.lab.netns("dst")) - before
@@ -127,7 +132,7 @@ def main() -> int:
                     print(f"rep {rep} {size:>4} B {setup:12}: {r['forwarded_pps']:>10,.0f} pps "
                           f"forwarded, {r['received_pps']:,.0f} read by the sink, "
                           f"{r['sent_pps']:,.0f} sent", file=sys.stderr, flush=True)
-        steered = {k: "/".join(v.steer) for k, v in setups.items()}
+        steered = {k: [f"{ns}/{i} -> {on}" for ns, i, on in v.steer] for k, v in setups.items()}
     out: dict = {"cores": {**layout.to_dict(), "steered": steered}, "sizes": {}}
     for size in sizes:
         def median(key: str, size: int = size) -> dict[str, float]:
@@ -143,7 +148,8 @@ def main() -> int:
     if a.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"cores: generator {layout.generator}, chain and sink {layout.chain}")
+    print(f"cores: underlay and node-under-test host {layout.chain}; generator, source host, "
+          f"sink host and sink program {layout.generator}")
     for size, d in out["sizes"].items():
         print(f"\n{size}-byte frames, median of {a.reps}")
         print(f"{'setup':13} {'forwarded pps':>14} {'sink read pps':>14} {'sent pps':>12}")

@@ -209,6 +209,32 @@ def test_three_host_lab_up_inspect_down(tmp_path, lab_name):
         text = subprocess.run([*cli, "inspect", lab_name], check=True, capture_output=True,
                               text=True).stdout
         assert "host h2:" in text and "vni 1001" in text
+        # a host's context is reachable by exec as @HOST: the tunnel is there, with its VNI
+        cp = subprocess.run([*cli, "exec", lab_name, "@h2", "--", "ip", "-d", "link", "show",
+                             "vx1"], capture_output=True, text=True)
+        assert cp.returncode == 0 and "vxlan id 1001" in cp.stdout, cp.stderr
+        cp = subprocess.run([*cli, "exec", lab_name, "@h9", "--", "true"], capture_output=True,
+                            text=True)
+        assert cp.returncode == 2 and "no host 'h9'" in cp.stderr
     finally:
         subprocess.run([*cli, "down", lab_name], check=True, capture_output=True)
     assert nothing_left(lab_name) and not host_cgroups_left(lab_name)
+
+
+def test_a_failure_in_a_host_context_rolls_everything_back(lab_name, monkeypatch):
+    """The shortbridge loader missing fails ``up`` at that link, after the host's OVS started:
+    the error names the object, and nothing of the lab is left (OVS daemons, cgroups)."""
+    from sfclab.api import Lab
+    from sfclab.errors import RealizeError
+
+    monkeypatch.setenv("SFCLAB_SHORTBRIDGE", "/nonexistent/sfc-shortbridge")
+    spec = {"name": lab_name, "hosts": {"h1": {"memory": "64M"}, "h2": {}},
+            "nodes": {"a": {"kind": "host"}, "b": {"kind": "host", "host": "h2"}},
+            "links": [{"endpoints": ["a", "b"], "attach": "ovs"},
+                      {"endpoints": ["a:s", "b:s"], "attach": "shortbridge"}]}
+    with pytest.raises(RealizeError) as ei:
+        Lab.from_dict(spec).up()
+    assert "link 1 (shortbridge) in host h1" in str(ei.value)
+    assert "shortbridge loader is not built" in str(ei.value)
+    assert nothing_left(lab_name), leftovers(lab_name)
+    assert not host_cgroups_left(lab_name)

@@ -185,7 +185,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp = add("inspect", cmd_inspect, "show a lab's nodes, interfaces, routes and bridges",
              "sfclab inspect chain5 --json")
     sp.add_argument("name")
-    sp = add("exec", cmd_exec, "run a command in a node's namespace (its status passes through)",
+    sp = add("exec", cmd_exec, "run a command in a node's namespace, or a host's context as "
+             "@HOST (its status passes through)",
              "sfclab exec chain5 src -- ping -c 3 198.18.3.2", json_flag=False)
     sp.add_argument("name")
     sp.add_argument("node")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import LabError, RealizeError, SpecError
 from ..plan.model import Plan
-from ..plan.names import STAGING_NODE, netns_name
+from ..plan.names import HOST_PREFIX, STAGING_NODE, netns_name
 from ..kernel import netns, ovs
 from .kinds import TABLE
 from .state import LabState, all_labs, pid_alive
@@ -167,7 +167,14 @@ def listing() -> list[dict[str, Any]]:
 
 
 def node_netns(name: str, node: str) -> str:
+    """The namespace of ``node``; ``@HOST`` names a host's context (labs with hosts)."""
     _state, plan = load_plan(name)
+    if node.startswith(HOST_PREFIX):
+        host = next((h for h in plan.hosts if h.name == node[len(HOST_PREFIX):]), None)
+        if host is None:
+            hosts = ", ".join(HOST_PREFIX + h.name for h in plan.hosts) or "none"
+            raise LabError(f"lab '{name}' has no host '{node[1:]}' (host contexts: {hosts})")
+        return host.netns
     try:
         return plan.netns_of(node)
     except KeyError:
