@@ -22,7 +22,8 @@ to the node-under-test core, and where they enter the sink host (its underlay in
 to the generator's; bridged-if has one host and no underlay: its port toward the source goes to
 the node-under-test core, the sink node's interface to the generator's.
 The figure is the forwarding rate: frames per second that reached the sink node's interface
-(rx_packets of dst/eth0 over the sender's time); the sink program's own count is shown too.  Goals (issue 13): shortbridge at least 1.5x bridge, and at least 90 % of direct.
+(rx_packets of dst/eth0 over the sender's time); the sink program's own count is shown too.
+Goals (issue 13): shortbridge at least 1.5x bridge, and at least 90 % of direct.
 """
 
 from __future__ import annotations
