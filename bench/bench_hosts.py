@@ -23,6 +23,9 @@ to the generator's; bridged-if has one host and no underlay: its port toward the
 the node-under-test core, the sink node's interface to the generator's.
 The figure is the forwarding rate: frames per second that reached the sink node's interface
 (rx_packets of dst/eth0 over the sender's time); the sink program's own count is shown too.
+On a machine others load, rates swing by tens of percent; the kernel time the chain's core spent
+per forwarded frame (system + irq + softirq ticks of /proc/stat over the trial, per frame) is
+shown too: it counts others' kernel work on that core as well, but not their user time.
 Goals (issue 13): shortbridge at least 1.5x bridge, and at least 90 % of direct.
 """
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import secrets
 import statistics
 import sys
@@ -77,6 +81,17 @@ def steering(lab: Lab, layout: cores.CoreLayout) -> list[tuple[str, str, list[in
             (sink.netns, sink.underlay_if, layout.generator)]
 
 
+def kernel_ticks(cores: list[int]) -> int:
+    """Kernel time (system, irq and softirq, in USER_HZ ticks) of ``cores`` so far."""
+    total = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *fields = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
+                total += int(fields[2]) + int(fields[5]) + int(fields[6])
+    return total
+
+
 def rx_packets(ns: str) -> int:
     """Frames the sink's interface took in (/proc/net/dev, read inside the namespace)."""
     for line in netns.run(ns, ["cat", "/proc/net/dev"]).stdout.splitlines():
@@ -94,6 +109,7 @@ class Setup:
         name = f"bh{secrets.token_hex(2)}{SETUPS.index(setup)}"
         self.lab = stack.enter_context(Lab.from_dict(lab_spec(name, setup)))
         self.steer = steering(self.lab, layout)
+        self.chain = layout.chain
         self.gen = stack.enter_context(NativeGenerator(
             self.lab.netns("src"), self.lab.netns("dst"), str(self.lab.address("dst")),
             send_cpus=cpus.cpu_list(layout.generator), sink_cpus=cpus.cpu_list(layout.generator)))
@@ -103,11 +119,15 @@ class Setup:
             for ns, ifname, on in self.steer:
                 steered.enter_context(cpus.steered(ns, ifname, on))
             before = rx_packets(self.lab.netns("dst"))
+            ticks = kernel_ticks(self.chain)
             t = self.gen.trial(None, duration, size)
+            ticks = kernel_ticks(self.chain) - ticks
             arrived = rx_packets(self.lab.netns("dst")) - before
         span = t.sent / t.sent_pps if t.sent_pps else duration  # the sender's own time
+        hz = os.sysconf("SC_CLK_TCK")
         return {"forwarded_pps": arrived / span, "received_pps": t.received_pps,
-                "sent_pps": t.sent_pps}
+                "sent_pps": t.sent_pps,
+                "us_per_frame": ticks / hz * 1e6 / arrived if arrived else float("nan")}
 
 
 def main() -> int:
@@ -139,9 +159,12 @@ def main() -> int:
         def median(key: str, size: int = size) -> dict[str, float]:
             return {k: statistics.median(x[key] for x in v) for k, v in runs[size].items()}
         med = median("forwarded_pps")
+        cost = median("us_per_frame")
         out["sizes"][size] = {
             "forwarded_pps": med, "sink_read_pps": median("received_pps"),
-            "sent_pps": median("sent_pps"),
+            "sent_pps": median("sent_pps"), "us_per_frame": cost,
+            "cost_bridge_over_shortbridge": cost["bridge"] / cost["shortbridge"],
+            "cost_direct_over_shortbridge": cost["direct"] / cost["shortbridge"],
             "shortbridge_over_bridge": med["shortbridge"] / med["bridge"],
             "shortbridge_over_direct": med["shortbridge"] / med["direct"],
             "goals_met": med["shortbridge"] >= 1.5 * med["bridge"]
@@ -153,13 +176,17 @@ def main() -> int:
           f"sink host and sink program {layout.generator}")
     for size, d in out["sizes"].items():
         print(f"\n{size}-byte frames, median of {a.reps}")
-        print(f"{'setup':13} {'forwarded pps':>14} {'sink read pps':>14} {'sent pps':>12}")
+        print(f"{'setup':13} {'forwarded pps':>14} {'sink read pps':>14} {'sent pps':>12} "
+              f"{'chain-core us/frame':>20}")
         for k in SETUPS:
             print(f"{k:13} {d['forwarded_pps'][k]:>14,.0f} {d['sink_read_pps'][k]:>14,.0f} "
-                  f"{d['sent_pps'][k]:>12,.0f}")
+                  f"{d['sent_pps'][k]:>12,.0f} {d['us_per_frame'][k]:>20.2f}")
         print(f"shortbridge / bridge = {d['shortbridge_over_bridge']:.2f} (goal >= 1.5), "
               f"shortbridge / direct = {d['shortbridge_over_direct']:.2f} (goal >= 0.90): "
               f"{'met' if d['goals_met'] else 'NOT met'}")
+        print(f"kernel time per frame on the chain's core (less sensitive to other load): "
+              f"bridge / shortbridge = {d['cost_bridge_over_shortbridge']:.2f}, "
+              f"direct / shortbridge = {d['cost_direct_over_shortbridge']:.2f}")
     return 0
 
 

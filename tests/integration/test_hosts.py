@@ -238,3 +238,24 @@ def test_a_failure_in_a_host_context_rolls_everything_back(lab_name, monkeypatch
     assert "shortbridge loader is not built" in str(ei.value)
     assert nothing_left(lab_name), leftovers(lab_name)
     assert not host_cgroups_left(lab_name)
+
+
+def test_a_functions_process_runs_in_its_hosts_cpuset_and_memory(running_lab, lab_name):
+    """A node's processes join its host's cgroups: the host's CPUs (cpuset) and its memory
+    limit, with the node's own memory limit inside the host's."""
+    counter = [sys.executable, "-m", "sfclab.functions.examples.tun_count"]
+    lab = running_lab({
+        "name": lab_name, "hosts": {"h1": {"cpus": 1}, "h2": {"cpus": 1, "memory": "256M"}},
+        "nodes": {"a": {"kind": "host"},
+                  "f": {"kind": "tun", "exec": counter, "memory": "128M", "host": "h2"}},
+        "links": [{"endpoints": ["a", "f"]}]})
+    h2 = lab.plan.hosts[1]
+    cg = Path("/sys/fs/cgroup")
+    pids = (cg / "cpuset" / h2.cgroup / "cgroup.procs").read_text().split()
+    assert len(pids) == 1
+    own = (cg / "memory" / h2.cgroup / f"sfclab:{lab_name}:f")
+    assert own.is_dir() and (own / "cgroup.procs").read_text().split() == pids
+    assert (cg / "cpuset" / h2.cgroup / "cpuset.cpus").read_text().strip() == \
+        ",".join(map(str, h2.cpus))
+    assert int((cg / "memory" / h2.cgroup / "memory.limit_in_bytes").read_text()) == 256 * 2**20
+    assert ping(lab.netns("a"), str(lab.address("f"))).returncode == 0

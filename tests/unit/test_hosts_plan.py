@@ -149,3 +149,13 @@ def test_graph_boxes_nodes_by_host():
 def test_labs_without_hosts_draw_as_before():
     p = build_plan(load_lab_text("name: x\nchain: {length: 3}\n", "l"))
     assert "subgraph" not in graph.mermaid(p, TABLE.shapes()) and p.hosts == []
+
+
+def test_a_shared_nodes_tenancy_rules_zone_and_mark_each_tenant():
+    from sfclab.realize.tenancy import ruleset
+
+    [tp] = plan(TENANTS).tenancy
+    text = ruleset(tp)
+    assert 'iifname { "eth0" } ct original zone set 100' in text
+    assert 'ct state new iifname { "eth1" } ct mark set 101' in text
+    assert text.count("meta mark set ct mark") == 2  # forwarded and the node's own packets

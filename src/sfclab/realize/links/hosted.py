@@ -104,7 +104,8 @@ class Hosted(LinkForm):
                 ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0], state="up")
         e0 = here[0]
         if e0.vxlan:
-            ul = ipr.link_lookup(ifname=b.plan.hosts[0].underlay_if)[0]
+            host = next(h for h in b.plan.hosts if h.name == e0.host)
+            ul = ipr.link_lookup(ifname=host.underlay_if)[0]
             ipr.link("add", ifname=e0.vxlan, kind="vxlan", vxlan_id=hl.vni,
                      vxlan_local=e0.local, vxlan_group=e0.remote,
                      vxlan_port=b.plan.underlay.vxlan_port, vxlan_link=ul, vxlan_learning=0,
