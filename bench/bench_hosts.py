@@ -20,7 +20,10 @@ sink program share the other.  The generator and the sink program are pinned, an
 processing is steered (RPS) where frames leave the source host (the underlay's end toward it)
 to the node-under-test core, and where they enter the sink host (its underlay interface) back
 to the generator's; bridged-if has one host and no underlay: its port toward the source goes to
-the node-under-test core, the sink node's interface to the generator's.
+the node-under-test core, the sink node's interface to the generator's.  With --nut-alone the
+underlay goes to the generator's core as well (steered where frames enter and leave the
+node-under-test host), so the chain's core does that host's work alone: the rates are then the
+generator core's, and the kernel time per frame is the node-under-test host's own cost.
 The figure is the forwarding rate: frames per second that reached the sink node's interface
 (rx_packets of dst/eth0 over the sender's time); the sink program's own count is shown too.
 On a machine others load, rates swing by tens of percent; the kernel time the chain's core spent
@@ -66,10 +69,11 @@ def lab_spec(name: str, setup: str) -> dict:
     }
 
 
-def steering(lab: Lab, layout: cores.CoreLayout) -> list[tuple[str, str, list[int]]]:
+def steering(lab: Lab, layout: cores.CoreLayout,
+             nut_alone: bool) -> list[tuple[str, str, list[int]]]:
     """(namespace, interface, cores) whose receive processing is steered (see the module's
     docstring): what leaves the source host to the chain's core, what enters the sink host to
-    the generator's."""
+    the generator's; with ``nut_alone``, the underlay stays with the generator too."""
     plan = lab.plan
     assert plan is not None and plan.underlay is not None
     src = next(h for h in plan.hosts if "src" in h.nodes)
@@ -77,6 +81,10 @@ def steering(lab: Lab, layout: cores.CoreLayout) -> list[tuple[str, str, list[in
         port = next(e for e in plan.host_links[0].ends if e.node == "src").port
         return [(src.netns, port, layout.chain), (lab.netns("dst"), "eth0", layout.generator)]
     sink = next(h for h in plan.hosts if "dst" in h.nodes)
+    nut = next(h for h in plan.hosts if h.name == "nut")
+    if nut_alone:
+        return [(nut.netns, nut.underlay_if, layout.chain),
+                (plan.underlay.netns, nut.underlay_peer, layout.generator)]
     return [(plan.underlay.netns, src.underlay_peer, layout.chain),
             (sink.netns, sink.underlay_if, layout.generator)]
 
@@ -104,11 +112,12 @@ def rx_packets(ns: str) -> int:
 class Setup:
     """One setup's lab and generator, up for the whole run (trials of every setup alternate)."""
 
-    def __init__(self, stack: contextlib.ExitStack, setup: str, layout: cores.CoreLayout):
+    def __init__(self, stack: contextlib.ExitStack, setup: str, layout: cores.CoreLayout,
+                 nut_alone: bool):
         self.setup = setup
         name = f"bh{secrets.token_hex(2)}{SETUPS.index(setup)}"
         self.lab = stack.enter_context(Lab.from_dict(lab_spec(name, setup)))
-        self.steer = steering(self.lab, layout)
+        self.steer = steering(self.lab, layout, nut_alone)
         self.chain = layout.chain
         self.gen = stack.enter_context(NativeGenerator(
             self.lab.netns("src"), self.lab.netns("dst"), str(self.lab.address("dst")),
@@ -135,13 +144,17 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--duration", type=float, default=2.0, help="seconds per trial")
     ap.add_argument("--sizes", default="64", help="frame sizes, comma-separated (64,1518)")
+    ap.add_argument("--nut-alone", action="store_true",
+                    help="the chain's core does the node-under-test host's work only (the "
+                         "underlay joins the generator's core, which then limits the rates: "
+                         "read the kernel time per frame)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     runs: dict[int, dict[str, list[dict]]] = {s: {k: [] for k in SETUPS} for s in sizes}
     layout = cores.layout()
     with contextlib.ExitStack() as stack:
-        setups = {k: Setup(stack, k, layout) for k in SETUPS}
+        setups = {k: Setup(stack, k, layout, a.nut_alone) for k in SETUPS}
         for k in SETUPS:  # warm-up: ARP, caches
             setups[k].trial(64, 0.3)
         for rep in range(a.reps):
@@ -172,8 +185,12 @@ def main() -> int:
     if a.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"cores: underlay and node-under-test host {layout.chain}; generator, source host, "
-          f"sink host and sink program {layout.generator}")
+    if a.nut_alone:
+        print(f"cores: node-under-test host {layout.chain}; generator, source host, underlay, "
+              f"sink host and sink program {layout.generator}")
+    else:
+        print(f"cores: underlay and node-under-test host {layout.chain}; generator, source "
+              f"host, sink host and sink program {layout.generator}")
     for size, d in out["sizes"].items():
         print(f"\n{size}-byte frames, median of {a.reps}")
         print(f"{'setup':13} {'forwarded pps':>14} {'sink read pps':>14} {'sent pps':>12} "
