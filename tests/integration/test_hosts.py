@@ -204,6 +204,7 @@ def test_three_host_lab_up_inspect_down(tmp_path, lab_name):
         assert d["hosts"]["h1"]["cgroups"]["memory_limit_bytes"] == 256 * 2**20
         assert [hl["vni"] for hl in d["host_links"]] == [1000, 1001]
         assert [hl["attach"] for hl in d["host_links"]] == ["ovs", "shortbridge"]
+        assert all(e["present"] for hl in d["host_links"] for e in hl["ends"])
         assert ping(f"sfclab:{lab_name}:a", d["nodes"]["b"]["interfaces"][0]["addresses"][0]
                     .split("/")[0]).returncode == 0
         text = subprocess.run([*cli, "inspect", lab_name], check=True, capture_output=True,

@@ -159,3 +159,20 @@ def test_a_shared_nodes_tenancy_rules_zone_and_mark_each_tenant():
     assert 'iifname { "eth0" } ct original zone set 100' in text
     assert 'ct state new iifname { "eth1" } ct mark set 101' in text
     assert text.count("meta mark set ct mark") == 2  # forwarded and the node's own packets
+
+
+def test_inspect_text_shows_hosts_links_and_tenants():
+    from sfclab.cli.lab import _inspect_text
+    from sfclab.realize.hosts import inspect_links
+
+    p = plan(TENANTS)
+    d = {"name": "t", "status": "up", "nodes": {},
+         "underlay": {"netns": p.underlay.netns, "subnet": p.underlay.subnet,
+                      "mtu": p.underlay.mtu, "mtu_note": p.underlay.mtu_note},
+         "hosts": {h.name: {"context": h.netns, "underlay": h.address, "cpus": h.cpus,
+                            "memory": h.memory, "nodes": h.nodes} for h in p.hosts},
+         "host_links": inspect_links(p), "tenants": p.tenants}
+    text = _inspect_text(d)
+    assert "host h2: context sfclab:t:@h2, underlay 198.19.255.2/24" in text
+    assert "link 0: a1@h1 - a2@h2 bridge mtu 1450 vni 1000 tenant red" in text
+    assert "tenant blue: b1, b2, nat" in text

@@ -122,10 +122,30 @@ def inspect_hosts(plan: Plan) -> dict[str, Any]:
     return out
 
 
-def inspect_links(plan: Plan) -> list[dict[str, Any]]:
-    return [{"link": hl.link, "attach": hl.attach, "vni": hl.vni, "mtu": hl.mtu,
-             "rate": hl.rate, "tenant": hl.space,
-             "ends": [{"node": e.node, "host": e.host, "port": e.port, "tunnel": e.vxlan,
-                       "local": e.local, "remote": e.remote, "joiner": e.joiner}
-                      for e in hl.ends]}
-            for hl in plan.host_links]
+def inspect_links(plan: Plan, live: bool = False) -> list[dict[str, Any]]:
+    """Every hosted link as the plan has it; with ``live``, each end also says whether its
+    port and tunnel exist in the host context now (``present``)."""
+    have: dict[str, set[str]] = {}
+    if live:
+        for h in plan.hosts:
+            if netns.exists(h.netns):
+                ipr = netns.iproute(h.netns)
+                try:
+                    have[h.netns] = {m.get_attr("IFLA_IFNAME") for m in ipr.get_links()}
+                finally:
+                    ipr.close()
+    out = []
+    for hl in plan.host_links:
+        ends = []
+        for e in hl.ends:
+            d: dict[str, Any] = {"node": e.node, "host": e.host, "port": e.port,
+                                 "tunnel": e.vxlan, "local": e.local, "remote": e.remote,
+                                 "joiner": e.joiner}
+            if live:
+                there = have.get(e.netns, set())
+                d["present"] = all(x in there for x in (e.port, e.vxlan) if x) if e.port \
+                    else e.netns in have  # direct: the tunnel lives in the node
+            ends.append(d)
+        out.append({"link": hl.link, "attach": hl.attach, "vni": hl.vni, "mtu": hl.mtu,
+                    "rate": hl.rate, "tenant": hl.space, "ends": ends})
+    return out

@@ -40,7 +40,7 @@ def inspect(name: str) -> dict[str, Any]:
         out["underlay"] = {"netns": plan.underlay.netns, "subnet": plan.underlay.subnet,
                            "mtu": plan.underlay.mtu, "mtu_note": plan.underlay.mtu_note} \
             if plan.underlay else None
-        out["host_links"] = inspect_links(plan)
+        out["host_links"] = inspect_links(plan, live=True)
     if plan.tenants:
         out["tenants"] = plan.tenants
     return out
