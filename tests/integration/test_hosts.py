@@ -261,3 +261,26 @@ def test_a_functions_process_runs_in_its_hosts_cpuset_and_memory(running_lab, la
         ",".join(map(str, h2.cpus))
     assert int((cg / "memory" / h2.cgroup / "memory.limit_in_bytes").read_text()) == 256 * 2**20
     assert ping(lab.netns("a"), str(lab.address("f"))).returncode == 0
+
+
+@pytest.mark.parametrize("attach", ["bridge", "shortbridge"])
+def test_a_service_chain_across_hosts(running_lab, lab_name, attach):
+    """The SFC data plane (XDP and tc programs in the nodes) over hosted links: labelled frames
+    cross the tunnels (the MTU keeps the label room), and the function's proxy sees them."""
+    lab = running_lab({
+        "name": lab_name, "hosts": {"h1": {}, "h2": {}, "h3": {}},
+        "nodes": {"src": {"kind": "host"}, "r1": {"kind": "router", "host": "h2"},
+                  "fw": {"kind": "firewall", "rules": [], "host": "h2"},
+                  "r2": {"kind": "router", "host": "h2"}, "dst": {"kind": "host", "host": "h3"}},
+        "links": [{"endpoints": ["src", "r1"], "attach": attach},
+                  {"endpoints": ["r1", "fw"]}, {"endpoints": ["fw", "r2"]},
+                  {"endpoints": ["r2", "dst"], "attach": attach}],
+        "chains": {"web": {"classifiers": [{"ingress": "src", "proto": "tcp"}],
+                           "functions": ["fw"], "egress": "dst", "symmetric": True}}})
+    plan = lab.plan
+    assert plan.underlay is not None and plan.underlay.mtu == 1514 + 50  # label room carried
+    out = iperf3(lab.netns("src"), lab.netns("dst"), str(lab.address("dst")), seconds=1)
+    assert out["end"]["sum_received"]["bytes"] > 1_000_000
+    info = lab.inspect()["nodes"]
+    assert info["src"]["sfc"]["counters"]["classified"] > 100
+    assert info["fw"]["sfc"]["counters"]["proxy_in"] > 100

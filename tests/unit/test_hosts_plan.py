@@ -176,3 +176,22 @@ def test_inspect_text_shows_hosts_links_and_tenants():
     assert "host h2: context sfclab:t:@h2, underlay 198.19.255.2/24" in text
     assert "link 0: a1@h1 - a2@h2 bridge mtu 1450 vni 1000 tenant red" in text
     assert "tenant blue: b1, b2, nat" in text
+
+
+def test_chain_label_room_is_carried_by_the_tunnels():
+    p = plan("""
+        name: c
+        hosts: {h1: {}, h2: {}}
+        nodes:
+          src: {kind: host}
+          fw: {kind: firewall, rules: [], host: h2}
+          dst: {kind: host, host: h2}
+        links:
+          - endpoints: [src, fw]
+          - endpoints: [fw, dst]
+        chains:
+          web: {classifiers: [{ingress: src, proto: tcp}], functions: [fw], egress: dst}
+    """)
+    [hl] = p.host_links
+    assert hl.mtu == max(i.mtu for i in p.interfaces if i.link == 0) > 1450
+    assert p.underlay.mtu == hl.mtu + 50 and "label room" in p.underlay.mtu_note

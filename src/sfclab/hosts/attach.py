@@ -56,9 +56,12 @@ class Joint:
     """What an attach kind is handed at one host context."""
 
     def __init__(self, ctx: HostContext, ipr: IPRoute, link: HostLinkPlan,
-                 here: list[HostEndPlan], lab: str, ovs_dir: Path):
+                 here: list[HostEndPlan], lab: str, ovs_dir: Path, *, xdp_nodes: bool = False):
         self.ctx, self.ipr, self.link, self.here, self.lab = ctx, ipr, link, here, lab
         self.ovs_dir = ovs_dir
+        #: the nodes run XDP programs (the SFC data plane): frames must reach them through
+        #: their veth's receive path, and their XDP redirects must be taken by the ports
+        self.xdp_nodes = xdp_nodes
 
     @property
     def members(self) -> list[str]:
@@ -112,9 +115,10 @@ class Shortbridge(AttachKind):
 
     def join(self, j: Joint) -> None:
         """Frames bound for a node go straight into it (``bpf_redirect_peer``), unless the link
-        is shaped: then through the port's egress, where the shaper is."""
+        is shaped (then through the port's egress, where the shaper is) or the node runs XDP
+        programs (which only the veth's own receive path runs)."""
         a, b = j.members
-        via = ["--via-egress"] if j.link.rate is not None else []
+        via = ["--via-egress"] if j.link.rate is not None or j.xdp_nodes else []
         j.ctx.run([str(shortbridge_binary()), "--netns", j.here[0].netns, *via, a, b])
 
 

@@ -143,4 +143,5 @@ def build_plan(lab: Lab, *, ovs_datapath: str = "netdev", cpus: list[int] | None
     steering = sfc.build(lab, plan)
     if steering is not None:
         plan.steering = steering.to_dict()
+        plan_hosts.refit(plan)
     return plan

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..spec.hosts import VXLAN_OVERHEAD
 from . import names
-from .model import HostEndPlan, HostLinkPlan, HostPlan, UnderlayPlan
+from .model import HostEndPlan, HostLinkPlan, HostPlan, Plan, UnderlayPlan
 
 if TYPE_CHECKING:
     from ..spec.lab import Lab, LinkSpec
@@ -91,6 +91,22 @@ def plan_hosts(lab: Lab, online_cpus: list[int]) -> tuple[list[HostPlan], Underl
     underlay = UnderlayPlan(names.netns_name(lab.name, names.UNDERLAY_NODE), "br0", str(subnet),
                             mtu, note)
     return hosts, underlay
+
+
+def refit(plan: Plan) -> None:
+    """After the SFC planner gave interfaces on chain paths room for labels: each hosted link
+    carries the largest MTU of its ends, and the (emulated) underlay is raised to carry it."""
+    u = plan.underlay
+    if u is None:
+        return
+    mtu_of = {(i.link, i.node): i.mtu for i in plan.interfaces}
+    for hl in plan.host_links:
+        need = max([hl.mtu] + [mtu_of.get((hl.link, e.node)) or 0 for e in hl.ends])
+        hl.mtu = need
+        if hl.vni is not None and need + VXLAN_OVERHEAD > u.mtu:
+            u.mtu = need + VXLAN_OVERHEAD
+            u.mtu_note = (f"underlay raised to {u.mtu} to carry the inner MTU {need} (chain "
+                          f"label room included) plus VXLAN's {VXLAN_OVERHEAD} bytes")
 
 
 def inner_mtu(underlay: UnderlayPlan, spec: LinkSpec) -> int:

@@ -66,13 +66,15 @@ class Hosted(LinkForm):
         return dict(enumerate(ends))
 
     def links(self, b: Builder) -> None:
+        mtu_of = {(i.netns, i.name): i.mtu for i in self.interfaces(b.plan)}
         for hl in b.plan.host_links:
             if ATTACH_KINDS[hl.attach].in_node:
                 continue  # the tunnel device itself becomes the node's interface
             for e in hl.ends:
                 b.link_batch.veth(e.node_if, b.fds[e.node_netns], e.port, b.fds[e.netns],
                                   f"veth {e.node_netns}/{e.node_if} - {e.netns}/{e.port}",
-                                  mtu=hl.mtu)
+                                  mtu=mtu_of.get((e.node_netns, e.node_if)) or hl.mtu,
+                                  peer_mtu=hl.mtu)
                 b.created(e.node_netns, e.node_if)
                 b.created(e.netns, e.port)
 
@@ -99,9 +101,12 @@ class Hosted(LinkForm):
     def _join(b: Builder, ctx: HostContext, ipr: IPRoute, hl: HostLinkPlan,
               here: list[HostEndPlan], odir: Path) -> None:
         assert b.plan.underlay is not None
+        xdp_nodes = b.plan.steering is not None
         for e in here:
             if e.port:
                 ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0], state="up")
+                if xdp_nodes:  # a veth takes XDP-redirected frames only with NAPI: GRO on
+                    ctx.set_offloads(e.port, {"gro": True})
         e0 = here[0]
         if e0.vxlan:
             host = next(h for h in b.plan.hosts if h.name == e0.host)
@@ -112,7 +117,8 @@ class Hosted(LinkForm):
                      mtu=hl.mtu)
             if not ATTACH_KINDS[hl.attach].in_node:
                 ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
-        ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, b.plan.lab, odir))
+        ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, b.plan.lab, odir,
+                                           xdp_nodes=xdp_nodes))
         if hl.rate is not None:
             for e in here:
                 shaping.shape(ctx, e.port, hl.rate, hl.mtu)
