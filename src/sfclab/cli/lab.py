@@ -31,10 +31,21 @@ def cmd_expand(a: argparse.Namespace) -> int:
     from ..realize.kinds import load_lab  # light start-up: load only what this command needs
 
     lab = load_lab(a.file)
+    out = lab.to_dict()
+    if lab.hosts:  # what the planner chose for the hosts: VNIs, MTUs, addresses
+        from ..realize.hosts import inspect_links  # light start-up: only labs with hosts
+        from ..realize.lifecycle import plan_for  # light start-up: only labs with hosts
+
+        plan = plan_for(lab)
+        out = {**out, "underlay": {**(out.get("underlay") or {}),
+                                   "mtu": plan.underlay.mtu if plan.underlay else None,
+                                   "mtu_note": plan.underlay.mtu_note if plan.underlay else None,
+                                   "addresses": {h.name: h.address for h in plan.hosts}},
+               "host_links": inspect_links(plan)}
     if a.json:
-        print(json.dumps(lab.to_dict(), indent=2))
+        print(json.dumps(out, indent=2))
     else:
-        print(yaml.safe_dump(lab.to_dict(), sort_keys=False), end="")
+        print(yaml.safe_dump(out, sort_keys=False), end="")
     return ExitStatus.OK
 
 
@@ -87,10 +98,34 @@ def cmd_ls(a: argparse.Namespace) -> int:
     return ExitStatus.OK
 
 
+def _hosts_text(d: dict) -> list[str]:
+    lines = []
+    u = d.get("underlay") or {}
+    lines.append(f"underlay {u.get('netns')} {u.get('subnet')} mtu {u.get('mtu')}: "
+                 f"{u.get('mtu_note')}")
+    for name, h in d["hosts"].items():
+        mem = h["memory"] if h["memory"] is not None else "unlimited"
+        lines.append(f"host {name}: context {h['context']}, underlay {h['underlay']}, cpus "
+                     f"{','.join(map(str, h['cpus']))}, memory {mem}; nodes "
+                     f"{', '.join(h['nodes']) or '-'}")
+    for hl in d["host_links"]:
+        ends = " - ".join(f"{e['node']}@{e['host']}" for e in hl["ends"])
+        extra = (f" vni {hl['vni']}" if hl["vni"] is not None else "") + \
+            (f" rate {hl['rate']} bit/s" if hl["rate"] else "") + \
+            (f" tenant {hl['tenant']}" if hl["tenant"] else "")
+        lines.append(f"link {hl['link']}: {ends} {hl['attach']} mtu {hl['mtu']}{extra}")
+    return lines
+
+
 def _inspect_text(d: dict) -> str:
     lines = [f"lab {d['name']} ({d['status']})"]
+    if d.get("hosts"):
+        lines += ["  " + x for x in _hosts_text(d)]
+    for t, members in (d.get("tenants") or {}).items():
+        lines.append(f"  tenant {t}: {', '.join(members)}")
     for node, n in d["nodes"].items():
-        head = f"  {node} [{n['kind']}]"
+        head = f"  {node} [{n['kind']}]" + (f" on {n['host']}" if n.get("host") else "") + \
+            (f" tenants {','.join(n['tenants'])}" if n.get("tenants") else "")
         if "datapath" in n:  # a bridge with no namespace: OVS
             lines.append(f"{head} bridge {n['bridge']} datapath {n['datapath']}: "
                          f"{n['datapath_note']}")
@@ -155,7 +190,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp = add("inspect", cmd_inspect, "show a lab's nodes, interfaces, routes and bridges",
              "sfclab inspect chain5 --json")
     sp.add_argument("name")
-    sp = add("exec", cmd_exec, "run a command in a node's namespace (its status passes through)",
+    sp = add("exec", cmd_exec, "run a command in a node's namespace, or a host's context as "
+             "@HOST (its status passes through)",
              "sfclab exec chain5 src -- ping -c 3 198.18.3.2", json_flag=False)
     sp.add_argument("name")
     sp.add_argument("node")

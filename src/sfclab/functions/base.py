@@ -60,6 +60,8 @@ class FunctionContext:
     interfaces: list[Interface]
     state_dir: Path
     routes: list[dict[str, Any]] = field(default_factory=list)
+    #: the cgroup of the node's host (labs with hosts): its processes join it (cpuset, memory)
+    host_cgroup: str | None = None
 
     def interface_toward(self, peer: str) -> Interface:
         for i in self.interfaces:

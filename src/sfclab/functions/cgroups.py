@@ -54,7 +54,19 @@ def name(ctx: FunctionContext) -> str:
 
 
 def paths(ctx: FunctionContext) -> dict[str, Path]:
-    return {c: CGROUP_ROOT / c / name(ctx) for c in ("cpu", "memory")}
+    """The node's own cgroups; on a host (labs with hosts) its memory cgroup is inside the
+    host's, so the host's limit covers it."""
+    out = {c: CGROUP_ROOT / c / name(ctx) for c in ("cpu", "memory")}
+    if ctx.host_cgroup:
+        out["memory"] = CGROUP_ROOT / "memory" / ctx.host_cgroup / name(ctx)
+    return out
+
+
+def host_dirs(ctx: FunctionContext) -> list[Path]:
+    """The cgroups of the node's host that its processes join first (none without hosts)."""
+    if not ctx.host_cgroup:
+        return []
+    return [CGROUP_ROOT / c / ctx.host_cgroup for c in ("cpuset", "memory")]
 
 
 def create(ctx: FunctionContext, limits: LimitParams) -> list[Path]:

@@ -43,7 +43,7 @@ class ProcessFunction(NetworkFunction):
     def start(self) -> None:
         self.ctx.state_dir.mkdir(parents=True, exist_ok=True)
         dirs = cgroups.create(self.ctx, self.params)
-        argv = cgroups.wrap(self.program(), dirs)
+        argv = cgroups.wrap(self.program(), cgroups.host_dirs(self.ctx) + dirs)
         env = dict(os.environ, SFCLAB_LAB=self.ctx.lab, SFCLAB_NODE=self.ctx.node,
                    SFCLAB_STATE_DIR=str(self.ctx.state_dir), **self.environment())
         with open(self.log_path, "ab") as log:

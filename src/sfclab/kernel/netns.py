@@ -254,10 +254,11 @@ def popen(name: str, argv: list[str], **kw) -> subprocess.Popen:
 
 
 def run(name: str, argv: list[str], *, check: bool = True, timeout: float | None = None,
-        input: str | None = None) -> subprocess.CompletedProcess:
+        input: str | None = None, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess:
     """Run ``argv`` inside namespace ``name`` and wait; raise ``ToolError`` on failure if ``check``."""
     cp = subprocess.run(argv, preexec_fn=_preexec(name), capture_output=True, text=True,
-                        timeout=timeout, input=input)
+                        timeout=timeout, input=input, env=env)
     if check and cp.returncode != 0:
         raise ToolError(argv, cp.returncode, cp.stderr or cp.stdout)
     return cp

@@ -4,6 +4,10 @@ benchmarking range, in /24s unless the lab says otherwise).
 A segment with an explicit address keeps that address's subnet; the other segments take the
 pool's subnets in order, skipping any that overlap an explicit one.  Within a segment, explicit
 addresses stay and the others get the lowest free host numbers, in attachment order.
+
+Tenants (:mod:`sfclab.spec.hosts`) have address spaces of their own: the planner assigns the
+public space first, then each tenant's from the same pool, avoiding only the public subnets, so
+tenants' addresses may be identical.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from ..spec.segments import Segment
 
 
 def assign(addressing: AddressingSpec, links: list[LinkSpec], segs: list[Segment],
-           source: str) -> tuple[dict[int, IPv4Network | None], dict[tuple[int, int], IPv4Interface]]:
-    """Return the subnet of each segment and the address of each attachment."""
+           source: str, avoid: tuple[IPv4Network, ...] = ()
+           ) -> tuple[dict[int, IPv4Network | None], dict[tuple[int, int], IPv4Interface]]:
+    """Return the subnet of each segment and the address of each attachment; no subnet taken
+    from the pool overlaps ``avoid`` (another address space's subnets)."""
     explicit: dict[int, IPv4Network] = {}
     for seg in segs:
         for li, j in seg.attachments:
@@ -25,7 +31,7 @@ def assign(addressing: AddressingSpec, links: list[LinkSpec], segs: list[Segment
             if a is not None:
                 explicit[seg.index] = a.network
                 break
-    taken = list(explicit.values())
+    taken = list(explicit.values()) + list(avoid)
     pool = addressing.pool
     if addressing.prefix < pool.prefixlen:
         raise SpecError(f"expected a prefix of at least /{pool.prefixlen} inside {pool}",

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from ..spec.lab import Lab, LinkSpec, NodeSpec
 from ..spec.segments import segments
-from . import addressing, names, routing, sfc
+from . import names, routing, sfc, tenancy
+from . import hosts as plan_hosts
 from .model import InterfacePlan, OvsBridgePlan, Plan, RoutePlan, SegmentPlan
 
 if TYPE_CHECKING:
@@ -108,11 +109,14 @@ class Planner:
                              alias=self.alias(node.name, link))
 
 
-def build_plan(lab: Lab, *, ovs_datapath: str = "netdev") -> Plan:
-    """Turn a validated lab into a plan.  ``ovs_datapath`` is what ``auto`` resolves to."""
+def build_plan(lab: Lab, *, ovs_datapath: str = "netdev", cpus: list[int] | None = None) -> Plan:
+    """Turn a validated lab into a plan.  ``ovs_datapath`` is what ``auto`` resolves to;
+    ``cpus`` are the machine's online CPUs (what hosts' ``cpus`` are taken from)."""
     segs = segments(lab.nodes, lab.links)
-    subnets, addrs = addressing.assign(lab.addressing, lab.links, segs, lab.source)
+    subnets, addrs = tenancy.assign(lab, segs)
     p = Planner(lab, ovs_datapath, addrs)
+    if lab.hosts:
+        p.plan.hosts, p.plan.underlay = plan_hosts.plan_hosts(lab, cpus or [0])
     for n in lab.nodes.values():
         cast(NodePlanner, n.kind_ref).plan_node(p, n)
 
@@ -131,11 +135,13 @@ def build_plan(lab: Lab, *, ovs_datapath: str = "netdev") -> Plan:
         net = subnets.get(seg.index)
         plan.segments.append(SegmentPlan(seg.index, str(net) if net else None, members,
                                          seg.bridges))
-    forwards = {n: s.forwards for n, s in lab.nodes.items()}
     nets: dict[int, IPv4Network] = {k: v for k, v in subnets.items() if v is not None}
-    for r in routing.compute(list(lab.nodes), forwards, nets, attachments):
-        plan.routes.append(RoutePlan(r.node, p.netns(r.node), str(r.dst), str(r.gateway), r.dev))
+    for node, dst, gateway, dev, table in tenancy.routes(lab, segs, nets, attachments):
+        plan.routes.append(RoutePlan(node, p.netns(node), str(dst),
+                                     str(gateway) if gateway else "", dev, table))
+    tenancy.plan_tenants(lab, plan, segs, nets)
     steering = sfc.build(lab, plan)
     if steering is not None:
         plan.steering = steering.to_dict()
+        plan_hosts.refit(plan)
     return plan

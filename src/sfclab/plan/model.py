@@ -72,8 +72,84 @@ class RoutePlan:
     node: str
     netns: str
     dst: str  # "0.0.0.0/0" or a prefix
-    gateway: str
+    gateway: str  # "" for a route straight out of ``dev`` (a tenant table's connected routes)
     dev: str
+    table: int | None = None  # None: main; a shared node's tenant table otherwise
+
+
+@dataclass
+class HostPlan:
+    """A host: its context namespace (its root context, for an emulated host), its address
+    on the underlay, the CPUs and memory its nodes share (one cgroup ``cgroup`` under the
+    cpuset and memory controllers) and the nodes placed on it."""
+
+    name: str
+    netns: str
+    address: str  # "198.19.255.1/24" on ``underlay_if``
+    underlay_if: str
+    cgroup: str
+    cpus: list[int] = field(default_factory=list)
+    memory: int | None = None
+    emulated: bool = True
+    nodes: list[str] = field(default_factory=list)
+    underlay_peer: str = ""  # the underlay's end of the veth to ``underlay_if``
+
+
+@dataclass
+class UnderlayPlan:
+    """The network joining emulated hosts: a Linux bridge in a namespace of its own, a veth
+    to each host context.  ``mtu_note`` says how tunnels were made to fit it."""
+
+    netns: str
+    bridge: str
+    subnet: str
+    mtu: int
+    mtu_note: str
+    vxlan_port: int = 4789
+
+
+@dataclass
+class HostEndPlan:
+    """One end of a hosted link in its host's context: the veth ``port`` whose peer is the
+    node's interface, and (across hosts) the VXLAN device toward the other host."""
+
+    node: str
+    host: str
+    netns: str  # the host context
+    port: str
+    node_netns: str
+    node_if: str
+    vxlan: str | None = None
+    local: str | None = None  # underlay addresses
+    remote: str | None = None
+    joiner: str | None = None  # the bridge (Linux or OVS) that joins port and tunnel
+    hybrid: dict[str, str] = field(default_factory=dict)  # qbr, qvb, qvo (attach: hybrid)
+
+
+@dataclass
+class HostLinkPlan:
+    """A link joined in host contexts: across hosts a VXLAN tunnel (``vni``), on one host the
+    two ports joined directly.  ``attach`` says how; ``rate`` (bit/s) is shaped on each
+    ``port`` toward its node, in the host context."""
+
+    link: int
+    attach: str
+    mtu: int
+    ends: list[HostEndPlan]
+    vni: int | None = None
+    rate: int | None = None
+    space: str | None = None  # its tenant (None: public)
+
+
+@dataclass
+class TenancyPlan:
+    """A node shared by tenants: its interfaces of each tenant (routed by a table of the
+    tenant's, selected by the incoming interface and by the connection's mark) and the
+    conntrack zone that keeps tenants' identical flows apart."""
+
+    node: str
+    netns: str
+    tenants: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {id, ifaces}
 
 
 @dataclass
@@ -98,6 +174,20 @@ class Plan:
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> {kind, params}
     #: the SFC data plane (sfclab.plan.sfc.SteeringPlan as a dict), None for a lab without chains
     steering: dict[str, Any] | None = None
+    hosts: list[HostPlan] = field(default_factory=list)  # empty: this machine alone
+    underlay: UnderlayPlan | None = None
+    host_links: list[HostLinkPlan] = field(default_factory=list)
+    tenants: dict[str, list[str]] = field(default_factory=dict)  # tenant -> its nodes
+    tenancy: list[TenancyPlan] = field(default_factory=list)  # shared nodes
+
+    def host_of(self, node: str) -> HostPlan | None:
+        for h in self.hosts:
+            if node in h.nodes:
+                return h
+        return None
+
+    def tenants_of(self, node: str) -> list[str]:
+        return [t for t, nodes in self.tenants.items() if node in nodes]
 
     # --- look-ups -------------------------------------------------------------------------
     def netns_of(self, node: str) -> str:
@@ -142,4 +232,10 @@ class Plan:
             segments=[SegmentPlan(**x) for x in d["segments"]],
             functions=d.get("functions", {}),
             steering=d.get("steering"),
+            hosts=[HostPlan(**x) for x in d.get("hosts", [])],
+            underlay=UnderlayPlan(**d["underlay"]) if d.get("underlay") else None,
+            host_links=[HostLinkPlan(**{**x, "ends": [HostEndPlan(**e) for e in x["ends"]]})
+                        for x in d.get("host_links", [])],
+            tenants=d.get("tenants", {}),
+            tenancy=[TenancyPlan(**x) for x in d.get("tenancy", [])],
         )

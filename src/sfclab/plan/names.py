@@ -43,3 +43,18 @@ def root_name(lab: str, letter: str, counter: int) -> str:
 def alias(lab: str, node: str, link: int | None = None) -> str:
     """The ownership mark written as the interface alias (``ip link`` shows it)."""
     return f"sfclab:{lab}:{node}" + (f":link{link}" if link is not None else "")
+
+
+#: a host context's namespace is ``sfclab:<lab>:@<host>`` and the underlay's
+#: ``sfclab:<lab>:-underlay``: node names start with a letter or digit, so neither collides
+HOST_PREFIX = "@"
+UNDERLAY_NODE = "-underlay"
+
+
+def host_netns(lab: str, host: str) -> str:
+    return f"{NETNS_PREFIX}{lab}:{HOST_PREFIX}{host}"
+
+
+def host_cgroup(lab: str, host: str) -> str:
+    """The cgroup (cpuset and memory) of a host's nodes; ':' is in no name: never another lab's."""
+    return f"sfclab:{lab}:{HOST_PREFIX}{host}"

@@ -136,6 +136,8 @@ class Builder:
         self._stage("attach")
         self._stage("configure")
         for r in p.routes:
+            if r.table is not None:
+                continue  # a shared node's tenant tables: see sfclab.realize.tenancy
             self.batch(r.netns).route(r.dst, r.gateway, f"route {r.dst} via {r.gateway} in "
                                       f"{r.netns}")
         self.progress(f"addresses, links up, routes: {sum(map(len, self.batches.values()))} "

@@ -21,8 +21,9 @@ def context(state: LabState, plan: Plan, node: str) -> FunctionContext:
               for i in plan.interfaces_of(node)]
     routes = [{"dst": r.dst, "gateway": r.gateway, "dev": r.dev}
               for r in plan.routes if r.node == node]
+    host = plan.host_of(node)
     return FunctionContext(plan.lab, node, plan.netns_of(node), ifaces, state.node_dir(node),
-                           routes)
+                           routes, host.cgroup if host else None)
 
 
 def instantiate(state: LabState, plan: Plan, node: str) -> NetworkFunction:

@@ -2,14 +2,17 @@
 
 Each node kind adds what it knows of its nodes (see the parts' ``inspect``): for a namespace
 node its kind, namespace, forwarding, interfaces (state, MTU, MAC, addresses, alias, master,
-offloads), routes, and a function's own ``inspect``; for an OVS bridge its name, datapath type
-(and why: no kernel module means the userspace datapath) and ports.  Nodes come in lab order.
+offloads), routes, and a function's own ``inspect``, its host and tenants; for an OVS bridge its name, datapath type
+(and why: no kernel module means the userspace datapath) and ports.  Nodes come in lab order.  A lab with hosts also shows each host (context, underlay
+address, CPUs, memory, nodes), the underlay (and how tunnels fit its MTU) and every hosted link
+(attach kind, VNI, MTU, rate, tenant, ends); a lab with tenants, each tenant's nodes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .hosts import inspect_hosts, inspect_links
 from .kinds import TABLE
 from .lifecycle import load_plan
 
@@ -22,7 +25,22 @@ def inspect(name: str) -> dict[str, Any]:
         part.inspect(state, plan, found)
     order = [ns.node for ns in plan.namespaces] + [b.node for b in plan.ovs_bridges]
     nodes = {n: found[n] for n in order if n in found}
-    return {"name": plan.lab, "status": meta.get("status"), "created": meta.get("created"),
-            "source": meta.get("source"), "tag": plan.tag, "nodes": nodes,
-            "segments": [{"subnet": s.subnet, "members": s.members, "bridges": s.bridges}
-                         for s in plan.segments]}
+    for n, entry in nodes.items():
+        host = plan.host_of(n)
+        if host is not None:
+            entry["host"] = host.name
+        if plan.tenants:
+            entry["tenants"] = plan.tenants_of(n)
+    out = {"name": plan.lab, "status": meta.get("status"), "created": meta.get("created"),
+           "source": meta.get("source"), "tag": plan.tag, "nodes": nodes,
+           "segments": [{"subnet": s.subnet, "members": s.members, "bridges": s.bridges}
+                        for s in plan.segments]}
+    if plan.hosts:
+        out["hosts"] = inspect_hosts(plan)
+        out["underlay"] = {"netns": plan.underlay.netns, "subnet": plan.underlay.subnet,
+                           "mtu": plan.underlay.mtu, "mtu_note": plan.underlay.mtu_note} \
+            if plan.underlay else None
+        out["host_links"] = inspect_links(plan, live=True)
+    if plan.tenants:
+        out["tenants"] = plan.tenants
+    return out

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .hosts import HOSTS
 from .links import LINK_FORMS, LinkForm
 from .nodes import NODE_KINDS
 from .part import Part
+from .tenancy import TENANCY
 
 if TYPE_CHECKING:
     from ..spec.lab import Lab, LinkSpec, NodeSpec
@@ -31,11 +33,12 @@ class KindTable:
         return next(f for f in LINK_FORMS.values() if f.selects(a, b, link))
 
     def parts(self) -> list[Part]:
-        """Every part in stage order: node kinds first (their namespaces and bridges exist
-        before links meet them), then link forms, then the SFC data plane."""
+        """Every part in stage order: hosts first (their contexts exist before nodes and links
+        meet them), node kinds (their namespaces and bridges exist before links meet them),
+        link forms, tenants' routing in shared nodes, then the SFC data plane."""
         from .steering import STEERING  # the SFC data plane follows the links it runs on
 
-        return [*NODE_KINDS.values(), *LINK_FORMS.values(), STEERING]
+        return [HOSTS, *NODE_KINDS.values(), *LINK_FORMS.values(), TENANCY, STEERING]
 
     def shapes(self) -> dict[str, tuple[tuple[str, str], str]]:
         """How ``graph`` draws each node kind: (mermaid brackets, Graphviz shape)."""

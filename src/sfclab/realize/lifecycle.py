@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import LabError, RealizeError, SpecError
 from ..plan.model import Plan
-from ..plan.names import STAGING_NODE, netns_name
+from ..plan.names import HOST_PREFIX, STAGING_NODE, netns_name
 from ..kernel import netns, ovs
 from .kinds import TABLE
 from .state import LabState, all_labs, pid_alive
@@ -35,7 +35,12 @@ def plan_for(lab: Lab) -> Plan:
 
     dp = ovs.default_datapath() if any(n.attachment == "ovs-bridge" for n in lab.nodes.values()) \
         else "netdev"
-    return build_plan(lab, ovs_datapath=dp)
+    cpus = None
+    if lab.hosts:
+        from ..kernel.cpus import online  # light start-up: only labs with hosts read CPUs
+
+        cpus = online()
+    return build_plan(lab, ovs_datapath=dp, cpus=cpus)
 
 
 def _refuse_existing(state: LabState) -> None:
@@ -50,7 +55,8 @@ def _refuse_existing(state: LabState) -> None:
 
 
 def _preflight(plan: Plan) -> None:
-    for ns in [n.name for n in plan.namespaces] + [netns_name(plan.lab, STAGING_NODE)]:
+    extra = [h.netns for h in plan.hosts] + ([plan.underlay.netns] if plan.underlay else [])
+    for ns in [n.name for n in plan.namespaces] + [netns_name(plan.lab, STAGING_NODE)] + extra:
         if netns.exists(ns):
             raise LabError(f"namespace {ns} already exists and no lab of sfclab owns it; "
                            "sfclab will not adopt it")
@@ -161,7 +167,14 @@ def listing() -> list[dict[str, Any]]:
 
 
 def node_netns(name: str, node: str) -> str:
+    """The namespace of ``node``; ``@HOST`` names a host's context (labs with hosts)."""
     _state, plan = load_plan(name)
+    if node.startswith(HOST_PREFIX):
+        host = next((h for h in plan.hosts if h.name == node[len(HOST_PREFIX):]), None)
+        if host is None:
+            hosts = ", ".join(HOST_PREFIX + h.name for h in plan.hosts) or "none"
+            raise LabError(f"lab '{name}' has no host '{node[1:]}' (host contexts: {hosts})")
+        return host.netns
     try:
         return plan.netns_of(node)
     except KeyError:

@@ -88,11 +88,14 @@ def _fmt(loc: tuple[Any, ...]) -> str:
 
 
 def check_addresses(doc: Document, addressing: AddressingSpec, nodes: dict[str, NodeSpec],
-                    links: list[LinkSpec], places: list[tuple[Any, ...]]) -> None:
-    """Explicit addresses: each unique, and no two segments' subnets overlapping."""
+                    links: list[LinkSpec], places: list[tuple[Any, ...]],
+                    spaces: list[str | None] | None = None) -> None:
+    """Explicit addresses: each unique, and no two segments' subnets overlapping, within one
+    address space (a tenant's, or the public one: tenants' spaces may overlap)."""
 
+    space = spaces or [None] * len(links)
     seen: dict[Any, tuple[Any, ...]] = {}
-    nets: list[tuple[Any, int, tuple[Any, ...]]] = []
+    nets: list[tuple[Any, int, tuple[Any, ...], str | None]] = []
     for seg in segments(nodes, links):
         seg_net = None
         for li, j in seg.attachments:
@@ -100,22 +103,23 @@ def check_addresses(doc: Document, addressing: AddressingSpec, nodes: dict[str, 
             if ep.address is None:
                 continue
             loc = places[li] + ("endpoints", j, "address")
-            if ep.address.ip in seen:
-                raise doc.error(f"address {ep.address.ip} is already given at {_fmt(seen[ep.address.ip])}",
+            key = (space[li], ep.address.ip)
+            if key in seen:
+                raise doc.error(f"address {ep.address.ip} is already given at {_fmt(seen[key])}",
                                 loc)
             if ep.address.ip in (ep.address.network.network_address,
                                  ep.address.network.broadcast_address) and \
                     ep.address.network.prefixlen < 31:
                 raise doc.error(f"expected a host address, not the network or broadcast address "
                                 f"of {ep.address.network}", loc)
-            seen[ep.address.ip] = loc
+            seen[key] = loc
             if seg_net is None:
                 seg_net = ep.address.network
-                for other, oseg, oloc in nets:
-                    if oseg != seg.index and other.overlaps(seg_net):
+                for other, oseg, oloc, ospace in nets:
+                    if oseg != seg.index and ospace == space[li] and other.overlaps(seg_net):
                         raise doc.error(f"subnet {seg_net} overlaps {other} given at {_fmt(oloc)} "
                                         "on another segment", loc)
-                nets.append((seg_net, seg.index, loc))
+                nets.append((seg_net, seg.index, loc, space[li]))
             elif ep.address.network != seg_net:
                 raise doc.error(f"expected an address in {seg_net}, the subnet this segment already "
                                 "has", loc)

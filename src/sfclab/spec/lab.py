@@ -35,8 +35,9 @@ from pydantic import Field, ValidationError, field_validator
 from ..errors import SpecError
 import yaml
 
-from . import chain, checks, sfc
+from . import chain, checks, hosts as hosts_spec, sfc
 from .chain import ChainSpec
+from .hosts import Attach, HostSpec, Rate, UnderlaySpec
 from .sfc import GroupSpec, SfcChainSpec
 from .kinds import KindTable, LinkForm, NodeKind
 from .names import IFNAME_RE, LAB_NAME_MAX, NAME_RE, NAME_WORDS, NODE_NAME_MAX, node_name_ok
@@ -91,6 +92,8 @@ class LinkSpec(_Model):
     mtu: int | None = Field(default=None, ge=68, le=65535)
     port: Literal["veth", "internal"] | None = None
     connect: Literal["patch", "veth"] | None = None
+    attach: Attach | None = None  # labs with hosts: how the host context meets the node
+    rate: Rate | None = None  # labs with hosts: bits per second, shaped in the host context
 
     @field_validator("endpoints", mode="before")
     @classmethod
@@ -136,6 +139,9 @@ class LabFile(_Model):
     mtu: int | None = Field(default=None, ge=68, le=65535)
     chains: Any = None  # validated by sfclab.spec.sfc, against the nodes
     groups: Any = None
+    hosts: Any = None  # validated by sfclab.spec.hosts
+    underlay: Any = None
+    tenants: Any = None
 
     @field_validator("name")
     @classmethod
@@ -158,6 +164,10 @@ class OvsBridgeParams(_Model):
     datapath: Literal["auto", "netdev", "system"] = "auto"
 
 
+#: node keys every kind takes, read by :mod:`sfclab.spec.hosts` (not the kind's own)
+NODE_PLACEMENT_KEYS = ("host", "tenant")
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     """A validated node: its name, its kind (from the kind table) and its validated keys."""
@@ -165,6 +175,8 @@ class NodeSpec:
     name: str
     kind_ref: NodeKind = field(compare=False)
     params: Any  # the kind's validated pydantic model
+    host: str | None = None  # labs with hosts: where it runs
+    tenants: tuple[str, ...] = ()  # the tenants it belongs to (none: public)
 
     @property
     def kind(self) -> str:
@@ -205,6 +217,17 @@ class Lab:
     doc: Document | None = field(default=None, compare=False, repr=False)
     chains: dict[str, SfcChainSpec] = field(default_factory=dict)  # service function chains
     groups: dict[str, GroupSpec] = field(default_factory=dict)
+    hosts: dict[str, HostSpec] = field(default_factory=dict)  # empty: this machine alone
+    underlay: UnderlaySpec | None = None
+    #: the address space of each link: a tenant's name, or None (public)
+    link_spaces: list[str | None] = field(default_factory=list)
+
+    @property
+    def tenants(self) -> list[str]:
+        out: list[str] = []
+        for n in self.nodes.values():
+            out += [t for t in n.tenants if t not in out]
+        return out
 
     def error_at(self, e: SpecError, loc: tuple[Any, ...]) -> SpecError:
         """``e`` (raised for a place below ``loc``) located in this lab's file: file, full
@@ -263,6 +286,9 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
 
     if not nodes_raw:
         raise doc.error("expected at least one node (under 'nodes', or a 'chain')", ("nodes",))
+    hosts, underlay = hosts_spec.validate_hosts(doc, top.hosts, top.underlay)
+    placement = hosts_spec.node_placement(doc, hosts, nodes_raw)
+    tenancy = hosts_spec.validate_tenants(doc, top.tenants, nodes_raw)
     nodes: dict[str, NodeSpec] = {}
     for name, n in nodes_raw.items():
         place = ("nodes", name)
@@ -278,11 +304,12 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
         ref = kinds.node_kind(str(kind))
         if ref is None:
             raise doc.error(f"unknown kind '{kind}' (expected one of: {known})", place + ("kind",))
+        own = {k: v for k, v in n.items() if k not in NODE_PLACEMENT_KEYS}
         try:
-            params = ref.params_model().model_validate(ref.params_input(n))
+            params = ref.params_model().model_validate(ref.params_input(own))
         except ValidationError as e:
             raise _pydantic_error(doc, e, place) from None
-        nodes[name] = NodeSpec(name, ref, params)
+        nodes[name] = NodeSpec(name, ref, params, placement[name], tenancy[name])
 
     links: list[LinkSpec] = []
     places: list[tuple[Any, ...]] = []
@@ -300,11 +327,19 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
         places.append(place)
 
     forms = checks.check_links(doc, kinds, nodes, links, places)
-    checks.check_addresses(doc, top.addressing, nodes, links, places)
+    hosts_spec.check_hosted(doc, hosts, nodes, links, places)
+    link_spaces = [hosts_spec.link_space(doc, nodes, lk, place)
+                   for lk, place in zip(links, places)]
+    checks.check_addresses(doc, top.addressing, nodes, links, places, link_spaces)
 
     raw: dict[str, Any] = {"name": top.name}
     if "addressing" in data:
         raw["addressing"] = data["addressing"]
+    if hosts:
+        raw["hosts"] = {h: s.model_dump(mode="json", exclude_none=True) for h, s in hosts.items()}
+        raw["underlay"] = underlay.model_dump(mode="json") if underlay else None
+    if top.tenants is not None:
+        raw["tenants"] = top.tenants
     raw["nodes"] = {k: dict(v) for k, v in nodes_raw.items()}
     raw["links"] = [_dump_link(lk) for lk in links]
     chains, groups = sfc.validate(doc, top.chains, top.groups, nodes)
@@ -313,7 +348,7 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
     if chains:
         raw["chains"] = {c: s.as_dict() for c, s in chains.items()}
     return Lab(top.name, nodes, links, top.addressing, doc.source, raw, forms, doc, chains,
-               groups)
+               groups, hosts, underlay, link_spaces)
 
 
 def _dump_link(lk: LinkSpec) -> dict[str, Any]:
@@ -329,7 +364,7 @@ def _dump_link(lk: LinkSpec) -> dict[str, Any]:
                 d["address"] = str(d["address"])
             eps.append(d)
     out: dict[str, Any] = {"endpoints": eps}
-    for k in ("mtu", "port", "connect"):
+    for k in ("mtu", "port", "connect", "attach", "rate"):
         v = getattr(lk, k)
         if v is not None:
             out[k] = v

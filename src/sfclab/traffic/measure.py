@@ -76,14 +76,25 @@ class Endpoints:
 
     def first_hop_ingress(self) -> list[tuple[str, str, str]]:
         """(node, namespace, interface) where the chain first receives what the sender sends:
-        the first routed hop's interfaces, and those of Linux bridges next to the sender."""
+        the first routed hop's interfaces, those of Linux bridges next to the sender, and (labs
+        with hosts) the sender's port in its host context, or the underlay's side of the
+        sender's host when the tunnel ends in the sender itself (``attach: direct``)."""
         nxt = self.hops[1] if len(self.hops) > 1 else self.dst
         src_nets = [a.network for a in self.plan.addresses_of(self.src)]
         out = []
         for i in self.plan.interfaces_of(nxt):
             if i.address and any(IPv4Interface(i.address).ip in n for n in src_nets):
                 out.append((nxt, self.plan.netns_of(nxt), i.name))
+        hosted = {hl.link: hl for hl in self.plan.host_links}
         for i in self.plan.interfaces_of(self.src):
+            hl = hosted.get(i.link)
+            if hl is not None:
+                end = next(e for e in hl.ends if e.node == self.src and e.node_if == i.name)
+                if end.port:
+                    out.append((f"@{end.host}", end.netns, end.port))
+                elif self.plan.underlay is not None:
+                    host = next(h for h in self.plan.hosts if h.name == end.host)
+                    out.append(("-underlay", self.plan.underlay.netns, host.underlay_peer))
             peer = next((b for b in self.plan.linux_bridges if b.node == i.peer), None)
             if peer is not None:
                 out += [(peer.node, peer.netns, j.name) for j in self.plan.interfaces_of(peer.node)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from ..part import Registry
 from .base import LinkForm
+from .hosted import Hosted
 from .internal import Internal
 from .patch import Patch
 from .veth import Veth
 
 LINK_FORMS = Registry("link form")
-for _form in (Internal(), Patch(), Veth()):
+for _form in (Hosted(), Internal(), Patch(), Veth()):
     LINK_FORMS.add(_form)
 
 __all__ = ["LINK_FORMS", "LinkForm"]

@@ -1,0 +1,187 @@
+"""How a hosted link meets its node in the host context: one entry per ``attach`` kind.
+
+At each host context a hosted link has its *ports* (the host-side ends of the veths to its
+nodes: one, or two when both nodes are on this host) and, across hosts, its VXLAN device.  An
+attach kind joins them:
+
+==============  ==================================================================================
+``bridge``      a Linux bridge ``br<link>`` with the ports and the tunnel (learning, flooding)
+``shortbridge`` two tc programs (``bpf/shortbridge.bpf.c``), each redirecting every frame from one
+                to the other: no learning, no lookup (Trellis's shortbridge, without its patch);
+                into a node's veth straight to its inside end, unless the link is shaped
+``ovs``         an OVS bridge ``ovs<link>`` of the host's own OVS (userspace datapath)
+``hybrid``      ``ovs``, with each port first in a Linux bridge ``qbr<link>e<end>`` joined to OVS by
+                a veth pair ``qvb``/``qvo`` (Neutron's hybrid plug, where security groups lived)
+``direct``      no port: the tunnel device itself is moved into the node (comparison only)
+==============  ==================================================================================
+
+Every kind works only through the :class:`~sfclab.hosts.context.HostContext`, so it runs the
+same on a host reached another way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from ..errors import RealizeError
+from ..kernel import netns
+from . import ovs
+from .context import HostContext
+
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute
+
+    from ..plan.model import HostEndPlan, HostLinkPlan
+
+ENV_BINARY = "SFCLAB_SHORTBRIDGE"
+IFF_MULTICAST = 0x1000
+#: OVS's userspace datapath corrupts TCP checksums left to offload
+NO_TX_CSUM = {"tx-checksum": False}
+
+
+def shortbridge_binary() -> Path:
+    """``$SFCLAB_SHORTBRIDGE``, else ``native/build/sfc-shortbridge`` of this checkout."""
+    env = os.environ.get(ENV_BINARY)
+    path = Path(env) if env else Path(__file__).resolve().parents[3] / "native" / "build" / \
+        "sfc-shortbridge"
+    if not path.is_file():
+        raise RealizeError(f"the shortbridge loader is not built ({path} is missing): run "
+                           "`make -C native`", obj=str(path))
+    return path
+
+
+class Joint:
+    """What an attach kind is handed at one host context."""
+
+    def __init__(self, ctx: HostContext, ipr: IPRoute, link: HostLinkPlan,
+                 here: list[HostEndPlan], lab: str, ovs_dir: Path, *, xdp_nodes: bool = False):
+        self.ctx, self.ipr, self.link, self.here, self.lab = ctx, ipr, link, here, lab
+        self.ovs_dir = ovs_dir
+        #: the nodes run XDP programs (the SFC data plane): frames must reach them through
+        #: their veth's receive path, and their XDP redirects must be taken by the ports
+        self.xdp_nodes = xdp_nodes
+
+    @property
+    def members(self) -> list[str]:
+        """The devices to join: the ports here, then the tunnel (if the link crosses hosts)."""
+        out = [e.port for e in self.here]
+        if self.here[0].vxlan:
+            out.append(self.here[0].vxlan)
+        return out
+
+    def index(self, name: str) -> int:
+        idx = self.ipr.link_lookup(ifname=name)
+        if not idx:
+            raise RealizeError("interface is missing", obj=f"{self.ctx.name}/{name}")
+        return int(idx[0])
+
+    def bridge(self, name: str, members: list[str]) -> None:
+        """A Linux bridge of ``members``; the bridge device itself is silent (no multicast:
+        its own IGMP reports would reach the nodes)."""
+        self.ipr.link("add", ifname=name, kind="bridge", br_stp_state=0, br_forward_delay=0,
+                      br_mcast_snooping=0)
+        br = self.index(name)
+        self.ipr.link("set", index=br, flags=0, change=IFF_MULTICAST)
+        for m in members:
+            self.ipr.link("set", index=self.index(m), master=br)
+        self.ipr.link("set", index=br, state="up")
+
+
+class AttachKind:
+    name: ClassVar[str]
+    #: the host runs an OVS of its own for this kind
+    needs_ovs: ClassVar[bool] = False
+    #: what the node's interface must have for this kind to carry TCP
+    node_offloads: ClassVar[dict[str, bool]] = {}
+    #: the tunnel device goes into the node (no port in the host context)
+    in_node: ClassVar[bool] = False
+
+    def join(self, j: Joint) -> None:
+        raise NotImplementedError
+
+
+class Bridge(AttachKind):
+    name = "bridge"
+
+    def join(self, j: Joint) -> None:
+        assert j.here[0].joiner
+        j.bridge(j.here[0].joiner, j.members)
+
+
+class Shortbridge(AttachKind):
+    name = "shortbridge"
+
+    def join(self, j: Joint) -> None:
+        """Frames bound for a node go straight into it (``bpf_redirect_peer``), unless the link
+        is shaped (then through the port's egress, where the shaper is) or the node runs XDP
+        programs (which only the veth's own receive path runs)."""
+        a, b = j.members
+        via = ["--via-egress"] if j.link.rate is not None or j.xdp_nodes else []
+        j.ctx.run([str(shortbridge_binary()), "--netns", j.here[0].netns, *via, a, b])
+
+
+class Ovs(AttachKind):
+    name = "ovs"
+    needs_ovs = True
+    node_offloads = NO_TX_CSUM
+
+    def ovs_ports(self, j: Joint) -> list[str]:
+        return j.members
+
+    def join(self, j: Joint) -> None:
+        assert j.here[0].joiner
+        ports = self.ovs_ports(j)
+        for p in ports:
+            j.ctx.set_offloads(p, NO_TX_CSUM)
+        ovs.vsctl(j.ctx, j.ovs_dir, ovs.bridge(j.here[0].joiner, ports, j.lab))
+
+
+class Hybrid(Ovs):
+    name = "hybrid"
+
+    def ovs_ports(self, j: Joint) -> list[str]:
+        out = []
+        for e in j.here:
+            h = e.hybrid
+            j.ipr.link("add", ifname=h["qvb"], kind="veth", peer=h["qvo"], mtu=j.link.mtu)
+            for n in (h["qvb"], h["qvo"]):
+                j.ipr.link("set", index=j.index(n), state="up")
+                j.ctx.set_offloads(n, NO_TX_CSUM)
+            j.bridge(h["qbr"], [e.port, h["qvb"]])
+            out.append(h["qvo"])
+        if j.here[0].vxlan:
+            out.append(j.here[0].vxlan)
+        return out
+
+
+class Direct(AttachKind):
+    """The tunnel terminated directly in the node (Trellis's comparison setup): the VXLAN
+    device, made in the host context (so its socket stays there), is moved into the node's
+    namespace under the node's interface name.  A tenant then owns its tunnel device, so
+    nothing can be shaped or joined in the host context: for comparisons only."""
+
+    name = "direct"
+    in_node = True
+
+    def join(self, j: Joint) -> None:
+        for e in j.here:
+            assert e.vxlan
+            fd = os.open(netns.path(e.node_netns), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                j.ipr.link("set", index=j.index(e.vxlan), net_ns_fd=fd, ifname=e.node_if)
+            finally:
+                os.close(fd)
+
+
+class Registry(dict[str, AttachKind]):
+    def add(self, kind: AttachKind) -> None:
+        if kind.name in self:
+            raise ValueError(f"attach kind '{kind.name}' is registered twice")
+        self[kind.name] = kind
+
+
+ATTACH_KINDS = Registry()
+for _k in (Bridge(), Shortbridge(), Ovs(), Hybrid(), Direct()):
+    ATTACH_KINDS.add(_k)

@@ -1,0 +1,151 @@
+"""Hosts as a part of the build (labs with ``hosts``): each host's context, the underlay that
+joins them, and each host's CPUs and memory.
+
+- ``namespaces``: a context namespace ``sfclab:<lab>:@<host>`` per emulated host (the host's
+  root context; this machine's root namespace is never used) and the underlay's namespace.
+- ``links``: the underlay bridge ``br0`` and a veth from it to each context's ``ul0``.
+- ``configure``: addresses on ``ul0``, everything up.
+- ``prepare``: each host's cgroups (cpuset, memory; journaled), before functions start.
+- ``teardown``: the journaled cgroups, after the lab's processes ended; the namespaces go with
+  the rest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..hosts import cgroups as host_cgroups
+from ..kernel import netns
+from ..hosts.context import EmulatedHost, HostContext
+from ..plan.model import Plan
+from .nodes.namespace import BASE_SYSCTLS
+from .part import Part
+from .step import step
+
+if TYPE_CHECKING:
+    from .build import Builder
+    from .state import LabState
+    from .teardown import TeardownReport
+
+
+def context(plan: Plan, host: str) -> HostContext:
+    for h in plan.hosts:
+        if h.name == host:
+            return EmulatedHost(h.name, h.netns)
+    raise KeyError(host)
+
+
+def ovs_dir(state: LabState, host: str) -> Path:
+    """Where a host's own OVS keeps its database, sockets and logs."""
+    return state.dir / "hosts" / host / "ovs"
+
+
+class Hosts(Part):
+    name = "hosts"
+    teardown_rank = 45  # after the lab's processes ended (cgroups must be empty)
+
+    def journal(self, plan: Plan) -> list[dict[str, Any]]:
+        if not plan.hosts:
+            return []
+        out: list[dict[str, Any]] = [{"op": "netns", "name": h.netns} for h in plan.hosts]
+        if plan.underlay is not None:
+            out.append({"op": "netns", "name": plan.underlay.netns})
+        out += [{"op": "host-cgroup", "name": h.cgroup} for h in plan.hosts]
+        return out
+
+    def namespaces(self, b: Builder) -> None:
+        for h in b.plan.hosts:
+            b.open_namespace(h.netns, BASE_SYSCTLS)
+        if b.plan.underlay is not None:
+            b.open_namespace(b.plan.underlay.netns, BASE_SYSCTLS)
+
+    def links(self, b: Builder) -> None:
+        u = b.plan.underlay
+        if u is None:
+            return
+        b.link_batch.bridge(u.bridge, b.fds[u.netns], f"underlay bridge {u.netns}/{u.bridge}")
+        b.created(u.netns, u.bridge)
+        for h in b.plan.hosts:
+            b.link_batch.veth(h.underlay_if, b.fds[h.netns], h.underlay_peer, b.fds[u.netns],
+                              f"underlay veth {h.netns}/{h.underlay_if} - "
+                              f"{u.netns}/{h.underlay_peer}", mtu=u.mtu)
+            b.created(h.netns, h.underlay_if)
+            b.created(u.netns, h.underlay_peer)
+
+    def configure(self, b: Builder) -> None:
+        u = b.plan.underlay
+        if u is None:
+            return
+        ub = b.batch(u.netns)
+        ub.link(1, f"interface {u.netns}/lo")
+        br = b.index[(u.netns, u.bridge)]
+        ub.link(br, f"underlay bridge {u.netns}/{u.bridge}")
+        for h in b.plan.hosts:
+            ub.link(b.index[(u.netns, h.underlay_peer)], f"interface {u.netns}/{h.underlay_peer}",
+                    master=br)
+            hb = b.batch(h.netns)
+            hb.link(1, f"interface {h.netns}/lo")
+            idx = b.index[(h.netns, h.underlay_if)]
+            hb.link(idx, f"interface {h.netns}/{h.underlay_if}",
+                    alias=f"sfclab:{b.plan.lab}:@{h.name}:underlay")
+            hb.addr(idx, h.address, f"address {h.address} on {h.netns}/{h.underlay_if}")
+
+    def prepare(self, b: Builder) -> None:
+        for h in b.plan.hosts:
+            with step(f"cgroups of host {h.name}"):
+                host_cgroups.create(h.cgroup, h.cpus, h.memory)
+
+    def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
+                 report: TeardownReport) -> None:
+        for e in journal:
+            if e.get("op") != "host-cgroup":
+                continue
+            if not e["name"].startswith(f"sfclab:{state.name}:@"):
+                report.errors.append(f"cgroup {e['name']}: not this lab's; left alone")
+                continue
+            report.errors += host_cgroups.remove(e["name"])
+
+
+HOSTS = Hosts()
+
+
+def inspect_hosts(plan: Plan) -> dict[str, Any]:
+    """What ``inspect`` shows of the hosts: each host's context, underlay address, CPUs and
+    memory (live from its cgroups), nodes, and the links' tunnels."""
+    out: dict[str, Any] = {}
+    for h in plan.hosts:
+        out[h.name] = {"context": h.netns, "present": netns.exists(h.netns),
+                       "emulated": h.emulated, "underlay": h.address, "cpus": h.cpus,
+                       "memory": h.memory, "nodes": h.nodes,
+                       "cgroups": host_cgroups.usage(h.cgroup)}
+    return out
+
+
+def inspect_links(plan: Plan, live: bool = False) -> list[dict[str, Any]]:
+    """Every hosted link as the plan has it; with ``live``, each end also says whether its
+    port and tunnel exist in the host context now (``present``)."""
+    have: dict[str, set[str]] = {}
+    if live:
+        for h in plan.hosts:
+            if netns.exists(h.netns):
+                ipr = netns.iproute(h.netns)
+                try:
+                    have[h.netns] = {m.get_attr("IFLA_IFNAME") for m in ipr.get_links()}
+                finally:
+                    ipr.close()
+    out = []
+    for hl in plan.host_links:
+        ends = []
+        for e in hl.ends:
+            d: dict[str, Any] = {"node": e.node, "host": e.host, "port": e.port,
+                                 "tunnel": e.vxlan, "local": e.local, "remote": e.remote,
+                                 "joiner": e.joiner}
+            if live:
+                there = have.get(e.netns, set())
+                d["present"] = all(x in there for x in (e.port, e.vxlan) if x) if e.port \
+                    else e.netns in have  # direct: the tunnel lives in the node
+            ends.append(d)
+        out.append({"link": hl.link, "attach": hl.attach, "vni": hl.vni, "mtu": hl.mtu,
+                    "rate": hl.rate, "tenant": hl.space, "ends": ends})
+    return out

@@ -1,0 +1,128 @@
+"""``hosted``: a link joined in host contexts (labs with ``hosts``; see :mod:`sfclab.plan.hosts`).
+
+Each end is a veth between the node (``eth<N>`` as always) and its host's context (``p<link>e<end>``
+there), created in the lab's shared rtnetlink batch.  Then, in each host context, the link's
+VXLAN device (across hosts: VNI from the plan, over the underlay interface) is made from inside
+the context, so its UDP socket lives there and never in this machine's root namespace; the
+link's attach kind (:mod:`sfclab.hosts.attach`) joins ports and tunnel; a ``rate`` is shaped
+on each port toward its node (:mod:`sfclab.hosts.shaping`).  Everything of a hosted link lives
+in lab namespaces, so removing them removes it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...hosts import ovs, shaping
+from ...hosts.attach import ATTACH_KINDS, Joint
+from ...plan import hosts as plan_hosts
+from ...plan.model import InterfacePlan
+from .. import hosts as realize_hosts
+from ..step import step
+from .base import LinkForm, configure_interface
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pyroute2 import IPRoute
+
+    from ...hosts.context import HostContext
+    from ...plan.build import Planner
+    from ...plan.model import HostEndPlan, HostLinkPlan
+    from ...spec.kinds import Locate
+    from ...spec.lab import LinkSpec, NodeSpec
+    from ..build import Builder
+
+
+class Hosted(LinkForm):
+    name = "hosted"
+
+    def selects(self, a: NodeSpec, b: NodeSpec, link: LinkSpec) -> bool:
+        return a.host is not None and (a.host != b.host or link.attach is not None
+                                       or link.rate is not None)
+
+    def check(self, link: LinkSpec, ends: tuple[NodeSpec, NodeSpec], at: Locate) -> None:
+        if link.attach == "direct":
+            if ends[0].host == ends[1].host:
+                raise at("attach")("'direct' puts a tunnel's end in each node: the nodes must "
+                                   "be on different hosts")
+            if link.rate is not None:
+                raise at("rate")("a link with 'attach: direct' has no host-context port to "
+                                 "shape (the node holds the tunnel); remove 'rate' or use "
+                                 "another attach kind")
+
+    def plan_link(self, p: Planner, link: int, spec: LinkSpec) -> dict[int, InterfacePlan]:
+        assert p.plan.underlay is not None
+        ends = [p.namespace_end(link, j, self.name) for j in (0, 1)]
+        ordinal = sum(1 for h in p.plan.host_links if h.vni is not None)
+        hl = plan_hosts.host_link(p.lab, p.plan.hosts, p.plan.underlay, link, ordinal,
+                                  [e.name for e in ends])
+        for e in ends:
+            e.mtu = hl.mtu
+            for k, v in ATTACH_KINDS[hl.attach].node_offloads.items():
+                e.offloads.setdefault(k, v)
+        p.plan.interfaces.extend(ends)
+        p.plan.host_links.append(hl)
+        return dict(enumerate(ends))
+
+    def links(self, b: Builder) -> None:
+        mtu_of = {(i.netns, i.name): i.mtu for i in self.interfaces(b.plan)}
+        for hl in b.plan.host_links:
+            if ATTACH_KINDS[hl.attach].in_node:
+                continue  # the tunnel device itself becomes the node's interface
+            for e in hl.ends:
+                b.link_batch.veth(e.node_if, b.fds[e.node_netns], e.port, b.fds[e.netns],
+                                  f"veth {e.node_netns}/{e.node_if} - {e.netns}/{e.port}",
+                                  mtu=mtu_of.get((e.node_netns, e.node_if)) or hl.mtu,
+                                  peer_mtu=hl.mtu)
+                b.created(e.node_netns, e.node_if)
+                b.created(e.netns, e.port)
+
+    def after_links(self, b: Builder) -> None:
+        by_host: dict[str, list[tuple[HostLinkPlan, list[HostEndPlan]]]] = {}
+        for hl in b.plan.host_links:
+            for h in dict.fromkeys(e.host for e in hl.ends):
+                by_host.setdefault(h, []).append((hl, [e for e in hl.ends if e.host == h]))
+        for host, items in by_host.items():
+            ctx = realize_hosts.context(b.plan, host)
+            odir = realize_hosts.ovs_dir(b.state, host)
+            if any(ATTACH_KINDS[hl.attach].needs_ovs for hl, _ in items):
+                with step(f"Open vSwitch of host {host}"):
+                    ovs.start(ctx, odir)
+            ipr = ctx.iproute()
+            try:
+                for hl, here in items:
+                    with step(f"link {hl.link} ({hl.attach}) in host {host}"):
+                        self._join(b, ctx, ipr, hl, here, odir)
+            finally:
+                ipr.close()
+
+    @staticmethod
+    def _join(b: Builder, ctx: HostContext, ipr: IPRoute, hl: HostLinkPlan,
+              here: list[HostEndPlan], odir: Path) -> None:
+        assert b.plan.underlay is not None
+        xdp_nodes = b.plan.steering is not None
+        for e in here:
+            if e.port:
+                ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0], state="up")
+                if xdp_nodes:  # a veth takes XDP-redirected frames only with NAPI: GRO on
+                    ctx.set_offloads(e.port, {"gro": True})
+        e0 = here[0]
+        if e0.vxlan:
+            host = next(h for h in b.plan.hosts if h.name == e0.host)
+            ul = ipr.link_lookup(ifname=host.underlay_if)[0]
+            ipr.link("add", ifname=e0.vxlan, kind="vxlan", vxlan_id=hl.vni,
+                     vxlan_local=e0.local, vxlan_group=e0.remote,
+                     vxlan_port=b.plan.underlay.vxlan_port, vxlan_link=ul, vxlan_learning=0,
+                     mtu=hl.mtu)
+            if not ATTACH_KINDS[hl.attach].in_node:
+                ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
+        ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, b.plan.lab, odir,
+                                           xdp_nodes=xdp_nodes))
+        if hl.rate is not None:
+            for e in here:
+                shaping.shape(ctx, e.port, hl.rate, hl.mtu)
+
+    def configure(self, b: Builder) -> None:
+        for i in self.interfaces(b.plan):
+            configure_interface(b, i, set_mtu=False, enslave=True)  # created with their MTU
