@@ -73,3 +73,20 @@ def test_chains_are_paths_of_the_steering_plan() -> None:
     assert {c["reverse"] for c in web} == {False, True}
     fwd = next(c for c in web if not c["reverse"])
     assert sorted(p["weight"] for p in fwd["paths"]) == [1, 3]
+
+
+def test_groups_from_a_lab_with_hosts_and_tenants() -> None:
+    """The planner's own shapes (``hosts`` a list of host plans, ``tenants`` tenant -> nodes)
+    box every node of the scenario in its host, and tenant nodes in their tenant's box."""
+    p = plan("hosts-tenants.yaml")
+    t = topology(p)
+    host_of = {n: h["name"] for h in p["hosts"] for n in h["nodes"]}
+    tenant_of = {n: name for name, nodes in p["tenants"].items() for n in nodes}
+    assert host_of and tenant_of
+    for n in t["nodes"]:
+        if n["id"] in host_of:
+            assert n["host"] == host_of[n["id"]]
+        if n["id"] in tenant_of:
+            assert n["parent"] == f"tenant:{tenant_of[n['id']]}@{host_of[n['id']]}"
+    assert {g["id"] for g in t["groups"] if g["kind"] == "host"} == {
+        f"host:{h}" for h in set(host_of.values())}

@@ -30,6 +30,8 @@ def _mapping(plan: dict[str, Any], key: str) -> dict[str, str]:
     """node -> group from a plan-wide ``hosts``/``tenants`` entry of either shape."""
     raw = plan.get(key + "s")
     out: dict[str, str] = {}
+    if isinstance(raw, list):  # the plan's hosts: [{"name": H, "nodes": [...]}, ...]
+        raw = {str(h["name"]): h for h in raw if isinstance(h, dict) and "name" in h}
     if isinstance(raw, dict):
         for k, v in raw.items():
             if isinstance(v, (list, tuple)):
