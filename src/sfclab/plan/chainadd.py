@@ -1,0 +1,496 @@
+"""A chain added to a running lab, planned against the lab's saved plan (pure).
+
+**Wiring.**  Every instance of the chain's functions is a namespace of its own joined by one
+veth pair to the chain's *attach* node, a forwarding node of the lab (the chain file's
+``attach``, else the router nearest the first classifier's ingress, else the nearest
+forwarding node).  The function is one-armed: labelled frames come in from the attach node on
+``eth0``, the proxy takes the stack off, the function forwards the plain packet back out of
+``eth0`` by its default route (via the attach node) and the proxy puts the stack back.  The
+link gets a /30 of its own from the top of 198.19.255.0/24 downward, clear of the lab's
+segments; only the attach node knows it (functions added this way are reached by labels, not by
+routes: a NAT among them needs ``symmetric: true`` for its replies).
+
+**Labels and indices.**  Existing labels are reused where a hop is the same (node, action,
+out interface); new ones are numbered after the highest in use, so no existing chain's label
+changes.  The chain's directions take free indices of the chain table and a free range of the
+path table (recorded as ``path_base``); path 4095 is never handed out (:data:`NO_PATH`, the
+table's empty entry: a chain whose group has no instance left points its slots there, and the
+classifier drops and counts what it matches).
+
+:func:`plan_addition` returns an :class:`Addition` (what to make, in the data plane's terms);
+:func:`apply` merges it into the plan, :func:`withdraw` takes it out again.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from ipaddress import IPv4Interface, IPv4Network
+from typing import Any
+
+from ..errors import SpecError
+from ..spec.chainfile import ChainFile
+from .model import InterfacePlan, NamespacePlan, Plan, RoutePlan, VethPlan
+from .names import netns_name
+from .sfc import (FIRST_LABEL, LABEL_ROOM, MAX_LABELS, DirectionPlan, Hop, PathPlan, SteeringPlan,
+                  _slots, _weights, entries_of, reversed_classifier)
+
+MAX_PATHS = 4096
+#: the path index never handed out: its table entry stays empty (depth 0)
+NO_PATH = MAX_PATHS - 1
+MAX_DIRECTIONS = 256
+MAX_NODE_ID = 255
+BASE_MTU = 1500
+ADDED_POOL = IPv4Network("198.19.255.0/24")
+
+
+@dataclass
+class NewNode:
+    """A function instance made by ``chain add`` (or a clone made by ``migrate``)."""
+
+    node: str
+    netns: str
+    kind: str
+    params: dict[str, Any]
+    function: str  # the chain file's function name (a group's instances share it)
+    cpu: float
+    memory: int
+    host: str
+    attach: str  # the forwarding node it hangs off
+    attach_ifname: str  # its end there
+    ifname: str  # its own end ("eth0")
+    subnet: str
+    address: str  # its own, "198.19.255.254/30"
+    gateway: str  # the attach node's end
+
+
+@dataclass
+class Addition:
+    chain: str
+    attach: str
+    nodes: list[NewNode] = field(default_factory=list)
+    node_ids: dict[str, int] = field(default_factory=dict)  # new ids only
+    hops: list[Hop] = field(default_factory=list)  # new labels only
+    directions: list[DirectionPlan] = field(default_factory=list)
+    attach_progs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)  # new only
+    single_segment: list[tuple[str, str]] = field(default_factory=list)  # new only
+    mtu: list[tuple[str, str, int]] = field(default_factory=list)  # existing interfaces
+    offloads: list[tuple[str, str, dict[str, bool]]] = field(default_factory=list)
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Addition:
+        return cls(
+            chain=d["chain"], attach=d["attach"], nodes=[NewNode(**n) for n in d["nodes"]],
+            node_ids=dict(d["node_ids"]), hops=[Hop(**h) for h in d["hops"]],
+            directions=[DirectionPlan(**{**x, "paths": [PathPlan(**p) for p in x["paths"]]})
+                        for x in d["directions"]],
+            attach_progs={k: [(a[0], a[1], a[2]) for a in v]
+                          for k, v in d["attach_progs"].items()},
+            single_segment=[(x[0], x[1]) for x in d["single_segment"]],
+            mtu=[(x[0], x[1], x[2]) for x in d["mtu"]],
+            offloads=[(x[0], x[1], dict(x[2])) for x in d["offloads"]],
+            source=d.get("source", ""))
+
+
+@dataclass
+class Instance:
+    """One instance to make: its node name, function, kind, validated keys and host."""
+
+    node: str
+    function: str
+    kind: str
+    params: dict[str, Any]
+    cpu: float
+    memory: int
+    host: str = "local"
+
+
+# ------------------------------------------------------------------------------ topology
+class Topology:
+    """Direct links between the plan's namespaces: node -> [(neighbour, my if, its if)]."""
+
+    def __init__(self, plan: Plan):
+        self.adj: dict[str, list[tuple[str, str, str]]] = {n.node: [] for n in plan.namespaces}
+        self.forwards = {n.node: n.forwards for n in plan.namespaces}
+        self.kind = {n.node: n.kind for n in plan.namespaces}
+        for v in plan.veths:
+            if v.a.netns is None or v.b.netns is None or v.a.node == v.b.node:
+                continue
+            if self.kind.get(v.a.node) == "linux-bridge" or \
+                    self.kind.get(v.b.node) == "linux-bridge":
+                continue
+            self.adj[v.a.node].append((v.b.node, v.a.name, v.b.name))
+            self.adj[v.b.node].append((v.a.node, v.b.name, v.a.name))
+
+    def link(self, a: str, b: str, a_if: str, b_if: str, forwards: bool, kind: str) -> None:
+        self.adj.setdefault(a, [])
+        self.adj.setdefault(b, [])
+        self.adj[a].append((b, a_if, b_if))
+        self.adj[b].append((a, b_if, a_if))
+        self.forwards.setdefault(b, forwards)
+        self.kind.setdefault(b, kind)
+
+    def shortest(self, src: str, dst: str) -> list[tuple[str, str, str, str]] | None:
+        prev: dict[str, tuple[str, str, str]] = {}
+        seen, todo = {src}, deque([src])
+        while todo:
+            n = todo.popleft()
+            if n == dst:
+                break
+            if n != src and not self.forwards.get(n):
+                continue
+            for m, my, their in self.adj.get(n, []):
+                if m not in seen:
+                    seen.add(m)
+                    prev[m] = (n, my, their)
+                    todo.append(m)
+        if dst not in seen:
+            return None
+        edges: list[tuple[str, str, str, str]] = []
+        n = dst
+        while n != src:
+            p, my, their = prev[n]
+            edges.append((p, my, n, their))
+            n = p
+        return edges[::-1]
+
+    def nearest_forwarder(self, start: str) -> str | None:
+        """The router nearest ``start``, else the nearest forwarding node (BFS order)."""
+        order: list[str] = []
+        seen, todo = {start}, deque([start])
+        while todo:
+            n = todo.popleft()
+            order.append(n)
+            for m, _, _ in self.adj.get(n, []):
+                if m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        for want in ("router", None):
+            for n in order:
+                if n != start and self.forwards.get(n) and (want is None or self.kind[n] == want):
+                    return n
+        return None
+
+
+# ------------------------------------------------------------------------------ helpers
+def _error(chain: ChainFile, source: str, msg: str, loc: tuple[Any, ...]) -> SpecError:
+    from ..spec.source import format_place
+
+    return SpecError(msg, file=source, place=format_place(loc) or None)
+
+
+def free_subnets(plan: Plan, count: int, taken: list[IPv4Network] | None = None
+                 ) -> list[IPv4Network]:
+    """``count`` /30s from the top of :data:`ADDED_POOL` down, clear of the lab's subnets."""
+    used = plan.subnets() + list(taken or [])
+    used += [IPv4Interface(i.address).network for i in plan.interfaces if i.address]
+    out: list[IPv4Network] = []
+    for net in reversed(list(ADDED_POOL.subnets(new_prefix=30))):
+        if any(net.overlaps(u) for u in used):
+            continue
+        out.append(net)
+        if len(out) == count:
+            return out
+    raise SpecError(f"no free /30 left in {ADDED_POOL} for the functions' links")
+
+
+def free_ifname(plan: Plan, node: str, taken: set[str]) -> str:
+    have = {i.name for i in plan.interfaces_of(node)} | taken | {"lo", "br0"}
+    k = 0
+    while f"sfx{k}" in have:
+        k += 1
+    return f"sfx{k}"
+
+
+def path_ranges(sp: SteeringPlan) -> list[tuple[int, int]]:
+    """(first, count) of every direction's paths in the path table."""
+    out = []
+    seq = 0
+    for d in sp.directions:
+        base = d.path_base if d.path_base is not None else seq
+        if d.path_base is None:
+            seq += len(d.paths)
+        out.append((base, len(d.paths)))
+    return out
+
+
+def free_path_base(ranges: list[tuple[int, int]], need: int) -> int:
+    used = sorted(ranges + [(NO_PATH, 1)])
+    at = 0
+    for first, count in used:
+        if first - at >= need:
+            return at
+        at = max(at, first + count)
+    raise SpecError(f"the path table is full: no {need} free entries left")
+
+
+class _Labels:
+    """Existing labels by what they do; new ones numbered after the highest in use."""
+
+    def __init__(self, hops: list[Hop]):
+        self.known = {(h.node, h.action, h.ifname): h for h in hops}
+        self.next = max([h.label for h in hops], default=FIRST_LABEL - 1) + 1
+        self.new: list[Hop] = []
+
+    def label(self, hop: Hop) -> int:
+        key = (hop.node, hop.action, hop.ifname)
+        if key not in self.known:
+            hop.label = self.next
+            self.next += 1
+            self.known[key] = hop
+            self.new.append(hop)
+        return self.known[key].label
+
+
+def build_direction(topo: Topology, labels: _Labels, cname: str, index: int, reverse: bool,
+                    start: str, end: str, stages: list[list[str]], weights: list[list[int]],
+                    symmetric: bool, ttl: int, place: str) -> DirectionPlan:
+    """One chain direction: a path per combination of instances, their stacks (RFC 8595)."""
+    if reverse:
+        stages, weights = stages[::-1], weights[::-1]
+    combos = _weights(stages, weights)
+    if len(combos) > 64:
+        raise SpecError(f"the groups make {len(combos)} paths; at most 64 per chain",
+                        place=place)
+    d = DirectionPlan(index, cname, reverse, start, end, symmetric, ttl)
+    for k, (instances, w) in enumerate(combos):
+        stops = [start, *instances, end]
+        edges: list[tuple[str, str, str, str]] = []
+        for a, b in zip(stops, stops[1:]):
+            seg = topo.shortest(a, b) if a != b else None
+            if not seg:
+                raise SpecError(f"no path from {a} to {b} over direct links through "
+                                "forwarding nodes", place=place)
+            edges += seg
+        nodes = [start] + [e[2] for e in edges]
+        stop_at: dict[int, str] = {}
+        pos = 0
+        for inst in instances:
+            pos = nodes.index(inst, pos + 1)
+            stop_at[pos] = inst
+        stack: list[int] = []
+        for i in range(1, len(nodes) - 1):
+            if i in stop_at:
+                stack.append(labels.label(Hop(0, nodes[i], "proxy")))
+            _, my, nxt, their = edges[i]
+            stack.append(labels.label(Hop(0, nodes[i], "forward", my, nxt, their)))
+        if len(stack) > MAX_LABELS:
+            raise SpecError(f"chain '{cname}' needs a stack of {len(stack)} labels "
+                            f"({' '.join(nodes)}); at most {MAX_LABELS}", place=place)
+        _, my0, _, their0 = edges[0]
+        d.paths.append(PathPlan(k, nodes, instances, stack, my0, nodes[1], their0, w))
+    d.slots = _slots([p.weight for p in d.paths])
+    return d
+
+
+def _used_ifaces(d: DirectionPlan, hops: dict[int, Hop]) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for p in d.paths:
+        out.add((p.nodes[0], p.ifname))
+        out.add((p.next, p.next_ifname))
+        for lbl in p.stack:
+            h = hops[lbl]
+            if h.action == "forward" and h.ifname and h.next and h.next_ifname:
+                out.add((h.node, h.ifname))
+                out.add((h.next, h.next_ifname))
+    return out
+
+
+# --------------------------------------------------------------------------- the planner
+def plan_addition(plan: Plan, sp: SteeringPlan | None, chain: ChainFile,
+                  instances: list[Instance], source: str) -> Addition:
+    """What adding ``chain`` (its function instances already named and placed) makes."""
+    sp = sp or SteeringPlan()
+    topo = Topology(plan)
+    nodes = set(topo.adj)
+    if any(d.chain == chain.name for d in sp.directions):
+        raise SpecError(f"the lab already has a chain '{chain.name}'", file=source,
+                        place="name")
+    for i, c in enumerate(chain.classifiers):
+        if c.ingress not in nodes or topo.kind.get(c.ingress) == "linux-bridge":
+            raise SpecError(f"expected a host or function node of the lab, got {c.ingress!r}",
+                            file=source, place=f"classifiers[{i}].ingress")
+    if chain.egress not in nodes or topo.kind.get(chain.egress) == "linux-bridge":
+        raise SpecError(f"expected a host or function node of the lab, got {chain.egress!r}",
+                        file=source, place="egress")
+    for inst in instances:
+        if inst.node in nodes:
+            raise SpecError(f"the lab already has a node '{inst.node}'", file=source,
+                            place="functions")
+    attach = chain.attach or topo.nearest_forwarder(chain.classifiers[0].ingress)
+    if attach is None or attach not in nodes or not topo.forwards.get(attach):
+        raise SpecError(f"expected a forwarding node of the lab to attach the functions to, "
+                        f"got {attach!r}", file=source, place="attach")
+    add = Addition(chain.name, attach, source=source)
+    subnets = free_subnets(plan, len(instances))
+    taken: set[str] = set()
+    for inst, net in zip(instances, subnets):
+        hosts = list(net.hosts())
+        a_if = free_ifname(plan, attach, taken)
+        taken.add(a_if)
+        add.nodes.append(NewNode(inst.node, netns_name(plan.lab, inst.node), inst.kind,
+                                 inst.params, inst.function, inst.cpu, inst.memory, inst.host,
+                                 attach, a_if, "eth0", str(net), f"{hosts[1]}/30",
+                                 f"{hosts[0]}/30"))
+        topo.link(attach, inst.node, a_if, "eth0", True, inst.kind)
+    _steer(plan, sp, topo, chain, add)
+    return add
+
+
+def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
+           add: Addition) -> None:
+    labels = _Labels(sp.hops)
+    stages: list[list[str]] = []
+    weights: list[list[int]] = []
+    for f in chain.functions:
+        names = [n.node for n in add.nodes if n.function == f.name]
+        stages.append(names)
+        weights.append(f.weights())
+    free_idx = [i for i in range(MAX_DIRECTIONS) if i not in {d.index for d in sp.directions}]
+    ranges = path_ranges(sp)
+    ingresses = list(dict.fromkeys(c.ingress for c in chain.classifiers))
+    for reverse in ([False, True] if chain.symmetric else [False]):
+        for ingress in ingresses:
+            if not free_idx:
+                raise SpecError(f"the chain table is full ({MAX_DIRECTIONS} directions)",
+                                file=add.source, place="classifiers")
+            start, end = (chain.egress, ingress) if reverse else (ingress, chain.egress)
+            d = build_direction(topo, labels, chain.name, free_idx.pop(0), reverse, start, end,
+                                stages, weights, chain.symmetric, chain.ttl, "functions")
+            d.path_base = free_path_base(ranges, len(d.paths))
+            ranges.append((d.path_base, len(d.paths)))
+            for i, c in enumerate(chain.classifiers):
+                if c.ingress != ingress:
+                    continue
+                seen = reversed_classifier(c, start) if reverse else c
+                d.classifiers.append({"index": i, **seen.as_dict(),
+                                      "entries": entries_of(seen)})
+            add.directions.append(d)
+    add.hops = labels.new
+    hops = {h.label: h for h in sp.hops + labels.new}
+    used: set[tuple[str, str]] = set()
+    for d in add.directions:
+        used |= _used_ifaces(d, hops)
+    path_nodes = [n for d in add.directions for p in d.paths for n in p.nodes]
+    next_id = max(sp.node_ids.values(), default=0) + 1
+    for pn in dict.fromkeys(path_nodes):
+        if pn not in sp.node_ids and pn not in add.node_ids:
+            if next_id > MAX_NODE_ID:
+                raise SpecError(f"more than {MAX_NODE_ID} nodes on chains", file=add.source,
+                                place="functions")
+            add.node_ids[pn] = next_id
+            next_id += 1
+    new_nodes = {n.node for n in add.nodes}
+    have = {n: set(a) for n, a in sp.attach.items()}
+    want: dict[str, list[tuple[str, str, str]]] = {}
+    for node, ifname in sorted(used):
+        want.setdefault(node, []).append(("sfc_forward", ifname, "xdp"))
+    for nn in add.nodes:
+        want.setdefault(nn.node, []).extend([("sfc_proxy_in", nn.ifname, "tcx-ingress"),
+                                             ("sfc_proxy_out", nn.ifname, "tcx-egress")])
+    for d in add.directions:
+        if topo.forwards.get(d.ingress):
+            ifs = [i.name for i in plan.interfaces_of(d.ingress)] + \
+                [n.attach_ifname for n in add.nodes if n.attach == d.ingress]
+            want.setdefault(d.ingress, []).extend(
+                ("sfc_classify_ingress", i, "tcx-ingress") for i in ifs)
+        else:
+            for p in d.paths:
+                want.setdefault(d.ingress, []).append(("sfc_classify_egress", p.ifname,
+                                                       "tcx-egress"))
+                if (d.ingress, p.ifname) not in sp.single_segment and \
+                        (d.ingress, p.ifname) not in add.single_segment:
+                    add.single_segment.append((d.ingress, p.ifname))
+    for node, progs in want.items():
+        fresh = [a for a in dict.fromkeys(progs) if a not in have.get(node, set())]
+        if fresh:
+            add.attach_progs[node] = fresh
+    # existing interfaces newly on a path: room for labels, checksums filled before labels
+    ends = {(i.node, i.name): i for i in plan.interfaces if i.netns is not None}
+    pushers = {d.ingress for d in add.directions if topo.forwards.get(d.ingress)}
+    for node, ifname in sorted(used):
+        if node in new_nodes or (node, ifname) not in ends:
+            continue
+        ep = ends[(node, ifname)]
+        if topo.forwards.get(node) and (ep.mtu or BASE_MTU) < BASE_MTU + LABEL_ROOM:
+            add.mtu.append((node, ifname, (ep.mtu or BASE_MTU) + LABEL_ROOM))
+        offl: dict[str, bool] = {}
+        if ep.offloads.get("tx-checksum", True):
+            offl["tx-checksum"] = False
+        if node in pushers and ep.offloads.get("gro", True):
+            offl["gro"] = False
+        if offl:
+            add.offloads.append((node, ifname, offl))
+
+
+# ------------------------------------------------------------------ merging into the plan
+def apply(plan: Plan, add: Addition) -> None:
+    """Merge ``add`` into ``plan`` (its steering included): the saved plan then names every
+    object the chain made, so ``down``, ``inspect`` and ``chain ls`` know them."""
+    sp = SteeringPlan.from_dict(plan.steering) if plan.steering else SteeringPlan()
+    for n in add.nodes:
+        plan.namespaces.append(NamespacePlan(n.node, n.netns, n.kind, True))
+        mine = InterfacePlan(n.node, n.netns, n.ifname, -1, n.attach, "veth", address=n.address,
+                             mtu=BASE_MTU + LABEL_ROOM,
+                             offloads={"tx-checksum": False, "gro": False},
+                             alias=f"sfclab:{plan.lab}:{n.node}:added")
+        theirs = InterfacePlan(n.attach, netns_name(plan.lab, n.attach), n.attach_ifname, -1,
+                               n.node, "veth", address=n.gateway, mtu=BASE_MTU + LABEL_ROOM,
+                               offloads={"tx-checksum": False},
+                               alias=f"sfclab:{plan.lab}:{n.attach}:added")
+        plan.interfaces += [mine, theirs]
+        plan.veths.append(VethPlan(-1, mine, theirs))
+        plan.routes.append(RoutePlan(n.node, n.netns, "0.0.0.0/0",
+                                     str(IPv4Interface(n.gateway).ip), n.ifname))
+        plan.functions[n.node] = {"kind": n.kind, "params": n.params}
+    for node, ifname, mtu in add.mtu:
+        for i in plan.interfaces_of(node):
+            if i.name == ifname:
+                i.mtu = mtu
+    for node, ifname, offl in add.offloads:
+        for i in plan.interfaces_of(node):
+            if i.name == ifname:
+                i.offloads.update(offl)
+    sp.node_ids.update(add.node_ids)
+    sp.hops += add.hops
+    sp.directions += add.directions
+    for node, progs in add.attach_progs.items():
+        sp.attach.setdefault(node, []).extend(progs)
+    sp.single_segment += add.single_segment
+    plan.steering = sp.to_dict()
+
+
+def withdraw(plan: Plan, add: Addition) -> list[int]:
+    """Take ``add``'s chain out of ``plan``: its directions, its nodes and their links; labels
+    no other direction uses.  Returns the labels freed.  (Node ids, attached programs on nodes
+    that stay and interface settings stay: they harm no other chain.)"""
+    sp = SteeringPlan.from_dict(plan.steering) if plan.steering else SteeringPlan()
+    gone = {n.node for n in add.nodes}
+    sp.directions = [d for d in sp.directions if d.chain != add.chain]
+    in_use = {lbl for d in sp.directions for p in d.paths for lbl in p.stack}
+    freed = [h.label for h in sp.hops if h.label not in in_use and
+             (h.node in gone or h.label in {x.label for x in add.hops})]
+    sp.hops = [h for h in sp.hops if h.label not in freed]
+    for n in gone:
+        sp.node_ids.pop(n, None)
+        sp.attach.pop(n, None)
+    for node in {n.attach for n in add.nodes}:
+        ifs = {n.attach_ifname for n in add.nodes}
+        sp.attach[node] = [a for a in sp.attach.get(node, []) if a[1] not in ifs]
+    drop_nodes(plan, gone)
+    plan.steering = sp.to_dict()
+    return freed
+
+
+def drop_nodes(plan: Plan, gone: set[str]) -> None:
+    """Remove nodes made by ``chain add``/``migrate`` (and their links) from the plan."""
+    plan.namespaces = [n for n in plan.namespaces if n.node not in gone]
+    plan.interfaces = [i for i in plan.interfaces if i.node not in gone and i.peer not in gone]
+    plan.veths = [v for v in plan.veths if v.a.node not in gone and v.b.node not in gone]
+    plan.routes = [r for r in plan.routes if r.node not in gone]
+    for n in gone:
+        plan.functions.pop(n, None)
