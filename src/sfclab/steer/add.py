@@ -30,6 +30,7 @@ from ..plan.model import Plan
 from ..plan.sfc import SteeringPlan
 from ..realize import dataplane, lifecycle
 from ..realize.dataplane import DataPlane
+from ..realize.functions import instantiate
 from ..realize.state import LabState
 from . import record, tables, wire
 from .request import AddChain, RemoveChain
@@ -89,6 +90,11 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         merged = Plan.from_dict(plan.to_dict())
         apply(merged, add)
         msp = _steering(merged)
+        for n in add.nodes:  # each function's own checks (neighbours, programs) first
+            try:
+                instantiate(state, merged, n.node).check()
+            except SpecError as e:
+                raise req.error(e.message, n.function, e.place) from None
         if plan.steering:  # the lab's maps exist: refuse entries another chain holds
             with DataPlane(req.lab) as dp:
                 for d in add.directions:

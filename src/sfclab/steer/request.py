@@ -44,6 +44,18 @@ class AddChain:
     functions: list[Function]
     source: str = "<request>"
     wait_s: float = 60.0
+    #: the parsed file, for the line of an error found later (a function's machine checks)
+    doc: Document | None = field(default=None, compare=False, repr=False)
+
+    def error(self, message: str, function: str, place: str | None) -> SpecError:
+        """An error of ``function``'s keys (``place`` inside them), located in the file."""
+        from ..spec.source import format_place, parse_place
+
+        k = [f.name for f in self.chain.functions].index(function)
+        loc = ("functions", k, *parse_place(place or ""))
+        if self.doc is not None:
+            return self.doc.error(message, loc)
+        return SpecError(message, file=self.source, place=format_place(loc))
 
     def instances(self) -> list[Instance]:
         """Every instance to make, named ``<function>-<k>`` (k from 1)."""
@@ -118,7 +130,7 @@ def from_document(lab: str, doc: Document, wait_s: float = 60.0) -> AddChain:
     chain = parse(doc)
     attach = default_attach(lab, chain)
     fns = [_function(doc, i, chain, attach) for i in range(len(chain.functions))]
-    return AddChain(lab, chain, fns, doc.source, wait_s)
+    return AddChain(lab, chain, fns, doc.source, wait_s, doc)
 
 
 def read_chain_file(lab: str, path: str, wait_s: float = 60.0) -> AddChain:

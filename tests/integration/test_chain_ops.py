@@ -1,0 +1,363 @@
+"""Chains changed on a running lab (issue 14): ``chain add``/``rm`` under constant traffic on
+another chain (nothing lost), traffic through the added functions, placement refusal and bad
+chain files (exit 2, nothing changed), the lab's lock, ``kill -9`` in the middle then ``down``,
+a customer binary through ``tun`` with CPU and memory limits, and make-before-break migration
+of a NAT under UDP at 10 kpps and a TCP connection (nothing lost, no reset)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sfclab.api import Lab
+from sfclab.cli import main
+from sfclab.cli.status import ExitStatus
+from sfclab.errors import LabError, SpecError
+from sfclab.kernel import netns
+from sfclab.realize.dataplane import DataPlane, lab_dir
+from sfclab.realize.state import LabState
+from sfclab.steer import add as chain_add
+from sfclab.steer import chains, migrate, record, request
+from sfclab.traffic.native import NativeGenerator
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = [sys.executable, "-m", "tests.integration.sfcprobe"]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+COUNTER = [sys.executable, "-m", "sfclab.functions.examples.tun_count"]
+
+
+def base_lab() -> dict[str, Any]:
+    """src - r1 - f1 - dst with one chain of the lab file: UDP to 7999 through f1."""
+    return {"name": "o" + secrets.token_hex(3),
+            "nodes": {"src": {"kind": "host"}, "r1": {"kind": "router"},
+                      "f1": {"kind": "firewall", "rules": []}, "dst": {"kind": "host"}},
+            "links": [{"endpoints": ["src", "r1"]}, {"endpoints": ["r1", "f1"]},
+                      {"endpoints": ["f1", "dst"]}],
+            "chains": {"base": {"classifiers": [{"ingress": "src", "proto": "udp",
+                                                 "dport": 7999}],
+                                "functions": ["f1"], "egress": "dst"}}}
+
+
+@contextmanager
+def running(d: dict[str, Any]) -> Iterator[Lab]:
+    lab = Lab.from_dict(d, source="test_chain_ops")
+    lab.up()
+    try:
+        yield lab
+    finally:
+        lab.down()
+        assert not [n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{lab.name}:")]
+        assert not lab_dir(lab.name).exists()
+
+
+def chain_file(tmp_path: Path, body: dict[str, Any], name: str = "chain.json") -> str:
+    p = tmp_path / name
+    p.write_text(json.dumps(body))
+    return str(p)
+
+
+VIDEO = {"name": "video", "attach": "r1",
+         "classifiers": [{"ingress": "src", "proto": "udp", "dport": "5000-5010"}],
+         "egress": "dst",
+         "functions": [{"name": "fw", "kind": "firewall", "rules": [], "instances": 2,
+                        "weight": [1, 3], "cpu": 0.25, "memory": "32M"},
+                       {"name": "rt", "kind": "router", "cpu": 0.1}]}
+
+
+def counters(lab: str) -> dict[str, dict[str, int]]:
+    from sfclab.plan.sfc import SteeringPlan
+    from sfclab.realize import lifecycle
+
+    _, plan = lifecycle.load_plan(lab)
+    sp = SteeringPlan.from_dict(plan.steering)
+    with DataPlane(lab) as dp:
+        return {n: dp.counters(i) for n, i in sp.node_ids.items()}
+
+
+def echo(lab: Lab, port: int, seconds: float = 6.0) -> subprocess.Popen:
+    p = lab.popen("dst", [*PROBE, "udp-echo", str(port), str(seconds)], stdout=subprocess.PIPE,
+                  text=True, env=ENV, cwd=ROOT)
+    assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    return p
+
+
+def send(lab: Lab, node: str, dst: str, sport: int, dport: int, n: int) -> int:
+    """``n`` datagrams from ``node`` to ``dst``:``dport`` (echoed by :func:`echo`): how many
+    were answered."""
+    server = echo(lab, dport, 4.0)
+    cp = subprocess.run(["ip", "netns", "exec", lab.netns(node), *PROBE, "udp-send", dst,
+                         str(sport), str(dport), str(n)], capture_output=True, text=True,
+                        env=ENV, cwd=ROOT, timeout=60, check=True)
+    server.wait(timeout=30)
+    return int(cp.stdout.strip())
+
+
+def under_traffic(lab: Lab, port: int, pps: float, seconds: float
+                  ) -> tuple[NativeGenerator, threading.Thread, dict[str, Any]]:
+    g = NativeGenerator(lab.netns("src"), lab.netns("dst"), str(lab.address("dst")), port=port)
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["trial"] = g.trial(pps, seconds, 64)
+        except Exception as e:  # reported by the test
+            out["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    return g, t, out
+
+
+def test_add_and_remove_under_traffic_on_another_chain(tmp_path: Path, sfcgen: str) -> None:
+    with running(base_lab()) as lab:
+        dst = str(lab.address("dst"))
+        before = counters(lab.name)
+        g, t, out = under_traffic(lab, 7999, 20000, 5.0)
+        try:
+            time.sleep(1.0)
+            got = chain_add.add_chain(request.read_chain_file(lab.name,
+                                                              chain_file(tmp_path, VIDEO)))
+            assert set(got["instances"]) == {"fw-1", "fw-2", "rt-1"}
+            # the added chain carries its own traffic, through its instances
+            assert send(lab, "src", dst, 41000, 5005, 50) == 50
+            mid = counters(lab.name)
+            assert mid["rt-1"]["proxy_in"] == 50
+            assert mid["fw-1"]["proxy_in"] + mid["fw-2"]["proxy_in"] == 50
+            rows = {r["chain"]: r for r in chains.listing(lab.name)}
+            assert rows["video"]["functions"] == ["fw-1|fw-2", "rt-1"]
+            # down/inspect know the new nodes: they are in the saved plan
+            assert "fw-1" in lab.inspect()["nodes"]
+            rm = chain_add.remove_chain(request.RemoveChain(lab.name, "video"))
+            assert rm["errors"] == [] and sorted(rm["removed"]) == ["fw-1", "fw-2", "rt-1"]
+        finally:
+            t.join()
+            g.close()
+        trial = out.get("trial")
+        assert trial is not None, out.get("error")
+        assert trial.sent > 50000 and trial.lost == 0, (trial.sent, trial.received)
+        after = counters(lab.name)
+        assert after["f1"]["proxy_in"] - before["f1"]["proxy_in"] >= trial.sent
+        assert {r["chain"] for r in chains.listing(lab.name)} == {"base"}
+        for n in ("fw-1", "fw-2", "rt-1"):
+            assert not netns.exists(f"sfclab:{lab.name}:{n}")
+        # the removed chain's traffic is no longer classified: it follows routes
+        c0 = counters(lab.name)["src"]["classified"]
+        assert send(lab, "src", dst, 41001, 5005, 5) == 5
+        assert counters(lab.name)["src"]["classified"] == c0
+
+
+def _snapshot(lab: Lab) -> tuple[list[str], str | None]:
+    spaces = sorted(n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{lab.name}:"))
+    return spaces, (LabState(lab.name).dir / "plan.json").read_text()
+
+
+BAD = [
+    ({**VIDEO, "functions": [{"name": "x", "kind": "teleporter"}]}, "functions[0].kind"),
+    ({**VIDEO, "functions": [{"name": "x", "kind": "firewall", "policy": "maybe"}]},
+     "functions[0].policy"),
+    ({**VIDEO, "classifiers": [{"ingress": "nowhere", "proto": "udp"}]},
+     "classifiers[0].ingress"),
+    ({**VIDEO, "egress": "r9"}, "egress"),
+    ({**VIDEO, "attach": "src"}, "attach"),
+    ({**VIDEO, "functions": [{"name": "x", "kind": "firewall", "cpu": 64}]}, "functions[0]"),
+    ({**VIDEO, "functions": [{"name": "x", "kind": "firewall", "weight": [1, 2]}]},
+     "functions[0].weight"),
+    ({**VIDEO, "name": "base"}, "name"),
+    ({**VIDEO, "classifiers": [{"ingress": "src", "proto": "udp", "dport": 7999}]},
+     "classifiers[0]"),
+]
+
+
+def test_bad_chain_files_exit_2_and_change_nothing(tmp_path: Path, capsys) -> None:
+    with running(base_lab()) as lab:
+        before = _snapshot(lab)
+        for i, (body, place) in enumerate(BAD):
+            path = chain_file(tmp_path, body, f"bad{i}.json")
+            assert main(["chain", "add", lab.name, path]) == ExitStatus.BAD_INPUT, place
+            err = capsys.readouterr().err
+            assert path in err and place in err, (place, err)
+            assert _snapshot(lab) == before, place
+        # placement refusal names the function, its needs and the largest free host
+        path = chain_file(tmp_path, BAD[5][0], "big.json")
+        with pytest.raises(SpecError) as e:
+            chain_add.add_chain(request.read_chain_file(lab.name, path))
+        assert "function x" in str(e.value) and "needs 64 CPU" in str(e.value)
+        assert "largest free host is local" in str(e.value)
+        # YAML with a line number
+        y = tmp_path / "bad.yaml"
+        y.write_text("name: v\nclassifiers: [{ingress: src}]\negress: dst\nfunctions:\n"
+                     "  - {name: a, kind: nat, outside: nobody}\n")
+        assert main(["chain", "add", lab.name, str(y)]) == ExitStatus.BAD_INPUT
+        err = capsys.readouterr().err
+        assert f"{y}:5" in err and "outside" in err, err
+        assert _snapshot(lab) == before
+
+
+def test_a_second_command_waits_for_the_lock_or_fails_clearly(tmp_path: Path) -> None:
+    with running(base_lab()) as lab:
+        req = request.read_chain_file(lab.name, chain_file(tmp_path, VIDEO))
+        state = LabState(lab.name)
+        with record.lab_lock(state):
+            with pytest.raises(LabError, match="busy"):
+                chain_add.add_chain(request.AddChain(req.lab, req.chain, req.functions,
+                                                     req.source, wait_s=0.3))
+        # released after 0.5 s by another holder: the command waits and succeeds
+        def hold() -> None:
+            with record.lab_lock(state):
+                time.sleep(0.5)
+
+        h = threading.Thread(target=hold)
+        h.start()
+        time.sleep(0.1)
+        t0 = time.monotonic()
+        chain_add.add_chain(req)
+        assert time.monotonic() - t0 >= 0.3
+        h.join()
+        assert "video" in record.additions(state)
+
+
+def test_kill_9_in_the_middle_of_add_then_down_leaves_nothing(tmp_path: Path) -> None:
+    d = base_lab()
+    lab = Lab.from_dict(d, source="test_chain_ops").up()
+    name = lab.name
+    try:
+        path = chain_file(tmp_path, {**VIDEO, "functions": [
+            {"name": "t", "kind": "tun", "exec": COUNTER, "instances": 3, "cpu": 0.2,
+             "memory": "64M"}]})
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "chain", "add", name, path],
+                             env=dict(ENV, SFCLAB_STATE_DIR=os.environ["SFCLAB_STATE_DIR"]),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # kill it once its first namespace exists (the journal names it by then)
+        deadline = time.monotonic() + 20
+        while not netns.exists(f"sfclab:{name}:t-1") and time.monotonic() < deadline:
+            if p.poll() is not None:
+                break
+            time.sleep(0.005)
+        time.sleep(0.05)
+        assert p.poll() is None, p.communicate()[1]  # killed in the middle, not after
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        assert netns.exists(f"sfclab:{name}:t-1")
+    finally:
+        lab.down()
+    assert not [n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{name}:")]
+    assert not lab_dir(name).exists()
+    for c in ("cpu", "memory"):
+        assert not [x for x in os.listdir(f"/sys/fs/cgroup/{c}") if x.startswith(f"sfclab:{name}:")]
+    assert not netns.pids_in([f"sfclab:{name}:t-{k}" for k in (1, 2, 3)])
+
+
+def test_customer_binary_through_tun_with_cpu_and_memory_limits(tmp_path: Path) -> None:
+    with running(base_lab()) as lab:
+        body = {**VIDEO, "functions": [{"name": "meter", "kind": "tun", "exec": COUNTER,
+                                        "cpu": 0.5, "memory": "64M"}]}
+        chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        assert send(lab, "src", str(lab.address("dst")), 41000, 5001, 30) == 30
+        lab.plan = None  # the saved plan changed: read it again
+        f = lab.function("meter-1")
+        assert f is not None
+        info = f.inspect()
+        assert info["running"] and info["program"]["packets"] >= 30
+        assert info["cpu"]["cores"] == 0.5
+        assert info["memory"]["limit_bytes"] == 64 * 1024 * 1024
+        assert counters(lab.name)["meter-1"]["proxy_in"] == 30
+
+
+TCP_CLIENT = r"""
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+print("connected", flush=True)
+n = 0
+end = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:
+    s.sendall(b"x" * 100)
+    got = b""
+    while len(got) < 100:
+        chunk = s.recv(100 - len(got))
+        if not chunk:
+            raise SystemExit("closed by peer")
+        got += chunk
+    n += 1
+    time.sleep(0.005)
+print(n, flush=True)
+"""
+
+TCP_SERVER = r"""
+import socket, sys
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("0.0.0.0", int(sys.argv[1]))); srv.listen(1)
+print("ready", flush=True)
+c, addr = srv.accept()
+print(addr[0], flush=True)
+while True:
+    d = c.recv(65536)
+    if not d:
+        break
+    c.sendall(d)
+"""
+
+
+def test_migrate_a_nat_under_udp_and_tcp_loses_nothing(tmp_path: Path, sfcgen: str) -> None:
+    with running(base_lab()) as lab:
+        body = {"name": "natted", "attach": "r1", "symmetric": True,
+                "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5005},
+                                {"ingress": "src", "proto": "tcp", "dport": 6000}],
+                "egress": "dst",
+                "functions": [{"name": "nat", "kind": "nat", "cpu": 0.2}]}
+        chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        dst = str(lab.address("dst"))
+        server = lab.popen("dst", [sys.executable, "-c", TCP_SERVER, "6000"],
+                           stdout=subprocess.PIPE, text=True)
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        client = lab.popen("src", [sys.executable, "-c", TCP_CLIENT, dst, "6000", "4"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert client.stdout is not None and client.stdout.readline().strip() == "connected"
+        seen_from = server.stdout.readline().strip()
+        g, t, out = under_traffic(lab, 5005, 10000, 4.0)
+        try:
+            time.sleep(1.5)
+            d = migrate.migrate(request.MigrateInstance(lab.name, "nat-1"))
+        finally:
+            t.join()
+            g.close()
+        assert d["clone"] == "nat-1.m1" and d["drained"]
+        assert d["conntrack_moved"] >= 2, d  # the UDP flow and the TCP connection
+        trial = out.get("trial")
+        assert trial is not None, out.get("error")
+        assert trial.sent >= 30000 and trial.lost == 0, (trial.sent, trial.received)
+        rc = client.wait(timeout=30)
+        err = client.stderr.read() if client.stderr else ""
+        assert rc == 0, err  # no reset, no timeout: the connection went on through the clone
+        server.kill()
+        server.wait()
+        # the server saw the NAT's address, not the client's
+        assert seen_from != str(lab.address("src"))
+        assert not netns.exists(f"sfclab:{lab.name}:nat-1")
+        c = counters(lab.name)
+        assert c["nat-1.m1"]["proxy_in"] > 0 and "nat-1" not in c
+        assert [r["functions"] for r in chains.listing(lab.name) if r["chain"] == "natted"] == \
+            [["nat-1.m1"]]
+        ev = [e for e in record.events(LabState(lab.name)) if e["event"] == "migrated"]
+        assert ev and ev[-1]["clone"] == "nat-1.m1"
+
+
+def test_migrate_refuses_unknown_hosts_and_lab_file_functions() -> None:
+    with running(base_lab()) as lab:
+        with pytest.raises(LabError, match="only functions made by"):
+            migrate.migrate(request.MigrateInstance(lab.name, "f1"))
+        with pytest.raises(LabError, match="no added chain"):
+            chain_add.remove_chain(request.RemoveChain(lab.name, "nothing"))
+        with pytest.raises(LabError, match="lab file"):
+            chain_add.remove_chain(request.RemoveChain(lab.name, "base"))
