@@ -361,3 +361,66 @@ def test_migrate_refuses_unknown_hosts_and_lab_file_functions() -> None:
             chain_add.remove_chain(request.RemoveChain(lab.name, "nothing"))
         with pytest.raises(LabError, match="lab file"):
             chain_add.remove_chain(request.RemoveChain(lab.name, "base"))
+
+
+def _events(lab: Lab, kind: str) -> list[dict[str, Any]]:
+    return [e for e in record.events(LabState(lab.name)) if e["event"] == kind]
+
+
+def _wait(cond, timeout: float = 3.0) -> float:
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < timeout, "timed out"
+        time.sleep(0.01)
+    return time.monotonic() - t0
+
+
+def test_failover_when_an_instance_dies_and_drop_when_none_is_left(tmp_path: Path,
+                                                                   sfcgen: str) -> None:
+    with running(base_lab()) as lab:
+        body = {**VIDEO, "functions": [{"name": "m", "kind": "tun", "exec": COUNTER,
+                                        "instances": 2, "cpu": 0.3, "memory": "64M"}]}
+        got = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        assert got["watcher"]
+        lab.plan = None
+        dst = str(lab.address("dst"))
+        # many flows: both instances carry some
+        g = NativeGenerator(lab.netns("src"), lab.netns("dst"), dst, port=5003, flows=64)
+        try:
+            t1 = g.trial(1000, 1.0, 64)
+            assert t1.lost == 0
+            c = counters(lab.name)
+            assert c["m-1"]["proxy_in"] > 0 and c["m-2"]["proxy_in"] > 0
+            f1 = lab.function("m-1")
+            assert f1 is not None
+            pid = f1.running_pids()[0]  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGKILL)
+            t_kill = time.monotonic()
+            took = _wait(lambda: bool(_events(lab, "failover")))
+            assert took < 1.0, took  # out of the group's hash within 1 s
+            ev = _events(lab, "failover")[-1]
+            assert ev["instances_out"] == ["m-1"] and ev["paths_left"] == 1
+            assert _events(lab, "instance-down")[-1]["instance"] == "m-1"
+            assert time.monotonic() - t_kill < 2.0
+            before = counters(lab.name)
+            t2 = g.trial(1000, 1.0, 64)
+            after = counters(lab.name)
+            assert t2.lost == 0, (t2.sent, t2.received)  # every flow on the survivor
+            assert after["m-1"]["proxy_in"] == before["m-1"]["proxy_in"]
+            assert after["m-2"]["proxy_in"] - before["m-2"]["proxy_in"] >= t2.sent
+            shown = chains.inspect(lab.name, "video")["chains"]["video"]["health"]
+            assert shown["instances"]["m-1"]["alive"] is False
+            assert any(e["event"] == "failover" for e in shown["events"])
+            # the last instance dies: the chain's traffic is dropped and counted, not leaked
+            f2 = lab.function("m-2")
+            assert f2 is not None
+            os.kill(f2.running_pids()[0], signal.SIGKILL)  # type: ignore[attr-defined]
+            _wait(lambda: any(e["dropping"] for e in _events(lab, "failover")))
+            before = counters(lab.name)
+            t3 = g.trial(1000, 1.0, 64)
+            after = counters(lab.name)
+            assert t3.received == 0 and t3.sent > 0
+            assert after["src"]["no_instance"] - before["src"]["no_instance"] == t3.sent
+            assert after["f1"]["proxy_in"] == before["f1"]["proxy_in"]  # nothing went past
+        finally:
+            g.close()

@@ -55,6 +55,9 @@ def _inspect_text(d: dict[str, Any]) -> str:
             lines.append(f"  {n:<12} {nz or '-'}")
         for i, s in c["instances"].items():
             lines.append(f"  instance {i}: {s['proxy_in']:,} packets ({100 * s['share']:.1f} %)")
+        for e in c.get("health", {}).get("events", [])[-8:]:  # chain add/migrate, failover
+            what = ", ".join(f"{k} {v}" for k, v in e.items() if k not in ("time", "event"))
+            lines.append(f"  event {e['event']}: {what}")
     return "\n".join(lines)
 
 

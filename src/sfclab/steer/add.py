@@ -19,6 +19,7 @@ chain uses, the functions and their namespaces, and the plan.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +33,7 @@ from ..realize import dataplane, lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import record, tables, wire
+from . import health, record, tables, wire
 from .request import AddChain, RemoveChain
 
 Progress = Callable[[str], None]
@@ -117,11 +118,12 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         record.save_addition(state, add, "up")
         record.event(state, "chain-added", chain=add.chain,
                      instances=[n.node for n in add.nodes], attach=add.attach)
+        watcher = health.ensure_watcher(state, merged, add.attach)
     return {"lab": req.lab, "chain": add.chain, "attach": add.attach,
             "instances": {n.node: {"function": n.function, "kind": n.kind, "host": n.host,
                                    "cpu": n.cpu, "memory": n.memory} for n in add.nodes},
             "labels": [h.label for h in add.hops],
-            "directions": [d.index for d in add.directions],
+            "directions": [d.index for d in add.directions], "watcher": watcher,
             "seconds": round(time.monotonic() - t0, 3)}
 
 
@@ -160,7 +162,15 @@ def _make(state: LabState, plan: Plan, merged: Plan, msp: SteeringPlan, add: Add
 
 
 def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
-    """Take ``add``'s chain off the data plane and remove its nodes (tolerates halves)."""
+    """Take ``add``'s chain off the data plane and remove its nodes (tolerates halves); the
+    watcher waits meanwhile (the slot lock)."""
+    from .migrate import slot_lock
+
+    with slot_lock(state):
+        return _unmake_locked(state, merged, add)
+
+
+def _unmake_locked(state: LabState, merged: Plan, add: Addition) -> list[str]:
     errors: list[str] = []
     msp = _steering(merged)
     try:
@@ -218,6 +228,7 @@ def remove_chain(req: RemoveChain) -> dict[str, Any]:
         withdraw(plan, add)
         record.save_plan(state, plan)
         record.drop_addition(state, add.chain)
+        shutil.rmtree(record.classify_dir(state, add.chain), ignore_errors=True)
         record.event(state, "chain-removed", chain=add.chain)
     return {"lab": req.lab, "chain": req.chain, "removed": [n.node for n in add.nodes],
             "errors": errors, "seconds": round(time.monotonic() - t0, 3)}

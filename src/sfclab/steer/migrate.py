@@ -165,6 +165,7 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
         record.save_addition(state, add, "migrating")
         record.save_plan(state, merged)
         moved, errors, switch_s = 0, [], 0.0
+        held = contextlib.ExitStack()
         try:
             wire.make_node(merged, clone)
             wire.start_function(state, merged, clone.node)
@@ -185,19 +186,21 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
                     n1, seen, e1 = conntrack.copy(old.netns, clone.netns)
                     moved += n1
                     errors += e1
-                with slot_lock(state):
-                    t_sw = time.perf_counter()
-                    for d, nd in zip(olds, news):
-                        assert nd.path_base is not None
-                        tables.write_slots(dp, nd, [nd.path_base + nd.paths[k].index
-                                                    for k in d.slots])
-                    switch_s = time.perf_counter() - t_sw
+                # the watcher waits from the switch until the plan names the clone
+                held.enter_context(slot_lock(state))
+                t_sw = time.perf_counter()
+                for d, nd in zip(olds, news):
+                    assert nd.path_base is not None
+                    tables.write_slots(dp, nd, [nd.path_base + nd.paths[k].index
+                                                for k in d.slots])
+                switch_s = time.perf_counter() - t_sw
                 if req.conntrack:
                     n2, _, e2 = conntrack.copy(old.netns, clone.netns, skip=seen)
                     moved += n2
                     errors += e2
                 drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
         except BaseException:
+            held.close()
             wire.remove_node(state, merged, clone.node, clone.netns)
             add.nodes.remove(clone)
             record.save_addition(state, add, "up")
@@ -231,6 +234,7 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
         add.directions = [next((nd for nd in news if nd.index == d.index), d)
                           for d in add.directions]
         record.save_plan(state, final)
+        held.close()
         record.save_addition(state, add, "up")
         record.event(state, "migrated", instance=old.node, clone=clone.node, host=host,
                      switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
