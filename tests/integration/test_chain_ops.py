@@ -424,3 +424,34 @@ def test_failover_when_an_instance_dies_and_drop_when_none_is_left(tmp_path: Pat
             assert after["f1"]["proxy_in"] == before["f1"]["proxy_in"]  # nothing went past
         finally:
             g.close()
+
+
+def test_classify_entries_are_saved_shown_and_go_with_an_added_chain(tmp_path: Path) -> None:
+    with running(base_lab()) as lab:
+        chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, VIDEO)))
+        more = tmp_path / "more.yaml"
+        more.write_text("- {ingress: src, proto: udp, dport: 6100-6103}\n")
+        got = chains.classify(lab.name, "video", str(more))
+        assert got["entries"] == 1
+        base_more = tmp_path / "base-more.yaml"
+        base_more.write_text("- {ingress: src, proto: udp, dport: 7001}\n")
+        chains.classify(lab.name, "base", str(base_more))
+        state = LabState(lab.name)
+        saved = record.saved_classifiers(state, "video")
+        assert saved[0]["classifiers"][0]["dport"] == "6100-6103"
+        assert saved[0]["source"] == str(more)
+        shown = chains.inspect(lab.name)["chains"]
+        assert shown["video"]["classified_later"] == [{"source": str(more), "classifiers": 1,
+                                                       "entries": 1}]
+        assert shown["base"]["classified_later"][0]["entries"] == 1
+        assert shown["video"]["added"]["attach"] == "r1"
+        dst = str(lab.address("dst"))
+        c0 = counters(lab.name)["src"]["classified"]
+        assert send(lab, "src", dst, 41000, 6101, 3) == 3
+        assert counters(lab.name)["src"]["classified"] == c0 + 3
+        chain_add.remove_chain(request.RemoveChain(lab.name, "video"))
+        # the classified-later entries went with the chain: 6101 follows routes again
+        assert send(lab, "src", dst, 41000, 6101, 3) == 3
+        assert counters(lab.name)["src"]["classified"] == c0 + 3
+        assert record.saved_classifiers(state, "video") == []
+        assert record.saved_classifiers(state, "base")  # the lab file's chain keeps its own

@@ -178,11 +178,12 @@ def _unmake_locked(state: LabState, merged: Plan, add: Addition) -> list[str]:
     except Exception as e:
         dp = None
         errors.append(str(e))
+    later = _classified_later(state, add)
     if dp is not None:
         with dp:
             for d in add.directions:
                 try:
-                    tables.delete_classifiers(dp, msp, d)
+                    tables.delete_classifiers(dp, msp, d, later.get(d.index))
                 except Exception as e:
                     errors.append(f"classifiers of direction {d.index}: {e}")
             time.sleep(DRAIN_S)  # packets classified just before are on their way
@@ -205,6 +206,24 @@ def _unmake_locked(state: LabState, merged: Plan, add: Addition) -> list[str]:
     for n in add.nodes:
         errors += wire.remove_node(state, merged, n.node, n.netns)
     return errors
+
+
+def _classified_later(state: LabState, add: Addition) -> dict[int, list[dict[str, Any]]]:
+    """Entries ``chain classify`` added to ``add``'s chain, by direction (they go with it)."""
+    from ..plan.sfc import entries_of, reversed_classifier
+    from ..spec.sfc import ClassifierSpec
+
+    out: dict[int, list[dict[str, Any]]] = {}
+    for saved in record.saved_classifiers(state, add.chain):
+        for raw in saved["classifiers"]:
+            c = ClassifierSpec.model_validate(raw)
+            for d in add.directions:
+                if not d.reverse and d.ingress == c.ingress:
+                    out.setdefault(d.index, []).extend(entries_of(c))
+                elif d.reverse and d.egress == c.ingress:
+                    out.setdefault(d.index, []).extend(
+                        entries_of(reversed_classifier(c, d.ingress)))
+    return out
 
 
 def remove_chain(req: RemoveChain) -> dict[str, Any]:
