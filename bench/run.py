@@ -22,6 +22,7 @@ def main() -> int:
         ["bench_lab.py", "--repeat", reps],
         ["bench_generators.py", "--reps", reps],
         ["bench_firewall.py", "--reps", reps],
+        ["bench_chain_ops.py", "--reps", reps],
     ]
     status = 0
     for argv in runs:

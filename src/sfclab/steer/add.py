@@ -204,7 +204,8 @@ def _unmake_locked(state: LabState, merged: Plan, add: Addition) -> list[str]:
         except Exception as e:
             errors.append(f"labels: {e}")
     for n in add.nodes:
-        errors += wire.remove_node(state, merged, n.node, n.netns)
+        errors += wire.remove_node(state, merged, n.node, n.netns,
+                                    (n.attach, n.attach_ifname))
     return errors
 
 

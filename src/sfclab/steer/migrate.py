@@ -201,13 +201,15 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
                 drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
         except BaseException:
             held.close()
-            wire.remove_node(state, merged, clone.node, clone.netns)
+            wire.remove_node(state, merged, clone.node, clone.netns,
+                             (clone.attach, clone.attach_ifname))
             add.nodes.remove(clone)
             record.save_addition(state, add, "up")
             record.save_plan(state, plan)
             raise
         # --- break: the old instance goes ----------------------------------------------------
-        errors += wire.remove_node(state, merged, old.node, old.netns)
+        errors += wire.remove_node(state, merged, old.node, old.netns,
+                                  (old.attach, old.attach_ifname))
         with DataPlane(req.lab) as dp:
             for d in olds:
                 tables.clear_paths(dp, _base(sp, d), len(d.paths))

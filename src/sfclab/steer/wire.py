@@ -96,8 +96,23 @@ def stop_function(state: LabState, plan: Plan, node: str) -> list[str]:
     return []
 
 
-def remove_node(state: LabState, plan: Plan, node: str, ns: str) -> list[str]:
+def remove_node(state: LabState, plan: Plan, node: str, ns: str,
+                attach: tuple[str, str] | None = None) -> list[str]:
+    """Stop ``node``'s function, delete its link (``attach``: the attach node and its end
+    there; at once, both ends: a namespace is cleaned up by the kernel later, and its link's
+    name would still be taken for a while), end what runs in it and delete its namespace."""
     errors = stop_function(state, plan, node)
+    if attach is not None:
+        try:
+            ipr = netns.iproute(plan.netns_of(attach[0]))
+            try:
+                idx = ipr.link_lookup(ifname=attach[1])
+                if idx:
+                    ipr.link("del", index=idx[0])
+            finally:
+                ipr.close()
+        except Exception as e:  # the namespace's removal takes it anyway
+            errors.append(f"link {attach[0]}/{attach[1]}: {e}")
     try:
         netns.end_processes(sorted(netns.pids_in([ns])))
         netns.delete(ns)
