@@ -424,6 +424,9 @@ def test_failover_when_an_instance_dies_and_drop_when_none_is_left(tmp_path: Pat
             assert after["f1"]["proxy_in"] == before["f1"]["proxy_in"]  # nothing went past
         finally:
             g.close()
+    # the watcher was the lab's: down ended it
+    assert not os.path.exists(f"/proc/{got['watcher']}") or \
+        open(f"/proc/{got['watcher']}/stat").read().split(")")[1].split()[0] == "Z"
 
 
 def test_classify_entries_are_saved_shown_and_go_with_an_added_chain(tmp_path: Path) -> None:
@@ -455,3 +458,30 @@ def test_classify_entries_are_saved_shown_and_go_with_an_added_chain(tmp_path: P
         assert counters(lab.name)["src"]["classified"] == c0 + 3
         assert record.saved_classifiers(state, "video") == []
         assert record.saved_classifiers(state, "base")  # the lab file's chain keeps its own
+
+
+def test_kill_9_in_the_middle_of_migrate_then_down_leaves_nothing(tmp_path: Path) -> None:
+    lab = Lab.from_dict(base_lab(), source="test_chain_ops").up()
+    name = lab.name
+    try:
+        body = {**VIDEO, "functions": [{"name": "t", "kind": "tun", "exec": COUNTER,
+                                        "cpu": 0.2, "memory": "64M"}]}
+        chain_add.add_chain(request.read_chain_file(name, chain_file(tmp_path, body)))
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "chain", "migrate", name,
+                              "t-1"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while not netns.exists(f"sfclab:{name}:t-1.m1") and time.monotonic() < deadline:
+            if p.poll() is not None:
+                break
+            time.sleep(0.002)
+        assert p.poll() is None, p.communicate()[1]
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+    finally:
+        lab.down()
+    assert not [n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{name}:")]
+    assert not lab_dir(name).exists()
+    for c in ("cpu", "memory"):
+        assert not [x for x in os.listdir(f"/sys/fs/cgroup/{c}") if x.startswith(f"sfclab:{name}:")]

@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from .output import emit
+from .output import emit, progress
 from .status import ExitStatus
 
 One = Callable[..., argparse.ArgumentParser]
@@ -26,7 +26,7 @@ def cmd_add(a: argparse.Namespace) -> int:
     from ..steer import add, request  # light start-up: load only what this command needs
 
     req = request.read_chain_file(a.name, a.file, wait_s=a.wait)
-    emit(add.add_chain(req), a.json, _add_text)
+    emit(add.add_chain(req, progress=progress()), a.json, _add_text)
     return ExitStatus.OK
 
 

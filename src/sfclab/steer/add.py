@@ -105,16 +105,17 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
                       ([] if plan.steering else
                        [{"op": "bpffs", "path": str(dataplane.lab_dir(req.lab))}]))
         record.save_addition(state, add, "adding")
-        record.save_plan(state, merged)
-        try:
-            _make(state, plan, merged, msp, add, say)
-        except BaseException:
-            say("rolling back")
-            _unmake(state, merged, add)
-            withdraw(merged, add)
+        with record.slot_lock(state):  # the watcher waits until the chain is whole
             record.save_plan(state, merged)
-            record.drop_addition(state, add.chain)
-            raise
+            try:
+                _make(state, plan, merged, msp, add, say)
+            except BaseException:
+                say("rolling back")
+                _unmake(state, merged, add)
+                withdraw(merged, add)
+                record.save_plan(state, merged)
+                record.drop_addition(state, add.chain)
+                raise
         record.save_addition(state, add, "up")
         record.event(state, "chain-added", chain=add.chain,
                      instances=[n.node for n in add.nodes], attach=add.attach)
@@ -162,15 +163,8 @@ def _make(state: LabState, plan: Plan, merged: Plan, msp: SteeringPlan, add: Add
 
 
 def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
-    """Take ``add``'s chain off the data plane and remove its nodes (tolerates halves); the
-    watcher waits meanwhile (the slot lock)."""
-    from .migrate import slot_lock
-
-    with slot_lock(state):
-        return _unmake_locked(state, merged, add)
-
-
-def _unmake_locked(state: LabState, merged: Plan, add: Addition) -> list[str]:
+    """Take ``add``'s chain off the data plane and remove its nodes (tolerates halves; the
+    caller holds the slot lock)."""
     errors: list[str] = []
     msp = _steering(merged)
     try:
@@ -244,9 +238,10 @@ def remove_chain(req: RemoveChain) -> dict[str, Any]:
             raise LabError(f"lab '{req.lab}' has no added chain '{req.chain}' (added: {added})")
         add, _ = got
         record.save_addition(state, add, "removing")
-        errors = _unmake(state, plan, add)
-        withdraw(plan, add)
-        record.save_plan(state, plan)
+        with record.slot_lock(state):  # the watcher waits until the plan forgets the chain
+            errors = _unmake(state, plan, add)
+            withdraw(plan, add)
+            record.save_plan(state, plan)
         record.drop_addition(state, add.chain)
         shutil.rmtree(record.classify_dir(state, add.chain), ignore_errors=True)
         record.event(state, "chain-removed", chain=add.chain)

@@ -117,9 +117,7 @@ def apply_health(w: Watch, state: LabState, dp: DataPlane, changed: list[str],
 
 
 def tick(w: Watch, state: LabState, dp: DataPlane) -> None:
-    from .migrate import slot_lock
-
-    with slot_lock(state):
+    with record.slot_lock(state):
         _reload(w, state)
         if w.sp is None:
             return

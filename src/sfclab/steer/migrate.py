@@ -25,11 +25,8 @@ clone goes on the same machine and any other name is refused.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -46,22 +43,12 @@ from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
 from . import conntrack, record, tables, wire
+from .record import slot_lock
 from .add import _steering, hosts_of
 from .request import MigrateInstance
 
 READY_TIMEOUT_S = 5.0
 MAX_DRAIN_S = 5.0
-
-
-@contextlib.contextmanager
-def slot_lock(state: LabState) -> Iterator[None]:
-    """Serializes slot-table rewrites of a lab (migration, failover): short, blocking."""
-    fd = os.open(state.dir / "slots.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def owner(state: LabState, instance: str) -> Addition:

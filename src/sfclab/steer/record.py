@@ -59,6 +59,18 @@ def lab_lock(state: LabState, wait: float = DEFAULT_WAIT_S,
         os.close(fd)
 
 
+@contextlib.contextmanager
+def slot_lock(state: LabState) -> Iterator[None]:
+    """Serializes what changes slot tables and the plan's instances under the watcher's feet
+    (``chain add``/``rm``/``migrate``, and each watcher probe): blocking."""
+    fd = os.open(state.dir / "slots.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def save_plan(state: LabState, plan: Plan) -> None:
     _atomic_write(state.dir / "plan.json", json.dumps(plan.to_dict()))
 
