@@ -6,7 +6,7 @@ veth pair to the chain's *attach* node, a forwarding node of the lab (the chain 
 forwarding node).  The function is one-armed: labelled frames come in from the attach node on
 ``eth0``, the proxy takes the stack off, the function forwards the plain packet back out of
 ``eth0`` by its default route (via the attach node) and the proxy puts the stack back.  The
-link gets a /30 of its own from the top of 198.19.255.0/24 downward, clear of the lab's
+link gets a /30 of its own from the top of 198.18.0.0/15 downward, clear of the lab's
 segments; only the attach node knows it (functions added this way are reached by labels, not by
 routes: a NAT among them needs ``symmetric: true`` for its replies).
 
@@ -41,7 +41,7 @@ NO_PATH = MAX_PATHS - 1
 MAX_DIRECTIONS = 256
 MAX_NODE_ID = 255
 BASE_MTU = 1500
-ADDED_POOL = IPv4Network("198.19.255.0/24")
+ADDED_POOL = IPv4Network("198.18.0.0/15")
 
 
 @dataclass
@@ -185,11 +185,14 @@ def _error(chain: ChainFile, source: str, msg: str, loc: tuple[Any, ...]) -> Spe
 
 def free_subnets(plan: Plan, count: int, taken: list[IPv4Network] | None = None
                  ) -> list[IPv4Network]:
-    """``count`` /30s from the top of :data:`ADDED_POOL` down, clear of the lab's subnets."""
+    """``count`` /30s from the top of :data:`ADDED_POOL` down (the lab's own segments are
+    given from its bottom up), clear of every subnet and address of the lab."""
     used = plan.subnets() + list(taken or [])
     used += [IPv4Interface(i.address).network for i in plan.interfaces if i.address]
     out: list[IPv4Network] = []
-    for net in reversed(list(ADDED_POOL.subnets(new_prefix=30))):
+    top = int(ADDED_POOL.broadcast_address) - 3
+    for at in range(top, int(ADDED_POOL.network_address) - 1, -4):
+        net = IPv4Network((at, 30))
         if any(net.overlaps(u) for u in used):
             continue
         out.append(net)

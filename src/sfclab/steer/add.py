@@ -48,13 +48,20 @@ def machine_host() -> placement.Host:
 
 
 def hosts_of(state: LabState, plan: Plan) -> list[placement.Host]:
-    """The lab's hosts with what its added functions take (only the implicit host here)."""
+    """The lab's hosts with what its functions take (only the implicit host here): added
+    functions their ``cpu`` and ``memory``, the lab file's functions their cgroup limits."""
     h = machine_host()
+    added = set()
     for add, _ in record.additions(state).values():
         for n in add.nodes:
+            added.add(n.node)
             h.used_cpu += n.cpu
             h.used_memory += n.memory
             h.functions.append(n.function)
+    for node, f in plan.functions.items():
+        if node not in added:
+            h.used_cpu += float(f["params"].get("cpu") or 0)
+            h.used_memory += int(f["params"].get("memory") or 0)
     return [h]
 
 
