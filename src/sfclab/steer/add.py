@@ -213,12 +213,11 @@ def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
 def _classified_later(state: LabState, add: Addition) -> dict[int, list[dict[str, Any]]]:
     """Entries ``chain classify`` added to ``add``'s chain, by direction (they go with it)."""
     from ..plan.sfc import entries_of, reversed_classifier
-    from ..spec.sfc import ClassifierSpec
+    from .chains import read_classifiers
 
     out: dict[int, list[dict[str, Any]]] = {}
     for saved in record.saved_classifiers(state, add.chain):
-        for raw in saved["classifiers"]:
-            c = ClassifierSpec.model_validate(raw)
+        for c in read_classifiers(saved["file"]):
             for d in add.directions:
                 if not d.reverse and d.ingress == c.ingress:
                     out.setdefault(d.index, []).extend(entries_of(c))

@@ -13,7 +13,6 @@ delivered.  It briefly lowers that path's TTL, so run it on a quiet lab.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import struct
 import time
@@ -121,7 +120,7 @@ def _added_and_health(lab: str, chain: str) -> dict[str, Any]:
                                               "host": n.host, "cpu": n.cpu,
                                               "memory": n.memory} for n in got[0].nodes}}
                       if got else None),
-            "classified_later": [{"source": s["source"], "classifiers": len(s["classifiers"]),
+            "classified_later": [{"source": s["source"], "classifiers": s["classifiers"],
                                   "entries": s["entries"]} for s in saved],
             "health": health.status(lab, chain)}
 
@@ -214,8 +213,7 @@ def _remember(lab: str, chain: str, specs: list[ClassifierSpec], entries: int,
     from . import record  # light start-up: only classify writes it
     from ..realize.state import LabState
 
-    record.save_classifiers(LabState(lab), chain, [c.as_dict() for c in specs], entries,
-                            os.path.abspath(path))
+    record.save_classifiers(LabState(lab), chain, path, len(specs), entries)
 
 
 # --------------------------------------------------------------------------------- trace

@@ -4,7 +4,8 @@ Layout (under ``labs/<lab>/`` of :mod:`sfclab.realize.state`)::
 
     added/<chain>.json        an added chain: its Addition (nodes, labels, directions) and
                               status (adding | up | removing)
-    classify/<chain>/<n>.json classifiers added by ``chain classify`` (their file, validated)
+    classify/<chain>/<n>.*    classifiers added by ``chain classify``: a copy of the file
+                              and a note (source, counts)
     events.jsonl              health and failover events (one JSON object a line)
     watcher.json              the lab's health watcher: pid, its namespace
 
@@ -132,20 +133,26 @@ def classify_dir(state: LabState, chain: str) -> Path:
     return state.dir / "classify" / chain
 
 
-def save_classifiers(state: LabState, chain: str, classifiers: list[dict[str, Any]],
-                     entries: int, source: str) -> Path:
-    """Keep the classifiers ``chain classify`` wrote to the maps (validated, in the lab file's
-    form), one file per command, so inspect and a rebuild know them."""
+def save_classifiers(state: LabState, chain: str, path: str, classifiers: int,
+                     entries: int) -> Path:
+    """Keep what ``chain classify`` wrote to the maps: a copy of its (validated) file, byte for
+    byte (cheap even for 100,000 classifiers), and a note of its source and counts, one pair
+    per command, so inspect, ``chain rm`` and a rebuild know them."""
+    import shutil
+
     d = classify_dir(state, chain)
     d.mkdir(parents=True, exist_ok=True)
     n = len(list(d.glob("*.json")))
-    path = d / f"{n:04d}.json"
-    _atomic_write(path, json.dumps({"source": source, "entries": entries,
-                                    "classifiers": classifiers}))
-    return path
+    copy = d / f"{n:04d}.classifiers"
+    shutil.copyfile(path, copy)
+    note = d / f"{n:04d}.json"
+    _atomic_write(note, json.dumps({"source": os.path.abspath(path), "file": str(copy),
+                                    "classifiers": classifiers, "entries": entries}))
+    return note
 
 
 def saved_classifiers(state: LabState, chain: str) -> list[dict[str, Any]]:
+    """The notes of :func:`save_classifiers`, oldest first (``file``: the copy to read)."""
     out = []
     d = classify_dir(state, chain)
     if d.is_dir():
