@@ -485,3 +485,30 @@ def test_kill_9_in_the_middle_of_migrate_then_down_leaves_nothing(tmp_path: Path
     assert not lab_dir(name).exists()
     for c in ("cpu", "memory"):
         assert not [x for x in os.listdir(f"/sys/fs/cgroup/{c}") if x.startswith(f"sfclab:{name}:")]
+
+
+def test_an_instance_that_stops_forwarding_is_shown_stalled(tmp_path: Path, sfcgen: str) -> None:
+    with running(base_lab()) as lab:
+        body = {**VIDEO, "functions": [{"name": "s", "kind": "tun", "exec": COUNTER}]}
+        chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        lab.plan = None
+        f = lab.function("s-1")
+        assert f is not None
+        pid = f.running_pids()[0]  # type: ignore[attr-defined]
+        g = NativeGenerator(lab.netns("src"), lab.netns("dst"), str(lab.address("dst")),
+                            port=5002)
+        try:
+            os.kill(pid, signal.SIGSTOP)  # alive, but nothing crosses it
+            try:
+                t = g.trial(500, 2.5, 64)
+                _wait(lambda: bool(_events(lab, "stalled")), timeout=3.0)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            assert t.received < t.sent
+            shown = chains.inspect(lab.name, "video")["chains"]["video"]["health"]
+            assert shown["instances"]["s-1"] == {"alive": True, "stalled": True}
+            assert not _events(lab, "failover")  # shown, not acted on (see steer.health)
+            g.trial(500, 2.5, 64)
+            _wait(lambda: bool(_events(lab, "crossing")), timeout=3.0)
+        finally:
+            g.close()
