@@ -29,7 +29,7 @@ from sfclab.kernel import netns
 from sfclab.realize.dataplane import DataPlane, lab_dir
 from sfclab.realize.state import LabState
 from sfclab.steer import add as chain_add
-from sfclab.steer import chains, migrate, record, request
+from sfclab.steer import chains, health, migrate, record, request
 from sfclab.traffic.native import NativeGenerator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,6 +250,11 @@ def test_kill_9_in_the_middle_of_add_then_down_leaves_nothing(tmp_path: Path) ->
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
         assert netns.exists(f"sfclab:{name}:t-1")
+        # the half-made chain is known: chain rm removes it and the lab goes on
+        assert record.load_addition(LabState(name), "video")[1] == "adding"  # type: ignore[index]
+        chain_add.remove_chain(request.RemoveChain(name, "video"))
+        assert not [n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{name}:t-")]
+        assert {r["chain"] for r in chains.listing(name)} == {"base"}
     finally:
         lab.down()
     assert not [n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{name}:")]
@@ -512,3 +517,30 @@ def test_an_instance_that_stops_forwarding_is_shown_stalled(tmp_path: Path, sfcg
             _wait(lambda: bool(_events(lab, "crossing")), timeout=3.0)
         finally:
             g.close()
+
+
+def test_migration_keeps_a_dead_instance_out_and_watch_starts_the_watcher(
+        tmp_path: Path, sfcgen: str) -> None:
+    with running(base_lab()) as lab:
+        first = health.start(lab.name)  # a lab with only its own chains
+        assert first["started"] and first["instances"] == ["f1"]
+        assert health.start(lab.name) == {**first, "started": False}
+        body = {**VIDEO, "functions": [{"name": "m", "kind": "tun", "exec": COUNTER,
+                                        "instances": 3}]}
+        chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        lab.plan = None
+        f = lab.function("m-1")
+        assert f is not None
+        os.kill(f.running_pids()[0], signal.SIGKILL)  # type: ignore[attr-defined]
+        _wait(lambda: bool(_events(lab, "failover")))
+        migrate.migrate(request.MigrateInstance(lab.name, "m-2"))
+        time.sleep(0.2)  # the watcher has read the new plan
+        before = counters(lab.name)
+        with NativeGenerator(lab.netns("src"), lab.netns("dst"), str(lab.address("dst")),
+                             port=5004, flows=64) as g:
+            t = g.trial(1000, 1.0, 64)
+        after = counters(lab.name)
+        assert t.lost == 0, (t.sent, t.received)
+        assert after["m-1"]["proxy_in"] == before["m-1"]["proxy_in"]
+        assert after["m-2.m1"]["proxy_in"] > before["m-2.m1"]["proxy_in"]
+        assert after["m-3"]["proxy_in"] > before["m-3"]["proxy_in"]

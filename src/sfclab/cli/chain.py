@@ -19,6 +19,7 @@ examples:
   sfclab chain trace sfcweb web                       the hops a probe really takes
   sfclab chain add sfcweb scenarios/sfc-video-chain.yaml   new functions, placed and wired
   sfclab chain migrate sfcweb meter-1                 make-before-break, conntrack moved
+  sfclab chain watch sfcweb                           the health watcher (failover)
   sfclab chain rm sfcweb video                        the added chain and its functions go
   sfclab down sfcweb
 """

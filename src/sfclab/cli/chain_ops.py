@@ -1,4 +1,4 @@
-"""``sfclab chain add | rm | migrate | health``: chains and instances changed on a running lab
+"""``sfclab chain add | rm | migrate | watch``: chains and instances changed on a running lab
 (the library entry points are in :mod:`sfclab.steer`; this file only parses and prints)."""
 
 from __future__ import annotations
@@ -51,6 +51,16 @@ def cmd_migrate(a: argparse.Namespace) -> int:
     return ExitStatus.OK
 
 
+def cmd_watch(a: argparse.Namespace) -> int:
+    from ..steer import health  # light start-up: load only what this command needs
+
+    d = health.start(a.name)
+    emit(d, a.json, lambda d: f"watcher of lab {d['lab']}: PID {d['watcher']} "
+                              f"({'started' if d['started'] else 'already running'}), "
+                              f"{len(d['instances'])} instances")
+    return ExitStatus.OK
+
+
 def register(one: One) -> None:
     p = one("add", cmd_add, "add a chain of new functions from a chain file (YAML or JSON)",
             "sfclab chain add sfcweb scenarios/sfc-video-chain.yaml")
@@ -71,3 +81,5 @@ def register(one: One) -> None:
                    help="do not move connection-tracking entries")
     p.add_argument("--wait", type=float, default=60.0, metavar="S",
                    help="wait this long for another command on the lab (default 60)")
+    one("watch", cmd_watch, "start the lab's health watcher (chain add starts it too)",
+        "sfclab chain watch sfcweb")

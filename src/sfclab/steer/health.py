@@ -58,6 +58,7 @@ class Watch:
     crossing: dict[str, tuple[float, int, int]] = field(default_factory=dict)
     stalled: dict[str, bool] = field(default_factory=dict)
     programs: dict[str, Any] = field(default_factory=dict)
+    reapply: bool = False
 
 
 def instances(sp: SteeringPlan) -> list[str]:
@@ -77,6 +78,7 @@ def _reload(w: Watch, state: LabState) -> None:
     w.plan = Plan.from_dict(d)
     w.sp = SteeringPlan.from_dict(w.plan.steering) if w.plan.steering else None
     w.mtime = m
+    w.reapply = True  # a writer may have put dead instances' paths back: take them out again
     w.programs = {}
     if w.sp:
         for i in instances(w.sp):
@@ -138,6 +140,9 @@ def tick(w: Watch, state: LabState, dp: DataPlane) -> None:
                 changed.append(i)
                 record.event(state, "instance-up" if ok else "instance-down", instance=i,
                              since_alive_ms=round(1000 * (now - w.last_seen.get(i, now)), 3))
+        if w.reapply:
+            changed = sorted(set(changed) | {i for i, ok in w.alive.items() if not ok})
+            w.reapply = False
         if changed:
             apply_health(w, state, dp, changed, now)
         _crossing(w, state, dp, now)
@@ -225,6 +230,37 @@ def ensure_watcher(state: LabState, plan: Plan, node: str) -> int:
     tmp.write_text(json.dumps({"pid": p.pid, "netns": ns}))
     os.replace(tmp, state.dir / "watcher.json")
     return p.pid
+
+
+def dead(state: LabState) -> set[str]:
+    """Instances the watcher last found dead (none without a watcher)."""
+    try:
+        health = json.loads((state.dir / "health.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return set()
+    return {i for i, h in health.items() if h.get("alive") is False}
+
+
+def start(lab: str) -> dict[str, Any]:
+    """Start the lab's watcher (``sfclab chain watch``) unless it runs: in the namespace of
+    the first forwarding node on a chain's path."""
+    from ..realize import lifecycle
+
+    state = LabState(lab)
+    with record.lab_lock(state, what="chain watch"):
+        _, plan = lifecycle.load_plan(lab)
+        sp = SteeringPlan.from_dict(plan.steering) if plan.steering else None
+        if sp is None:
+            from ..errors import LabError
+
+            raise LabError(f"lab '{lab}' has no chains to watch")
+        fwd = {n.node for n in plan.namespaces if n.forwards}
+        node = next((n for d in sp.directions for p in d.paths for n in p.nodes if n in fwd),
+                    next(iter(sp.node_ids)))
+        running = watcher_pid(state)
+        pid = running or ensure_watcher(state, plan, node)
+    return {"lab": lab, "watcher": pid, "started": not running,
+            "instances": instances(sp)}
 
 
 def status(lab: str, chain: str | None = None) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from ..realize import lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import conntrack, record, tables, wire
+from . import conntrack, health, record, tables, wire
 from .record import slot_lock
 from .add import _steering, hosts_of
 from .request import MigrateInstance
@@ -175,11 +175,19 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
                     errors += e1
                 # the watcher waits from the switch until the plan names the clone
                 held.enter_context(slot_lock(state))
-                t_sw = time.perf_counter()
+                # slot k keeps path k; paths through instances the watcher found dead stay out
+                gone = health.dead(state)
+                slotted = []
                 for d, nd in zip(olds, news):
                     assert nd.path_base is not None
-                    tables.write_slots(dp, nd, [nd.path_base + nd.paths[k].index
-                                                for k in d.slots])
+                    if gone & {i for p in nd.paths for i in p.instances}:
+                        w = [0 if gone & set(p.instances) else p.weight for p in nd.paths]
+                        slotted.append(tables.slots_over(nd, nd.path_base, w))
+                    else:
+                        slotted.append([nd.path_base + nd.paths[k].index for k in d.slots])
+                t_sw = time.perf_counter()
+                for nd, slots in zip(news, slotted):
+                    tables.write_slots(dp, nd, slots)
                 switch_s = time.perf_counter() - t_sw
                 if req.conntrack:
                     n2, _, e2 = conntrack.copy(old.netns, clone.netns, skip=seen)

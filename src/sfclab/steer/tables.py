@@ -81,14 +81,19 @@ def clear_slots(dp: DataPlane, index: int) -> None:
 def slot_paths(sp: SteeringPlan, d: DirectionPlan, weights: list[int] | None = None
                ) -> list[int]:
     """The slot table of ``d`` with its plan's weights, or ``weights`` per path (0: out)."""
+    w = weights if weights is not None else [p.weight for p in d.paths]
+    return slots_over(d, path_base(sp, d.index), w)
+
+
+def slots_over(d: DirectionPlan, base: int, weights: list[int]) -> list[int]:
+    """Slots shared by ``weights`` (one per path of ``d``, 0: left out) over the paths at
+    ``base``; every slot :data:`NO_PATH` when no weight is left."""
     from ..plan.sfc import _slots
 
-    base = path_base(sp, d.index)
-    w = weights if weights is not None else [p.weight for p in d.paths]
-    live = [i for i, x in enumerate(w) if x > 0]
+    live = [i for i, x in enumerate(weights) if x > 0]
     if not live:
         return [NO_PATH] * SLOTS
-    picks = _slots([w[i] for i in live])
+    picks = _slots([weights[i] for i in live])
     return [base + d.paths[live[k]].index for k in picks]
 
 
