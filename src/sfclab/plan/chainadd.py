@@ -322,8 +322,12 @@ def plan_addition(plan: Plan, sp: SteeringPlan | None, chain: ChainFile,
                         file=source, place="egress")
     for inst in instances:
         if inst.node in nodes:
-            raise SpecError(f"the lab already has a node '{inst.node}'", file=source,
-                            place="functions")
+            k = [f.name for f in chain.functions].index(inst.function) \
+                if inst.function in [f.name for f in chain.functions] else None
+            raise SpecError(f"the lab already has a node '{inst.node}' (instances are named "
+                            f"<function>-1, -2 ...: give the function another name)",
+                            file=source, place="functions" if k is None else
+                            f"functions[{k}].name")
     attach = chain.attach or topo.nearest_forwarder(chain.classifiers[0].ingress)
     if attach is None or attach not in nodes or not topo.forwards.get(attach):
         raise SpecError(f"expected a forwarding node of the lab to attach the functions to, "

@@ -16,8 +16,9 @@ Model (YAML or JSON; the P4-SFC orchestrator's customer description in a lab's w
         rules: [{action: drop, proto: tcp, dport: 23}]
         instances: 2                  # a group of 2, flows spread by weight (default 1)
         weight: [1, 3]                # one weight for all, or one per instance
-        cpu: 0.5                      # cores (fractions allowed): placement, and a cgroup
-        memory: 64M                   # limit for kinds that run a process (tun, dpi)
+        cpu: 0.5                      # cores (fractions allowed; default 0.1) and memory
+        memory: 64M                   # (default 16M): placement needs; given, also cgroup
+                                      # limits of kinds that run a process (tun, dpi)
       - {name: meter, kind: tun, exec: /usr/local/bin/meter, cpu: 0.25, memory: 32M}
 
 Only the structure is checked here; each function's own keys are checked against its kind by

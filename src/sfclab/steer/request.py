@@ -98,9 +98,11 @@ def _function(doc: Document, i: int, chain: ChainFile, attach_hint: str | None) 
     raw = dict(f.params)
     if "outside" in cls.Params.model_fields and "outside" not in raw and attach_hint:
         raw["outside"] = attach_hint  # one arm: the outside is the attach node
-    if issubclass(cls.Params, LimitParams):  # kinds that run a process: cgroup limits too
-        raw.setdefault("cpu", f.cpu)
-        raw.setdefault("memory", memory)
+    if issubclass(cls.Params, LimitParams):  # kinds that run a process: limits as given
+        if "cpu" in f.model_fields_set:
+            raw.setdefault("cpu", f.cpu)
+        if "memory" in f.model_fields_set:
+            raw.setdefault("memory", memory)
     try:
         params = cls.Params.model_validate(raw)
     except ValidationError as e:
