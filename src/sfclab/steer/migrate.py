@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 import time
 from dataclasses import replace
 from typing import Any
@@ -103,6 +104,10 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
     with record.lab_lock(state, req.wait_s, "chain migrate"):
         _, plan = lifecycle.load_plan(req.lab)
         add = owner(state, req.instance)
+        if req.conntrack and shutil.which("conntrack") is None:
+            raise LabError("moving connection-tracking state needs the conntrack program "
+                           "(Debian package conntrack; 'make setup' installs it); or migrate "
+                           "with --no-conntrack, and established flows through a NAT break")
         old = next(n for n in add.nodes if n.node == req.instance)
         hosts = hosts_of(state, plan)
         host = req.to or old.host
