@@ -544,3 +544,21 @@ def test_migration_keeps_a_dead_instance_out_and_watch_starts_the_watcher(
         assert after["m-1"]["proxy_in"] == before["m-1"]["proxy_in"]
         assert after["m-2.m1"]["proxy_in"] > before["m-2.m1"]["proxy_in"]
         assert after["m-3"]["proxy_in"] > before["m-3"]["proxy_in"]
+
+
+def test_a_function_that_fails_at_start_rolls_the_add_back(tmp_path: Path) -> None:
+    from sfclab.errors import RealizeError
+
+    with running(base_lab()) as lab:
+        before = _snapshot(lab)
+        body = {**VIDEO, "functions": [{"name": "fw", "kind": "firewall", "instances": 2},
+                                       {"name": "bad", "kind": "tun", "exec": "/bin/false"}]}
+        with pytest.raises(RealizeError, match="bad-1"):
+            chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        assert _snapshot(lab) == before
+        assert record.additions(LabState(lab.name)) == {}
+        assert not [x for x in os.listdir("/sys/fs/cgroup/cpu") if x.startswith(f"sfclab:{lab.name}:")]
+        # the lab goes on: its own chain still carries traffic, and the chain can be added fixed
+        assert send(lab, "src", str(lab.address("dst")), 41000, 7999, 3) == 3
+        good = {**body, "functions": body["functions"][:1]}
+        chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, good, "g.json")))

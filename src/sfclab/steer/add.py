@@ -72,8 +72,7 @@ def place(req: AddChain, hosts: list[placement.Host]) -> dict[str, str]:
     try:
         return placement.place(needs, hosts)
     except NoRoom as e:
-        k = [f.name for f in req.chain.functions].index(e.need.function)
-        raise SpecError(str(e), file=req.source, place=f"functions[{k}]") from None
+        raise req.error(str(e), e.need.function, None) from None
 
 
 def _steering(plan: Plan) -> SteeringPlan:
@@ -119,8 +118,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
             except BaseException:
                 say("rolling back")
                 _unmake(state, merged, add)
-                withdraw(merged, add)
-                record.save_plan(state, merged)
+                record.save_plan(state, plan)  # the plan as it was before
                 record.drop_addition(state, add.chain)
                 raise
         record.save_addition(state, add, "up")
