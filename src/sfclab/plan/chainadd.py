@@ -177,12 +177,6 @@ class Topology:
 
 
 # ------------------------------------------------------------------------------ helpers
-def _error(chain: ChainFile, source: str, msg: str, loc: tuple[Any, ...]) -> SpecError:
-    from ..spec.source import format_place
-
-    return SpecError(msg, file=source, place=format_place(loc) or None)
-
-
 def free_subnets(plan: Plan, count: int, taken: list[IPv4Network] | None = None
                  ) -> list[IPv4Network]:
     """``count`` /30s from the top of :data:`ADDED_POOL` down (the lab's own segments are

@@ -28,12 +28,14 @@ from ..errors import LabError, SpecError
 from ..plan import placement
 from ..plan.chainadd import Addition, apply, plan_addition, withdraw
 from ..plan.model import Plan
-from ..plan.sfc import SteeringPlan
+from ..plan.placement import Need, NoRoom
+from ..plan.sfc import SteeringPlan, entries_of, reversed_classifier
 from ..realize import dataplane, lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
 from . import health, record, tables, wire
+from .chains import read_classifiers
 from .request import AddChain, RemoveChain
 
 Progress = Callable[[str], None]
@@ -66,8 +68,6 @@ def hosts_of(state: LabState, plan: Plan) -> list[placement.Host]:
 
 
 def place(req: AddChain, hosts: list[placement.Host]) -> dict[str, str]:
-    from ..plan.placement import Need, NoRoom
-
     needs = [Need(i.function, i.node, i.cpu, i.memory) for i in req.instances()]
     try:
         return placement.place(needs, hosts)
@@ -210,9 +210,6 @@ def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
 
 def _classified_later(state: LabState, add: Addition) -> dict[int, list[dict[str, Any]]]:
     """Entries ``chain classify`` added to ``add``'s chain, by direction (they go with it)."""
-    from ..plan.sfc import entries_of, reversed_classifier
-    from .chains import read_classifiers
-
     out: dict[int, list[dict[str, Any]]] = {}
     for saved in record.saved_classifiers(state, add.chain):
         for c in read_classifiers(saved["file"]):

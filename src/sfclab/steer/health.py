@@ -28,14 +28,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import LabError
 from ..kernel import netns
 from ..plan.model import Plan
 from ..plan.sfc import SteeringPlan
+from ..realize import lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState, pid_alive
@@ -212,8 +215,6 @@ def watcher_pid(state: LabState) -> int | None:
 
 def ensure_watcher(state: LabState, plan: Plan, node: str) -> int:
     """Start the lab's watcher in ``node``'s namespace unless it runs; journaled first."""
-    import subprocess
-
     pid = watcher_pid(state)
     if pid:
         return pid
@@ -244,15 +245,11 @@ def dead(state: LabState) -> set[str]:
 def start(lab: str) -> dict[str, Any]:
     """Start the lab's watcher (``sfclab chain watch``) unless it runs: in the namespace of
     the first forwarding node on a chain's path."""
-    from ..realize import lifecycle
-
     state = LabState(lab)
     with record.lab_lock(state, what="chain watch"):
         _, plan = lifecycle.load_plan(lab)
         sp = SteeringPlan.from_dict(plan.steering) if plan.steering else None
         if sp is None:
-            from ..errors import LabError
-
             raise LabError(f"lab '{lab}' has no chains to watch")
         fwd = {n.node for n in plan.namespaces if n.forwards}
         node = next((n for d in sp.directions for p in d.paths for n in p.nodes if n in fwd),

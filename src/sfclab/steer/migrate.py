@@ -34,13 +34,14 @@ from typing import Any
 from ..errors import LabError
 from ..kernel import netns
 from ..plan import placement
-from ..plan.chainadd import (Addition, NewNode, Topology, _Labels, build_direction,
-                             free_ifname, free_path_base, free_subnets, path_ranges)
+from ..plan.chainadd import (Addition, NewNode, Topology, _Labels, apply, build_direction,
+                             drop_nodes, free_ifname, free_path_base, free_subnets,
+                             path_ranges)
 from ..plan.model import Plan
 from ..plan.names import netns_name
 from ..plan.sfc import DirectionPlan, SteeringPlan
 from ..realize import lifecycle
-from ..realize.dataplane import DataPlane
+from ..realize.dataplane import DataPlane, path_base
 from ..realize.functions import instantiate
 from ..realize.state import LabState
 from . import conntrack, health, record, tables, wire
@@ -130,8 +131,6 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
                         f"{hs[1]}/30", f"{hs[0]}/30")
         # plan the clone's paths against the lab with the clone wired in
         step1 = Addition(add.chain, add.attach, nodes=[clone], source=add.source)
-        from ..plan.chainadd import apply
-
         merged = Plan.from_dict(plan.to_dict())
         apply(merged, step1)
         topo = Topology(merged)
@@ -226,8 +225,6 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
         fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
                                   if a[1] != old.attach_ifname]
         final.steering = fsp.to_dict()
-        from ..plan.chainadd import drop_nodes
-
         drop_nodes(final, {old.node})
         with DataPlane(req.lab) as dp:
             tables.delete_labels(dp, freed)
@@ -248,8 +245,6 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
 
 
 def _base(sp: SteeringPlan, d: DirectionPlan) -> int:
-    from ..realize.dataplane import path_base
-
     return path_base(sp, d.index)
 
 

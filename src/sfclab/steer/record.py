@@ -21,6 +21,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,8 +139,6 @@ def save_classifiers(state: LabState, chain: str, path: str, classifiers: int,
     """Keep what ``chain classify`` wrote to the maps: a copy of its (validated) file, byte for
     byte (cheap even for 100,000 classifiers), and a note of its source and counts, one pair
     per command, so inspect, ``chain rm`` and a rebuild know them."""
-    import shutil
-
     d = classify_dir(state, chain)
     d.mkdir(parents=True, exist_ok=True)
     n = len(list(d.glob("*.json")))

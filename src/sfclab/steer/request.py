@@ -18,9 +18,10 @@ from .. import functions
 from ..errors import SpecError
 from ..functions.cgroups import LimitParams
 from ..functions.params import parse_size
-from ..plan.chainadd import Instance
+from ..plan.chainadd import Instance, Topology
+from ..realize import lifecycle
 from ..spec.chainfile import ChainFile, parse
-from ..spec.source import Document
+from ..spec.source import Document, format_place, parse_place
 from ..spec.wording import pydantic_error
 
 
@@ -49,8 +50,6 @@ class AddChain:
 
     def error(self, message: str, function: str, place: str | None) -> SpecError:
         """An error of ``function``'s keys (``place`` inside them), located in the file."""
-        from ..spec.source import format_place, parse_place
-
         k = [f.name for f in self.chain.functions].index(function)
         loc = ("functions", k, *parse_place(place or ""))
         if self.doc is not None:
@@ -116,9 +115,6 @@ def _function(doc: Document, i: int, chain: ChainFile, attach_hint: str | None) 
 def default_attach(lab: str, chain: ChainFile) -> str | None:
     """The node ``chain``'s functions hang off in running lab ``lab`` (see
     :mod:`sfclab.plan.chainadd`): its own ``attach``, else the router nearest the ingress."""
-    from ..plan.chainadd import Topology
-    from ..realize import lifecycle
-
     if chain.attach:
         return chain.attach
     try:

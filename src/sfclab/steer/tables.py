@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from ipaddress import IPv4Network
 from typing import Any
 
-from ..errors import LabError
+from ..errors import LabError, SpecError
 from ..kernel import netns
 from ..plan.chainadd import NO_PATH
-from ..plan.sfc import SLOTS, DirectionPlan, Hop, SteeringPlan, mask_key
+from ..plan.sfc import SLOTS, DirectionPlan, Hop, SteeringPlan, _slots, mask_key
 from ..realize.dataplane import (DataPlane, Iface, encode_hop, encode_path, encode_tuple,
                                  path_base)
 
@@ -88,8 +88,6 @@ def slot_paths(sp: SteeringPlan, d: DirectionPlan, weights: list[int] | None = N
 def slots_over(d: DirectionPlan, base: int, weights: list[int]) -> list[int]:
     """Slots shared by ``weights`` (one per path of ``d``, 0: left out) over the paths at
     ``base``; every slot :data:`NO_PATH` when no weight is left."""
-    from ..plan.sfc import _slots
-
     live = [i for i, x in enumerate(weights) if x > 0]
     if not live:
         return [NO_PATH] * SLOTS
@@ -113,8 +111,6 @@ def _keys(dp: DataPlane, sp: SteeringPlan, entries: list[dict[str, Any]]) -> lis
 def check_free(dp: DataPlane, sp: SteeringPlan, d: DirectionPlan, source: str) -> None:
     """Refuse a classifier whose exact entry another chain holds (one would shadow the other,
     and removing one chain would take the other's entry with it)."""
-    from ..errors import SpecError
-
     ids = {n: i for n, i in sp.node_ids.items()}
     if d.ingress not in ids:
         return

@@ -21,6 +21,7 @@ from ..kernel import ethtool, netns
 from ..plan.chainadd import BASE_MTU, NewNode
 from ..plan.model import Plan
 from ..plan.sfc import LABEL_ROOM
+from ..realize import dataplane
 from ..realize.functions import instantiate
 from ..realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
 from ..realize.state import LabState
@@ -124,8 +125,6 @@ def remove_node(state: LabState, plan: Plan, node: str, ns: str,
 def load_programs(plan: Plan, node: str, node_id: int,
                   progs: list[tuple[str, str, str]]) -> None:
     """Load and attach ``progs`` (program, interface, hook) at ``node`` with the lab's maps."""
-    from ..realize import dataplane
-
     binary = steer_binary()
     argv = [str(binary), "--maps", str(dataplane.lab_dir(plan.lab) / "maps"), "--node-id",
             str(node_id), "--netns", plan.netns_of(node)]
