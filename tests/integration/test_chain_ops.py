@@ -562,3 +562,28 @@ def test_a_function_that_fails_at_start_rolls_the_add_back(tmp_path: Path) -> No
         assert send(lab, "src", str(lab.address("dst")), 41000, 7999, 3) == 3
         good = {**body, "functions": body["functions"][:1]}
         chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, good, "g.json")))
+
+
+def test_two_commands_at_once_take_turns(tmp_path: Path) -> None:
+    with running(base_lab()) as lab:
+        paths = []
+        for k in (1, 2):
+            body = {**VIDEO, "name": f"c{k}", "functions": [
+                {"name": f"g{k}", "kind": "firewall", "instances": 2}],
+                "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5100 + k}]}
+            paths.append(chain_file(tmp_path, body, f"c{k}.json"))
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        procs = [subprocess.Popen([sys.executable, "-m", "sfclab.cli", "chain", "add", lab.name,
+                                   p, "--json"], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for p in paths]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+        got = [json.loads(o[0]) for o in outs]
+        assert not set(got[0]["labels"]) & set(got[1]["labels"])
+        assert not set(got[0]["directions"]) & set(got[1]["directions"])
+        dst = str(lab.address("dst"))
+        for k in (1, 2):
+            assert send(lab, "src", dst, 41000, 5100 + k, 4) == 4
+        c = counters(lab.name)
+        for k in (1, 2):
+            assert c[f"g{k}-1"]["proxy_in"] + c[f"g{k}-2"]["proxy_in"] == 4

@@ -167,3 +167,18 @@ def test_free_path_ranges_skip_the_empty_path() -> None:
     assert free_path_base([(0, NO_PATH - 1)], 1) == NO_PATH - 1
     with pytest.raises(SpecError):
         free_path_base([(0, NO_PATH - 1)], 2)  # only the empty path's neighbour is left
+
+
+def test_a_mapping_from_an_api_becomes_the_same_typed_request() -> None:
+    from sfclab.steer.request import chain_from_dict
+
+    req = chain_from_dict("nolab", {**GOOD, "attach": "r1"}, source="POST /labs/x/chains")
+    assert [f.name for f in req.functions] == ["fw", "n"]
+    assert req.functions[1].params == {"outside": "r1"}  # one arm: the outside is the attach
+    assert [i.node for i in req.instances()] == ["fw-1", "fw-2", "n-1"]
+    assert req.functions[0].memory == 32 << 20 and req.functions[0].weights == [1, 3]
+    with pytest.raises(SpecError) as e:
+        chain_from_dict("nolab", {**GOOD, "functions": [{"name": "a", "kind": "firewall",
+                                                         "policy": "maybe"}]},
+                        source="POST /labs/x/chains")
+    assert e.value.file == "POST /labs/x/chains" and e.value.place == "functions[0].policy"
