@@ -10,9 +10,11 @@
 3. **State.**  Connection-tracking entries are copied from the instance to the clone
    (:mod:`.conntrack`).
 4. **Switch.**  Each direction's slot table is rewritten in one map update (slot k keeps path
-   k, now through the clone): a flow moves whole, between two packets.  The time of these
-   updates is the switch-over time reported.  Entries the instance made meanwhile are copied
-   again.
+   k, now through the clone; paths through instances the watcher found dead stay out): a flow
+   moves whole, between two packets.  The time of these updates is the switch-over time
+   reported.  The plan is saved with the new paths under the same slot lock, so the watcher
+   never acts on a plan older than the slot tables.  Entries the instance made meanwhile are
+   copied again.
 5. **Drain.**  The instance is left running until no packet has entered it for ``drain_s``
    (at most 5 s), so packets already on their way to it or inside it leave it normally.
 6. **Stop.**  The instance stops, its namespace goes, its paths and labels are cleared, and
@@ -24,7 +26,6 @@ clone goes on the same machine and any other name is refused.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
 import time
@@ -155,8 +156,9 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
         add.nodes.append(clone)
         record.save_addition(state, add, "migrating")
         record.save_plan(state, merged)
-        moved, errors, switch_s = 0, [], 0.0
-        held = contextlib.ExitStack()
+        moved = 0
+        errors: list[str] = []
+        seen: set[tuple[str, ...]] = set()
         try:
             wire.make_node(merged, clone)
             wire.start_function(state, merged, clone.node)
@@ -172,50 +174,53 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
                 for d in news:
                     assert d.path_base is not None
                     tables.write_paths(dp, d, d.path_base, ifaces)
-                seen: set[tuple[str, ...]] = set()
-                if req.conntrack:
-                    n1, seen, e1 = conntrack.copy(old.netns, clone.netns)
-                    moved += n1
-                    errors += e1
-                # the watcher waits from the switch until the plan names the clone
-                held.enter_context(slot_lock(state))
-                # slot k keeps path k; paths through instances the watcher found dead stay out
-                gone = health.dead(state)
-                slotted = []
-                for d, nd in zip(olds, news):
-                    assert nd.path_base is not None
-                    if gone & {i for p in nd.paths for i in p.instances}:
-                        w = [0 if gone & set(p.instances) else p.weight for p in nd.paths]
-                        slotted.append(tables.slots_over(nd, nd.path_base, w))
-                    else:
-                        slotted.append([nd.path_base + nd.paths[k].index for k in d.slots])
-                t_sw = time.perf_counter()
-                for nd, slots in zip(news, slotted):
-                    tables.write_slots(dp, nd, slots)
-                switch_s = time.perf_counter() - t_sw
-                if req.conntrack:
-                    n2, _, e2 = conntrack.copy(old.netns, clone.netns, skip=seen)
-                    moved += n2
-                    errors += e2
-                drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
+            if req.conntrack:
+                moved, seen, errors = conntrack.copy(old.netns, clone.netns)
         except BaseException:
-            held.close()
             wire.remove_node(state, merged, clone.node, clone.netns,
                              (clone.attach, clone.attach_ifname))
             add.nodes.remove(clone)
             record.save_addition(state, add, "up")
             record.save_plan(state, plan)
             raise
-        # --- break: the old instance goes ----------------------------------------------------
-        errors += wire.remove_node(state, merged, old.node, old.netns,
-                                  (old.attach, old.attach_ifname))
+        # --- switch: slot tables and the plan together (the watcher waits for both) ----------
+        switched = Plan.from_dict(merged.to_dict())
+        ssp = _steering(switched)
+        ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
+                          for d in ssp.directions]
+        switched.steering = ssp.to_dict()
+        with DataPlane(req.lab) as dp, slot_lock(state):
+            # slot k keeps path k; paths through instances the watcher found dead stay out
+            gone = health.dead(state)
+            slotted = []
+            for d, nd in zip(olds, news):
+                assert nd.path_base is not None
+                if gone & {i for p in nd.paths for i in p.instances}:
+                    w = [0 if gone & set(p.instances) else p.weight for p in nd.paths]
+                    slotted.append(tables.slots_over(nd, nd.path_base, w))
+                else:
+                    slotted.append([nd.path_base + nd.paths[k].index for k in d.slots])
+            t_sw = time.perf_counter()
+            for nd, slots in zip(news, slotted):
+                tables.write_slots(dp, nd, slots)
+            switch_s = time.perf_counter() - t_sw
+            record.save_plan(state, switched)
+        add.directions = [next((nd for nd in news if nd.index == d.index), d)
+                          for d in add.directions]
+        add.hops += labels.new
+        record.save_addition(state, add, "migrating")
+        # --- drain: the old instance lets out what it holds -----------------------------------
         with DataPlane(req.lab) as dp:
-            for d in olds:
-                tables.clear_paths(dp, _base(sp, d), len(d.paths))
-        final = Plan.from_dict(merged.to_dict())
+            if req.conntrack:
+                n2, _, e2 = conntrack.copy(old.netns, clone.netns, skip=seen)
+                moved += n2
+                errors += e2
+            drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
+        # --- break: the old instance goes ----------------------------------------------------
+        errors += wire.remove_node(state, switched, old.node, old.netns,
+                                  (old.attach, old.attach_ifname))
+        final = Plan.from_dict(switched.to_dict())
         fsp = _steering(final)
-        fsp.directions = [next((nd for nd in news if nd.index == d.index), d)
-                          for d in fsp.directions]
         in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
         freed = [h.label for h in fsp.hops if h.label not in in_use and
                  (h.node == old.node or (h.next == old.node))]
@@ -227,16 +232,15 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
         final.steering = fsp.to_dict()
         drop_nodes(final, {old.node})
         with DataPlane(req.lab) as dp:
+            for d in olds:
+                tables.clear_paths(dp, _base(sp, d), len(d.paths))
             tables.delete_labels(dp, freed)
         add.nodes.remove(old)
-        add.hops = [h for h in add.hops if h.label not in freed] + labels.new
-        add.directions = [next((nd for nd in news if nd.index == d.index), d)
-                          for d in add.directions]
+        add.hops = [h for h in add.hops if h.label not in freed]
         record.save_plan(state, final)
-        held.close()
         record.save_addition(state, add, "up")
-        record.event(state, "migrated", instance=old.node, clone=clone.node, host=host,
-                     switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
+        record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
+                     host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
                      drained=drained)
     return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
             "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
