@@ -102,12 +102,12 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
                                   "share": round(counters[i]["proxy_in"] / seen, 4)}
                               for i in sorted(inst)}
             c["nodes"] = {n: counters[n] for n in sorted(nodes, key=list(sp.node_ids).index)}
-            c.update(_added_and_health(lab, name))
+            c.update(_added_and_health(lab, name, inst))
             out["chains"][name] = c
     return out
 
 
-def _added_and_health(lab: str, chain: str) -> dict[str, Any]:
+def _added_and_health(lab: str, chain: str, instances: set[str]) -> dict[str, Any]:
     """What ``chain add``, ``chain classify`` and the watcher know of ``chain``."""
     from . import health, record  # light start-up: only inspect reads them
     from ..realize.state import LabState
@@ -122,7 +122,7 @@ def _added_and_health(lab: str, chain: str) -> dict[str, Any]:
                       if got else None),
             "classified_later": [{"source": s["source"], "classifiers": s["classifiers"],
                                   "entries": s["entries"]} for s in saved],
-            "health": health.status(lab, chain)}
+            "health": health.status(lab, chain, instances)}
 
 
 # ------------------------------------------------------------------------------ classify

@@ -260,13 +260,17 @@ def start(lab: str) -> dict[str, Any]:
             "instances": instances(sp)}
 
 
-def status(lab: str, chain: str | None = None) -> dict[str, Any]:
-    """What ``chain inspect`` shows: the watcher, each instance's health, the events."""
+def status(lab: str, chain: str | None = None, only: set[str] | None = None
+           ) -> dict[str, Any]:
+    """What ``chain inspect`` shows: the watcher, each instance's health (``only`` those),
+    the events (of ``chain`` and the lab's own)."""
     state = LabState(lab)
     try:
         health = json.loads((state.dir / "health.json").read_text())
     except (FileNotFoundError, ValueError):
         health = {}
+    if only is not None:
+        health = {i: h for i, h in health.items() if i in only}
     ev = record.events(state)
     if chain is not None:
         ev = [e for e in ev if e.get("chain") in (None, chain)]
