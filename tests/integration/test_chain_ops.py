@@ -587,3 +587,30 @@ def test_two_commands_at_once_take_turns(tmp_path: Path) -> None:
         c = counters(lab.name)
         for k in (1, 2):
             assert c[f"g{k}-1"]["proxy_in"] + c[f"g{k}-2"]["proxy_in"] == 4
+
+
+def test_kill_9_in_the_middle_of_rm_then_down_leaves_nothing(tmp_path: Path) -> None:
+    lab = Lab.from_dict(base_lab(), source="test_chain_ops").up()
+    name = lab.name
+    try:
+        body = {**VIDEO, "functions": [{"name": "t", "kind": "tun", "exec": COUNTER,
+                                        "instances": 4, "cpu": 0.2, "memory": "64M"}]}
+        chain_add.add_chain(request.read_chain_file(name, chain_file(tmp_path, body)))
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "chain", "rm", name, "video"],
+                             env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while netns.exists(f"sfclab:{name}:t-1") and time.monotonic() < deadline:
+            if p.poll() is not None:
+                break
+            time.sleep(0.001)
+        assert p.poll() is None, p.communicate()[1]  # killed in the middle, not after
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        assert netns.exists(f"sfclab:{name}:t-4")
+    finally:
+        lab.down()
+    assert not [n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{name}:")]
+    assert not lab_dir(name).exists()
+    for c in ("cpu", "memory"):
+        assert not [x for x in os.listdir(f"/sys/fs/cgroup/{c}") if x.startswith(f"sfclab:{name}:")]
