@@ -11,8 +11,8 @@ import pytest
 
 from sfclab.errors import SpecError
 from sfclab.plan import placement
-from sfclab.plan.chainadd import (NO_PATH, Addition, Instance, apply, free_path_base,
-                                  path_ranges, plan_addition, withdraw)
+from sfclab.plan.chainadd import Addition, Instance, apply, plan_addition, withdraw
+from sfclab.plan.chainpaths import NO_PATH, free_path_base, path_ranges
 from sfclab.plan.placement import Host, Need, NoRoom, place
 from sfclab.plan.sfc import SteeringPlan
 from sfclab.realize.kinds import load_lab_dict

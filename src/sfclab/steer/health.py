@@ -10,7 +10,7 @@ everything on purpose).
 slot table rewritten over the paths that avoid dead instances, by their weights, in one map
 update: its flows move to the other instances of the group (flows of other paths may move too,
 as the slots are shared out again).  When no path is left, every slot points at the empty path
-(:data:`sfclab.plan.chainadd.NO_PATH`): the classifier drops and counts what the chain matches
+(:data:`sfclab.plan.chainpaths.NO_PATH`): the classifier drops and counts what the chain matches
 (counter ``no_instance``) and nothing leaks past the missing function.  An instance that comes
 back (its program started again) is put back the same way.  Each change is an event in the
 lab's ``events.jsonl`` (``chain inspect`` shows them), with the time from the last probe that

@@ -35,9 +35,9 @@ from typing import Any
 from ..errors import LabError
 from ..kernel import netns
 from ..plan import placement
-from ..plan.chainadd import (Addition, NewNode, Topology, _Labels, apply, build_direction,
-                             drop_nodes, free_ifname, free_path_base, free_subnets,
-                             path_ranges)
+from ..plan.chainadd import Addition, NewNode, apply, drop_nodes
+from ..plan.chainpaths import (Labels, Topology, build_direction, free_ifname, free_path_base,
+                               free_subnets, path_ranges)
 from ..plan.model import Plan
 from ..plan.names import netns_name
 from ..plan.sfc import DirectionPlan, SteeringPlan
@@ -85,7 +85,7 @@ def _ready(state: LabState, plan: Plan, n: NewNode) -> None:
         raise LabError(f"clone {n.node}: no answer from {n.attach} ({gw}) on its link")
 
 
-def _repath(topo: Topology, labels: _Labels, d: DirectionPlan, old: str, new: str,
+def _repath(topo: Topology, labels: Labels, d: DirectionPlan, old: str, new: str,
             base: int) -> DirectionPlan:
     paths = []
     for p in d.paths:
@@ -135,7 +135,7 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
         merged = Plan.from_dict(plan.to_dict())
         apply(merged, step1)
         topo = Topology(merged)
-        labels = _Labels(sp.hops)
+        labels = Labels(sp.hops)
         ranges = path_ranges(sp)
         olds = [d for d in sp.directions if d.chain == add.chain]
         news = []

@@ -18,7 +18,8 @@ from .. import functions
 from ..errors import SpecError
 from ..functions.cgroups import LimitParams
 from ..functions.params import parse_size
-from ..plan.chainadd import Instance, Topology
+from ..plan.chainadd import Instance
+from ..plan.chainpaths import Topology
 from ..realize import lifecycle
 from ..spec.chainfile import ChainFile, parse
 from ..spec.source import Document, format_place, parse_place

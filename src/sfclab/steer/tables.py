@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import LabError, SpecError
 from ..kernel import netns
-from ..plan.chainadd import NO_PATH
+from ..plan.chainpaths import NO_PATH
 from ..plan.sfc import SLOTS, DirectionPlan, Hop, SteeringPlan, _slots, mask_key
 from ..realize.dataplane import (DataPlane, Iface, encode_hop, encode_path, encode_tuple,
                                  path_base)
