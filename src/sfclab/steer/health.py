@@ -1,6 +1,7 @@
 """Health of function instances and failover: the lab's watcher process.
 
-**Probes** (every :data:`PERIOD_S`): an instance is *alive* while its namespace exists and, for
+**Probes** (every :data:`PERIOD_S`, and at once when a watched program ends: the watcher
+waits on pidfds of the programs): an instance is *alive* while its namespace exists and, for
 kinds that run a program (``tun``, ``dpi``), while that program runs; *crossing* compares what
 entered the function (the proxy's ``proxy_in``) with what left it (``proxy_out``) over the last
 second: packets in and none out is *stalled* (shown, not acted on: a firewall may drop
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -62,6 +64,7 @@ class Watch:
     stalled: dict[str, bool] = field(default_factory=dict)
     programs: dict[str, Any] = field(default_factory=dict)
     reapply: bool = False
+    pidfds: dict[int, int] = field(default_factory=dict)
 
 
 def instances(sp: SteeringPlan) -> list[str]:
@@ -92,7 +95,8 @@ def _reload(w: Watch, state: LabState) -> None:
 
 
 def probe(w: Watch, node: str) -> bool:
-    """Is ``node`` alive: its namespace there and, for a program, the program running."""
+    """Is ``node`` alive: its namespace there and, for a program, the program running (each
+    running program's PID is also held as a pidfd, so its end wakes the watcher at once)."""
     assert w.plan is not None
     try:
         ns = w.plan.netns_of(node)
@@ -101,7 +105,28 @@ def probe(w: Watch, node: str) -> bool:
     if not netns.exists(ns):
         return False
     f = w.programs.get(node)
-    return bool(f.running_pids()) if f is not None else True
+    if f is None:
+        return True
+    pids = f.running_pids()
+    for pid in pids:
+        if pid not in w.pidfds:
+            try:
+                w.pidfds[pid] = os.pidfd_open(pid)
+            except OSError:  # ended meanwhile: the next probe sees it
+                pass
+    return bool(pids)
+
+
+def wait_for_change(w: Watch, period: float) -> None:
+    """Sleep ``period``, or less if a watched program ends (its pidfd becomes readable)."""
+    if not w.pidfds:
+        time.sleep(period)
+        return
+    ready, _, _ = select.select(list(w.pidfds.values()), [], [], period)
+    for pid, fd in list(w.pidfds.items()):
+        if fd in ready:
+            os.close(fd)
+            del w.pidfds[pid]
 
 
 def apply_health(w: Watch, state: LabState, dp: DataPlane, changed: list[str],
@@ -192,9 +217,11 @@ def watch(lab: str, period: float = PERIOD_S) -> int:
                 dp.close()
                 dp = None
             time.sleep(0.5)
-        time.sleep(period)
+        wait_for_change(w, period)
     if dp is not None:
         dp.close()
+    for fd in w.pidfds.values():
+        os.close(fd)
     return 0
 
 
