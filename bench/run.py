@@ -23,6 +23,7 @@ def main() -> int:
         ["bench_generators.py", "--reps", reps],
         ["bench_firewall.py", "--reps", reps],
         ["bench_hosts.py", "--reps", reps],
+        ["bench_chain_ops.py", "--reps", reps],
     ]
     status = 0
     for argv in runs:

@@ -53,6 +53,7 @@ enum sfc_counter {
 	SFC_C_PROXY_MISS,     /* left the function with no parked stack: routed as plain IP */
 	SFC_C_ERRORS,         /* malformed stacks, helper failures, full tables */
 	SFC_C_GSO,            /* GSO packets a push point could not label */
+	SFC_C_NO_INSTANCE,    /* classified onto a path with no instance left: dropped */
 	SFC_NCOUNTERS = 16,
 };
 

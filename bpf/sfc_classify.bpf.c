@@ -63,7 +63,13 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 	h = sfc_flow_hash(src, dst, sport, dport, proto, chain->symmetric);
 	pi = chain->slot[(h % chain->nslots) & (SFC_MAX_SLOTS - 1)];
 	path = bpf_map_lookup_elem(&sfc_paths, &pi);
-	if (!path || !path->depth || path->depth > SFC_MAX_LABELS) {
+	if (path && !path->depth) {
+		/* an empty path: the chain's group has no instance left (failover); never leak
+		 * the flow past the missing function */
+		sfc_count(SFC_C_NO_INSTANCE);
+		return TC_ACT_SHOT;
+	}
+	if (!path || path->depth > SFC_MAX_LABELS) {
 		sfc_count(SFC_C_ERRORS);
 		return TC_ACT_SHOT;
 	}

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from . import chain_ops
 from .output import emit
 from .status import ExitStatus
 
@@ -16,6 +17,10 @@ examples:
   sfclab chain inspect sfcweb web --json              stacks, labels, counters, shares
   sfclab chain classify sfcweb web --from-file scenarios/sfc-web-classifiers.yaml
   sfclab chain trace sfcweb web                       the hops a probe really takes
+  sfclab chain add sfcweb scenarios/sfc-video-chain.yaml   new functions, placed and wired
+  sfclab chain migrate sfcweb meter-1                 make-before-break, conntrack moved
+  sfclab chain watch sfcweb                           the health watcher (failover)
+  sfclab chain rm sfcweb video                        the added chain and its functions go
   sfclab down sfcweb
 """
 
@@ -51,6 +56,9 @@ def _inspect_text(d: dict[str, Any]) -> str:
             lines.append(f"  {n:<12} {nz or '-'}")
         for i, s in c["instances"].items():
             lines.append(f"  instance {i}: {s['proxy_in']:,} packets ({100 * s['share']:.1f} %)")
+        for e in c.get("health", {}).get("events", [])[-8:]:  # chain add/migrate, failover
+            what = ", ".join(f"{k} {v}" for k, v in e.items() if k not in ("time", "event"))
+            lines.append(f"  event {e['event']}: {what}")
     return "\n".join(lines)
 
 
@@ -132,3 +140,4 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     p = one("trace", cmd_trace, "send probes and print the hops they really take, in order",
             "sfclab chain trace sfcweb web")
     p.add_argument("chain")
+    chain_ops.register(one)  # add, rm, migrate: chains changed on a running lab

@@ -98,6 +98,9 @@ class DirectionPlan:
     paths: list[PathPlan] = field(default_factory=list)
     slots: list[int] = field(default_factory=list)  # slot -> index into paths
     classifiers: list[dict[str, Any]] = field(default_factory=list)
+    #: where its paths start in the path table; None: after the directions before it (the
+    #: lab file's chains), set for chains added to a running lab (``sfclab chain add``)
+    path_base: int | None = None
 
 
 @dataclass

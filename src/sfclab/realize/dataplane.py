@@ -28,7 +28,7 @@ from ..plan.sfc import MAX_LABELS, MAX_MASKS, SLOTS, SteeringPlan, lse, mask_key
 
 BPFFS = Path("/sys/fs/bpf")
 COUNTERS = ("classified", "popped", "forwarded", "delivered", "ttl_expired", "unknown_label",
-            "proxy_in", "proxy_out", "proxy_miss", "errors", "gso")
+            "proxy_in", "proxy_out", "proxy_miss", "errors", "gso", "no_instance")
 NCOUNTERS = 16
 ACTIONS = {"forward": 1, "proxy": 2}
 #: the classifier's effective priority: the lab file's priority, then the earlier classifier
@@ -187,7 +187,11 @@ class DataPlane:
 
 
 def path_base(sp: SteeringPlan, direction: int) -> int:
-    """The index in ``sfc_paths`` of the first path of chain direction ``direction``."""
+    """The index in ``sfc_paths`` of the first path of chain direction ``direction`` (its
+    own ``path_base`` for a chain added to a running lab)."""
+    d = next((x for x in sp.directions if x.index == direction), None)
+    if d is not None and d.path_base is not None:
+        return d.path_base
     return sum(len(d.paths) for d in sp.directions[:direction])
 
 

@@ -102,8 +102,27 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
                                   "share": round(counters[i]["proxy_in"] / seen, 4)}
                               for i in sorted(inst)}
             c["nodes"] = {n: counters[n] for n in sorted(nodes, key=list(sp.node_ids).index)}
+            c.update(_added_and_health(lab, name, inst))
             out["chains"][name] = c
     return out
+
+
+def _added_and_health(lab: str, chain: str, instances: set[str]) -> dict[str, Any]:
+    """What ``chain add``, ``chain classify`` and the watcher know of ``chain``."""
+    from . import health, record  # light start-up: only inspect reads them
+    from ..realize.state import LabState
+
+    state = LabState(lab)
+    got = record.load_addition(state, chain)
+    saved = record.saved_classifiers(state, chain)
+    return {"added": ({"attach": got[0].attach, "status": got[1],
+                       "instances": {n.node: {"function": n.function, "kind": n.kind,
+                                              "host": n.host, "cpu": n.cpu,
+                                              "memory": n.memory} for n in got[0].nodes}}
+                      if got else None),
+            "classified_later": [{"source": s["source"], "classifiers": s["classifiers"],
+                                  "entries": s["entries"]} for s in saved],
+            "health": health.status(lab, chain, instances)}
 
 
 # ------------------------------------------------------------------------------ classify
@@ -182,8 +201,19 @@ def classify(lab: str, chain: str, path: str) -> dict[str, Any]:
                         entries_of(reversed_classifier(c, r.ingress)))
         for di, entries in by_dir.items():
             written += dp.add_entries(sp.node_ids, di, entries, order=4000)
+    _remember(lab, chain, specs, written, path)
     return {"lab": lab, "chain": chain, "classifiers": len(specs), "entries": written,
             "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _remember(lab: str, chain: str, specs: list[ClassifierSpec], entries: int,
+              path: str) -> None:
+    """Write what ``classify`` added into the lab's saved state (issue 12): inspect shows it,
+    ``chain rm`` and ``down`` know it."""
+    from . import record  # light start-up: only classify writes it
+    from ..realize.state import LabState
+
+    record.save_classifiers(LabState(lab), chain, path, len(specs), entries)
 
 
 # --------------------------------------------------------------------------------- trace

@@ -1,0 +1,211 @@
+"""Paths, labels and free table space on a running lab's saved plan (pure).
+
+What ``chain add`` and ``chain migrate`` share: :class:`Topology` (direct links between the
+plan's namespaces, shortest paths through forwarding nodes, the nearest router), free /30s for
+new links and free interface names, the path table's used ranges and a free one
+(:data:`NO_PATH` is never handed out), :class:`Labels` (existing hops keep their labels, new
+ones numbered after the highest), and :func:`build_direction` (a chain direction's paths and
+their RFC 8595 stacks, as :mod:`sfclab.plan.sfc` builds them for a lab file).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from ipaddress import IPv4Interface, IPv4Network
+
+from ..errors import SpecError
+from .model import Plan
+from .sfc import (FIRST_LABEL, MAX_LABELS, DirectionPlan, Hop, PathPlan, SteeringPlan, _slots,
+                  _weights)
+
+MAX_PATHS = 4096
+#: the path index never handed out: its table entry stays empty (depth 0)
+NO_PATH = MAX_PATHS - 1
+#: new links' addresses: /30s from the top down (a lab's own segments come from the bottom up)
+ADDED_POOL = IPv4Network("198.18.0.0/15")
+
+
+class Topology:
+    """Direct links between the plan's namespaces: node -> [(neighbour, my if, its if)]."""
+
+    def __init__(self, plan: Plan):
+        self.adj: dict[str, list[tuple[str, str, str]]] = {n.node: [] for n in plan.namespaces}
+        self.forwards = {n.node: n.forwards for n in plan.namespaces}
+        self.kind = {n.node: n.kind for n in plan.namespaces}
+        for v in plan.veths:
+            if v.a.netns is None or v.b.netns is None or v.a.node == v.b.node:
+                continue
+            if self.kind.get(v.a.node) == "linux-bridge" or \
+                    self.kind.get(v.b.node) == "linux-bridge":
+                continue
+            self.adj[v.a.node].append((v.b.node, v.a.name, v.b.name))
+            self.adj[v.b.node].append((v.a.node, v.b.name, v.a.name))
+
+    def link(self, a: str, b: str, a_if: str, b_if: str, forwards: bool, kind: str) -> None:
+        self.adj.setdefault(a, [])
+        self.adj.setdefault(b, [])
+        self.adj[a].append((b, a_if, b_if))
+        self.adj[b].append((a, b_if, a_if))
+        self.forwards.setdefault(b, forwards)
+        self.kind.setdefault(b, kind)
+
+    def shortest(self, src: str, dst: str) -> list[tuple[str, str, str, str]] | None:
+        prev: dict[str, tuple[str, str, str]] = {}
+        seen, todo = {src}, deque([src])
+        while todo:
+            n = todo.popleft()
+            if n == dst:
+                break
+            if n != src and not self.forwards.get(n):
+                continue
+            for m, my, their in self.adj.get(n, []):
+                if m not in seen:
+                    seen.add(m)
+                    prev[m] = (n, my, their)
+                    todo.append(m)
+        if dst not in seen:
+            return None
+        edges: list[tuple[str, str, str, str]] = []
+        n = dst
+        while n != src:
+            p, my, their = prev[n]
+            edges.append((p, my, n, their))
+            n = p
+        return edges[::-1]
+
+    def nearest_forwarder(self, start: str) -> str | None:
+        """The router nearest ``start``, else the nearest forwarding node (BFS order)."""
+        order: list[str] = []
+        seen, todo = {start}, deque([start])
+        while todo:
+            n = todo.popleft()
+            order.append(n)
+            for m, _, _ in self.adj.get(n, []):
+                if m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        for want in ("router", None):
+            for n in order:
+                if n != start and self.forwards.get(n) and (want is None or self.kind[n] == want):
+                    return n
+        return None
+
+
+def free_subnets(plan: Plan, count: int, taken: list[IPv4Network] | None = None
+                 ) -> list[IPv4Network]:
+    """``count`` /30s from the top of :data:`ADDED_POOL` down (the lab's own segments are
+    given from its bottom up), clear of every subnet and address of the lab."""
+    used = plan.subnets() + list(taken or [])
+    used += [IPv4Interface(i.address).network for i in plan.interfaces if i.address]
+    out: list[IPv4Network] = []
+    top = int(ADDED_POOL.broadcast_address) - 3
+    for at in range(top, int(ADDED_POOL.network_address) - 1, -4):
+        net = IPv4Network((at, 30))
+        if any(net.overlaps(u) for u in used):
+            continue
+        out.append(net)
+        if len(out) == count:
+            return out
+    raise SpecError(f"no free /30 left in {ADDED_POOL} for the functions' links")
+
+
+def free_ifname(plan: Plan, node: str, taken: set[str]) -> str:
+    have = {i.name for i in plan.interfaces_of(node)} | taken | {"lo", "br0"}
+    k = 0
+    while f"sfx{k}" in have:
+        k += 1
+    return f"sfx{k}"
+
+
+def path_ranges(sp: SteeringPlan) -> list[tuple[int, int]]:
+    """(first, count) of every direction's paths in the path table."""
+    out = []
+    seq = 0
+    for d in sp.directions:
+        base = d.path_base if d.path_base is not None else seq
+        if d.path_base is None:
+            seq += len(d.paths)
+        out.append((base, len(d.paths)))
+    return out
+
+
+def free_path_base(ranges: list[tuple[int, int]], need: int) -> int:
+    used = sorted(ranges + [(NO_PATH, 1)])
+    at = 0
+    for first, count in used:
+        if first - at >= need:
+            return at
+        at = max(at, first + count)
+    raise SpecError(f"the path table is full: no {need} free entries left")
+
+
+class Labels:
+    """Existing labels by what they do; new ones numbered after the highest in use."""
+
+    def __init__(self, hops: list[Hop]):
+        self.known = {(h.node, h.action, h.ifname): h for h in hops}
+        self.next = max([h.label for h in hops], default=FIRST_LABEL - 1) + 1
+        self.new: list[Hop] = []
+
+    def label(self, hop: Hop) -> int:
+        key = (hop.node, hop.action, hop.ifname)
+        if key not in self.known:
+            hop.label = self.next
+            self.next += 1
+            self.known[key] = hop
+            self.new.append(hop)
+        return self.known[key].label
+
+
+def build_direction(topo: Topology, labels: Labels, cname: str, index: int, reverse: bool,
+                    start: str, end: str, stages: list[list[str]], weights: list[list[int]],
+                    symmetric: bool, ttl: int, place: str) -> DirectionPlan:
+    """One chain direction: a path per combination of instances, their stacks (RFC 8595)."""
+    if reverse:
+        stages, weights = stages[::-1], weights[::-1]
+    combos = _weights(stages, weights)
+    if len(combos) > 64:
+        raise SpecError(f"the groups make {len(combos)} paths; at most 64 per chain",
+                        place=place)
+    d = DirectionPlan(index, cname, reverse, start, end, symmetric, ttl)
+    for k, (instances, w) in enumerate(combos):
+        stops = [start, *instances, end]
+        edges: list[tuple[str, str, str, str]] = []
+        for a, b in zip(stops, stops[1:]):
+            seg = topo.shortest(a, b) if a != b else None
+            if not seg:
+                raise SpecError(f"no path from {a} to {b} over direct links through "
+                                "forwarding nodes", place=place)
+            edges += seg
+        nodes = [start] + [e[2] for e in edges]
+        stop_at: dict[int, str] = {}
+        pos = 0
+        for inst in instances:
+            pos = nodes.index(inst, pos + 1)
+            stop_at[pos] = inst
+        stack: list[int] = []
+        for i in range(1, len(nodes) - 1):
+            if i in stop_at:
+                stack.append(labels.label(Hop(0, nodes[i], "proxy")))
+            _, my, nxt, their = edges[i]
+            stack.append(labels.label(Hop(0, nodes[i], "forward", my, nxt, their)))
+        if len(stack) > MAX_LABELS:
+            raise SpecError(f"chain '{cname}' needs a stack of {len(stack)} labels "
+                            f"({' '.join(nodes)}); at most {MAX_LABELS}", place=place)
+        _, my0, _, their0 = edges[0]
+        d.paths.append(PathPlan(k, nodes, instances, stack, my0, nodes[1], their0, w))
+    d.slots = _slots([p.weight for p in d.paths])
+    return d
+
+
+def used_ifaces(d: DirectionPlan, hops: dict[int, Hop]) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for p in d.paths:
+        out.add((p.nodes[0], p.ifname))
+        out.add((p.next, p.next_ifname))
+        for lbl in p.stack:
+            h = hops[lbl]
+            if h.action == "forward" and h.ifname and h.next and h.next_ifname:
+                out.add((h.node, h.ifname))
+                out.add((h.next, h.next_ifname))
+    return out

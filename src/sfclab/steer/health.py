@@ -1,0 +1,308 @@
+"""Health of function instances and failover: the lab's watcher process.
+
+**Probes** (every :data:`PERIOD_S`, and at once when a watched program ends: the watcher
+waits on pidfds of the programs): an instance is *alive* while its namespace exists and, for
+kinds that run a program (``tun``, ``dpi``), while that program runs; *crossing* compares what
+entered the function (the proxy's ``proxy_in``) with what left it (``proxy_out``) over the last
+second: packets in and none out is *stalled* (shown, not acted on: a firewall may drop
+everything on purpose).
+
+**Failover.**  When an instance dies, every chain direction with a path through it gets its
+slot table rewritten over the paths that avoid dead instances, by their weights, in one map
+update: its flows move to the other instances of the group (flows of other paths may move too,
+as the slots are shared out again).  When no path is left, every slot points at the empty path
+(:data:`sfclab.plan.chainpaths.NO_PATH`): the classifier drops and counts what the chain matches
+(counter ``no_instance``) and nothing leaks past the missing function.  An instance that comes
+back (its program started again) is put back the same way.  Each change is an event in the
+lab's ``events.jsonl`` (``chain inspect`` shows them), with the time from the last probe that
+saw the instance alive to the rewrite.
+
+**The watcher** is ``python -m sfclab.steer.health LAB``, started by ``chain add`` inside the
+namespace of the chain's attach node (so it belongs to the lab: journaled, and ended by PID at
+``down`` like every process in the lab's namespaces).  Slot-table rewrites of the watcher and
+of ``chain migrate``/``rm`` are serialized by the lab's slot lock, and the watcher reads the
+saved plan again whenever it changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import LabError
+from ..kernel import netns
+from ..plan.model import Plan
+from ..plan.sfc import SteeringPlan
+from ..realize import lifecycle
+from ..realize.dataplane import DataPlane
+from ..realize.functions import instantiate
+from ..realize.state import LabState, pid_alive
+from . import record, tables
+
+PERIOD_S = 0.05
+CROSSING_WINDOW_S = 1.0
+
+
+@dataclass
+class Watch:
+    """What the watcher knows of a lab between two probes."""
+
+    lab: str
+    plan: Plan | None = None
+    sp: SteeringPlan | None = None
+    mtime: float = 0.0
+    alive: dict[str, bool] = field(default_factory=dict)
+    last_seen: dict[str, float] = field(default_factory=dict)
+    crossing: dict[str, tuple[float, int, int]] = field(default_factory=dict)
+    stalled: dict[str, bool] = field(default_factory=dict)
+    programs: dict[str, Any] = field(default_factory=dict)
+    reapply: bool = False
+    pidfds: dict[int, int] = field(default_factory=dict)
+
+
+def instances(sp: SteeringPlan) -> list[str]:
+    return sorted({i for d in sp.directions for p in d.paths for i in p.instances})
+
+
+def _reload(w: Watch, state: LabState) -> None:
+    try:
+        m = (state.dir / "plan.json").stat().st_mtime
+    except FileNotFoundError:
+        return
+    if m == w.mtime and w.plan is not None:
+        return
+    d = state.plan()
+    if d is None:
+        return
+    w.plan = Plan.from_dict(d)
+    w.sp = SteeringPlan.from_dict(w.plan.steering) if w.plan.steering else None
+    w.mtime = m
+    w.reapply = True  # a writer may have put dead instances' paths back: take them out again
+    w.programs = {}
+    if w.sp:
+        for i in instances(w.sp):
+            f = instantiate(state, w.plan, i) if i in w.plan.functions else None
+            w.programs[i] = f if f is not None and hasattr(f, "running_pids") else None
+        known = set(instances(w.sp))
+        w.alive = {k: v for k, v in w.alive.items() if k in known}
+
+
+def probe(w: Watch, node: str) -> bool:
+    """Is ``node`` alive: its namespace there and, for a program, the program running (each
+    running program's PID is also held as a pidfd, so its end wakes the watcher at once)."""
+    assert w.plan is not None
+    try:
+        ns = w.plan.netns_of(node)
+    except KeyError:
+        return False
+    if not netns.exists(ns):
+        return False
+    f = w.programs.get(node)
+    if f is None:
+        return True
+    pids = f.running_pids()
+    for pid in pids:
+        if pid not in w.pidfds:
+            try:
+                w.pidfds[pid] = os.pidfd_open(pid)
+            except OSError:  # ended meanwhile: the next probe sees it
+                pass
+    return bool(pids)
+
+
+def wait_for_change(w: Watch, period: float) -> None:
+    """Sleep ``period``, or less if a watched program ends (its pidfd becomes readable)."""
+    if not w.pidfds:
+        time.sleep(period)
+        return
+    ready, _, _ = select.select(list(w.pidfds.values()), [], [], period)
+    for pid, fd in list(w.pidfds.items()):
+        if fd in ready:
+            os.close(fd)
+            del w.pidfds[pid]
+
+
+def apply_health(w: Watch, state: LabState, dp: DataPlane, changed: list[str],
+                 detected: float) -> None:
+    """Rewrite the slot tables of directions through ``changed`` instances."""
+    assert w.sp is not None
+    dead = {i for i, ok in w.alive.items() if not ok}
+    for d in w.sp.directions:
+        if not any(i in p.instances for p in d.paths for i in changed):
+            continue
+        weights = [0 if dead & set(p.instances) else p.weight for p in d.paths]
+        tables.write_slots(dp, d, tables.slot_paths(w.sp, d, weights))
+        record.event(state, "failover", chain=d.chain, direction=d.index,
+                     instances_out=sorted(dead & {i for p in d.paths for i in p.instances}),
+                     paths_left=sum(1 for x in weights if x),
+                     dropping=not any(weights),
+                     ms=round(1000 * (time.monotonic() - detected), 3))
+
+
+def tick(w: Watch, state: LabState, dp: DataPlane) -> None:
+    with record.slot_lock(state):
+        _reload(w, state)
+        if w.sp is None:
+            return
+        now = time.monotonic()
+        changed = []
+        for i in instances(w.sp):
+            ok = probe(w, i)
+            was = w.alive.get(i)
+            if ok:
+                w.last_seen[i] = now
+            if was is None:
+                w.alive[i] = ok
+                if not ok:
+                    changed.append(i)
+                continue
+            if ok != was:
+                w.alive[i] = ok
+                changed.append(i)
+                record.event(state, "instance-up" if ok else "instance-down", instance=i,
+                             since_alive_ms=round(1000 * (now - w.last_seen.get(i, now)), 3))
+        if w.reapply:
+            changed = sorted(set(changed) | {i for i, ok in w.alive.items() if not ok})
+            w.reapply = False
+        if changed:
+            apply_health(w, state, dp, changed, now)
+        _crossing(w, state, dp, now)
+
+
+def _crossing(w: Watch, state: LabState, dp: DataPlane, now: float) -> None:
+    assert w.sp is not None
+    for i in instances(w.sp):
+        nid = w.sp.node_ids.get(i)
+        if nid is None:
+            continue
+        t0, in0, out0 = w.crossing.get(i, (0.0, -1, -1))
+        if now - t0 < CROSSING_WINDOW_S:
+            continue
+        c = dp.counters(nid)
+        if in0 >= 0:
+            stalled = c["proxy_in"] > in0 and c["proxy_out"] == out0 and w.alive.get(i, False)
+            if stalled != w.stalled.get(i, False):
+                record.event(state, "stalled" if stalled else "crossing", instance=i)
+            w.stalled[i] = stalled
+        w.crossing[i] = (now, c["proxy_in"], c["proxy_out"])
+    health = {i: {"alive": w.alive.get(i), "stalled": w.stalled.get(i, False)}
+              for i in instances(w.sp)}
+    tmp = state.dir / "health.json.tmp"
+    tmp.write_text(json.dumps(health))
+    os.replace(tmp, state.dir / "health.json")
+
+
+def watch(lab: str, period: float = PERIOD_S) -> int:
+    """The watcher's loop; ends when the lab's state goes or on SIGTERM."""
+    state = LabState(lab)
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    w = Watch(lab)
+    dp: DataPlane | None = None
+    while not stop["now"] and state.exists:
+        try:
+            if dp is None:
+                dp = DataPlane(lab)
+            tick(w, state, dp)
+        except Exception as e:  # keep watching; say what went wrong once
+            print(f"sfclab health {lab}: {e}", file=sys.stderr, flush=True)
+            if dp is not None:
+                dp.close()
+                dp = None
+            time.sleep(0.5)
+        wait_for_change(w, period)
+    if dp is not None:
+        dp.close()
+    for fd in w.pidfds.values():
+        os.close(fd)
+    return 0
+
+
+# ------------------------------------------------------------------------ its life
+def watcher_pid(state: LabState) -> int | None:
+    try:
+        d = json.loads((state.dir / "watcher.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    pid = d.get("pid")
+    ino = netns.inode(d.get("netns", ""))
+    try:
+        same = ino is not None and os.stat(f"/proc/{pid}/ns/net").st_ino == ino[1]
+    except OSError:
+        same = False
+    return pid if pid_alive(pid) and same else None
+
+
+def ensure_watcher(state: LabState, plan: Plan, node: str) -> int:
+    """Start the lab's watcher in ``node``'s namespace unless it runs; journaled first."""
+    pid = watcher_pid(state)
+    if pid:
+        return pid
+    ns = plan.netns_of(node)
+    log = open(state.dir / "watcher.log", "ab")
+    try:
+        p = netns.popen(ns, [sys.executable, "-m", "sfclab.steer.health", state.name],
+                        stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                        start_new_session=True)
+    finally:
+        log.close()
+    state.record([{"op": "watcher", "pid": p.pid, "netns": ns}])
+    tmp = state.dir / "watcher.json.tmp"
+    tmp.write_text(json.dumps({"pid": p.pid, "netns": ns}))
+    os.replace(tmp, state.dir / "watcher.json")
+    return p.pid
+
+
+def dead(state: LabState) -> set[str]:
+    """Instances the watcher last found dead (none without a watcher)."""
+    try:
+        health = json.loads((state.dir / "health.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return set()
+    return {i for i, h in health.items() if h.get("alive") is False}
+
+
+def start(lab: str) -> dict[str, Any]:
+    """Start the lab's watcher (``sfclab chain watch``) unless it runs: in the namespace of
+    the first forwarding node on a chain's path."""
+    state = LabState(lab)
+    with record.lab_lock(state, what="chain watch"):
+        _, plan = lifecycle.load_plan(lab)
+        sp = SteeringPlan.from_dict(plan.steering) if plan.steering else None
+        if sp is None:
+            raise LabError(f"lab '{lab}' has no chains to watch")
+        fwd = {n.node for n in plan.namespaces if n.forwards}
+        node = next((n for d in sp.directions for p in d.paths for n in p.nodes if n in fwd),
+                    next(iter(sp.node_ids)))
+        running = watcher_pid(state)
+        pid = running or ensure_watcher(state, plan, node)
+    return {"lab": lab, "watcher": pid, "started": not running,
+            "instances": instances(sp)}
+
+
+def status(lab: str, chain: str | None = None, only: set[str] | None = None
+           ) -> dict[str, Any]:
+    """What ``chain inspect`` shows: the watcher, each instance's health (``only`` those),
+    the events (of ``chain`` and the lab's own)."""
+    state = LabState(lab)
+    try:
+        health = json.loads((state.dir / "health.json").read_text())
+    except (FileNotFoundError, ValueError):
+        health = {}
+    if only is not None:
+        health = {i: h for i, h in health.items() if i in only}
+    ev = record.events(state)
+    if chain is not None:
+        ev = [e for e in ev if e.get("chain") in (None, chain)]
+    return {"watcher": watcher_pid(state), "instances": health, "events": ev[-50:]}
+
+
+if __name__ == "__main__":
+    sys.exit(watch(sys.argv[1]))

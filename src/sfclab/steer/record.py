@@ -1,0 +1,161 @@
+"""What chain commands keep in a running lab's state directory, beside the lab's own files.
+
+Layout (under ``labs/<lab>/`` of :mod:`sfclab.realize.state`)::
+
+    added/<chain>.json        an added chain: its Addition (nodes, labels, directions) and
+                              status (adding | up | removing)
+    classify/<chain>/<n>.*    classifiers added by ``chain classify``: a copy of the file
+                              and a note (source, counts)
+    events.jsonl              health and failover events (one JSON object a line)
+    watcher.json              the lab's health watcher: pid, its namespace
+
+The lab's ``plan.json`` is rewritten (atomically) with every added node, link and chain merged
+in, so ``down``, ``inspect`` and ``chain ls/inspect`` know them; the journal gets an entry for
+each namespace before it is made.  Chain commands hold the lab's lock (the one ``up`` and
+``down`` take), waiting up to ``wait`` seconds for another command to finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import LabError
+from ..plan.chainadd import Addition
+from ..plan.model import Plan
+from ..realize.state import LabState, _atomic_write
+
+#: how long a chain command waits for another command on the same lab
+DEFAULT_WAIT_S = 60.0
+
+
+@contextlib.contextmanager
+def lab_lock(state: LabState, wait: float = DEFAULT_WAIT_S,
+             what: str = "chain command") -> Iterator[None]:
+    """Hold the lab's lock (the one of ``up``/``down``); wait for it up to ``wait`` seconds."""
+    if not state.exists:
+        raise LabError(f"no lab named '{state.name}'")
+    fd = os.open(state.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LabError(f"lab '{state.name}' is busy: another sfclab command on it "
+                                   f"is running (waited {wait:g} s for the {what})") from None
+                time.sleep(0.05)
+        if not state.exists:
+            raise LabError(f"lab '{state.name}' went down while the {what} waited")
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def slot_lock(state: LabState) -> Iterator[None]:
+    """Serializes what changes slot tables and the plan's instances under the watcher's feet
+    (``chain add``/``rm``/``migrate``, and each watcher probe): blocking."""
+    fd = os.open(state.dir / "slots.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def save_plan(state: LabState, plan: Plan) -> None:
+    _atomic_write(state.dir / "plan.json", json.dumps(plan.to_dict()))
+
+
+def added_dir(state: LabState) -> Path:
+    return state.dir / "added"
+
+
+def save_addition(state: LabState, add: Addition, status: str) -> None:
+    added_dir(state).mkdir(parents=True, exist_ok=True)
+    _atomic_write(added_dir(state) / f"{add.chain}.json",
+                  json.dumps({"status": status, "addition": add.to_dict()}))
+
+
+def load_addition(state: LabState, chain: str) -> tuple[Addition, str] | None:
+    try:
+        d = json.loads((added_dir(state) / f"{chain}.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return Addition.from_dict(d["addition"]), d["status"]
+
+
+def additions(state: LabState) -> dict[str, tuple[Addition, str]]:
+    out = {}
+    d = added_dir(state)
+    if d.is_dir():
+        for p in sorted(d.glob("*.json")):
+            got = load_addition(state, p.stem)
+            if got:
+                out[p.stem] = got
+    return out
+
+
+def drop_addition(state: LabState, chain: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (added_dir(state) / f"{chain}.json").unlink()
+
+
+# ---------------------------------------------------------------------------------- events
+def event(state: LabState, kind: str, **kw: Any) -> dict[str, Any]:
+    e = {"time": round(time.time(), 3), "event": kind, **kw}
+    with open(state.dir / "events.jsonl", "a") as f:
+        f.write(json.dumps(e) + "\n")
+    return e
+
+
+def events(state: LabState) -> list[dict[str, Any]]:
+    out = []
+    with contextlib.suppress(FileNotFoundError):
+        with open(state.dir / "events.jsonl") as f:
+            for line in f:
+                with contextlib.suppress(ValueError):
+                    out.append(json.loads(line))
+    return out
+
+
+# ------------------------------------------------------------------- classify (issue 12)
+def classify_dir(state: LabState, chain: str) -> Path:
+    return state.dir / "classify" / chain
+
+
+def save_classifiers(state: LabState, chain: str, path: str, classifiers: int,
+                     entries: int) -> Path:
+    """Keep what ``chain classify`` wrote to the maps: a copy of its (validated) file, byte for
+    byte (cheap even for 100,000 classifiers), and a note of its source and counts, one pair
+    per command, so inspect, ``chain rm`` and a rebuild know them."""
+    d = classify_dir(state, chain)
+    d.mkdir(parents=True, exist_ok=True)
+    n = len(list(d.glob("*.json")))
+    copy = d / f"{n:04d}.classifiers"
+    shutil.copyfile(path, copy)
+    note = d / f"{n:04d}.json"
+    _atomic_write(note, json.dumps({"source": os.path.abspath(path), "file": str(copy),
+                                    "classifiers": classifiers, "entries": entries}))
+    return note
+
+
+def saved_classifiers(state: LabState, chain: str) -> list[dict[str, Any]]:
+    """The notes of :func:`save_classifiers`, oldest first (``file``: the copy to read)."""
+    out = []
+    d = classify_dir(state, chain)
+    if d.is_dir():
+        for p in sorted(d.glob("*.json")):
+            with contextlib.suppress(ValueError, OSError):
+                out.append(json.loads(p.read_text()))
+    return out

@@ -1,0 +1,155 @@
+"""Function nodes made on a running lab: a namespace, one veth pair to the attach node, the
+function itself, and its eBPF programs; and their removal.
+
+A node is made in this order: namespace (the lab's base sysctls, forwarding on, ICMP redirects
+off: a one-armed function sends packets back out of the interface they came in by), the veth
+pair (both ends made inside the new namespace, then the attach end moved into the attach node's
+namespace, so a crash never leaves an end in the root namespace), marks (aliases), MTU with
+room for labels, addresses, links up, the default route via the attach node, offloads, then the
+function's ``configure`` and ``start``.  The namespace's name is journaled before it is made;
+removing it removes both ends of the pair (and the programs held by them).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from ipaddress import IPv4Interface
+
+from ..errors import RealizeError
+from ..kernel import ethtool, netns
+from ..plan.chainadd import BASE_MTU, NewNode
+from ..plan.model import Plan
+from ..plan.sfc import LABEL_ROOM
+from ..realize import dataplane
+from ..realize.functions import instantiate
+from ..realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
+from ..realize.state import LabState
+from ..realize.steering import PROGRAM_OBJECT, steer_binary
+from ..realize.step import step
+
+ONE_ARM_SYSCTLS = {"net.ipv4.conf.all.send_redirects": "0",
+                   "net.ipv4.conf.default.send_redirects": "0"}
+
+
+def make_node(plan: Plan, n: NewNode) -> None:
+    """The namespace, link, addresses and route of added node ``n`` (its name journaled)."""
+    with step(f"namespace {n.netns}"):
+        ipr = netns.create(n.netns, {**BASE_SYSCTLS, **FORWARDING_SYSCTLS, **ONE_ARM_SYSCTLS})
+    assert ipr is not None
+    try:
+        attach_ns = plan.netns_of(n.attach)
+        with step(f"veth {n.node}/{n.ifname} - {n.attach}/{n.attach_ifname}"):
+            ipr.link("add", ifname=n.ifname, kind="veth", peer=n.attach_ifname)
+            peer = ipr.link_lookup(ifname=n.attach_ifname)[0]
+            fd = os.open(netns.path(attach_ns), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                ipr.link("set", index=peer, net_ns_fd=fd)
+            finally:
+                os.close(fd)
+        mtu = BASE_MTU + LABEL_ROOM
+        mine = ipr.link_lookup(ifname=n.ifname)[0]
+        with step(f"interface {n.node}/{n.ifname}"):
+            ipr.link("set", index=mine, mtu=mtu, ifalias=f"sfclab:{plan.lab}:{n.node}:added")
+            ipr.addr("add", index=mine, address=str(IPv4Interface(n.address).ip),
+                     prefixlen=IPv4Interface(n.address).network.prefixlen)
+            ipr.link("set", index=1, state="up")
+            ipr.link("set", index=mine, state="up")
+        other = netns.iproute(attach_ns)
+        try:
+            with step(f"interface {n.attach}/{n.attach_ifname}"):
+                idx = other.link_lookup(ifname=n.attach_ifname)[0]
+                other.link("set", index=idx, mtu=mtu,
+                           ifalias=f"sfclab:{plan.lab}:{n.attach}:added")
+                gw = IPv4Interface(n.gateway)
+                other.addr("add", index=idx, address=str(gw.ip),
+                           prefixlen=gw.network.prefixlen)
+                other.link("set", index=idx, state="up")
+        finally:
+            other.close()
+        with step(f"default route of {n.node}"):
+            ipr.route("add", dst="0.0.0.0/0", gateway=str(IPv4Interface(n.gateway).ip),
+                      oif=mine)
+        with step(f"offloads of {n.node}/{n.ifname}"), netns.entered(n.netns):
+            ethtool.set_offloads(n.ifname, {"tx-checksum": False, "gro": False})
+        with step(f"offloads of {n.attach}/{n.attach_ifname}"), netns.entered(attach_ns):
+            ethtool.set_offloads(n.attach_ifname, {"tx-checksum": False})
+    finally:
+        ipr.close()
+
+
+def start_function(state: LabState, plan: Plan, node: str) -> None:
+    with step(f"function {node} ({plan.functions[node]['kind']})"):
+        f = instantiate(state, plan, node)
+        f.check()
+        f.configure()
+        f.start()
+
+
+def stop_function(state: LabState, plan: Plan, node: str) -> list[str]:
+    """Stop ``node``'s function (processes, cgroups); the errors, if any."""
+    if node not in plan.functions or not state.node_dir(node).exists():
+        return []
+    try:
+        instantiate(state, plan, node).stop()
+    except Exception as e:  # keep removing the rest
+        return [f"function {node}: {e}"]
+    return []
+
+
+def remove_node(state: LabState, plan: Plan, node: str, ns: str,
+                attach: tuple[str, str] | None = None) -> list[str]:
+    """Stop ``node``'s function, delete its link (``attach``: the attach node and its end
+    there; at once, both ends: a namespace is cleaned up by the kernel later, and its link's
+    name would still be taken for a while), end what runs in it and delete its namespace."""
+    errors = stop_function(state, plan, node)
+    if attach is not None:
+        try:
+            ipr = netns.iproute(plan.netns_of(attach[0]))
+            try:
+                idx = ipr.link_lookup(ifname=attach[1])
+                if idx:
+                    ipr.link("del", index=idx[0])
+            finally:
+                ipr.close()
+        except Exception as e:  # the namespace's removal takes it anyway
+            errors.append(f"link {attach[0]}/{attach[1]}: {e}")
+    try:
+        netns.end_processes(sorted(netns.pids_in([ns])))
+        netns.delete(ns)
+    except OSError as e:
+        errors.append(f"namespace {ns}: {e}")
+    return errors
+
+
+def load_programs(plan: Plan, node: str, node_id: int,
+                  progs: list[tuple[str, str, str]]) -> None:
+    """Load and attach ``progs`` (program, interface, hook) at ``node`` with the lab's maps."""
+    binary = steer_binary()
+    argv = [str(binary), "--maps", str(dataplane.lab_dir(plan.lab) / "maps"), "--node-id",
+            str(node_id), "--netns", plan.netns_of(node)]
+    argv += [f"{binary.parent / PROGRAM_OBJECT[p]}:{p}:{i}:{h}" for p, i, h in progs]
+    with step(f"eBPF programs of {node}"):
+        cp = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if cp.returncode != 0:
+            raise RealizeError(cp.stderr.strip() or f"sfc-steer exited {cp.returncode}",
+                               obj=f"eBPF programs of {node}")
+
+
+def set_link(plan: Plan, node: str, ifname: str, *, mtu: int | None = None,
+             offloads: dict[str, bool] | None = None, gso_max_segs: int | None = None) -> None:
+    """Fit an existing interface of the lab to labelled traffic."""
+    ns = plan.netns_of(node)
+    ipr = netns.iproute(ns)
+    try:
+        with step(f"interface {node}/{ifname}"):
+            idx = ipr.link_lookup(ifname=ifname)[0]
+            if mtu is not None:
+                ipr.link("set", index=idx, mtu=mtu)
+            if gso_max_segs is not None:
+                ipr.link("set", index=idx, gso_max_segs=gso_max_segs)
+            if offloads:
+                with netns.entered(ns):
+                    ethtool.set_offloads(ifname, offloads)
+    finally:
+        ipr.close()
