@@ -22,6 +22,8 @@ def main() -> int:
         ["bench_lab.py", "--repeat", reps],
         ["bench_generators.py", "--reps", reps],
         ["bench_firewall.py", "--reps", reps],
+        ["bench_sfc_classifier.py", "--reps", reps],
+        ["bench_sfc_paths.py", "--reps", reps, "--trial", "1"],
     ]
     status = 0
     for argv in runs:
