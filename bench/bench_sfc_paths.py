@@ -8,7 +8,7 @@
     labels, one forward label per router) against the same hops forwarding plain IPv4 by
     kernel routing (label-less).  Goal: the labelled path at least 90 % of the plain one.
 
-Each figure is the NDR (0 % loss) found by the project's search (``sfclab traffic ndr``:
+Each figure is the NDR (0 % loss; the PDR, 0.5 % loss, is printed beside it) found by the project's search (``sfclab traffic ndr``:
 MLRsearch, 64-byte frames, the native generator pinned to its own core, the chain's first-hop
 receive processing steered to the other core); the labs of one part are up together and
 searched in alternating order; medians of ``--reps``.  A figure the generator could not drive
@@ -80,12 +80,12 @@ def _figure(m: Any) -> tuple[float, bool]:
     ndr = m.extra.get("ndr_pps")
     if ndr is not None:
         return float(ndr), False
-    return float(m.extra.get("ndr_lower_bound_pps") or float("nan")), True
+    return float(m.metrics.get("ndr_lower_bound_pps") or float("nan")), True
 
 
 def run_part(key: str, reps: int, trial: float) -> dict[str, Any]:
     title, build, (first, second), goal = PARTS[key]
-    rows: dict[str, dict[str, list[Any]]] = {n: {"ndr_pps": [], "lower_bound": [],
+    rows: dict[str, dict[str, list[Any]]] = {n: {"ndr_pps": [], "pdr_pps": [], "lower_bound": [],
                                                  "seconds": []} for n in (first, second)}
     print(f"== ({key}) {title}", file=sys.stderr, flush=True)
     with ExitStack() as stack:
@@ -101,18 +101,23 @@ def run_part(key: str, reps: int, trial: float) -> dict[str, Any]:
                 pps, lower = _figure(m)
                 r = rows[name]
                 r["ndr_pps"].append(pps)
+                r["pdr_pps"].append(float(m.extra.get("pdr_pps") or
+                                          m.metrics.get("pdr_lower_bound_pps") or float("nan")))
                 r["lower_bound"].append(lower)
                 r["seconds"].append(time.monotonic() - t0)
-                print(f"  rep {rep + 1} {name:9}: NDR {'>=' if lower else ''}{pps:,.0f} pps "
-                      f"({r['seconds'][-1]:.0f} s)", file=sys.stderr, flush=True)
+                print(f"  rep {rep + 1} {name:9}: NDR {'>=' if lower else ''}{pps:,.0f} pps, "
+                      f"PDR {r['pdr_pps'][-1]:,.0f} pps ({r['seconds'][-1]:.0f} s)",
+                      file=sys.stderr, flush=True)
         counters = chains.inspect(labs[first].name, "c")["chains"]["c"]
     path = counters["directions"][0]["paths"][0]
     steered_ok = path["classified"] > 0 and all(
         n["popped"] > 0 for node, n in counters["nodes"].items() if node not in ("src", "dst"))
     med = {n: statistics.median(r["ndr_pps"]) for n, r in rows.items()}
+    pdr = {n: statistics.median(r["pdr_pps"]) for n, r in rows.items()}
     out: dict[str, Any] = {
         "part": key, "title": title, "stack": path["stack"], "reps": reps, "trial_s": trial,
-        "ndr_pps": med, "runs": rows,
+        "ndr_pps": med, "pdr_pps": pdr, "runs": rows,
+        "pdr_ratio": pdr[first] / pdr[second] if pdr[second] else float("nan"),
         "lower_bound": {n: any(r["lower_bound"]) for n, r in rows.items()},
         "ratio": med[first] / med[second] if med[second] else float("nan"),
         "classified_packets": path["classified"], "steered_by_labels": steered_ok}
@@ -127,12 +132,13 @@ def _text(r: dict[str, Any]) -> str:
     lines = [f"({r['part']}) {r['title']}: stack of {len(r['stack'])} labels, medians of "
              f"{r['reps']} NDR searches, {r['trial_s']:g} s trials, 64-byte frames"]
     for n, v in r["ndr_pps"].items():
-        lines.append(f"  {n:10} {'>=' if r['lower_bound'][n] else '  '}{v:>12,.0f} pps  "
-                     f"(runs: {', '.join(f'{x:,.0f}' for x in r['runs'][n]['ndr_pps'])})")
+        lines.append(f"  {n:10} NDR {'>=' if r['lower_bound'][n] else '  '}{v:>10,.0f} pps "
+                     f"(runs: {', '.join(f'{x:,.0f}' for x in r['runs'][n]['ndr_pps'])}); "
+                     f"PDR {r['pdr_pps'][n]:,.0f} pps")
     goal = f" (goal >= {r['goal_ratio']:.0%}: {'met' if r['goal_met'] else 'NOT met'})" \
         if "goal_ratio" in r else ""
-    lines.append(f"  {first}/{second}: {r['ratio']:.2f}{goal}; {r['classified_packets']:,} "
-                 f"packets classified onto the chain")
+    lines.append(f"  {first}/{second}: NDR {r['ratio']:.2f}{goal}, PDR {r['pdr_ratio']:.2f}; "
+                 f"{r['classified_packets']:,} packets classified onto the chain")
     return "\n".join(lines)
 
 
