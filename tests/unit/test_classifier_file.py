@@ -73,11 +73,11 @@ def test_rule_and_spec_round_trip() -> None:
 ])
 def test_the_line_reader_reads_what_yaml_reads_or_hands_the_file_on(text: str) -> None:
     try:
-        items, lines = classifier_file._read_lines(text)
+        read = classifier_file._read_lines(text)
     except classifier_file._NotPlain:
         return
-    assert items == yaml.safe_load(text)
-    assert all(None in w for w in lines)
+    assert read.items == yaml.safe_load(text)
+    assert len(read.at) == len(read.items) == len(read.keys)
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:

@@ -135,9 +135,11 @@ class _Items(NamedTuple):
     line_of: Callable[[int, str | None], int | None] | None
 
 
-_ITEM_FLOW = re.compile(r"-[ \t]+\{(.*)\}[ \t]*(?:#.*)?")
 _SCALAR = r"[A-Za-z0-9][A-Za-z0-9._/-]*"
-_PAIR = re.compile(rf"[ \t]*({_SCALAR}):[ \t]+({_SCALAR})[ \t]*")
+_ONE = rf"{_SCALAR}:[ \t]+{_SCALAR}"
+_ITEM_FLOW = re.compile(rf"-[ \t]+\{{[ \t]*((?:{_ONE}(?:[ \t]*,[ \t]*{_ONE})*)?)[ \t]*\}}"
+                        rf"[ \t]*(?:#.*)?")
+_PAIR = re.compile(rf"({_SCALAR}):[ \t]+({_SCALAR})")
 _ITEM_BLOCK = re.compile(rf"-([ \t]+)({_SCALAR}):[ \t]+({_SCALAR})[ \t]*(?:#.*)?")
 _MORE_BLOCK = re.compile(rf"([ \t]+)({_SCALAR}):[ \t]+({_SCALAR})[ \t]*(?:#.*)?")
 _BLANK = re.compile(r"[ \t]*(?:#.*)?")
@@ -163,63 +165,82 @@ def _resolve(text: str) -> str | int:
     raise _NotPlain(text)
 
 
-def _scalar(text: str) -> str | int:
-    # no implicit YAML type (bool, null, int, float, date) admits '/': strings, unresolved
-    return text if "/" in text else _resolve(text)
+def _scalar_reader() -> Callable[[str], str | int]:
+    """A scalar reader with a cache of its own (keys and most values repeat)."""
+    seen: dict[str, str | int] = {}
+
+    def scalar(text: str) -> str | int:
+        v = seen.get(text)
+        if v is None:
+            # no implicit YAML type (bool, null, int, float, date) admits '/': a string
+            v = text if "/" in text else _resolve(text)
+            if len(seen) < 65536:
+                seen[text] = v
+        return v
+    return scalar
 
 
-def _read_lines(text: str) -> tuple[list[dict[str, Any]], list[dict[str | None, int]]]:
-    """The line reader: items, and for each item its line (key None) and its keys' lines."""
-    items: list[dict[str, Any]] = []
-    lines: list[dict[str | None, int]] = []
+class _Lines(NamedTuple):
+    """What the line reader read: the items, each item's line, and the line of each key of a
+    block-style item (flow-style items are one line)."""
+
+    items: list[dict[str, Any]]
+    at: list[int]
+    keys: list[dict[str, int] | None]
+
+    def line_of(self, i: int, key: str | None) -> int:
+        where = self.keys[i]
+        return where.get(key, self.at[i]) if where and key else self.at[i]
+
+
+def _read_lines(text: str) -> _Lines:
+    """The line reader (see the module docstring); raises _NotPlain or _Duplicate."""
+    out = _Lines([], [], [])
+    items, at, keys = out
+    scalar, findall = _scalar_reader(), _PAIR.findall
+    blank, flow, block, more = (_BLANK.fullmatch, _ITEM_FLOW.fullmatch, _ITEM_BLOCK.fullmatch,
+                                _MORE_BLOCK.fullmatch)
     indent = -1
     for n, line in enumerate(text.split("\n"), 1):
-        if _BLANK.fullmatch(line):
-            continue
-        m = _ITEM_FLOW.fullmatch(line)
+        m = flow(line)
         if m is not None:
-            body: dict[str, Any] = {}
-            where: dict[str | None, int] = {None: n}
-            inner = m.group(1)
-            if inner.strip():
-                for part in inner.split(","):
-                    p = _PAIR.fullmatch(part)
-                    if p is None:
-                        raise _NotPlain(line)
-                    k = _scalar(p.group(1))
-                    if not isinstance(k, str):
-                        raise _NotPlain(line)
-                    if k in body:
-                        raise _Duplicate(len(items), k, n)
-                    body[k] = _scalar(p.group(2))
-                    where[k] = n
+            body: dict[Any, Any] = {}
+            for key, value in findall(m.group(1)):
+                k = scalar(key)
+                if k in body:
+                    raise _Duplicate(len(items), k, n)
+                body[k] = scalar(value)
+            if not all(type(k) is str for k in body):
+                raise _NotPlain(line)
             items.append(body)
-            lines.append(where)
+            at.append(n)
+            keys.append(None)
             indent = -1
             continue
-        m = _ITEM_BLOCK.fullmatch(line)
+        if blank(line):
+            continue
+        m = block(line)
         if m is not None:
             indent = 1 + len(m.group(1))
             items.append({})
-            lines.append({None: n})
-            key, value = m.group(2), m.group(3)
+            at.append(n)
+            keys.append({})
         else:
-            m = _MORE_BLOCK.fullmatch(line)
-            if m is None or indent < 0 or len(m.group(1)) != indent or "\t" in m.group(1):
+            m = more(line)
+            if m is None or indent < 0 or len(m.group(1)) != indent:
                 raise _NotPlain(line)
-            key, value = m.group(2), m.group(3)
         if "\t" in m.group(1):
             raise _NotPlain(line)
-        k = _scalar(key)
-        if not isinstance(k, str):
+        k = scalar(m.group(2))
+        if type(k) is not str:
             raise _NotPlain(line)
         if k in items[-1]:
             raise _Duplicate(len(items) - 1, k, n)
-        items[-1][k] = _scalar(value)
-        lines[-1][k] = n
+        items[-1][k] = scalar(m.group(3))
+        keys[-1][k] = n  # type: ignore[index]
     if not items:
         raise _NotPlain("no items")
-    return items, lines
+    return out
 
 
 def _json_line_of(text: str) -> Callable[[int, str | None], int | None]:
@@ -269,8 +290,8 @@ def _read(path: str) -> _Items | None:
         if isinstance(data, list):
             return _Items(data, prefix, _json_line_of(text) if not prefix else None)
     try:
-        items, lines = _read_lines(text)
-        return _Items(items, (), lambda i, k: lines[i].get(k, lines[i][None]))
+        read = _read_lines(text)
+        return _Items(read.items, (), read.line_of)
     except _NotPlain:
         pass
     except _Duplicate as e:
