@@ -81,7 +81,8 @@ def _figure(m: Any) -> tuple[float, bool]:
     ndr = m.extra.get("ndr_pps")
     if ndr is not None:
         return float(ndr), False
-    return float(m.metrics.get("ndr_lower_bound_pps") or float("nan")), True
+    low = m.metrics.get("ndr_lower_bound_pps")
+    return (float(low), True) if low is not None else (float("nan"), False)
 
 
 def _median(xs: list[float]) -> float:
