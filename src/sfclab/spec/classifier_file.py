@@ -14,7 +14,9 @@ way (a position-keeping YAML tree and a pydantic model per entry: about a minute
   comments and blank lines -- by a line reader that resolves each scalar with PyYAML's own
   implicit resolver (only strings and plain decimal integers are taken; anything else YAML would
   turn into a boolean, null, float, octal or date sends the file to the general reader).  Other
-  YAML: libyaml (``CSafeLoader``).  Each item's line is known on the first two ways.
+  YAML: libyaml (``CSafeLoader``), which keeps the last of duplicate keys where the other
+  readers refuse them; YAML with aliases: the lab file's bounded reader.  Each item's line is
+  known on the first two ways; on the others a bad entry is located by the lab file's reader.
 * **Checking.**  :func:`fast_rule` accepts only the plain forms of :class:`ClassifierSpec`'s
   fields (a str ingress, a proto name, ``a.b.c.d[/n]`` prefixes without host bits, an int port
   or a ``lo-hi`` string, an int priority) and never anything the model refuses; whatever it does
