@@ -24,6 +24,8 @@ def main() -> int:
         ["bench_firewall.py", "--reps", reps],
         ["bench_hosts.py", "--reps", reps],
         ["bench_chain_ops.py", "--reps", reps],
+        ["bench_sfc_classifier.py", "--reps", reps],
+        ["bench_sfc_paths.py", "--reps", reps, "--trial", "1"],
     ]
     status = 0
     for argv in runs:

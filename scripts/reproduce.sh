@@ -6,8 +6,12 @@
 #
 # OUT_DIR (default /tmp/repro) receives NAME.db and the report directory NAME/ for each
 # scenario; the three paper-firewall-spread-{1,2,4} files go into one database,
-# firewall-spread.db, and one report, firewall-spread/.  NAME limits the run to those scenarios
-# (file names without .yaml; "firewall-spread" for the three spread files).
+# firewall-spread.db, and one report, firewall-spread/; likewise p4sfc-attach (the four
+# p4sfc-attach-*.yaml files) and p4sfc-stack (p4sfc-stack-{labels,routing}.yaml).
+# p4sfc-classifier runs bench/bench_sfc_classifier.py (classifier tables of 1 to 100,000
+# entries are loaded into a running lab, which an experiment file cannot do) into
+# p4sfc-classifier.json.  NAME limits the run to those scenarios (file names without .yaml,
+# or the group names above).
 # Runs resume: a second invocation skips runs already done in the databases.
 # Needs root.  About 20 minutes on a 2-core machine.
 set -euo pipefail
@@ -20,18 +24,25 @@ mkdir -p "$out"
 
 all=(paper-calibration-tcp paper-calibration-udp paper-ovs-patch-vs-veth blog-ovs-chaining
      paper-chain-veth-vs-ovs-tcp paper-chain-veth-vs-ovs-udp paper-firewall-rules
-     firewall-spread paper-shaper-chain)
+     firewall-spread paper-shaper-chain p4sfc-attach p4sfc-stack p4sfc-classifier)
 if [ $# -gt 0 ]; then todo=("$@"); else todo=("${all[@]}"); fi
 
 status=0
 start=$(date +%s)
 for name in "${todo[@]}"; do
     t0=$(date +%s)
-    if [ "$name" = firewall-spread ]; then
-        files=("$here"/scenarios/paper-firewall-spread-{1,2,4}.yaml)
-    else
-        files=("$here/scenarios/$name.yaml")
-    fi
+    case "$name" in
+        firewall-spread) files=("$here"/scenarios/paper-firewall-spread-{1,2,4}.yaml) ;;
+        p4sfc-attach) files=("$here"/scenarios/p4sfc-attach-{sfc,routing,bridge,ovs}.yaml) ;;
+        p4sfc-stack) files=("$here"/scenarios/p4sfc-stack-{labels,routing}.yaml) ;;
+        p4sfc-classifier)
+            echo "== p4sfc-classifier -> $out/p4sfc-classifier.json"
+            "${PYTHON:-$here/.venv/bin/python}" "$here/bench/bench_sfc_classifier.py" --reps 3 --json \
+                > "$out/p4sfc-classifier.json" || status=$?
+            echo "== $name: $(( $(date +%s) - t0 )) s, $out/p4sfc-classifier.json"
+            continue ;;
+        *) files=("$here/scenarios/$name.yaml") ;;
+    esac
     db="$out/$name.db"
     for f in "${files[@]}"; do
         echo "== $(basename "$f" .yaml) -> $db"

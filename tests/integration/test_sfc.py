@@ -337,6 +337,26 @@ def test_classify_from_file_on_a_running_lab(tmp_path: Path) -> None:
         send(lab, "src", str(lab.address("dst")), 40000, 9050, 4)
         assert node_counters(lab)["f1"]["proxy_in"] - before == 4
         server.wait(timeout=30)
+        # a bad entry among good ones: exit 2 with file, line and place, nothing written
+        from sfclab.realize.dataplane import DataPlane
+
+        with DataPlane(lab.name) as dp:
+            keys = sum(1 for _ in dp.maps["sfc_classes"].keys())
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps([{"ingress": "src", "proto": "udp", "dport": 9100 + i}
+                                   for i in range(1000)] + [{"ingress": "src", "proto": "icmp",
+                                                             "dport": 80}]))
+        cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "classify", lab.name,
+                             "c", "--from-file", str(bad)], capture_output=True, text=True)
+        assert cp.returncode == 2 and f"{bad}:1: [1000]: expected ports only with" in cp.stderr
+        other = tmp_path / "other.yaml"
+        other.write_text("- {ingress: src, proto: udp}\n- {ingress: dst, proto: udp}\n")
+        cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "classify", lab.name,
+                             "c", "--from-file", str(other)], capture_output=True, text=True)
+        assert cp.returncode == 2 and "[1].ingress: expected one of the chain's ingress" \
+            in cp.stderr
+        with DataPlane(lab.name) as dp:
+            assert sum(1 for _ in dp.maps["sfc_classes"].keys()) == keys
 
 
 def test_the_cli_reports_chains(tmp_path: Path) -> None:

@@ -1,10 +1,56 @@
 """A lab as a picture: Mermaid or Graphviz dot text, from a plan and the node kinds' shapes
-(pure).  In a lab with hosts every host is a box of its own (a Mermaid subgraph, a dot
-cluster) holding its nodes, and a hosted link is labelled with its attach kind, VNI and rate."""
+(pure).
+
+The topology is drawn as undirected links (role and addresses on each).  In a lab with hosts
+every host is a box of its own (a Mermaid subgraph, a dot cluster) holding its nodes, and a
+hosted link is labelled with its attach kind, VNI and rate.  A lab with service function chains
+also gets, per chain, its steered path over the topology: one coloured, dashed arrow per hop,
+labelled with the chain's name (a function instance as ``name: fw1``), in the direction the
+classifier sends; a symmetric chain's arrows point both ways.  Every path of a chain is drawn
+(a group makes one path per instance), each hop once.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .model import Plan
+from .sfc import SteeringPlan
+
+#: one colour per chain, in order of the chains (repeats after eight chains)
+CHAIN_COLOURS = ("#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628", "#f781bf",
+                 "#999999")
+
+
+@dataclass(frozen=True)
+class ChainHop:
+    """One hop of a chain's steered path: from ``a`` to ``b``; ``into`` the function instance
+    ``b`` is visited as, if it is one."""
+
+    chain: str
+    a: str
+    b: str
+    symmetric: bool
+    colour: str
+    into: bool = False
+
+
+def chain_hops(plan: Plan) -> list[ChainHop]:
+    """Every hop of every chain's forward paths, each (chain, a, b) once, in path order."""
+    if not plan.steering:
+        return []
+    sp = SteeringPlan.from_dict(plan.steering)
+    out: dict[tuple[str, str, str], ChainHop] = {}
+    colours: dict[str, str] = {}
+    for d in sp.directions:
+        if d.reverse:
+            continue
+        colour = colours.setdefault(d.chain, CHAIN_COLOURS[len(colours) % len(CHAIN_COLOURS)])
+        for p in d.paths:
+            for a, b in zip(p.nodes, p.nodes[1:]):
+                out.setdefault((d.chain, a, b), ChainHop(d.chain, a, b, d.symmetric, colour,
+                                                         b in p.instances))
+    return list(out.values())
 
 #: node kind -> (mermaid brackets, Graphviz shape); kinds not named are drawn round
 Shapes = dict[str, tuple[tuple[str, str], str]]
@@ -60,8 +106,14 @@ def mermaid(plan: Plan, shapes: Shapes) -> str:
             lines.append(f"{pad}{_id(node)}{left}{node}<br/><small>{kind}</small>{right}")
         if host is not None:
             lines.append("  end")
-    for a, b, label in _edges(plan):
+    edges = _edges(plan)
+    for a, b, label in edges:
         lines.append(f"  {_id(a)} ---|\"{label}\"| {_id(b)}")
+    for i, h in enumerate(chain_hops(plan), start=len(edges)):
+        arrow = "<-.->" if h.symmetric else "-.->"
+        text = f"{h.chain}: {h.b}" if h.into else h.chain
+        lines.append(f"  {_id(h.a)} {arrow}|\"{text}\"| {_id(h.b)}")
+        lines.append(f"  linkStyle {i} stroke:{h.colour},stroke-width:2px,color:{h.colour}")
     return "\n".join(lines) + "\n"
 
 
@@ -79,5 +131,11 @@ def dot(plan: Plan, shapes: Shapes) -> str:
             lines.append("  }")
     for a, b, label in _edges(plan):
         lines.append(f'  "{a}" -- "{b}" [label="{label}", fontsize=9];')
+    for h in chain_hops(plan):
+        text = f"{h.chain}: {h.b}" if h.into else h.chain
+        lines.append(f'  "{h.a}" -- "{h.b}" [label="{text}", color="{h.colour}", '
+                     f'fontcolor="{h.colour}", style=dashed, penwidth=2, '
+                     f'dir={"both" if h.symmetric else "forward"}, constraint=false, '
+                     "fontsize=9];")
     lines.append("}")
     return "\n".join(lines) + "\n"

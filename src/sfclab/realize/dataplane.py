@@ -24,7 +24,8 @@ from typing import Any, Self
 
 from ..errors import RealizeError
 from ..kernel import bpf
-from ..plan.sfc import MAX_LABELS, MAX_MASKS, SLOTS, SteeringPlan, lse, mask_key
+from ..plan.classifier_rows import Row, mask_of
+from ..plan.sfc import MAX_LABELS, MAX_MASKS, SLOTS, SteeringPlan, lse
 
 BPFFS = Path("/sys/fs/bpf")
 COUNTERS = ("classified", "popped", "forwarded", "delivered", "ttl_expired", "unknown_label",
@@ -67,10 +68,16 @@ def encode_mask(src_plen: int, dst_plen: int, sport_plen: int, dport_plen: int,
         _mask_bytes(sport_plen, 16), _mask_bytes(dport_plen, 16), 0xff if proto else 0)
 
 
+_KEY_HEAD = struct.Struct("<II")  # node, mask index
+_KEY_TAIL = struct.Struct(">IIHHB3x")  # src, dst, sport, dport, proto: network order
+
+
 def encode_tuple(node: int, mask: int, src: IPv4Network, dst: IPv4Network, sport: int,
                  dport: int, proto: int) -> bytes:
-    return struct.pack("<II", node, mask) + src.network_address.packed + \
-        dst.network_address.packed + struct.pack(">HHB3x", sport, dport, proto)
+    """One classifier key (the layout of :meth:`DataPlane.add_rows`), e.g. to delete it."""
+    return _KEY_HEAD.pack(node, mask) + _KEY_TAIL.pack(int(src.network_address),
+                                                       int(dst.network_address), sport, dport,
+                                                       proto)
 
 
 def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes) -> bytes:
@@ -130,24 +137,41 @@ class DataPlane:
         """Write classifier entries (``plan.sfc`` Entry dicts) for chain direction
         ``direction``; ``order`` breaks priority ties (lower: earlier).  New masks are added
         after the ones in use.  Returns the number of entries written."""
-        masks = self.masks()
-        items: dict[bytes, tuple[int, int]] = {}
+        rows = []
         for e in entries:
-            mk = mask_key(e)
-            if mk not in masks:
+            src, dst = IPv4Network(e["src"]), IPv4Network(e["dst"])
+            rows.append((e["ingress"], int(src.network_address), src.prefixlen,
+                         int(dst.network_address), dst.prefixlen, *e["sport"], *e["dport"],
+                         e["proto"], e["priority"]))
+        return self.add_rows(node_ids, direction, rows, order)
+
+    def add_rows(self, node_ids: dict[str, int], direction: int, rows: Iterable[Row],
+                 order: int) -> int:
+        """:meth:`add_entries` for entries in integers (``plan.classifier_rows``), in one
+        batched map update: the bulk path of ``chain classify``."""
+        masks = self.masks()
+        index = {mk: i for i, mk in enumerate(masks)}
+        tie = (1 << ORDER_BITS) - 1 - min(order, 4095)
+        items: dict[bytes, int] = {}
+        le, be = _KEY_HEAD.pack, _KEY_TAIL.pack
+        for row in rows:
+            mk = mask_of(row)
+            mi = index.get(mk)
+            if mi is None:
                 if len(masks) == MAX_MASKS:
                     raise RealizeError(f"more than {MAX_MASKS} distinct wildcard masks",
                                        obj=str(self.dir / "sfc_masks"))
                 self.maps["sfc_masks"].update(struct.pack("<I", len(masks)), encode_mask(*mk))
+                mi = index[mk] = len(masks)
                 masks.append(mk)
-            key = encode_tuple(node_ids[e["ingress"]], masks.index(mk),
-                               IPv4Network(e["src"]), IPv4Network(e["dst"]), e["sport"][0],
-                               e["dport"][0], e["proto"])
-            prio = (e["priority"] << ORDER_BITS) | ((1 << ORDER_BITS) - 1 - min(order, 4095))
-            if key not in items or items[key][0] < prio:
-                items[key] = (prio, direction)
+            key = le(node_ids[row[0]], mi) + be(row[1], row[3], row[5], row[7], row[9])
+            prio = (row[10] << ORDER_BITS) | tie
+            if items.get(key, -1) < prio:
+                items[key] = prio
+        values: dict[int, bytes] = {}
         self.maps["sfc_classes"].update_batch(
-            [(k, struct.pack("<iI", p, d)) for k, (p, d) in items.items()])
+            [(k, values.get(p) or values.setdefault(p, struct.pack("<iI", p, direction)))
+             for k, p in items.items()])
         return len(items)
 
     # --- the whole plan -------------------------------------------------------------------

@@ -1,0 +1,44 @@
+"""Classifier entries in integers, for bulk loads (``sfclab chain classify --from-file``).
+
+The compact twin of :func:`sfclab.plan.sfc.entries_of`: one :data:`Row` per combination of
+port prefixes of a validated classifier (:class:`~sfclab.spec.classifier_file.Rule`), with the
+same meaning as an ``Entry`` -- addresses and prefix lengths, ports as (value, prefix length of
+16), the IP protocol number (0: any) and the priority -- but no strings to parse again, so
+100,000 of them are made in a fraction of a second.  Pure.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..spec.classifier_file import Rule
+from .sfc import PROTOS, port_prefixes
+
+#: (ingress, src, src_len, dst, dst_len, sport, sport_len, dport, dport_len, proto, priority)
+Row = tuple[str, int, int, int, int, int, int, int, int, int, int]
+
+_ANY_NET = (0, 0)
+_ANY_PORT: tuple[tuple[int, int], ...] = ((0, 0),)
+
+
+@lru_cache(maxsize=4096)
+def _blocks(r: tuple[int, int] | None) -> tuple[tuple[int, int], ...]:
+    return _ANY_PORT if r is None else tuple(port_prefixes(*r))
+
+
+def rows_of(r: Rule, *, reverse_at: str | None = None) -> list[Row]:
+    """``r``'s entries; with ``reverse_at``, those of the reverse direction of a symmetric
+    chain classified at that node (the ends swapped, as ``reversed_classifier`` does)."""
+    src, dst, sport, dport, ingress = r.src, r.dst, r.sport, r.dport, r.ingress
+    if reverse_at is not None:
+        src, dst, sport, dport, ingress = dst, src, dport, sport, reverse_at
+    s, sl = src or _ANY_NET
+    d, dl = dst or _ANY_NET
+    proto, prio = PROTOS[r.proto], r.priority
+    return [(ingress, s, sl, d, dl, sp, spl, dp, dpl, proto, prio)
+            for sp, spl in _blocks(sport) for dp, dpl in _blocks(dport)]
+
+
+def mask_of(row: Row) -> tuple[int, int, int, int, bool]:
+    """A row's wildcard mask, as :func:`sfclab.plan.sfc.mask_key` gives an entry's."""
+    return (row[2], row[4], row[6], row[8], row[9] != 0)
