@@ -21,6 +21,11 @@ mkdir -p "$out"
 all=(paper-calibration-tcp paper-calibration-udp paper-ovs-patch-vs-veth blog-ovs-chaining
      paper-chain-veth-vs-ovs-tcp paper-chain-veth-vs-ovs-udp paper-firewall-rules
      firewall-spread paper-shaper-chain)
+# Trellis and the OpenStack NFV study (issue 15); trellis-forwarding's user-space forwarder runs
+# "python3 -m sfclab.functions.examples.tun_count", found on PATH: the venv's python first
+all+=(trellis-forwarding trellis-frame-size openstack-single-tenant openstack-dedicated
+      openstack-shared openstack-bypass)
+export PATH="$here/.venv/bin:$PATH"
 if [ $# -gt 0 ]; then todo=("$@"); else todo=("${all[@]}"); fi
 
 status=0
