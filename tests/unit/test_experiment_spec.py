@@ -227,3 +227,50 @@ sweep:
         with pytest.raises(SpecError) as ei:
             load_experiment_text(f"name: r\nlab: {{name: a}}\nmeasure: {text}\n")
         assert ei.value.place == place
+
+
+VARIANTS = """\
+name: setups
+lab:
+  name: vs
+  hosts: {a: {}, b: {}}
+  nodes: {src: {kind: host, host: a}, dst: {kind: host, host: b}}
+  links: [{endpoints: [src, dst], attach: bridge}]
+measure: {type: rate, rates: [max]}
+variants:
+  native: {hosts: null, nodes.src.host: null, nodes.dst.host: null, links.0.attach: null}
+  short: {links.0.attach: shortbridge, measure.size: 128}
+sweep:
+  measure.duration: [1, 2]
+repetitions: 2
+"""
+
+
+def test_variants_set_several_paths_and_are_crossed_with_the_sweep(tmp_path):
+    exp = load_experiment(write(tmp_path, VARIANTS))
+    assert list(exp.variants) == ["native", "short"]
+    assert exp.variants["short"] == {"lab.links.0.attach": "shortbridge", "measure.size": 128}
+    assert exp.size() == 2 * 2 * 2
+    points = expand(exp)
+    assert len(points) == 8 and len({p.key for p in points}) == 8
+    native = [p for p in points if p.params["variant"] == "native"]
+    assert "hosts" not in native[0].lab  # null removed the key
+    assert "host" not in native[0].lab["nodes"]["src"] and "attach" not in native[0].lab["links"][0]
+    assert native[0].measure["size"] == 64
+    short = [p for p in points if p.params["variant"] == "short"]
+    assert short[0].lab["links"][0]["attach"] == "shortbridge"
+    assert short[0].measure["size"] == 128
+    assert {p.params["measure.duration"] for p in short} == {1, 2}
+    assert exp.lab["links"][0]["attach"] == "bridge"  # the base lab is untouched
+
+
+def test_variant_errors_name_the_variant_and_path(tmp_path):
+    e = error_of(tmp_path, VARIANTS.replace("measure.size: 128", "measure.size: 12"))
+    assert e.place == "variants.short" and "size" in e.message
+    e = error_of(tmp_path, VARIANTS.replace("short: {links.0.attach", "short: {links.5.attach"))
+    assert e.place == "variants.short.links.5.attach" and "no item 5" in e.message
+    e = error_of(tmp_path, VARIANTS.replace("measure.size: 128", "measure.duration: 3"))
+    assert e.place == "variants.short.measure.duration" and "also swept" in e.message
+    e = error_of(tmp_path, VARIANTS.replace("short: {links.0.attach: shortbridge, measure.size: 128}",
+                                            "short: {}"))
+    assert e.place == "variants.short"

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from sfclab.experiments.commands import run_experiment
-from sfclab.experiments.runner import Runner, TextProgress, split_result
+from sfclab.experiments.runner import Runner, TextProgress, pair_metrics, split_result
 from sfclab.experiments.store import Store
 from sfclab.spec.experiment import expand, load_experiment_text, trial_order
 
@@ -256,3 +256,21 @@ def test_run_experiment_from_a_file(tmp_path):
                            TextProgress(io.StringIO(), tty=False), sleep=lambda s: None,
                            environment=None)
     assert again.ran == 0 and again.experiment_id == s.experiment_id
+
+
+def test_pair_metrics_of_a_several_pair_rate_curve():
+    def pt(offered, *pairs):
+        return {"offered_pps": offered, "received_pps": sum(p[1] for p in pairs),
+                "pairs": [{"pair": n, "received_pps": r, "loss_ratio": lo} for n, r, lo in pairs]}
+    points = [pt(1000, ("t1:dst", 1000, 0.0), ("t2:dst", 990, 0.01)),
+              pt(4000, ("t1:dst", 3000, 0.25), ("t2:dst", 2000, 0.5)),
+              pt(2000, ("t1:dst", 2000, 0.0), ("t2:dst", 1000, 0.5))]
+    m = pair_metrics(points)
+    assert m == {"pair.t1:dst.max_received_pps": 3000, "pair.t1:dst.top_loss_ratio": 0.25,
+                 "pair.t2:dst.max_received_pps": 2000, "pair.t2:dst.top_loss_ratio": 0.5}
+    assert pair_metrics([{"offered_pps": 1, "received_pps": 1}]) == {}  # one pair: nothing
+    assert pair_metrics(None) == {}
+    metrics, raw, _ = split_result({"type": "rate_curve", "params": {},
+                                    "metrics": {"max_received_pps": 5000.0}, "points": points})
+    assert metrics["pair.t2:dst.top_loss_ratio"] == 0.5 and metrics["max_received_pps"] == 5000
+    assert raw["points"] == points

@@ -170,6 +170,36 @@ def flatten_numbers(d: Mapping[str, Any], prefix: str) -> dict[str, float]:
     return out
 
 
+def pair_metrics(points: Any) -> dict[str, float]:
+    """Per-pair figures of a rate curve whose points carry ``pairs`` (several senders at once,
+    e.g. one per tenant), named ``pair.<from>:<to>.<figure>``:
+
+    - ``max_received_pps``: the pair's highest received rate over the curve;
+    - ``top_loss_ratio``: the pair's loss at the curve's highest offered rate (does the pair
+      still get through when every pair offers the most?).
+    """
+    if not isinstance(points, list):
+        return {}
+    best: dict[str, float] = {}
+    top: dict[str, tuple[float, float]] = {}
+    for point in points:
+        if not isinstance(point, Mapping) or not isinstance(point.get("pairs"), list):
+            continue
+        offered = float(point.get("offered_pps") or 0.0)
+        for p in point["pairs"]:
+            name = p.get("pair") if isinstance(p, Mapping) else None
+            if not name:
+                continue
+            best[name] = max(best.get(name, 0.0), float(p.get("received_pps") or 0.0))
+            if name not in top or offered >= top[name][0]:
+                top[name] = (offered, float(p.get("loss_ratio") or 0.0))
+    out: dict[str, float] = {}
+    for name in best:
+        out[f"pair.{name}.max_received_pps"] = best[name]
+        out[f"pair.{name}.top_loss_ratio"] = top[name][1]
+    return out
+
+
 def split_result(result: Measurement | Mapping[str, Any]) -> tuple[
         dict[str, float], dict[str, Any], dict[str, Any]]:
     """A measurement result -> (metrics, raw outputs, run environment).
@@ -178,9 +208,12 @@ def split_result(result: Measurement | Mapping[str, Any]) -> tuple[
     (metrics must be finite numbers; booleans count as 0/1, None means not measured and is
     dropped).  Numeric leaves of ``cpu`` are added as ``cpu.…`` metrics; ``raw`` is split by
     key when it is a mapping (else kept whole as ``raw``); the extra keys (per-flow lists, the
-    points of a rate curve, ...) are kept as raw entries of their own name."""
+    points of a rate curve, ...) are kept as raw entries of their own name.  A rate curve of
+    several pairs (tenants) also gets per-pair metrics (:func:`pair_metrics`)."""
     m = result if isinstance(result, Measurement) else Measurement.from_dict(result)
     metrics = dict(m.metrics)
+    for name, value in pair_metrics(m.extra.get("points")).items():
+        metrics.setdefault(name, value)
     if isinstance(m.cpu, Mapping):
         for name, value in flatten_numbers(m.cpu, "cpu").items():
             metrics.setdefault(name, value)

@@ -1,6 +1,11 @@
 """Paths through a plan: the hops a packet takes from a node to an address, following the
 plan's routes by longest prefix (pure: the same rules the kernel applies to what we install).
-Used to refuse measurements between nodes with no path and to find a path's MTU."""
+Used to refuse measurements between nodes with no path and to find a path's MTU.
+
+Tenants may have identical address plans, so an address can belong to several nodes: a next
+hop is the owner of the gateway (or of the destination) among the current node's neighbours.
+Device routes (no gateway: a shared node's per-tenant tables) only repeat connected networks,
+which are followed as connected."""
 
 from __future__ import annotations
 
@@ -17,32 +22,45 @@ class NoPath(Exception):
 
 def hops(plan: Plan, src: str, dst_ip: IPv4Address, limit: int = 4096) -> list[str]:
     """The nodes visited from ``src`` to the owner of ``dst_ip``, both included."""
-    owner = {IPv4Address(i.address.split("/")[0]): i.node for i in plan.interfaces if i.address}
-    if dst_ip not in owner:
+    owners: dict[IPv4Address, list[str]] = {}
+    for i in plan.interfaces:
+        if i.address:
+            owners.setdefault(IPv4Address(i.address.split("/")[0]), []).append(i.node)
+    if dst_ip not in owners:
         raise NoPath(f"no node has address {dst_ip}")
+    neighbours: dict[str, set[str]] = {}
+    for i in plan.interfaces:
+        neighbours.setdefault(i.node, set()).add(i.peer)
+
+    def owner(addr: IPv4Address, near: str) -> str:
+        """The node with ``addr``: the one next to ``near`` when several have it."""
+        found = owners[addr]
+        return next((n for n in found if n in neighbours.get(near, ())), found[0])
+
     connected: dict[str, list[IPv4Network]] = {}
     for i in plan.interfaces:
         if i.address and i.netns:
             connected.setdefault(i.node, []).append(IPv4Network(i.address, strict=False))
     routes: dict[str, list[tuple[IPv4Network, IPv4Address]]] = {}
     for r in plan.routes:
-        routes.setdefault(r.node, []).append((IPv4Network(r.dst), IPv4Address(r.gateway)))
+        if r.gateway:
+            routes.setdefault(r.node, []).append((IPv4Network(r.dst), IPv4Address(r.gateway)))
     forwards = {ns.node: ns.forwards for ns in plan.namespaces}
     path, node = [src], src
     for _ in range(limit):
-        if owner[dst_ip] == node:
+        if node in owners[dst_ip]:
             return path
         if any(dst_ip in n for n in connected.get(node, [])):
-            nxt = owner[dst_ip]
+            nxt = owner(dst_ip, node)
         else:
             match = [(n, gw) for n, gw in routes.get(node, []) if dst_ip in n]
             if not match:
                 raise NoPath(f"{node} has no route to {dst_ip}")
             gw = max(match, key=lambda x: x[0].prefixlen)[1]
-            if gw not in owner:
+            if gw not in owners:
                 raise NoPath(f"{node} routes {dst_ip} via {gw}, which no node has")
-            nxt = owner[gw]
-        if nxt != owner[dst_ip] and not forwards.get(nxt, False):
+            nxt = owner(gw, node)
+        if nxt not in owners[dst_ip] and not forwards.get(nxt, False):
             raise NoPath(f"the path from {src} to {dst_ip} would cross {nxt}, which does not "
                          "forward")
         path.append(nxt)

@@ -13,6 +13,9 @@ Model::
     sweep:                          # dotted paths into the lab or the measurement, crossed
       lab.chain.length: [2, 3, 5]   # ``chain.length`` (no prefix) is a lab path too
       measure.flows: [1, 8]
+    variants:                       # optional: named setups, each setting several paths at
+      bridge: {links.0.attach: bridge, links.1.attach: bridge}     # once; crossed with the
+      shortbridge: {links.0.attach: shortbridge, links.1.attach: shortbridge}   # sweep
     repetitions: 3                  # each point of the cartesian product is run this often
     seed: 7                         # optional; trial order is shuffled with it (recorded)
     warmup: 1                       # seconds between the lab coming up and the measurement
@@ -22,6 +25,12 @@ Model::
 before anything is built; every problem is a :class:`~sfclab.errors.SpecError` naming the file,
 the place (``sweep.chain.length[2]``) and the line.  The lab stays a plain mapping here: the lab
 core validates it, through a ``validate_lab(d, source)`` callable handed to :func:`expand`.
+
+A *variant* is one named setup of the same study (Trellis's bridge, shortbridge, native ...) that
+differs from the others in several places at once, which crossing single paths cannot say. Each
+variant's paths are set first (in the order written), then the swept values; a run's params then
+hold ``variant: <name>`` beside the swept paths, so the report shows the variants as one series
+each.  A value ``null`` removes the key (a native setup without ``hosts``).
 
 A *run point* (:class:`RunPoint`) is one concrete trial: the resolved lab mapping, the resolved
 measurement mapping (defaults filled in), the swept values (``params``, keyed by canonical path,
@@ -68,6 +77,7 @@ class ExperimentFile(BaseModel):
     lab: dict[str, Any] | str
     measure: dict[str, Any]
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
+    variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
     repetitions: int = Field(default=1, ge=1, le=10000)
     seed: int | None = None
     warmup: float = Field(default=0.0, ge=0, le=3600)
@@ -94,6 +104,7 @@ class Experiment(BaseModel):
     lab_source: str  # the lab file, or the experiment file for an inline lab
     measure: dict[str, Any]  # resolved, by alias ("from"), defaults filled in
     sweep: dict[str, list[Any]]
+    variants: dict[str, dict[str, Any]] = Field(default_factory=dict)  # name -> canonical path -> value
     repetitions: int = 1
     seed: int
     warmup: float = 0.0
@@ -106,7 +117,7 @@ class Experiment(BaseModel):
 
     def size(self) -> int:
         """Number of run points (sweep product × repetitions)."""
-        n = self.repetitions
+        n = self.repetitions * max(1, len(self.variants))
         for values in self.sweep.values():
             n *= len(values)
         return n
@@ -170,6 +181,28 @@ def set_path(doc: dict[str, Any], path: str, value: Any) -> None:
                 cur = cur[part]
         else:
             raise ValueError(f"'{where}': cannot set a key inside a {type(cur).__name__}")
+
+
+def apply_path(doc: dict[str, Any], path: str, value: Any) -> None:
+    """:func:`set_path`, except that ``None`` removes the key (a variant's ``null``)."""
+    if value is not None:
+        set_path(doc, path, value)
+        return
+    head, _, last = path.rpartition(".")
+    cur: Any = doc
+    for part in head.split(".") if head else []:
+        cur = cur[int(part)] if isinstance(cur, list) and part.isdigit() else (
+            cur.get(part) if isinstance(cur, dict) else None)
+        if cur is None:
+            return  # nothing there to remove
+    if isinstance(cur, dict):
+        cur.pop(last, None)
+    elif isinstance(cur, list) and last.isdigit() and int(last) < len(cur):
+        raise ValueError(f"'{path}': null cannot remove an item of a list")
+
+
+def _written(settings: dict[str, Any], canon: str) -> str:
+    return next(k for k in settings if canonical_path(k) == canon)
 
 
 def validate_measure(d: Any) -> dict[str, Any]:
@@ -245,11 +278,42 @@ def experiment_from_document(doc: Document) -> Experiment:
         sweep[canon] = list(values)
         written[canon] = key
 
+    variants: dict[str, dict[str, Any]] = {}
+    for vname, settings in f.variants.items():
+        if not NAME_RE.match(vname):
+            raise doc.error(f"expected a variant name of {NAME_WORDS}", ("variants", vname))
+        if not settings:
+            raise doc.error("expected at least one 'path: value'", ("variants", vname))
+        canon_settings: dict[str, Any] = {}
+        for key, value in settings.items():
+            place = ("variants", vname, key)
+            if not PATH_RE.match(key):
+                raise doc.error("expected a dotted path such as 'links.0.attach'", place)
+            canon = canonical_path(key)
+            if canon in sweep:
+                raise doc.error(f"also swept (as '{written[canon]}'): set it in one place", place)
+            if canon in canon_settings:
+                raise doc.error("set twice in this variant", place)
+            canon_settings[canon] = value
+        lab_v, measure_v = copy.deepcopy(lab), copy.deepcopy(f.measure)
+        for canon, value in canon_settings.items():
+            area, rest = canon.split(".", 1)
+            try:
+                apply_path(lab_v if area == "lab" else measure_v, rest, copy.deepcopy(value))
+            except ValueError as e:
+                raise doc.error(str(e), ("variants", vname, _written(settings, canon))) from None
+        try:
+            validate_measure(measure_v)
+        except _MeasureInvalid as e:
+            raise doc.error(f"then measure.{format_place(e.loc)}: {e.message}",
+                            ("variants", vname)) from None
+        variants[vname] = canon_settings
+
     seed = f.seed
     if seed is None:
         seed = int(hashlib.sha256(f.name.encode()).hexdigest()[:8], 16)
     return Experiment(name=f.name, description=f.description, source=doc.source, lab=lab,
-                      lab_source=lab_source, measure=measure, sweep=sweep,
+                      lab_source=lab_source, measure=measure, sweep=sweep, variants=variants,
                       repetitions=f.repetitions, seed=seed, warmup=f.warmup, cooldown=f.cooldown)
 
 
@@ -285,13 +349,18 @@ def expand(exp: Experiment, validate_lab: LabValidator | None = None) -> list[Ru
     innermost).  With ``validate_lab``, each distinct lab variant is validated first."""
     paths = list(exp.sweep)
     combos = list(itertools.product(*(exp.sweep[p] for p in paths))) if paths else [()]
+    variants: list[str | None] = list(exp.variants) or [None]
     checked: dict[str, None] = {}
     points: list[RunPoint] = []
-    for combo in combos:
-        params = dict(zip(paths, combo))
+    for variant, combo in itertools.product(variants, combos):
+        params: dict[str, Any] = {} if variant is None else {"variant": variant}
         lab = copy.deepcopy(exp.lab)
         measure_raw = copy.deepcopy(exp.measure)
-        for p, v in params.items():
+        for p, v in (exp.variants[variant] if variant is not None else {}).items():
+            area, rest = p.split(".", 1)
+            apply_path(lab if area == "lab" else measure_raw, rest, copy.deepcopy(v))
+        params.update(zip(paths, combo))
+        for p, v in zip(paths, combo):
             area, rest = p.split(".", 1)
             set_path(lab if area == "lab" else measure_raw, rest, copy.deepcopy(v))
         try:
