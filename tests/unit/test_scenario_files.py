@@ -1,7 +1,8 @@
 """Every experiment file under scenarios/ validates, with each lab variant it expands to, the way
 ``sfclab run`` checks it before anything is built (so a broken reproduction scenario fails here,
-not half-way through scripts/reproduce.sh).  Lab files (no ``measure``) validate as labs; other
-files (a list of classifier entries) are not scenarios and are left to their own tests."""
+not half-way through scripts/reproduce.sh).  Lab files (no ``measure``) validate as labs, chain
+files (``functions`` defined inline, for ``sfclab chain add``) as chain files; other files (a
+list of classifier entries) are not scenarios and are left to their own tests."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 import yaml
 
 from sfclab.realize.kinds import load_lab, load_lab_dict
+from sfclab.spec import chainfile
 from sfclab.spec.experiment import expand, load_experiment
+from sfclab.spec.source import Document
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [p for p in sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -24,6 +27,10 @@ def is_experiment(path: Path) -> bool:
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_scenario_file_validates(path):
+    data = yaml.safe_load(path.read_text())
+    if "functions" in data and "nodes" not in data:
+        assert chainfile.parse(Document.from_file(str(path))).functions
+        return
     if not is_experiment(path):
         load_lab(str(path))
         return
