@@ -31,30 +31,10 @@
 #include <bpf/libbpf.h>
 
 #include "log.h"
+#include "netns.h"
 #include "shortbridge.skel.h"
 
 #define ATTACH_TCX_INGRESS 46 /* enum bpf_attach_type, from the running kernel */
-
-static int enter_netns(const char *name)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
-		log_err("invalid namespace name '%s'", name);
-		return -1;
-	}
-	snprintf(path, sizeof(path), "/run/netns/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
-		log_err("Failed to enter namespace %s: %s", name, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
 
 /* 1 if `ifname` is a veth (its driver, as ethtool tells it), 0 if not, -1 on error */
 static int is_veth(const char *ifname)
@@ -129,7 +109,7 @@ int main(int argc, char **argv)
 	ia = argv[3 + via_egress];
 	ib = argv[4 + via_egress];
 	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
-	if (enter_netns(ns))
+	if (netns_enter(ns))
 		return 1;
 	a = if_nametoindex(ia);
 	b = if_nametoindex(ib);

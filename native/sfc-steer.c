@@ -29,6 +29,7 @@
 #include <bpf/libbpf.h>
 
 #include "log.h"
+#include "netns.h"
 #include "opt.h"
 
 #define MAX_ATTACH 64
@@ -138,27 +139,6 @@ static struct bpf_object *load(const char *path, const char *maps, unsigned int 
 	return bo;
 }
 
-static int enter_netns(const char *name)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
-		log_err("invalid namespace name '%s'", name);
-		return -1;
-	}
-	snprintf(path, sizeof(path), "/run/netns/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
-		log_err("Failed to enter namespace %s: %s", name, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
-
 static int attach_one(struct attach *a)
 {
 	struct bpf_program *p = bpf_object__find_program_by_name(a->bo, a->prog);
@@ -244,7 +224,7 @@ int main(int argc, char **argv)
 		if (!at[i].bo && !(at[i].bo = load(at[i].obj, maps, (unsigned int)node_id)))
 			goto out;
 	}
-	if (enter_netns(ns))
+	if (netns_enter(ns))
 		goto out;
 	for (int i = 0; i < nat; i++)
 		if (attach_one(&at[i]))
