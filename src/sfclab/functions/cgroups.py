@@ -17,6 +17,7 @@ import errno
 import os
 import shlex
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,16 @@ def wrap(argv: list[str], dirs: list[Path]) -> list[str]:
 
 def remove(ctx: FunctionContext, timeout: float = 3.0) -> list[str]:
     """Remove the node's cgroups (after its processes ended); returns those it could not."""
+    return remove_dirs(paths(ctx).values(), timeout, on_busy=_move_out)
+
+
+def remove_dirs(dirs: Iterable[Path], timeout: float = 3.0,
+                on_busy: Callable[[Path], None] | None = None) -> list[str]:
+    """Remove cgroup directories, waiting up to ``timeout`` seconds each while the kernel still
+    counts a process in one (``on_busy(dir)`` called before each wait); returns what could not
+    be removed, with the reason."""
     left = []
-    for d in paths(ctx).values():
+    for d in dirs:
         deadline = time.monotonic() + timeout
         while d.exists():
             try:
@@ -113,7 +122,8 @@ def remove(ctx: FunctionContext, timeout: float = 3.0) -> list[str]:
                 if e.errno != errno.EBUSY or time.monotonic() > deadline:
                     left.append(f"{d}: {os.strerror(e.errno or 0)}")
                     break
-                _move_out(d)
+                if on_busy is not None:
+                    on_busy(d)
                 time.sleep(0.05)
     return left
 

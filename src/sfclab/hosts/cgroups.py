@@ -7,11 +7,9 @@ made inside its host's, so the host's limit covers it (hierarchical accounting).
 from __future__ import annotations
 
 import contextlib
-import errno
-import time
 from pathlib import Path
 
-from ..functions.cgroups import CGROUP_ROOT
+from ..functions.cgroups import CGROUP_ROOT, remove_dirs
 
 CONTROLLERS = ("cpuset", "memory")
 
@@ -36,20 +34,7 @@ def create(cgroup: str, cpus: list[int], memory: int | None) -> list[Path]:
 
 def remove(cgroup: str, timeout: float = 3.0) -> list[str]:
     """Remove the host's cgroups (their processes ended); return those it could not."""
-    left = []
-    for d in paths(cgroup).values():
-        deadline = time.monotonic() + timeout
-        while d.exists():
-            try:
-                d.rmdir()
-            except FileNotFoundError:
-                break
-            except OSError as e:
-                if e.errno != errno.EBUSY or time.monotonic() > deadline:
-                    left.append(f"{d}: {e.strerror}")
-                    break
-                time.sleep(0.05)
-    return left
+    return remove_dirs(paths(cgroup).values(), timeout)
 
 
 def usage(cgroup: str) -> dict[str, object]:
