@@ -75,4 +75,6 @@ def test_oom_kill_is_reported_and_lab_stays_up(tmp_path):
         assert info["memory"]["limit_bytes"] == 48 << 20
         for node in ("src", "fn", "dst"):
             assert os.path.exists(f"/run/netns/{lab.netns(node)}")
-        lab.exec("src", ["ping", "-c", "1", "-W", "1", "198.18.1.1"])
+        # the lab still forwards: at least one of three pings answered (one can be lost while the
+        # kernel is still reclaiming the killed program)
+        lab.exec("src", ["ping", "-c", "3", "-i", "0.2", "-W", "1", "198.18.1.1"])
