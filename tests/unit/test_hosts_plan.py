@@ -144,6 +144,14 @@ def test_graph_boxes_nodes_by_host():
     assert "n_b[" in block and "n_c[" in block and "n_a[" not in block
     d = graph.dot(p, TABLE.shapes())
     assert 'subgraph "cluster_h2" {' in d and 'label="host h2";' in d
+    assert "ovs 20 Mbit/s" in m and "ovs 20 Mbit/s" in d  # rates in the units people read
+
+
+def test_rates_are_shown_in_the_units_people_read():
+    from sfclab.spec.quantities import format_rate, parse_rate
+
+    assert [format_rate(parse_rate(r)) for r in ("20mbit", "1gbit", "1500kbit", "64bit")] == [
+        "20 Mbit/s", "1 Gbit/s", "1.5 Mbit/s", "64 bit/s"]
 
 
 def test_labs_without_hosts_draw_as_before():

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..spec.quantities import format_rate
 from .output import emit, fail, progress
 from .status import ExitStatus
 
@@ -104,14 +105,14 @@ def _hosts_text(d: dict) -> list[str]:
     lines.append(f"underlay {u.get('netns')} {u.get('subnet')} mtu {u.get('mtu')}: "
                  f"{u.get('mtu_note')}")
     for name, h in d["hosts"].items():
-        mem = h["memory"] if h["memory"] is not None else "unlimited"
+        mem = f"{h['memory'] / 2**20:g} MiB" if h["memory"] is not None else "unlimited"
         lines.append(f"host {name}: context {h['context']}, underlay {h['underlay']}, cpus "
                      f"{','.join(map(str, h['cpus']))}, memory {mem}; nodes "
                      f"{', '.join(h['nodes']) or '-'}")
     for hl in d["host_links"]:
         ends = " - ".join(f"{e['node']}@{e['host']}" for e in hl["ends"])
         extra = (f" vni {hl['vni']}" if hl["vni"] is not None else "") + \
-            (f" rate {hl['rate']} bit/s" if hl["rate"] else "") + \
+            (f" rate {format_rate(hl['rate'])}" if hl["rate"] else "") + \
             (f" tenant {hl['tenant']}" if hl["tenant"] else "")
         lines.append(f"link {hl['link']}: {ends} {hl['attach']} mtu {hl['mtu']}{extra}")
     return lines

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..spec.quantities import format_rate
 from .model import Plan
 from .sfc import SteeringPlan
 
@@ -76,7 +77,7 @@ def _edges(plan: Plan) -> list[tuple[str, str, str]]:
         hosted = next((h for h in plan.host_links if h.link == link), None)
         if hosted is not None:
             role = hosted.attach + (f" vni {hosted.vni}" if hosted.vni is not None else "") + \
-                (f" {hosted.rate} bit/s" if hosted.rate else "")
+                (f" {format_rate(hosted.rate)}" if hosted.rate else "")
         addrs = [i.address for i in ifs if i.address]
         label = role + (" " + ", ".join(addrs) if addrs else "")
         edges.append((a, b, label))

@@ -47,6 +47,15 @@ def parse_rate(v: Any) -> int:
     return int(bits)
 
 
+def format_rate(bits: float) -> str:
+    """50_000_000 → ``"50 Mbit/s"``: a rate in the unit people read (the inverse, for display,
+    of :func:`parse_rate`)."""
+    for unit, scale in (("Tbit/s", 1e12), ("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bits >= scale:
+            return f"{bits / scale:.4g} {unit}"
+    return f"{bits:.4g} bit/s"
+
+
 def parse_size(v: Any) -> int:
     """``"64kb"`` → 65536 bytes; ``"256M"`` → 268435456; a bare int is bytes."""
     if isinstance(v, bool):
