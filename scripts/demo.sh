@@ -2,14 +2,16 @@
 # `make demo`: the main job, end to end, on real namespaces.
 #  1. the lab core: a 6-namespace routed chain up, inspected, traffic end to end, torn down;
 #  2. network functions: firewall -> NAT -> shaper -> DPI, each shown doing its job;
-#  3. an experiment: throughput against chain length into SQLite, and its report.
+#  3. service function chains: flows steered by MPLS label stacks in eBPF, traced hop by hop;
+#  4. hosts and tenants: three emulated hosts joined by VXLAN tunnels, two tenants sharing a NAT;
+#  5. an experiment: throughput against chain length into SQLite, and its report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 out=build/demo
 rm -rf "$out" && mkdir -p "$out"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-cleanup() { sfclab down chain6 >/dev/null 2>&1 || true; sfclab down fnchain >/dev/null 2>&1 || true; }
+cleanup() { for lab in chain6 fnchain sfcweb hosts-tenants; do sfclab down "$lab" >/dev/null 2>&1 || true; done; }
 trap cleanup EXIT
 
 step "1. lab core: a 6-namespace chain"
@@ -42,7 +44,19 @@ sleep 1
 sfclab inspect fnchain --json | python3 scripts/demo_functions.py
 sfclab down fnchain
 
-step "3. experiment: throughput against chain length"
+step "3. service function chains: web traffic through a firewall pool and a NAT, by labels"
+sfclab up scenarios/sfc-web.yaml
+sfclab chain ls sfcweb
+sfclab chain trace sfcweb web
+sfclab down sfcweb
+
+step "4. hosts and tenants: 3 emulated hosts, VXLAN tunnels, two tenants sharing a NAT router"
+sfclab up scenarios/hosts-tenants.yaml
+sfclab graph hosts-tenants
+sfclab exec hosts-tenants red1 -- ping -c 3 -i 0.2 198.18.0.2
+sfclab down hosts-tenants
+
+step "5. experiment: throughput against chain length"
 sfclab run scenarios/demo-chain-length.yaml --db "$out/results.db"
 sfclab report --db "$out/results.db" --out "$out/report"
 echo
