@@ -1,0 +1,112 @@
+"""A lab on real hosts, driven over SSH: ``up`` and ``down`` of this machine's side.
+
+This machine makes nothing of such a lab: each host's part (:mod:`sfclab.plan.split`) is built
+by the host's agent (:mod:`sfclab.realize.agent`), there, with its own journal.  This machine's
+journal holds one ``remote-host`` entry per host, written *before* that host is sent its part,
+with everything needed to reach it again (:class:`~sfclab.hosts.ssh.SshTarget`), so ``down``
+needs neither the lab file nor the process that ran ``up``.
+
+- ``up``: every host is checked first (reachable, its agent runs, it has what it needs); then
+  the parts are sent one host at a time.  Any failure removes the parts already sent.
+- ``down``: each journaled host is asked to remove its part, even when another is unreachable.
+  Hosts that could not be reached stay in the journal (status ``removing``) and are named in
+  the report; a later ``down`` retries exactly those.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RealizeError
+from ..hosts.ssh import HostUnreachable, SshTarget, call
+from ..plan.model import Plan
+from ..plan.split import check_partition, split
+from .teardown import TeardownReport
+
+if TYPE_CHECKING:
+    from ..spec.lab import Lab
+    from .state import LabState
+
+OP = "remote-host"
+
+
+def is_remote(lab: Lab) -> bool:
+    return any(h.ssh is not None for h in lab.hosts.values())
+
+
+def targets(lab: Lab, plan: Plan) -> dict[str, SshTarget]:
+    out = {}
+    for h in plan.hosts:
+        ssh = lab.hosts[h.name].ssh
+        assert ssh is not None
+        out[h.name] = SshTarget(h.name, h.address.split("/")[0], ssh.user, ssh.key, ssh.port,
+                                ssh.python, ssh.state, ssh.netns, ssh.known_hosts)
+    return out
+
+
+def up(lab: Lab, plan: Plan, state: LabState, say: Callable[[str], None]) -> dict[str, Any]:
+    """Check every host, then send each its part; on failure remove what was sent and raise.
+    Returns each host's check answer."""
+    parts = split(plan)
+    check_partition(plan, parts)
+    ts = targets(lab, plan)
+    checks = {}
+    for name, t in ts.items():
+        say(f"checking host {name} ({t.address})")
+        checks[name] = call(t, "check", {"address": t.address})
+    try:
+        for name, t in ts.items():
+            say(f"host {name}: {len(parts[name].namespaces)} namespaces, "
+                f"{len(parts[name].host_links)} hosted links")
+            state.record([{"op": OP, "host": name, "target": t.to_dict()}])
+            call(t, "up", {"plan": parts[name].to_dict()}, timeout=300)
+    except BaseException as e:
+        say("rolling back")
+        rep = down(state)
+        if rep.errors:
+            raise RealizeError(f"{e} (rollback: {'; '.join(rep.errors)})") from e
+        raise
+    return checks
+
+
+def journaled(state: LabState) -> list[dict[str, Any]]:
+    return [e for e in state.journal() if e.get("op") == OP]
+
+
+def down(state: LabState) -> TeardownReport:
+    """Ask every journaled host to remove its part; keep the unreachable ones journaled.
+    ``errors`` names every host whose part is left (for a later ``down``)."""
+    rep = TeardownReport()
+    left = []
+    for e in journaled(state):
+        t = SshTarget.from_dict(e["target"])
+        try:
+            got = call(t, "down", {"lab": state.name}, timeout=300)
+        except HostUnreachable as err:
+            rep.errors.append(f"{err}; its part is left: run 'sfclab down {state.name}' again")
+            left.append(e)
+            continue
+        except RealizeError as err:
+            rep.errors.append(f"{err}; its part is left: run 'sfclab down {state.name}' again")
+            left.append(e)
+            continue
+        rep.namespaces += int(got.get("namespaces", 0))
+        rep.processes += int(got.get("processes", 0))
+        rep.links += int(got.get("links", 0))
+        rep.errors += [f"host {t.host}: {x}" for x in got.get("errors", [])]
+    if left:
+        _rewrite_journal(state, left)
+    return rep
+
+
+def _rewrite_journal(state: LabState, entries: list[dict[str, Any]]) -> None:
+    tmp = state.dir / "journal.tmp"
+    tmp.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    tmp.replace(state.dir / "journal")
+
+
+def pending(state: LabState) -> list[str]:
+    """The hosts whose parts a ``down`` has yet to remove."""
+    return [e["host"] for e in journaled(state)]
