@@ -24,6 +24,8 @@ class HostContext(abc.ABC):
     """The root context of one host."""
 
     name: str
+    #: what a native tool's ``--netns`` takes to work there ('-': where the tool runs)
+    tool_netns: str = "-"
 
     @abc.abstractmethod
     def iproute(self) -> IPRoute:
@@ -45,6 +47,7 @@ class EmulatedHost(HostContext):
     def __init__(self, name: str, ns: str):
         self.name = name
         self.netns = ns
+        self.tool_netns = ns
 
     def iproute(self) -> IPRoute:
         return netns.iproute(self.netns)

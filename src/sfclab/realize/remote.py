@@ -16,6 +16,7 @@ needs neither the lab file nor the process that ran ``up``.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -96,15 +97,17 @@ def down(state: LabState) -> TeardownReport:
         rep.processes += int(got.get("processes", 0))
         rep.links += int(got.get("links", 0))
         rep.errors += [f"host {t.host}: {x}" for x in got.get("errors", [])]
-    if left:
-        _rewrite_journal(state, left)
+    _rewrite_journal(state, left)  # what is left for a later down (nothing: all removed)
     return rep
 
 
 def _rewrite_journal(state: LabState, entries: list[dict[str, Any]]) -> None:
     tmp = state.dir / "journal.tmp"
-    tmp.write_text("".join(json.dumps(e) + "\n" for e in entries))
-    tmp.replace(state.dir / "journal")
+    with open(tmp, "w") as f:
+        f.write("".join(json.dumps(e) + "\n" for e in entries))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, state.dir / "journal")
 
 
 def pending(state: LabState) -> list[str]:

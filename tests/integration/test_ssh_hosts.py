@@ -1,0 +1,145 @@
+"""Real hosts driven over SSH, tested on emulated hosts that run ``sshd`` (see :mod:`.sshd`):
+one lab spread over three such hosts, compared object for object with the same lab on
+emulated hosts driven directly; ``down`` with one host unreachable keeps its part for a later
+``down``; a host that lacks what it needs is refused before anything is made."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sfclab.errors import RealizeError
+from sfclab.kernel import netns
+from sfclab.realize import lifecycle
+from sfclab.realize.kinds import load_lab_dict
+
+from .labtools import nothing_left, ping
+from .sshd import ADDRESSES, ssh_machines
+
+HOSTS = {"h1": "m1", "h2": "m2", "h3": "m3"}
+
+
+def three_hosts(name: str, ssh=None) -> dict:
+    """a on h1, the router r and b on h2, c on h3: two tunnels and a plain veth."""
+    hosts = {}
+    for h, m in HOSTS.items():
+        hosts[h] = {"address": ADDRESSES[m]}
+        if ssh is not None:
+            hosts[h]["ssh"] = ssh.ssh(m)
+    return {"name": name, "hosts": hosts,
+            "nodes": {"a": {"kind": "host", "host": "h1"},
+                      "r": {"kind": "router", "host": "h2"},
+                      "b": {"kind": "host", "host": "h2"},
+                      "c": {"kind": "host", "host": "h3"}},
+            "links": [{"endpoints": ["a", "r"]},
+                      {"endpoints": ["r", "c"], "attach": "shortbridge"},
+                      {"endpoints": ["b", "r"]}]}
+
+
+def objects(ns: str, skip: tuple[str, ...] = ()) -> dict:
+    """Interfaces (kind, MTU, master's name, VNI, addresses) and routes of a namespace."""
+    links = json.loads(netns.run(ns, ["ip", "-d", "-j", "link", "show"]).stdout)
+    addrs = json.loads(netns.run(ns, ["ip", "-j", "addr", "show"]).stdout)
+    by_index = {d["ifindex"]: d["ifname"] for d in links}
+    out = {}
+    for d in links:
+        if d["ifname"] in skip:
+            continue
+        info = d.get("linkinfo", {})
+        data = info.get("info_data", {})
+        out[d["ifname"]] = {
+            "kind": info.get("info_kind"), "mtu": d["mtu"], "up": "UP" in d["flags"],
+            "master": d.get("master"), "vni": data.get("id"),
+            "local": data.get("local"), "remote": data.get("remote"),
+            "link": by_index.get(data.get("link")) if data.get("link") else None,
+            "addresses": sorted(f"{a['local']}/{a['prefixlen']}" for x in addrs
+                                if x["ifname"] == d["ifname"] for a in x["addr_info"]
+                                if a["family"] == "inet")}
+    routes = sorted((r["dst"], r.get("gateway"), r.get("dev"))
+                    for r in json.loads(netns.run(ns, ["ip", "-j", "route", "show"]).stdout)
+                    if r.get("dev") not in skip)
+    return {"interfaces": out, "routes": routes}
+
+
+def lab_objects(plan, context_of) -> dict:
+    """Every node's namespace and every host context's objects of the lab, by node and host."""
+    nodes = {n.node: objects(n.name) for n in plan.namespaces}
+    hosts = {h.name: objects(context_of(h), skip=("lo", "ul0")) for h in plan.hosts}
+    return {"nodes": nodes, "hosts": hosts}
+
+
+@pytest.fixture
+def machines(lab_name, tmp_path):
+    with ssh_machines(f"m{lab_name[1:]}", tmp_path) as ms:
+        yield ms
+
+
+def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
+    """Three hosts over SSH make exactly the objects three emulated hosts make (namespaces,
+    interfaces, addresses, routes, VNIs); traffic crosses both tunnels; down removes all."""
+    direct = f"d{lab_name[1:]}"
+    dplan = lifecycle.up(load_lab_dict(three_hosts(direct)))
+    try:
+        splan = lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
+        try:
+            want = lab_objects(dplan, lambda h: h.netns)
+            got = lab_objects(splan, lambda h: machines.context(HOSTS[h.name]))
+            assert sorted(n.node for n in splan.namespaces) == ["a", "b", "c", "r"]
+            assert got == want
+            vnis = {i["vni"] for h in got["hosts"].values() for i in h["interfaces"].values()
+                    if i["kind"] == "vxlan"}
+            assert vnis == {1000, 1001}
+            # this machine journals only which host got which part; each host its own part
+            state = lifecycle.LabState(lab_name)
+            assert [e["op"] for e in state.journal()] == ["remote-host"] * 3
+            for h, m in HOSTS.items():
+                assert (machines.dir / f"state-{m}" / "labs" / lab_name / "journal").exists()
+            c_addr = next(i["addresses"][0] for i in got["nodes"]["c"]["interfaces"].values()
+                          if i["addresses"] and not i["addresses"][0].startswith("127."))
+            assert ping(splan.netns_of("a"), c_addr.split("/")[0], 3).returncode == 0
+        finally:
+            rep = lifecycle.down(lab_name)
+        assert rep.errors == [] and rep.namespaces == 4
+        assert nothing_left(lab_name)
+        for m in HOSTS.values():  # the machines' contexts hold nothing of the lab any more
+            names = set(objects(machines.context(m))["interfaces"])
+            assert names == {"lo", "ul0"}
+    finally:
+        lifecycle.down(direct)
+
+
+def test_down_with_a_host_unreachable_keeps_its_part_for_later(machines, lab_name):
+    """``down`` removes the reachable hosts' parts, names the unreachable one, keeps it
+    journaled; a later ``down`` (the host back) removes the rest and the lab."""
+    plan = lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
+    c_ns = plan.netns_of("c")
+    machines.stop("m3")
+    rep = lifecycle.down(lab_name)
+    assert len(rep.errors) == 1 and "host h3" in rep.errors[0] and "unreachable" in rep.errors[0]
+    assert not netns.exists(plan.netns_of("a")) and not netns.exists(plan.netns_of("r"))
+    assert netns.exists(c_ns)
+    state = lifecycle.LabState(lab_name)
+    assert state.exists and state.meta()["status"] == "removing"
+    assert [e["host"] for e in state.journal()] == ["h3"]
+    machines.start("m3")
+    rep = lifecycle.down(lab_name)
+    assert rep.errors == [] and rep.namespaces == 1
+    assert not state.exists and nothing_left(lab_name)
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"python": "/nonexistent/python3"}, "host h3: agent check failed"),  # no sfclab there
+    ({"port": 2222}, "host h3 .* unreachable"),  # nothing listens there
+])
+def test_a_host_that_fails_its_check_is_refused_before_anything(machines, lab_name, change,
+                                                                words):
+    """Every host is checked (reachable, its agent runs, it has what it needs) before any part
+    is sent: a failing host leaves nothing on any host and no state here."""
+    d = three_hosts(lab_name, machines)
+    d["hosts"]["h3"]["ssh"].update(change)
+    with pytest.raises(RealizeError, match=words):
+        lifecycle.up(load_lab_dict(d))
+    assert not lifecycle.LabState(lab_name).exists and nothing_left(lab_name)
+    for m in HOSTS.values():
+        assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
