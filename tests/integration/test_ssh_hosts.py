@@ -62,6 +62,11 @@ def objects(ns: str, skip: tuple[str, ...] = ()) -> dict:
     return {"interfaces": out, "routes": routes}
 
 
+def tx_packets(ns: str, ifname: str) -> int:
+    d = json.loads(netns.run(ns, ["ip", "-s", "-j", "link", "show", ifname]).stdout)[0]
+    return int(d["stats64"]["tx"]["packets"])
+
+
 def lab_objects(plan, context_of) -> dict:
     """Every node's namespace and every host context's objects of the lab, by node and host."""
     nodes = {n.node: objects(n.name) for n in plan.namespaces}
@@ -81,8 +86,12 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
     direct = f"d{lab_name[1:]}"
     dplan = lifecycle.up(load_lab_dict(three_hosts(direct)))
     try:
+        ctl = machines.context("ctl")
+        before = tx_packets(ctl, "ul0")
         splan = lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
         try:
+            # SSH left from the client's place on the underlay (ctl's ul0), as configured
+            assert tx_packets(ctl, "ul0") - before > 20
             want = lab_objects(dplan, lambda h: h.netns)
             got = lab_objects(splan, lambda h: machines.context(HOSTS[h.name]))
             assert sorted(n.node for n in splan.namespaces) == ["a", "b", "c", "r"]
