@@ -12,6 +12,7 @@ import pytest
 from sfclab.errors import RealizeError
 from sfclab.kernel import netns
 from sfclab.realize import lifecycle
+from sfclab.realize.inspect import inspect
 from sfclab.realize.kinds import load_lab_dict
 
 from .labtools import nothing_left, ping
@@ -104,6 +105,16 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
             assert [e["op"] for e in state.journal()] == ["remote-host"] * 3
             for h, m in HOSTS.items():
                 assert (machines.dir / f"state-{m}" / "labs" / lab_name / "journal").exists()
+            # inspect reads each part live on its host, through its agent
+            seen = inspect(lab_name)
+            assert {n: e["host"] for n, e in seen["nodes"].items()} == \
+                {"a": "h1", "r": "h2", "b": "h2", "c": "h3"}
+            local = inspect(direct)
+            for n, e in seen["nodes"].items():
+                assert [i["name"] for i in e["interfaces"]] == \
+                    [i["name"] for i in local["nodes"][n]["interfaces"]]
+            assert all(x["present"] for hl in seen["host_links"] for x in hl["ends"])
+            assert all(h["reachable"] for h in seen["hosts"].values())
             c_addr = next(i["addresses"][0] for i in got["nodes"]["c"]["interfaces"].values()
                           if i["addresses"] and not i["addresses"][0].startswith("127."))
             assert ping(splan.netns_of("a"), c_addr.split("/")[0], 3).returncode == 0
@@ -124,6 +135,8 @@ def test_down_with_a_host_unreachable_keeps_its_part_for_later(machines, lab_nam
     plan = lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
     c_ns = plan.netns_of("c")
     machines.stop("m3")
+    seen = inspect(lab_name)
+    assert seen["hosts"]["h3"]["reachable"] is False and seen["hosts"]["h1"]["reachable"]
     rep = lifecycle.down(lab_name)
     assert len(rep.errors) == 1 and "host h3" in rep.errors[0] and "unreachable" in rep.errors[0]
     assert not netns.exists(plan.netns_of("a")) and not netns.exists(plan.netns_of("r"))

@@ -13,7 +13,8 @@ removes what the journal names.
 - ``up`` ``{"plan": P}``: build the host's part ``P`` (:func:`sfclab.plan.split.host_part`);
   refuses a lab that is already there, rolls back on failure.
 - ``down`` ``{"lab": L}``: remove the host's part of lab ``L`` (nothing there: ``absent``).
-- ``inspect`` ``{"lab": L}``: the part's namespaces and whether each exists.
+- ``inspect`` ``{"lab": L}``: the part read live (nodes, host, hosted-link ends), as a local
+  ``inspect`` reads it.
 """
 
 from __future__ import annotations
@@ -115,13 +116,23 @@ def down(req: dict[str, Any]) -> dict[str, Any]:
 
 
 def inspect(req: dict[str, Any]) -> dict[str, Any]:
+    """The host's part read live, by the same code as a local ``inspect``: its nodes, its
+    host context (CPUs and memory from its cgroups) and its hosted-link ends."""
+    from .hosts import inspect_hosts, inspect_links
+    from .kinds import TABLE
+
     state = LabState(str(req["lab"]))
     d = state.plan()
     if d is None:
         return {"absent": True}
     plan = Plan.from_dict(d)
+    found: dict[str, Any] = {}
+    for part in TABLE.parts():
+        part.inspect(state, plan, found)
     return {"absent": False, "status": state.meta().get("status"),
-            "namespaces": {n.name: netns.exists(n.name) for n in plan.namespaces}}
+            "namespaces": {n.name: netns.exists(n.name) for n in plan.namespaces},
+            "nodes": found, "hosts": inspect_hosts(plan),
+            "host_links": inspect_links(plan, live=True)}
 
 
 VERBS = {"check": check, "up": up, "down": down, "inspect": inspect}

@@ -126,8 +126,9 @@ def inspect_hosts(plan: Plan) -> dict[str, Any]:
     """What ``inspect`` shows of the hosts: each host's context, underlay address, CPUs and
     memory (live from its cgroups), nodes, and the links' tunnels."""
     out: dict[str, Any] = {}
-    for h in plan.hosts:
-        out[h.name] = {"context": h.netns, "present": netns.exists(h.netns),
+    for h in plan.hosts:  # a real host's context is the root of the machine it is read on
+        out[h.name] = {"context": h.netns if h.emulated else "root",
+                       "present": netns.exists(h.netns) if h.emulated else True,
                        "emulated": h.emulated, "underlay": h.address, "cpus": h.cpus,
                        "memory": h.memory, "nodes": h.nodes,
                        "cgroups": host_cgroups.usage(h.cgroup)}
@@ -140,8 +141,8 @@ def inspect_links(plan: Plan, live: bool = False) -> list[dict[str, Any]]:
     have: dict[str, set[str]] = {}
     if live:
         for h in plan.hosts:
-            if netns.exists(h.netns):
-                ipr = netns.iproute(h.netns)
+            if not h.emulated or netns.exists(h.netns):
+                ipr = netns.iproute(h.netns if h.emulated else None)
                 try:
                     have[h.netns] = {m.get_attr("IFLA_IFNAME") for m in ipr.get_links()}
                 finally:

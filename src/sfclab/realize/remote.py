@@ -110,6 +110,34 @@ def _rewrite_journal(state: LabState, entries: list[dict[str, Any]]) -> None:
     os.replace(tmp, state.dir / "journal")
 
 
+def inspect(state: LabState, out: dict[str, Any]) -> None:
+    """Fill ``out`` (a local ``inspect`` of the lab's plan) with what each host's agent reads
+    live there: its nodes, its host entry and its hosted-link ends; an unreachable host says
+    so (``reachable: false`` and the reason)."""
+    ends: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for e in journaled(state):
+        t = SshTarget.from_dict(e["target"])
+        entry = out.setdefault("hosts", {}).setdefault(t.host, {})
+        try:
+            got = call(t, "inspect", {"lab": state.name})
+        except RealizeError as err:
+            entry.update({"reachable": False, "error": str(err), "present": False})
+            continue
+        entry["reachable"] = True
+        if got.get("absent"):
+            entry["present"] = False
+            continue
+        entry.update(got["hosts"].get(t.host, {}))
+        for node, n in got["nodes"].items():
+            out.setdefault("nodes", {})[node] = {**n, "host": t.host}
+        for hl in got["host_links"]:
+            for end in hl["ends"]:
+                ends[(hl["link"], end["host"], end["node"])] = end
+    for hl in out.get("host_links", []):
+        hl["ends"] = [ends.get((hl["link"], x["host"], x["node"]), {**x, "present": False})
+                      for x in hl["ends"]]
+
+
 def pending(state: LabState) -> list[str]:
     """The hosts whose parts a ``down`` has yet to remove."""
     return [e["host"] for e in journaled(state)]
