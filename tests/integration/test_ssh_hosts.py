@@ -5,7 +5,14 @@ emulated hosts driven directly; ``down`` with one host unreachable keeps its par
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -164,4 +171,35 @@ def test_a_host_that_fails_its_check_is_refused_before_anything(machines, lab_na
         lifecycle.up(load_lab_dict(d))
     assert not lifecycle.LabState(lab_name).exists and nothing_left(lab_name)
     for m in HOSTS.values():
+        assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
+
+
+def test_kill_9_during_up_over_ssh_then_down_leaves_nothing_on_any_host(machines, lab_name,
+                                                                         tmp_path):
+    """This machine journals a host before sending it its part: ``kill -9`` once the second
+    host is being sent its part, then ``down`` (retried while a host's agent still finishes)
+    leaves nothing on any host."""
+    f = tmp_path / "lab.json"  # JSON is YAML
+    f.write_text(json.dumps(three_hosts(lab_name, machines)))
+    journal = os.path.join(os.environ["SFCLAB_STATE_DIR"], "labs", lab_name, "journal")
+    p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "up", str(f)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while p.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError):
+            if len(Path(journal).read_text().splitlines()) >= 2:
+                break
+        time.sleep(0.005)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert netns.exists(f"sfclab:{lab_name}:a")  # h1's part was made before the kill
+    for _ in range(20):  # a host whose agent still holds its lab's lock is retried
+        rep = lifecycle.down(lab_name)
+        if not lifecycle.LabState(lab_name).exists:
+            break
+        assert all("busy" in e or "unreachable" in e for e in rep.errors), rep.errors
+        time.sleep(0.5)
+    assert not lifecycle.LabState(lab_name).exists and nothing_left(lab_name)
+    for m in HOSTS.values():
+        assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}
         assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
