@@ -160,11 +160,14 @@ def test_down_with_a_host_unreachable_keeps_its_part_for_later(machines, lab_nam
 @pytest.mark.parametrize("change, words", [
     ({"python": "/nonexistent/python3"}, "host h3: agent check failed"),  # no sfclab there
     ({"port": 2222}, "host h3 .* unreachable"),  # nothing listens there
+    ({"known_hosts": None}, "host h3 .* unreachable.*not trusted"),  # unknown host key
 ])
 def test_a_host_that_fails_its_check_is_refused_before_anything(machines, lab_name, change,
-                                                                words):
-    """Every host is checked (reachable, its agent runs, it has what it needs) before any part
-    is sent: a failing host leaves nothing on any host and no state here."""
+                                                                words, monkeypatch, tmp_path):
+    """Every host is checked (reachable, its host key trusted, its agent runs, it has what it
+    needs) before any part is sent: a failing host leaves nothing on any host and no state
+    here."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.ssh/known_hosts to trust
     d = three_hosts(lab_name, machines)
     d["hosts"]["h3"]["ssh"].update(change)
     with pytest.raises(RealizeError, match=words):
