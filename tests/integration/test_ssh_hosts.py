@@ -29,7 +29,8 @@ HOSTS = {"h1": "m1", "h2": "m2", "h3": "m3"}
 
 
 def three_hosts(name: str, ssh=None) -> dict:
-    """a on h1, the router r and b on h2, c on h3: two tunnels and a plain veth."""
+    """a and d on h1, the router r and b on h2, c on h3: a shaped bridged tunnel, a
+    shortbridged one, one terminated in its nodes (direct) and a plain veth."""
     hosts = {}
     for h, m in HOSTS.items():
         hosts[h] = {"address": ADDRESSES[m]}
@@ -39,10 +40,12 @@ def three_hosts(name: str, ssh=None) -> dict:
             "nodes": {"a": {"kind": "host", "host": "h1"},
                       "r": {"kind": "router", "host": "h2"},
                       "b": {"kind": "host", "host": "h2"},
-                      "c": {"kind": "host", "host": "h3"}},
-            "links": [{"endpoints": ["a", "r"]},
+                      "c": {"kind": "host", "host": "h3"},
+                      "d": {"kind": "host", "host": "h1"}},
+            "links": [{"endpoints": ["a", "r"], "rate": "50mbit"},
                       {"endpoints": ["r", "c"], "attach": "shortbridge"},
-                      {"endpoints": ["b", "r"]}]}
+                      {"endpoints": ["b", "r"]},
+                      {"endpoints": ["d", "c"], "attach": "direct"}]}
 
 
 def objects(ns: str, skip: tuple[str, ...] = ()) -> dict:
@@ -64,6 +67,11 @@ def objects(ns: str, skip: tuple[str, ...] = ()) -> dict:
             "addresses": sorted(f"{a['local']}/{a['prefixlen']}" for x in addrs
                                 if x["ifname"] == d["ifname"] for a in x["addr_info"]
                                 if a["family"] == "inet")}
+    qdiscs = {q["dev"]: q["kind"] for q in
+              json.loads(netns.run(ns, ["tc", "-j", "qdisc", "show"]).stdout)
+              if q.get("root")}
+    for name, d in out.items():
+        d["qdisc"] = qdiscs.get(name)
     routes = sorted((r["dst"], r.get("gateway"), r.get("dev"))
                     for r in json.loads(netns.run(ns, ["ip", "-j", "route", "show"]).stdout)
                     if r.get("dev") not in skip)
@@ -102,11 +110,13 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
             assert tx_packets(ctl, "ul0") - before > 20
             want = lab_objects(dplan, lambda h: h.netns)
             got = lab_objects(splan, lambda h: machines.context(HOSTS[h.name]))
-            assert sorted(n.node for n in splan.namespaces) == ["a", "b", "c", "r"]
+            assert sorted(n.node for n in splan.namespaces) == ["a", "b", "c", "d", "r"]
             assert got == want
             vnis = {i["vni"] for h in got["hosts"].values() for i in h["interfaces"].values()
                     if i["kind"] == "vxlan"}
-            assert vnis == {1000, 1001}
+            assert vnis == {1000, 1001}  # 1002: direct, its tunnel ends are in d and c
+            assert {i["vni"] for i in got["nodes"]["d"]["interfaces"].values()} >= {1002}
+            assert "tbf" in {i["qdisc"] for i in got["hosts"]["h1"]["interfaces"].values()}
             # this machine journals only which host got which part; each host its own part
             state = lifecycle.LabState(lab_name)
             assert [e["op"] for e in state.journal()] == ["remote-host"] * 3
@@ -115,7 +125,7 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
             # inspect reads each part live on its host, through its agent
             seen = inspect(lab_name)
             assert {n: e["host"] for n, e in seen["nodes"].items()} == \
-                {"a": "h1", "r": "h2", "b": "h2", "c": "h3"}
+                {"a": "h1", "r": "h2", "b": "h2", "c": "h3", "d": "h1"}
             local = inspect(direct)
             for n, e in seen["nodes"].items():
                 assert [i["name"] for i in e["interfaces"]] == \
@@ -127,7 +137,7 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
             assert ping(splan.netns_of("a"), c_addr.split("/")[0], 3).returncode == 0
         finally:
             rep = lifecycle.down(lab_name)
-        assert rep.errors == [] and rep.namespaces == 4
+        assert rep.errors == [] and rep.namespaces == 5
         assert nothing_left(lab_name)
         for m in HOSTS.values():  # the machines' contexts hold nothing of the lab any more
             names = set(objects(machines.context(m))["interfaces"])
