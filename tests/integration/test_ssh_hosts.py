@@ -72,10 +72,13 @@ def objects(ns: str, skip: tuple[str, ...] = ()) -> dict:
               if q.get("root")}
     for name, d in out.items():
         d["qdisc"] = qdiscs.get(name)
-    routes = sorted((r["dst"], r.get("gateway"), r.get("dev"))
-                    for r in json.loads(netns.run(ns, ["ip", "-j", "route", "show"]).stdout)
-                    if r.get("dev") not in skip)
-    return {"interfaces": out, "routes": routes}
+    routes = sorted((r["dst"], str(r.get("gateway")), str(r.get("dev")), str(r.get("table")))
+                    for r in json.loads(netns.run(ns, ["ip", "-j", "route", "show", "table",
+                                                       "all"]).stdout)
+                    if r.get("dev") not in skip and r.get("table") != "local")
+    rules = sorted(json.dumps(r, sort_keys=True)
+                   for r in json.loads(netns.run(ns, ["ip", "-j", "rule", "show"]).stdout))
+    return {"interfaces": out, "routes": routes, "rules": rules}
 
 
 def tx_packets(ns: str, ifname: str) -> int:
@@ -94,6 +97,31 @@ def lab_objects(plan, context_of) -> dict:
 def machines(lab_name, tmp_path):
     with ssh_machines(f"m{lab_name[1:]}", tmp_path) as ms:
         yield ms
+
+
+def test_tenants_over_ssh_are_the_tenants_emulated(machines, lab_name):
+    """A shared router of two tenants with identical address plans, over SSH: the same
+    interfaces, addresses, tenant tables and rules as on emulated hosts."""
+    def tenants(name, ssh=None):
+        d = three_hosts(name, ssh)
+        d["tenants"] = {"red": {"nodes": ["a", "r"]}, "blue": {"nodes": ["b", "r"]}}
+        d["nodes"]["c"]["tenant"] = "red"
+        d["nodes"]["d"]["tenant"] = "red"
+        return d
+    direct = f"d{lab_name[1:]}"
+    dplan = lifecycle.up(load_lab_dict(tenants(direct)))
+    try:
+        splan = lifecycle.up(load_lab_dict(tenants(lab_name, machines)))
+        try:
+            want = lab_objects(dplan, lambda h: h.netns)
+            got = lab_objects(splan, lambda h: machines.context(HOSTS[h.name]))
+            assert got == want
+            assert any(r[3] not in ("None", "main") for r in got["nodes"]["r"]["routes"])
+        finally:
+            assert lifecycle.down(lab_name).errors == []
+        assert nothing_left(lab_name)
+    finally:
+        lifecycle.down(direct)
 
 
 def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
