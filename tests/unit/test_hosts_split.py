@@ -135,3 +135,34 @@ def test_the_agent_down_of_an_absent_lab_says_so(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr("sys.stdin", io.StringIO('{"lab": "nolab"}'))
     assert agent.main(["down"]) == 0
     assert json.loads(capsys.readouterr().out) == {"absent": True, "errors": []}
+
+
+def test_vxlan_is_found_loaded_built_in_or_as_a_module(tmp_path):
+    import os
+
+    sysm, lib = tmp_path / "sys", tmp_path / "lib"
+    kdir = lib / os.uname().release
+    kdir.mkdir(parents=True)
+    sysm.mkdir()
+    assert not agent.has_vxlan(sysm, lib)
+    (kdir / "modules.dep").write_text("kernel/drivers/net/vxlan/vxlan.ko.xz: "
+                                      "kernel/net/ipv4/udp_tunnel.ko\n")
+    assert agent.has_vxlan(sysm, lib)
+    (kdir / "modules.dep").unlink()
+    (sysm / "vxlan").mkdir()
+    assert agent.has_vxlan(sysm, lib)
+
+
+def test_a_real_hosts_part_journals_its_context_devices_not_its_context():
+    from sfclab.realize import journal
+
+    p = plan(THREE.replace("hosts: {h1: {}, h2: {}, h3: {}}",
+                           "hosts: {h1: {address: 198.19.255.1, ssh: {}}, h2: {address: "
+                           "198.19.255.2, ssh: {}}, h3: {address: 198.19.255.3, ssh: {}}}"))
+    part = host_part(p, "h3")
+    entries = journal.entries(part)
+    spaces = [e["name"] for e in entries if e["op"] == "netns"]
+    assert sorted(spaces) == ["sfclab:p:b", "sfclab:p:c"]  # never the host's own root
+    links = {e["name"]: e["alias"] for e in entries if e["op"] == "link"}
+    # the shortbridged tunnel of link 1 and the bridge of link 3 (within h3): marked
+    assert links == {"vx1": "sfclab:p:@h3:vx1", "br3": "sfclab:p:@h3:br3"}

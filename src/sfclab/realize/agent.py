@@ -32,6 +32,20 @@ from ..plan.model import Plan
 from .state import LabState
 
 
+def has_vxlan(sys_module: Path = Path("/sys/module"), lib: Path = Path("/lib/modules")) -> bool:
+    """VXLAN is loaded (or built in with parameters), else built in or a module to load."""
+    if (sys_module / "vxlan").exists():
+        return True
+    kdir = lib / os.uname().release
+    for f in ("modules.builtin", "modules.dep"):
+        try:
+            if "/vxlan.ko" in (kdir / f).read_text():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def check(req: dict[str, Any]) -> dict[str, Any]:
     """What the host lacks, as one error; else what it has."""
     from pyroute2 import IPRoute  # light start-up: only the verbs that need it
@@ -42,9 +56,9 @@ def check(req: dict[str, Any]) -> dict[str, Any]:
     ip = shutil.which("ip")
     if ip is None:
         missing.append("the 'ip' program (iproute2)")
-    vxlan = Path("/sys/module/vxlan").exists()
+    vxlan = has_vxlan()
     if not vxlan:
-        missing.append("VXLAN in the kernel (/sys/module/vxlan)")
+        missing.append("VXLAN in the kernel (neither loaded, built in nor a module)")
     addr = str(req.get("address", "")).split("/")[0]
     ifname = None
     with IPRoute() as ipr:
