@@ -7,7 +7,8 @@ with everything needed to reach it again (:class:`~sfclab.hosts.ssh.SshTarget`),
 needs neither the lab file nor the process that ran ``up``.
 
 - ``up``: every host is checked first (reachable, its agent runs, it has what it needs); then
-  the parts are sent one host at a time.  Any failure removes the parts already sent.
+  every host is journaled and sent its part, all hosts at once (one thread and connection
+  each).  Any failure removes the parts already sent.
 - ``down``: each journaled host is asked to remove its part, even when another is unreachable.
   Hosts that could not be reached stay in the journal (status ``removing``) and are named in
   the report; a later ``down`` retries exactly those.
@@ -18,10 +19,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RealizeError
-from ..hosts.ssh import HostUnreachable, SshTarget, call
+from ..hosts.ssh import SshTarget, call
 from ..plan.model import Plan
 from ..plan.split import check_partition, split
 from .teardown import TeardownReport
@@ -48,21 +50,20 @@ def targets(lab: Lab, plan: Plan) -> dict[str, SshTarget]:
 
 
 def up(lab: Lab, plan: Plan, state: LabState, say: Callable[[str], None]) -> dict[str, Any]:
-    """Check every host, then send each its part; on failure remove what was sent and raise.
-    Returns each host's check answer."""
+    """Check every host, then send each its part (hosts in parallel, each journaled before it
+    is sent anything); on failure remove what was sent and raise.  Returns each host's check
+    answer."""
     parts = split(plan)
     check_partition(plan, parts)
     ts = targets(lab, plan)
-    checks = {}
-    for name, t in ts.items():
-        say(f"checking host {name} ({t.address})")
-        checks[name] = call(t, "check", {"address": t.address})
+    say(f"checking hosts {', '.join(f'{n} ({t.address})' for n, t in ts.items())}")
+    checks = dict(zip(ts, _each(ts, lambda t: call(t, "check", {"address": t.address}))))
+    state.record([{"op": OP, "host": name, "target": t.to_dict()} for name, t in ts.items()])
     try:
-        for name, t in ts.items():
+        for name in ts:
             say(f"host {name}: {len(parts[name].namespaces)} namespaces, "
                 f"{len(parts[name].host_links)} hosted links")
-            state.record([{"op": OP, "host": name, "target": t.to_dict()}])
-            call(t, "up", {"plan": parts[name].to_dict()}, timeout=300)
+        _each(ts, lambda t: call(t, "up", {"plan": parts[t.host].to_dict()}, timeout=300))
     except BaseException as e:
         say("rolling back")
         rep = down(state)
@@ -72,31 +73,43 @@ def up(lab: Lab, plan: Plan, state: LabState, say: Callable[[str], None]) -> dic
     return checks
 
 
+def _each(ts: dict[str, SshTarget], fn: Callable[[SshTarget], Any]) -> list[Any]:
+    """``fn`` on every host at once (one thread each: a connection leaves from the namespace
+    its thread entered); the results in host order, or the first host's failure once all
+    have answered."""
+    with ThreadPoolExecutor(max_workers=max(1, len(ts))) as ex:
+        futures = [ex.submit(fn, t) for t in ts.values()]
+        wait(futures)
+    return [f.result() for f in futures]
+
+
 def journaled(state: LabState) -> list[dict[str, Any]]:
     return [e for e in state.journal() if e.get("op") == OP]
 
 
 def down(state: LabState) -> TeardownReport:
-    """Ask every journaled host to remove its part; keep the unreachable ones journaled.
-    ``errors`` names every host whose part is left (for a later ``down``)."""
+    """Ask every journaled host (at once) to remove its part; keep the unreachable ones
+    journaled.  ``errors`` names every host whose part is left (for a later ``down``)."""
     rep = TeardownReport()
-    left = []
-    for e in journaled(state):
-        t = SshTarget.from_dict(e["target"])
+    entries = journaled(state)
+    ts = {e["host"]: SshTarget.from_dict(e["target"]) for e in entries}
+
+    def one(t: SshTarget) -> dict[str, Any] | RealizeError:
         try:
-            got = call(t, "down", {"lab": state.name}, timeout=300)
-        except HostUnreachable as err:
-            rep.errors.append(f"{err}; its part is left: run 'sfclab down {state.name}' again")
-            left.append(e)
-            continue
-        except RealizeError as err:
-            rep.errors.append(f"{err}; its part is left: run 'sfclab down {state.name}' again")
+            return call(t, "down", {"lab": state.name}, timeout=300)
+        except RealizeError as err:  # unreachable, or its agent failed: retried later
+            return err
+
+    left = []
+    for e, got in zip(entries, _each(ts, one)):
+        if isinstance(got, RealizeError):
+            rep.errors.append(f"{got}; its part is left: run 'sfclab down {state.name}' again")
             left.append(e)
             continue
         rep.namespaces += int(got.get("namespaces", 0))
         rep.processes += int(got.get("processes", 0))
         rep.links += int(got.get("links", 0))
-        rep.errors += [f"host {t.host}: {x}" for x in got.get("errors", [])]
+        rep.errors += [f"host {e['host']}: {x}" for x in got.get("errors", [])]
     _rewrite_journal(state, left)  # what is left for a later down (nothing: all removed)
     return rep
 
