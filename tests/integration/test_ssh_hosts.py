@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sfclab.errors import RealizeError
+from sfclab.errors import LabError, RealizeError
 from sfclab.kernel import netns
 from sfclab.realize import lifecycle
 from sfclab.realize.inspect import inspect
@@ -150,6 +150,8 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
             assert [e["op"] for e in state.journal()] == ["remote-host"] * 3
             for h, m in HOSTS.items():
                 assert (machines.dir / f"state-{m}" / "labs" / lab_name / "journal").exists()
+            with pytest.raises(LabError, match="reached over SSH"):
+                lifecycle.node_netns(lab_name, "a")  # exec: its namespace is on that host
             # inspect reads each part live on its host, through its agent
             seen = inspect(lab_name)
             assert {n: e["host"] for n, e in seen["nodes"].items()} == \

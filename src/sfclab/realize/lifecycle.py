@@ -195,6 +195,11 @@ def node_netns(name: str, node: str) -> str:
             hosts = ", ".join(HOST_PREFIX + h.name for h in plan.hosts) or "none"
             raise LabError(f"lab '{name}' has no host '{node[1:]}' (host contexts: {hosts})")
         return host.netns
+    host = plan.host_of(node)
+    if host is not None and not host.emulated:
+        raise LabError(f"node '{node}' runs on host '{host.name}', reached over SSH: its "
+                       "namespace is on that machine (enter it there: ip netns exec "
+                       f"{plan.netns_of(node)} ...)")
     try:
         return plan.netns_of(node)
     except KeyError:
