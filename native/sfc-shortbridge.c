@@ -5,6 +5,7 @@
  *
  *   sfc-shortbridge --netns NAME [--via-egress] IFACE_A IFACE_B
  *
+ * NAME '-' is the namespace the tool runs in (a real host's root context, where its agent runs).
  * Inside namespace NAME (/run/netns/NAME), the program is attached at tcx ingress of IFACE_A
  * redirecting to IFACE_B, and at tcx ingress of IFACE_B redirecting to IFACE_A.  A frame bound
  * for a veth is delivered into the veth's other end directly (bpf_redirect_peer), unless

@@ -6,7 +6,8 @@
 #ifndef SFCLAB_NETNS_H
 #define SFCLAB_NETNS_H
 
-/* setns() the calling thread into /run/netns/NAME; 0, or -1 with the reason logged */
+/* setns() the calling thread into /run/netns/NAME ("-": stay in the namespace the tool runs in,
+ * as on a host driven over SSH); 0, or -1 with the reason logged */
 int netns_enter(const char *name);
 
 #endif

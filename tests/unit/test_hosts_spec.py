@@ -93,8 +93,25 @@ BAD = {
                         "hosts.h1.address", "underlay subnet"),
     "address-twice": ("hosts: {h1: {address: 198.19.255.9}, h2: {address: 198.19.255.9}}\n"
                       "nodes:\n  a: {kind: host}\n", "hosts.h2.address", "already"),
-    "ssh": ("hosts: {h1: {ssh: {user: root}, address: 198.19.255.9}}\nnodes:\n  a: {kind: host}\n",
-            "hosts.h1.ssh", "SSH"),
+    "ssh-no-address": ("hosts: {h1: {ssh: {user: root}}}\nnodes:\n  a: {kind: host}\n",
+                       "hosts.h1", "needs its 'address'"),
+    "ssh-key-missing": ("hosts: {h1: {ssh: {key: /nonexistent/id}, address: 198.19.255.9}}\n"
+                        "nodes:\n  a: {kind: host}\n", "hosts.h1.ssh.key",
+                        "private key file"),
+    "ssh-known-hosts-folder": ("hosts: {h1: {ssh: {known_hosts: /}, address: 198.19.255.9}}\n"
+                               "nodes:\n  a: {kind: host}\n", "hosts.h1.ssh.known_hosts",
+                               "a folder"),
+    "ssh-port": ("hosts: {h1: {ssh: {port: 0}, address: 198.19.255.9}}\n"
+                 "nodes:\n  a: {kind: host}\n", "hosts.h1.ssh.port", "1"),
+    "ssh-user": ("hosts: {h1: {ssh: {user: 'a b'}, address: 198.19.255.9}}\n"
+                 "nodes:\n  a: {kind: host}\n", "hosts.h1.ssh.user", ""),
+    "ssh-key-unknown": ("hosts: {h1: {ssh: {password: x}, address: 198.19.255.9}}\n"
+                        "nodes:\n  a: {kind: host}\n", "hosts.h1.ssh.password", ""),
+    "ssh-mixed": ("hosts: {h1: {ssh: {}, address: 198.19.255.9}, h2: {}}\n"
+                  "nodes:\n  a: {kind: host}\n", "hosts.h2", "all emulated or all"),
+    "ssh-ovs": ("hosts: {h1: {ssh: {}, address: 198.19.255.9}, h2: {ssh: {}, address: "
+                "198.19.255.10}}\n" + TWO + "links:\n  - endpoints: [a, b]\n    attach: ovs\n",
+                "links[0].attach", "not supported on a host reached over SSH"),
     "underlay-alone": ("underlay: {mtu: 9000}\nnodes:\n  a: {kind: host}\n", "underlay",
                        "hosts"),
     "underlay-mtu": ("underlay: {mtu: 100}\n" + HOSTED + "nodes:\n  a: {kind: host}\n",

@@ -119,7 +119,7 @@ class Shortbridge(AttachKind):
         programs (which only the veth's own receive path runs)."""
         a, b = j.members
         via = ["--via-egress"] if j.link.rate is not None or j.xdp_nodes else []
-        j.ctx.run([str(shortbridge_binary()), "--netns", j.here[0].netns, *via, a, b])
+        j.ctx.run([str(shortbridge_binary()), "--netns", j.ctx.tool_netns, *via, a, b])
 
 
 class Ovs(AttachKind):

@@ -2,8 +2,9 @@
 
 :class:`HostContext` is what the code building a host's part may use: an rtnetlink socket in
 the context, programs run there (waited for) and daemons started there.  :class:`EmulatedHost`
-is a namespace of the lab (``sfclab:<lab>:@<host>``) entered by this process; a host over SSH
-would run the same requests on its own root context.
+is a namespace of the lab (``sfclab:<lab>:@<host>``) entered by this process; :class:`OwnRoot`
+is the namespace this process runs in, which is how a real host's agent
+(:mod:`sfclab.realize.agent`, run there over SSH) builds its part in its own root context.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class HostContext(abc.ABC):
     """The root context of one host."""
 
     name: str
+    #: what a native tool's ``--netns`` takes to work there ('-': where the tool runs)
+    tool_netns: str = "-"
 
     @abc.abstractmethod
     def iproute(self) -> IPRoute:
@@ -44,6 +47,7 @@ class EmulatedHost(HostContext):
     def __init__(self, name: str, ns: str):
         self.name = name
         self.netns = ns
+        self.tool_netns = ns
 
     def iproute(self) -> IPRoute:
         return netns.iproute(self.netns)
@@ -55,7 +59,31 @@ class EmulatedHost(HostContext):
         except subprocess.TimeoutExpired:
             raise ToolError(argv, -1, f"no answer in {timeout:.0f} s") from None
 
-
     def set_offloads(self, ifname: str, offloads: dict[str, bool]) -> None:
         with netns.entered(self.netns):
             ethtool.set_offloads(ifname, offloads)
+
+
+class OwnRoot(HostContext):
+    """The namespace this process runs in, as the host's context (a real host's agent)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def iproute(self) -> IPRoute:
+        from pyroute2 import IPRoute  # light start-up: pyroute2 only when asked for
+
+        return IPRoute()
+
+    def run(self, argv: list[str], *, env: dict[str, str] | None = None,
+            timeout: float = 60) -> str:
+        try:
+            cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            raise ToolError(argv, -1, f"no answer in {timeout:.0f} s") from None
+        if cp.returncode != 0:
+            raise ToolError(argv, cp.returncode, cp.stderr or cp.stdout)
+        return cp.stdout
+
+    def set_offloads(self, ifname: str, offloads: dict[str, bool]) -> None:
+        ethtool.set_offloads(ifname, offloads)

@@ -12,12 +12,13 @@ joins them, and each host's CPUs and memory.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..hosts import cgroups as host_cgroups
 from ..kernel import netns
-from ..hosts.context import EmulatedHost, HostContext
+from ..hosts.context import EmulatedHost, HostContext, OwnRoot
 from ..plan.model import Plan
 from .nodes.namespace import BASE_SYSCTLS
 from .part import Part
@@ -30,10 +31,16 @@ if TYPE_CHECKING:
 
 
 def context(plan: Plan, host: str) -> HostContext:
+    """The host's context: its namespace for an emulated host; for a real host (whose part is
+    built by its agent, there) the namespace the agent runs in: the machine's root."""
     for h in plan.hosts:
         if h.name == host:
-            return EmulatedHost(h.name, h.netns)
+            return EmulatedHost(h.name, h.netns) if h.emulated else OwnRoot(h.name)
     raise KeyError(host)
+
+
+def _emulated(plan: Plan) -> bool:
+    return any(h.emulated for h in plan.hosts)
 
 
 def ovs_dir(state: LabState, host: str) -> Path:
@@ -48,21 +55,26 @@ class Hosts(Part):
     def journal(self, plan: Plan) -> list[dict[str, Any]]:
         if not plan.hosts:
             return []
-        out: list[dict[str, Any]] = [{"op": "netns", "name": h.netns} for h in plan.hosts]
-        if plan.underlay is not None:
+        # a real host's context is its root namespace: never journaled, never removed
+        out: list[dict[str, Any]] = [{"op": "netns", "name": h.netns} for h in plan.hosts
+                                     if h.emulated]
+        if plan.underlay is not None and _emulated(plan):
             out.append({"op": "netns", "name": plan.underlay.netns})
         out += [{"op": "host-cgroup", "name": h.cgroup} for h in plan.hosts]
         return out
 
     def namespaces(self, b: Builder) -> None:
         for h in b.plan.hosts:
-            b.open_namespace(h.netns, BASE_SYSCTLS)
-        if b.plan.underlay is not None:
+            if h.emulated:
+                b.open_namespace(h.netns, BASE_SYSCTLS)
+            else:  # the agent's own namespace is the host's context
+                b.fds[h.netns] = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        if b.plan.underlay is not None and _emulated(b.plan):
             b.open_namespace(b.plan.underlay.netns, BASE_SYSCTLS)
 
     def links(self, b: Builder) -> None:
         u = b.plan.underlay
-        if u is None:
+        if u is None or not _emulated(b.plan):  # a real host's underlay is its own network
             return
         b.link_batch.bridge(u.bridge, b.fds[u.netns], f"underlay bridge {u.netns}/{u.bridge}")
         b.created(u.netns, u.bridge)
@@ -75,7 +87,7 @@ class Hosts(Part):
 
     def configure(self, b: Builder) -> None:
         u = b.plan.underlay
-        if u is None:
+        if u is None or not _emulated(b.plan):
             return
         ub = b.batch(u.netns)
         ub.link(1, f"interface {u.netns}/lo")
@@ -114,8 +126,9 @@ def inspect_hosts(plan: Plan) -> dict[str, Any]:
     """What ``inspect`` shows of the hosts: each host's context, underlay address, CPUs and
     memory (live from its cgroups), nodes, and the links' tunnels."""
     out: dict[str, Any] = {}
-    for h in plan.hosts:
-        out[h.name] = {"context": h.netns, "present": netns.exists(h.netns),
+    for h in plan.hosts:  # a real host's context is the root of the machine it is read on
+        out[h.name] = {"context": h.netns if h.emulated else "root",
+                       "present": netns.exists(h.netns) if h.emulated else True,
                        "emulated": h.emulated, "underlay": h.address, "cpus": h.cpus,
                        "memory": h.memory, "nodes": h.nodes,
                        "cgroups": host_cgroups.usage(h.cgroup)}
@@ -128,8 +141,8 @@ def inspect_links(plan: Plan, live: bool = False) -> list[dict[str, Any]]:
     have: dict[str, set[str]] = {}
     if live:
         for h in plan.hosts:
-            if netns.exists(h.netns):
-                ipr = netns.iproute(h.netns)
+            if not h.emulated or netns.exists(h.netns):
+                ipr = netns.iproute(h.netns if h.emulated else None)
                 try:
                     have[h.netns] = {m.get_attr("IFLA_IFNAME") for m in ipr.get_links()}
                 finally:

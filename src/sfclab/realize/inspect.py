@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import remote
 from .hosts import inspect_hosts, inspect_links
 from .kinds import TABLE
 from .lifecycle import load_plan
@@ -21,7 +22,8 @@ def inspect(name: str) -> dict[str, Any]:
     state, plan = load_plan(name)
     meta = state.meta()
     found: dict[str, Any] = {}
-    for part in TABLE.parts():
+    far = bool(remote.journaled(state))  # real hosts: nothing of the lab is on this machine
+    for part in [] if far else TABLE.parts():
         part.inspect(state, plan, found)
     order = [ns.node for ns in plan.namespaces] + [b.node for b in plan.ovs_bridges]
     nodes = {n: found[n] for n in order if n in found}
@@ -31,7 +33,7 @@ def inspect(name: str) -> dict[str, Any]:
             entry["host"] = host.name
         if plan.tenants:
             entry["tenants"] = plan.tenants_of(n)
-    out = {"name": plan.lab, "status": meta.get("status"), "created": meta.get("created"),
+    out: dict[str, Any] = {"name": plan.lab, "status": meta.get("status"), "created": meta.get("created"),
            "source": meta.get("source"), "tag": plan.tag, "nodes": nodes,
            "segments": [{"subnet": s.subnet, "members": s.members, "bridges": s.bridges}
                         for s in plan.segments]}
@@ -40,7 +42,13 @@ def inspect(name: str) -> dict[str, Any]:
         out["underlay"] = {"netns": plan.underlay.netns, "subnet": plan.underlay.subnet,
                            "mtu": plan.underlay.mtu, "mtu_note": plan.underlay.mtu_note} \
             if plan.underlay else None
-        out["host_links"] = inspect_links(plan, live=True)
+        out["host_links"] = inspect_links(plan, live=not far)
     if plan.tenants:
         out["tenants"] = plan.tenants
+    if far:  # each host's part is read live there, by its agent
+        remote.inspect(state, out)
+        out["nodes"] = {n: out["nodes"][n] for n in order if n in out["nodes"]}
+        for n, entry in out["nodes"].items():
+            if plan.tenants:
+                entry["tenants"] = plan.tenants_of(n)
     return out

@@ -18,6 +18,7 @@ from ..errors import LabError, RealizeError, SpecError
 from ..plan.model import Plan
 from ..plan.names import HOST_PREFIX, STAGING_NODE, netns_name
 from ..kernel import netns, ovs
+from . import remote
 from .kinds import TABLE
 from .state import LabState, all_labs, pid_alive
 from .teardown import TeardownReport, teardown
@@ -102,6 +103,20 @@ def up(lab: Lab, *, progress: Progress | None = None) -> Plan:
     with state.locked():
         _refuse_existing(state)
         plan = check(lab)
+        if remote.is_remote(lab):  # real hosts: each builds its own part (sfclab.realize.remote)
+            state.begin(plan.to_dict(), yaml.safe_dump(lab.to_dict(), sort_keys=False),
+                        lab.source)
+            t0 = time.monotonic()
+            try:
+                remote.up(lab, plan, state, say)
+            except BaseException:
+                if not remote.pending(state):
+                    state.remove()
+                else:
+                    state.set_meta(status="failed")
+                raise
+            state.set_meta(status="up", pid=None, up_seconds=round(time.monotonic() - t0, 4))
+            return plan
         if plan.ovs_bridges:
             ovs.ensure_running()
         _preflight(plan)
@@ -134,7 +149,12 @@ def down(name: str) -> TeardownReport:
         raise LabError(f"no lab named '{name}' (labs: {known})")
     with state.locked():
         state.set_meta(status="removing")
-        rep = teardown(state)
+        if remote.journaled(state):  # real hosts: each removes its own part
+            rep = remote.down(state)
+            if remote.pending(state):
+                return rep  # the unreachable hosts' parts stay journaled for a later down
+        else:
+            rep = teardown(state)
         state.remove()  # nothing of the lab is left; the lock file goes as the lock is released
         return rep
 
@@ -175,6 +195,11 @@ def node_netns(name: str, node: str) -> str:
             hosts = ", ".join(HOST_PREFIX + h.name for h in plan.hosts) or "none"
             raise LabError(f"lab '{name}' has no host '{node[1:]}' (host contexts: {hosts})")
         return host.netns
+    host = plan.host_of(node)
+    if host is not None and not host.emulated:
+        raise LabError(f"node '{node}' runs on host '{host.name}', reached over SSH: its "
+                       "namespace is on that machine (enter it there: ip netns exec "
+                       f"{plan.netns_of(node)} ...)")
     try:
         return plan.netns_of(node)
     except KeyError:

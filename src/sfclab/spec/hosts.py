@@ -21,12 +21,16 @@ Model::
 A node with no tenant is *public*.  A node of several tenants (a shared function) is also
 public.  A link belongs to the one space both its ends share (a tenant, or public); a link
 between nodes that share none, or more than one, is refused: that is how nothing of one tenant
-reaches another's nodes.  Hosts with ``ssh`` (real machines) are refused for now.
+reaches another's nodes.  A host with ``ssh`` (see :class:`SshSpec`) is a real machine that
+sfclab drives over SSH; it needs an ``address``, and a lab's hosts are all emulated or all real.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from ipaddress import IPv4Address, IPv4Network
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
@@ -53,9 +57,19 @@ Size = Annotated[int, BeforeValidator(parse_size)]
 
 
 class SshSpec(_Model):
-    user: str = "root"
+    """How sfclab reaches a real host: SSH as ``user`` with the private ``key`` (a file; relative
+    to the lab file), on ``port``; ``python`` is the remote interpreter that has sfclab (it runs
+    the agent, :mod:`sfclab.realize.agent`), ``state`` the remote state directory, ``netns`` the
+    namespace of this machine the connection leaves from (default: this process's),
+    ``known_hosts`` the file of trusted host keys (default: ``~/.ssh/known_hosts``)."""
+
+    user: str = Field(default="root", pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
     key: str | None = None
     port: int = Field(default=22, ge=1, le=65535)
+    python: str = Field(default="python3", pattern=r"^[A-Za-z0-9_./+-]+$")
+    state: str = Field(default="/run/sfclab", pattern=r"^/[A-Za-z0-9_./+-]*$")
+    netns: str | None = None
+    known_hosts: str | None = None
 
 
 class HostSpec(_Model):
@@ -121,8 +135,7 @@ def validate_hosts(doc: Document, raw: Any, underlay_raw: Any) -> tuple[dict[str
         _name(doc, name, place, "host")
         spec = _located(doc, HostSpec, {} if h is None else h, place)
         if spec.ssh is not None:
-            raise doc.error("hosts reached over SSH are not supported yet; remove 'ssh' to "
-                            "emulate this host on this machine", place + ("ssh",))
+            spec = _check_ssh(doc, spec, place)
         if spec.address is not None:
             a = spec.address
             if a not in underlay.subnet or a in (underlay.subnet.network_address,
@@ -133,10 +146,45 @@ def validate_hosts(doc: Document, raw: Any, underlay_raw: Any) -> tuple[dict[str
                 raise doc.error(f"address {a} is already host '{seen[a]}''s", place + ("address",))
             seen[a] = name
         hosts[name] = spec
+    remote = [n for n, h in hosts.items() if h.ssh is not None]
+    if remote and len(remote) != len(hosts):
+        other = next(n for n, h in hosts.items() if h.ssh is None)
+        raise doc.error("a lab's hosts are all emulated or all reached over SSH (an emulated "
+                        f"host's underlay cannot reach a real one); host '{other}' has no "
+                        "'ssh'", ("hosts", other))
     if len(hosts) > underlay.subnet.num_addresses - 2:
         raise doc.error(f"the underlay subnet {underlay.subnet} has too few addresses for "
                         f"{len(hosts)} hosts", ("underlay", "subnet"))
     return hosts, underlay
+
+
+def _check_ssh(doc: Document, spec: HostSpec, place: tuple[Any, ...]) -> HostSpec:
+    """A real host: it needs its underlay ``address``; its key must be a readable file (made
+    absolute here, relative to the lab file's folder)."""
+    assert spec.ssh is not None
+    if spec.address is None:
+        raise doc.error("a host reached over SSH needs its 'address' (on the underlay: sfclab "
+                        "connects to it and tunnels end there)", place)
+    files = {}
+    for what, field in (("a private key file", "key"), ("a known-hosts file", "known_hosts")):
+        given = getattr(spec.ssh, field)
+        if given is None:
+            continue
+        f = Path(given).expanduser()
+        if not f.is_absolute():
+            src = Path(doc.source)
+            f = (src.parent if src.is_file() else Path.cwd()) / f
+        if not f.is_file():
+            raise doc.error(f"expected {what}, got {given!r} ({f} is "
+                            f"{'a folder' if f.is_dir() else 'missing'})", place + ("ssh", field))
+        if not os.access(f, os.R_OK):
+            raise doc.error(f"the file {f} cannot be read", place + ("ssh", field))
+        files[field] = str(f.resolve())
+    ns = spec.ssh.netns
+    if ns is not None and (not re.fullmatch(r"[A-Za-z0-9_:@-][A-Za-z0-9_:@.-]{0,254}", ns)):
+        raise doc.error(f"expected a namespace name (letters, digits, _ : @ . -), got {ns!r}",
+                        place + ("ssh", "netns"))
+    return spec.model_copy(update={"ssh": spec.ssh.model_copy(update=files)})
 
 
 def node_placement(doc: Document, hosts: dict[str, HostSpec],
@@ -238,6 +286,14 @@ def check_hosted(doc: Document, hosts: dict[str, HostSpec], nodes: dict[str, Nod
                     raise doc.error("an ovs-bridge node has no interface of its own for a host "
                                     "context to meet; use 'attach: ovs' on the link instead",
                                     place + ("endpoints", j))
+        if lk.attach in ("ovs", "hybrid"):
+            for j, ep in enumerate(lk.endpoints):
+                h = nodes[ep.node].host
+                if h is not None and hosts[h].ssh is not None:
+                    raise doc.error(f"'attach: {lk.attach}' runs an OVS of sfclab's own in the "
+                                    f"host's context, not supported on a host reached over SSH "
+                                    f"('{h}'); use bridge, shortbridge or direct",
+                                    place + ("attach",))
     for n in nodes.values():
         if n.is_bridge and len(n.tenants) > 1:
             raise doc.error(f"a {n.kind} joins everything on it at layer 2: it cannot be shared "

@@ -11,7 +11,7 @@ in lab namespaces, so removing them removes it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...hosts import ovs, shaping
 from ...hosts.attach import ATTACH_KINDS, Joint
@@ -28,10 +28,25 @@ if TYPE_CHECKING:
 
     from ...hosts.context import HostContext
     from ...plan.build import Planner
-    from ...plan.model import HostEndPlan, HostLinkPlan
+    from ...plan.model import HostEndPlan, HostLinkPlan, Plan
     from ...spec.kinds import Locate
     from ...spec.lab import LinkSpec, NodeSpec
     from ..build import Builder
+
+
+def context_mark(lab: str, host: str, name: str) -> str:
+    return f"sfclab:{lab}:@{host}:{name}"
+
+
+def context_devices(hl: HostLinkPlan, e: HostEndPlan) -> list[str]:
+    """The devices a hosted link makes in host ``e.host``'s context itself (not in a node):
+    its tunnel (unless it goes into the node) and its Linux bridge."""
+    out = []
+    if e.vxlan and not ATTACH_KINDS[hl.attach].in_node:
+        out.append(e.vxlan)
+    if hl.attach == "bridge" and e.joiner:
+        out.append(e.joiner)
+    return out
 
 
 class Hosted(LinkForm):
@@ -64,6 +79,18 @@ class Hosted(LinkForm):
         p.plan.interfaces.extend(ends)
         p.plan.host_links.append(hl)
         return dict(enumerate(ends))
+
+    def journal(self, plan: Plan) -> list[dict[str, Any]]:
+        """On a real host the context is the machine's root namespace, which outlives the lab:
+        its tunnels and bridges are journaled (``link`` with their mark) and removed by mark.
+        Ports go with their node's namespace (veth pairs), shortbridges with the devices."""
+        real = {h.name for h in plan.hosts if not h.emulated}
+        out = []
+        for hl in plan.host_links:
+            first = {e.host: e for e in reversed(hl.ends)}  # each host's first end
+            out += [{"op": "link", "name": n, "alias": context_mark(plan.lab, h, n)}
+                    for h, e in first.items() if h in real for n in context_devices(hl, e)]
+        return out
 
     def links(self, b: Builder) -> None:
         mtu_of = {(i.netns, i.name): i.mtu for i in self.interfaces(b.plan)}
@@ -108,8 +135,8 @@ class Hosted(LinkForm):
                 if xdp_nodes:  # a veth takes XDP-redirected frames only with NAPI: GRO on
                     ctx.set_offloads(e.port, {"gro": True})
         e0 = here[0]
+        host = next(h for h in b.plan.hosts if h.name == e0.host)
         if e0.vxlan:
-            host = next(h for h in b.plan.hosts if h.name == e0.host)
             ul = ipr.link_lookup(ifname=host.underlay_if)[0]
             ipr.link("add", ifname=e0.vxlan, kind="vxlan", vxlan_id=hl.vni,
                      vxlan_local=e0.local, vxlan_group=e0.remote,
@@ -119,6 +146,11 @@ class Hosted(LinkForm):
                 ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
         ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, b.plan.lab, odir,
                                            xdp_nodes=xdp_nodes))
+        if not host.emulated:  # the marks teardown checks before removing them
+            for n in context_devices(hl, e0):
+                idx = ipr.link_lookup(ifname=n)
+                if idx:
+                    ipr.link("set", index=idx[0], ifalias=context_mark(b.plan.lab, e0.host, n))
         if hl.rate is not None:
             for e in here:
                 shaping.shape(ctx, e.port, hl.rate, hl.mtu)

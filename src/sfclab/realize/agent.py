@@ -1,0 +1,177 @@
+"""The agent: a real host's side of a lab, run there over SSH (``python -m sfclab.realize.agent``).
+
+One verb per run, the request as JSON on stdin, the answer as JSON on stdout; a failure is one
+line on stderr and exit status 1 (2 for a bad request).  The namespace the agent runs in is the
+host's context (:class:`~sfclab.hosts.context.OwnRoot`): on a real machine its root namespace;
+in the tests, an emulated host's context where ``sshd`` runs.  The agent keeps its own journal
+in its own state directory (``$SFCLAB_STATE_DIR`` on that host), exactly as a local ``up``:
+the journal is written before anything is made, objects carry the lab's marks, and ``down``
+removes what the journal names.
+
+- ``check`` ``{"address": A}``: what the host must have: root, ``ip``, VXLAN in the kernel,
+  the underlay address ``A`` on one of its interfaces; answers the interface holding it.
+- ``up`` ``{"plan": P}``: build the host's part ``P`` (:func:`sfclab.plan.split.host_part`);
+  refuses a lab that is already there, rolls back on failure.
+- ``down`` ``{"lab": L}``: remove the host's part of lab ``L`` (nothing there: ``absent``).
+- ``inspect`` ``{"lab": L}``: the part read live (nodes, host, hosted-link ends), as a local
+  ``inspect`` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import LabError, SfclabError
+from ..kernel import netns
+from ..plan.model import Plan
+from .state import LabState
+
+
+def has_vxlan(sys_module: Path = Path("/sys/module"), lib: Path = Path("/lib/modules")) -> bool:
+    """VXLAN is loaded (or built in with parameters), else built in or a module to load."""
+    if (sys_module / "vxlan").exists():
+        return True
+    kdir = lib / os.uname().release
+    for f in ("modules.builtin", "modules.dep"):
+        try:
+            if "/vxlan.ko" in (kdir / f).read_text():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def check(req: dict[str, Any]) -> dict[str, Any]:
+    """What the host lacks, as one error; else what it has."""
+    from pyroute2 import IPRoute  # light start-up: only the verbs that need it
+
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (the agent makes namespaces and devices)")
+    ip = shutil.which("ip")
+    if ip is None:
+        missing.append("the 'ip' program (iproute2)")
+    vxlan = has_vxlan()
+    if not vxlan:
+        missing.append("VXLAN in the kernel (neither loaded, built in nor a module)")
+    addr = str(req.get("address", "")).split("/")[0]
+    ifname = None
+    with IPRoute() as ipr:
+        for a in ipr.get_addr(family=2):
+            if a.get_attr("IFA_ADDRESS") == addr:
+                ifname = ipr.get_links(a["index"])[0].get_attr("IFLA_IFNAME")
+    if ifname is None:
+        missing.append(f"the underlay address {addr} on one of its interfaces")
+    if missing:
+        raise LabError("this host lacks " + "; ".join(missing))
+    from .. import __version__
+
+    return {"ip": ip, "vxlan": vxlan, "underlay_if": ifname, "sfclab": __version__,
+            "python": sys.version.split()[0]}
+
+
+def up(req: dict[str, Any]) -> dict[str, Any]:
+    """Build the host's part; on failure nothing of it is left."""
+    from ..kernel.cpus import online
+    from . import journal
+    from .build import Builder
+    from .kinds import TABLE
+    from .teardown import teardown
+
+    plan = Plan.from_dict(req["plan"])
+    if len(plan.hosts) != 1:
+        raise LabError("a host's part names exactly one host")
+    host = plan.hosts[0]
+    host.emulated = False
+    host.underlay_if = check({"address": host.address})["underlay_if"]
+    cpus = online()
+    if not set(host.cpus) <= set(cpus):  # planned on another machine: this one's CPUs
+        host.cpus = cpus[:len(host.cpus)] or cpus
+    state = LabState(plan.lab)
+    with state.locked():
+        if state.exists:
+            raise LabError(f"lab '{plan.lab}' already has a part on this host; run down first")
+        for ns in plan.namespaces:
+            if netns.exists(ns.name):
+                raise LabError(f"namespace {ns.name} already exists and no lab of sfclab owns "
+                               "it; sfclab will not adopt it")
+        state.begin(plan.to_dict(), "", f"agent for host {host.name}")
+        state.record(journal.entries(plan))
+        builder = Builder(plan, TABLE.parts(), state)
+        try:
+            builder.build()
+        except BaseException:
+            builder.close()
+            teardown(state)
+            state.remove()
+            raise
+        builder.close()
+        state.set_meta(status="up", pid=None)
+    return {"host": host.name, "namespaces": [n.name for n in plan.namespaces],
+            "underlay_if": host.underlay_if}
+
+
+def down(req: dict[str, Any]) -> dict[str, Any]:
+    from .teardown import teardown
+
+    state = LabState(str(req["lab"]))
+    if not state.exists:
+        return {"absent": True, "errors": []}
+    with state.locked():
+        state.set_meta(status="removing")
+        rep = teardown(state)
+        state.remove()
+    return {"absent": False, **rep.to_dict()}
+
+
+def inspect(req: dict[str, Any]) -> dict[str, Any]:
+    """The host's part read live, by the same code as a local ``inspect``: its nodes, its
+    host context (CPUs and memory from its cgroups) and its hosted-link ends."""
+    from .hosts import inspect_hosts, inspect_links
+    from .kinds import TABLE
+
+    state = LabState(str(req["lab"]))
+    d = state.plan()
+    if d is None:
+        return {"absent": True}
+    plan = Plan.from_dict(d)
+    found: dict[str, Any] = {}
+    for part in TABLE.parts():
+        part.inspect(state, plan, found)
+    return {"absent": False, "status": state.meta().get("status"),
+            "namespaces": {n.name: netns.exists(n.name) for n in plan.namespaces},
+            "nodes": found, "hosts": inspect_hosts(plan),
+            "host_links": inspect_links(plan, live=True)}
+
+
+VERBS = {"check": check, "up": up, "down": down, "inspect": inspect}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in VERBS:
+        print(f"usage: python -m sfclab.realize.agent {{{'|'.join(VERBS)}}} < request.json",
+              file=sys.stderr)
+        return 2
+    try:
+        req = json.loads(sys.stdin.read() or "{}")
+        if not isinstance(req, dict):
+            raise ValueError("expected a JSON object")
+    except ValueError as e:
+        print(f"agent: bad request: {e}", file=sys.stderr)
+        return 2
+    try:
+        answer = VERBS[argv[0]](req)
+    except (SfclabError, OSError, KeyError) as e:
+        print(f"agent {argv[0]}: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,102 @@
+"""Machines reached over SSH, without a second machine: emulated hosts that run ``sshd``.
+
+:func:`ssh_machines` builds a lab of emulated hosts (the *machines*: ``m1``, ``m2``, ``m3`` and
+``ctl``, joined by their underlay), generates a host key and a client key into a temp dir, and
+starts Debian's ``sshd`` with ``-f`` on a test config in each machine's context namespace,
+listening on that machine's underlay address only.  ``ctl``'s context is where the SSH client
+connects from, so SSH traffic never leaves the underlay.  Each ``sshd`` is ended by its PID.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sfclab.kernel import netns
+
+SSHD = "/usr/sbin/sshd"
+ADDRESSES = {"m1": "198.19.255.11", "m2": "198.19.255.12", "m3": "198.19.255.13",
+             "ctl": "198.19.255.20"}
+
+
+@dataclass
+class Machines:
+    lab: str
+    dir: Path
+    key: Path
+    known_hosts: Path
+    sshd: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def context(self, m: str) -> str:
+        return f"sfclab:{self.lab}:@{m}"
+
+    def ssh(self, m: str) -> dict:
+        """The ``ssh`` section of a lab host that is machine ``m``."""
+        return {"user": "root", "key": str(self.key), "port": 22, "python": sys.executable,
+                "state": str(self.dir / f"state-{m}"), "netns": self.context("ctl"),
+                "known_hosts": str(self.known_hosts)}
+
+    def start(self, m: str) -> None:
+        cfg = self.dir / f"sshd-{m}.conf"
+        cfg.write_text("\n".join([
+            f"ListenAddress {ADDRESSES[m]}", "Port 22", f"HostKey {self.dir / 'host_key'}",
+            f"PidFile {self.dir / f'sshd-{m}.pid'}",
+            f"AuthorizedKeysFile {self.dir / 'authorized_keys'}",
+            "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
+            "UseDNS no", "PrintMotd no", "Subsystem sftp internal-sftp", ""]))
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+        self.sshd[m] = netns.popen(self.context(m), [SSHD, "-D", "-e", "-f", str(cfg)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            out = netns.run(self.context(m), ["ss", "-Hltn"]).stdout
+            if f"{ADDRESSES[m]}:22 " in out:
+                return
+            if self.sshd[m].poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"sshd on {m} did not start")
+            time.sleep(0.05)
+
+    def stop(self, m: str) -> None:
+        p = self.sshd.pop(m, None)
+        if p is not None:
+            p.terminate()  # by its PID
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@contextlib.contextmanager
+def ssh_machines(name: str, tmp: Path):
+    """Three machines running ``sshd`` (and ``ctl``, the client's place); removed after."""
+    from sfclab.realize import lifecycle
+    from sfclab.realize.kinds import load_lab_dict
+
+    lab = load_lab_dict({
+        "name": name,
+        "hosts": {m: {"address": a} for m, a in ADDRESSES.items()},
+        "nodes": {"x": {"kind": "host", "host": "ctl"}},
+    })
+    for what in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "sfclab-test",
+                        "-f", str(tmp / what)], check=True)
+    (tmp / "authorized_keys").write_text((tmp / "client_key.pub").read_text())
+    pub = (tmp / "host_key.pub").read_text().split()
+    kh = tmp / "known_hosts"
+    kh.write_text("".join(f"{a} {pub[0]} {pub[1]}\n" for m, a in ADDRESSES.items() if m != "ctl"))
+    lifecycle.up(lab)
+    ms = Machines(name, tmp, tmp / "client_key", kh)
+    try:
+        for m in ("m1", "m2", "m3"):
+            ms.start(m)
+        yield ms
+    finally:
+        for m in list(ms.sshd):
+            ms.stop(m)
+        lifecycle.down(name)
