@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from .. import __version__
 from ..errors import SfclabError
-from . import chain, experiments, lab, measure, serve
+from . import chain, experiments, host, lab, measure, serve
 from .output import fail
 from .status import ExitStatus
 
@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     lab.register(sub, add)
     chain.register(sub, add)
+    host.register(sub, add)
     measure.register(sub, add)
     experiments.register(sub, add)
     serve.register(sub, add)

@@ -1,0 +1,141 @@
+"""Hosts of a running lab (issue 14): ``host add`` then placement onto it, ``host rm`` refused
+while functions run there and ``--drain`` migrating them first, ``chain migrate --to`` another
+host under UDP at 10 kpps (nothing lost), bad host commands (exit 2, nothing changed), and
+``down`` after ``kill -9`` in the middle of ``host add`` leaving nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sfclab.cli import main
+from sfclab.cli.status import ExitStatus
+from sfclab.errors import LabError
+from sfclab.hosts import cgroups as host_cgroups
+from sfclab.kernel import netns
+from sfclab.realize import lifecycle
+from sfclab.realize.state import LabState
+from sfclab.steer import add as chain_add
+from sfclab.steer import hostops, migrate, request
+
+from .test_chain_ops import base_lab, chain_file, counters, running, send, under_traffic
+
+GROUP = {"name": "grp", "attach": "r1",
+         "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5002}],
+         "egress": "dst",
+         "functions": [{"name": "fw", "kind": "firewall", "rules": [], "instances": 2,
+                        "cpu": 0.5, "memory": "32M"}]}
+
+
+def _host(lab: str, name: str) -> dict:
+    return next(h for h in hostops.list_hosts(lab) if h["host"] == name)
+
+
+def test_host_add_then_placement_spreads_onto_it_and_rm_refused_then_drained(
+        tmp_path: Path, capsys) -> None:
+    with running(base_lab()) as lab:
+        assert main(["host", "add", lab.name, "edge2", "--cpus", "1", "--memory", "256M"]) == 0
+        cg = f"sfclab:{lab.name}:@edge2"
+        assert netns.exists(f"sfclab:{lab.name}:@edge2")
+        assert host_cgroups.usage(cg)["memory_limit_bytes"] == 256 << 20
+        d = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
+        # first-fit decreasing, a group spread: one instance on the machine, one on edge2
+        assert sorted(i["host"] for i in d["instances"].values()) == ["edge2", "local"]
+        on_edge = next(n for n, i in d["instances"].items() if i["host"] == "edge2")
+        e = _host(lab.name, "edge2")
+        assert e["instances"] == [on_edge] and e["used_cpu"] == 0.5
+        assert e["used_memory"] == 32 << 20
+        # the instance's processes are in the host's cgroup
+        _, plan = lifecycle.load_plan(lab.name)
+        assert on_edge in next(h for h in plan.hosts if h.name == "edge2").nodes
+        assert send(lab, "src", str(lab.address("dst")), 41000, 5002, 50) == 50
+        capsys.readouterr()
+        assert main(["host", "ls", lab.name, "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        assert {r["host"] for r in rows} == {"local", "edge2"}
+        # refused while a function runs there; nothing changed
+        assert main(["host", "rm", lab.name, "edge2"]) == ExitStatus.BAD_INPUT
+        assert "--drain" in capsys.readouterr().err
+        assert _host(lab.name, "edge2")["instances"] == [on_edge]
+        # --drain migrates it (make-before-break) to the machine, then the host goes
+        d = hostops.remove_host(lab.name, "edge2", drain=True)
+        assert [m["instance"] for m in d["moved"]] == [on_edge] and not d["errors"]
+        assert d["moved"][0]["host"] == "local"
+        assert not netns.exists(f"sfclab:{lab.name}:@edge2")
+        assert not Path(f"/sys/fs/cgroup/memory/{cg}").exists()
+        assert [r["host"] for r in hostops.list_hosts(lab.name)] == ["local"]
+        assert send(lab, "src", str(lab.address("dst")), 41001, 5002, 50) == 50
+
+
+def test_migrate_to_another_host_under_udp_loses_nothing(tmp_path: Path, sfcgen: str) -> None:
+    with running(base_lab()) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        body = {"name": "one", "attach": "r1",
+                "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5005}],
+                "egress": "dst",
+                "functions": [{"name": "fw", "kind": "firewall", "rules": [], "cpu": 0.2}]}
+        d = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        assert d["instances"]["fw-1"]["host"] == "local"
+        g, t, out = under_traffic(lab, 5005, 10000, 4.0)
+        try:
+            import time
+            time.sleep(1.5)
+            m = migrate.migrate(request.MigrateInstance(lab.name, "fw-1", "edge2"))
+        finally:
+            t.join()
+            g.close()
+        assert m["host"] == "edge2" and m["clone"] == "fw-1.m1"
+        trial = out.get("trial")
+        assert trial is not None, out.get("error")
+        assert trial.sent >= 30000 and trial.lost == 0, (trial.sent, trial.received)
+        assert counters(lab.name)["fw-1.m1"]["proxy_in"] > 0
+        assert _host(lab.name, "edge2")["instances"] == ["fw-1.m1"]
+        assert _host(lab.name, "local")["instances"] == []
+        with pytest.raises(LabError, match="no host named 'nowhere'"):
+            migrate.migrate(request.MigrateInstance(lab.name, "fw-1.m1", "nowhere"))
+
+
+def test_bad_host_commands_exit_2_and_change_nothing(tmp_path: Path, capsys) -> None:
+    with running(base_lab()) as lab:
+        def mine() -> list[str]:
+            return sorted(n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{lab.name}:"))
+
+        before = mine()
+        bad = [["host", "add", lab.name, "bad:name", "--cpus", "1", "--memory", "64M"],
+               ["host", "add", lab.name, "h2", "--cpus", "0", "--memory", "64M"],
+               ["host", "add", lab.name, "h2", "--cpus", "1", "--memory", "1M"],
+               ["host", "add", lab.name, "h2", "--cpus", "1", "--memory", "lots"],
+               ["host", "add", lab.name, "local", "--cpus", "1", "--memory", "64M"],
+               ["host", "add", "nosuchlab0", "h2", "--cpus", "1", "--memory", "64M"],
+               ["host", "rm", lab.name, "nowhere"],
+               ["host", "rm", lab.name, "local"],
+               ["host", "ls", "nosuchlab0"],
+               ["chain", "migrate", lab.name, "f1", "--to", "local"]]
+        for argv in bad:
+            assert main(argv) == ExitStatus.BAD_INPUT, argv
+            err = capsys.readouterr().err
+            assert err.startswith("sfclab: error:") and len(err.strip().splitlines()) == 1, err
+        assert mine() == before
+        assert [r["host"] for r in hostops.list_hosts(lab.name)] == ["local"]
+        # too big for every host: exit 2 naming the function, its needs and the largest host
+        big = dict(GROUP, functions=[dict(GROUP["functions"][0], instances=1, cpu=64)])
+        assert main(["chain", "add", lab.name, chain_file(tmp_path, big)]) == 2
+        err = capsys.readouterr().err
+        assert "fw" in err and "64 CPU" in err and "largest free host is local" in err
+
+
+def test_down_after_kill_9_of_host_add_leaves_nothing() -> None:
+    d = base_lab()
+    with running(d) as lab:
+        name = lab.name
+        # what host add journals and makes, as if killed right after making it
+        state = LabState(name)
+        state.record([{"op": "netns", "name": f"sfclab:{name}:@h9"},
+                      {"op": "host-cgroup", "name": f"sfclab:{name}:@h9"}])
+        netns.create(f"sfclab:{name}:@h9", {}, iproute=False)
+        host_cgroups.create(f"sfclab:{name}:@h9", [0], 64 << 20)
+    assert not netns.exists(f"sfclab:{name}:@h9")
+    assert not Path(f"/sys/fs/cgroup/memory/sfclab:{name}:@h9").exists()
