@@ -139,3 +139,41 @@ def test_down_after_kill_9_of_host_add_leaves_nothing() -> None:
         host_cgroups.create(f"sfclab:{name}:@h9", [0], 64 << 20)
     assert not netns.exists(f"sfclab:{name}:@h9")
     assert not Path(f"/sys/fs/cgroup/memory/sfclab:{name}:@h9").exists()
+
+
+def test_hosts_and_chains_through_the_api(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from sfclab.web.app import create_app
+
+    with running(base_lab()) as lab, \
+            TestClient(create_app(), raise_server_exceptions=False) as c:
+        base = f"/api/labs/{lab.name}"
+        r = c.post(f"{base}/hosts", json={"name": "edge2", "cpus": 1, "memory": "128M"})
+        assert r.status_code == 201, r.text
+        assert c.post(f"{base}/hosts", json={"name": "edge2", "cpus": 1,
+                                              "memory": "128M"}).status_code == 422
+        r = c.post(f"{base}/chains", json=GROUP)
+        assert r.status_code == 201, r.text
+        placed = {n: i["host"] for n, i in r.json()["instances"].items()}
+        assert sorted(placed.values()) == ["edge2", "local"]
+        assert c.post(f"{base}/chains", json=GROUP).status_code == 422  # a second 'grp'
+        assert send(lab, "src", str(lab.address("dst")), 41002, 5002, 30) == 30
+        on_edge = next(n for n, h in placed.items() if h == "edge2")
+        r = c.delete(f"{base}/hosts/edge2")
+        assert r.status_code == 409 and "--drain" in r.json()["error"]
+        r = c.post(f"{base}/chains/grp/migrate", json={"instance": on_edge, "to": "local"})
+        assert r.status_code == 200, r.text
+        assert r.json()["host"] == "local"
+        assert c.post(f"{base}/chains/grp/migrate",
+                      json={"instance": r.json()["clone"], "to": "mars"}).status_code == 404
+        rows = {h["host"]: h for h in c.get(f"{base}/hosts").json()}
+        assert rows["edge2"]["instances"] == [] and len(rows["local"]["instances"]) == 2
+        r = c.delete(f"{base}/hosts/edge2")
+        assert r.status_code == 200 and r.json()["moved"] == [], r.text
+        r = c.delete(f"{base}/chains/grp")
+        assert r.status_code == 200 and not r.json()["errors"], r.text
+        assert c.delete(f"{base}/chains/grp").status_code == 404
+        assert [h["host"] for h in c.get(f"{base}/hosts").json()] == ["local"]
+        assert not [n for n in os.listdir("/run/netns")
+                    if n.startswith(f"sfclab:{lab.name}:fw") or n.endswith(":@edge2")]
