@@ -177,3 +177,26 @@ def test_hosts_and_chains_through_the_api(tmp_path: Path) -> None:
         assert [h["host"] for h in c.get(f"{base}/hosts").json()] == ["local"]
         assert not [n for n in os.listdir("/run/netns")
                     if n.startswith(f"sfclab:{lab.name}:fw") or n.endswith(":@edge2")]
+
+
+def test_a_customer_binary_placed_on_an_added_host_runs_in_its_cgroups(tmp_path: Path) -> None:
+    from .test_chain_ops import COUNTER
+
+    with running(base_lab()) as lab:
+        hostops.add_host(lab.name, "big", 2, 512 << 20)
+        body = {"name": "m", "attach": "r1", "egress": "dst",
+                "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5003}],
+                "functions": [{"name": "meter", "kind": "tun", "exec": COUNTER, "cpu": 1.5,
+                               "instances": 2, "memory": "64M"}]}
+        d = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        # spread, and the machine has no 1.5 CPUs left for a second one anyway
+        assert {n: i["host"] for n, i in d["instances"].items()} == \
+            {"meter-1": "local", "meter-2": "big"}
+        assert send(lab, "src", str(lab.address("dst")), 41003, 5003, 20) == 20
+        pids = netns.pids_in([f"sfclab:{lab.name}:meter-2"])
+        assert pids
+        for pid in pids:
+            groups = Path(f"/proc/{pid}/cgroup").read_text()
+            assert f"sfclab:{lab.name}:@big" in groups, groups
+        # the host's memory cgroup accounts the instance's (hierarchical)
+        assert host_cgroups.usage(f"sfclab:{lab.name}:@big")["memory_usage_bytes"] > 0
