@@ -200,3 +200,25 @@ def test_a_customer_binary_placed_on_an_added_host_runs_in_its_cgroups(tmp_path:
             assert f"sfclab:{lab.name}:@big" in groups, groups
         # the host's memory cgroup accounts the instance's (hierarchical)
         assert host_cgroups.usage(f"sfclab:{lab.name}:@big")["memory_usage_bytes"] > 0
+
+
+def test_placement_over_the_lab_files_hosts_with_a_path_through_a_tunnel(
+        tmp_path: Path) -> None:
+    d = base_lab()
+    d["hosts"] = {"c1": {"cpus": 1, "memory": "512M"}, "c2": {"cpus": 1, "memory": "512M"}}
+    for n, h in (("src", "c1"), ("r1", "c1"), ("f1", "c2"), ("dst", "c2")):
+        d["nodes"][n]["host"] = h
+    with running(d) as lab:
+        add = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
+        assert {n: i["host"] for n, i in add["instances"].items()} == \
+            {"fw-1": "c1", "fw-2": "c2"}
+        rows = {r["host"]: r for r in hostops.list_hosts(lab.name)}
+        assert set(rows) == {"c1", "c2"}  # no implicit host in a lab with hosts
+        assert rows["c2"]["instances"] == ["fw-2"] and rows["c2"]["free_cpu"] == 0.5
+        assert rows["c2"]["nodes"] == ["f1", "dst"]
+        # r1 (c1) reaches dst (c2) over the r1-f1 tunnel; the flow crosses one instance
+        assert send(lab, "src", str(lab.address("dst")), 41004, 5002, 40) == 40
+        c = counters(lab.name)
+        assert c["fw-1"]["proxy_in"] + c["fw-2"]["proxy_in"] == 40
+        with pytest.raises(LabError, match="lab file"):
+            hostops.remove_host(lab.name, "c2", drain=True)

@@ -24,7 +24,7 @@ M = 1 << 20
 HOSTED = {"name": "uh1",
           "hosts": {"c1": {"cpus": 1, "memory": "512M"}, "c2": {"cpus": 2, "memory": "1G"}},
           "nodes": {"src": {"kind": "host", "host": "c1"}, "r1": {"kind": "router", "host": "c1"},
-                    "dst": {"kind": "host", "host": "c1"}},
+                    "dst": {"kind": "host", "host": "c2"}},
           "links": [{"endpoints": ["src", "r1"]}, {"endpoints": ["r1", "dst"]}]}
 PLAIN = {"name": "uh2", "nodes": {"src": {"kind": "host"}, "r1": {"kind": "router"},
                                   "dst": {"kind": "host"}},
@@ -63,6 +63,8 @@ def test_a_lab_with_hosts_offers_its_hosts_less_their_instances(state_dir: Path)
     record.save_addition(state, add, "up")
     apply(plan, add)
     assert "fw-1" in plan.host_of("fw-1").nodes and plan.host_of("fw-2").name == "c2"
+    # the path leaves r1 over its hosted link (a tunnel to c2) toward dst
+    assert add.directions[0].paths[0].nodes[-2:] == ["r1", "dst"]
     hosts = capacity.hosts_of(state, plan)
     assert [(h.name, h.free_cpu, h.free_memory) for h in hosts] == \
         [("c1", 0.5, 448 * M), ("c2", 1.5, 960 * M)]
