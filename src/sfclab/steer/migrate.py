@@ -125,8 +125,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     host = req.to or old.host
     if host not in {h.name for h in hosts}:
         raise LabError(f"no host named '{host}' in lab '{req.lab}' (hosts: "
-                       f"{', '.join(h.name for h in hosts)}; hosts other than the "
-                       "machine itself need the hosts feature)")
+                       f"{', '.join(h.name for h in hosts)}; 'sfclab host add' adds one)")
     try:
         placement.place([placement.Need(old.function, "clone", old.cpu, old.memory)],
                         [h for h in hosts if h.name == host])
