@@ -30,13 +30,18 @@ GROUP = {"name": "grp", "attach": "r1",
                         "cpu": 0.5, "memory": "32M"}]}
 
 
+def named(name: str) -> dict:
+    """The base lab of test_chain_ops with this test's unique name (conftest's lab_name)."""
+    return {**base_lab(), "name": name}
+
+
 def _host(lab: str, name: str) -> dict:
     return next(h for h in hostops.list_hosts(lab) if h["host"] == name)
 
 
 def test_host_add_then_placement_spreads_onto_it_and_rm_refused_then_drained(
-        tmp_path: Path, capsys) -> None:
-    with running(base_lab()) as lab:
+        lab_name: str, tmp_path: Path, capsys) -> None:
+    with running(named(lab_name)) as lab:
         assert main(["host", "add", lab.name, "edge2", "--cpus", "1", "--memory", "256M"]) == 0
         cg = f"sfclab:{lab.name}:@edge2"
         assert netns.exists(f"sfclab:{lab.name}:@edge2")
@@ -70,8 +75,9 @@ def test_host_add_then_placement_spreads_onto_it_and_rm_refused_then_drained(
         assert send(lab, "src", str(lab.address("dst")), 41001, 5002, 50) == 50
 
 
-def test_migrate_to_another_host_under_udp_loses_nothing(tmp_path: Path, sfcgen: str) -> None:
-    with running(base_lab()) as lab:
+def test_migrate_to_another_host_under_udp_loses_nothing(lab_name: str, tmp_path: Path,
+                                                         sfcgen: str) -> None:
+    with running(named(lab_name)) as lab:
         hostops.add_host(lab.name, "edge2", 1, 256 << 20)
         body = {"name": "one", "attach": "r1",
                 "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5005}],
@@ -98,10 +104,12 @@ def test_migrate_to_another_host_under_udp_loses_nothing(tmp_path: Path, sfcgen:
             migrate.migrate(request.MigrateInstance(lab.name, "fw-1.m1", "nowhere"))
 
 
-def test_bad_host_commands_exit_2_and_change_nothing(tmp_path: Path, capsys) -> None:
-    with running(base_lab()) as lab:
+def test_bad_host_commands_exit_2_and_change_nothing(lab_name: str, tmp_path: Path,
+                                                     capsys) -> None:
+    with running(named(lab_name)) as lab:
         def mine() -> list[str]:
-            return sorted(n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{lab.name}:"))
+            return sorted(n for n in os.listdir("/run/netns")
+                          if n.startswith(f"sfclab:{lab.name}:"))
 
         before = mine()
         bad = [["host", "add", lab.name, "bad:name", "--cpus", "1", "--memory", "64M"],
@@ -127,8 +135,8 @@ def test_bad_host_commands_exit_2_and_change_nothing(tmp_path: Path, capsys) -> 
         assert "fw" in err and "64 CPU" in err and "largest free host is local" in err
 
 
-def test_down_after_kill_9_of_host_add_leaves_nothing() -> None:
-    d = base_lab()
+def test_down_after_kill_9_of_host_add_leaves_nothing(lab_name: str) -> None:
+    d = named(lab_name)
     with running(d) as lab:
         name = lab.name
         # what host add journals and makes, as if killed right after making it
@@ -141,12 +149,32 @@ def test_down_after_kill_9_of_host_add_leaves_nothing() -> None:
     assert not Path(f"/sys/fs/cgroup/memory/sfclab:{name}:@h9").exists()
 
 
-def test_hosts_and_chains_through_the_api(tmp_path: Path) -> None:
+@pytest.mark.parametrize("after_s", [0.0, 0.4, 0.8])
+def test_kill_9_of_a_real_host_add_then_down_leaves_nothing(lab_name: str,
+                                                            after_s: float) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    with running(named(lab_name)) as lab:
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "host", "add", lab.name,
+                              "k9", "--cpus", "1", "--memory", "64M"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(after_s)  # start-up takes about half a second: before, during, after
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert not netns.exists(f"sfclab:{lab_name}:@k9")
+    for c in ("cpuset", "memory"):
+        assert not Path(f"/sys/fs/cgroup/{c}/sfclab:{lab_name}:@k9").exists()
+
+
+def test_hosts_and_chains_through_the_api(lab_name: str, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
     from sfclab.web.app import create_app
 
-    with running(base_lab()) as lab, \
+    with running(named(lab_name)) as lab, \
             TestClient(create_app(), raise_server_exceptions=False) as c:
         base = f"/api/labs/{lab.name}"
         r = c.post(f"{base}/hosts", json={"name": "edge2", "cpus": 1, "memory": "128M"})
@@ -179,10 +207,11 @@ def test_hosts_and_chains_through_the_api(tmp_path: Path) -> None:
                     if n.startswith(f"sfclab:{lab.name}:fw") or n.endswith(":@edge2")]
 
 
-def test_a_customer_binary_placed_on_an_added_host_runs_in_its_cgroups(tmp_path: Path) -> None:
+def test_a_customer_binary_placed_on_an_added_host_runs_in_its_cgroups(
+        lab_name: str, tmp_path: Path) -> None:
     from .test_chain_ops import COUNTER
 
-    with running(base_lab()) as lab:
+    with running(named(lab_name)) as lab:
         hostops.add_host(lab.name, "big", 2, 512 << 20)
         body = {"name": "m", "attach": "r1", "egress": "dst",
                 "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5003}],
@@ -203,8 +232,8 @@ def test_a_customer_binary_placed_on_an_added_host_runs_in_its_cgroups(tmp_path:
 
 
 def test_placement_over_the_lab_files_hosts_with_a_path_through_a_tunnel(
-        tmp_path: Path) -> None:
-    d = base_lab()
+        lab_name: str, tmp_path: Path) -> None:
+    d = named(lab_name)
     d["hosts"] = {"c1": {"cpus": 1, "memory": "512M"}, "c2": {"cpus": 1, "memory": "512M"}}
     for n, h in (("src", "c1"), ("r1", "c1"), ("f1", "c2"), ("dst", "c2")):
         d["nodes"][n]["host"] = h
