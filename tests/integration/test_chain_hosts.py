@@ -229,6 +229,9 @@ def test_a_customer_binary_placed_on_an_added_host_runs_in_its_cgroups(
             assert f"sfclab:{lab.name}:@big" in groups, groups
         # the host's memory cgroup accounts the instance's (hierarchical)
         assert host_cgroups.usage(f"sfclab:{lab.name}:@big")["memory_usage_bytes"] > 0
+    # down (the host still holding its instance) removed the added host's cgroups
+    for c in ("cpuset", "memory"):
+        assert not Path(f"/sys/fs/cgroup/{c}/sfclab:{lab_name}:@big").exists()
 
 
 def test_placement_over_the_lab_files_hosts_with_a_path_through_a_tunnel(
