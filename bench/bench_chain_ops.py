@@ -14,7 +14,12 @@
   1 kpps; one instance's process is killed; reported: the time from the kill to the slot-table
   rewrite (the watcher's event) and the packets lost in that trial.
 
+With ``--between-hosts`` the lab gets two emulated hosts (``sfclab host add``: h1 and h2, one
+CPU and 512M each) and every migration moves the instance to the other one (``--to``); the
+machine's own host ``local`` keeps the lab file's nodes.  ``--parts`` picks what to run.
+
     .venv/bin/python bench/bench_chain_ops.py --reps 3
+    .venv/bin/python bench/bench_chain_ops.py --reps 3 --parts migration --between-hosts
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any
 from sfclab.api import Lab
 from sfclab.realize.state import LabState
 from sfclab.steer import add as chain_add
-from sfclab.steer import migrate, record, request
+from sfclab.steer import hostops, migrate, record, request
 from sfclab.traffic.native import NativeGenerator
 
 COUNTER = [sys.executable, "-m", "sfclab.functions.examples.tun_count"]
@@ -99,7 +104,16 @@ def trial(lab: Lab, port: int, pps: float, during: Any = None) -> tuple[Any, Any
     return out["t"], got
 
 
-def migration(lab: Lab, tmp: Path, rates: list[int], reps: int) -> list[dict[str, Any]]:
+def _other_host(lab: Lab, inst: str, between: bool) -> str | None:
+    """The host to move ``inst`` to: None (its own) unless migrating between hosts."""
+    if not between:
+        return None
+    here = next(h["host"] for h in hostops.list_hosts(lab.name) if inst in h["instances"])
+    return "h2" if here != "h2" else "h1"
+
+
+def migration(lab: Lab, tmp: Path, rates: list[int], reps: int,
+              between: bool = False) -> list[dict[str, Any]]:
     path = write(tmp, chain("mig", [{"name": "nat", "kind": "nat"}], 5005, symmetric=True))
     chain_add.add_chain(request.read_chain_file(lab.name, path))
     fast = chain("migfast", [{"name": "natf", "kind": "nat"}], 5006)
@@ -111,14 +125,17 @@ def migration(lab: Lab, tmp: Path, rates: list[int], reps: int) -> list[dict[str
         name, port = ("migfast", 5006) if pps >= FAST else ("mig", 5005)
         for _ in range(reps):
             inst = next(n.node for n in record.load_addition(LabState(lab.name), name)[0].nodes)
+            to = _other_host(lab, inst, between)
             t, d = trial(lab, port, pps,
-                         lambda inst=inst: migrate.migrate(request.MigrateInstance(lab.name, inst)))
+                         lambda inst=inst, to=to: migrate.migrate(
+                             request.MigrateInstance(lab.name, inst, to)))
             sw.append(d["switch_seconds"])
             lost.append(t.lost)
             sent.append(t.sent)
             b, _ = trial(lab, port, pps)
             base_lost.append(b.lost)
         rows.append({"kpps": pps / 1000, "ingress": "r1" if pps >= FAST else "src",
+                     "between_hosts": between,
                      "switch_ms": 1000 * statistics.median(sw),
                      "lost": statistics.median(lost), "lost_without": statistics.median(base_lost),
                      "sent": statistics.median(sent), "lost_all": lost})
@@ -168,31 +185,48 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rates", default="10000,100000,1000000")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--parts", default="add_rm,migration,failover",
+                    help="what to run (comma-separated): add_rm, migration, failover")
+    ap.add_argument("--between-hosts", action="store_true",
+                    help="migrate between two emulated hosts (host add h1, h2)")
     a = ap.parse_args()
+    parts = set(a.parts.split(","))
     rates = [int(x) for x in a.rates.split(",")]
     lab = Lab.from_dict(lab_dict(), source="bench_chain_ops").up()
     try:
         with tempfile.TemporaryDirectory() as td:
             tmp = Path(td)
-            out = {"add_rm": add_rm(lab, tmp, a.reps),
-                   "migration": migration(lab, tmp, rates, a.reps),
-                   "failover": failover(lab, tmp, a.reps)}
+            if a.between_hosts:
+                for h in ("h1", "h2"):
+                    hostops.add_host(lab.name, h, 1, 512 << 20)
+            out: dict[str, Any] = {}
+            if "add_rm" in parts:
+                out["add_rm"] = add_rm(lab, tmp, a.reps)
+            if "migration" in parts:
+                out["migration"] = migration(lab, tmp, rates, a.reps, a.between_hosts)
+            if "failover" in parts:
+                out["failover"] = failover(lab, tmp, a.reps)
     finally:
         lab.down()
     if a.json:
         print(json.dumps(out, indent=1))
         return 0
-    ar = out["add_rm"]
-    print(f"chain add of 3 functions: {ar['add_s']:.3f} s, chain rm: {ar['rm_s']:.3f} s "
-          f"(median of {a.reps})")
-    print(f"{'offered':>10} {'sent at':>10} {'classified':>10} {'switch-over':>12} "
-          f"{'lost (migrating)':>17} {'lost (not)':>11}")
-    for r in out["migration"]:  # a generator slower than asked is shown, not hidden
-        print(f"{r['kpps']:>6g} kpps {r['sent'] / 4000:>5.0f} kpps {'at ' + r['ingress']:>10} "
-              f"{r['switch_ms']:>9.3f} ms {r['lost']:>17,.0f} {r['lost_without']:>11,.0f}")
-    fo = out["failover"]
-    print(f"failover: {fo['failover_ms']:.1f} ms from the kill to the rewrite (all: "
-          f"{fo['all_ms']}), {fo['lost']:.0f} packets lost at 1 kpps")
+    if "add_rm" in out:
+        ar = out["add_rm"]
+        print(f"chain add of 3 functions: {ar['add_s']:.3f} s, chain rm: {ar['rm_s']:.3f} s "
+              f"(median of {a.reps})")
+    if "migration" in out:
+        print(f"{'offered':>10} {'sent at':>10} {'classified':>10} {'switch-over':>12} "
+              f"{'lost (migrating)':>17} {'lost (not)':>11}"
+              + ("  (between hosts)" if a.between_hosts else ""))
+        for r in out["migration"]:  # a generator slower than asked is shown, not hidden
+            print(f"{r['kpps']:>6g} kpps {r['sent'] / 4000:>5.0f} kpps "
+                  f"{'at ' + r['ingress']:>10} {r['switch_ms']:>9.3f} ms {r['lost']:>17,.0f} "
+                  f"{r['lost_without']:>11,.0f}")
+    if "failover" in out:
+        fo = out["failover"]
+        print(f"failover: {fo['failover_ms']:.1f} ms from the kill to the rewrite (all: "
+              f"{fo['all_ms']}), {fo['lost']:.0f} packets lost at 1 kpps")
     return 0
 
 

@@ -13,7 +13,7 @@ import re
 from sfclab.cli import build_parser
 
 #: the order a person would run them in: build, use, measure, experiments, remove
-ORDER = ("up", "ls", "inspect", "exec", "graph", "validate", "expand", "chain", "traffic",
+ORDER = ("up", "ls", "inspect", "exec", "graph", "validate", "expand", "chain", "host", "traffic",
          "run", "results", "report", "serve", "down")
 
 

@@ -76,7 +76,9 @@ def test_openapi_names_every_route(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     for p in ("/api/labs", "/api/labs/{lab}", "/api/labs/{lab}/topology",
               "/api/labs/{lab}/counters", "/api/labs/{lab}/loss", "/api/labs/{lab}/chains",
-              "/api/labs/{lab}/chains/{chain}", "/api/labs/{lab}/measurements",
+              "/api/labs/{lab}/chains/{chain}", "/api/labs/{lab}/chains/{chain}/migrate",
+              "/api/labs/{lab}/hosts", "/api/labs/{lab}/hosts/{host}",
+              "/api/labs/{lab}/measurements",
               "/api/measurements", "/api/measurements/{job}", "/api/measurements/{job}/result",
               "/api/results/experiments", "/api/results/experiments/{experiment}",
               "/api/results/experiments/{experiment}/plots",
@@ -197,10 +199,65 @@ def test_a_lab_without_chains_has_an_empty_list(client: TestClient) -> None:
     error(client.get(f"/api/labs/{name}/chains/web"), 404)
 
 
-def test_chain_changes_are_not_offered_until_the_library_has_them(client: TestClient) -> None:
+VIDEO = {"name": "video", "attach": "r1",
+         "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5004}], "egress": "dst",
+         "functions": [{"name": "fw", "kind": "firewall", "rules": [], "cpu": 0.2,
+                        "memory": "32M"}]}
+
+
+def test_chain_add_refuses_bad_files_and_no_room_with_the_place(client: TestClient) -> None:
     name = fake_up(SFC)
-    assert client.post(f"/api/labs/{name}/chains", json={}).status_code == 405
-    assert client.delete(f"/api/labs/{name}/chains/web").status_code == 405
+    bad = dict(VIDEO, functions=[dict(VIDEO["functions"][0], cpu=0)])
+    body = error(client.post(f"/api/labs/{name}/chains", json=bad), 422)
+    assert body["place"] == "functions[0].cpu" and body["file"] == "<posted chain>"
+    huge = dict(VIDEO, functions=[dict(VIDEO["functions"][0], cpu=512)])
+    body = error(client.post(f"/api/labs/{name}/chains", json=huge), 422)
+    assert "needs 512 CPU" in body["error"] and "largest free host is local" in body["error"]
+    assert body["place"].startswith("functions[0]")
+    error(client.post(f"/api/labs/{name}/chains", json=[1, 2]), 422)
+    error(client.post("/api/labs/nolab/chains", json=VIDEO), 404)
+    assert not (LabState(name).dir / "added").exists()  # nothing changed
+
+
+def test_chain_rm_and_migrate_map_unknown_and_lab_file_chains(client: TestClient) -> None:
+    name = fake_up(SFC)
+    error(client.delete(f"/api/labs/{name}/chains/nochain"), 404)
+    body = error(client.delete(f"/api/labs/{name}/chains/web"), 409)
+    assert "lab file" in body["error"]
+    error(client.post(f"/api/labs/{name}/chains/web/migrate", json={"instance": "fw"}), 404)
+    body = error(client.post(f"/api/labs/{name}/chains/web/migrate",
+                             json={"instance": "x", "bogus": 1}), 422)
+    assert body["place"] == "bogus"
+
+
+def test_a_change_on_a_busy_lab_is_409(client: TestClient) -> None:
+    from sfclab.steer import record
+
+    name = fake_up(SFC)
+    with record.lab_lock(LabState(name), 1.0):
+        body = error(client.post(f"/api/labs/{name}/chains", params={"wait": 0.1},
+                                 json=VIDEO), 409)
+    assert "busy" in body["error"]
+
+
+def test_hosts_list_and_bad_host_requests(client: TestClient) -> None:
+    name = fake_up(SFC)
+    rows = client.get(f"/api/labs/{name}/hosts").json()
+    assert [r["host"] for r in rows] == ["local"] and rows[0]["instances"] == []
+    assert rows[0]["free_cpu"] == rows[0]["cpus"]
+    for body, place in (({"name": "h2", "cpus": 0, "memory": "64M"}, "cpus"),
+                        ({"name": "h2", "cpus": 1, "memory": "lots"}, "memory"),
+                        ({"name": "h2", "cpus": 1, "memory": "1M"}, "memory"),
+                        ({"name": "a:b", "cpus": 1, "memory": "64M"}, "name"),
+                        ({"name": "local", "cpus": 1, "memory": "64M"}, "name"),
+                        ({"name": "h2", "cpus": 1.5, "memory": "64M"}, "cpus"),
+                        ({"name": "h2", "memory": "64M"}, "cpus")):
+        assert error(client.post(f"/api/labs/{name}/hosts", json=body), 422)["place"] == \
+            place, body
+    error(client.get("/api/labs/nolab/hosts"), 404)
+    error(client.delete(f"/api/labs/{name}/hosts/nohost"), 404)
+    assert "lab file" in error(client.delete(f"/api/labs/{name}/hosts/local"), 409)["error"]
+    assert [r["host"] for r in client.get(f"/api/labs/{name}/hosts").json()] == ["local"]
 
 
 # ------------------------------------------------------------------ measurements

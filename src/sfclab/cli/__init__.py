@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from .. import __version__
 from ..errors import SfclabError
-from . import chain, experiments, lab, measure, serve
+from . import chain, experiments, host, lab, measure, serve
 from .output import fail
 from .status import ExitStatus
 
@@ -27,6 +27,7 @@ examples:
   sfclab exec chain5 src -- ping -c 3 198.18.3.2
   sfclab graph chain5 --format mermaid
   sfclab chain ls sfcweb                   chains of a lab with chains (see chain --help)
+  sfclab host ls sfcweb                    hosts: capacity, use, functions (see host --help)
   sfclab traffic iperf chain5 --from src --to dst --flows 4 --json
   sfclab traffic ndr chain5 --from src --to dst --size 64
   sfclab run scenarios/demo-chain-length.yaml --db results.db
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     lab.register(sub, add)
     chain.register(sub, add)
+    host.register(sub, add)
     measure.register(sub, add)
     experiments.register(sub, add)
     serve.register(sub, add)

@@ -260,6 +260,9 @@ def apply(plan: Plan, add: Addition) -> None:
         plan.routes.append(RoutePlan(n.node, n.netns, "0.0.0.0/0",
                                      str(IPv4Interface(n.gateway).ip), n.ifname))
         plan.functions[n.node] = {"kind": n.kind, "params": n.params}
+        for h in plan.hosts:  # its host's cgroups (CPUs, memory); "local" is no plan host
+            if h.name == n.host and n.node not in h.nodes:
+                h.nodes.append(n.node)
     for node, ifname, mtu in add.mtu:
         for i in plan.interfaces_of(node):
             if i.name == ifname:
@@ -307,3 +310,5 @@ def drop_nodes(plan: Plan, gone: set[str]) -> None:
     plan.routes = [r for r in plan.routes if r.node not in gone]
     for n in gone:
         plan.functions.pop(n, None)
+    for h in plan.hosts:
+        h.nodes = [x for x in h.nodes if x not in gone]

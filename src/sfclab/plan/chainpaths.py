@@ -40,6 +40,11 @@ class Topology:
                 continue
             self.adj[v.a.node].append((v.b.node, v.a.name, v.b.name))
             self.adj[v.b.node].append((v.a.node, v.b.name, v.a.name))
+        for hl in plan.host_links:  # joined in host contexts (a tunnel across hosts)
+            if len(hl.ends) == 2 and all(e.node in self.adj for e in hl.ends):
+                a, b = hl.ends
+                self.adj[a.node].append((b.node, a.node_if, b.node_if))
+                self.adj[b.node].append((a.node, b.node_if, a.node_if))
 
     def link(self, a: str, b: str, a_if: str, b_if: str, forwards: bool, kind: str) -> None:
         self.adj.setdefault(a, [])

@@ -9,8 +9,9 @@ capacity minus what the instances already there (``used``) and the ones placed b
 When an instance fits nowhere, nothing is placed and :class:`NoRoom` names the function, its
 needs and the host with the most free CPU.
 
-Without the hosts feature a lab is one implicit host, ``local``: this machine's CPUs and memory
-(:func:`local_host`, filled in by the caller from the machine).
+The hosts of a running lab, with what they hold, come from :mod:`sfclab.steer.capacity`: the
+lab file's hosts and those ``host add`` made, and, in a lab whose file names none, the implicit
+host ``local`` (:func:`local_host`: this machine's CPUs and memory, filled in by the caller).
 """
 
 from __future__ import annotations

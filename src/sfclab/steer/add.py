@@ -18,7 +18,6 @@ chain uses, the functions and their namespaces, and the plan.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -35,36 +34,12 @@ from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
 from . import health, record, tables, wire
+from .capacity import hosts_of
 from .chains import read_classifiers
 from .request import AddChain, RemoveChain
 
 Progress = Callable[[str], None]
 DRAIN_S = 0.05
-
-
-def machine_host() -> placement.Host:
-    """The lab's one implicit host: this machine's online CPUs and memory."""
-    cpus = float(len(os.sched_getaffinity(0)))
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return placement.local_host(cpus, mem)
-
-
-def hosts_of(state: LabState, plan: Plan) -> list[placement.Host]:
-    """The lab's hosts with what its functions take (only the implicit host here): added
-    functions their ``cpu`` and ``memory``, the lab file's functions their cgroup limits."""
-    h = machine_host()
-    added = set()
-    for add, _ in record.additions(state).values():
-        for n in add.nodes:
-            added.add(n.node)
-            h.used_cpu += n.cpu
-            h.used_memory += n.memory
-            h.functions.append(n.function)
-    for node, f in plan.functions.items():
-        if node not in added:
-            h.used_cpu += float(f["params"].get("cpu") or 0)
-            h.used_memory += int(f["params"].get("memory") or 0)
-    return [h]
 
 
 def place(req: AddChain, hosts: list[placement.Host]) -> dict[str, str]:

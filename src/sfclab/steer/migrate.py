@@ -20,8 +20,10 @@
 6. **Stop.**  The instance stops, its namespace goes, its paths and labels are cleared, and
    the plan and the chain's record name the clone in its place.
 
-``--to`` names a host; until the hosts feature exists a lab has one host (``local``), so the
-clone goes on the same machine and any other name is refused.
+``--to`` names a host of the lab (:func:`sfclab.steer.capacity.hosts_of`: the lab file's hosts
+and those ``host add`` made; ``local``, the machine, in a lab without hosts); the clone joins
+that host's cgroups (its CPUs and memory) and is linked to the same attach node as the
+instance (see :mod:`sfclab.steer.hostops` for what an emulated host's placement means).
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ from ..realize.functions import instantiate
 from ..realize.state import LabState
 from . import conntrack, health, record, tables, wire
 from .record import slot_lock
-from .add import _steering, hosts_of
+from .add import _steering
+from .capacity import hosts_of
 from .request import MigrateInstance
 
 READY_TIMEOUT_S = 5.0
@@ -101,147 +104,153 @@ def _repath(topo: Topology, labels: Labels, d: DirectionPlan, old: str, new: str
 
 
 def migrate(req: MigrateInstance) -> dict[str, Any]:
+    """Move ``req.instance`` make-before-break (see the module's docstring), under the lab's
+    lock."""
     state = LabState(req.lab)
     t0 = time.monotonic()
     with record.lab_lock(state, req.wait_s, "chain migrate"):
-        _, plan = lifecycle.load_plan(req.lab)
-        add = owner(state, req.instance)
-        if req.conntrack and shutil.which("conntrack") is None:
-            raise LabError("moving connection-tracking state needs the conntrack program "
-                           "(Debian package conntrack; 'make setup' installs it); or migrate "
-                           "with --no-conntrack, and established flows through a NAT break")
-        old = next(n for n in add.nodes if n.node == req.instance)
-        hosts = hosts_of(state, plan)
-        host = req.to or old.host
-        if host not in {h.name for h in hosts}:
-            raise LabError(f"no host named '{host}' in lab '{req.lab}' (hosts: "
-                           f"{', '.join(h.name for h in hosts)}; hosts other than the "
-                           "machine itself need the hosts feature)")
-        try:
-            placement.place([placement.Need(old.function, "clone", old.cpu, old.memory)],
-                            [h for h in hosts if h.name == host])
-        except placement.NoRoom as e:
-            raise LabError(f"no room for the clone: {e}") from None
-        sp = _steering(plan)
-        name = clone_name(plan, old.node)
-        net = free_subnets(plan, 1)[0]
-        hs = list(net.hosts())
-        clone = NewNode(name, netns_name(req.lab, name), old.kind,
-                        old.params, old.function, old.cpu, old.memory, host, old.attach,
-                        free_ifname(plan, old.attach, set()), "eth0", str(net),
-                        f"{hs[1]}/30", f"{hs[0]}/30")
-        # plan the clone's paths against the lab with the clone wired in
-        step1 = Addition(add.chain, add.attach, nodes=[clone], source=add.source)
-        merged = Plan.from_dict(plan.to_dict())
-        apply(merged, step1)
-        topo = Topology(merged)
-        labels = Labels(sp.hops)
-        ranges = path_ranges(sp)
-        olds = [d for d in sp.directions if d.chain == add.chain]
-        news = []
-        for d in olds:
-            base = free_path_base(ranges, len(d.paths))
-            ranges.append((base, len(d.paths)))
-            news.append(_repath(topo, labels, d, old.node, clone.node, base))
-        msp = _steering(merged)
-        msp.hops += labels.new
-        msp.node_ids[clone.node] = max(msp.node_ids.values(), default=0) + 1
-        msp.attach[clone.node] = [("sfc_forward", "eth0", "xdp"),
-                                  ("sfc_proxy_in", "eth0", "tcx-ingress"),
-                                  ("sfc_proxy_out", "eth0", "tcx-egress")]
-        msp.attach.setdefault(old.attach, []).append(("sfc_forward", clone.attach_ifname, "xdp"))
-        merged.steering = msp.to_dict()
-        # --- journal, then make ------------------------------------------------------------
-        state.record([{"op": "netns", "name": clone.netns}])
-        add.nodes.append(clone)
-        record.save_addition(state, add, "migrating")
-        record.save_plan(state, merged)
-        moved = 0
-        errors: list[str] = []
-        seen: set[tuple[str, ...]] = set()
-        try:
-            wire.make_node(merged, clone)
-            wire.start_function(state, merged, clone.node)
-            wire.load_programs(merged, clone.node, msp.node_ids[clone.node],
-                               msp.attach[clone.node])
-            wire.load_programs(merged, old.attach, msp.node_ids[old.attach],
-                               [("sfc_forward", clone.attach_ifname, "xdp")])
-            _ready(state, merged, clone)
-            nodes = {n for d in news for p in d.paths for n in p.nodes}
-            ifaces = tables.interfaces({n.node: n.name for n in merged.namespaces}, nodes)
-            with DataPlane(req.lab) as dp:
-                tables.write_labels(dp, msp, labels.new, ifaces)
-                for d in news:
-                    assert d.path_base is not None
-                    tables.write_paths(dp, d, d.path_base, ifaces)
-            if req.conntrack:
-                moved, seen, errors = conntrack.copy(old.netns, clone.netns)
-        except BaseException:
-            wire.remove_node(state, merged, clone.node, clone.netns,
-                             (clone.attach, clone.attach_ifname))
-            add.nodes.remove(clone)
-            record.save_addition(state, add, "up")
-            record.save_plan(state, plan)
-            raise
-        # --- switch: slot tables and the plan together (the watcher waits for both) ----------
-        switched = Plan.from_dict(merged.to_dict())
-        ssp = _steering(switched)
-        ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
-                          for d in ssp.directions]
-        switched.steering = ssp.to_dict()
-        with DataPlane(req.lab) as dp, slot_lock(state):
-            # slot k keeps path k; paths through instances the watcher found dead stay out
-            gone = health.dead(state)
-            slotted = []
-            for d, nd in zip(olds, news):
-                assert nd.path_base is not None
-                if gone & {i for p in nd.paths for i in p.instances}:
-                    w = [0 if gone & set(p.instances) else p.weight for p in nd.paths]
-                    slotted.append(tables.slots_over(nd, nd.path_base, w))
-                else:
-                    slotted.append([nd.path_base + nd.paths[k].index for k in d.slots])
-            t_sw = time.perf_counter()
-            for nd, slots in zip(news, slotted):
-                tables.write_slots(dp, nd, slots)
-            switch_s = time.perf_counter() - t_sw
-            record.save_plan(state, switched)
-        add.directions = [next((nd for nd in news if nd.index == d.index), d)
-                          for d in add.directions]
-        add.hops += labels.new
-        record.save_addition(state, add, "migrating")
-        # --- drain: the old instance lets out what it holds -----------------------------------
+        return migrate_locked(state, req, t0)
+
+
+def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str, Any]:
+    """:func:`migrate` for a caller that holds the lab's lock (``host rm --drain``)."""
+    _, plan = lifecycle.load_plan(req.lab)
+    add = owner(state, req.instance)
+    if req.conntrack and shutil.which("conntrack") is None:
+        raise LabError("moving connection-tracking state needs the conntrack program "
+                       "(Debian package conntrack; 'make setup' installs it); or migrate "
+                       "with --no-conntrack, and established flows through a NAT break")
+    old = next(n for n in add.nodes if n.node == req.instance)
+    hosts = hosts_of(state, plan)
+    host = req.to or old.host
+    if host not in {h.name for h in hosts}:
+        raise LabError(f"no host named '{host}' in lab '{req.lab}' (hosts: "
+                       f"{', '.join(h.name for h in hosts)}; 'sfclab host add' adds one)")
+    try:
+        placement.place([placement.Need(old.function, "clone", old.cpu, old.memory)],
+                        [h for h in hosts if h.name == host])
+    except placement.NoRoom as e:
+        raise LabError(f"no room for the clone: {e}") from None
+    sp = _steering(plan)
+    name = clone_name(plan, old.node)
+    net = free_subnets(plan, 1)[0]
+    hs = list(net.hosts())
+    clone = NewNode(name, netns_name(req.lab, name), old.kind,
+                    old.params, old.function, old.cpu, old.memory, host, old.attach,
+                    free_ifname(plan, old.attach, set()), "eth0", str(net),
+                    f"{hs[1]}/30", f"{hs[0]}/30")
+    # plan the clone's paths against the lab with the clone wired in
+    step1 = Addition(add.chain, add.attach, nodes=[clone], source=add.source)
+    merged = Plan.from_dict(plan.to_dict())
+    apply(merged, step1)
+    topo = Topology(merged)
+    labels = Labels(sp.hops)
+    ranges = path_ranges(sp)
+    olds = [d for d in sp.directions if d.chain == add.chain]
+    news = []
+    for d in olds:
+        base = free_path_base(ranges, len(d.paths))
+        ranges.append((base, len(d.paths)))
+        news.append(_repath(topo, labels, d, old.node, clone.node, base))
+    msp = _steering(merged)
+    msp.hops += labels.new
+    msp.node_ids[clone.node] = max(msp.node_ids.values(), default=0) + 1
+    msp.attach[clone.node] = [("sfc_forward", "eth0", "xdp"),
+                              ("sfc_proxy_in", "eth0", "tcx-ingress"),
+                              ("sfc_proxy_out", "eth0", "tcx-egress")]
+    msp.attach.setdefault(old.attach, []).append(("sfc_forward", clone.attach_ifname, "xdp"))
+    merged.steering = msp.to_dict()
+    # --- journal, then make ------------------------------------------------------------
+    state.record([{"op": "netns", "name": clone.netns}])
+    add.nodes.append(clone)
+    record.save_addition(state, add, "migrating")
+    record.save_plan(state, merged)
+    moved = 0
+    errors: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    try:
+        wire.make_node(merged, clone)
+        wire.start_function(state, merged, clone.node)
+        wire.load_programs(merged, clone.node, msp.node_ids[clone.node],
+                           msp.attach[clone.node])
+        wire.load_programs(merged, old.attach, msp.node_ids[old.attach],
+                           [("sfc_forward", clone.attach_ifname, "xdp")])
+        _ready(state, merged, clone)
+        nodes = {n for d in news for p in d.paths for n in p.nodes}
+        ifaces = tables.interfaces({n.node: n.name for n in merged.namespaces}, nodes)
         with DataPlane(req.lab) as dp:
-            if req.conntrack:
-                n2, _, e2 = conntrack.copy(old.netns, clone.netns, skip=seen)
-                moved += n2
-                errors += e2
-            drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
-        # --- break: the old instance goes ----------------------------------------------------
-        errors += wire.remove_node(state, switched, old.node, old.netns,
-                                  (old.attach, old.attach_ifname))
-        final = Plan.from_dict(switched.to_dict())
-        fsp = _steering(final)
-        in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
-        freed = [h.label for h in fsp.hops if h.label not in in_use and
-                 (h.node == old.node or (h.next == old.node))]
-        fsp.hops = [h for h in fsp.hops if h.label not in freed]
-        fsp.node_ids.pop(old.node, None)
-        fsp.attach.pop(old.node, None)
-        fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
-                                  if a[1] != old.attach_ifname]
-        final.steering = fsp.to_dict()
-        drop_nodes(final, {old.node})
-        with DataPlane(req.lab) as dp:
-            for d in olds:
-                tables.clear_paths(dp, _base(sp, d), len(d.paths))
-            tables.delete_labels(dp, freed)
-        add.nodes.remove(old)
-        add.hops = [h for h in add.hops if h.label not in freed]
-        record.save_plan(state, final)
+            tables.write_labels(dp, msp, labels.new, ifaces)
+            for d in news:
+                assert d.path_base is not None
+                tables.write_paths(dp, d, d.path_base, ifaces)
+        if req.conntrack:
+            moved, seen, errors = conntrack.copy(old.netns, clone.netns)
+    except BaseException:
+        wire.remove_node(state, merged, clone.node, clone.netns,
+                         (clone.attach, clone.attach_ifname))
+        add.nodes.remove(clone)
         record.save_addition(state, add, "up")
-        record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
-                     host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
-                     drained=drained)
+        record.save_plan(state, plan)
+        raise
+    # --- switch: slot tables and the plan together (the watcher waits for both) ----------
+    switched = Plan.from_dict(merged.to_dict())
+    ssp = _steering(switched)
+    ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
+                      for d in ssp.directions]
+    switched.steering = ssp.to_dict()
+    with DataPlane(req.lab) as dp, slot_lock(state):
+        # slot k keeps path k; paths through instances the watcher found dead stay out
+        gone = health.dead(state)
+        slotted = []
+        for d, nd in zip(olds, news):
+            assert nd.path_base is not None
+            if gone & {i for p in nd.paths for i in p.instances}:
+                w = [0 if gone & set(p.instances) else p.weight for p in nd.paths]
+                slotted.append(tables.slots_over(nd, nd.path_base, w))
+            else:
+                slotted.append([nd.path_base + nd.paths[k].index for k in d.slots])
+        t_sw = time.perf_counter()
+        for nd, slots in zip(news, slotted):
+            tables.write_slots(dp, nd, slots)
+        switch_s = time.perf_counter() - t_sw
+        record.save_plan(state, switched)
+    add.directions = [next((nd for nd in news if nd.index == d.index), d)
+                      for d in add.directions]
+    add.hops += labels.new
+    record.save_addition(state, add, "migrating")
+    # --- drain: the old instance lets out what it holds -----------------------------------
+    with DataPlane(req.lab) as dp:
+        if req.conntrack:
+            n2, _, e2 = conntrack.copy(old.netns, clone.netns, skip=seen)
+            moved += n2
+            errors += e2
+        drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
+    # --- break: the old instance goes ----------------------------------------------------
+    errors += wire.remove_node(state, switched, old.node, old.netns,
+                              (old.attach, old.attach_ifname))
+    final = Plan.from_dict(switched.to_dict())
+    fsp = _steering(final)
+    in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
+    freed = [h.label for h in fsp.hops if h.label not in in_use and
+             (h.node == old.node or (h.next == old.node))]
+    fsp.hops = [h for h in fsp.hops if h.label not in freed]
+    fsp.node_ids.pop(old.node, None)
+    fsp.attach.pop(old.node, None)
+    fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
+                              if a[1] != old.attach_ifname]
+    final.steering = fsp.to_dict()
+    drop_nodes(final, {old.node})
+    with DataPlane(req.lab) as dp:
+        for d in olds:
+            tables.clear_paths(dp, _base(sp, d), len(d.paths))
+        tables.delete_labels(dp, freed)
+    add.nodes.remove(old)
+    add.hops = [h for h in add.hops if h.label not in freed]
+    record.save_plan(state, final)
+    record.save_addition(state, add, "up")
+    record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
+                 host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
+                 drained=drained)
     return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
             "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
             "conntrack_errors": errors[:5], "drained": drained,

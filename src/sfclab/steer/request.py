@@ -73,7 +73,7 @@ class RemoveChain:
 @dataclass(frozen=True)
 class MigrateInstance:
     """Move ``instance`` (a function node of an added chain) make-before-break; ``to`` names
-    the target host (None: the same host; this build knows only the lab's implicit host)."""
+    the target host (None: the same host; see :func:`sfclab.steer.capacity.hosts_of`)."""
 
     lab: str
     instance: str

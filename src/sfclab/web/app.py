@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from .. import __version__
 from ..experiments import DEFAULT_DB
 from . import auth, errors
-from .routes import chains, labs, measurements, page, results
+from .routes import chains, hosts, labs, measurements, page, results
 from .services import Services
 from .vendor import STATIC
 
@@ -40,7 +40,8 @@ def create_app(token: str | None = None, db: str = DEFAULT_DB,
     app.state.services = svc
     errors.install(app)
     auth.install(app, token)
-    for r in (labs.router, chains.router, measurements.router, results.router, page.router):
+    for r in (labs.router, chains.router, hosts.router, measurements.router, results.router,
+              page.router):
         app.include_router(r)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from fastapi import Request
 
 from ..experiments import DEFAULT_DB
+from ..plan.model import Plan
 from ..realize.state import LabState, all_labs
 from .counters import Counters
-from .errors import NotFound
+from .errors import Clash, NotFound
 from .jobs import Jobs
 
 
@@ -39,3 +40,11 @@ def known_lab(name: str) -> LabState:
         labs = ", ".join(s.name for s in all_labs()) or "none"
         raise NotFound(f"no lab named '{name}' (labs: {labs})")
     return state
+
+
+def lab_plan(name: str) -> Plan:
+    """The lab's plan (404 for an unknown lab, 409 while it is being built)."""
+    d = known_lab(name).plan()
+    if d is None:
+        raise Clash(f"lab '{name}' has no plan yet (it is being built)")
+    return Plan.from_dict(d)

@@ -1,0 +1,109 @@
+"""``sfclab host add | rm | ls``: hosts of a running lab (the library: :mod:`sfclab.steer.hostops`;
+this file only parses and prints)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import SpecError
+from .output import emit
+from .status import ExitStatus
+
+EXAMPLES = """\
+examples:
+  sfclab host add sfcweb edge2 --cpus 1 --memory 256M    an emulated host, its CPUs and memory
+  sfclab host ls sfcweb                                   capacity, use, functions per host
+  sfclab host rm sfcweb edge2 --drain                     its functions migrate, then it goes
+"""
+
+
+def _mb(n: int) -> str:
+    return f"{n // (1 << 20)}M"
+
+
+def _ls_text(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'HOST':<12} {'CPU used/all':>13} {'memory used/all':>16}  INSTANCES"]
+    for r in rows:
+        lines.append(f"{r['host']:<12} {r['used_cpu']:>6g}/{r['cpus']:<6g} "
+                     f"{_mb(r['used_memory']):>8}/{_mb(r['memory']):<7}  "
+                     f"{', '.join(r['instances']) or '-'}"
+                     + ("  (added)" if r["added"] else ""))
+    return "\n".join(lines)
+
+
+def _size(v: str) -> int:
+    from ..spec.quantities import parse_size  # light start-up
+
+    try:
+        return parse_size(v)
+    except ValueError as e:
+        raise SpecError(f"expected {e}, got {v!r}", place="--memory") from None
+
+
+def cmd_add(a: argparse.Namespace) -> int:
+    from ..steer import hostops  # light start-up: load only what this command needs
+
+    d = hostops.add_host(a.name, a.host, a.cpus, _size(a.memory), wait_s=a.wait)
+    emit(d, a.json, lambda d: f"host {d['host']} added: CPUs {','.join(map(str, d['cpus']))}, "
+                              f"memory {_mb(d['memory'])} (context {d['context']})")
+    return ExitStatus.OK
+
+
+def cmd_rm(a: argparse.Namespace) -> int:
+    from ..steer import hostops  # light start-up: load only what this command needs
+
+    d = hostops.remove_host(a.name, a.host, drain=a.drain, wait_s=a.wait)
+    emit(d, a.json, lambda d: f"host {d['host']} removed in {d['seconds']:.3f} s"
+                              + "".join(f"\n  {m['instance']} -> {m['clone']} on {m['host']}"
+                                        for m in d["moved"])
+                              + "".join(f"\n  error: {e}" for e in d["errors"]))
+    return ExitStatus.OK if not d["errors"] else ExitStatus.FAILURE
+
+
+def cmd_ls(a: argparse.Namespace) -> int:
+    from ..steer import hostops  # light start-up: load only what this command needs
+
+    emit(hostops.list_hosts(a.name), a.json, _ls_text)
+    return ExitStatus.OK
+
+
+def cmd_host(a: argparse.Namespace) -> int:
+    """``sfclab host`` without a subcommand: its help, and bad input."""
+    a.parser.print_help()
+    return ExitStatus.BAD_INPUT
+
+
+def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
+    """The ``host`` command group."""
+    sp = add("host", cmd_host, "hosts of a running lab (emulated): add, remove, list",
+             "sfclab host ls sfcweb", json_flag=False)
+    sp.epilog = EXAMPLES
+    sp.set_defaults(parser=sp)
+    inner = sp.add_subparsers(dest="host_cmd", metavar="SUBCOMMAND", parser_class=type(sp))
+
+    def one(name: str, fn: Callable[[argparse.Namespace], int], help: str,
+            example: str) -> argparse.ArgumentParser:
+        p = inner.add_parser(name, help=help, description=help,
+                             epilog="example:\n  " + example,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(fn=fn)
+        p.add_argument("--json", action="store_true", help="print JSON")
+        p.add_argument("name", metavar="LAB")
+        return p
+
+    wait = "wait this long for another command on the lab (default 60)"
+    p = one("add", cmd_add, "add an emulated host with its CPUs and memory",
+            "sfclab host add sfcweb edge2 --cpus 1 --memory 256M")
+    p.add_argument("host", metavar="NAME")
+    p.add_argument("--cpus", type=int, required=True, metavar="N", help="CPUs (a count)")
+    p.add_argument("--memory", required=True, metavar="SIZE", help="memory, e.g. 256M")
+    p.add_argument("--wait", type=float, default=60.0, metavar="S", help=wait)
+    one("ls", cmd_ls, "capacity, use and functions per host", "sfclab host ls sfcweb")
+    p = one("rm", cmd_rm, "remove a host 'host add' made (refused while functions run there)",
+            "sfclab host rm sfcweb edge2 --drain")
+    p.add_argument("host", metavar="NAME")
+    p.add_argument("--drain", action="store_true",
+                   help="migrate its functions to other hosts first")
+    p.add_argument("--wait", type=float, default=60.0, metavar="S", help=wait)
