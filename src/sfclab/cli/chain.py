@@ -8,6 +8,7 @@ from typing import Any
 
 from . import chain_ops
 from .output import emit
+from .group import command_group
 from .status import ExitStatus
 
 EXAMPLES = """\
@@ -104,30 +105,10 @@ def cmd_trace(a: argparse.Namespace) -> int:
     return ExitStatus.OK if d["delivered"] and d["in_order"] else ExitStatus.FAILURE
 
 
-def cmd_chain(a: argparse.Namespace) -> int:
-    """``sfclab chain`` without a subcommand: its help, and bad input."""
-    a.parser.print_help()
-    return ExitStatus.BAD_INPUT
-
-
 def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     """The ``chain`` command group."""
-    sp = add("chain", cmd_chain, "service function chains of a running lab", "sfclab chain ls sfcweb",
-             json_flag=False)
-    sp.epilog = EXAMPLES
-    sp.set_defaults(parser=sp)
-    inner = sp.add_subparsers(dest="chain_cmd", metavar="SUBCOMMAND",
-                              parser_class=type(sp))
-
-    def one(name: str, fn: Callable[[argparse.Namespace], int], help: str,
-            example: str) -> argparse.ArgumentParser:
-        p = inner.add_parser(name, help=help, description=help,
-                             epilog="example:\n  " + example,
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.set_defaults(fn=fn)
-        p.add_argument("--json", action="store_true", help="print JSON")
-        p.add_argument("name", metavar="LAB")
-        return p
+    one = command_group(add, "chain", "service function chains of a running lab",
+                        "sfclab chain ls sfcweb", EXAMPLES)
 
     one("ls", cmd_ls, "list a lab's chains", "sfclab chain ls sfcweb")
     p = one("inspect", cmd_inspect, "classifiers, label stacks, per-hop counters, shares",

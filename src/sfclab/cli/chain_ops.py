@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
+from .group import One
 from .output import emit, progress
 from .status import ExitStatus
-
-One = Callable[..., argparse.ArgumentParser]
 
 
 def _add_text(d: dict[str, Any]) -> str:

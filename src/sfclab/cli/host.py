@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import SpecError
 from .output import emit
+from .group import command_group
 from .status import ExitStatus
 
 EXAMPLES = """\
@@ -69,29 +70,10 @@ def cmd_ls(a: argparse.Namespace) -> int:
     return ExitStatus.OK
 
 
-def cmd_host(a: argparse.Namespace) -> int:
-    """``sfclab host`` without a subcommand: its help, and bad input."""
-    a.parser.print_help()
-    return ExitStatus.BAD_INPUT
-
-
 def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     """The ``host`` command group."""
-    sp = add("host", cmd_host, "hosts of a running lab (emulated): add, remove, list",
-             "sfclab host ls sfcweb", json_flag=False)
-    sp.epilog = EXAMPLES
-    sp.set_defaults(parser=sp)
-    inner = sp.add_subparsers(dest="host_cmd", metavar="SUBCOMMAND", parser_class=type(sp))
-
-    def one(name: str, fn: Callable[[argparse.Namespace], int], help: str,
-            example: str) -> argparse.ArgumentParser:
-        p = inner.add_parser(name, help=help, description=help,
-                             epilog="example:\n  " + example,
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.set_defaults(fn=fn)
-        p.add_argument("--json", action="store_true", help="print JSON")
-        p.add_argument("name", metavar="LAB")
-        return p
+    one = command_group(add, "host", "hosts of a running lab (emulated): add, remove, list",
+                        "sfclab host ls sfcweb", EXAMPLES)
 
     wait = "wait this long for another command on the lab (default 60)"
     p = one("add", cmd_add, "add an emulated host with its CPUs and memory",
