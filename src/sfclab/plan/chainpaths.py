@@ -16,7 +16,7 @@ from ipaddress import IPv4Interface, IPv4Network
 from ..errors import SpecError
 from .model import Plan
 from .sfc import (FIRST_LABEL, MAX_LABELS, DirectionPlan, Hop, PathPlan, SteeringPlan, _slots,
-                  _weights)
+                  _weights, shortest_path)
 
 MAX_PATHS = 4096
 #: the path index never handed out: its table entry stays empty (depth 0)
@@ -55,28 +55,7 @@ class Topology:
         self.kind.setdefault(b, kind)
 
     def shortest(self, src: str, dst: str) -> list[tuple[str, str, str, str]] | None:
-        prev: dict[str, tuple[str, str, str]] = {}
-        seen, todo = {src}, deque([src])
-        while todo:
-            n = todo.popleft()
-            if n == dst:
-                break
-            if n != src and not self.forwards.get(n):
-                continue
-            for m, my, their in self.adj.get(n, []):
-                if m not in seen:
-                    seen.add(m)
-                    prev[m] = (n, my, their)
-                    todo.append(m)
-        if dst not in seen:
-            return None
-        edges: list[tuple[str, str, str, str]] = []
-        n = dst
-        while n != src:
-            p, my, their = prev[n]
-            edges.append((p, my, n, their))
-            n = p
-        return edges[::-1]
+        return shortest_path(self.adj, self.forwards, src, dst)
 
     def nearest_forwarder(self, start: str) -> str | None:
         """The router nearest ``start``, else the nearest forwarding node (BFS order)."""

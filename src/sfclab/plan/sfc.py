@@ -175,28 +175,38 @@ class _Graph:
     def shortest(self, src: str, dst: str) -> list[tuple[str, str, str, str]] | None:
         """Edges (node, out interface, next node, its interface) from ``src`` to ``dst``,
         through forwarding nodes only; None if there is no such path."""
-        prev: dict[str, tuple[str, str, str]] = {}
-        seen, todo = {src}, deque([src])
-        while todo:
-            n = todo.popleft()
-            if n == dst:
-                break
-            if n != src and not self.forwards[n]:
-                continue
-            for m, my, their in self.adj[n]:
-                if m not in seen:
-                    seen.add(m)
-                    prev[m] = (n, my, their)
-                    todo.append(m)
-        if dst not in seen:
-            return None
-        edges: list[tuple[str, str, str, str]] = []
-        n = dst
-        while n != src:
-            p, my, their = prev[n]
-            edges.append((p, my, n, their))
-            n = p
-        return edges[::-1]
+        return shortest_path(self.adj, self.forwards, src, dst)
+
+
+Adjacency = dict[str, list[tuple[str, str, str]]]  # node -> [(neighbour, my if, its if)]
+
+
+def shortest_path(adj: Adjacency, forwards: dict[str, bool], src: str, dst: str
+                  ) -> list[tuple[str, str, str, str]] | None:
+    """Breadth-first: the edges (node, out interface, next node, its interface) of a shortest
+    path from ``src`` to ``dst`` whose inner nodes all forward; None if there is none."""
+    prev: dict[str, tuple[str, str, str]] = {}
+    seen, todo = {src}, deque([src])
+    while todo:
+        n = todo.popleft()
+        if n == dst:
+            break
+        if n != src and not forwards.get(n):
+            continue
+        for m, my, their in adj.get(n, []):
+            if m not in seen:
+                seen.add(m)
+                prev[m] = (n, my, their)
+                todo.append(m)
+    if dst not in seen:
+        return None
+    edges: list[tuple[str, str, str, str]] = []
+    n = dst
+    while n != src:
+        p, my, their = prev[n]
+        edges.append((p, my, n, their))
+        n = p
+    return edges[::-1]
 
 
 class _Labels:
