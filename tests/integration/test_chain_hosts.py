@@ -100,6 +100,18 @@ def test_migrate_to_another_host_under_udp_loses_nothing(lab_name: str, tmp_path
         assert counters(lab.name)["fw-1.m1"]["proxy_in"] > 0
         assert _host(lab.name, "edge2")["instances"] == ["fw-1.m1"]
         assert _host(lab.name, "local")["instances"] == []
+        # the clone crossed hosts: a tunnel in both contexts with its planned VNI, used
+        from sfclab.steer import record
+
+        from .test_chain_tunnels import tunnel
+        got = record.load_addition(LabState(lab.name), "one")
+        assert got is not None
+        vni = next(n.vni for n in got[0].nodes if n.node == "fw-1.m1")
+        assert vni is not None
+        for host in ("local", "edge2"):
+            t = tunnel(lab.name, host, vni)
+            assert t is not None and t["linkinfo"]["info_data"]["id"] == vni, host
+            assert t["stats64"]["rx"]["packets"] > 0, host
         with pytest.raises(LabError, match="no host named 'nowhere'"):
             migrate.migrate(request.MigrateInstance(lab.name, "fw-1.m1", "nowhere"))
 

@@ -62,6 +62,8 @@ class NewNode:
     subnet: str
     address: str  # its own, "198.19.255.254/30"
     gateway: str  # the attach node's end
+    vni: int | None = None  # on another host than ``attach``: its tunnel (:mod:`.tunnels`)
+    mtu: int = 0  # the link's MTU (0: BASE_MTU + LABEL_ROOM)
 
 
 @dataclass

@@ -36,7 +36,7 @@ from ..plan.names import host_cgroup, host_netns
 from ..realize import lifecycle
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
-from . import record
+from . import record, underlay
 from .capacity import (LOCAL, added_hosts, has_local, hosts_of, instances_by_host,
                        save_added_hosts)
 from .migrate import migrate_locked
@@ -144,6 +144,7 @@ def remove_host(lab: str, name: str, drain: bool = False,
         _, plan = lifecycle.load_plan(lab)
         h = next(x for x in plan.hosts if x.name == name)
         errors = _unmake(h)
+        underlay.forget_host(state, name)
         plan.hosts = [x for x in plan.hosts if x.name != name]
         record.save_plan(state, plan)
         save_added_hosts(state, [x for x in added_hosts(state) if x != name])

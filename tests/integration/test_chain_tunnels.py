@@ -1,0 +1,69 @@
+"""Added instances on another host than their attach node (issue 14): joined through a VXLAN
+tunnel in the two hosts' contexts (planned VNI, never in the node), carrying the chain's
+traffic, removed by ``chain rm``; the same host keeps a plain veth."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from sfclab.realize.state import LabState
+from sfclab.steer import add as chain_add
+from sfclab.steer import hostops, record, request
+
+from .test_chain_hosts import GROUP, named
+from .test_chain_ops import chain_file, counters, running, send
+
+
+def link(ns: str, dev: str) -> dict[str, Any] | None:
+    cp = subprocess.run(["ip", "-n", ns, "-d", "-s", "-j", "link", "show", "dev", dev],
+                        capture_output=True, text=True, check=False)
+    return json.loads(cp.stdout)[0] if cp.returncode == 0 else None
+
+
+def tunnel(lab: str, host: str, vni: int) -> dict[str, Any] | None:
+    return link(f"sfclab:{lab}:@{host}", f"vxn{vni}")
+
+
+def test_an_instance_on_another_host_carries_traffic_through_a_tunnel(
+        lab_name: str, tmp_path: Path) -> None:
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        d = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
+        got = record.load_addition(LabState(lab.name), "grp")
+        assert got is not None
+        nodes = {n.node: n for n in got[0].nodes}
+        on_edge = next(n for n, i in d["instances"].items() if i["host"] == "edge2")
+        on_local = next(n for n, i in d["instances"].items() if i["host"] == "local")
+        assert nodes[on_local].vni is None  # same host as r1: a plain veth
+        e = link(nodes[on_local].netns, "eth0")
+        assert e is not None and e["linkinfo"]["info_kind"] == "veth"
+        vni = nodes[on_edge].vni
+        assert vni is not None
+        for host in ("local", "edge2"):
+            t = tunnel(lab.name, host, vni)
+            assert t is not None, host
+            assert t["linkinfo"]["info_kind"] == "vxlan"
+            assert t["linkinfo"]["info_data"]["id"] == vni
+            assert t["master"] == f"brn{vni}"
+        # the node holds a veth, never the tunnel; its peer is the port in edge2's context
+        e = link(nodes[on_edge].netns, "eth0")
+        assert e is not None and e["linkinfo"]["info_kind"] == "veth"
+        assert link(f"sfclab:{lab.name}:@edge2", f"pn{vni}") is not None
+        before = {h: tunnel(lab.name, h, vni)["stats64"]["rx"]["packets"]  # type: ignore
+                  for h in ("local", "edge2")}
+        got_n = [send(lab, "src", str(lab.address("dst")), 42000 + k, 5002, 20)
+                 for k in range(12)]
+        # a flow's first datagram may meet an unresolved neighbour; the rest must cross
+        assert sum(got_n) >= 234 and min(got_n) >= 18, got_n
+        assert counters(lab.name)[on_edge]["proxy_in"] > 0
+        after = {h: tunnel(lab.name, h, vni)["stats64"]["rx"]["packets"]  # type: ignore
+                 for h in ("local", "edge2")}
+        assert after["edge2"] > before["edge2"] and after["local"] > before["local"]
+        r = chain_add.remove_chain(request.RemoveChain(lab.name, "grp"))
+        assert not r["errors"]
+        for host in ("local", "edge2"):
+            for dev in (f"vxn{vni}", f"brn{vni}", f"pn{vni}"):
+                assert link(f"sfclab:{lab.name}:@{host}", dev) is None, (host, dev)
