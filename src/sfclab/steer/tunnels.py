@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 
-from ..kernel import ethtool, netns
+from ..hosts.attach import ATTACH_KINDS, Joint
+from ..hosts.context import EmulatedHost
+from ..kernel import netns
 from ..plan.chainadd import NewNode
-from ..plan.model import Plan
+from ..plan.model import HostEndPlan, HostLinkPlan, Plan
 from ..plan.names import host_netns
 from ..plan.tunnels import attach_host, names
 from ..realize.state import LabState
@@ -26,6 +29,7 @@ from .underlay import Joined, join
 
 Ends = tuple[Joined, Joined]  # (the attach node's host, the instance's host)
 VXLAN_PORT = 4789
+ATTACH = "bridge"  # the attach kind joining port and tunnel in each context
 
 
 def prepare(state: LabState, plan: Plan, n: NewNode, labelled_mtu: int) -> Ends | None:
@@ -40,13 +44,19 @@ def prepare(state: LabState, plan: Plan, n: NewNode, labelled_mtu: int) -> Ends 
 def make(plan: Plan, n: NewNode, ends: Ends) -> None:
     assert n.vni is not None
     port, vx, br = names(n.vni)
+    udp = plan.underlay.vxlan_port if plan.underlay is not None else VXLAN_PORT
     sides = [(ends[0], ends[1], plan.netns_of(n.attach), n.attach_ifname),
              (ends[1], ends[0], n.netns, n.ifname)]
     for here, there, node_ns, node_if in sides:
+        end = HostEndPlan(n.node, here.host, here.netns, port, node_ns, node_if, vxlan=vx,
+                          local=here.address.split("/")[0],
+                          remote=there.address.split("/")[0], joiner=br)
+        hl = HostLinkPlan(-1, ATTACH, n.mtu, [end], n.vni)
         with step(f"tunnel {n.vni} of {n.node} in host {here.host}"):
-            ipr = netns.iproute(here.netns)
+            ctx = EmulatedHost(here.host, here.netns)
+            ipr = ctx.iproute()
             try:
-                ipr.link("add", ifname=port, kind="veth", peer=node_if)
+                ipr.link("add", ifname=port, kind="veth", peer=node_if, mtu=n.mtu)
                 idx = ipr.link_lookup(ifname=node_if)[0]
                 fd = os.open(netns.path(node_ns), os.O_RDONLY | os.O_CLOEXEC)
                 try:
@@ -54,21 +64,17 @@ def make(plan: Plan, n: NewNode, ends: Ends) -> None:
                 finally:
                     os.close(fd)
                 ul = ipr.link_lookup(ifname=here.underlay_if)[0]
-                ipr.link("add", ifname=vx, kind="vxlan", vxlan_id=n.vni,
-                         vxlan_local=here.address.split("/")[0],
-                         vxlan_group=there.address.split("/")[0], vxlan_port=VXLAN_PORT,
-                         vxlan_link=ul, vxlan_learning=0, mtu=n.mtu)
-                ipr.link("add", ifname=br, kind="bridge", mtu=n.mtu)
-                b = ipr.link_lookup(ifname=br)[0]
+                ipr.link("add", ifname=vx, kind="vxlan", vxlan_id=n.vni, vxlan_local=end.local,
+                         vxlan_group=end.remote, vxlan_port=udp, vxlan_link=ul,
+                         vxlan_learning=0, mtu=n.mtu)
                 for dev in (port, vx):
-                    i = ipr.link_lookup(ifname=dev)[0]
-                    ipr.link("set", index=i, mtu=n.mtu, master=b)
-                    ipr.link("set", index=i, state="up")
-                ipr.link("set", index=b, state="up")
+                    ipr.link("set", index=ipr.link_lookup(ifname=dev)[0], state="up")
+                # the lab file's attach kind joins port and tunnel, as for its hosted links
+                ATTACH_KINDS[ATTACH].join(Joint(ctx, ipr, hl, [end], plan.lab, Path("/"),
+                                                xdp_nodes=True))
             finally:
                 ipr.close()
-            with netns.entered(here.netns):  # XDP-redirected frames need NAPI: GRO on
-                ethtool.set_offloads(port, {"gro": True})
+            ctx.set_offloads(port, {"gro": True})  # XDP-redirected frames need NAPI
 
 
 def _context(plan: Plan, host: str) -> str:
