@@ -5,14 +5,13 @@ hosts only; hosts reached over SSH are not built yet).
 ``sfclab:<lab>:@<host>`` (cpuset: ``cpus`` of the machine's online CPUs, handed out in turn
 after those of the hosts before it; memory: ``memory.limit_in_bytes``), both journaled before
 they are made, so ``down`` removes them (after ``kill -9`` too).  Its plan joins ``plan.hosts``
-and its name ``hosts-added.json`` (:mod:`.capacity`).  It is not joined to the underlay: no
-link of the lab file reaches it.
+and its name ``hosts-added.json`` (:mod:`.capacity`).  It is joined to the underlay when an
+instance is first placed on it away from its attach node (:mod:`.underlay`).
 
 **What placing an instance on a host means here.**  The instance's processes join the host's
 cgroups (its CPUs and memory are the host's), and placement accounts its needs there.  Its
-link to the attach node is the same veth pair as on the lab's own host -- not a VXLAN tunnel
-through the two hosts' contexts as the lab file's hosted links are: on one machine this keeps
-``chain migrate --to`` make-before-break with the same wiring on either side.
+link to an attach node on another host is a VXLAN tunnel through the two hosts' contexts, as
+the lab file's hosted links are (:mod:`.tunnels`); on the same host a plain veth pair.
 
 ``host rm`` removes only hosts ``host add`` made, and refuses while added instances run there
 unless ``drain``: each is then migrated (make-before-break, :func:`.migrate.migrate_locked`) to
