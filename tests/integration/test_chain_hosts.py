@@ -124,6 +124,8 @@ def test_bad_host_commands_exit_2_and_change_nothing(lab_name: str, tmp_path: Pa
                           if n.startswith(f"sfclab:{lab.name}:"))
 
         before = mine()
+        key = tmp_path / "id"
+        key.write_text("not used: refused before any connection\n")
         bad = [["host", "add", lab.name, "bad:name", "--cpus", "1", "--memory", "64M"],
                ["host", "add", lab.name, "h2", "--cpus", "0", "--memory", "64M"],
                ["host", "add", lab.name, "h2", "--cpus", "1", "--memory", "1M"],
@@ -133,13 +135,25 @@ def test_bad_host_commands_exit_2_and_change_nothing(lab_name: str, tmp_path: Pa
                ["host", "rm", lab.name, "nowhere"],
                ["host", "rm", lab.name, "local"],
                ["host", "ls", "nosuchlab0"],
-               ["chain", "migrate", lab.name, "f1", "--to", "local"]]
+               ["chain", "migrate", lab.name, "f1", "--to", "local"],
+               ["host", "add", lab.name, "h2", "--cpus", "1"],
+               ["host", "add", lab.name, "h2", "--ssh", "nobody", "--key", str(key)],
+               ["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9",
+                "--key", str(tmp_path / "missing")],
+               ["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9", "--key", str(key),
+                "--port", "0"],
+               ["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9", "--key", str(key)]]
         for argv in bad:
             assert main(argv) == ExitStatus.BAD_INPUT, argv
             err = capsys.readouterr().err
             assert err.startswith("sfclab: error:") and len(err.strip().splitlines()) == 1, err
         assert mine() == before
         assert [r["host"] for r in hostops.list_hosts(lab.name)] == ["local"]
+        # --ssh on a lab of emulated hosts: one line saying what is supported
+        assert main(["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9", "--key",
+                     str(key), "--port", "2222"]) == ExitStatus.BAD_INPUT
+        err = capsys.readouterr().err
+        assert "emulated hosts" in err and "--cpus N --memory SIZE" in err, err
         # too big for every host: exit 2 naming the function, its needs and the largest host
         big = dict(GROUP, functions=[dict(GROUP["functions"][0], instances=1, cpu=64)])
         assert main(["chain", "add", lab.name, chain_file(tmp_path, big)]) == 2

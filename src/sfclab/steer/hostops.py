@@ -104,6 +104,31 @@ def add_host(lab: str, name: str, cpus: int, memory: int,
             "memory": memory, "seconds": round(time.monotonic() - t0, 3)}
 
 
+SSH_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.:_-]+$")
+
+
+def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None,
+                 port: int | None) -> dict[str, Any]:
+    """``host add --ssh``: checked, then refused (:class:`LabError`, exit 2) with what is
+    supported -- hosts reached over SSH are built from a lab file's ``hosts:`` with ``ssh:``
+    keys at ``up``; adding one to a running lab is not built."""
+    check_host_request(name, 1, MIN_MEMORY)
+    if ssh is None or not SSH_RE.match(ssh):
+        raise SpecError(f"expected USER@ADDRESS, got {ssh!r}", place="--ssh")
+    if key is None or not os.access(key, os.R_OK) or not os.path.isfile(key):
+        raise SpecError(f"expected a readable private key file, got {key!r}", place="--key")
+    if port is not None and not 0 < port < 65536:
+        raise SpecError(f"expected a port from 1 to 65535, got {port}", place="--port")
+    plan = _up(LabState(lab))
+    if not any(not h.emulated for h in plan.hosts):
+        raise LabError(f"lab '{lab}' has emulated hosts: 'host add' adds an emulated host "
+                       "(--cpus N --memory SIZE); hosts reached over SSH come from a lab file's "
+                       "'hosts:' with 'ssh:' keys")
+    raise LabError(f"adding a host reached over SSH to running lab '{lab}' is not supported; "
+                   "supported: SSH hosts named in the lab file's 'hosts:' with 'ssh:' keys, "
+                   "made at 'sfclab up'")
+
+
 def _unmake(h: HostPlan) -> list[str]:
     errors = host_cgroups.remove(h.cgroup)
     try:
