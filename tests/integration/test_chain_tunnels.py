@@ -9,6 +9,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from sfclab.kernel import netns
 from sfclab.realize.state import LabState
 from sfclab.steer import add as chain_add
 from sfclab.steer import hostops, record, request
@@ -67,3 +70,35 @@ def test_an_instance_on_another_host_carries_traffic_through_a_tunnel(
         for host in ("local", "edge2"):
             for dev in (f"vxn{vni}", f"brn{vni}", f"pn{vni}"):
                 assert link(f"sfclab:{lab.name}:@{host}", dev) is None, (host, dev)
+
+
+@pytest.mark.parametrize("after_s", [0.8, 0.0])
+def test_kill_9_of_a_chain_add_across_hosts_then_down_leaves_nothing(
+        lab_name: str, tmp_path: Path, after_s: float) -> None:
+    """The underlay, the context of ``local`` and the tunnels are journaled (their namespaces)
+    before they are made: ``down`` after a ``kill -9`` at any moment leaves no namespace
+    (``running`` checks) and nothing of the lab in this machine's root namespace; 0.0: killed
+    as soon as the underlay's namespace appears."""
+    import signal
+    import sys
+    import time
+
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "chain", "add", lab.name,
+                              chain_file(tmp_path, GROUP)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if after_s:
+            time.sleep(after_s)
+        else:  # as soon as the tunnel's making has begun: the underlay's namespace is there
+            t0 = time.monotonic()
+            while not netns.exists(f"sfclab:{lab.name}:-underlay") and p.poll() is None:
+                assert time.monotonic() - t0 < 30
+                time.sleep(0.002)
+            assert p.poll() is None, p.returncode  # killed in the middle, not after
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    root = json.loads(subprocess.run(["ip", "-j", "link", "show"], capture_output=True,
+                                     text=True, check=True).stdout)
+    assert not [x["ifname"] for x in root if x["ifname"].startswith(("vxn", "brn", "pn"))
+                and lab_name in (x.get("ifalias") or "")]
