@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from sfclab.kernel import netns
+from sfclab.realize import lifecycle
 from sfclab.realize.state import LabState
 from sfclab.steer import add as chain_add
 from sfclab.steer import hostops, record, request
@@ -102,3 +103,32 @@ def test_kill_9_of_a_chain_add_across_hosts_then_down_leaves_nothing(
                                      text=True, check=True).stdout)
     assert not [x["ifname"] for x in root if x["ifname"].startswith(("vxn", "brn", "pn"))
                 and lab_name in (x.get("ifalias") or "")]
+
+
+def test_on_a_lab_file_with_hosts_the_tunnel_uses_its_underlay(lab_name: str,
+                                                               tmp_path: Path) -> None:
+    """Hosts of the lab file are already joined to its underlay: the tunnel ends at their
+    addresses there, no underlay of its own is made."""
+    d = named(lab_name)
+    d["hosts"] = {"h1": {"cpus": 1, "memory": "512M"}, "h2": {"cpus": 1, "memory": "512M"}}
+    d["nodes"] = {n: {**v, "host": "h1"} for n, v in d["nodes"].items()}
+    with running(d) as lab:
+        r = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
+        assert sorted(i["host"] for i in r["instances"].values()) == ["h1", "h2"]
+        got = record.load_addition(LabState(lab.name), "grp")
+        assert got is not None
+        by_host = {n.host: n for n in got[0].nodes}
+        assert by_host["h1"].vni is None
+        vni = by_host["h2"].vni
+        assert vni is not None
+        _, plan = lifecycle.load_plan(lab.name)
+        addr = {h.name: h.address.split("/")[0] for h in plan.hosts}
+        for host, other in (("h1", "h2"), ("h2", "h1")):
+            t = tunnel(lab.name, host, vni)
+            assert t is not None and t["linkinfo"]["info_data"]["id"] == vni
+            assert t["linkinfo"]["info_data"]["remote"] == addr[other]
+        assert not netns.exists(f"sfclab:{lab.name}:@local")
+        got_n = [send(lab, "src", str(lab.address("dst")), 43000 + k, 5002, 20)
+                 for k in range(8)]
+        assert sum(got_n) >= 156 and min(got_n) >= 18, got_n
+        assert counters(lab.name)[by_host["h2"].node]["proxy_in"] > 0
