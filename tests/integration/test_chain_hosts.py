@@ -100,6 +100,18 @@ def test_migrate_to_another_host_under_udp_loses_nothing(lab_name: str, tmp_path
         assert counters(lab.name)["fw-1.m1"]["proxy_in"] > 0
         assert _host(lab.name, "edge2")["instances"] == ["fw-1.m1"]
         assert _host(lab.name, "local")["instances"] == []
+        # the clone crossed hosts: a tunnel in both contexts with its planned VNI, used
+        from sfclab.steer import record
+
+        from .test_chain_tunnels import tunnel
+        got = record.load_addition(LabState(lab.name), "one")
+        assert got is not None
+        vni = next(n.vni for n in got[0].nodes if n.node == "fw-1.m1")
+        assert vni is not None
+        for host in ("local", "edge2"):
+            t = tunnel(lab.name, host, vni)
+            assert t is not None and t["linkinfo"]["info_data"]["id"] == vni, host
+            assert t["stats64"]["rx"]["packets"] > 0, host
         with pytest.raises(LabError, match="no host named 'nowhere'"):
             migrate.migrate(request.MigrateInstance(lab.name, "fw-1.m1", "nowhere"))
 
@@ -112,6 +124,8 @@ def test_bad_host_commands_exit_2_and_change_nothing(lab_name: str, tmp_path: Pa
                           if n.startswith(f"sfclab:{lab.name}:"))
 
         before = mine()
+        key = tmp_path / "id"
+        key.write_text("not used: refused before any connection\n")
         bad = [["host", "add", lab.name, "bad:name", "--cpus", "1", "--memory", "64M"],
                ["host", "add", lab.name, "h2", "--cpus", "0", "--memory", "64M"],
                ["host", "add", lab.name, "h2", "--cpus", "1", "--memory", "1M"],
@@ -121,13 +135,25 @@ def test_bad_host_commands_exit_2_and_change_nothing(lab_name: str, tmp_path: Pa
                ["host", "rm", lab.name, "nowhere"],
                ["host", "rm", lab.name, "local"],
                ["host", "ls", "nosuchlab0"],
-               ["chain", "migrate", lab.name, "f1", "--to", "local"]]
+               ["chain", "migrate", lab.name, "f1", "--to", "local"],
+               ["host", "add", lab.name, "h2", "--cpus", "1"],
+               ["host", "add", lab.name, "h2", "--ssh", "nobody", "--key", str(key)],
+               ["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9",
+                "--key", str(tmp_path / "missing")],
+               ["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9", "--key", str(key),
+                "--port", "0"],
+               ["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9", "--key", str(key)]]
         for argv in bad:
             assert main(argv) == ExitStatus.BAD_INPUT, argv
             err = capsys.readouterr().err
             assert err.startswith("sfclab: error:") and len(err.strip().splitlines()) == 1, err
         assert mine() == before
         assert [r["host"] for r in hostops.list_hosts(lab.name)] == ["local"]
+        # --ssh on a lab of emulated hosts: one line saying what is supported
+        assert main(["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9", "--key",
+                     str(key), "--port", "2222"]) == ExitStatus.BAD_INPUT
+        err = capsys.readouterr().err
+        assert "emulated hosts" in err and "--cpus N --memory SIZE" in err, err
         # too big for every host: exit 2 naming the function, its needs and the largest host
         big = dict(GROUP, functions=[dict(GROUP["functions"][0], instances=1, cpu=64)])
         assert main(["chain", "add", lab.name, chain_file(tmp_path, big)]) == 2

@@ -46,6 +46,11 @@ def _size(v: str) -> int:
 def cmd_add(a: argparse.Namespace) -> int:
     from ..steer import hostops  # light start-up: load only what this command needs
 
+    if a.ssh is not None or a.key is not None or a.port is not None:
+        hostops.add_ssh_host(a.name, a.host, a.ssh, a.key, a.port)  # refuses (exit 2) for now
+    if a.cpus is None or a.memory is None:
+        raise SpecError("expected --cpus N and --memory SIZE (an emulated host)",
+                        place="--cpus" if a.cpus is None else "--memory")
     d = hostops.add_host(a.name, a.host, a.cpus, _size(a.memory), wait_s=a.wait)
     emit(d, a.json, lambda d: f"host {d['host']} added: CPUs {','.join(map(str, d['cpus']))}, "
                               f"memory {_mb(d['memory'])} (context {d['context']})")
@@ -79,8 +84,12 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     p = one("add", cmd_add, "add an emulated host with its CPUs and memory",
             "sfclab host add sfcweb edge2 --cpus 1 --memory 256M")
     p.add_argument("host", metavar="NAME")
-    p.add_argument("--cpus", type=int, required=True, metavar="N", help="CPUs (a count)")
-    p.add_argument("--memory", required=True, metavar="SIZE", help="memory, e.g. 256M")
+    p.add_argument("--cpus", type=int, metavar="N", help="CPUs (a count; required)")
+    p.add_argument("--memory", metavar="SIZE", help="memory, e.g. 256M (required)")
+    p.add_argument("--ssh", metavar="USER@ADDRESS",
+                   help="a host reached over SSH (refused for now: see docs/chains-live.md)")
+    p.add_argument("--key", metavar="FILE", help="the SSH private key (with --ssh)")
+    p.add_argument("--port", type=int, metavar="N", help="the SSH port (with --ssh; 22)")
     p.add_argument("--wait", type=float, default=60.0, metavar="S", help=wait)
     one("ls", cmd_ls, "capacity, use and functions per host", "sfclab host ls sfcweb")
     p = one("rm", cmd_rm, "remove a host 'host add' made (refused while functions run there)",

@@ -1,7 +1,7 @@
 """A chain added to a running lab, planned against the lab's saved plan (pure).
 
 **Wiring.**  Every instance of the chain's functions is a namespace of its own joined by one
-veth pair to the chain's *attach* node, a forwarding node of the lab (the chain file's
+veth pair (across hosts: a tunnel, :mod:`.tunnels`) to the chain's *attach* node, a forwarding node of the lab (the chain file's
 ``attach``, else the router nearest the first classifier's ingress, else the nearest
 forwarding node).  The function is one-armed: labelled frames come in from the attach node on
 ``eth0``, the proxy takes the stack off, the function forwards the plain packet back out of
@@ -62,6 +62,8 @@ class NewNode:
     subnet: str
     address: str  # its own, "198.19.255.254/30"
     gateway: str  # the attach node's end
+    vni: int | None = None  # on another host than ``attach``: its tunnel (:mod:`.tunnels`)
+    mtu: int = 0  # the link's MTU (0: BASE_MTU + LABEL_ROOM)
 
 
 @dataclass

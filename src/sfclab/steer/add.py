@@ -25,6 +25,8 @@ from typing import Any
 
 from ..errors import LabError, SpecError
 from ..plan import placement
+from ..plan import tunnels as plan_tunnels
+from ..plan.tunnels import LABELLED_MTU as LABELLED
 from ..plan.chainadd import Addition, apply, plan_addition, withdraw
 from ..plan.model import Plan
 from ..plan.placement import Need, NoRoom
@@ -33,7 +35,7 @@ from ..realize import dataplane, lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import health, record, tables, wire
+from . import health, record, tables, tunnels, underlay, wire
 from .capacity import hosts_of
 from .chains import read_classifiers
 from .request import AddChain, RemoveChain
@@ -69,6 +71,9 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         for i in instances:
             i.host = where[i.node]
         add = plan_addition(plan, sp, req.chain, instances, req.source)
+        others = [x for a, _ in record.additions(state).values() for x in a.nodes]
+        plan_tunnels.fit(plan, add.nodes, others, underlay.underlay_mtu(state, plan, LABELLED),
+                         LABELLED)
         merged = Plan.from_dict(plan.to_dict())
         apply(merged, add)
         msp = _steering(merged)
@@ -114,7 +119,7 @@ def _make(state: LabState, plan: Plan, merged: Plan, msp: SteeringPlan, add: Add
         dataplane.make_dir(plan.lab)
     say(f"function nodes: {len(add.nodes)}")
     for n in add.nodes:
-        wire.make_node(merged, n)
+        wire.make_node(merged, n, tunnels.prepare(state, merged, n, LABELLED))
     for node, ifname, mtu in add.mtu:
         wire.set_link(merged, node, ifname, mtu=mtu)
     for node, ifname, offl in add.offloads:
@@ -179,7 +184,7 @@ def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
             errors.append(f"labels: {e}")
     for n in add.nodes:
         errors += wire.remove_node(state, merged, n.node, n.netns,
-                                    (n.attach, n.attach_ifname))
+                                    (n.attach, n.attach_ifname), n)
     return errors
 
 

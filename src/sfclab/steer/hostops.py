@@ -5,14 +5,13 @@ hosts only; hosts reached over SSH are not built yet).
 ``sfclab:<lab>:@<host>`` (cpuset: ``cpus`` of the machine's online CPUs, handed out in turn
 after those of the hosts before it; memory: ``memory.limit_in_bytes``), both journaled before
 they are made, so ``down`` removes them (after ``kill -9`` too).  Its plan joins ``plan.hosts``
-and its name ``hosts-added.json`` (:mod:`.capacity`).  It is not joined to the underlay: no
-link of the lab file reaches it.
+and its name ``hosts-added.json`` (:mod:`.capacity`).  It is joined to the underlay when an
+instance is first placed on it away from its attach node (:mod:`.underlay`).
 
 **What placing an instance on a host means here.**  The instance's processes join the host's
 cgroups (its CPUs and memory are the host's), and placement accounts its needs there.  Its
-link to the attach node is the same veth pair as on the lab's own host -- not a VXLAN tunnel
-through the two hosts' contexts as the lab file's hosted links are: on one machine this keeps
-``chain migrate --to`` make-before-break with the same wiring on either side.
+link to an attach node on another host is a VXLAN tunnel through the two hosts' contexts, as
+the lab file's hosted links are (:mod:`.tunnels`); on the same host a plain veth pair.
 
 ``host rm`` removes only hosts ``host add`` made, and refuses while added instances run there
 unless ``drain``: each is then migrated (make-before-break, :func:`.migrate.migrate_locked`) to
@@ -36,7 +35,7 @@ from ..plan.names import host_cgroup, host_netns
 from ..realize import lifecycle
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
-from . import record
+from . import record, underlay
 from .capacity import (LOCAL, added_hosts, has_local, hosts_of, instances_by_host,
                        save_added_hosts)
 from .migrate import migrate_locked
@@ -105,6 +104,31 @@ def add_host(lab: str, name: str, cpus: int, memory: int,
             "memory": memory, "seconds": round(time.monotonic() - t0, 3)}
 
 
+SSH_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.:_-]+$")
+
+
+def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None,
+                 port: int | None) -> dict[str, Any]:
+    """``host add --ssh``: checked, then refused (:class:`LabError`, exit 2) with what is
+    supported -- hosts reached over SSH are built from a lab file's ``hosts:`` with ``ssh:``
+    keys at ``up``; adding one to a running lab is not built."""
+    check_host_request(name, 1, MIN_MEMORY)
+    if ssh is None or not SSH_RE.match(ssh):
+        raise SpecError(f"expected USER@ADDRESS, got {ssh!r}", place="--ssh")
+    if key is None or not os.access(key, os.R_OK) or not os.path.isfile(key):
+        raise SpecError(f"expected a readable private key file, got {key!r}", place="--key")
+    if port is not None and not 0 < port < 65536:
+        raise SpecError(f"expected a port from 1 to 65535, got {port}", place="--port")
+    plan = _up(LabState(lab))
+    if not any(not h.emulated for h in plan.hosts):
+        raise LabError(f"lab '{lab}' has emulated hosts: 'host add' adds an emulated host "
+                       "(--cpus N --memory SIZE); hosts reached over SSH come from a lab file's "
+                       "'hosts:' with 'ssh:' keys")
+    raise LabError(f"adding a host reached over SSH to running lab '{lab}' is not supported; "
+                   "supported: SSH hosts named in the lab file's 'hosts:' with 'ssh:' keys, "
+                   "made at 'sfclab up'")
+
+
 def _unmake(h: HostPlan) -> list[str]:
     errors = host_cgroups.remove(h.cgroup)
     try:
@@ -144,6 +168,7 @@ def remove_host(lab: str, name: str, drain: bool = False,
         _, plan = lifecycle.load_plan(lab)
         h = next(x for x in plan.hosts if x.name == name)
         errors = _unmake(h)
+        underlay.forget_host(state, name)
         plan.hosts = [x for x in plan.hosts if x.name != name]
         record.save_plan(state, plan)
         save_added_hosts(state, [x for x in added_hosts(state) if x != name])

@@ -37,17 +37,19 @@ from typing import Any
 from ..errors import LabError
 from ..kernel import netns
 from ..plan import placement
+from ..plan import tunnels as plan_tunnels
 from ..plan.chainadd import Addition, NewNode, apply, drop_nodes
 from ..plan.chainpaths import (Labels, Topology, build_direction, free_ifname, free_path_base,
                                free_subnets, path_ranges)
 from ..plan.model import Plan
 from ..plan.names import netns_name
+from ..plan.tunnels import LABELLED_MTU as LABELLED
 from ..plan.sfc import DirectionPlan, SteeringPlan
 from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, path_base
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import conntrack, health, record, tables, wire
+from . import conntrack, health, record, tables, tunnels, underlay, wire
 from .record import slot_lock
 from .add import _steering
 from .capacity import hosts_of
@@ -139,6 +141,9 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                     old.params, old.function, old.cpu, old.memory, host, old.attach,
                     free_ifname(plan, old.attach, set()), "eth0", str(net),
                     f"{hs[1]}/30", f"{hs[0]}/30")
+    plan_tunnels.fit(plan, [clone], [x for a, _ in record.additions(state).values()
+                                     for x in a.nodes],
+                     underlay.underlay_mtu(state, plan, LABELLED), LABELLED)
     # plan the clone's paths against the lab with the clone wired in
     step1 = Addition(add.chain, add.attach, nodes=[clone], source=add.source)
     merged = Plan.from_dict(plan.to_dict())
@@ -169,7 +174,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     errors: list[str] = []
     seen: set[tuple[str, ...]] = set()
     try:
-        wire.make_node(merged, clone)
+        wire.make_node(merged, clone, tunnels.prepare(state, merged, clone, LABELLED))
         wire.start_function(state, merged, clone.node)
         wire.load_programs(merged, clone.node, msp.node_ids[clone.node],
                            msp.attach[clone.node])
@@ -187,7 +192,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
             moved, seen, errors = conntrack.copy(old.netns, clone.netns)
     except BaseException:
         wire.remove_node(state, merged, clone.node, clone.netns,
-                         (clone.attach, clone.attach_ifname))
+                         (clone.attach, clone.attach_ifname), clone)
         add.nodes.remove(clone)
         record.save_addition(state, add, "up")
         record.save_plan(state, plan)
@@ -227,7 +232,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
         drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
     # --- break: the old instance goes ----------------------------------------------------
     errors += wire.remove_node(state, switched, old.node, old.netns,
-                              (old.attach, old.attach_ifname))
+                              (old.attach, old.attach_ifname), old)
     final = Plan.from_dict(switched.to_dict())
     fsp = _steering(final)
     in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}

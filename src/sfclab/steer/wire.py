@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from typing import TYPE_CHECKING
 from ipaddress import IPv4Interface
 
 from ..errors import RealizeError
@@ -27,27 +28,42 @@ from ..realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
 from ..realize.state import LabState
 from ..realize.steering import PROGRAM_OBJECT, steer_binary
 from ..realize.step import step
+from . import tunnels
+
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute
+
+    from .tunnels import Ends
 
 ONE_ARM_SYSCTLS = {"net.ipv4.conf.all.send_redirects": "0",
                    "net.ipv4.conf.default.send_redirects": "0"}
 
 
-def make_node(plan: Plan, n: NewNode) -> None:
-    """The namespace, link, addresses and route of added node ``n`` (its name journaled)."""
+def _move(ipr: IPRoute, ifname: str, ns: str) -> None:
+    idx = ipr.link_lookup(ifname=ifname)[0]
+    fd = os.open(netns.path(ns), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        ipr.link("set", index=idx, net_ns_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def make_node(plan: Plan, n: NewNode, tunnel: Ends | None = None) -> None:
+    """The namespace, link, addresses and route of added node ``n`` (its name journaled);
+    ``tunnel``: on another host than its attach node, the two hosts' joined contexts
+    (:mod:`.tunnels` makes the link through them)."""
     with step(f"namespace {n.netns}"):
         ipr = netns.create(n.netns, {**BASE_SYSCTLS, **FORWARDING_SYSCTLS, **ONE_ARM_SYSCTLS})
     assert ipr is not None
     try:
         attach_ns = plan.netns_of(n.attach)
-        with step(f"veth {n.node}/{n.ifname} - {n.attach}/{n.attach_ifname}"):
-            ipr.link("add", ifname=n.ifname, kind="veth", peer=n.attach_ifname)
-            peer = ipr.link_lookup(ifname=n.attach_ifname)[0]
-            fd = os.open(netns.path(attach_ns), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                ipr.link("set", index=peer, net_ns_fd=fd)
-            finally:
-                os.close(fd)
-        mtu = BASE_MTU + LABEL_ROOM
+        if tunnel is None:
+            with step(f"veth {n.node}/{n.ifname} - {n.attach}/{n.attach_ifname}"):
+                ipr.link("add", ifname=n.ifname, kind="veth", peer=n.attach_ifname)
+                _move(ipr, n.attach_ifname, attach_ns)
+        else:
+            tunnels.make(plan, n, tunnel)
+        mtu = n.mtu or BASE_MTU + LABEL_ROOM
         mine = ipr.link_lookup(ifname=n.ifname)[0]
         with step(f"interface {n.node}/{n.ifname}"):
             ipr.link("set", index=mine, mtu=mtu, ifalias=f"sfclab:{plan.lab}:{n.node}:added")
@@ -98,11 +114,15 @@ def stop_function(state: LabState, plan: Plan, node: str) -> list[str]:
 
 
 def remove_node(state: LabState, plan: Plan, node: str, ns: str,
-                attach: tuple[str, str] | None = None) -> list[str]:
+                attach: tuple[str, str] | None = None,
+                added: NewNode | None = None) -> list[str]:
     """Stop ``node``'s function, delete its link (``attach``: the attach node and its end
     there; at once, both ends: a namespace is cleaned up by the kernel later, and its link's
-    name would still be taken for a while), end what runs in it and delete its namespace."""
+    name would still be taken for a while; ``added``: the node, whose tunnel, if it has one,
+    goes too), end what runs in it and delete its namespace."""
     errors = stop_function(state, plan, node)
+    if added is not None:  # its tunnel's devices in the two hosts' contexts
+        errors += tunnels.remove(plan, added)
     if attach is not None:
         try:
             ipr = netns.iproute(plan.netns_of(attach[0]))

@@ -1,0 +1,61 @@
+"""Tunnels of added instances (pure): an instance ``chain add`` or ``migrate`` places on
+another host than its attach node is joined to it through the two hosts' contexts, as the lab
+file's hosted links across hosts are (:mod:`.hosts`): in each context a port (the veth whose
+peer is the node's end), a VXLAN device toward the other host and a Linux bridge joining them
+(attach kind ``bridge``).  Names in a context come from the tunnel's VNI (``pn<vni>``,
+``vxn<vni>``, ``brn<vni>``), so they never clash with the lab file's (``p<link>e<j>``,
+``vx<link>``, ``br<link>``) nor with each other.
+
+VNIs are handed out above every VNI in use (the lab file's tunnels and every added
+instance's), from ``ADDED_VNI_BASE``.  The link's MTU is the labelled MTU
+(``BASE_MTU + LABEL_ROOM``) when the underlay carries it with VXLAN's 50 bytes, else the
+underlay's MTU less 50.  Same-host instances keep their plain veth (``vni`` None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ..spec.hosts import VXLAN_OVERHEAD
+from .chainadd import BASE_MTU
+from .hosts import VNI_BASE
+from .sfc import LABEL_ROOM
+
+if TYPE_CHECKING:
+    from .chainadd import NewNode
+    from .model import Plan
+
+LOCAL = "local"
+ADDED_VNI_BASE = VNI_BASE + 4000
+LABELLED_MTU = BASE_MTU + LABEL_ROOM  # an added instance's link carries a full label stack
+
+
+def attach_host(plan: Plan, node: str) -> str:
+    """The host a lab node is on (``local``: the implicit host of a lab without hosts)."""
+    h = plan.host_of(node)
+    return h.name if h is not None else LOCAL
+
+
+def names(vni: int) -> tuple[str, str, str]:
+    """(port, vxlan, bridge) of tunnel ``vni`` in each of its two contexts."""
+    return f"pn{vni}", f"vxn{vni}", f"brn{vni}"
+
+
+def used_vnis(plan: Plan, nodes: Iterable[NewNode]) -> set[int]:
+    out = {hl.vni for hl in plan.host_links if hl.vni is not None}
+    return out | {n.vni for n in nodes if n.vni is not None}
+
+
+def fit(plan: Plan, new: list[NewNode], existing: Iterable[NewNode], underlay_mtu: int,
+        labelled_mtu: int = LABELLED_MTU) -> None:
+    """Give each of ``new`` on another host than its attach node a free VNI and its MTU."""
+    taken = used_vnis(plan, existing)
+    nxt = max(taken | {ADDED_VNI_BASE - 1}) + 1
+    for n in new:
+        if n.host == attach_host(plan, n.attach):
+            n.vni, n.mtu = None, labelled_mtu
+            continue
+        n.vni = nxt
+        nxt += 1
+        n.mtu = min(labelled_mtu, underlay_mtu - VXLAN_OVERHEAD)

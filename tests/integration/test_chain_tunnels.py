@@ -1,0 +1,134 @@
+"""Added instances on another host than their attach node (issue 14): joined through a VXLAN
+tunnel in the two hosts' contexts (planned VNI, never in the node), carrying the chain's
+traffic, removed by ``chain rm``; the same host keeps a plain veth."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sfclab.kernel import netns
+from sfclab.realize import lifecycle
+from sfclab.realize.state import LabState
+from sfclab.steer import add as chain_add
+from sfclab.steer import hostops, record, request
+
+from .test_chain_hosts import GROUP, named
+from .test_chain_ops import chain_file, counters, running, send
+
+
+def link(ns: str, dev: str) -> dict[str, Any] | None:
+    cp = subprocess.run(["ip", "-n", ns, "-d", "-s", "-j", "link", "show", "dev", dev],
+                        capture_output=True, text=True, check=False)
+    return json.loads(cp.stdout)[0] if cp.returncode == 0 else None
+
+
+def tunnel(lab: str, host: str, vni: int) -> dict[str, Any] | None:
+    return link(f"sfclab:{lab}:@{host}", f"vxn{vni}")
+
+
+def test_an_instance_on_another_host_carries_traffic_through_a_tunnel(
+        lab_name: str, tmp_path: Path) -> None:
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        d = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
+        got = record.load_addition(LabState(lab.name), "grp")
+        assert got is not None
+        nodes = {n.node: n for n in got[0].nodes}
+        on_edge = next(n for n, i in d["instances"].items() if i["host"] == "edge2")
+        on_local = next(n for n, i in d["instances"].items() if i["host"] == "local")
+        assert nodes[on_local].vni is None  # same host as r1: a plain veth
+        e = link(nodes[on_local].netns, "eth0")
+        assert e is not None and e["linkinfo"]["info_kind"] == "veth"
+        vni = nodes[on_edge].vni
+        assert vni is not None
+        for host in ("local", "edge2"):
+            t = tunnel(lab.name, host, vni)
+            assert t is not None, host
+            assert t["linkinfo"]["info_kind"] == "vxlan"
+            assert t["linkinfo"]["info_data"]["id"] == vni
+            assert t["master"] == f"brn{vni}"
+        # the node holds a veth, never the tunnel; its peer is the port in edge2's context
+        e = link(nodes[on_edge].netns, "eth0")
+        assert e is not None and e["linkinfo"]["info_kind"] == "veth"
+        assert link(f"sfclab:{lab.name}:@edge2", f"pn{vni}") is not None
+        before = {h: tunnel(lab.name, h, vni)["stats64"]["rx"]["packets"]  # type: ignore
+                  for h in ("local", "edge2")}
+        got_n = [send(lab, "src", str(lab.address("dst")), 42000 + k, 5002, 20)
+                 for k in range(12)]
+        # a flow's first datagram may meet an unresolved neighbour; the rest must cross
+        assert sum(got_n) >= 234 and min(got_n) >= 18, got_n
+        assert counters(lab.name)[on_edge]["proxy_in"] > 0
+        after = {h: tunnel(lab.name, h, vni)["stats64"]["rx"]["packets"]  # type: ignore
+                 for h in ("local", "edge2")}
+        assert after["edge2"] > before["edge2"] and after["local"] > before["local"]
+        r = chain_add.remove_chain(request.RemoveChain(lab.name, "grp"))
+        assert not r["errors"]
+        for host in ("local", "edge2"):
+            for dev in (f"vxn{vni}", f"brn{vni}", f"pn{vni}"):
+                assert link(f"sfclab:{lab.name}:@{host}", dev) is None, (host, dev)
+
+
+@pytest.mark.parametrize("after_s", [0.8, 0.0])
+def test_kill_9_of_a_chain_add_across_hosts_then_down_leaves_nothing(
+        lab_name: str, tmp_path: Path, after_s: float) -> None:
+    """The underlay, the context of ``local`` and the tunnels are journaled (their namespaces)
+    before they are made: ``down`` after a ``kill -9`` at any moment leaves no namespace
+    (``running`` checks) and nothing of the lab in this machine's root namespace; 0.0: killed
+    as soon as the underlay's namespace appears."""
+    import signal
+    import sys
+    import time
+
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "chain", "add", lab.name,
+                              chain_file(tmp_path, GROUP)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if after_s:
+            time.sleep(after_s)
+        else:  # as soon as the tunnel's making has begun: the underlay's namespace is there
+            t0 = time.monotonic()
+            while not netns.exists(f"sfclab:{lab.name}:-underlay") and p.poll() is None:
+                assert time.monotonic() - t0 < 30
+                time.sleep(0.002)
+            assert p.poll() is None, p.returncode  # killed in the middle, not after
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    root = json.loads(subprocess.run(["ip", "-j", "link", "show"], capture_output=True,
+                                     text=True, check=True).stdout)
+    assert not [x["ifname"] for x in root if x["ifname"].startswith(("vxn", "brn", "pn"))
+                and lab_name in (x.get("ifalias") or "")]
+
+
+def test_on_a_lab_file_with_hosts_the_tunnel_uses_its_underlay(lab_name: str,
+                                                               tmp_path: Path) -> None:
+    """Hosts of the lab file are already joined to its underlay: the tunnel ends at their
+    addresses there, no underlay of its own is made."""
+    d = named(lab_name)
+    d["hosts"] = {"h1": {"cpus": 1, "memory": "512M"}, "h2": {"cpus": 1, "memory": "512M"}}
+    d["nodes"] = {n: {**v, "host": "h1"} for n, v in d["nodes"].items()}
+    with running(d) as lab:
+        r = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
+        assert sorted(i["host"] for i in r["instances"].values()) == ["h1", "h2"]
+        got = record.load_addition(LabState(lab.name), "grp")
+        assert got is not None
+        by_host = {n.host: n for n in got[0].nodes}
+        assert by_host["h1"].vni is None
+        vni = by_host["h2"].vni
+        assert vni is not None
+        _, plan = lifecycle.load_plan(lab.name)
+        addr = {h.name: h.address.split("/")[0] for h in plan.hosts}
+        for host, other in (("h1", "h2"), ("h2", "h1")):
+            t = tunnel(lab.name, host, vni)
+            assert t is not None and t["linkinfo"]["info_data"]["id"] == vni
+            assert t["linkinfo"]["info_data"]["remote"] == addr[other]
+        assert not netns.exists(f"sfclab:{lab.name}:@local")
+        got_n = [send(lab, "src", str(lab.address("dst")), 43000 + k, 5002, 20)
+                 for k in range(8)]
+        assert sum(got_n) >= 156 and min(got_n) >= 18, got_n
+        assert counters(lab.name)[by_host["h2"].node]["proxy_in"] > 0
