@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from pyroute2 import IPRoute
 
@@ -55,3 +59,33 @@ def iperf3(src_ns: str, dst_ns: str, dst_ip: str, seconds: float = 1, port: int 
 def ping(ns: str, ip: str, count: int = 2) -> subprocess.CompletedProcess:
     return netns.run(ns, ["ping", "-c", str(count), "-i", "0.2", "-W", "2", ip], check=False,
                      timeout=20)
+
+
+def kill_9_during_up_then_down(tmp_path: Path, lab_name: str, body: str, delays: Iterable[float],
+                               also_gone: Callable[[str], bool] = lambda _name: True) -> int:
+    """For each delay: write lab ``<lab_name>k<i>`` (``body`` below its name), run ``sfclab up``
+    on it, SIGKILL it ``delay`` seconds after its journal exists, then ``sfclab down``; assert
+    that ``down`` succeeds and leaves nothing (and ``also_gone(name)``).  Returns how many kills
+    landed while objects of the lab existed."""
+    caught_midway = 0
+    for i, delay in enumerate(delays):
+        name = f"{lab_name}k{i}"
+        f = tmp_path / f"{name}.yaml"
+        f.write_text(f"name: {name}\n{body}\n")
+        journal = os.path.join(os.environ["SFCLAB_STATE_DIR"], "labs", name, "journal")
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "up", str(f)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(journal) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        if any(leftovers(name).values()):
+            caught_midway += 1
+        cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "down", name],
+                            capture_output=True, text=True)
+        assert cp.returncode == 0, cp.stderr
+        assert nothing_left(name), leftovers(name)
+        assert also_gone(name)
+    return caught_midway

@@ -5,18 +5,15 @@ root namespace, and ``kill -9`` during ``up`` of a three-host lab."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from sfclab.kernel import netns
 
-from .labtools import iperf3, leftovers, nothing_left, ping
+from .labtools import iperf3, kill_9_during_up_then_down, leftovers, nothing_left, ping
 
 
 def counters(ns: str | None) -> dict[str, tuple[int, int]]:
@@ -168,27 +165,9 @@ def host_cgroups_left(lab: str) -> list[str]:
 
 
 def test_kill_9_during_up_of_a_three_host_lab_then_down_leaves_nothing(tmp_path, lab_name):
-    caught_midway = 0
-    for i, delay in enumerate((0.05, 0.2, 0.5)):
-        name = f"{lab_name}k{i}"
-        f = tmp_path / f"{name}.yaml"
-        f.write_text(f"name: {name}\n{THREE_HOSTS}")
-        journal = os.path.join(os.environ["SFCLAB_STATE_DIR"], "labs", name, "journal")
-        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "up", str(f)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while not os.path.exists(journal) and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        time.sleep(delay)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        if any(leftovers(name).values()):
-            caught_midway += 1
-        cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "down", name],
-                            capture_output=True, text=True)
-        assert cp.returncode == 0, cp.stderr
-        assert nothing_left(name), leftovers(name)
-        assert not host_cgroups_left(name)
+    caught_midway = kill_9_during_up_then_down(
+        tmp_path, lab_name, THREE_HOSTS.rstrip("\n"), (0.05, 0.2, 0.5),
+        also_gone=lambda name: not host_cgroups_left(name))
     assert caught_midway >= 1
 
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from tests.integration.labtools import leftovers, nothing_left
+from tests.integration.labtools import kill_9_during_up_then_down, nothing_left
 
 from sfclab.cli import main
 from sfclab.kernel import netns
@@ -81,25 +79,7 @@ def test_down_ends_processes_inside_the_lab(running_lab):
 ])
 def test_kill_9_during_up_then_down_leaves_nothing(tmp_path, lab_name, spec, delays):
     """SIGKILL ``sfclab up`` at several moments after its journal exists, then ``down``."""
-    caught_midway = 0
-    for i, delay in enumerate(delays):
-        name = f"{lab_name}k{i}"
-        f = write(tmp_path, f"{name}.yaml", f"name: {name}\n{spec}\n")
-        journal = os.path.join(os.environ["SFCLAB_STATE_DIR"], "labs", name, "journal")
-        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "up", f],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while not os.path.exists(journal) and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        time.sleep(delay)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        if any(leftovers(name).values()):
-            caught_midway += 1
-        cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "down", name],
-                            capture_output=True, text=True)
-        assert cp.returncode == 0, cp.stderr
-        assert nothing_left(name), leftovers(name)
+    caught_midway = kill_9_during_up_then_down(tmp_path, lab_name, spec, delays)
     assert caught_midway >= 1  # at least one kill landed while objects existed
 
 
