@@ -248,3 +248,45 @@ def test_kill_9_during_up_over_ssh_then_down_leaves_nothing_on_any_host(machines
     for m in HOSTS.values():
         assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}
         assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
+
+
+def test_cli_down_with_a_host_unreachable_says_partly_removed_then_retries(machines, lab_name,
+                                                                          capsys):
+    """``sfclab down`` with one host's ``sshd`` stopped (by its PID): exit 1, the message names
+    the host, its address and why, says its part stays journaled and that ``down`` again
+    retries it; ``--json`` has each host's outcome.  With the host back, ``down`` removes
+    every part on every host."""
+    from sfclab.cli import main
+
+    plan = lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
+    machines.stop("m3")
+    try:
+        partly_removed(main, capsys, lab_name, plan)
+    finally:
+        machines.start("m3")
+        status = main(["down", lab_name, "--json"])  # the host back: the rest is removed
+    assert status == 0
+    d = json.loads(capsys.readouterr().out)[lab_name]
+    assert d["complete"] is True and d["namespaces"] == 1
+    assert [(h["host"], h["removed"]) for h in d["hosts"]] == [("h3", True)]
+    assert not lifecycle.LabState(lab_name).exists and nothing_left(lab_name)
+    for m in HOSTS.values():  # every machine's context holds nothing of the lab any more
+        assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}
+        assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
+
+
+def partly_removed(main, capsys, lab_name, plan) -> None:
+    """``down`` with host h3 unreachable: exit 1, the message and the JSON."""
+    assert main(["down", lab_name]) == 1
+    out = capsys.readouterr().out
+    assert f"lab '{lab_name}' is only partly removed" in out
+    assert f"host h3 ({ADDRESSES['m3']}): connection refused" in out
+    assert "stays journaled" in out and f"'sfclab down {lab_name}' again" in out
+    assert f"lab '{lab_name}' removed" not in out
+    assert netns.exists(plan.netns_of("c")) and not netns.exists(plan.netns_of("a"))
+    assert main(["down", lab_name, "--json"]) == 1  # still unreachable: the same, as JSON
+    d = json.loads(capsys.readouterr().out)[lab_name]
+    assert d["complete"] is False
+    assert [(h["host"], h["address"], h["removed"], h.get("reason")) for h in d["hosts"]] == \
+        [("h3", ADDRESSES["m3"], False, "refused")]
+    assert [e["host"] for e in lifecycle.LabState(lab_name).journal()] == ["h3"]

@@ -68,6 +68,40 @@ def cmd_up(a: argparse.Namespace) -> int:
     return ExitStatus.OK
 
 
+REASONS = {"refused": "connection refused", "timeout": "timed out",
+           "auth": "authentication refused", "host-key": "host key not trusted",
+           "network": "network unreachable", "ssh": "SSH failed",
+           "agent": "reached, but its agent failed"}
+
+DOWN_EXIT = """\
+exit status: 0 when the lab is removed completely; 1 when some of it is left: a host reached
+over SSH that could not be reached (or whose agent failed) keeps its part journaled, the lab
+stays (status 'removing') and running down again retries exactly those hosts; 2 for an
+unknown lab.  With --json, a lab on SSH hosts has 'complete' and 'hosts' (per host: host,
+address, removed, and for a host whose part is left: reason, error)."""
+
+
+def _down_text(name: str, r: dict) -> str:
+    counts = (f"{r['namespaces']} namespaces, {r['bridges']} OVS bridges, "
+              f"{r['links']} root interfaces, {r['processes']} processes ended")
+    left = [h for h in r.get("hosts", []) if not h["removed"]]
+    if not left:
+        return f"lab '{name}' removed: {counts}" + \
+            "".join(f"\n  warning: {e}" for e in r["errors"])
+    lines = [f"lab '{name}' is only partly removed: the part of {len(left)} of "
+             f"{len(r['hosts'])} hosts is left"]
+    for h in left:
+        lines.append(f"  host {h['host']} ({h['address']}): "
+                     f"{REASONS.get(h['reason'], h['reason'])}: {h['error']}")
+    done = [h["host"] for h in r["hosts"] if h["removed"]]
+    lines.append(f"  removed on {', '.join(done) or 'no host'}: {counts}")
+    lines.append(f"  the part of {', '.join(h['host'] for h in left)} stays journaled; run "
+                 f"'sfclab down {name}' again to retry exactly "
+                 f"{'that host' if len(left) == 1 else 'those hosts'}")
+    lines += [f"  warning: {e}" for e in r["errors"] if "its part is left" not in e]
+    return "\n".join(lines)
+
+
 def cmd_down(a: argparse.Namespace) -> int:
     from ..realize import lifecycle  # light start-up: load only what this command needs
 
@@ -75,11 +109,8 @@ def cmd_down(a: argparse.Namespace) -> int:
         return fail("give a lab name or --all", ExitStatus.BAD_INPUT)
     reports = lifecycle.down_all() if a.all else {a.name: lifecycle.down(a.name)}
     data = {n: r.to_dict() for n, r in reports.items()}
-    emit(data, a.json, lambda d: "\n".join(
-        f"lab '{n}' removed: {r['namespaces']} namespaces, {r['bridges']} OVS bridges, "
-        f"{r['links']} root interfaces, {r['processes']} processes ended"
-        + "".join(f"\n  warning: {e}" for e in r["errors"]) for n, r in d.items())
-        or "no labs")
+    emit(data, a.json, lambda d: "\n".join(_down_text(n, r) for n, r in d.items())
+         or "no labs")
     return ExitStatus.FAILURE if any(r.errors for r in reports.values()) else ExitStatus.OK
 
 
@@ -185,6 +216,7 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp = add("up", cmd_up, "build a lab from its file", "sfclab up scenarios/chain5.yaml")
     sp.add_argument("file")
     sp = add("down", cmd_down, "remove a lab completely, by name", "sfclab down chain5")
+    sp.epilog = f"{sp.epilog}\n\n{DOWN_EXIT}"
     sp.add_argument("name", nargs="?")
     sp.add_argument("--all", action="store_true", help="remove every lab")
     add("ls", cmd_ls, "list labs", "sfclab ls --json")

@@ -28,7 +28,18 @@ AGENT_MODULE = "sfclab.realize.agent"
 
 
 class HostUnreachable(RealizeError):
-    """A host that could not be reached over SSH (its part is left for a later retry)."""
+    """A host that could not be reached over SSH (its part is left for a later retry).
+
+    ``reason`` says why in one word: ``refused`` (nothing listens), ``timeout`` (no answer in
+    time), ``auth`` (the key was refused), ``host-key`` (its host key is not trusted),
+    ``network`` (no route, host or network unreachable) or ``ssh`` (another SSH failure)."""
+
+    def __init__(self, message: str, *, host: str = "", address: str = "",
+                 reason: str = "ssh"):
+        self.host = host
+        self.address = address
+        self.reason = reason
+        super().__init__(message)
 
 
 class AgentError(RealizeError):
@@ -82,6 +93,23 @@ def call(t: SshTarget, verb: str, request: dict[str, Any], *, timeout: float = 1
     return answer
 
 
+def reason_of(e: BaseException) -> str:
+    """Why a connection failed, in one word (see :class:`HostUnreachable`)."""
+    import asyncssh  # light start-up: only labs with real hosts load it
+
+    if isinstance(e, ConnectionRefusedError):
+        return "refused"
+    if isinstance(e, (asyncio.TimeoutError, TimeoutError)):
+        return "timeout"
+    if isinstance(e, asyncssh.HostKeyNotVerifiable):
+        return "host-key"
+    if isinstance(e, asyncssh.PermissionDenied):
+        return "auth"
+    if isinstance(e, OSError):
+        return "network"
+    return "ssh"
+
+
 async def _run(t: SshTarget, command: str, stdin: str, timeout: float,
                connect_timeout: float) -> tuple[int, str, str]:
     import asyncssh  # light start-up: only labs with real hosts load it
@@ -99,7 +127,8 @@ async def _run(t: SshTarget, command: str, stdin: str, timeout: float,
             r = await conn.run(command, input=stdin, check=False, timeout=timeout)
     except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
         raise HostUnreachable(f"host {t.host} ({t.user}@{t.address}:{t.port}) unreachable "
-                              f"over SSH: {e or type(e).__name__}") from None
+                              f"over SSH: {e or type(e).__name__}", host=t.host,
+                              address=t.address, reason=reason_of(e)) from None
     out = r.stdout if isinstance(r.stdout, str) else (r.stdout or b"").decode()
     err = r.stderr if isinstance(r.stderr, str) else (r.stderr or b"").decode()
     status = r.exit_status if r.exit_status is not None else 255

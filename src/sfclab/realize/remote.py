@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RealizeError
-from ..hosts.ssh import SshTarget, call
+from ..hosts.ssh import HostUnreachable, SshTarget, call
 from ..plan.model import Plan
 from ..plan.split import check_partition, split
 from .teardown import TeardownReport
@@ -89,7 +89,8 @@ def journaled(state: LabState) -> list[dict[str, Any]]:
 
 def down(state: LabState) -> TeardownReport:
     """Ask every journaled host (at once) to remove its part; keep the unreachable ones
-    journaled.  ``errors`` names every host whose part is left (for a later ``down``)."""
+    journaled.  ``errors`` names every host whose part is left (for a later ``down``);
+    ``hosts`` has each host's outcome (why a part is left: :func:`outcome`)."""
     rep = TeardownReport()
     entries = journaled(state)
     ts = {e["host"]: SshTarget.from_dict(e["target"]) for e in entries}
@@ -102,16 +103,35 @@ def down(state: LabState) -> TeardownReport:
 
     left = []
     for e, got in zip(entries, _each(ts, one)):
+        t = ts[e["host"]]
         if isinstance(got, RealizeError):
             rep.errors.append(f"{got}; its part is left: run 'sfclab down {state.name}' again")
+            rep.hosts.append(outcome(t, got))
             left.append(e)
             continue
         rep.namespaces += int(got.get("namespaces", 0))
         rep.processes += int(got.get("processes", 0))
         rep.links += int(got.get("links", 0))
         rep.errors += [f"host {e['host']}: {x}" for x in got.get("errors", [])]
+        rep.hosts.append(outcome(t, None, got))
     _rewrite_journal(state, left)  # what is left for a later down (nothing: all removed)
     return rep
+
+
+def outcome(t: SshTarget, err: RealizeError | None,
+            got: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One host's outcome of ``down``: removed (with counts), or left with a one-word
+    ``reason`` (``refused``, ``timeout``, ``auth``, ``host-key``, ``network``, ``ssh``: not
+    reached; ``agent``: reached, its agent failed) and the error."""
+    d: dict[str, Any] = {"host": t.host, "address": t.address, "removed": err is None}
+    if err is None:
+        g = got or {}
+        d.update(absent=bool(g.get("absent")), namespaces=int(g.get("namespaces", 0)),
+                 processes=int(g.get("processes", 0)), links=int(g.get("links", 0)))
+    else:
+        d.update(reason=err.reason if isinstance(err, HostUnreachable) else "agent",
+                 error=str(err))
+    return d
 
 
 def _rewrite_journal(state: LabState, entries: list[dict[str, Any]]) -> None:

@@ -28,10 +28,21 @@ class TeardownReport:
     bridges: int = 0
     processes: int = 0
     errors: list[str] = field(default_factory=list)
+    #: labs on hosts reached over SSH: each host's outcome (``host``, ``address``, ``removed``,
+    #: and for a host whose part is left, ``reason`` and ``error``); empty for other labs
+    hosts: list[dict] = field(default_factory=list)
+
+    @property
+    def left(self) -> list[dict]:
+        """The hosts whose parts are left (journaled for a later ``down``)."""
+        return [h for h in self.hosts if not h["removed"]]
 
     def to_dict(self) -> dict:
-        return {"namespaces": self.namespaces, "links": self.links, "bridges": self.bridges,
-                "processes": self.processes, "errors": self.errors}
+        d = {"namespaces": self.namespaces, "links": self.links, "bridges": self.bridges,
+             "processes": self.processes, "errors": self.errors}
+        if self.hosts:
+            d.update(complete=not self.left, hosts=self.hosts)
+        return d
 
 
 def teardown(state: LabState) -> TeardownReport:
