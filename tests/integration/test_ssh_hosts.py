@@ -290,3 +290,44 @@ def partly_removed(main, capsys, lab_name, plan) -> None:
     assert [(h["host"], h["address"], h["removed"], h.get("reason")) for h in d["hosts"]] == \
         [("h3", ADDRESSES["m3"], False, "refused")]
     assert [e["host"] for e in lifecycle.LabState(lab_name).journal()] == ["h3"]
+
+
+def sfclab(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sfclab.cli", *args], capture_output=True,
+                          text=True, input=input, timeout=60)
+
+
+def test_exec_on_a_node_of_an_ssh_host_runs_there(machines, lab_name):
+    """``sfclab exec LAB NODE -- CMD`` for a node on a host reached over SSH runs in the node's
+    namespace on that host (its interfaces are the node's), stdout, stderr and stdin passed
+    through, its exit status passed through; ``@HOST`` is the host's context; a bad node name
+    exits 2."""
+    plan = lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
+    try:
+        ctl = machines.context("ctl")
+        before = tx_packets(ctl, "ul0")
+        cp = sfclab("exec", lab_name, "c", "--", "sh", "-c",
+                    "ip -j link show; echo to-stderr >&2; exit 7")
+        assert cp.returncode == 7, cp.stderr
+        assert cp.stderr == "to-stderr\n"
+        seen = {d["ifname"] for d in json.loads(cp.stdout)}
+        assert seen == set(objects(plan.netns_of("c"))["interfaces"])
+        assert tx_packets(ctl, "ul0") - before > 5  # it went over SSH, from ctl
+        cp = sfclab("exec", lab_name, "b", "--", "tr", "a-z", "A-Z", input="through\n")
+        assert (cp.returncode, cp.stdout) == (0, "THROUGH\n")
+        cp = sfclab("exec", lab_name, "@h2", "--", "ip", "-j", "link", "show")
+        assert cp.returncode == 0, cp.stderr
+        assert {d["ifname"] for d in json.loads(cp.stdout)} == \
+            set(objects(machines.context("m2"))["interfaces"])
+        c_addr = plan.address_of("c")
+        cp = sfclab("exec", lab_name, "a", "--", "ping", "-c", "2", "-W", "2", str(c_addr))
+        assert cp.returncode == 0 and "2 received" in cp.stdout, cp.stdout + cp.stderr
+        cp = sfclab("exec", lab_name, "a", "--", "ping", "-c", "1", "-W", "1", "198.18.255.254")
+        assert cp.returncode == 1  # ping's own status: no answer
+        cp = sfclab("exec", lab_name, "nosuch", "--", "true")
+        assert cp.returncode == 2 and "has no node 'nosuch'" in cp.stderr
+        cp = sfclab("exec", lab_name, "@nosuch", "--", "true")
+        assert cp.returncode == 2 and "has no host 'nosuch'" in cp.stderr
+    finally:
+        assert lifecycle.down(lab_name).errors == []
+    assert nothing_left(lab_name)

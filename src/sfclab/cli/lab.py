@@ -224,7 +224,7 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
              "sfclab inspect chain5 --json")
     sp.add_argument("name")
     sp = add("exec", cmd_exec, "run a command in a node's namespace, or a host's context as "
-             "@HOST (its status passes through)",
+             "@HOST, there over SSH for a host reached over SSH (its status passes through)",
              "sfclab exec chain5 src -- ping -c 3 198.18.3.2", json_flag=False)
     sp.add_argument("name")
     sp.add_argument("node")

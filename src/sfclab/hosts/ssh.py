@@ -7,6 +7,9 @@ JSON on stdin, and returns the agent's JSON answer.  The connection leaves from 
 ``netns`` of this machine when one is given (sockets stay in the namespace they were opened
 in), so a test's SSH traffic never leaves the lab's underlay.
 
+:func:`run_attached` runs a command line there with standard input, output and error passed
+through (``sfclab exec`` of a node on that host) and returns its exit status.
+
 An unreachable host (refused, timed out, unknown host key, authentication refused) raises
 :class:`HostUnreachable`; an agent that answers with a failure raises :class:`AgentError` with
 its message.
@@ -17,7 +20,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shlex
+import stat
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -93,6 +99,50 @@ def call(t: SshTarget, verb: str, request: dict[str, Any], *, timeout: float = 1
     return answer
 
 
+def run_attached(t: SshTarget, argv: list[str], *, connect_timeout: float = 10) -> int:
+    """Run ``argv`` (a command line of host ``t``) there with this process's standard output
+    and error passed through as they come, and its standard input unless that is a terminal
+    or another device (no terminal is opened on the host); the command's exit status (255 if
+    it gave none)."""
+    ctx = kernel_netns.entered(t.netns) if t.netns else contextlib.nullcontext()
+    with ctx:  # the socket is opened in this thread, so in the namespace
+        return asyncio.run(_attached(t, shlex.join(argv), connect_timeout))
+
+
+async def _attached(t: SshTarget, command: str, connect_timeout: float) -> int:
+    import asyncssh  # light start-up: only labs with real hosts load it
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # asyncssh closes what it is handed: duplicates of this process's descriptors.  Standard
+    # input is passed on from a pipe, socket or file; not from a terminal or another device
+    # (/dev/null: nothing to wait for, and a device cannot be polled)
+    mode = os.fstat(0).st_mode
+    stdin: Any = os.dup(0) if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or \
+        stat.S_ISREG(mode) else asyncssh.DEVNULL
+    try:
+        async with asyncssh.connect(t.address, **_options(t, connect_timeout)) as conn:
+            r = await conn.run(command, stdin=stdin, stdout=os.dup(1), stderr=os.dup(2),
+                               encoding=None, check=False)
+    except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
+        raise HostUnreachable(f"host {t.host} ({t.user}@{t.address}:{t.port}) unreachable "
+                              f"over SSH: {e or type(e).__name__}", host=t.host,
+                              address=t.address, reason=reason_of(e)) from None
+    return r.exit_status if r.exit_status is not None else 255
+
+
+def _options(t: SshTarget, connect_timeout: float) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "port": t.port, "username": t.user, "connect_timeout": connect_timeout,
+        "agent_path": None, "config": None,
+    }
+    if t.known_hosts:  # else asyncssh's default: ~/.ssh/known_hosts
+        options["known_hosts"] = t.known_hosts
+    if t.key:
+        options["client_keys"] = [t.key]
+    return options
+
+
 def reason_of(e: BaseException) -> str:
     """Why a connection failed, in one word (see :class:`HostUnreachable`)."""
     import asyncssh  # light start-up: only labs with real hosts load it
@@ -114,16 +164,8 @@ async def _run(t: SshTarget, command: str, stdin: str, timeout: float,
                connect_timeout: float) -> tuple[int, str, str]:
     import asyncssh  # light start-up: only labs with real hosts load it
 
-    options: dict[str, Any] = {
-        "port": t.port, "username": t.user, "connect_timeout": connect_timeout,
-        "agent_path": None, "config": None,
-    }
-    if t.known_hosts:  # else asyncssh's default: ~/.ssh/known_hosts
-        options["known_hosts"] = t.known_hosts
-    if t.key:
-        options["client_keys"] = [t.key]
     try:
-        async with asyncssh.connect(t.address, **options) as conn:
+        async with asyncssh.connect(t.address, **_options(t, connect_timeout)) as conn:
             r = await conn.run(command, input=stdin, check=False, timeout=timeout)
     except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
         raise HostUnreachable(f"host {t.host} ({t.user}@{t.address}:{t.port}) unreachable "

@@ -187,34 +187,49 @@ def listing() -> list[dict[str, Any]]:
 
 
 def node_netns(name: str, node: str) -> str:
-    """The namespace of ``node``; ``@HOST`` names a host's context (labs with hosts)."""
+    """The namespace of ``node`` on this machine; ``@HOST`` names a host's context (labs with
+    hosts).  A node on a host reached over SSH has none here (:func:`node_place`)."""
+    ns, host = node_place(name, node)
+    if host is not None:
+        raise LabError(f"node '{node}' runs on host '{host}', reached over SSH: its "
+                       f"namespace is on that machine (sfclab exec {name} {node} -- CMD runs "
+                       f"there; or enter it on that host: ip netns exec {ns} ...)")
+    assert ns is not None
+    return ns
+
+
+def node_place(name: str, node: str) -> tuple[str | None, str | None]:
+    """Where ``node`` (or ``@HOST``, a host's context) is: its namespace, and the host reached
+    over SSH it is on (``None``: this machine).  A real host's context is its root namespace
+    (namespace ``None``)."""
     _state, plan = load_plan(name)
     if node.startswith(HOST_PREFIX):
         host = next((h for h in plan.hosts if h.name == node[len(HOST_PREFIX):]), None)
         if host is None:
             hosts = ", ".join(HOST_PREFIX + h.name for h in plan.hosts) or "none"
             raise LabError(f"lab '{name}' has no host '{node[1:]}' (host contexts: {hosts})")
-        return host.netns
-    host = plan.host_of(node)
-    if host is not None and not host.emulated:
-        raise LabError(f"node '{node}' runs on host '{host.name}', reached over SSH: its "
-                       "namespace is on that machine (enter it there: ip netns exec "
-                       f"{plan.netns_of(node)} ...)")
+        return (None, host.name) if not host.emulated else (host.netns, None)
     try:
-        return plan.netns_of(node)
+        ns = plan.netns_of(node)
     except KeyError:
         if any(b.node == node for b in plan.ovs_bridges):
             raise LabError(f"node '{node}' is an ovs-bridge: it has no namespace of its own") \
                 from None
         nodes = [n.node for n in plan.namespaces] + [b.node for b in plan.ovs_bridges]
         raise LabError(f"lab '{name}' has no node '{node}' (nodes: {', '.join(nodes)})") from None
+    host = plan.host_of(node)
+    return ns, (host.name if host is not None and not host.emulated else None)
 
 
 def exec_in(name: str, node: str, argv: list[str]) -> int:
-    """Run ``argv`` in the node's namespace with the terminal attached; return its exit status."""
-    ns = node_netns(name, node)
+    """Run ``argv`` in the node's namespace with the terminal attached; return its exit status.
+    A node on a host reached over SSH: there, over SSH (:func:`remote.exec_on`)."""
+    ns, host = node_place(name, node)
     if not argv:
         raise LabError("nothing to run: give a command after '--'")
+    if host is not None:
+        return remote.exec_on(LabState(name), host, ns, argv)
+    assert ns is not None
     try:
         proc = netns.popen(ns, argv)
     except FileNotFoundError:

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RealizeError
-from ..hosts.ssh import HostUnreachable, SshTarget, call
+from ..hosts.ssh import HostUnreachable, SshTarget, call, run_attached
 from ..plan.model import Plan
 from ..plan.split import check_partition, split
 from .teardown import TeardownReport
@@ -169,6 +169,18 @@ def inspect(state: LabState, out: dict[str, Any]) -> None:
     for hl in out.get("host_links", []):
         hl["ends"] = [ends.get((hl["link"], x["host"], x["node"]), {**x, "present": False})
                       for x in hl["ends"]]
+
+
+def exec_on(state: LabState, host: str, ns: str | None, argv: list[str]) -> int:
+    """Run ``argv`` on host ``host`` over SSH, in namespace ``ns`` there (``ip netns exec``;
+    ``None``: the host's context, its root namespace), output passed through; its exit
+    status."""
+    t = next((SshTarget.from_dict(e["target"]) for e in journaled(state) if e["host"] == host),
+             None)
+    if t is None:
+        raise RealizeError(f"host {host} of lab '{state.name}' is not journaled here (its part "
+                           "is removed): nothing of the lab runs there")
+    return run_attached(t, (["ip", "netns", "exec", ns] if ns else []) + argv)
 
 
 def pending(state: LabState) -> list[str]:
