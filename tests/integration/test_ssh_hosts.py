@@ -331,3 +331,46 @@ def test_exec_on_a_node_of_an_ssh_host_runs_there(machines, lab_name):
     finally:
         assert lifecycle.down(lab_name).errors == []
     assert nothing_left(lab_name)
+
+
+def path_without(tmp_path: Path, program: str) -> Path:
+    """A Python that runs with a ``PATH`` of every program of this one's ``PATH`` but
+    ``program`` (links in a directory of the test's own)."""
+    bin_dir = tmp_path / f"bin-without-{program}"
+    bin_dir.mkdir()
+    for d in os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(":"):
+        if not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            if name != program and not (bin_dir / name).exists():
+                (bin_dir / name).symlink_to(os.path.join(d, name))
+    wrapper = tmp_path / f"python-without-{program}"
+    wrapper.write_text(f"#!/bin/sh\nPATH={bin_dir} exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_a_host_without_a_tool_its_part_needs_is_refused_before_anything(machines, lab_name,
+                                                                        tmp_path):
+    """Each host's agent checks what its own part needs (here: the firewall on h3 runs
+    ``nft``) before any host is sent its part: h3's agent runs without ``nft`` in its PATH, so
+    ``up`` fails naming h3 and nft, and nothing is made anywhere.  With nft there, the same lab
+    comes up (the check is h3's own, not this machine's)."""
+    d = three_hosts(lab_name, machines)
+    d["nodes"]["c"] = {"kind": "firewall", "host": "h3"}
+    d["hosts"]["h3"]["ssh"]["python"] = str(path_without(tmp_path, "nft"))
+    with pytest.raises(RealizeError, match=r"host h3: agent check failed.*the 'nft' program "
+                       r"\(for firewall node c\)"):
+        lifecycle.up(load_lab_dict(d))
+    assert not lifecycle.LabState(lab_name).exists and nothing_left(lab_name)
+    for m in HOSTS.values():
+        assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
+        assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}
+    d["hosts"]["h3"]["ssh"]["python"] = str(path_without(tmp_path, "nothing-missing"))
+    plan = lifecycle.up(load_lab_dict(d))
+    try:
+        tables = netns.run(plan.netns_of("c"), ["nft", "list", "tables"]).stdout
+        assert "inet" in tables  # the firewall's ruleset, loaded on h3
+    finally:
+        assert lifecycle.down(lab_name).errors == []
+    assert nothing_left(lab_name)

@@ -135,6 +135,11 @@ class NetworkFunction(abc.ABC):
         """A JSON-ready description of what the function is doing (counters, flows)."""
         return {}
 
+    def programs(self) -> list[str]:
+        """The programs (found in ``PATH``) the function runs to configure or inspect itself;
+        a host's check refuses a host that lacks one before anything is made there."""
+        return []
+
     def check(self) -> None:  # noqa: B027 - optional hook
         """Checks that need the machine (an executable exists ...), run before anything is
         created; raise ``SpecError`` with the node's place on failure."""

@@ -73,6 +73,9 @@ class Dpi(ProcessFunction):
             raise SpecError(f"the {BINARY} program is not built (make -C native sfc-dpi) "
                             "or SFCLAB_DPI does not name it", place="kind")
 
+    def programs(self) -> list[str]:
+        return [f"{IPTABLES}-restore", f"{IPTABLES}-save"]
+
     def ruleset(self) -> str:
         return ("*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n"
                 ":OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n"

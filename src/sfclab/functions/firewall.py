@@ -56,6 +56,10 @@ class Firewall(NetworkFunction):
     def _tool(self, what: str) -> str:
         return f"iptables-{self.params.iptables}-{what}"
 
+    def programs(self) -> list[str]:
+        return ["nft"] if self.params.backend == "nftables" else \
+            [self._tool("restore"), self._tool("save")]
+
     def ruleset(self) -> str:
         p = self.params
         if p.backend == "nftables":

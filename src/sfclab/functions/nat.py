@@ -63,6 +63,9 @@ class Nat(NetworkFunction):
     def check(self) -> None:
         neighbour(self.ctx, self.params.outside, "outside")
 
+    def programs(self) -> list[str]:
+        return ["nft"]
+
     def ruleset(self) -> str:
         p = self.params
         out_if = neighbour(self.ctx, p.outside, "outside").name

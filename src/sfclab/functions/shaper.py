@@ -67,6 +67,9 @@ class Shaper(NetworkFunction):
         if self.params.toward is not None:
             neighbour(self.ctx, self.params.toward, "toward")
 
+    def programs(self) -> list[str]:
+        return ["tc"]
+
     def devices(self) -> list[str]:
         if self.params.toward is not None:
             return [neighbour(self.ctx, self.params.toward, "toward").name]

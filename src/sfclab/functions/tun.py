@@ -78,6 +78,9 @@ class Tun(ProcessFunction):
                             f"interfaces: {', '.join(taken)}), got {self.params.device!r}",
                             place="device")
 
+    def programs(self) -> list[str]:
+        return ["ip"]
+
     def ip_batch(self) -> str:
         p = self.params
         lines = [f"link set dev {p.device} up",

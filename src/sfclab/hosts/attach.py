@@ -97,6 +97,12 @@ class AttachKind:
     node_offloads: ClassVar[dict[str, bool]] = {}
     #: the tunnel device goes into the node (no port in the host context)
     in_node: ClassVar[bool] = False
+    #: the programs (in ``PATH``) this kind runs in the host context
+    programs: ClassVar[tuple[str, ...]] = ()
+
+    def lacks(self) -> list[str]:
+        """What this host lacks for this kind, beyond :attr:`programs` (one phrase each)."""
+        return []
 
     def join(self, j: Joint) -> None:
         raise NotImplementedError
@@ -113,6 +119,13 @@ class Bridge(AttachKind):
 class Shortbridge(AttachKind):
     name = "shortbridge"
 
+    def lacks(self) -> list[str]:
+        try:
+            shortbridge_binary()
+        except RealizeError as e:
+            return [str(e)]
+        return []
+
     def join(self, j: Joint) -> None:
         """Frames bound for a node go straight into it (``bpf_redirect_peer``), unless the link
         is shaped (then through the port's egress, where the shaper is) or the node runs XDP
@@ -125,6 +138,7 @@ class Shortbridge(AttachKind):
 class Ovs(AttachKind):
     name = "ovs"
     needs_ovs = True
+    programs = ovs.PROGRAMS
     node_offloads = NO_TX_CSUM
 
     def ovs_ports(self, j: Joint) -> list[str]:

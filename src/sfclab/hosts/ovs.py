@@ -19,6 +19,10 @@ from ..kernel.ovs import SCHEMA, available
 from .context import HostContext
 
 
+#: the programs a host's OVS runs (a host's check refuses a host without them)
+PROGRAMS = ("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-vswitchd")
+
+
 def _env(rundir: Path) -> dict[str, str]:
     d = str(rundir)
     return dict(os.environ, OVS_RUNDIR=d, OVS_DBDIR=d, OVS_LOGDIR=d, OVS_SYSCONFDIR=d,

@@ -8,8 +8,10 @@ in its own state directory (``$SFCLAB_STATE_DIR`` on that host), exactly as a lo
 the journal is written before anything is made, objects carry the lab's marks, and ``down``
 removes what the journal names.
 
-- ``check`` ``{"address": A}``: what the host must have: root, ``ip``, VXLAN in the kernel,
-  the underlay address ``A`` on one of its interfaces; answers the interface holding it.
+- ``check`` ``{"address": A, "plan": P}``: what the host must have: root, ``ip``, VXLAN in the
+  kernel, the underlay address ``A`` on one of its interfaces, and what its part ``P`` (when
+  given) needs (:mod:`sfclab.realize.needs`: its functions' and attach kinds' programs); answers
+  the interface holding ``A``.
 - ``up`` ``{"plan": P}``: build the host's part ``P`` (:func:`sfclab.plan.split.host_part`);
   refuses a lab that is already there, rolls back on failure.
 - ``down`` ``{"lab": L}``: remove the host's part of lab ``L`` (nothing there: ``absent``).
@@ -67,6 +69,11 @@ def check(req: dict[str, Any]) -> dict[str, Any]:
                 ifname = ipr.get_links(a["index"])[0].get_attr("IFLA_IFNAME")
     if ifname is None:
         missing.append(f"the underlay address {addr} on one of its interfaces")
+    if "plan" in req:  # its part: what its functions and attach kinds run (realize.needs)
+        from .needs import lacks
+
+        part = Plan.from_dict(req["plan"])
+        missing += lacks(part, LabState(part.lab))
     if missing:
         raise LabError("this host lacks " + "; ".join(missing))
     from .. import __version__

@@ -78,12 +78,17 @@ def _preflight(plan: Plan) -> None:
 def check(lab: Lab) -> Plan:
     """Every check ``up`` makes short of touching the kernel: the plan, and each function's
     checks against its neighbours and the machine (programs that must exist ...), with the
-    file and place named.  ``validate`` runs exactly this; ``up`` runs it first."""
+    file and place named.  ``validate`` runs exactly this; ``up`` runs it first.  A node on a
+    host reached over SSH is checked there, by that host's agent, at ``up``
+    (:mod:`sfclab.realize.needs`), not on this machine."""
     from .functions import instantiate  # light start-up: pydantic only when checking
 
     plan = plan_for(lab)
     state = LabState(lab.name)
     for node in plan.functions:
+        host = plan.host_of(node)
+        if host is not None and not host.emulated:
+            continue
         try:
             instantiate(state, plan, node).check()
         except SpecError as e:

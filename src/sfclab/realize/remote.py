@@ -57,7 +57,8 @@ def up(lab: Lab, plan: Plan, state: LabState, say: Callable[[str], None]) -> dic
     check_partition(plan, parts)
     ts = targets(lab, plan)
     say(f"checking hosts {', '.join(f'{n} ({t.address})' for n, t in ts.items())}")
-    checks = dict(zip(ts, _each(ts, lambda t: call(t, "check", {"address": t.address}))))
+    checks = dict(zip(ts, _each(ts, lambda t: call(
+        t, "check", {"address": t.address, "plan": parts[t.host].to_dict()}))))
     state.record([{"op": OP, "host": name, "target": t.to_dict()} for name, t in ts.items()])
     try:
         for name in ts:
