@@ -22,7 +22,7 @@ from sfclab.realize import lifecycle
 from sfclab.realize.inspect import inspect
 from sfclab.realize.kinds import load_lab_dict
 
-from .labtools import nothing_left, ping
+from .labtools import iperf3, nothing_left, ping
 from .sshd import ADDRESSES, ssh_machines
 
 HOSTS = {"h1": "m1", "h2": "m2", "h3": "m3"}
@@ -374,3 +374,64 @@ def test_a_host_without_a_tool_its_part_needs_is_refused_before_anything(machine
     finally:
         assert lifecycle.down(lab_name).errors == []
     assert nothing_left(lab_name)
+
+
+def ovs_lab(name: str, attach: str, ssh=None) -> dict:
+    """a on h1, the router r and b on h2, c on h3; every link joined by ``attach`` (b-r on one
+    host: two ports of one bridge), one of them shaped."""
+    d = three_hosts(name, ssh)
+    d["links"] = [{"endpoints": ["a", "r"], "attach": attach, "rate": "200mbit"},
+                  {"endpoints": ["r", "c"], "attach": attach},
+                  {"endpoints": ["b", "r"], "attach": attach}]
+    del d["nodes"]["d"]
+    return d
+
+
+def ovs_processes(ns: str) -> list[str]:
+    """The command lines of the OVS daemons running in namespace ``ns``."""
+    out = []
+    for pid in netns.pids_in([ns]):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if os.path.basename(argv[0].decode()) in ("ovsdb-server", "ovs-vswitchd"):
+                out.append(" ".join(a.decode() for a in argv))
+    return out
+
+
+@pytest.mark.parametrize("attach", ["ovs", "hybrid"])
+def test_ovs_and_hybrid_over_ssh_are_the_lab_emulated(machines, lab_name, attach):
+    """``attach: ovs``/``hybrid`` on hosts reached over SSH: each host's agent runs that host's
+    own OVS (userspace datapath) in its context; ping and TCP cross the tunnels; the objects
+    are those of the same lab on emulated hosts driven directly; ``down`` ends each host's OVS
+    daemons and leaves nothing on any host."""
+    direct = f"d{lab_name[1:]}"
+    dplan = lifecycle.up(load_lab_dict(ovs_lab(direct, attach)))
+    try:
+        splan = lifecycle.up(load_lab_dict(ovs_lab(lab_name, attach, machines)))
+        try:
+            for m in HOSTS.values():  # each host's own OVS, in its context
+                daemons = ovs_processes(machines.context(m))
+                assert len(daemons) == 2
+                assert all(str(machines.dir / f"state-{m}") in x for x in daemons)
+            want = lab_objects(dplan, lambda h: h.netns)
+            got = lab_objects(splan, lambda h: machines.context(HOSTS[h.name]))
+            assert got == want
+            kinds = {i["kind"] for h in got["hosts"].values() for i in h["interfaces"].values()}
+            assert "openvswitch" in kinds or "tun" in kinds
+            if attach == "hybrid":
+                assert {n[:3] for n in got["hosts"]["h2"]["interfaces"]} >= {"qbr", "qvb", "qvo"}
+            c_addr = str(splan.address_of("c"))
+            assert ping(splan.netns_of("a"), c_addr, 3).returncode == 0
+            assert ping(splan.netns_of("b"), c_addr, 3).returncode == 0
+            out = iperf3(splan.netns_of("a"), splan.netns_of("c"), c_addr, seconds=1)
+            assert out["end"]["sum_received"]["bytes"] > 1_000_000
+        finally:
+            rep = lifecycle.down(lab_name)
+        assert rep.errors == [] and rep.namespaces == 4
+        assert nothing_left(lab_name)
+        for m in HOSTS.values():  # no device, daemon or state of the lab left on any host
+            assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}
+            assert ovs_processes(machines.context(m)) == []
+            assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
+    finally:
+        lifecycle.down(direct)

@@ -109,9 +109,6 @@ BAD = {
                         "nodes:\n  a: {kind: host}\n", "hosts.h1.ssh.password", ""),
     "ssh-mixed": ("hosts: {h1: {ssh: {}, address: 198.19.255.9}, h2: {}}\n"
                   "nodes:\n  a: {kind: host}\n", "hosts.h2", "all emulated or all"),
-    "ssh-ovs": ("hosts: {h1: {ssh: {}, address: 198.19.255.9}, h2: {ssh: {}, address: "
-                "198.19.255.10}}\n" + TWO + "links:\n  - endpoints: [a, b]\n    attach: ovs\n",
-                "links[0].attach", "not supported on a host reached over SSH"),
     "underlay-alone": ("underlay: {mtu: 9000}\nnodes:\n  a: {kind: host}\n", "underlay",
                        "hosts"),
     "underlay-mtu": ("underlay: {mtu: 100}\n" + HOSTED + "nodes:\n  a: {kind: host}\n",

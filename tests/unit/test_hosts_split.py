@@ -166,3 +166,26 @@ def test_a_real_hosts_part_journals_its_context_devices_not_its_context():
     links = {e["name"]: e["alias"] for e in entries if e["op"] == "link"}
     # the shortbridged tunnel of link 1 and the bridge of link 3 (within h3): marked
     assert links == {"vx1": "sfclab:p:@h3:vx1", "br3": "sfclab:p:@h3:br3"}
+
+
+def test_a_real_hosts_own_ovs_and_hybrid_plugs_are_journaled():
+    """On a real host, ``attach: hybrid`` journals the host's own OVS (its daemons outlive the
+    lab's namespaces) and each end's plug (``qbr`` bridge, ``qvb`` veth) with its mark; an
+    emulated host journals neither (its context namespace holds them)."""
+    from sfclab.realize import journal
+
+    hybrid = THREE.replace("    attach: shortbridge", "    attach: hybrid")
+    real = hybrid.replace("hosts: {h1: {}, h2: {}, h3: {}}",
+                          "hosts: {h1: {address: 198.19.255.1, ssh: {}}, h2: {address: "
+                          "198.19.255.2, ssh: {}}, h3: {address: 198.19.255.3, ssh: {}}}")
+    part = host_part(plan(real), "h3")
+    entries = journal.entries(part)
+    assert [e["host"] for e in entries if e["op"] == "host-ovs"] == ["h3"]
+    end = next(e for hl in part.host_links if hl.attach == "hybrid" for e in hl.ends)
+    links = {e["name"]: e["alias"] for e in entries if e["op"] == "link"}
+    for name in (end.hybrid["qbr"], end.hybrid["qvb"], end.vxlan):
+        assert links[name] == f"sfclab:p:@h3:{name}"
+    assert end.hybrid["qvo"] not in links  # goes with its peer
+    assert not [e for e in journal.entries(host_part(plan(real), "h1")) if e["op"] == "host-ovs"]
+    emulated = journal.entries(plan(hybrid))
+    assert not [e for e in emulated if e["op"] in ("host-ovs", "link")]

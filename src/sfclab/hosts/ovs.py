@@ -20,7 +20,7 @@ from .context import HostContext
 
 
 #: the programs a host's OVS runs (a host's check refuses a host without them)
-PROGRAMS = ("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-vswitchd")
+PROGRAMS = ("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-vswitchd", "ovs-appctl")
 
 
 def _env(rundir: Path) -> dict[str, str]:
@@ -52,6 +52,14 @@ def start(ctx: HostContext, rundir: Path) -> None:
         if time.monotonic() > deadline:
             raise RealizeError("ovs-vswitchd did not start", obj=f"ovs of host {ctx.name}")
         time.sleep(0.05)
+
+
+def exit_cleanup(rundir: Path) -> list[str]:
+    """The command asking the host's ``ovs-vswitchd`` to exit after deleting its datapath and
+    the devices it made (``ovs-netdev``, the bridges' internal ports: a userspace datapath's
+    tap devices outlive a daemon that is merely ended)."""
+    return ["ovs-appctl", f"--target={rundir / 'ovs-vswitchd.ctl'}", "--timeout=10", "exit",
+            "--cleanup"]
 
 
 def vsctl(ctx: HostContext, rundir: Path, commands: list[list[str]], timeout: int = 60) -> str:

@@ -286,14 +286,6 @@ def check_hosted(doc: Document, hosts: dict[str, HostSpec], nodes: dict[str, Nod
                     raise doc.error("an ovs-bridge node has no interface of its own for a host "
                                     "context to meet; use 'attach: ovs' on the link instead",
                                     place + ("endpoints", j))
-        if lk.attach in ("ovs", "hybrid"):
-            for j, ep in enumerate(lk.endpoints):
-                h = nodes[ep.node].host
-                if h is not None and hosts[h].ssh is not None:
-                    raise doc.error(f"'attach: {lk.attach}' runs an OVS of sfclab's own in the "
-                                    f"host's context, not supported on a host reached over SSH "
-                                    f"('{h}'); use bridge, shortbridge or direct",
-                                    place + ("attach",))
     for n in nodes.values():
         if n.is_bridge and len(n.tenants) > 1:
             raise doc.error(f"a {n.kind} joins everything on it at layer 2: it cannot be shared "

@@ -11,10 +11,15 @@ in lab namespaces, so removing them removes it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...hosts import ovs, shaping
 from ...hosts.attach import ATTACH_KINDS, Joint
+from ...kernel import netns
 from ...plan import hosts as plan_hosts
 from ...plan.model import InterfacePlan
 from .. import hosts as realize_hosts
@@ -22,8 +27,6 @@ from ..step import step
 from .base import LinkForm, configure_interface
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from pyroute2 import IPRoute
 
     from ...hosts.context import HostContext
@@ -32,6 +35,8 @@ if TYPE_CHECKING:
     from ...spec.kinds import Locate
     from ...spec.lab import LinkSpec, NodeSpec
     from ..build import Builder
+    from ..state import LabState
+    from ..teardown import TeardownReport
 
 
 def context_mark(lab: str, host: str, name: str) -> str:
@@ -47,6 +52,20 @@ def context_devices(hl: HostLinkPlan, e: HostEndPlan) -> list[str]:
     if hl.attach == "bridge" and e.joiner:
         out.append(e.joiner)
     return out
+
+
+def context_devices_at(hl: HostLinkPlan, here: list[HostEndPlan]) -> list[str]:
+    """:func:`context_devices` of a host's ends ``here``, and each end's hybrid plug (its Linux
+    bridge ``qbr`` and its veth ``qvb``, whose peer ``qvo`` goes with it)."""
+    out = context_devices(hl, here[0])
+    for e in here:
+        if hl.attach == "hybrid" and e.hybrid:
+            out += [e.hybrid["qbr"], e.hybrid["qvb"]]
+    return out
+
+
+#: the daemons of a host's own OVS (their pid files in its directory)
+OVS_DAEMONS = ("ovs-vswitchd", "ovsdb-server")
 
 
 class Hosted(LinkForm):
@@ -83,14 +102,51 @@ class Hosted(LinkForm):
     def journal(self, plan: Plan) -> list[dict[str, Any]]:
         """On a real host the context is the machine's root namespace, which outlives the lab:
         its tunnels and bridges are journaled (``link`` with their mark) and removed by mark.
-        Ports go with their node's namespace (veth pairs), shortbridges with the devices."""
+        Ports go with their node's namespace (veth pairs), shortbridges with the devices.  A
+        real host's own OVS (``ovs``/``hybrid``) runs in that root namespace, so its daemons
+        outlive every namespace of the lab: journaled (``host-ovs``, its directory) and ended
+        by the PIDs of their pid files there (see :meth:`teardown`)."""
         real = {h.name for h in plan.hosts if not h.emulated}
         out = []
+        ovs_hosts: list[str] = []
         for hl in plan.host_links:
-            first = {e.host: e for e in reversed(hl.ends)}  # each host's first end
+            here: dict[str, list[HostEndPlan]] = {}
+            for e in hl.ends:
+                here.setdefault(e.host, []).append(e)
             out += [{"op": "link", "name": n, "alias": context_mark(plan.lab, h, n)}
-                    for h, e in first.items() if h in real for n in context_devices(hl, e)]
-        return out
+                    for h, es in here.items() if h in real for n in context_devices_at(hl, es)]
+            if ATTACH_KINDS[hl.attach].needs_ovs:
+                ovs_hosts += [h for h in here if h in real and h not in ovs_hosts]
+        return [{"op": "host-ovs", "host": h} for h in ovs_hosts] + out
+
+    def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
+                 report: TeardownReport) -> None:
+        """End a real host's own OVS: ``ovs-vswitchd`` is asked to exit deleting its datapath
+        and devices (in the root namespace, they would outlive it); then the PIDs in the
+        daemons' pid files in the host's OVS directory are ended, each only while it still
+        runs that daemon with that directory."""
+        for e in journal:
+            if e.get("op") != "host-ovs":
+                continue
+            odir = realize_hosts.ovs_dir(state, e["host"])
+            vswitchd = _owned_pid(odir / "ovs-vswitchd.pid", "ovs-vswitchd", odir)
+            if vswitchd is not None:
+                try:
+                    cp = subprocess.run(ovs.exit_cleanup(odir), capture_output=True, text=True,
+                                        timeout=20)
+                except (OSError, subprocess.TimeoutExpired) as err:
+                    report.errors.append(f"ovs-vswitchd of host {e['host']}: {err}")
+                else:
+                    if cp.returncode != 0:
+                        report.errors.append(f"ovs-vswitchd of host {e['host']} did not clean "
+                                             f"up: {cp.stderr.strip()[-200:]}")
+                    _wait_gone(vswitchd, odir)
+            pids = []
+            for d in OVS_DAEMONS:
+                pid = _owned_pid(odir / f"{d}.pid", d, odir)
+                if pid is not None:
+                    pids.append(pid)
+            report.processes += len(netns.end_processes(pids))
 
     def links(self, b: Builder) -> None:
         mtu_of = {(i.netns, i.name): i.mtu for i in self.interfaces(b.plan)}
@@ -147,7 +203,7 @@ class Hosted(LinkForm):
         ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, b.plan.lab, odir,
                                            xdp_nodes=xdp_nodes))
         if not host.emulated:  # the marks teardown checks before removing them
-            for n in context_devices(hl, e0):
+            for n in context_devices_at(hl, here):
                 idx = ipr.link_lookup(ifname=n)
                 if idx:
                     ipr.link("set", index=idx[0], ifalias=context_mark(b.plan.lab, e0.host, n))
@@ -158,3 +214,23 @@ class Hosted(LinkForm):
     def configure(self, b: Builder) -> None:
         for i in self.interfaces(b.plan):
             configure_interface(b, i, set_mtu=False, enslave=True)  # created with their MTU
+
+
+def _wait_gone(pid: int, odir: Path, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while _owned_pid(odir / "ovs-vswitchd.pid", "ovs-vswitchd", odir) == pid and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _owned_pid(pidfile: Path, daemon: str, odir: Path) -> int | None:
+    """The PID in ``pidfile`` if that process runs ``daemon`` with ``odir`` on its command
+    line (so a reused PID is never ended), else ``None``."""
+    try:
+        pid = int(pidfile.read_text().split()[0])
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError, IndexError):
+        return None
+    ok = os.path.basename(argv[0].decode(errors="replace")) == daemon and \
+        any(str(odir).encode() in a for a in argv)
+    return pid if ok else None
