@@ -40,12 +40,13 @@ class Machines:
                 "state": str(self.dir / f"state-{m}"), "netns": self.context("ctl"),
                 "known_hosts": str(self.known_hosts)}
 
-    def start(self, m: str) -> None:
+    def start(self, m: str, authorized_keys: Path | None = None) -> None:
+        """Start ``sshd`` on machine ``m`` (trusting the client key, or ``authorized_keys``)."""
         cfg = self.dir / f"sshd-{m}.conf"
         cfg.write_text("\n".join([
             f"ListenAddress {ADDRESSES[m]}", "Port 22", f"HostKey {self.dir / 'host_key'}",
             f"PidFile {self.dir / f'sshd-{m}.pid'}",
-            f"AuthorizedKeysFile {self.dir / 'authorized_keys'}",
+            f"AuthorizedKeysFile {authorized_keys or self.dir / 'authorized_keys'}",
             "PermitRootLogin prohibit-password", "PasswordAuthentication no",
             "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
             "UseDNS no", "PrintMotd no", "Subsystem sftp internal-sftp", ""]))

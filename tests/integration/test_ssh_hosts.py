@@ -435,3 +435,56 @@ def test_ovs_and_hybrid_over_ssh_are_the_lab_emulated(machines, lab_name, attach
             assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
     finally:
         lifecycle.down(direct)
+
+
+SILENT = """
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 22))
+s.listen(8)
+print("listening", flush=True)
+held = []
+while True:
+    held.append(s.accept()[0])  # accepted, never answered
+"""
+
+
+def test_down_says_why_a_host_is_left(machines, lab_name, tmp_path, capsys):
+    """The reason ``down`` gives for a host whose part is left: its ``sshd`` refusing the key
+    (``auth``), a listener that never speaks SSH (``timeout``); the host back, ``down``
+    removes the rest."""
+    from sfclab.cli import main
+
+    lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
+    machines.stop("m3")
+    empty = tmp_path / "no_keys"
+    empty.write_text("")
+    machines.start("m3", authorized_keys=empty)
+    try:
+        assert main(["down", lab_name, "--json"]) == 1
+        d = json.loads(capsys.readouterr().out)[lab_name]
+        assert [(h["host"], h["reason"]) for h in d["hosts"] if not h["removed"]] == \
+            [("h3", "auth")]
+        assert main(["down", lab_name]) == 1
+        assert f"host h3 ({ADDRESSES['m3']}): authentication refused" in \
+            capsys.readouterr().out
+        machines.stop("m3")
+        silent = netns.popen(machines.context("m3"),
+                             [sys.executable, "-c", SILENT, ADDRESSES["m3"]],
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            assert silent.stdout is not None and silent.stdout.readline() == "listening\n"
+            assert main(["down", lab_name]) == 1
+            assert f"host h3 ({ADDRESSES['m3']}): timed out" in capsys.readouterr().out
+        finally:
+            netns.end_processes([silent.pid])
+            silent.wait()
+    finally:
+        machines.stop("m3")
+        machines.start("m3")
+        status = main(["down", lab_name])
+    assert status == 0 and f"lab '{lab_name}' removed" in capsys.readouterr().out
+    assert not lifecycle.LabState(lab_name).exists and nothing_left(lab_name)
+    for m in HOSTS.values():
+        assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}

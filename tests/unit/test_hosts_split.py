@@ -189,3 +189,20 @@ def test_a_real_hosts_own_ovs_and_hybrid_plugs_are_journaled():
     assert not [e for e in journal.entries(host_part(plan(real), "h1")) if e["op"] == "host-ovs"]
     emulated = journal.entries(plan(hybrid))
     assert not [e for e in emulated if e["op"] in ("host-ovs", "link")]
+
+
+def test_why_a_host_is_unreachable_in_one_word():
+    import asyncio
+    import errno
+
+    import asyncssh
+
+    from sfclab.hosts.ssh import reason_of
+
+    assert reason_of(ConnectionRefusedError(errno.ECONNREFUSED, "refused")) == "refused"
+    assert reason_of(asyncio.TimeoutError()) == "timeout"
+    assert reason_of(TimeoutError()) == "timeout"
+    assert reason_of(asyncssh.PermissionDenied("no")) == "auth"
+    assert reason_of(asyncssh.HostKeyNotVerifiable("untrusted")) == "host-key"
+    assert reason_of(OSError(errno.EHOSTUNREACH, "no route to host")) == "network"
+    assert reason_of(asyncssh.ConnectionLost("lost")) == "ssh"
