@@ -488,3 +488,17 @@ def test_down_says_why_a_host_is_left(machines, lab_name, tmp_path, capsys):
     assert not lifecycle.LabState(lab_name).exists and nothing_left(lab_name)
     for m in HOSTS.values():
         assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}
+
+
+def test_traffic_between_nodes_of_ssh_hosts_is_refused_clearly(machines, lab_name):
+    """``sfclab traffic`` is not built for nodes of hosts reached over SSH: one clear message
+    (which node, which host, what to use instead), exit 2, the lab untouched."""
+    lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
+    try:
+        cp = sfclab("traffic", "iperf", lab_name, "--from", "a", "--to", "c", "--json")
+        assert cp.returncode == 2, cp.stderr
+        assert "node 'a' runs on host 'h1', reached over SSH" in cp.stderr
+        assert f"sfclab exec {lab_name} a -- iperf3" in cp.stderr
+    finally:
+        assert lifecycle.down(lab_name).errors == []
+    assert nothing_left(lab_name)

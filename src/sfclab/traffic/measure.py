@@ -57,11 +57,17 @@ class Endpoints:
 
     def _netns(self, node: str) -> str:
         try:
-            return self.plan.netns_of(node)
+            ns = self.plan.netns_of(node)
         except KeyError:
             names = [n.node for n in self.plan.namespaces]
             raise LabError(f"lab '{self.lab}' has no node '{node}' with a namespace "
                            f"(nodes: {', '.join(names)})") from None
+        host = self.plan.host_of(node)
+        if host is not None and not host.emulated:
+            raise LabError(f"node '{node}' runs on host '{host.name}', reached over SSH: "
+                           "measurements between nodes of such hosts are not built; run the "
+                           f"generator there with 'sfclab exec {self.lab} {node} -- iperf3 ...'")
+        return ns
 
     def check_size(self, size: int | str) -> None:
         if size == "imix":
