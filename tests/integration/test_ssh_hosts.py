@@ -217,13 +217,16 @@ def test_a_host_that_fails_its_check_is_refused_before_anything(machines, lab_na
         assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
 
 
+@pytest.mark.parametrize("attach", [None, "hybrid"])
 def test_kill_9_during_up_over_ssh_then_down_leaves_nothing_on_any_host(machines, lab_name,
-                                                                         tmp_path):
+                                                                         tmp_path, attach):
     """This machine journals every host before sending any its part: ``kill -9`` once a host's
     agent is making its part, then ``down`` (retried while an agent still finishes) leaves
-    nothing on any host."""
+    nothing on any host (with ``hybrid``: no OVS daemon either)."""
     f = tmp_path / "lab.json"  # JSON is YAML
-    f.write_text(json.dumps(three_hosts(lab_name, machines)))
+    d = three_hosts(lab_name, machines) if attach is None else \
+        ovs_lab(lab_name, attach, machines)
+    f.write_text(json.dumps(d))
     journal = os.path.join(os.environ["SFCLAB_STATE_DIR"], "labs", lab_name, "journal")
     p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "up", str(f)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -248,6 +251,7 @@ def test_kill_9_during_up_over_ssh_then_down_leaves_nothing_on_any_host(machines
     for m in HOSTS.values():
         assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}
         assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
+        assert ovs_processes(machines.context(m)) == []
 
 
 def test_cli_down_with_a_host_unreachable_says_partly_removed_then_retries(machines, lab_name,

@@ -12,15 +12,18 @@ removes what the journal names.
   kernel, the underlay address ``A`` on one of its interfaces, and what its part ``P`` (when
   given) needs (:mod:`sfclab.realize.needs`: its functions' and attach kinds' programs); answers
   the interface holding ``A``.
-- ``up`` ``{"plan": P}``: build the host's part ``P`` (:func:`sfclab.plan.split.host_part`);
-  refuses a lab that is already there, rolls back on failure.
-- ``down`` ``{"lab": L}``: remove the host's part of lab ``L`` (nothing there: ``absent``).
+- ``up`` ``{"plan": P, "token": T}``: build the host's part ``P``
+  (:func:`sfclab.plan.split.host_part`); refuses a lab that is already there, or whose
+  ``down`` (with the same ``T``) came first; rolls back on failure.
+- ``down`` ``{"lab": L, "token": T}``: remove the host's part of lab ``L`` (nothing there:
+  ``absent``, and the ``up`` ``T`` still on its way, if any, is refused when it arrives).
 - ``inspect`` ``{"lab": L}``: the part read live (nodes, host, hosted-link ends), as a local
   ``inspect`` reads it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -101,6 +104,9 @@ def up(req: dict[str, Any]) -> dict[str, Any]:
         host.cpus = cpus[:len(host.cpus)] or cpus
     state = LabState(plan.lab)
     with state.locked():
+        if _removed_before(plan.lab, req.get("token")):
+            raise LabError(f"lab '{plan.lab}' was removed here ('down') before this part "
+                           "arrived; nothing made")
         if state.exists:
             raise LabError(f"lab '{plan.lab}' already has a part on this host; run down first")
         for ns in plan.namespaces:
@@ -127,13 +133,53 @@ def down(req: dict[str, Any]) -> dict[str, Any]:
     from .teardown import teardown
 
     state = LabState(str(req["lab"]))
-    if not state.exists:
-        return {"absent": True, "errors": []}
     with state.locked():
+        if not state.exists:
+            _mark_removed(state.name, req.get("token"))
+            return {"absent": True, "errors": []}
         state.set_meta(status="removing")
         rep = teardown(state)
         state.remove()
     return {"absent": False, **rep.to_dict()}
+
+
+#: how long a mark of a part removed before it arrived is kept (an ``up`` still on its way)
+REMOVED_KEEP_S = 24 * 3600
+
+
+def _removed_path(lab: str, token: str) -> Path:
+    from .state import labs_dir
+
+    return labs_dir() / f".{lab}.removed-{token}"
+
+
+def _mark_removed(lab: str, token: Any) -> None:
+    """``down`` found no part of ``lab`` here: its ``up`` (``token``) may still be on its way
+    (this machine's ``up`` was killed as it sent it).  Mark it, so that part is refused when
+    it arrives; marks older than :data:`REMOVED_KEEP_S` are pruned."""
+    import time
+
+    from .state import labs_dir
+
+    if not isinstance(token, str) or not token.isalnum():
+        return
+    now = time.time()
+    for old in labs_dir().glob(f".{lab}.removed-*"):
+        with contextlib.suppress(OSError):
+            if now - old.stat().st_mtime > REMOVED_KEEP_S:
+                old.unlink()
+    _removed_path(lab, token).touch()
+
+
+def _removed_before(lab: str, token: Any) -> bool:
+    """Whether a ``down`` came before this ``up`` (``token``); the mark is used up."""
+    if not isinstance(token, str) or not token.isalnum():
+        return False
+    p = _removed_path(lab, token)
+    if not p.exists():
+        return False
+    p.unlink()
+    return True
 
 
 def inspect(req: dict[str, Any]) -> dict[str, Any]:

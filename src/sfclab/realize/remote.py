@@ -11,13 +11,17 @@ needs neither the lab file nor the process that ran ``up``.
   each).  Any failure removes the parts already sent.
 - ``down``: each journaled host is asked to remove its part, even when another is unreachable.
   Hosts that could not be reached stay in the journal (status ``removing``) and are named in
-  the report; a later ``down`` retries exactly those.
+  the report with their address and why (:func:`outcome`); a later ``down`` retries exactly
+  those.  Each host is sent the token of the ``up`` it was journaled by, so a part still on
+  its way when ``up`` was killed is refused there when it arrives.
+- ``exec``: a command in a node's namespace on its host (:func:`exec_on`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
@@ -59,12 +63,15 @@ def up(lab: Lab, plan: Plan, state: LabState, say: Callable[[str], None]) -> dic
     say(f"checking hosts {', '.join(f'{n} ({t.address})' for n, t in ts.items())}")
     checks = dict(zip(ts, _each(ts, lambda t: call(
         t, "check", {"address": t.address, "plan": parts[t.host].to_dict()}))))
-    state.record([{"op": OP, "host": name, "target": t.to_dict()} for name, t in ts.items()])
+    token = uuid.uuid4().hex  # this up, for each host's down to refuse it if it comes late
+    state.record([{"op": OP, "host": name, "target": t.to_dict(), "token": token}
+                  for name, t in ts.items()])
     try:
         for name in ts:
             say(f"host {name}: {len(parts[name].namespaces)} namespaces, "
                 f"{len(parts[name].host_links)} hosted links")
-        _each(ts, lambda t: call(t, "up", {"plan": parts[t.host].to_dict()}, timeout=300))
+        _each(ts, lambda t: call(t, "up", {"plan": parts[t.host].to_dict(), "token": token},
+                                 timeout=300))
     except BaseException as e:
         say("rolling back")
         rep = down(state)
@@ -95,10 +102,11 @@ def down(state: LabState) -> TeardownReport:
     rep = TeardownReport()
     entries = journaled(state)
     ts = {e["host"]: SshTarget.from_dict(e["target"]) for e in entries}
+    tokens = {e["host"]: e.get("token") for e in entries}
 
     def one(t: SshTarget) -> dict[str, Any] | RealizeError:
         try:
-            return call(t, "down", {"lab": state.name}, timeout=300)
+            return call(t, "down", {"lab": state.name, "token": tokens[t.host]}, timeout=300)
         except RealizeError as err:  # unreachable, or its agent failed: retried later
             return err
 
