@@ -1,7 +1,9 @@
 """Real hosts driven over SSH, tested on emulated hosts that run ``sshd`` (see :mod:`.sshd`):
 one lab spread over three such hosts, compared object for object with the same lab on
-emulated hosts driven directly; ``down`` with one host unreachable keeps its part for a later
-``down``; a host that lacks what it needs is refused before anything is made."""
+emulated hosts driven directly (also with ``attach: ovs``/``hybrid``: each host's own OVS);
+``down`` with one host unreachable keeps its part for a later ``down`` and says so (host,
+address, why; exit 1); ``exec`` on a node of such a host runs there; a host that lacks what
+it or its part needs (a function's tool) is refused before anything is made."""
 
 from __future__ import annotations
 
@@ -424,6 +426,8 @@ def test_ovs_and_hybrid_over_ssh_are_the_lab_emulated(machines, lab_name, attach
             assert "openvswitch" in kinds or "tun" in kinds
             if attach == "hybrid":
                 assert {n[:3] for n in got["hosts"]["h2"]["interfaces"]} >= {"qbr", "qvb", "qvo"}
+            seen = inspect(lab_name)  # each host's agent reads its OVS-joined ends live
+            assert all(x["present"] for hl in seen["host_links"] for x in hl["ends"])
             c_addr = str(splan.address_of("c"))
             assert ping(splan.netns_of("a"), c_addr, 3).returncode == 0
             assert ping(splan.netns_of("b"), c_addr, 3).returncode == 0
