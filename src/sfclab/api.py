@@ -70,7 +70,9 @@ class Lab:
 
     def exec(self, node: str, argv: list[str], *, check: bool = True,
              timeout: float | None = 60, input: str | None = None) -> subprocess.CompletedProcess:
-        return netns.run(self.netns(node), argv, check=check, timeout=timeout, input=input)
+        """Run ``argv`` in the node's namespace (on a host reached over SSH: there) and wait."""
+        return lifecycle.run_in(self.name, node, argv, check=check, timeout=timeout,
+                                input=input)
 
     def popen(self, node: str, argv: list[str], **kw: Any) -> subprocess.Popen:
         return netns.popen(self.netns(node), argv, **kw)

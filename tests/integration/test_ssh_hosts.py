@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from sfclab.errors import LabError, RealizeError
+from sfclab import api
+from sfclab.errors import LabError, RealizeError, ToolError
 from sfclab.kernel import netns
 from sfclab.realize import lifecycle
 from sfclab.realize.inspect import inspect
@@ -307,7 +308,7 @@ def test_exec_on_a_node_of_an_ssh_host_runs_there(machines, lab_name):
     """``sfclab exec LAB NODE -- CMD`` for a node on a host reached over SSH runs in the node's
     namespace on that host (its interfaces are the node's), stdout, stderr and stdin passed
     through, its exit status passed through; ``@HOST`` is the host's context; a bad node name
-    exits 2."""
+    exits 2.  The Python API's ``Lab.exec`` runs there too, output captured."""
     plan = lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
     try:
         ctl = machines.context("ctl")
@@ -334,6 +335,16 @@ def test_exec_on_a_node_of_an_ssh_host_runs_there(machines, lab_name):
         assert cp.returncode == 2 and "has no node 'nosuch'" in cp.stderr
         cp = sfclab("exec", lab_name, "@nosuch", "--", "true")
         assert cp.returncode == 2 and "has no host 'nosuch'" in cp.stderr
+        # the Python API's exec: the same, output captured
+        lab = api.Lab(load_lab_dict(three_hosts(lab_name, machines)))
+        got = lab.exec("c", ["ip", "-j", "link", "show"]).stdout
+        assert {d["ifname"] for d in json.loads(got)} == \
+            set(objects(plan.netns_of("c"))["interfaces"])
+        assert lab.exec("b", ["tr", "a-z", "A-Z"], input="api\n").stdout == "API\n"
+        cp = lab.exec("c", ["sh", "-c", "echo e >&2; exit 3"], check=False)
+        assert (cp.returncode, cp.stderr) == (3, "e\n")
+        with pytest.raises(ToolError, match="status 3"):
+            lab.exec("c", ["sh", "-c", "exit 3"])
     finally:
         assert lifecycle.down(lab_name).errors == []
     assert nothing_left(lab_name)

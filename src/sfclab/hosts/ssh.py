@@ -99,6 +99,15 @@ def call(t: SshTarget, verb: str, request: dict[str, Any], *, timeout: float = 1
     return answer
 
 
+def run_captured(t: SshTarget, argv: list[str], *, input: str | None = None,
+                 timeout: float = 60, connect_timeout: float = 10) -> tuple[int, str, str]:
+    """Run ``argv`` (a command line of host ``t``) there with ``input``; its exit status,
+    standard output and standard error."""
+    ctx = kernel_netns.entered(t.netns) if t.netns else contextlib.nullcontext()
+    with ctx:  # the socket is opened in this thread, so in the namespace
+        return asyncio.run(_run(t, shlex.join(argv), input or "", timeout, connect_timeout))
+
+
 def run_attached(t: SshTarget, argv: list[str], *, connect_timeout: float = 10) -> int:
     """Run ``argv`` (a command line of host ``t``) there with this process's standard output
     and error passed through as they come, and its standard input unless that is a terminal

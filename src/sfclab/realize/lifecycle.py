@@ -9,12 +9,13 @@ then objects are made; any failure (or Ctrl-C) tears down what the journal names
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
 from typing import TYPE_CHECKING
 
-from ..errors import LabError, RealizeError, SpecError
+from ..errors import LabError, RealizeError, SpecError, ToolError
 from ..plan.model import Plan
 from ..plan.names import HOST_PREFIX, STAGING_NODE, netns_name
 from ..kernel import netns, ovs
@@ -224,6 +225,23 @@ def node_place(name: str, node: str) -> tuple[str | None, str | None]:
         raise LabError(f"lab '{name}' has no node '{node}' (nodes: {', '.join(nodes)})") from None
     host = plan.host_of(node)
     return ns, (host.name if host is not None and not host.emulated else None)
+
+
+def run_in(name: str, node: str, argv: list[str], *, check: bool = True,
+           timeout: float | None = 60, input: str | None = None
+           ) -> subprocess.CompletedProcess:
+    """Run ``argv`` in the node's namespace (``@HOST``: a host's context) and wait, output
+    captured; on a host reached over SSH, there.  ``check``: raise
+    :class:`~sfclab.errors.ToolError` on a non-zero status."""
+    ns, host = node_place(name, node)
+    if host is None:
+        assert ns is not None
+        return netns.run(ns, argv, check=check, timeout=timeout, input=input)
+    cp = remote.run_on(LabState(name), host, ns, argv, input=input,
+                       timeout=timeout if timeout is not None else 3600)
+    if check and cp.returncode != 0:
+        raise ToolError(argv, cp.returncode, cp.stderr)
+    return cp
 
 
 def exec_in(name: str, node: str, argv: list[str]) -> int:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RealizeError
-from ..hosts.ssh import HostUnreachable, SshTarget, call, run_attached
+from ..hosts.ssh import HostUnreachable, SshTarget, call, run_attached, run_captured
 from ..plan.model import Plan
 from ..plan.split import check_partition, split
 from .teardown import TeardownReport
@@ -184,12 +185,28 @@ def exec_on(state: LabState, host: str, ns: str | None, argv: list[str]) -> int:
     """Run ``argv`` on host ``host`` over SSH, in namespace ``ns`` there (``ip netns exec``;
     ``None``: the host's context, its root namespace), output passed through; its exit
     status."""
+    return run_attached(_target(state, host), _in(ns, argv))
+
+
+def run_on(state: LabState, host: str, ns: str | None, argv: list[str], *,
+           input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """:func:`exec_on`, its output captured (what the Python API's ``Lab.exec`` returns)."""
+    status, out, err = run_captured(_target(state, host), _in(ns, argv), input=input,
+                                    timeout=timeout)
+    return subprocess.CompletedProcess(argv, status, out, err)
+
+
+def _in(ns: str | None, argv: list[str]) -> list[str]:
+    return (["ip", "netns", "exec", ns] if ns else []) + argv
+
+
+def _target(state: LabState, host: str) -> SshTarget:
     t = next((SshTarget.from_dict(e["target"]) for e in journaled(state) if e["host"] == host),
              None)
     if t is None:
         raise RealizeError(f"host {host} of lab '{state.name}' is not journaled here (its part "
                            "is removed): nothing of the lab runs there")
-    return run_attached(t, (["ip", "netns", "exec", ns] if ns else []) + argv)
+    return t
 
 
 def pending(state: LabState) -> list[str]:
