@@ -206,3 +206,24 @@ def test_why_a_host_is_unreachable_in_one_word():
     assert reason_of(asyncssh.HostKeyNotVerifiable("untrusted")) == "host-key"
     assert reason_of(OSError(errno.EHOSTUNREACH, "no route to host")) == "network"
     assert reason_of(asyncssh.ConnectionLost("lost")) == "ssh"
+
+
+def test_a_down_before_its_up_arrives_marks_that_up_refused(tmp_path, monkeypatch):
+    """The agent's ``down`` of a lab it has no part of marks the ``up`` (token) that may still
+    be on its way; that ``up`` finds the mark (used up once); old marks are pruned."""
+    import os
+    import time
+
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    assert agent.down({"lab": "late", "token": "t1"}) == {"absent": True, "errors": []}
+    assert agent._removed_before("late", "t1") and not agent._removed_before("late", "t1")
+    assert not agent._removed_before("late", "t2")
+    agent.down({"lab": "late", "token": "../x"})  # not a token: no mark, no path from it
+    agent.down({"lab": "late"})
+    assert [p.name for p in (tmp_path / "labs").iterdir()] == []
+    agent.down({"lab": "late", "token": "old"})
+    old = tmp_path / "labs" / ".late.removed-old"
+    stale = time.time() - agent.REMOVED_KEEP_S - 60
+    os.utime(old, (stale, stale))
+    agent.down({"lab": "late", "token": "new"})
+    assert sorted(p.name for p in (tmp_path / "labs").iterdir()) == [".late.removed-new"]

@@ -75,7 +75,7 @@ def up(lab: Lab, plan: Plan, state: LabState, say: Callable[[str], None]) -> dic
                                  timeout=300))
     except BaseException as e:
         say("rolling back")
-        rep = down(state)
+        rep = down(state, late_up=False)  # every host has answered its up: none is on its way
         if rep.errors:
             raise RealizeError(f"{e} (rollback: {'; '.join(rep.errors)})") from e
         raise
@@ -96,14 +96,16 @@ def journaled(state: LabState) -> list[dict[str, Any]]:
     return [e for e in state.journal() if e.get("op") == OP]
 
 
-def down(state: LabState) -> TeardownReport:
+def down(state: LabState, *, late_up: bool = True) -> TeardownReport:
     """Ask every journaled host (at once) to remove its part; keep the unreachable ones
     journaled.  ``errors`` names every host whose part is left (for a later ``down``);
-    ``hosts`` has each host's outcome (why a part is left: :func:`outcome`)."""
+    ``hosts`` has each host's outcome (why a part is left: :func:`outcome`).  ``late_up``:
+    a host's part may still be on its way (``up`` was killed as it sent it): each host is
+    sent the ``up``'s token, to refuse that part when it arrives."""
     rep = TeardownReport()
     entries = journaled(state)
     ts = {e["host"]: SshTarget.from_dict(e["target"]) for e in entries}
-    tokens = {e["host"]: e.get("token") for e in entries}
+    tokens = {e["host"]: e.get("token") if late_up else None for e in entries}
 
     def one(t: SshTarget) -> dict[str, Any] | RealizeError:
         try:
