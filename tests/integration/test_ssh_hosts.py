@@ -521,3 +521,41 @@ def test_traffic_between_nodes_of_ssh_hosts_is_refused_clearly(machines, lab_nam
     finally:
         assert lifecycle.down(lab_name).errors == []
     assert nothing_left(lab_name)
+
+
+def test_exec_from_a_terminal_gets_a_terminal_there(machines, lab_name):
+    """From a terminal, ``sfclab exec`` on a node of an SSH host gives the command a terminal
+    there (an interactive shell reads what is typed), passes its exit status through, and
+    leaves this terminal's modes as they were."""
+    import pty
+    import select
+    import termios
+
+    lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
+    master, slave = pty.openpty()
+    try:
+        before = termios.tcgetattr(slave)
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "exec", lab_name, "c", "--",
+                              "sh"], stdin=slave, stdout=slave, stderr=slave)
+        os.write(master, b"tty; echo $((6*7)) >&2; exit 5\n")
+        out = b""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                out += os.read(master, 65536)
+            elif p.poll() is not None:
+                break
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+            raise AssertionError(f"exec did not end: {out!r}")
+        assert p.returncode == 5, out
+        text = out.decode(errors="replace")
+        assert "/dev/pts/" in text and "42" in text, text  # its terminal; stderr comes too
+        assert termios.tcgetattr(slave) == before  # this terminal's modes restored
+    finally:
+        os.close(master)
+        os.close(slave)
+        assert lifecycle.down(lab_name).errors == []
+    assert nothing_left(lab_name)

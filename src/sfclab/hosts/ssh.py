@@ -24,6 +24,7 @@ import os
 import shlex
 import stat
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -110,29 +111,59 @@ def run_captured(t: SshTarget, argv: list[str], *, input: str | None = None,
 
 def run_attached(t: SshTarget, argv: list[str], *, connect_timeout: float = 10) -> int:
     """Run ``argv`` (a command line of host ``t``) there with this process's standard output
-    and error passed through as they come, and its standard input unless that is a terminal
-    or another device (no terminal is opened on the host); the command's exit status (255 if
-    it gave none)."""
+    and error passed through as they come, and its standard input when that is a pipe, socket
+    or file; the command's exit status (255 if it gave none).  When standard input and output
+    are a terminal, the command gets a terminal there (as ``ssh -t``: interactive programs
+    work, its output and errors both come through the terminal), this one raw meanwhile and
+    restored after."""
     ctx = kernel_netns.entered(t.netns) if t.netns else contextlib.nullcontext()
     with ctx:  # the socket is opened in this thread, so in the namespace
-        return asyncio.run(_attached(t, shlex.join(argv), connect_timeout))
+        if os.isatty(0) and os.isatty(1):
+            with _raw_terminal():
+                return asyncio.run(_attached(t, shlex.join(argv), connect_timeout, True))
+        return asyncio.run(_attached(t, shlex.join(argv), connect_timeout, False))
 
 
-async def _attached(t: SshTarget, command: str, connect_timeout: float) -> int:
+@contextlib.contextmanager
+def _raw_terminal() -> Iterator[None]:
+    """This process's terminal raw (keys go to the remote terminal as typed, Ctrl-C too), its
+    modes and the descriptors' flags (asyncio makes them non-blocking) restored after."""
+    import fcntl
+    import termios
+    import tty
+
+    saved = termios.tcgetattr(0)
+    flags = {fd: fcntl.fcntl(fd, fcntl.F_GETFL) for fd in (0, 1, 2)}
+    tty.setraw(0, termios.TCSANOW)  # keep what was typed ahead
+    try:
+        yield
+    finally:
+        for fd, fl in flags.items():
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, fcntl.F_SETFL, fl)
+        termios.tcsetattr(0, termios.TCSADRAIN, saved)
+
+
+async def _attached(t: SshTarget, command: str, connect_timeout: float, terminal: bool) -> int:
     import asyncssh  # light start-up: only labs with real hosts load it
 
     sys.stdout.flush()
     sys.stderr.flush()
     # asyncssh closes what it is handed: duplicates of this process's descriptors.  Standard
-    # input is passed on from a pipe, socket or file; not from a terminal or another device
-    # (/dev/null: nothing to wait for, and a device cannot be polled)
+    # input is passed on from a terminal (with a terminal there), a pipe, socket or file; not
+    # from another device (/dev/null: nothing to wait for, and a device cannot be polled)
     mode = os.fstat(0).st_mode
-    stdin: Any = os.dup(0) if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or \
+    stdin: Any = os.dup(0) if terminal or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or \
         stat.S_ISREG(mode) else asyncssh.DEVNULL
+    term: dict[str, Any] = {}
+    if terminal:
+        size = os.get_terminal_size(1)
+        term = {"term_type": os.environ.get("TERM") or "xterm",
+                "term_size": (size.columns, size.lines)}
     try:
         async with asyncssh.connect(t.address, **_options(t, connect_timeout)) as conn:
             r = await conn.run(command, stdin=stdin, stdout=os.dup(1), stderr=os.dup(2),
-                               encoding=None, check=False)
+                               encoding=None, check=False, **term)
     except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
         raise HostUnreachable(f"host {t.host} ({t.user}@{t.address}:{t.port}) unreachable "
                               f"over SSH: {e or type(e).__name__}", host=t.host,
