@@ -42,7 +42,8 @@ def context_devices(hl: HostLinkPlan, e: HostEndPlan) -> list[str]:
     """The devices a hosted link makes in host ``e.host``'s context itself (not in a node):
     its tunnel (unless it goes into the node) and its Linux bridge."""
     out = []
-    if e.vxlan and not ATTACH_KINDS[hl.attach].in_node:
+    kind = ATTACH_KINDS[hl.attach]
+    if e.vxlan and kind.kernel_tunnel and not kind.in_node:
         out.append(e.vxlan)
     if hl.attach == "bridge" and e.joiner:
         out.append(e.joiner)
@@ -105,12 +106,17 @@ class Hosted(LinkForm):
                 b.created(e.node_netns, e.node_if)
                 b.created(e.netns, e.port)
 
-    def after_links(self, b: Builder) -> None:
-        by_host: dict[str, list[tuple[HostLinkPlan, list[HostEndPlan]]]] = {}
-        for hl in b.plan.host_links:
+    @staticmethod
+    def by_host(plan: Plan) -> dict[str, list[tuple[HostLinkPlan, list[HostEndPlan]]]]:
+        """Each host's hosted links with their ends on it."""
+        out: dict[str, list[tuple[HostLinkPlan, list[HostEndPlan]]]] = {}
+        for hl in plan.host_links:
             for h in dict.fromkeys(e.host for e in hl.ends):
-                by_host.setdefault(h, []).append((hl, [e for e in hl.ends if e.host == h]))
-        for host, items in by_host.items():
+                out.setdefault(h, []).append((hl, [e for e in hl.ends if e.host == h]))
+        return out
+
+    def after_links(self, b: Builder) -> None:
+        for host, items in self.by_host(b.plan).items():
             ctx = realize_hosts.context(b.plan, host)
             odir = realize_hosts.ovs_dir(b.state, host)
             if any(ATTACH_KINDS[hl.attach].needs_ovs for hl, _ in items):
@@ -121,6 +127,25 @@ class Hosted(LinkForm):
                 for hl, here in items:
                     with step(f"link {hl.link} ({hl.attach}) in host {host}"):
                         self._join(b, ctx, ipr, hl, here, odir)
+            finally:
+                ipr.close()
+
+    def prepare(self, b: Builder) -> None:
+        """The attach kinds' last step, once the host contexts have their underlay addresses
+        (the shortbridge's own tunnel end resolves the remote host's MAC address)."""
+        assert b.plan.underlay is not None
+        xdp_nodes = b.plan.steering is not None
+        for host, items in self.by_host(b.plan).items():
+            ctx = realize_hosts.context(b.plan, host)
+            hp = next(h for h in b.plan.hosts if h.name == host)
+            odir = realize_hosts.ovs_dir(b.state, host)
+            ipr = ctx.iproute()
+            try:
+                for hl, here in items:
+                    with step(f"link {hl.link} ({hl.attach}) in host {host}: tunnel end"):
+                        ATTACH_KINDS[hl.attach].finish(Joint(
+                            ctx, ipr, hl, here, b.plan.lab, odir, xdp_nodes=xdp_nodes,
+                            underlay_if=hp.underlay_if, udp_port=b.plan.underlay.vxlan_port))
             finally:
                 ipr.close()
 
@@ -136,7 +161,7 @@ class Hosted(LinkForm):
                     ctx.set_offloads(e.port, {"gro": True})
         e0 = here[0]
         host = next(h for h in b.plan.hosts if h.name == e0.host)
-        if e0.vxlan:
+        if e0.vxlan and ATTACH_KINDS[hl.attach].kernel_tunnel:
             ul = ipr.link_lookup(ifname=host.underlay_if)[0]
             ipr.link("add", ifname=e0.vxlan, kind="vxlan", vxlan_id=hl.vni,
                      vxlan_local=e0.local, vxlan_group=e0.remote,
@@ -145,7 +170,8 @@ class Hosted(LinkForm):
             if not ATTACH_KINDS[hl.attach].in_node:
                 ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
         ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, b.plan.lab, odir,
-                                           xdp_nodes=xdp_nodes))
+                                           xdp_nodes=xdp_nodes, underlay_if=host.underlay_if,
+                                           udp_port=b.plan.underlay.vxlan_port))
         if not host.emulated:  # the marks teardown checks before removing them
             for n in context_devices(hl, e0):
                 idx = ipr.link_lookup(ifname=n)
