@@ -133,6 +133,8 @@ class Hosted(LinkForm):
     def prepare(self, b: Builder) -> None:
         """The attach kinds' last step, once the host contexts have their underlay addresses
         (the shortbridge's own tunnel end resolves the remote host's MAC address)."""
+        if not b.plan.host_links:
+            return
         assert b.plan.underlay is not None
         xdp_nodes = b.plan.steering is not None
         for host, items in self.by_host(b.plan).items():
