@@ -4,23 +4,28 @@ At each host context a hosted link has its *ports* (the host-side ends of the ve
 nodes: one, or two when both nodes are on this host) and, across hosts, its VXLAN device.  An
 attach kind joins them:
 
-==============  ==================================================================================
-``bridge``      a Linux bridge ``br<link>`` with the ports and the tunnel (learning, flooding)
-``shortbridge`` across hosts, the shortbridge is the tunnel's end itself (no VXLAN device): a tc
-                program at the port's ingress (``bpf/vxlan_encap.bpf.c``) puts the link's
-                VXLAN outer headers on and sends the frame out of the underlay interface; one
-                at the underlay interface's ingress (``bpf/vxlan_decap.bpf.c``, one per link)
-                strips them from this link's frames (VNI, remote and local address match) and
-                hands the inner frame into the node; on one host, ``shortbridge-vxlandev``'s
-                two port-to-port programs.  No learning, no lookup, no UDP socket path
-``shortbridge-vxlandev``  the earlier form: a kernel VXLAN device and the port joined by two tc
-                programs (``bpf/shortbridge.bpf.c``), each redirecting every frame from one to
-                the other (Trellis's shortbridge, without its patch)
-``ovs``         an OVS bridge ``ovs<link>`` of the host's own OVS (userspace datapath)
-``hybrid``      ``ovs``, with each port first in a Linux bridge ``qbr<link>e<end>`` joined to OVS by
-                a veth pair ``qvb``/``qvo`` (Neutron's hybrid plug, where security groups lived)
-``direct``      no port: the tunnel device itself is moved into the node (comparison only)
-==============  ==================================================================================
+``bridge``
+    a Linux bridge ``br<link>`` with the ports and the tunnel (learning, flooding)
+``shortbridge``
+    across hosts, the shortbridge is the tunnel's end itself (no VXLAN device): a tc program at
+    the port's ingress (``bpf/vxlan_encap.bpf.c``) puts the link's VXLAN outer headers on and
+    sends the frame out of the underlay interface; one at the underlay interface's ingress
+    (``bpf/vxlan_decap.bpf.c``, one per link) strips them from this link's frames (VNI, remote
+    and local address match) and hands the inner frame into the node, and passes every other
+    frame on.  On one host, the two ports joined as ``shortbridge-vxlandev`` joins them.  No
+    learning, no lookup, no UDP socket path
+``shortbridge-vxlandev``
+    the earlier form: a kernel VXLAN device and the port joined by two tc programs
+    (``bpf/shortbridge.bpf.c``), each redirecting every frame from one to the other (Trellis's
+    shortbridge, without its patch); into a node's veth straight to its inside end, unless the
+    link is shaped
+``ovs``
+    an OVS bridge ``ovs<link>`` of the host's own OVS (userspace datapath)
+``hybrid``
+    ``ovs``, with each port first in a Linux bridge ``qbr<link>e<end>`` joined to OVS by a veth
+    pair ``qvb``/``qvo`` (Neutron's hybrid plug, where security groups lived)
+``direct``
+    no port: the tunnel device itself is moved into the node (comparison only)
 
 Every kind works only through the :class:`~sfclab.hosts.context.HostContext`, so it runs the
 same on a host reached another way.
