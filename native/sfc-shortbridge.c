@@ -22,8 +22,9 @@
  * frames and hands the inner frame to the node (into its end of PORT, or through PORT's
  * egress with --via-egress), and passes everything else on.
  *
- * --detach IFACE takes these programs (by name) off tcx ingress of IFACE (tests, a real host's
- * underlay interface); --show IFACE lists the names of the programs there (bpftool 7.1 does
+ * --detach IFACE takes these programs (by name) off tcx ingress of IFACE (tests); with --vni,
+ * --local and --remote (and --udp-port) only the vxlan_decap loaded for that tunnel (a real
+ * host's underlay interface outlives the lab: its teardown); --show IFACE lists the names of the programs there (bpftool 7.1 does
  * not list tcx).
  *
  * The attachments are held by the interfaces, which live in the lab's host context namespace:
@@ -109,6 +110,47 @@ cleanup:
 	return rc;
 }
 
+struct tunnel {
+	const char *underlay;
+	unsigned int vni, udp_port;
+	struct in_addr local, remote;
+	__u8 remote_mac[ETH_ALEN];
+};
+
+/* 1 if program `fd` is a vxlan_decap loaded for tunnel `t` (its load-time settings, read from
+ * its .rodata map), 0 if not */
+static int decap_of(int fd, const struct tunnel *t)
+{
+	__u32 ids[8], len;
+	struct bpf_prog_info info = {0};
+	int found = 0;
+
+	info.nr_map_ids = 8;
+	info.map_ids = (__u64)(unsigned long)ids;
+	len = sizeof(info);
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	for (__u32 i = 0; i < info.nr_map_ids && i < 8 && !found; i++) {
+		struct bpf_map_info mi = {0};
+		struct vxlan_decap__rodata ro;
+		char buf[256];
+		__u32 mlen = sizeof(mi), zero = 0;
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+
+		if (mfd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(mfd, &mi, &mlen) && strstr(mi.name, ".rodata") &&
+		    mi.value_size <= sizeof(buf) && !bpf_map_lookup_elem(mfd, &zero, buf)) {
+			memset(&ro, 0, sizeof(ro));
+			memcpy(&ro, buf, mi.value_size < sizeof(ro) ? mi.value_size : sizeof(ro));
+			found = ro.vni == t->vni && ro.local_addr == t->local.s_addr &&
+				ro.remote_addr == t->remote.s_addr && ro.udp_port == t->udp_port;
+		}
+		close(mfd);
+	}
+	return found;
+}
+
 /* the MAC address of `ifname`, 0 or -1 on error */
 static int mac_of(const char *ifname, __u8 mac[ETH_ALEN])
 {
@@ -125,13 +167,6 @@ static int mac_of(const char *ifname, __u8 mac[ETH_ALEN])
 	memcpy(mac, ifr.ifr_hwaddr.sa_data, ETH_ALEN);
 	return 0;
 }
-
-struct tunnel {
-	const char *underlay;
-	unsigned int vni, udp_port;
-	struct in_addr local, remote;
-	__u8 remote_mac[ETH_ALEN];
-};
 
 /* the link's own tunnel end: encapsulation at `port`'s ingress, decapsulation at the
  * underlay's */
@@ -190,9 +225,10 @@ cleanup:
 	return rc;
 }
 
-/* detach the shortbridge's programs (by name) from tcx ingress of `ifname`, or with `show`
- * print the names of all programs there, one a line, in their order */
-static int detach(const char *ifname, unsigned int idx, int show)
+/* detach the shortbridge's programs (by name) from tcx ingress of `ifname` (with `t`, only
+ * the vxlan_decap of that tunnel), or with `show` print the names of all programs there, one a
+ * line, in their order */
+static int detach(const char *ifname, unsigned int idx, int show, const struct tunnel *t)
 {
 	static const char *const ours[] = {"shortbridge", "vxlan_encap", "vxlan_decap"};
 	__u32 ids[64], cnt = 64, flags = 0;
@@ -215,6 +251,8 @@ static int detach(const char *ifname, unsigned int idx, int show)
 			for (size_t k = 0; k < sizeof(ours) / sizeof(ours[0]) && !show; k++) {
 				if (strcmp(info.name, ours[k]))
 					continue;
+				if (t && (strcmp(info.name, "vxlan_decap") || !decap_of(fd, t)))
+					continue;
 				if (bpf_prog_detach2(fd, (int)idx, ATTACH_TCX_INGRESS)) {
 					log_err("Failed to detach %s from %s: %s", info.name, ifname,
 						strerror(errno));
@@ -231,7 +269,8 @@ static int detach(const char *ifname, unsigned int idx, int show)
 	"usage: sfc-shortbridge --netns NAME [--via-egress] IFACE_A IFACE_B\n"                  \
 	"       sfc-shortbridge --netns NAME [--via-egress] --underlay UL --vni N --local ADDR\n" \
 	"                       --remote ADDR --remote-mac MAC [--udp-port P] PORT\n"       \
-	"       sfc-shortbridge --netns NAME {--detach|--show} IFACE\n"
+	"       sfc-shortbridge --netns NAME {--detach|--show} IFACE\n"                       \
+	"       sfc-shortbridge --netns NAME --detach UL --vni N --local ADDR --remote ADDR\n"
 
 static const struct option options[] = {
 	{"help", no_argument, NULL, 'h'},
@@ -321,7 +360,7 @@ int main(int argc, char **argv)
 			log_err("Failed to find interface %s: %s", off, strerror(errno));
 			return 1;
 		}
-		return detach(off, a, listing) ? 1 : 0;
+		return detach(off, a, listing, have == 7 ? &t : NULL) ? 1 : 0;
 	}
 	if (!ns || off || argc - optind != (t.underlay ? 1 : 2) || (t.underlay && have != 15)) {
 		fprintf(stderr, USAGE);

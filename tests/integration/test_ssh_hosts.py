@@ -180,6 +180,9 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
         for m in HOSTS.values():  # the machines' contexts hold nothing of the lab any more
             names = set(objects(machines.context(m))["interfaces"])
             assert names == {"lo", "ul0"}
+            ctx = machines.context(m)  # nor the shortbridge's programs on the underlay
+            assert "vxlan_decap" not in netns.run(ctx, [str(shortbridge_binary()), "--netns",
+                                                        ctx, "--show", "ul0"]).stdout.split()
     finally:
         lifecycle.down(direct)
 

@@ -167,3 +167,6 @@ def test_a_real_hosts_part_journals_its_context_devices_not_its_context():
     # the bridge of link 3 (within h3): marked; the shortbridged tunnel of link 1 has no
     # device (its ends are eBPF programs; see docs/hosts.md on real hosts)
     assert links == {"br3": "sfclab:p:@h3:br3"}
+    # ... whose decapsulation on the host's underlay interface is journaled by its tunnel
+    tunnels = [(e["vni"], e["local"], e["remote"]) for e in entries if e["op"] == "tcx-tunnel"]
+    assert tunnels == [(1001, "198.19.255.3", "198.19.255.2")]

@@ -11,10 +11,11 @@ in lab namespaces, so removing them removes it.
 
 from __future__ import annotations
 
+import subprocess
 from typing import TYPE_CHECKING, Any
 
 from ...hosts import ovs, shaping
-from ...hosts.attach import ATTACH_KINDS, Joint
+from ...hosts.attach import ATTACH_KINDS, Joint, shortbridge_binary
 from ...plan import hosts as plan_hosts
 from ...plan.model import InterfacePlan
 from .. import hosts as realize_hosts
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from ...spec.kinds import Locate
     from ...spec.lab import LinkSpec, NodeSpec
     from ..build import Builder
+    from ..state import LabState
+    from ..teardown import TeardownReport
 
 
 def context_mark(lab: str, host: str, name: str) -> str:
@@ -85,13 +88,36 @@ class Hosted(LinkForm):
         """On a real host the context is the machine's root namespace, which outlives the lab:
         its tunnels and bridges are journaled (``link`` with their mark) and removed by mark.
         Ports go with their node's namespace (veth pairs), shortbridges with the devices."""
-        real = {h.name for h in plan.hosts if not h.emulated}
-        out = []
+        real = {h.name: h for h in plan.hosts if not h.emulated}
+        out: list[dict[str, Any]] = []
         for hl in plan.host_links:
             first = {e.host: e for e in reversed(hl.ends)}  # each host's first end
             out += [{"op": "link", "name": n, "alias": context_mark(plan.lab, h, n)}
                     for h, e in first.items() if h in real for n in context_devices(hl, e)]
+            if ATTACH_KINDS[hl.attach].kernel_tunnel or hl.vni is None:
+                continue
+            # the tunnel's decapsulation sits on the host's own underlay interface, which
+            # outlives the lab: it is taken off by its tunnel (VNI and addresses)
+            assert plan.underlay is not None
+            out += [{"op": "tcx-tunnel", "dev": real[h].underlay_if, "vni": hl.vni,
+                     "local": e.local, "remote": e.remote,
+                     "udp_port": plan.underlay.vxlan_port}
+                    for h, e in first.items() if h in real]
         return out
+
+    def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
+                 report: TeardownReport) -> None:
+        """On a real host: the shortbridge's decapsulation programs of this lab's tunnels, off
+        the underlay interface (found by their load-time VNI and addresses, nothing else)."""
+        for e in journal:
+            if e.get("op") != "tcx-tunnel":
+                continue
+            argv = [str(shortbridge_binary()), "--netns", "-", "--detach", e["dev"], "--vni",
+                    str(e["vni"]), "--local", e["local"], "--remote", e["remote"],
+                    "--udp-port", str(e["udp_port"])]
+            cp = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+            if cp.returncode != 0:
+                report.errors.append(f"tunnel {e['vni']} on {e['dev']}: {cp.stderr.strip()}")
 
     def links(self, b: Builder) -> None:
         mtu_of = {(i.netns, i.name): i.mtu for i in self.interfaces(b.plan)}
