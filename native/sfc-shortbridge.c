@@ -1,20 +1,40 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * sfc-shortbridge: join two interfaces of a namespace point to point with the shortbridge
- * eBPF program (../bpf/shortbridge.bpf.c), one load per direction:
+ * sfc-shortbridge: the shortbridge of a point-to-point link in a host context, in one of two
+ * forms:
  *
  *   sfc-shortbridge --netns NAME [--via-egress] IFACE_A IFACE_B
+ *   sfc-shortbridge --netns NAME [--via-egress] --underlay UL --vni N --local ADDR \
+ *                   --remote ADDR --remote-mac MAC [--udp-port P] PORT
  *
  * NAME '-' is the namespace the tool runs in (a real host's root context, where its agent runs).
- * Inside namespace NAME (/run/netns/NAME), the program is attached at tcx ingress of IFACE_A
- * redirecting to IFACE_B, and at tcx ingress of IFACE_B redirecting to IFACE_A.  A frame bound
- * for a veth is delivered into the veth's other end directly (bpf_redirect_peer), unless
- * --via-egress asks for the veth's egress path (where a shaper sits).  The
- * attachments are held by the interfaces, which live in the lab's host context namespace:
+ *
+ * Two devices: inside namespace NAME (/run/netns/NAME), ../bpf/shortbridge.bpf.c is attached
+ * at tcx ingress of IFACE_A redirecting to IFACE_B, and at tcx ingress of IFACE_B redirecting
+ * to IFACE_A (a kernel VXLAN device and a port, or two ports of one host).  A frame bound for a
+ * veth is delivered into the veth's other end directly (bpf_redirect_peer), unless
+ * --via-egress asks for the veth's egress path (where a shaper sits).
+ *
+ * Own tunnel end (--underlay): no VXLAN device.  ../bpf/vxlan_encap.bpf.c at tcx ingress of
+ * PORT puts the link's outer headers (UL's MAC -> MAC, ADDR -> ADDR, UDP port P (4789), VNI N)
+ * on every frame the node sends and sends it out of UL; ../bpf/vxlan_decap.bpf.c at tcx
+ * ingress of UL (appended after the programs already there) strips them from this link's
+ * frames and hands the inner frame to the node (into its end of PORT, or through PORT's
+ * egress with --via-egress), and passes everything else on.
+ *
+ * --detach IFACE takes these programs (by name) off tcx ingress of IFACE (tests); with --vni,
+ * --local and --remote (and --udp-port) only the vxlan_decap loaded for that tunnel (a real
+ * host's underlay interface outlives the lab: its teardown); --show IFACE lists the names of the programs there (bpftool 7.1 does
+ * not list tcx).
+ *
+ * The attachments are held by the interfaces, which live in the lab's host context namespace:
  * removing the namespace detaches them (this kernel refuses to pin BPF links).
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <net/if.h>
@@ -26,6 +46,7 @@
 #include <unistd.h>
 
 #include <linux/ethtool.h>
+#include <linux/if_ether.h>
 #include <linux/sockios.h>
 
 #include <bpf/bpf.h>
@@ -34,6 +55,8 @@
 #include "log.h"
 #include "netns.h"
 #include "shortbridge.skel.h"
+#include "vxlan_decap.skel.h"
+#include "vxlan_encap.skel.h"
 
 #define ATTACH_TCX_INGRESS 46 /* enum bpf_attach_type, from the running kernel */
 
@@ -87,28 +110,264 @@ cleanup:
 	return rc;
 }
 
-#define USAGE "usage: sfc-shortbridge --netns NAME [--via-egress] IFACE_A IFACE_B\n"
+struct tunnel {
+	const char *underlay;
+	unsigned int vni, udp_port;
+	struct in_addr local, remote;
+	__u8 remote_mac[ETH_ALEN];
+};
+
+/* 1 if program `fd` is a vxlan_decap loaded for tunnel `t` (its load-time settings, read from
+ * its .rodata map), 0 if not */
+static int decap_of(int fd, const struct tunnel *t)
+{
+	__u32 ids[8], len;
+	struct bpf_prog_info info = {0};
+	int found = 0;
+
+	info.nr_map_ids = 8;
+	info.map_ids = (__u64)(unsigned long)ids;
+	len = sizeof(info);
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	for (__u32 i = 0; i < info.nr_map_ids && i < 8 && !found; i++) {
+		struct bpf_map_info mi = {0};
+		struct vxlan_decap__rodata ro;
+		char buf[256];
+		__u32 mlen = sizeof(mi), zero = 0;
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+
+		if (mfd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(mfd, &mi, &mlen) && strstr(mi.name, ".rodata") &&
+		    mi.value_size <= sizeof(buf) && !bpf_map_lookup_elem(mfd, &zero, buf)) {
+			memset(&ro, 0, sizeof(ro));
+			memcpy(&ro, buf, mi.value_size < sizeof(ro) ? mi.value_size : sizeof(ro));
+			found = ro.vni == t->vni && ro.local_addr == t->local.s_addr &&
+				ro.remote_addr == t->remote.s_addr && ro.udp_port == t->udp_port;
+		}
+		close(mfd);
+	}
+	return found;
+}
+
+/* the MAC address of `ifname`, 0 or -1 on error */
+static int mac_of(const char *ifname, __u8 mac[ETH_ALEN])
+{
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+	if (fd < 0)
+		return -1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	rc = ioctl(fd, SIOCGIFHWADDR, &ifr);
+	close(fd);
+	if (rc)
+		return -1;
+	memcpy(mac, ifr.ifr_hwaddr.sa_data, ETH_ALEN);
+	return 0;
+}
+
+/* the link's own tunnel end: encapsulation at `port`'s ingress, decapsulation at the
+ * underlay's */
+static int terminate(const struct tunnel *t, const char *port, unsigned int port_idx,
+		     unsigned int ul_idx, int into_peer)
+{
+	struct vxlan_encap *enc = NULL;
+	struct vxlan_decap *dec = NULL;
+	int err, rc = -1;
+
+	enc = vxlan_encap__open();
+	dec = vxlan_decap__open();
+	if (!enc || !dec) {
+		log_err("Failed to open the tunnel programs: %s", strerror(errno));
+		goto cleanup;
+	}
+	enc->rodata->underlay_ifindex = ul_idx;
+	if (mac_of(t->underlay, (__u8 *)enc->rodata->local_mac)) {
+		log_err("Failed to read the MAC address of %s: %s", t->underlay, strerror(errno));
+		goto cleanup;
+	}
+	memcpy((void *)enc->rodata->remote_mac, t->remote_mac, ETH_ALEN);
+	enc->rodata->local_addr = t->local.s_addr;
+	enc->rodata->remote_addr = t->remote.s_addr;
+	enc->rodata->vni = t->vni;
+	enc->rodata->udp_port = (__u16)t->udp_port;
+	dec->rodata->port_ifindex = port_idx;
+	dec->rodata->into_peer = (__u8)into_peer;
+	dec->rodata->local_addr = t->local.s_addr;
+	dec->rodata->remote_addr = t->remote.s_addr;
+	dec->rodata->vni = t->vni;
+	dec->rodata->udp_port = (__u16)t->udp_port;
+	err = vxlan_encap__load(enc);
+	if (!err)
+		err = vxlan_decap__load(dec);
+	if (err) {
+		log_err("Failed to load the tunnel programs: %s", strerror(-err));
+		goto cleanup;
+	}
+	if (bpf_prog_attach(bpf_program__fd(enc->progs.vxlan_encap), (int)port_idx,
+			    ATTACH_TCX_INGRESS, 0)) {
+		log_err("Failed to attach the tunnel's encapsulation at %s: %s", port, strerror(errno));
+		goto cleanup;
+	}
+	if (bpf_prog_attach(bpf_program__fd(dec->progs.vxlan_decap), (int)ul_idx,
+			    ATTACH_TCX_INGRESS, 0)) {
+		log_err("Failed to attach the tunnel's decapsulation at %s: %s", t->underlay,
+			strerror(errno));
+		/* the encapsulation stays with the port, which the lab's teardown removes */
+		goto cleanup;
+	}
+	rc = 0;
+cleanup:
+	vxlan_decap__destroy(dec);
+	vxlan_encap__destroy(enc);
+	return rc;
+}
+
+/* detach the shortbridge's programs (by name) from tcx ingress of `ifname` (with `t`, only
+ * the vxlan_decap of that tunnel), or with `show` print the names of all programs there, one a
+ * line, in their order */
+static int detach(const char *ifname, unsigned int idx, int show, const struct tunnel *t)
+{
+	static const char *const ours[] = {"shortbridge", "vxlan_encap", "vxlan_decap"};
+	__u32 ids[64], cnt = 64, flags = 0;
+	int rc = 0;
+
+	if (bpf_prog_query((int)idx, ATTACH_TCX_INGRESS, 0, &flags, ids, &cnt)) {
+		log_err("Failed to list the programs at %s: %s", ifname, strerror(errno));
+		return -1;
+	}
+	for (__u32 i = 0; i < cnt; i++) {
+		struct bpf_prog_info info = {0};
+		__u32 len = sizeof(info);
+		int fd = bpf_prog_get_fd_by_id(ids[i]);
+
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len)) {
+			if (show)
+				printf("%s\n", info.name);
+			for (size_t k = 0; k < sizeof(ours) / sizeof(ours[0]) && !show; k++) {
+				if (strcmp(info.name, ours[k]))
+					continue;
+				if (t && (strcmp(info.name, "vxlan_decap") || !decap_of(fd, t)))
+					continue;
+				if (bpf_prog_detach2(fd, (int)idx, ATTACH_TCX_INGRESS)) {
+					log_err("Failed to detach %s from %s: %s", info.name, ifname,
+						strerror(errno));
+					rc = -1;
+				}
+			}
+		}
+		close(fd);
+	}
+	return rc;
+}
+
+#define USAGE                                                                                   \
+	"usage: sfc-shortbridge --netns NAME [--via-egress] IFACE_A IFACE_B\n"                  \
+	"       sfc-shortbridge --netns NAME [--via-egress] --underlay UL --vni N --local ADDR\n" \
+	"                       --remote ADDR --remote-mac MAC [--udp-port P] PORT\n"       \
+	"       sfc-shortbridge --netns NAME {--detach|--show} IFACE\n"                       \
+	"       sfc-shortbridge --netns NAME --detach UL --vni N --local ADDR --remote ADDR\n"
+
+static const struct option options[] = {
+	{"help", no_argument, NULL, 'h'},
+	{"netns", required_argument, NULL, 'n'},
+	{"via-egress", no_argument, NULL, 'e'},
+	{"underlay", required_argument, NULL, 'u'},
+	{"vni", required_argument, NULL, 'v'},
+	{"local", required_argument, NULL, 'l'},
+	{"remote", required_argument, NULL, 'r'},
+	{"remote-mac", required_argument, NULL, 'm'},
+	{"udp-port", required_argument, NULL, 'p'},
+	{"detach", required_argument, NULL, 'd'},
+	{"show", required_argument, NULL, 's'},
+	{NULL, 0, NULL, 0},
+};
+
+static int bad(const char *what, const char *value)
+{
+	fprintf(stderr, "sfc-shortbridge: bad %s '%s'\n" USAGE, what, value);
+	return 2;
+}
 
 int main(int argc, char **argv)
 {
-	const char *ns, *ia, *ib;
+	struct tunnel t = {.udp_port = 4789};
+	const char *ns = NULL, *ia, *ib, *off = NULL;
 	unsigned int a, b;
-	int via_egress = 0, va, vb;
+	int via_egress = 0, va, vb, opt, have = 0, listing = 0;
+	char *endp;
 
 	log_init(argv[0]);
-	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf(USAGE);
-		return 0;
+	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			printf(USAGE);
+			return 0;
+		case 'n':
+			ns = optarg;
+			break;
+		case 's':
+			listing = 1;
+			/* fall through */
+		case 'd':
+			off = optarg;
+			break;
+		case 'e':
+			via_egress = 1;
+			break;
+		case 'u':
+			t.underlay = optarg;
+			break;
+		case 'v':
+			t.vni = (unsigned int)strtoul(optarg, &endp, 10);
+			if (*endp || !t.vni || t.vni >= (1u << 24))
+				return bad("VNI", optarg);
+			have |= 1;
+			break;
+		case 'l':
+		case 'r':
+			if (inet_pton(AF_INET, optarg, opt == 'l' ? &t.local : &t.remote) != 1)
+				return bad("IPv4 address", optarg);
+			have |= opt == 'l' ? 2 : 4;
+			break;
+		case 'm':
+			if (sscanf(optarg, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &t.remote_mac[0],
+				   &t.remote_mac[1], &t.remote_mac[2], &t.remote_mac[3],
+				   &t.remote_mac[4], &t.remote_mac[5]) != ETH_ALEN)
+				return bad("MAC address", optarg);
+			have |= 8;
+			break;
+		case 'p':
+			t.udp_port = (unsigned int)strtoul(optarg, &endp, 10);
+			if (*endp || !t.udp_port || t.udp_port > 65535)
+				return bad("UDP port", optarg);
+			break;
+		default:
+			fprintf(stderr, USAGE);
+			return 2;
+		}
 	}
-	if (argc == 6 && !strcmp(argv[3], "--via-egress"))
-		via_egress = 1;
-	if (argc != 5 + via_egress || strcmp(argv[1], "--netns")) {
+	if (ns && off && optind == argc) {
+		libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+		if (netns_enter(ns))
+			return 1;
+		a = if_nametoindex(off);
+		if (!a) {
+			log_err("Failed to find interface %s: %s", off, strerror(errno));
+			return 1;
+		}
+		return detach(off, a, listing, have == 7 ? &t : NULL) ? 1 : 0;
+	}
+	if (!ns || off || argc - optind != (t.underlay ? 1 : 2) || (t.underlay && have != 15)) {
 		fprintf(stderr, USAGE);
 		return 2;
 	}
-	ns = argv[2];
-	ia = argv[3 + via_egress];
-	ib = argv[4 + via_egress];
+	ia = argv[optind];
+	ib = t.underlay ? t.underlay : argv[optind + 1];
 	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
 	if (netns_enter(ns))
 		return 1;
@@ -124,6 +383,8 @@ int main(int argc, char **argv)
 		log_err("Failed to read the driver of %s: %s", va < 0 ? ia : ib, strerror(errno));
 		return 1;
 	}
+	if (t.underlay)
+		return terminate(&t, ia, a, b, va && !via_egress) ? 1 : 0;
 	if (join(ia, a, ib, b, vb && !via_egress) || join(ib, b, ia, a, va && !via_egress))
 		return 1;
 	return 0;

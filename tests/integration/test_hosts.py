@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sfclab.hosts.attach import shortbridge_binary
 from sfclab.kernel import netns
 
 from .labtools import iperf3, kill_9_during_up_then_down, leftovers, nothing_left, ping
@@ -40,9 +41,12 @@ def two_hosts(name: str, attach: str, **link) -> dict:
             "links": [{"endpoints": ["a", "b"], "attach": attach, **link}]}
 
 
-@pytest.mark.parametrize("attach", ["bridge", "shortbridge", "ovs", "hybrid"])
+@pytest.mark.parametrize("attach", ["bridge", "shortbridge", "shortbridge-vxlandev", "ovs",
+                                    "hybrid"])
 def test_ping_and_tcp_across_hosts(running_lab, lab_name, attach):
-    """Every attach kind carries ping and TCP; the tunnel ends in the host contexts."""
+    """Every attach kind carries ping and TCP; the tunnel ends in the host contexts (at a
+    kernel VXLAN device there, or at the shortbridge's own eBPF end: see
+    test_shortbridge_tunnel.py)."""
     lab = running_lab(two_hosts(lab_name, attach))
     plan = lab.plan
     a, b = lab.netns("a"), lab.netns("b")
@@ -54,12 +58,15 @@ def test_ping_and_tcp_across_hosts(running_lab, lab_name, attach):
     assert hl.vni is not None and hl.mtu == 1450
     for end in hl.ends:
         ctx = links_of(end.netns)
-        vx = ctx[end.vxlan]["linkinfo"]
-        assert vx["info_kind"] == "vxlan" and vx["info_data"]["id"] == hl.vni
+        if attach == "shortbridge":
+            assert end.vxlan not in ctx  # the eBPF programs are the tunnel's end
+        else:
+            vx = ctx[end.vxlan]["linkinfo"]
+            assert vx["info_kind"] == "vxlan" and vx["info_data"]["id"] == hl.vni
         node = links_of(end.node_netns)
         assert not any(d.get("linkinfo", {}).get("info_kind") == "vxlan" for d in node.values())
         assert node[end.node_if]["mtu"] == 1450
-    if attach == "shortbridge":  # no bridge at all: only the tc programs join port and tunnel
+    if attach.startswith("shortbridge"):  # no bridge at all: only the tc programs join port and tunnel
         for end in hl.ends:
             ctx = links_of(end.netns)
             assert not any(d.get("linkinfo", {}).get("info_kind") in ("bridge", "openvswitch")
@@ -189,10 +196,11 @@ def test_three_host_lab_up_inspect_down(tmp_path, lab_name):
         text = subprocess.run([*cli, "inspect", lab_name], check=True, capture_output=True,
                               text=True).stdout
         assert "host h2:" in text and "vni 1001" in text
-        # a host's context is reachable by exec as @HOST: the tunnel is there, with its VNI
-        cp = subprocess.run([*cli, "exec", lab_name, "@h2", "--", "ip", "-d", "link", "show",
-                             "vx1"], capture_output=True, text=True)
-        assert cp.returncode == 0 and "vxlan id 1001" in cp.stdout, cp.stderr
+        # a host's context is reachable by exec as @HOST: the tunnel's end is there (link 1 is
+        # shortbridged: the eBPF decapsulation at the underlay interface, no VXLAN device)
+        cp = subprocess.run([*cli, "exec", lab_name, "@h2", "--", str(shortbridge_binary()),
+                             "--netns", "-", "--show", "ul0"], capture_output=True, text=True)
+        assert cp.returncode == 0 and "vxlan_decap" in cp.stdout.split(), cp.stderr
         cp = subprocess.run([*cli, "exec", lab_name, "@h9", "--", "true"], capture_output=True,
                             text=True)
         assert cp.returncode == 2 and "no host 'h9'" in cp.stderr

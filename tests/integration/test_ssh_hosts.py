@@ -20,6 +20,7 @@ import pytest
 
 from sfclab import api
 from sfclab.errors import LabError, RealizeError, ToolError
+from sfclab.hosts.attach import shortbridge_binary
 from sfclab.kernel import netns
 from sfclab.realize import lifecycle
 from sfclab.realize.inspect import inspect
@@ -145,7 +146,14 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
             assert got == want
             vnis = {i["vni"] for h in got["hosts"].values() for i in h["interfaces"].values()
                     if i["kind"] == "vxlan"}
-            assert vnis == {1000, 1001}  # 1002: direct, its tunnel ends are in d and c
+            # 1001: shortbridged, ended by eBPF at the hosts' ul0 (no device); 1002: direct,
+            # its tunnel ends are in d and c
+            assert vnis == {1000}
+            for h in ("h2", "h3"):
+                ctx = machines.context(HOSTS[h])
+                shown = netns.run(ctx, [str(shortbridge_binary()), "--netns", ctx, "--show",
+                                        "ul0"]).stdout.split()
+                assert "vxlan_decap" in shown, h
             assert {i["vni"] for i in got["nodes"]["d"]["interfaces"].values()} >= {1002}
             assert "tbf" in {i["qdisc"] for i in got["hosts"]["h1"]["interfaces"].values()}
             # this machine journals only which host got which part; each host its own part
@@ -175,6 +183,9 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
         for m in HOSTS.values():  # the machines' contexts hold nothing of the lab any more
             names = set(objects(machines.context(m))["interfaces"])
             assert names == {"lo", "ul0"}
+            ctx = machines.context(m)  # nor the shortbridge's programs on the underlay
+            assert "vxlan_decap" not in netns.run(ctx, [str(shortbridge_binary()), "--netns",
+                                                        ctx, "--show", "ul0"]).stdout.split()
     finally:
         lifecycle.down(direct)
 

@@ -203,3 +203,14 @@ def test_chain_label_room_is_carried_by_the_tunnels():
     [hl] = p.host_links
     assert hl.mtu == max(i.mtu for i in p.interfaces if i.link == 0) > 1450
     assert p.underlay.mtu == hl.mtu + 50 and "label room" in p.underlay.mtu_note
+
+
+def test_shortbridge_nodes_compute_their_checksums_and_the_earlier_form_is_an_attach_kind():
+    """``shortbridge`` ends the tunnel in eBPF, which encapsulates frames as they are: the
+    nodes' interfaces get tx checksum offload off; ``shortbridge-vxlandev`` (the kernel VXLAN
+    device form) is accepted and planned with the same VNI and ends."""
+    p = plan(THREE)
+    assert all(i.offloads == {"tx-checksum": False} for i in p.interfaces if i.link == 1)
+    q = plan(THREE.replace("attach: shortbridge", "attach: shortbridge-vxlandev"))
+    hl = {h.link: h for h in q.host_links}
+    assert (hl[1].attach, hl[1].vni, hl[1].ends[0].vxlan) == ("shortbridge-vxlandev", 1001, "vx1")

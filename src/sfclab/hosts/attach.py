@@ -4,16 +4,28 @@ At each host context a hosted link has its *ports* (the host-side ends of the ve
 nodes: one, or two when both nodes are on this host) and, across hosts, its VXLAN device.  An
 attach kind joins them:
 
-==============  ==================================================================================
-``bridge``      a Linux bridge ``br<link>`` with the ports and the tunnel (learning, flooding)
-``shortbridge`` two tc programs (``bpf/shortbridge.bpf.c``), each redirecting every frame from one
-                to the other: no learning, no lookup (Trellis's shortbridge, without its patch);
-                into a node's veth straight to its inside end, unless the link is shaped
-``ovs``         an OVS bridge ``ovs<link>`` of the host's own OVS (userspace datapath)
-``hybrid``      ``ovs``, with each port first in a Linux bridge ``qbr<link>e<end>`` joined to OVS by
-                a veth pair ``qvb``/``qvo`` (Neutron's hybrid plug, where security groups lived)
-``direct``      no port: the tunnel device itself is moved into the node (comparison only)
-==============  ==================================================================================
+``bridge``
+    a Linux bridge ``br<link>`` with the ports and the tunnel (learning, flooding)
+``shortbridge``
+    across hosts, the shortbridge is the tunnel's end itself (no VXLAN device): a tc program at
+    the port's ingress (``bpf/vxlan_encap.bpf.c``) puts the link's VXLAN outer headers on and
+    sends the frame out of the underlay interface; one at the underlay interface's ingress
+    (``bpf/vxlan_decap.bpf.c``, one per link) strips them from this link's frames (VNI, remote
+    and local address match) and hands the inner frame into the node, and passes every other
+    frame on.  On one host, the two ports joined as ``shortbridge-vxlandev`` joins them.  No
+    learning, no lookup, no UDP socket path
+``shortbridge-vxlandev``
+    the earlier form: a kernel VXLAN device and the port joined by two tc programs
+    (``bpf/shortbridge.bpf.c``), each redirecting every frame from one to the other (Trellis's
+    shortbridge, without its patch); into a node's veth straight to its inside end, unless the
+    link is shaped
+``ovs``
+    an OVS bridge ``ovs<link>`` of the host's own OVS (userspace datapath)
+``hybrid``
+    ``ovs``, with each port first in a Linux bridge ``qbr<link>e<end>`` joined to OVS by a veth
+    pair ``qvb``/``qvo`` (Neutron's hybrid plug, where security groups lived)
+``direct``
+    no port: the tunnel device itself is moved into the node (comparison only)
 
 Every kind works only through the :class:`~sfclab.hosts.context.HostContext`, so it runs the
 same on a host reached another way.
@@ -22,10 +34,11 @@ same on a host reached another way.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import RealizeError
+from ..errors import RealizeError, ToolError
 from ..kernel import netns
 from . import ovs
 from .context import HostContext
@@ -56,9 +69,12 @@ class Joint:
     """What an attach kind is handed at one host context."""
 
     def __init__(self, ctx: HostContext, ipr: IPRoute, link: HostLinkPlan,
-                 here: list[HostEndPlan], lab: str, ovs_dir: Path, *, xdp_nodes: bool = False):
+                 here: list[HostEndPlan], lab: str, ovs_dir: Path, *, xdp_nodes: bool = False,
+                 underlay_if: str = "", udp_port: int = 4789):
         self.ctx, self.ipr, self.link, self.here, self.lab = ctx, ipr, link, here, lab
         self.ovs_dir = ovs_dir
+        #: the host's underlay interface and the VXLAN UDP port (tunnels the kind ends itself)
+        self.underlay_if, self.udp_port = underlay_if, udp_port
         #: the nodes run XDP programs (the SFC data plane): frames must reach them through
         #: their veth's receive path, and their XDP redirects must be taken by the ports
         self.xdp_nodes = xdp_nodes
@@ -67,7 +83,7 @@ class Joint:
     def members(self) -> list[str]:
         """The devices to join: the ports here, then the tunnel (if the link crosses hosts)."""
         out = [e.port for e in self.here]
-        if self.here[0].vxlan:
+        if self.here[0].vxlan and ATTACH_KINDS[self.link.attach].kernel_tunnel:
             out.append(self.here[0].vxlan)
         return out
 
@@ -103,9 +119,14 @@ class AttachKind:
     def lacks(self) -> list[str]:
         """What this host lacks for this kind, beyond :attr:`programs` (one phrase each)."""
         return []
+    #: across hosts, the link's tunnel end is a kernel VXLAN device (else the kind is the end)
+    kernel_tunnel: ClassVar[bool] = True
 
     def join(self, j: Joint) -> None:
         raise NotImplementedError
+
+    def finish(self, j: Joint) -> None:
+        """What needs the host contexts' underlay addresses (set after ``join``)."""
 
 
 class Bridge(AttachKind):
@@ -116,8 +137,18 @@ class Bridge(AttachKind):
         j.bridge(j.here[0].joiner, j.members)
 
 
-class Shortbridge(AttachKind):
-    name = "shortbridge"
+def via_egress(j: Joint) -> list[str]:
+    """Frames bound for a node go straight into it (``bpf_redirect_peer``), unless the link is
+    shaped (then through the port's egress, where the shaper is) or the node runs XDP programs
+    (which only the veth's own receive path runs)."""
+    return ["--via-egress"] if j.link.rate is not None or j.xdp_nodes else []
+
+
+class ShortbridgeVxlanDev(AttachKind):
+    """A kernel VXLAN device and the port (or two ports of one host) joined by two tc
+    redirects."""
+
+    name = "shortbridge-vxlandev"
 
     def lacks(self) -> list[str]:
         try:
@@ -127,12 +158,51 @@ class Shortbridge(AttachKind):
         return []
 
     def join(self, j: Joint) -> None:
-        """Frames bound for a node go straight into it (``bpf_redirect_peer``), unless the link
-        is shaped (then through the port's egress, where the shaper is) or the node runs XDP
-        programs (which only the veth's own receive path runs)."""
         a, b = j.members
-        via = ["--via-egress"] if j.link.rate is not None or j.xdp_nodes else []
-        j.ctx.run([str(shortbridge_binary()), "--netns", j.ctx.tool_netns, *via, a, b])
+        j.ctx.run([str(shortbridge_binary()), "--netns", j.ctx.tool_netns, *via_egress(j), a, b])
+
+
+class Shortbridge(ShortbridgeVxlanDev):
+    """Across hosts the shortbridge ends the tunnel itself.  The outer destination MAC is the
+    remote host's underlay interface's, resolved by the host context's own neighbour table
+    when the link is made (one ping; the underlay is one Ethernet segment here)."""
+
+    name = "shortbridge"
+    kernel_tunnel = False
+    #: frames are encapsulated as they are, so the node computes its checksums (and sends no
+    #: GSO frames): what a kernel VXLAN device would finish for it
+    node_offloads = NO_TX_CSUM
+
+    def join(self, j: Joint) -> None:
+        if not j.here[0].vxlan:  # both ends on this host: the two ports joined
+            super().join(j)
+
+    def finish(self, j: Joint) -> None:
+        e = j.here[0]
+        if not e.vxlan:
+            return
+        assert e.local and e.remote and j.link.vni is not None
+        mac = remote_mac(j, e.remote)
+        j.ctx.run([str(shortbridge_binary()), "--netns", j.ctx.tool_netns, *via_egress(j),
+                   "--underlay", j.underlay_if, "--vni", str(j.link.vni), "--local", e.local,
+                   "--remote", e.remote, "--remote-mac", mac, "--udp-port", str(j.udp_port),
+                   e.port])
+
+
+def remote_mac(j: Joint, remote: str, tries: int = 20) -> str:
+    """The MAC address of underlay address ``remote`` seen from the host context (resolved
+    there by a ping, whose answer does not matter: the ARP exchange does)."""
+    for _ in range(tries):
+        for n in j.ipr.get_neighbours(dst=remote):
+            mac = n.get_attr("NDA_LLADDR")
+            if mac and n["state"] not in (0x20, 0x01):  # NUD_FAILED, NUD_INCOMPLETE
+                return str(mac)
+        try:
+            j.ctx.run(["ping", "-c", "1", "-W", "1", "-n", "-q", remote], timeout=5)
+        except ToolError:
+            time.sleep(0.1)
+    raise RealizeError(f"no answer from underlay address {remote} (its MAC address is needed "
+                       "for the shortbridge's tunnel)", obj=f"{j.ctx.name}/{j.underlay_if}")
 
 
 class Ovs(AttachKind):
@@ -197,5 +267,5 @@ class Registry(dict[str, AttachKind]):
 
 
 ATTACH_KINDS = Registry()
-for _k in (Bridge(), Shortbridge(), Ovs(), Hybrid(), Direct()):
+for _k in (Bridge(), Shortbridge(), ShortbridgeVxlanDev(), Ovs(), Hybrid(), Direct()):
     ATTACH_KINDS.add(_k)

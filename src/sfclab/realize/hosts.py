@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..hosts import cgroups as host_cgroups
+from ..hosts.attach import ATTACH_KINDS
 from ..kernel import netns
 from ..hosts.context import EmulatedHost, HostContext, OwnRoot
 from ..plan.model import Plan
@@ -156,7 +157,8 @@ def inspect_links(plan: Plan, live: bool = False) -> list[dict[str, Any]]:
                                  "joiner": e.joiner}
             if live:
                 there = have.get(e.netns, set())
-                d["present"] = all(x in there for x in (e.port, e.vxlan) if x) if e.port \
+                tunnel = e.vxlan if ATTACH_KINDS[hl.attach].kernel_tunnel else None
+                d["present"] = all(x in there for x in (e.port, tunnel) if x) if e.port \
                     else e.netns in have  # direct: the tunnel lives in the node
             ends.append(d)
         out.append({"link": hl.link, "attach": hl.attach, "vni": hl.vni, "mtu": hl.mtu,

@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from .source import Document
 
 #: how a link meets a node's interface in the host context
-Attach = Literal["bridge", "shortbridge", "ovs", "hybrid", "direct"]
-ATTACH_WORDS = "bridge, shortbridge, ovs, hybrid or direct"
+Attach = Literal["bridge", "shortbridge", "shortbridge-vxlandev", "ovs", "hybrid", "direct"]
+ATTACH_WORDS = "bridge, shortbridge, shortbridge-vxlandev, ovs, hybrid or direct"
 #: the smallest memory a host may have: every node process needs some
 MIN_HOST_MEMORY = 8 * 1024 * 1024
 #: VXLAN over IPv4 adds 50 bytes to every frame (outer Ethernet 14, IP 20, UDP 8, VXLAN 8)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...hosts import ovs, shaping
-from ...hosts.attach import ATTACH_KINDS, Joint
+from ...hosts.attach import ATTACH_KINDS, Joint, shortbridge_binary
 from ...kernel import netns
 from ...plan import hosts as plan_hosts
 from ...plan.model import InterfacePlan
@@ -47,7 +47,8 @@ def context_devices(hl: HostLinkPlan, e: HostEndPlan) -> list[str]:
     """The devices a hosted link makes in host ``e.host``'s context itself (not in a node):
     its tunnel (unless it goes into the node) and its Linux bridge."""
     out = []
-    if e.vxlan and not ATTACH_KINDS[hl.attach].in_node:
+    kind = ATTACH_KINDS[hl.attach]
+    if e.vxlan and kind.kernel_tunnel and not kind.in_node:
         out.append(e.vxlan)
     if hl.attach == "bridge" and e.joiner:
         out.append(e.joiner)
@@ -105,9 +106,11 @@ class Hosted(LinkForm):
         Ports go with their node's namespace (veth pairs), shortbridges with the devices.  A
         real host's own OVS (``ovs``/``hybrid``) runs in that root namespace, so its daemons
         outlive every namespace of the lab: journaled (``host-ovs``, its directory) and ended
-        by the PIDs of their pid files there (see :meth:`teardown`)."""
-        real = {h.name for h in plan.hosts if not h.emulated}
-        out = []
+        by the PIDs of their pid files there (see :meth:`teardown`).  A shortbridged tunnel's
+        decapsulation sits on the host's own underlay interface: journaled (``tcx-tunnel``)
+        by its VNI and addresses."""
+        real = {h.name: h for h in plan.hosts if not h.emulated}
+        out: list[dict[str, Any]] = []
         ovs_hosts: list[str] = []
         for hl in plan.host_links:
             here: dict[str, list[HostEndPlan]] = {}
@@ -117,6 +120,15 @@ class Hosted(LinkForm):
                     for h, es in here.items() if h in real for n in context_devices_at(hl, es)]
             if ATTACH_KINDS[hl.attach].needs_ovs:
                 ovs_hosts += [h for h in here if h in real and h not in ovs_hosts]
+            if ATTACH_KINDS[hl.attach].kernel_tunnel or hl.vni is None:
+                continue
+            # the tunnel's decapsulation sits on the host's own underlay interface, which
+            # outlives the lab: it is taken off by its tunnel (VNI and addresses)
+            assert plan.underlay is not None
+            out += [{"op": "tcx-tunnel", "dev": real[h].underlay_if, "vni": hl.vni,
+                     "local": es[0].local, "remote": es[0].remote,
+                     "udp_port": plan.underlay.vxlan_port}
+                    for h, es in here.items() if h in real]
         return [{"op": "host-ovs", "host": h} for h in ovs_hosts] + out
 
     def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
@@ -124,7 +136,15 @@ class Hosted(LinkForm):
         """End a real host's own OVS: ``ovs-vswitchd`` is asked to exit deleting its datapath
         and devices (in the root namespace, they would outlive it); then the PIDs in the
         daemons' pid files in the host's OVS directory are ended, each only while it still
-        runs that daemon with that directory."""
+        runs that daemon with that directory.  Then the shortbridge's decapsulation programs
+        of this lab's tunnels, off the underlay interface (found by their load-time VNI and
+        addresses, nothing else)."""
+        self._end_host_ovs(state, journal, report)
+        self._detach_tunnels(journal, report)
+
+    @staticmethod
+    def _end_host_ovs(state: LabState, journal: list[dict[str, Any]],
+                      report: TeardownReport) -> None:
         for e in journal:
             if e.get("op") != "host-ovs":
                 continue
@@ -148,6 +168,18 @@ class Hosted(LinkForm):
                     pids.append(pid)
             report.processes += len(netns.end_processes(pids))
 
+    @staticmethod
+    def _detach_tunnels(journal: list[dict[str, Any]], report: TeardownReport) -> None:
+        for e in journal:
+            if e.get("op") != "tcx-tunnel":
+                continue
+            argv = [str(shortbridge_binary()), "--netns", "-", "--detach", e["dev"], "--vni",
+                    str(e["vni"]), "--local", e["local"], "--remote", e["remote"],
+                    "--udp-port", str(e["udp_port"])]
+            cp = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+            if cp.returncode != 0:
+                report.errors.append(f"tunnel {e['vni']} on {e['dev']}: {cp.stderr.strip()}")
+
     def links(self, b: Builder) -> None:
         mtu_of = {(i.netns, i.name): i.mtu for i in self.interfaces(b.plan)}
         for hl in b.plan.host_links:
@@ -161,12 +193,17 @@ class Hosted(LinkForm):
                 b.created(e.node_netns, e.node_if)
                 b.created(e.netns, e.port)
 
-    def after_links(self, b: Builder) -> None:
-        by_host: dict[str, list[tuple[HostLinkPlan, list[HostEndPlan]]]] = {}
-        for hl in b.plan.host_links:
+    @staticmethod
+    def by_host(plan: Plan) -> dict[str, list[tuple[HostLinkPlan, list[HostEndPlan]]]]:
+        """Each host's hosted links with their ends on it."""
+        out: dict[str, list[tuple[HostLinkPlan, list[HostEndPlan]]]] = {}
+        for hl in plan.host_links:
             for h in dict.fromkeys(e.host for e in hl.ends):
-                by_host.setdefault(h, []).append((hl, [e for e in hl.ends if e.host == h]))
-        for host, items in by_host.items():
+                out.setdefault(h, []).append((hl, [e for e in hl.ends if e.host == h]))
+        return out
+
+    def after_links(self, b: Builder) -> None:
+        for host, items in self.by_host(b.plan).items():
             ctx = realize_hosts.context(b.plan, host)
             odir = realize_hosts.ovs_dir(b.state, host)
             if any(ATTACH_KINDS[hl.attach].needs_ovs for hl, _ in items):
@@ -177,6 +214,27 @@ class Hosted(LinkForm):
                 for hl, here in items:
                     with step(f"link {hl.link} ({hl.attach}) in host {host}"):
                         self._join(b, ctx, ipr, hl, here, odir)
+            finally:
+                ipr.close()
+
+    def prepare(self, b: Builder) -> None:
+        """The attach kinds' last step, once the host contexts have their underlay addresses
+        (the shortbridge's own tunnel end resolves the remote host's MAC address)."""
+        if not b.plan.host_links:
+            return
+        assert b.plan.underlay is not None
+        xdp_nodes = b.plan.steering is not None
+        for host, items in self.by_host(b.plan).items():
+            ctx = realize_hosts.context(b.plan, host)
+            hp = next(h for h in b.plan.hosts if h.name == host)
+            odir = realize_hosts.ovs_dir(b.state, host)
+            ipr = ctx.iproute()
+            try:
+                for hl, here in items:
+                    with step(f"link {hl.link} ({hl.attach}) in host {host}: tunnel end"):
+                        ATTACH_KINDS[hl.attach].finish(Joint(
+                            ctx, ipr, hl, here, b.plan.lab, odir, xdp_nodes=xdp_nodes,
+                            underlay_if=hp.underlay_if, udp_port=b.plan.underlay.vxlan_port))
             finally:
                 ipr.close()
 
@@ -192,7 +250,7 @@ class Hosted(LinkForm):
                     ctx.set_offloads(e.port, {"gro": True})
         e0 = here[0]
         host = next(h for h in b.plan.hosts if h.name == e0.host)
-        if e0.vxlan:
+        if e0.vxlan and ATTACH_KINDS[hl.attach].kernel_tunnel:
             ul = ipr.link_lookup(ifname=host.underlay_if)[0]
             ipr.link("add", ifname=e0.vxlan, kind="vxlan", vxlan_id=hl.vni,
                      vxlan_local=e0.local, vxlan_group=e0.remote,
@@ -201,7 +259,8 @@ class Hosted(LinkForm):
             if not ATTACH_KINDS[hl.attach].in_node:
                 ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
         ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, b.plan.lab, odir,
-                                           xdp_nodes=xdp_nodes))
+                                           xdp_nodes=xdp_nodes, underlay_if=host.underlay_if,
+                                           udp_port=b.plan.underlay.vxlan_port))
         if not host.emulated:  # the marks teardown checks before removing them
             for n in context_devices_at(hl, here):
                 idx = ipr.link_lookup(ifname=n)

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vxlan_encap: the sending half of the shortbridge's own VXLAN tunnel end.  Attached at tcx
+ * ingress of a shortbridged link's port (the host-context end of the node's veth), it puts
+ * the link's outer headers in front of every frame the node sends and sends it out of the
+ * host's underlay interface: no VXLAN device, no UDP socket, no routing in the host context.
+ *
+ * Outer headers (load-time settings, set by native/sfc-shortbridge.c): Ethernet from the
+ * underlay interface's MAC to the remote host's (resolved when the link is made), IPv4 local
+ * -> remote (TTL 64, no DF, as the kernel's VXLAN device sends by default), UDP to the VXLAN
+ * port with a source port from the inner flow's hash (entropy for the underlay's ECMP, in the
+ * kernel's default range 32768-60999 as udp_flow_src_port picks it), UDP checksum 0 (as the
+ * kernel's VXLAN over IPv4 by default), VXLAN with the link's VNI.  Any frame, IPv4 or not
+ * (ARP), is carried: the header is pushed in front (bpf_skb_change_head), not opened inside.
+ * Nodes on such links compute their own checksums (their interface's tx checksum offload is
+ * off), so no partial checksum or GSO frame reaches here.
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "vxlan_tunnel.h"
+
+const volatile __u32 underlay_ifindex = 0;
+const volatile __u8 local_mac[ETH_ALEN] = {0};
+const volatile __u8 remote_mac[ETH_ALEN] = {0};
+const volatile __be32 local_addr = 0;
+const volatile __be32 remote_addr = 0;
+const volatile __u32 vni = 0;
+const volatile __u16 udp_port = 4789;
+
+#define SPORT_MIN 32768
+#define SPORT_MAX 61000
+
+static __always_inline __u16 ip_checksum(const struct iphdr *ip)
+{
+	const __u16 *w = (const __u16 *)ip;
+	__u32 sum = 0;
+
+#pragma unroll
+	for (int i = 0; i < (int)(sizeof(*ip) / 2); i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+SEC("tc")
+int vxlan_encap(struct __sk_buff *skb)
+{
+	struct vxlan_outer h = {};
+	struct iphdr ip = {};
+	__u32 inner = skb->len;
+	__u32 hash = bpf_get_hash_recalc(skb);
+
+	hash ^= hash << 16;
+	/* byte by byte: a copy through a non-volatile pointer would be folded to the zeros
+	 * these load-time settings hold at compile time */
+#pragma unroll
+	for (int i = 0; i < ETH_ALEN; i++) {
+		h.eth.h_dest[i] = remote_mac[i];
+		h.eth.h_source[i] = local_mac[i];
+	}
+	h.eth.h_proto = bpf_htons(ETH_P_IP);
+	ip.version = 4;
+	ip.ihl = 5;
+	ip.ttl = 64;
+	ip.protocol = IPPROTO_UDP;
+	ip.tot_len = bpf_htons(inner + VXLAN_OUTER_LEN - sizeof(struct ethhdr));
+	ip.id = (__u16)bpf_get_prandom_u32();
+	ip.saddr = local_addr;
+	ip.daddr = remote_addr;
+	ip.check = ip_checksum(&ip);
+	h.ip = ip;
+	h.udp.source = bpf_htons((__u16)((((__u64)hash * (SPORT_MAX - SPORT_MIN)) >> 32) + SPORT_MIN));
+	h.udp.dest = bpf_htons(udp_port);
+	h.udp.len = bpf_htons(inner + VXLAN_OUTER_LEN - sizeof(struct ethhdr) - sizeof(struct iphdr));
+	h.udp.check = 0;
+	h.vx_flags = bpf_htonl(VXLAN_FLAG_VNI);
+	h.vx_vni = bpf_htonl(vni << 8);
+	if (bpf_skb_change_head(skb, VXLAN_OUTER_LEN, 0))
+		return TC_ACT_SHOT;
+	if (bpf_skb_store_bytes(skb, 0, &h, VXLAN_OUTER_LEN, 0))
+		return TC_ACT_SHOT;
+	return bpf_redirect(underlay_ifindex, 0);
+}
+
+char LICENSE[] SEC("license") = "GPL";
