@@ -17,8 +17,10 @@ from sfclab.spec.experiment import expand, load_experiment
 from sfclab.spec.source import Document
 
 ROOT = Path(__file__).resolve().parents[2]
+#: not a scenario: the key comparisons of docs/reproduction.md (tests/unit/test_findings.py)
+FINDINGS = ROOT / "scenarios" / "findings.yaml"
 FILES = [p for p in sorted((ROOT / "scenarios").glob("*.yaml"))
-         if isinstance(yaml.safe_load(p.read_text()), dict)]
+         if isinstance(yaml.safe_load(p.read_text()), dict) and p != FINDINGS]
 
 
 def is_experiment(path: Path) -> bool:
