@@ -111,7 +111,7 @@ def test_every_finding_selects_one_point_of_its_scenarios():
     for fd in f.findings:
         for side in (fd.a, fd.b):
             hits = [p for name, p in points[fd.db]
-                    if all((name == v) if k == "experiment" else
+                    if all(True if k == "metric" else (name == v) if k == "experiment" else
                            json.dumps(p.get(k), sort_keys=True) == json.dumps(v, sort_keys=True)
                            for k, v in side.items())]
             assert len(hits) == 1, (fd.id, side, len(hits))
@@ -208,3 +208,16 @@ def test_unseparated_comparison_gets_more_repetitions_within_budget(tmp_path):
     assert more_repetitions(f, tmp_path, ["d"], budget_s=50) == []  # does not fit
     assert more_repetitions(f, tmp_path, ["other"], budget_s=1000) == []  # not this group
     assert more_repetitions(f, tmp_path, ["d"], budget_s=1000, cap=2) == []  # at the cap
+
+
+def test_a_side_without_an_interval_asks_for_repetitions_and_or_metric_fills_tables(tmp_path):
+    f = load_findings(_write(tmp_path, GOOD.replace("rows: variant}", "rows: variant, "
+                                                    "or_metric: m2}")))
+    _db(tmp_path / "d.db", {"a": [200, 210], "b": [100, 104], "c": [100]})
+    # X2 expects no difference, but c has one repetition: no interval, so it is rerun
+    assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X2"]
+    with Store(tmp_path / "d.db") as s:
+        run = s.runs(status="done")[0]
+        s.finish_run(run.id, {"m2": 7e3})  # a run that only has the other metric
+    out = fill("<!-- repro:begin table tab -->\n<!-- repro:end -->\n", f, tmp_path)
+    assert "| a | 108 ± " in out  # (7 + 210) / 2: the run without m counted by m2

@@ -11,7 +11,8 @@
         metric: throughput_bps
         unit: Gbit/s                    # optional: a key of UNITS
         a: {measure.zerocopy: true, measure.flows: 8}    # one point: params (and optionally
-        b: {measure.zerocopy: false, measure.flows: 8}   #   ``experiment: NAME``)
+        b: {measure.zerocopy: false, measure.flows: 8}   #   ``experiment: NAME``, and
+                                                         #   ``metric: M`` for this side only)
         expect: [1.25, 2.7]             # the published ratio mean(a) / mean(b), as a range
 
     tables:                             # "ours" tables, rewritten from the run
@@ -22,6 +23,7 @@
         rows: measure.flows             # a parameter (or ``variant``, or ``experiment``)
         cols: measure.zerocopy          # optional
         where: {}                       # optional params filter (and ``experiment``)
+        or_metric: max_received_pps     # optional: for runs that lack ``metric``
 
 A *comparison* summarizes the repetitions of ``a`` and of ``b`` (mean and 95 % Student-t
 interval, :mod:`.stats`); it is *separated* when the two intervals do not overlap.  The
@@ -82,6 +84,7 @@ class TableSpec:
     cols: str | None = None
     unit: str = ""
     where: dict[str, Any] = field(default_factory=dict)
+    or_metric: str = ""  # for runs without ``metric`` (a one-pair run has no pair.* metrics)
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ def verdict(ratio: float, is_separated: bool, expect: tuple[float, float]) -> st
 
 _FINDING_KEYS = {"id", "study", "claim", "published", "db", "metric", "unit", "a", "b", "expect",
                  "a_name", "b_name"}
-_TABLE_KEYS = {"id", "db", "metric", "unit", "rows", "cols", "where"}
+_TABLE_KEYS = {"id", "db", "metric", "unit", "rows", "cols", "where", "or_metric"}
 
 
 def _need(d: Mapping[str, Any], key: str, typ: type | tuple[type, ...], path: str,
@@ -220,7 +223,8 @@ def load_findings(path: str | Path) -> Findings:
                                 metric=_need(d, "metric", str, p, place),
                                 rows=_need(d, "rows", str, p, place), cols=cols,
                                 unit=_unit(d, p, place),
-                                where=dict(d.get("where") or {})))
+                                where=dict(d.get("where") or {}),
+                                or_metric=str(d.get("or_metric", ""))))
     return Findings(out, tables)
 
 
@@ -232,6 +236,8 @@ def _key(v: Any) -> str:
 
 def _matches(run: RunRow, names: Mapping[int, str], where: Mapping[str, Any]) -> bool:
     for k, v in where.items():
+        if k == "metric":
+            continue
         if k == "experiment":
             if names.get(run.experiment_id) != v:
                 return False
@@ -251,6 +257,7 @@ def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, 
           metric: str, what: str) -> tuple[list[float], set[int]]:
     """The metric's values over the repetitions of the one point ``where`` selects (and the
     experiment ids they came from).  Several points matching is an error naming ``what``."""
+    metric = str(where.get("metric", metric))
     chosen = [r for r in runs if _matches(r, names, where)]
     points = {(_key(r.params), r.experiment_id) for r in chosen}
     if len(points) > 1:

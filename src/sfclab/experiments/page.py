@@ -58,14 +58,15 @@ def render_table(store: Store, t: TableSpec) -> str:
     cells: dict[tuple[str, str], list[float]] = {}
     for r in runs:
         params = {**r.params, "experiment": names.get(r.experiment_id)}
-        if t.metric not in r.metrics or t.rows not in params:
+        metric = t.metric if t.metric in r.metrics else t.or_metric
+        if metric not in r.metrics or t.rows not in params:
             continue
         rv = params[t.rows]
         cv = params.get(t.cols) if t.cols else t.metric
         rk, ck = repr(rv), repr(cv)
         rows.setdefault(rk, rv)
         cols.setdefault(ck, cv)
-        cells.setdefault((rk, ck), []).append(r.metrics[t.metric] * UNITS[t.unit])
+        cells.setdefault((rk, ck), []).append(r.metrics[metric] * UNITS[t.unit])
     if not rows:
         return f"(no done runs of {t.metric} in {t.db})\n"
 
@@ -98,7 +99,9 @@ def render_comparison(c: Comparison) -> str:
     a, b = scaled(c.a, f.unit), scaled(c.b, f.unit)
     sep = "separated" if c.separated else "**NOT separated**"
     u = f" {f.unit}" if f.unit else ""
-    return (f"{f.a_name} {fmt(a)}{u} (n = {a.n}) against {f.b_name} {fmt(b)}{u} (n = {b.n}): "
+    def n(x: Summary) -> str:
+        return "" if x.n == 1 else f" (n = {x.n})"
+    return (f"{f.a_name} {fmt(a)}{u}{n(a)} against {f.b_name} {fmt(b)}{u}{n(b)}: "
             f"ratio {c.ratio:.3g} (published {f.published or _range(f.expect)}, "
             f"rule {_range(f.expect)}), {sep} -> verdict **{c.verdict}**")
 
@@ -171,11 +174,13 @@ def fill(page: str, findings: Findings, out_dir: Path,
 
 
 def unseparated(findings: Findings, out_dir: Path) -> list[Comparison]:
-    """Comparisons of an expected difference whose intervals still overlap (a finding that
-    expects no difference needs no separation)."""
+    """Comparisons of an expected difference whose intervals still overlap, and comparisons
+    with a side of fewer than 2 repetitions (no interval at all).  A finding that expects no
+    difference needs no separation, but it needs intervals."""
     return [c for c in comparisons(findings, out_dir).values()
             if c is not None and not c.separated
-            and not c.finding.expect[0] <= 1.0 <= c.finding.expect[1]]
+            and (not c.finding.expect[0] <= 1.0 <= c.finding.expect[1]
+                 or min(c.a.n, c.b.n) < 2)]
 
 
 __all__ = ["fill", "render_table", "render_findings", "render_comparison", "unseparated",
