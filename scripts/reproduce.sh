@@ -18,7 +18,7 @@
 # of scenarios/findings.yaml; a comparison that expects a difference and whose two 95 %
 # intervals overlap gets its experiment files run again with 2 more repetitions (the runs done
 # are kept), for at most REPRO_ROUNDS rounds (default 2) and while the estimated time fits
-# REPRO_BUDGET seconds of added repetitions over the whole script (default 600).  What stays
+# REPRO_BUDGET seconds of added repetitions over the whole script (default 480).  What stays
 # unseparated is marked NOT separated in the page.
 # At the end the page (REPRO_PAGE, default docs/reproduction.md) is rewritten between its
 # "repro:begin" markers: tables, findings with computed verdicts, the environment (kernel, CPU,
@@ -47,7 +47,7 @@ if [ $# -gt 0 ]; then todo=("$@"); else todo=("${all[@]}"); fi
 
 py=${PYTHON:-$here/.venv/bin/python}
 page() { "$py" "$here/scripts/repro_page.py" "$@"; }
-budget=${REPRO_BUDGET:-600}
+budget=${REPRO_BUDGET:-480}
 rounds=${REPRO_ROUNDS:-2}
 spent=0
 
