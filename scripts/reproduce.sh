@@ -41,7 +41,7 @@ all=(paper-calibration-tcp paper-calibration-udp paper-ovs-patch-vs-veth blog-ov
 # Trellis and the OpenStack NFV study (issue 15); trellis-forwarding's user-space forwarder runs
 # "python3 -m sfclab.functions.examples.tun_count", found on PATH: the venv's python first
 all+=(trellis-forwarding trellis-frame-size openstack-single-tenant openstack-dedicated
-      openstack-shared openstack-bypass)
+      openstack-shared openstack-bypass openstack-bypass-tcp)
 export PATH="$here/.venv/bin:$PATH"
 if [ $# -gt 0 ]; then todo=("$@"); else todo=("${all[@]}"); fi
 

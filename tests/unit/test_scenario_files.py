@@ -43,7 +43,7 @@ def test_scenario_file_validates(path):
 
 
 REPRO = ["trellis-forwarding", "trellis-frame-size", "openstack-single-tenant",
-         "openstack-dedicated", "openstack-shared", "openstack-bypass"]
+         "openstack-dedicated", "openstack-shared", "openstack-bypass", "openstack-bypass-tcp"]
 
 
 @pytest.mark.parametrize("name", REPRO)
@@ -62,3 +62,11 @@ def test_trellis_variants_are_the_papers_setups():
     assert {lk["attach"] for lk in labs["shortbridge"]["links"]} == {"shortbridge"}
     assert {lk["attach"] for lk in labs["direct"]["links"]} == {"direct"}
     assert labs["bridged-if"]["nodes"]["src"]["host"] == labs["bridged-if"]["nodes"]["dst"]["host"]
+
+
+def test_fig20_runs_the_tenants_tcp_flows_in_one_trial():
+    exp = load_experiment(ROOT / "scenarios" / "openstack-bypass-tcp.yaml")
+    pts = {p.params["variant"]: p.measure for p in expand(exp, load_lab_dict)}
+    assert pts["four"]["type"] == "iperf" and not pts["four"]["udp"]
+    assert [f"{p['from']}:{p['to']}" for p in pts["four"]["pairs"]] == [
+        "vm1:dst", "vm2:dst", "vm3:dst", "vm4:dst"]
