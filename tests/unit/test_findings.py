@@ -195,11 +195,11 @@ def test_page_naming_an_unknown_finding_is_refused(tmp_path):
 
 def test_unseparated_comparison_gets_more_repetitions_within_budget(tmp_path):
     f = load_findings(_write(tmp_path, GOOD))
-    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 140], "c": [100, 101]})
+    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 140], "c": [118, 122]})
     with Store(tmp_path / "d.db", readonly=True) as s:
         c = compare(s, f.findings[0])
     assert not c.separated and c.sources == ("/s/d.yaml",)
-    # X2 expects no difference: it never asks for repetitions
+    # X2 expects no difference and its ratio is in range: it asks for no repetitions
     assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X1"]
     plan = more_repetitions(f, tmp_path, ["d"], budget_s=1000)
     # 6 runs of 10 s over 2 repetitions: 30 s per repetition, 2 more, 20 % margin
@@ -221,3 +221,10 @@ def test_a_side_without_an_interval_asks_for_repetitions_and_or_metric_fills_tab
         s.finish_run(run.id, {"m2": 7e3})  # a run that only has the other metric
     out = fill("<!-- repro:begin table tab -->\n<!-- repro:end -->\n", f, tmp_path)
     assert "| a | 108 ± " in out  # (7 + 210) / 2: the run without m counted by m2
+
+
+def test_no_difference_expected_but_ratio_out_of_range_asks_for_repetitions(tmp_path):
+    f = load_findings(_write(tmp_path, GOOD))
+    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 160], "c": [60, 140]})
+    # X2: ratio 100 / 130 = 0.77, outside 0.9-1.1, intervals overlap: undecided
+    assert sorted(u.finding.id for u in unseparated(f, tmp_path)) == ["X1", "X2"]

@@ -174,13 +174,19 @@ def fill(page: str, findings: Findings, out_dir: Path,
 
 
 def unseparated(findings: Findings, out_dir: Path) -> list[Comparison]:
-    """Comparisons of an expected difference whose intervals still overlap, and comparisons
-    with a side of fewer than 2 repetitions (no interval at all).  A finding that expects no
-    difference needs no separation, but it needs intervals."""
+    """Comparisons whose verdict more repetitions could still decide: intervals that overlap
+    where a difference is expected, or where none is expected but the ratio is outside the
+    range (separated, it would not hold; or it may come back into range), and comparisons with
+    a side of fewer than 2 repetitions (no interval at all).  A finding that expects no
+    difference and whose ratio is in range needs no separation."""
+    def undecided(c: Comparison) -> bool:
+        lo, hi = c.finding.expect
+        if c.separated:
+            return False
+        return (not lo <= 1.0 <= hi or not lo <= c.ratio <= hi
+                or min(c.a.n, c.b.n) < 2)
     return [c for c in comparisons(findings, out_dir).values()
-            if c is not None and not c.separated
-            and (not c.finding.expect[0] <= 1.0 <= c.finding.expect[1]
-                 or min(c.a.n, c.b.n) < 2)]
+            if c is not None and undecided(c)]
 
 
 __all__ = ["fill", "render_table", "render_findings", "render_comparison", "unseparated",

@@ -82,7 +82,7 @@ class Record:
 
     def save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, sort_keys=True) + "\n")
+        tmp.write_text(json.dumps(self.data, indent=2) + "\n")  # groups in run order
         tmp.replace(self.path)
 
     def begin(self, environment: Mapping[str, Any]) -> None:
