@@ -84,7 +84,7 @@ for name in "${todo[@]}"; do
         while read -r file reps ids est; do
             echo "== $(basename "$file" .yaml): not separated ($ids), $reps repetitions (about $est s)"
             r0=$(date +%s)
-            "$sfclab" run "$file" --db "$db" --repetitions "$reps" || status=$?
+            "$sfclab" run "$file" --db "$db" --repetitions "$reps" </dev/null || status=$?
             page round "$out" "$name" "$file" "$reps" "$ids"
             spent=$(( spent + $(date +%s) - r0 ))
         done <<< "$plan"
