@@ -87,13 +87,16 @@ static void *sink_thread_main(void *arg)
 					t->have_ovfl = true;
 				}
 			}
-			if (len < sizeof(struct probe) || p->magic != PROBE_MAGIC || p->flow >= k->flows) {
+			if (len < sizeof(struct probe) || (p->magic != PROBE_MAGIC && p->magic != PROBE_MAGIC_WINDOW) ||
+			    p->flow >= k->flows) {
 				t->st.invalid++;
 				continue;
 			}
 			t->st.received++;
 			t->st.bytes += len + WIRE_OVERHEAD;
-			flow_account(&t->flows[p->flow], p->run, p->seq);
+			if (!flow_account(&t->flows[p->flow], p->run, p->seq) &&
+			    p->magic == PROBE_MAGIC_WINDOW)
+				t->st.received_window++;
 			lat = (int64_t)p->ts_ns < now ? (uint64_t)(now - (int64_t)p->ts_ns) : 0;
 			t->st.hist[hist_index(lat)]++;
 			t->st.lat_count++;
@@ -140,6 +143,7 @@ static int sink_collect_xdp(struct sink *k, struct sink_stats *all, uint64_t *re
 		goto out;
 	}
 	all->received = sum->received;
+	all->received_window = sum->received_window;
 	all->bytes = sum->bytes;
 	all->invalid = sum->invalid;
 	all->lat_count = sum->lat_count;
@@ -189,6 +193,7 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 
 		pthread_mutex_lock(&t->lock);
 		all->received += t->st.received;
+		all->received_window += t->st.received_window;
 		all->bytes += t->st.bytes;
 		all->invalid += t->st.invalid;
 		all->socket_drops += t->st.socket_drops;
@@ -226,10 +231,12 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 	printf("{\"event\":\"%s\",\"mode\":\"%s\",\"number\":%" PRIu64
 	       ",\"interval_s\":%.6f,\"received\":%" PRIu64
 	       ",\"bytes\":%" PRIu64 ",\"invalid\":%" PRIu64 ",\"socket_drops\":%" PRIu64
-	       ",\"reordered\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"rx_span_s\":%.6f,",
+	       ",\"reordered\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"rx_span_s\":%.6f,"
+	       "\"received_window\":%" PRIu64 ",",
 	       event, k->xdp ? "xdp" : "socket", number, (double)(now - *since) / NSEC, all->received, all->bytes, all->invalid,
 	       all->socket_drops, tot_reo, tot_dup,
-	       all->first_ns ? (double)(all->last_ns - all->first_ns) / NSEC : 0.0);
+	       all->first_ns ? (double)(all->last_ns - all->first_ns) / NSEC : 0.0,
+	       all->received_window);
 	if (all->lat_count) {
 		printf("\"latency_us\":{\"count\":%" PRIu64 ",\"min\":%.3f,\"mean\":%.3f,\"p50\":%.3f,"
 		       "\"p90\":%.3f,\"p99\":%.3f,\"p99.9\":%.3f,\"max\":%.3f},",

@@ -3,9 +3,10 @@ destination namespace for the generator's whole life.
 
 Each trial runs the sender to completion, waits ``drain_s`` for queues to empty, then asks the
 sink for a snapshot (SIGUSR1), which also resets its counters for the next trial.  ``sent`` is
-what the sender reports it handed to the kernel (a frame refused by a qdisc of the sender's own
-interface counts as sent and lost); ``received`` is the sink's count of distinct packets
-(duplicates are reported apart).  The sink is ended by PID in :meth:`NativeGenerator.close`.
+what the sender reports it handed to the kernel inside the measured window (a frame refused by a
+qdisc of the sender's own interface counts as sent and lost); ``received`` is the sink's count of
+distinct packets of that window (duplicates are reported apart); both rates are over the
+window's length (:mod:`.window`); the whole trial's counts are ``sent_total``/``received_total``.  The sink is ended by PID in :meth:`NativeGenerator.close`.
 
 The binary is ``$SFCLAB_SFCGEN`` if set, else ``<repo>/native/build/sfcgen`` (``make -C native``).
 """
@@ -27,6 +28,7 @@ from ..errors import MeasurementError
 from ..spec import measurement
 from ..kernel import netns
 from .generator import PacketGenerator, Trial
+from .window import window_counts
 
 if TYPE_CHECKING:
     from . import xdp_path
@@ -250,19 +252,18 @@ class NativeGenerator(PacketGenerator):
                                    f"{cp.stderr.strip() or cp.stdout.strip() or '(no output)'}")
         time.sleep(self.drain_s)
         sink = self.snapshot()
-        received = max(int(sink["received"]) - int(sink["duplicated"]), 0)
-        span = float(sent["duration_s"]) or duration_s
-        if "--ramp" in argv:  # the rate climbed from 0 over the ramp: it offered half of it
-            span = max(span - float(argv[argv.index("--ramp") + 1]) / 2, 1e-3)
+        w = window_counts(sent, sink)
         lat = sink.get("latency_us", {})
         return Trial(
             offered_pps=offered_pps,
             duration_s=duration_s,
             size=size,
-            sent=int(sent["sent"]),
-            received=received,
-            sent_pps=int(sent["sent"]) / span,
-            received_pps=received / span,
+            sent=w.sent,
+            received=w.received,
+            sent_pps=w.sent_pps,
+            received_pps=w.received_pps,
+            sent_total=int(sent["sent"]),
+            received_total=max(int(sink["received"]) - int(sink["duplicated"]), 0),
             reordered=int(sink["reordered"]),
             duplicated=int(sink["duplicated"]),
             latency_us={k: float(lat[k]) for k in PERCENTILES if k in lat},
