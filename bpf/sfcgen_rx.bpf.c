@@ -87,6 +87,14 @@ int sfcgen_rx(struct xdp_md *ctx)
 	t->bytes += len + 4;
 	if (!flow_account(f, p->run, p->seq) && p->magic == PROBE_MAGIC_WINDOW)
 		t->received_window++;
+	if (p->magic == PROBE_MAGIC_WINDOW) {
+		if (!t->win_first_ns) {
+			t->win_first_ns = now;
+			t->win_rx_before = t->received - 1;
+		}
+		t->win_last_ns = now;
+		t->win_rx_last = t->received;
+	}
 	lat = p->ts_ns < now ? now - p->ts_ns : 0;
 	idx = hist_index(lat);
 	barrier_var(idx); /* bound-check the register that indexes */

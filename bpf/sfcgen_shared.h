@@ -124,6 +124,14 @@ struct xdp_sink_totals {
 	__u64 last_ns;
 	__u64 hist[HIST_BUCKETS];
 	__u64 received_window; /* distinct probes sent inside the measured window */
+	/*
+	 * The receive rate over the window's probes: arrival of the first and of the latest window
+	 * probe, and the received count before the first and up to the latest one.
+	 */
+	__u64 win_first_ns;
+	__u64 win_last_ns;
+	__u64 win_rx_before;
+	__u64 win_rx_last;
 };
 
 /* Per sending thread of the XDP (live frames) engine: which owned flow goes next. */

@@ -161,6 +161,11 @@ struct sink_stats {
 	int64_t first_ns;
 	int64_t last_ns;
 	uint64_t received_window; /* distinct probes sent inside the measured window */
+	/* arrivals of the first and latest window probe; received before the first, up to the latest */
+	int64_t win_first_ns;
+	int64_t win_last_ns;
+	uint64_t win_rx_before;
+	uint64_t win_rx_last;
 };
 
 struct sink_thread {

@@ -362,6 +362,13 @@ int xdp_sink_read(struct xdp_sink *k, struct xdp_sink_totals *sum, struct flow_s
 
 		sum->received += t->received;
 		sum->received_window += t->received_window;
+		if (t->win_first_ns) { /* sum: the counts in win_rx_last, the span's ends */
+			sum->win_rx_last += t->win_rx_last - t->win_rx_before;
+			if (!sum->win_first_ns || t->win_first_ns < sum->win_first_ns)
+				sum->win_first_ns = t->win_first_ns;
+			if (t->win_last_ns > sum->win_last_ns)
+				sum->win_last_ns = t->win_last_ns;
+		}
 		sum->bytes += t->bytes;
 		sum->invalid += t->invalid;
 		sum->lat_sum_ns += t->lat_sum_ns;

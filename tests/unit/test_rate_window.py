@@ -11,22 +11,48 @@ from sfclab.traffic.window import window_counts
 
 def test_rates_are_window_counts_over_the_window():
     w = window_counts({"sent": 5625, "sent_window": 3750, "window_s": 0.5},
-                      {"received": 3124, "received_window": 1652})
+                      {"received": 3124, "received_window": 1652, "rx_window_received": 1652,
+                       "rx_window_s": 0.5})
     assert (w.sent, w.received, w.window_s) == (3750, 1652, 0.5)
     assert w.sent_pps == pytest.approx(7500)
-    assert w.received_pps == pytest.approx(3304)
+    # n arrivals spaced evenly over a span: n - 1 gaps
+    assert w.received_pps == pytest.approx(1651 / 0.5)
 
 
 def test_the_whole_trial_count_never_enters_the_rate():
     # a shaper that passed 3124 packets over ramp + sending + drain: the old arithmetic read
     # 3124 / 0.75 s = 4165 pps through a 3302 pps shaper; the window reads what it reached
     w = window_counts({"sent": 5625, "sent_window": 3750, "window_s": 0.5},
-                      {"received": 3124, "received_window": 1651})
+                      {"received": 3124, "received_window": 1651, "rx_window_received": 1652,
+                       "rx_window_s": 0.5})
     assert w.received_pps < 3302 * 1.01
 
 
+def test_received_rate_is_the_arrival_span_not_window_probes_over_the_window():
+    # an HTB queue still filling when the window starts: 2065 of the window's probes got through,
+    # arriving over 0.625 s (0.5 s window + the queue grown from 0.18 s to 0.3 s of delay)
+    w = window_counts({"sent_window": 3750, "window_s": 0.5},
+                      {"received_window": 2065, "rx_window_received": 2065, "rx_window_s": 0.625})
+    assert w.received == 2065
+    assert w.received_pps == pytest.approx(2064 / 0.625)  # 3302, not 2065 / 0.5 = 4130
+
+
+def test_received_rate_never_above_the_offered_rate():
+    w = window_counts({"sent_window": 1000, "window_s": 0.5},
+                      {"received_window": 1000, "rx_window_received": 1000, "rx_window_s": 0.49})
+    assert w.received_pps == w.sent_pps == 2000
+
+
+@pytest.mark.parametrize(("n", "span"), [(0, 0.0), (1, 0.0), (5, 0.0)])
+def test_no_arrival_span_reads_zero(n, span):
+    w = window_counts({"sent_window": 100, "window_s": 1.0},
+                      {"received_window": n, "rx_window_received": n, "rx_window_s": span})
+    assert w.received_pps == 0.0
+
+
 def test_received_never_exceeds_sent_in_the_window():
-    w = window_counts({"sent_window": 100, "window_s": 1.0}, {"received_window": 103})
+    w = window_counts({"sent_window": 100, "window_s": 1.0},
+                      {"received_window": 103, "rx_window_received": 103, "rx_window_s": 1.0})
     assert w.received == 100 and w.received_pps == 100
 
 
@@ -42,7 +68,8 @@ def test_missing_window_is_a_clear_error(sender, sink):
 
 def test_empty_window_is_an_error():
     with pytest.raises(MeasurementError, match="window is empty"):
-        window_counts({"sent_window": 0, "window_s": 0.0}, {"received_window": 0})
+        window_counts({"sent_window": 0, "window_s": 0.0},
+                      {"received_window": 0, "rx_window_received": 0, "rx_window_s": 0.0})
 
 
 def test_loss_is_over_the_window_the_locator_sees_the_whole_trial():
