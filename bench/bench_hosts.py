@@ -132,7 +132,9 @@ class Setup:
             t = self.gen.trial(None, duration, size)
             ticks = kernel_ticks(self.chain) - ticks
             arrived = rx_packets(self.lab.netns("dst")) - before
-        span = t.sent / t.sent_pps if t.sent_pps else duration  # the sender's own time
+        # the sender's measured window (no ramp at the maximum rate: its whole sending time);
+        # ``arrived`` also holds what the chain still forwarded in the drain (at most its queues)
+        span = t.raw["sender"]["window_s"] or duration
         hz = os.sysconf("SC_CLK_TCK")
         return {"forwarded_pps": arrived / span, "received_pps": t.received_pps,
                 "sent_pps": t.sent_pps,
