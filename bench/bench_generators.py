@@ -76,7 +76,7 @@ class Bench:
         before = rx_packets(self.dst)
         t = self.gen.trial(None, self.duration, 64)
         wire = rx_packets(self.dst) - before
-        dur = t.raw["sender"]["duration_s"]
+        dur = t.raw["sender"]["window_s"]  # the measured window (= sending: no ramp at max)
         return {"sent_pps": t.sent_pps, "wire_pps": wire / dur, "delivered_pps": t.received / dur,
                 "socket_drops": t.raw["sink"]["socket_drops"]}
 
@@ -92,7 +92,7 @@ class Bench:
             wire = rx_packets(self.dst) - before
         finally:
             gen.close()
-        dur = t.raw["sender"]["duration_s"]
+        dur = t.raw["sender"]["window_s"]  # the measured window (= sending: no ramp at max)
         return {"sent_pps": t.sent_pps, "wire_pps": wire / dur, "delivered_pps": t.received / dur,
                 "local_drops": t.raw["sender"]["local_drops"]}
 

@@ -202,7 +202,9 @@ class Setup:
             n1 = self.clock.read()
             c1, g1, t1 = core_times(chain), core_times(gen), time.monotonic()
             arrived = rx_packets(self.lab.netns("dst")) - before
-        span = t.sent / t.sent_pps if t.sent_pps else duration  # the sender's own time
+        # the sender's measured window (no ramp at the maximum rate: its whole sending time);
+        # ``arrived`` also holds what the chain still forwarded in the drain (at most its queues)
+        span = t.raw["sender"]["window_s"] or duration
         kbusy, user = busy(c0, c1, t1 - t0)
         gbusy, guser = busy(g0, g1, t1 - t0)
         net = (n1[chain] - n0[chain]) / 1e9  # network softirq seconds on the chain core

@@ -71,7 +71,8 @@ int sfcgen_rx(struct xdp_md *ctx)
 		t->first_ns = now;
 	t->last_ns = now;
 	p = (void *)(udp + 1);
-	if ((void *)(p + 1) > end || p->magic != PROBE_MAGIC || p->flow >= flows) {
+	if ((void *)(p + 1) > end || (p->magic != PROBE_MAGIC && p->magic != PROBE_MAGIC_WINDOW) ||
+	    p->flow >= flows) {
 		t->invalid++;
 		return XDP_DROP;
 	}
@@ -84,7 +85,16 @@ int sfcgen_rx(struct xdp_md *ctx)
 	len = (__u64)(end - data);
 	t->received++;
 	t->bytes += len + 4;
-	flow_account(f, p->run, p->seq);
+	if (!flow_account(f, p->run, p->seq) && p->magic == PROBE_MAGIC_WINDOW)
+		t->received_window++;
+	if (p->magic == PROBE_MAGIC_WINDOW) {
+		if (!t->win_first_ns) {
+			t->win_first_ns = now;
+			t->win_rx_before = t->received - 1;
+		}
+		t->win_last_ns = now;
+		t->win_rx_last = t->received;
+	}
 	lat = p->ts_ns < now ? now - p->ts_ns : 0;
 	idx = hist_index(lat);
 	barrier_var(idx); /* bound-check the register that indexes */

@@ -10,6 +10,12 @@
 #include <linux/types.h>
 
 #define PROBE_MAGIC 0x5fc6u
+/*
+ * The magic of a probe sent inside the measured window (from the end of the sender's ramp to
+ * the end of sending): the sink counts these apart, so a trial's received rate covers the same
+ * send-time window as its offered rate (see docs/measurement.md, "The measured window").
+ */
+#define PROBE_MAGIC_WINDOW 0x5fc7u
 #define SPORT_BASE 10000u  /* UDP source port of flow f: SPORT_BASE + f */
 #define MAX_FLOWS 50000u
 #define MAX_THREADS 64u
@@ -73,8 +79,11 @@ SFCGEN_INLINE void seq_mark(struct flow_state *f, __u32 s)
 	f->window[w] |= 1ull << (s % 64);
 }
 
-/* Account one probe of this flow (the socket sink and the XDP sink run the same code). */
-SFCGEN_INLINE void flow_account(struct flow_state *f, __u16 run, __u32 s)
+/*
+ * Account one probe of this flow (the socket sink and the XDP sink run the same code);
+ * 1 if it is a duplicate, else 0.
+ */
+SFCGEN_INLINE int flow_account(struct flow_state *f, __u16 run, __u32 s)
 {
 	f->received++;
 	if (!f->seen || f->run != run) {
@@ -85,7 +94,7 @@ SFCGEN_INLINE void flow_account(struct flow_state *f, __u16 run, __u32 s)
 		f->run = run;
 		f->max_seq = s;
 		seq_mark(f, s);
-		return;
+		return 0;
 	}
 	if (s > f->max_seq) {
 		f->max_seq = s;
@@ -94,10 +103,12 @@ SFCGEN_INLINE void flow_account(struct flow_state *f, __u16 run, __u32 s)
 		f->reordered++;
 	} else if (seq_seen(f, s)) {
 		f->duplicated++;
+		return 1;
 	} else {
 		seq_mark(f, s);
 		f->reordered++;
 	}
+	return 0;
 }
 
 /* Totals of the XDP sink, one copy per CPU (summed by the reader). */
@@ -112,6 +123,15 @@ struct xdp_sink_totals {
 	__u64 first_ns;
 	__u64 last_ns;
 	__u64 hist[HIST_BUCKETS];
+	__u64 received_window; /* distinct probes sent inside the measured window */
+	/*
+	 * The receive rate over the window's probes: arrival of the first and of the latest window
+	 * probe, and the received count before the first and up to the latest one.
+	 */
+	__u64 win_first_ns;
+	__u64 win_last_ns;
+	__u64 win_rx_before;
+	__u64 win_rx_last;
 };
 
 /* Per sending thread of the XDP (live frames) engine: which owned flow goes next. */
@@ -120,6 +140,7 @@ struct xdp_tx_thread {
 	__u32 pad;
 	__u64 sent;
 	__u64 bytes;
+	__u64 sent_window; /* of them, stamped at or after win_start_ns */
 };
 
 #endif

@@ -32,6 +32,8 @@ const volatile __u32 flows = 1;
 const volatile __u32 imix = 0; /* 1: sizes cycle through IMIX 7:4:1 of 64/594/1518 */
 const volatile __u16 run = 0;
 const volatile __u32 tx_ifindex = 0; /* the device the sender's runs name in their context */
+/* start of the measured window (CLOCK_MONOTONIC ns), set by the sender before it starts */
+volatile __u64 win_start_ns = 0;
 
 /* IMIX 7:4:1, in the order the socket engines use: seven 64, four 594, one 1518 */
 static __always_inline __u16 imix_size(__u64 n)
@@ -79,6 +81,7 @@ int sfcgen_tx(struct xdp_md *ctx)
 	struct udphdr *udp;
 	struct probe *p;
 	__u32 tid, flow, owned, nflows, *seq;
+	__u64 now;
 	__u16 size;
 
 	/* attached to loopback only to stay loaded (see xdp_tx_open()): real frames pass */
@@ -122,12 +125,15 @@ int sfcgen_tx(struct xdp_md *ctx)
 	if (imix)
 		udp->len = bpf_htons(size - 4 - sizeof(struct ethhdr) - sizeof(struct iphdr));
 	udp->source = bpf_htons((__u16)(SPORT_BASE + flow));
-	p->magic = PROBE_MAGIC;
+	now = bpf_ktime_get_ns();
+	p->magic = now >= win_start_ns ? PROBE_MAGIC_WINDOW : PROBE_MAGIC;
 	p->run = run;
 	p->flow = (__u16)flow;
 	p->seq = (*seq)++;
-	p->ts_ns = bpf_ktime_get_ns();
+	p->ts_ns = now;
 	th->sent++;
+	if (now >= win_start_ns)
+		th->sent_window++;
 	th->bytes += size;
 	return XDP_TX;
 }

@@ -28,7 +28,14 @@
  * The sink counts in user space from a UDP socket, or with --xdp in bpf/sfcgen_rx.bpf.c on the
  * receiving interfaces (same accounting: flow_account() in bpf/sfcgen_shared.h).
  * The sink prints {"event":"ready",...} once bound, one JSON snapshot per SIGUSR1 (and then
- * resets its counters), and a final JSON line on SIGTERM/SIGINT before exiting 0.
+ * resets its counters), the same without a reset per SIGUSR2 ("peek"), and a final JSON line on
+ * SIGTERM/SIGINT before exiting 0.
+ *
+ * The measured window: probes stamped from the end of the ramp (t0 + --ramp) on carry
+ * PROBE_MAGIC_WINDOW; the sender reports sent_window and window_s (to the end of sending), the
+ * sink received_window (distinct marked probes) and rx_window_received / rx_window_s (everything
+ * that arrived from the first marked probe to the latest one, and that span), so rates hold over
+ * a span where the sender ran at the asked rate (src/sfclab/traffic/window.py).
  */
 #define _GNU_SOURCE
 #include "sfcgen.h"

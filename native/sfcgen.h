@@ -124,6 +124,7 @@ struct send_thread {
 	uint64_t bytes;
 	uint64_t errors;
 	uint64_t local_drops; /* refused by a qdisc of the sender's own device: sent, then lost */
+	uint64_t sent_window; /* of `sent`, the packets stamped inside the measured window */
 	int64_t end_ns;
 	bool passed; /* went through the start gate */
 	int err; /* errno of a fatal failure, 0 if none */
@@ -139,6 +140,7 @@ struct sender {
 	unsigned gate_ready;
 	bool gate_open;
 	int64_t t0;
+	int64_t win_start; /* t0 + ramp: probes stamped from here on carry PROBE_MAGIC_WINDOW */
 	struct send_thread *th;
 	unsigned chunk;     /* most packets per send call */
 	struct xdp_tx *xdp; /* the live-frames program (engine xdp) */
@@ -158,6 +160,12 @@ struct sink_stats {
 	uint64_t hist[HIST_BUCKETS];
 	int64_t first_ns;
 	int64_t last_ns;
+	uint64_t received_window; /* distinct probes sent inside the measured window */
+	/* arrivals of the first and latest window probe; received before the first, up to the latest */
+	int64_t win_first_ns;
+	int64_t win_last_ns;
+	uint64_t win_rx_before;
+	uint64_t win_rx_last;
 };
 
 struct sink_thread {

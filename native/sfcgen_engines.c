@@ -257,7 +257,7 @@ static int send_loop_packet(struct send_thread *t)
 				ti = size == 64 ? 0 : size == 594 ? 1 : 2;
 			memcpy(f, templ[ti], 42);
 			((struct udphdr *)(f + 34))->source = htons((uint16_t)(SPORT_BASE + flow));
-			p->magic = PROBE_MAGIC;
+			p->magic = now >= s->win_start ? PROBE_MAGIC_WINDOW : PROBE_MAGIC;
 			p->run = s->cfg.run;
 			p->flow = (uint16_t)flow;
 			p->seq = t->flow_seq[owned]++;
@@ -297,7 +297,13 @@ static int send_loop_packet(struct send_thread *t)
 				}
 			}
 		}
-		ring_reap(t, &r, first, filled);
+		{
+			uint64_t before = t->sent;
+
+			ring_reap(t, &r, first, filled);
+			if (now >= s->win_start)
+				t->sent_window += t->sent - before;
+		}
 	}
 	ret = 0;
 cleanup:
@@ -376,7 +382,7 @@ static int send_loop_packet_mmsg(struct send_thread *t)
 
 			build_headers(bufs[i], s, size);
 			((struct udphdr *)(bufs[i] + 34))->source = htons((uint16_t)(SPORT_BASE + flow));
-			p->magic = PROBE_MAGIC;
+			p->magic = now >= s->win_start ? PROBE_MAGIC_WINDOW : PROBE_MAGIC;
 			p->run = s->cfg.run;
 			p->flow = (uint16_t)flow;
 			p->seq = t->flow_seq[owned]++;
@@ -405,6 +411,8 @@ static int send_loop_packet_mmsg(struct send_thread *t)
 				t->bytes += iov[off + i].iov_len + 4;
 			}
 			t->sent += (uint64_t)done;
+			if (now >= s->win_start)
+				t->sent_window += (uint64_t)done;
 			off += (unsigned)done;
 		}
 		n += want;
@@ -495,7 +503,7 @@ static int send_loop_udp(struct send_thread *t)
 			unsigned size = frame_size_at(&s->cfg, n + i);
 			struct probe *p = (struct probe *)bufs[i];
 
-			p->magic = PROBE_MAGIC;
+			p->magic = now >= s->win_start ? PROBE_MAGIC_WINDOW : PROBE_MAGIC;
 			p->run = s->cfg.run;
 			p->flow = (uint16_t)flow;
 			p->seq = t->flow_seq[owned] + i;
@@ -517,6 +525,8 @@ static int send_loop_udp(struct send_thread *t)
 		t->flow_seq[owned] += (uint32_t)done;
 		t->flow_sent[owned] += (uint64_t)done;
 		t->sent += (uint64_t)done;
+		if (now >= s->win_start)
+			t->sent_window += (uint64_t)done;
 		n += (uint64_t)done;
 		if (++owned == t->nflows)
 			owned = 0;
@@ -578,7 +588,7 @@ static int send_loop_xdp(struct send_thread *t)
 cleanup:
 	gate_wait(t);
 	t->end_ns = now_ns();
-	if (xdp_tx_thread_sent(s->xdp, t->index, &t->sent, &t->bytes))
+	if (xdp_tx_thread_sent(s->xdp, t->index, &t->sent, &t->bytes, &t->sent_window))
 		th_fail(t, errno, "read the generator's counters");
 	return ret;
 }

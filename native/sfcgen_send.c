@@ -155,7 +155,7 @@ int cmd_send(int argc, char **argv)
 	};
 	struct sender s;
 	struct send_cfg *c = &s.cfg;
-	uint64_t *flow_sent = NULL, sent = 0, bytes = 0, errors = 0, local_drops = 0;
+	uint64_t *flow_sent = NULL, sent = 0, sent_window = 0, bytes = 0, errors = 0, local_drops = 0;
 	unsigned started = 0;
 	unsigned long v;
 	bool gate = false, have_dst = false, have_port = false, have_batch = false;
@@ -384,6 +384,9 @@ int cmd_send(int argc, char **argv)
 		pthread_cond_wait(&s.gate_cond, &s.gate_lock);
 	/* a failed start: let the others go at once with no time left */
 	s.t0 = now_ns() + (started < c->threads ? -(int64_t)(c->duration * NSEC) - NSEC : 100000);
+	s.win_start = s.t0 + (int64_t)(c->ramp * NSEC);
+	if (s.xdp)
+		xdp_tx_set_window(s.xdp, s.win_start);
 	s.gate_open = true;
 	pthread_cond_broadcast(&s.gate_cond);
 	pthread_mutex_unlock(&s.gate_lock);
@@ -402,6 +405,7 @@ int cmd_send(int argc, char **argv)
 		for (unsigned k = 0; k < t->nflows; k++)
 			flow_sent[i + k * c->threads] = t->flow_sent[k];
 		sent += t->sent;
+		sent_window += t->sent_window;
 		bytes += t->bytes;
 		errors += t->errors;
 		local_drops += t->local_drops;
@@ -456,6 +460,9 @@ int cmd_send(int argc, char **argv)
 			printf("\"size\":\"imix\",");
 		printf("\"threads\":%u,\"flows\":%u,\"ramp_s\":%g,\"run\":%u,", c->threads, c->flows,
 		       c->ramp, c->run);
+		/* the measured window: from the end of the ramp to the end of sending */
+		printf("\"sent_window\":%" PRIu64 ",\"window_s\":%.6f,", sent_window,
+		       end > s.win_start ? (double)(end - s.win_start) / NSEC : 0.0);
 		if (s.engine != ENGINE_UDP)
 			printf("\"dev\":\"%s\",", s.path.ifname);
 		if (why[0])

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* `sfcgen sink`: receiving threads or the XDP sink, snapshots on SIGUSR1, percentiles. */
+/*
+ * `sfcgen sink`: receiving threads or the XDP sink, snapshots on SIGUSR1 (SIGUSR2: the same
+ * counters without a reset, so a caller can watch a queue drain), percentiles.
+ */
 #define _GNU_SOURCE
 #include "sfcgen.h"
 #include "hist.h"
@@ -87,13 +90,24 @@ static void *sink_thread_main(void *arg)
 					t->have_ovfl = true;
 				}
 			}
-			if (len < sizeof(struct probe) || p->magic != PROBE_MAGIC || p->flow >= k->flows) {
+			if (len < sizeof(struct probe) || (p->magic != PROBE_MAGIC && p->magic != PROBE_MAGIC_WINDOW) ||
+			    p->flow >= k->flows) {
 				t->st.invalid++;
 				continue;
 			}
 			t->st.received++;
 			t->st.bytes += len + WIRE_OVERHEAD;
-			flow_account(&t->flows[p->flow], p->run, p->seq);
+			if (p->magic == PROBE_MAGIC_WINDOW) {
+				if (!t->st.win_first_ns) {
+					t->st.win_first_ns = now;
+					t->st.win_rx_before = t->st.received - 1;
+				}
+				t->st.win_last_ns = now;
+				t->st.win_rx_last = t->st.received;
+			}
+			if (!flow_account(&t->flows[p->flow], p->run, p->seq) &&
+			    p->magic == PROBE_MAGIC_WINDOW)
+				t->st.received_window++;
 			lat = (int64_t)p->ts_ns < now ? (uint64_t)(now - (int64_t)p->ts_ns) : 0;
 			t->st.hist[hist_index(lat)]++;
 			t->st.lat_count++;
@@ -140,6 +154,10 @@ static int sink_collect_xdp(struct sink *k, struct sink_stats *all, uint64_t *re
 		goto out;
 	}
 	all->received = sum->received;
+	all->received_window = sum->received_window;
+	all->win_first_ns = (int64_t)sum->win_first_ns;
+	all->win_last_ns = (int64_t)sum->win_last_ns;
+	all->win_rx_last = sum->win_rx_last; /* already the count: win_rx_before stays 0 */
 	all->bytes = sum->bytes;
 	all->invalid = sum->invalid;
 	all->lat_count = sum->lat_count;
@@ -189,6 +207,14 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 
 		pthread_mutex_lock(&t->lock);
 		all->received += t->st.received;
+		all->received_window += t->st.received_window;
+		if (t->st.win_first_ns) {
+			all->win_rx_last += t->st.win_rx_last - t->st.win_rx_before;
+			if (!all->win_first_ns || t->st.win_first_ns < all->win_first_ns)
+				all->win_first_ns = t->st.win_first_ns;
+			if (t->st.win_last_ns > all->win_last_ns)
+				all->win_last_ns = t->st.win_last_ns;
+		}
 		all->bytes += t->st.bytes;
 		all->invalid += t->st.invalid;
 		all->socket_drops += t->st.socket_drops;
@@ -226,10 +252,14 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 	printf("{\"event\":\"%s\",\"mode\":\"%s\",\"number\":%" PRIu64
 	       ",\"interval_s\":%.6f,\"received\":%" PRIu64
 	       ",\"bytes\":%" PRIu64 ",\"invalid\":%" PRIu64 ",\"socket_drops\":%" PRIu64
-	       ",\"reordered\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"rx_span_s\":%.6f,",
+	       ",\"reordered\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"rx_span_s\":%.6f,"
+	       "\"received_window\":%" PRIu64 ",\"rx_window_received\":%" PRIu64
+	       ",\"rx_window_s\":%.9f,",
 	       event, k->xdp ? "xdp" : "socket", number, (double)(now - *since) / NSEC, all->received, all->bytes, all->invalid,
 	       all->socket_drops, tot_reo, tot_dup,
-	       all->first_ns ? (double)(all->last_ns - all->first_ns) / NSEC : 0.0);
+	       all->first_ns ? (double)(all->last_ns - all->first_ns) / NSEC : 0.0,
+	       all->received_window, all->win_rx_last - all->win_rx_before,
+	       all->win_first_ns ? (double)(all->win_last_ns - all->win_first_ns) / NSEC : 0.0);
 	if (all->lat_count) {
 		printf("\"latency_us\":{\"count\":%" PRIu64 ",\"min\":%.3f,\"mean\":%.3f,\"p50\":%.3f,"
 		       "\"p90\":%.3f,\"p99\":%.3f,\"p99.9\":%.3f,\"max\":%.3f},",
@@ -337,7 +367,8 @@ int cmd_sink(int argc, char **argv)
 		case 'h':
 			printf("usage: sfcgen sink --port PORT [--flows N] [--threads N] [--bind IP] [--cpus LIST]\n"
 			       "       sfcgen sink --port PORT [--flows N] --xdp [--xdp-dev IFNAME[,IFNAME]]\n"
-			       "  SIGUSR1: print a JSON snapshot and reset; SIGTERM/SIGINT: print and exit\n"
+			       "  SIGUSR1: print a JSON snapshot and reset; SIGUSR2: print one, no reset;\n"
+			       "  SIGTERM/SIGINT: print and exit\n"
 			       "  --xdp: count and drop the probes in an XDP program on the receiving\n"
 			       "  interfaces (default: every one but loopback) instead of a UDP socket\n");
 			return 0;
@@ -357,6 +388,7 @@ int cmd_sink(int argc, char **argv)
 	/* every thread inherits this mask; only the main thread takes these signals */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGUSR1);
+	sigaddset(&sigs, SIGUSR2);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
@@ -452,6 +484,11 @@ int cmd_sink(int argc, char **argv)
 		}
 		if (sig == SIGUSR1) {
 			if (sink_report(&k, "snapshot", ++number, &since, true))
+				goto cleanup;
+			continue;
+		}
+		if (sig == SIGUSR2) {
+			if (sink_report(&k, "peek", ++number, &since, false))
 				goto cleanup;
 			continue;
 		}

@@ -121,7 +121,13 @@ int xdp_tx_send(struct xdp_tx *x, int ifindex, const void *frame, unsigned len, 
 	return 0;
 }
 
-int xdp_tx_thread_sent(struct xdp_tx *x, unsigned index, uint64_t *sent, uint64_t *bytes)
+void xdp_tx_set_window(struct xdp_tx *x, int64_t start_ns)
+{
+	x->skel->bss->win_start_ns = (__u64)start_ns;
+}
+
+int xdp_tx_thread_sent(struct xdp_tx *x, unsigned index, uint64_t *sent, uint64_t *bytes,
+		       uint64_t *sent_window)
 {
 	struct xdp_tx_thread th;
 	__u32 key = index;
@@ -130,6 +136,7 @@ int xdp_tx_thread_sent(struct xdp_tx *x, unsigned index, uint64_t *sent, uint64_
 		return -errno;
 	*sent = th.sent;
 	*bytes = th.bytes;
+	*sent_window = th.sent_window;
 	return 0;
 }
 
@@ -354,6 +361,14 @@ int xdp_sink_read(struct xdp_sink *k, struct xdp_sink_totals *sum, struct flow_s
 		const struct xdp_sink_totals *t = (const void *)((const char *)per + c * stride);
 
 		sum->received += t->received;
+		sum->received_window += t->received_window;
+		if (t->win_first_ns) { /* sum: the counts in win_rx_last, the span's ends */
+			sum->win_rx_last += t->win_rx_last - t->win_rx_before;
+			if (!sum->win_first_ns || t->win_first_ns < sum->win_first_ns)
+				sum->win_first_ns = t->win_first_ns;
+			if (t->win_last_ns > sum->win_last_ns)
+				sum->win_last_ns = t->win_last_ns;
+		}
 		sum->bytes += t->bytes;
 		sum->invalid += t->invalid;
 		sum->lat_sum_ns += t->lat_sum_ns;

@@ -23,8 +23,11 @@ struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool i
 			   char *why, size_t whylen, char *note, size_t notelen);
 /* Send `count` copies of `frame` (stamped per packet by the program) out of `ifindex`. */
 int xdp_tx_send(struct xdp_tx *x, int ifindex, const void *frame, unsigned len, unsigned count);
-/* What thread `index` has sent so far (packets, frame bytes). */
-int xdp_tx_thread_sent(struct xdp_tx *x, unsigned index, uint64_t *sent, uint64_t *bytes);
+/* Probes stamped at or after `start_ns` (CLOCK_MONOTONIC) carry PROBE_MAGIC_WINDOW. */
+void xdp_tx_set_window(struct xdp_tx *x, int64_t start_ns);
+/* What thread `index` has sent so far (packets, frame bytes, packets inside the window). */
+int xdp_tx_thread_sent(struct xdp_tx *x, unsigned index, uint64_t *sent, uint64_t *bytes,
+		       uint64_t *sent_window);
 /* Packets sent per flow so far. */
 int xdp_tx_flow_sent(struct xdp_tx *x, uint64_t *per_flow, unsigned flows);
 void xdp_tx_close(struct xdp_tx *x);

@@ -13,8 +13,20 @@
 # p4sfc-classifier.json.  NAME limits the run to those scenarios (file names without .yaml,
 # or the group names above).
 # Runs resume: a second invocation skips runs already done in the databases.
+#
+# Repetition until separated: after each group, scripts/repro_page.py reads the key comparisons
+# of scenarios/findings.yaml; a comparison that expects a difference and whose two 95 %
+# intervals overlap gets its experiment files run again with 2 more repetitions (the runs done
+# are kept), for at most REPRO_ROUNDS rounds (default 2) and while the estimated time fits
+# REPRO_BUDGET seconds of added repetitions over the whole script (default 480).  What stays
+# unseparated is marked NOT separated in the page.
+# At the end the page (REPRO_PAGE, default docs/reproduction.md) is rewritten between its
+# "repro:begin" markers: tables, findings with computed verdicts, the environment (kernel, CPU,
+# tool versions, sfclab commit, load average at the start and end of each group) and the wall
+# time of the whole script; OUT_DIR/reproduce.json keeps the record.
 # Needs root.  About an hour on a 2-core machine (measured piecewise: 22 min for the [P] and
-# [B] files, about 15 for P4-SFC, about 28 for Trellis and the OpenStack study).
+# [B] files, about 15 for P4-SFC, about 28 for Trellis and the OpenStack study), plus up to
+# REPRO_BUDGET for added repetitions.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,14 +41,22 @@ all=(paper-calibration-tcp paper-calibration-udp paper-ovs-patch-vs-veth blog-ov
 # Trellis and the OpenStack NFV study (issue 15); trellis-forwarding's user-space forwarder runs
 # "python3 -m sfclab.functions.examples.tun_count", found on PATH: the venv's python first
 all+=(trellis-forwarding trellis-frame-size openstack-single-tenant openstack-dedicated
-      openstack-shared openstack-bypass)
+      openstack-shared openstack-bypass openstack-bypass-tcp)
 export PATH="$here/.venv/bin:$PATH"
 if [ $# -gt 0 ]; then todo=("$@"); else todo=("${all[@]}"); fi
 
+py=${PYTHON:-$here/.venv/bin/python}
+page() { "$py" "$here/scripts/repro_page.py" "$@"; }
+budget=${REPRO_BUDGET:-480}
+rounds=${REPRO_ROUNDS:-2}
+spent=0
+
 status=0
 start=$(date +%s)
+page begin "$out"
 for name in "${todo[@]}"; do
     t0=$(date +%s)
+    page group "$out" "$name" start
     case "$name" in
         firewall-spread) files=("$here"/scenarios/paper-firewall-spread-{1,2,4}.yaml) ;;
         p4sfc-attach) files=("$here"/scenarios/p4sfc-attach-{sfc,routing,bridge,ovs}.yaml) ;;
@@ -46,6 +66,7 @@ for name in "${todo[@]}"; do
             "${PYTHON:-$here/.venv/bin/python}" "$here/bench/bench_sfc_classifier.py" --reps 3 --json \
                 > "$out/p4sfc-classifier.json" || status=$?
             echo "== $name: $(( $(date +%s) - t0 )) s, $out/p4sfc-classifier.json"
+            page group "$out" "$name" end
             continue ;;
         *) files=("$here/scenarios/$name.yaml") ;;
     esac
@@ -55,8 +76,25 @@ for name in "${todo[@]}"; do
         # exit 1: some runs failed (they are in the report); 2: a bad file; stop on neither
         "$sfclab" run "$f" --db "$db" || status=$?
     done
+    for _ in $(seq "$rounds"); do
+        left=$(( budget - spent ))
+        [ "$left" -gt 0 ] || break
+        plan=$(page more "$out" "$name" "$left" "$name") || { status=$?; break; }
+        [ -n "$plan" ] || break
+        while read -r file reps ids est; do
+            echo "== $(basename "$file" .yaml): not separated ($ids), $reps repetitions (about $est s)"
+            r0=$(date +%s)
+            "$sfclab" run "$file" --db "$db" --repetitions "$reps" </dev/null || status=$?
+            page round "$out" "$name" "$file" "$reps" "$ids"
+            spent=$(( spent + $(date +%s) - r0 ))
+        done <<< "$plan"
+    done
     "$sfclab" report --db "$db" --out "$out/$name" || status=$?
+    page group "$out" "$name" end
     echo "== $name: $(( $(date +%s) - t0 )) s, report $out/$name/report.md"
 done
+page finish "$out"
 echo "== all: $(( $(date +%s) - start )) s"
+page fill "$out" "${REPRO_PAGE:-$here/docs/reproduction.md}" || status=$?
+page verdicts "$out" || status=$?
 exit "$status"

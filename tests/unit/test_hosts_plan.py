@@ -3,6 +3,7 @@ MTU fitting, per-tenant address spaces, shared nodes' tables, the graph's host b
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import textwrap
 
@@ -214,3 +215,42 @@ def test_shortbridge_nodes_compute_their_checksums_and_the_earlier_form_is_an_at
     q = plan(THREE.replace("attach: shortbridge", "attach: shortbridge-vxlandev"))
     hl = {h.link: h for h in q.host_links}
     assert (hl[1].attach, hl[1].vni, hl[1].ends[0].vxlan) == ("shortbridge-vxlandev", 1001, "vx1")
+
+
+SHARED_CHAIN = """
+name: sc
+tenants:
+  t1: {nodes: [vm1, router]}
+  t2: {nodes: [vm2, dpi, router]}
+  t3: {nodes: [vm3, dpi, router]}
+nodes:
+  vm1: {kind: host}
+  vm2: {kind: host}
+  vm3: {kind: host}
+  dpi: {kind: router}
+  fw: {kind: router}
+  ts: {kind: router}
+  router: {kind: router}
+  dst: {kind: host}
+links:
+  - {endpoints: [{node: vm1, address: 198.18.9.1/24}, {node: router, address: 198.18.9.2/24}]}
+  - {endpoints: [vm2, dpi]}
+  - {endpoints: [vm3, dpi]}
+  - {endpoints: [dpi, fw]}
+  - {endpoints: [fw, ts]}
+  - {endpoints: [ts, router]}
+  - {endpoints: [router, dst]}
+"""
+
+
+def test_a_public_chain_between_shared_nodes_routes_replies_back_to_the_tenants():
+    """T2 and T3 (identical address plans) reach the router through the public chain
+    dpi -> fw -> ts: fw must route their subnet back toward dpi (TCP needs replies), while
+    the public host dst still has no route into any tenant."""
+    p = plan(SHARED_CHAIN)
+    vm2 = next(i for i in p.interfaces_of("vm2") if i.address)
+    tenant_net = str(ipaddress.ip_interface(vm2.address).network)
+    fw = [r for r in p.routes if r.node == "fw" and r.dst == tenant_net]
+    dpi_ip = {i.address.split("/")[0] for i in p.interfaces_of("dpi") if i.address}
+    assert len(fw) == 1 and fw[0].gateway in dpi_ip and fw[0].table is None
+    assert not [r for r in p.routes if r.node == "dst" and r.dst == tenant_net]

@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from sfclab.errors import SpecError
 from sfclab.experiments.commands import run_experiment
 from sfclab.experiments.runner import Runner, TextProgress, pair_metrics, split_result
 from sfclab.experiments.store import Store
@@ -274,3 +275,25 @@ def test_pair_metrics_of_a_several_pair_rate_curve():
                                     "metrics": {"max_received_pps": 5000.0}, "points": points})
     assert metrics["pair.t2:dst.top_loss_ratio"] == 0.5 and metrics["max_received_pps"] == 5000
     assert raw["points"] == points
+
+
+def test_more_repetitions_extend_the_same_experiment(tmp_path):
+    """``repetitions`` (sfclab run --repetitions, reproduce.sh's rounds) adds runs to the
+    experiment the file made: the runs done are kept, only the new repetitions run."""
+    path = tmp_path / "e.yaml"
+    path.write_text(textwrap.dedent(EXP))
+    labs = FakeLabs()
+
+    def go(reps):
+        return run_experiment(path, tmp_path / "r.db", labs.up, FakeMeasure(labs),
+                              TextProgress(io.StringIO(), tty=False), sleep=lambda s: None,
+                              environment=None, repetitions=reps)
+    first = go(None)
+    more = go(4)
+    assert first.done == 12 and more.experiment_id == first.experiment_id
+    assert more.ran == 12 and more.done == 24 and more.total == 24
+    with Store(tmp_path / "r.db", readonly=True) as s:
+        assert sorted({r.repetition for r in s.runs(more.experiment_id)}) == [0, 1, 2, 3]
+    assert go(4).ran == 0
+    with pytest.raises(SpecError, match="--repetitions"):
+        go(0)

@@ -17,8 +17,10 @@ from sfclab.spec.experiment import expand, load_experiment
 from sfclab.spec.source import Document
 
 ROOT = Path(__file__).resolve().parents[2]
+#: not a scenario: the key comparisons of docs/reproduction.md (tests/unit/test_findings.py)
+FINDINGS = ROOT / "scenarios" / "findings.yaml"
 FILES = [p for p in sorted((ROOT / "scenarios").glob("*.yaml"))
-         if isinstance(yaml.safe_load(p.read_text()), dict)]
+         if isinstance(yaml.safe_load(p.read_text()), dict) and p != FINDINGS]
 
 
 def is_experiment(path: Path) -> bool:
@@ -41,7 +43,7 @@ def test_scenario_file_validates(path):
 
 
 REPRO = ["trellis-forwarding", "trellis-frame-size", "openstack-single-tenant",
-         "openstack-dedicated", "openstack-shared", "openstack-bypass"]
+         "openstack-dedicated", "openstack-shared", "openstack-bypass", "openstack-bypass-tcp"]
 
 
 @pytest.mark.parametrize("name", REPRO)
@@ -60,3 +62,11 @@ def test_trellis_variants_are_the_papers_setups():
     assert {lk["attach"] for lk in labs["shortbridge"]["links"]} == {"shortbridge"}
     assert {lk["attach"] for lk in labs["direct"]["links"]} == {"direct"}
     assert labs["bridged-if"]["nodes"]["src"]["host"] == labs["bridged-if"]["nodes"]["dst"]["host"]
+
+
+def test_fig20_runs_the_tenants_tcp_flows_in_one_trial():
+    exp = load_experiment(ROOT / "scenarios" / "openstack-bypass-tcp.yaml")
+    pts = {p.params["variant"]: p.measure for p in expand(exp, load_lab_dict)}
+    assert pts["four"]["type"] == "iperf" and not pts["four"]["udp"]
+    assert [f"{p['from']}:{p['to']}" for p in pts["four"]["pairs"]] == [
+        "vm1:dst", "vm2:dst", "vm3:dst", "vm4:dst"]

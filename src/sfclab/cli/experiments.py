@@ -16,7 +16,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from ..realize.kinds import load_lab_dict
 
     s = run_experiment(a.file, a.db, live.lab_up, live.measure, validate_lab=load_lab_dict,
-                       retry_failed=a.retry_failed)
+                       retry_failed=a.retry_failed, repetitions=a.repetitions)
     d = {"experiment": s.experiment_id, "total": s.total, "ran": s.ran, "done": s.done,
          "failed": s.failed, "pending": s.pending, "db": a.db}
     if a.json:
@@ -59,6 +59,9 @@ def register(sub: Any, add: Callable) -> None:
     sp.add_argument("file")
     sp.add_argument("--db", default=DEFAULT_DB, help="results database (default %(default)s)")
     sp.add_argument("--retry-failed", action="store_true", help="run failed runs again")
+    sp.add_argument("--repetitions", type=int, metavar="N",
+                    help="repetitions per point instead of the file's (more: runs are added to "
+                         "the same experiment, those done are kept)")
 
     sp = add("results", cmd_results, "list, show or export stored results",
              "sfclab results export --db results.db --format csv > runs.csv")

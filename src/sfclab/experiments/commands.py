@@ -31,12 +31,19 @@ def run_experiment(path: str | os.PathLike[str], db: str | os.PathLike[str] | No
                    lab_up: LabUp, measure: Measure, progress: Progress | None = None, *,
                    validate_lab: LabValidator | None = None, retry_failed: bool = False,
                    sleep: Callable[[float], None] = time.sleep,
-                   environment: Callable[[], Mapping[str, Any]] | None = host_environment
-                   ) -> RunSummary:
+                   environment: Callable[[], Mapping[str, Any]] | None = host_environment,
+                   repetitions: int | None = None) -> RunSummary:
     """Load and validate the experiment file (every point, before building anything), then
     run what is not done yet into ``db``.  ``progress`` defaults to a :class:`TextProgress` on
-    stderr.  KeyboardInterrupt propagates after the current lab is torn down."""
+    stderr.  ``repetitions`` overrides the file's (the same experiment: more repetitions
+    add runs, the ones done are kept).  KeyboardInterrupt propagates after the current lab is
+    torn down."""
     exp = load_experiment(path)
+    if repetitions is not None:
+        if repetitions < 1:
+            raise SpecError(f"expected a number of repetitions of at least 1, got {repetitions}",
+                            place="--repetitions")
+        exp = exp.model_copy(update={"repetitions": repetitions})
     expand(exp, validate_lab)  # every point valid before the results database is touched
     with Store(db or DEFAULT_DB) as store:
         runner = Runner(store, lab_up, measure, progress=progress or TextProgress(),

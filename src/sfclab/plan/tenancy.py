@@ -90,7 +90,31 @@ def routes(lab: Lab, segs: list[Segment], nets: dict[int, IPv4Network],
         for a in att:
             if a.node in shared:
                 out.append((a.node, n[a.segment], None, a.ifname, table))
+    out += _public_returns(lab, order, forwards, nets, attachments, space)
     return out
+
+
+def _public_returns(lab: Lab, order: list[str], forwards: dict[str, bool],
+                    nets: dict[int, IPv4Network], attachments: list[routing.Attachment],
+                    space: dict[int, str | None]) -> list[RouteRow]:
+    """Routes of public-only *forwarding* nodes back to tenants' subnets: a public chain
+    between shared nodes (e.g. DPI -> firewall -> shaper -> router) must carry replies back
+    toward the shared node its tenants came through.  Public hosts (endpoints) still get no
+    route into any tenant.  Only where every tenant with that subnet is reached the
+    same way from the node (identical address plans behind different shared nodes are
+    ambiguous: no route, as before)."""
+    tenant_nets = {v for k, v in nets.items() if space[k] is not None}
+    seen: dict[tuple[str, IPv4Network], set[tuple[IPv4Address | None, str]]] = {}
+    for t in lab.tenants:
+        n = {k: v for k, v in nets.items() if space[k] in (t, None)}
+        att = [a for a in attachments if space[a.segment] in (t, None)]
+        for r in routing.compute(order, forwards, n, att):
+            if (lab.nodes[r.node].tenants or not forwards[r.node]
+                    or r.dst not in tenant_nets):
+                continue
+            seen.setdefault((r.node, r.dst), set()).add((r.gateway, r.dev))
+    return [(node, dst, gw, dev, None) for (node, dst), ways in seen.items()
+            if len(ways) == 1 for gw, dev in ways]
 
 
 def plan_tenants(lab: Lab, plan: Plan, segs: list[Segment], nets: dict[int, IPv4Network]) -> None:

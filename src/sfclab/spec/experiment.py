@@ -111,9 +111,13 @@ class Experiment(BaseModel):
     cooldown: float = 0.0
 
     def spec_hash(self) -> str:
-        """Hash of everything that decides which runs exist; identifies the experiment in a
-        store (so an edited file is a new experiment, and the same file resumes)."""
-        return stable_hash(self.model_dump(exclude={"source", "lab_source", "description"}))
+        """Hash of everything that decides what each run is; identifies the experiment in a
+        store (so an edited file is a new experiment, and the same file resumes).  The number
+        of repetitions is left out: raising it adds runs (repetition indexes past those done)
+        to the same experiment, which is how ``sfclab run --repetitions N`` and
+        scripts/reproduce.sh add repetitions until intervals separate."""
+        return stable_hash(self.model_dump(exclude={"source", "lab_source", "description",
+                                                    "repetitions"}))
 
     def size(self) -> int:
         """Number of run points (sweep product × repetitions)."""

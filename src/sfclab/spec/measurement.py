@@ -126,6 +126,17 @@ class Pair(Strict):
         return f"{self.from_}:{self.to}"
 
 
+def _distinct_pairs(v: list[Pair]) -> list[Pair]:
+    seen = set()
+    for p in v:
+        if p.from_ == p.to:
+            raise ValueError(f"pairs of two different nodes, not {p}")
+        if (p.from_, p.to) in seen:
+            raise ValueError(f"each pair once, not {p} twice")
+        seen.add((p.from_, p.to))
+    return v
+
+
 class Request(Strict):
     """Options every measurement has."""
 
@@ -150,6 +161,17 @@ class IperfRequest(Request):
     zerocopy: bool = False
     omit: float = Field(default=0, ge=0, le=60)  # seconds discarded at the start
     affinity: Literal["auto", "none"] = "auto"
+    # several sender -> receiver pairs at once (e.g. one per tenant), ``flows`` flows each;
+    # each pair's throughput is the metric pair.<from>:<to>.throughput_bps
+    pairs: list[Pair] = Field(default_factory=list, max_length=16)
+
+    @field_validator("pairs")
+    @classmethod
+    def _pairs(cls, v: list[Pair]) -> list[Pair]:
+        return _distinct_pairs(v)
+
+    def pairs_or_one(self) -> list[Pair]:
+        return list(self.pairs) or super().pairs_or_one()
 
     @field_validator("bitrate", mode="before")
     @classmethod
@@ -182,14 +204,7 @@ class PacketRequest(Request):
     @field_validator("pairs")
     @classmethod
     def _pairs(cls, v: list[Pair]) -> list[Pair]:
-        seen = set()
-        for p in v:
-            if p.from_ == p.to:
-                raise ValueError(f"pairs of two different nodes, not {p}")
-            if (p.from_, p.to) in seen:
-                raise ValueError(f"each pair once, not {p} twice")
-            seen.add((p.from_, p.to))
-        return v
+        return _distinct_pairs(v)
 
     def pairs_or_one(self) -> list[Pair]:
         return list(self.pairs) or super().pairs_or_one()

@@ -2,7 +2,9 @@
 against, so the search logic can run on a fake and the real native generator alike.
 
 One *trial* offers a constant packet rate for a duration, stops, lets queues drain, and only then
-reads the counters.  ``sent`` is what the generator actually put on the wire; loss is counted
+reads the counters.  Its rates and loss are counts over one span of send time divided by that
+span (for the native generator the measured window after the ramp, see :mod:`.window`), never
+what arrived over a longer span: a trial never reports a rate it did not reach.  ``sent`` is what the generator actually put on the wire; loss is counted
 against it, never against what was asked for, and ``generator_limited`` says the generator could
 not reach the offered rate (so the chain is not blamed for it).
 """
@@ -37,10 +39,22 @@ class Trial:
     located: dict[str, Any] | None = None
     #: several sender -> receiver pairs at once: each pair's own trial (the totals are theirs)
     pairs: list[Trial] | None = None
+    #: the whole trial's counts (ramp and drain included) when ``sent``/``received`` are those of
+    #: a measured window (the native generator, see :mod:`sfclab.traffic.window`); kernel drop
+    #: counters see these
+    sent_total: int | None = None
+    received_total: int | None = None
 
     @property
     def lost(self) -> int:
         return max(self.sent - self.received, 0)
+
+    @property
+    def lost_total(self) -> int:
+        """Packets lost over the whole trial (ramp included), what a loss locator can see."""
+        if self.sent_total is None or self.received_total is None:
+            return self.lost
+        return max(self.sent_total - self.received_total, 0)
 
     @property
     def loss_ratio(self) -> float:
@@ -68,6 +82,9 @@ class Trial:
             d.pop("pairs")
         if self.located is None:
             d.pop("located")
+        for k in ("sent_total", "received_total"):
+            if d[k] is None:
+                d.pop(k)
         return d
 
 

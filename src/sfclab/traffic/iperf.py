@@ -345,11 +345,26 @@ def _wait_listening(dst: str, servers: list[_Proc], ports: list[int]) -> None:
         time.sleep(POLL_S)
 
 
+@dataclass(frozen=True)
+class Target:
+    """One sender -> receiver pair of a several-pair measurement (e.g. one per tenant)."""
+
+    name: str  # the metrics' prefix: pair.<name>.throughput_bps
+    src_netns: str
+    dst_netns: str
+    dst_ip: str
+
+
 def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, udp: bool = False,
               length: int | None = None, bitrate: str | int | float | None = None,
               zerocopy: bool = False, duration: float = 5, omit: float = 0,
-              affinity: str = "auto", base_port: int = 5201) -> Measurement:
+              affinity: str = "auto", base_port: int = 5201,
+              targets: list[Target] | None = None) -> Measurement:
     """Run ``flows`` iperf3 pairs from ``src_netns`` to ``dst_ip`` (an address in ``dst_netns``).
+
+    With ``targets`` the first three arguments are ignored: each target gets ``flows`` flows
+    of its own, all started together in one trial, and each target's received throughput is
+    its own metric ``pair.<name>.throughput_bps`` (beside the totals over every flow).
 
     ``bitrate`` is iperf3's ``-b`` (a number in bit/s or a string such as ``"500M"``; per flow;
     ``0`` is unlimited; unset leaves iperf3's default, which is 1 Mbit/s for UDP).  ``length`` is
@@ -357,16 +372,19 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
     ``"iperf3"``; raises ``MeasurementError`` if any flow fails, ``SpecError`` on bad options,
     ``LabError`` if a namespace does not exist.
     """
-    _check_params(flows, length, duration, omit, affinity, base_port, bitrate)
-    for ns in (src_netns, dst_netns):
+    pairs = targets or [Target("", src_netns, dst_netns, dst_ip)]
+    total = flows * len(pairs)
+    _check_params(total, length, duration, omit, affinity, base_port, bitrate)
+    for ns in {n for t in pairs for n in (t.src_netns, t.dst_netns)}:
         if not netns.exists(ns):
             raise LabError(f"no network namespace {ns!r}")
     version = tool_version(IPERF3)
     if version == "absent":
         raise MeasurementError("iperf3 is not installed")
     modern = _version_at_least(version, (3, 9))
-    plan = core_plan(flows, affinity)
-    ports = [base_port + i for i in range(flows)]
+    plan = core_plan(total, affinity)
+    ports = [base_port + i for i in range(total)]
+    owner = [pairs[i // flows] for i in range(total)]  # flow i belongs to this target
     idle = int(duration + omit + 30)
 
     params: dict[str, Any] = {
@@ -386,12 +404,14 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
                 argv += ["--idle-timeout", str(idle)]
             if score is not None:
                 argv += ["-A", str(score)]
-            _Proc(f"server {i} (port {port})", dst_netns, argv, servers)
-        _wait_listening(dst_netns, servers, ports)
+            _Proc(f"server {i} (port {port})", owner[i].dst_netns, argv, servers)
+        for ns in dict.fromkeys(t.dst_netns for t in owner):
+            mine = [i for i in range(total) if owner[i].dst_netns == ns]
+            _wait_listening(ns, [servers[i] for i in mine], [ports[i] for i in mine])
 
         with mon:
             for i, (port, (ccore, _)) in enumerate(zip(ports, plan)):
-                argv = [IPERF3, "-c", dst_ip, "-p", str(port), "-J",
+                argv = [IPERF3, "-c", owner[i].dst_ip, "-p", str(port), "-J",
                         "-t", _num(duration), "-O", _num(omit)]
                 if modern:
                     argv += ["--connect-timeout", str(CONNECT_TIMEOUT_MS)]
@@ -405,7 +425,7 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
                     argv.append("-Z")
                 if ccore is not None:
                     argv += ["-A", str(ccore)]
-                _Proc(f"flow {i} (port {port})", src_netns, argv, clients)
+                _Proc(f"flow {i} (port {port})", owner[i].src_netns, argv, clients)
 
             deadline = (time.monotonic() + duration + omit + CLIENT_SLACK_S
                         + CONNECT_TIMEOUT_MS / 1e3)
@@ -433,10 +453,15 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
 
         flow_results = [parse_flow(d) for d in docs]
         metrics = summarize(flow_results)
+        if targets:
+            for t in targets:
+                metrics[f"pair.{t.name}.throughput_bps"] = sum(
+                    fr.received_bps for fr, o in zip(flow_results, owner) if o is t)
+            params["pairs"] = [asdict(t) for t in targets]
         per_flow = []
         for i, (fr, (cc, sc)) in enumerate(zip(flow_results, plan)):
             d = fr.to_dict()
-            d.update(port=ports[i], client_core=cc, server_core=sc,
+            d.update(port=ports[i], client_core=cc, server_core=sc, pair=owner[i].name or None,
                      client_cpu_s=clients[i].cpu_s, server_cpu_s=servers[i].cpu_s)
             per_flow.append(d)
         for i, (c, s) in enumerate(zip(clients, servers)):

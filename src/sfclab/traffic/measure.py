@@ -213,10 +213,17 @@ def _packet_finish(m: Measurement, setup: PacketSetup, cpu: CpuMonitor) -> Measu
 def iperf(lab: str, r: IperfRequest) -> Measurement:
     from .iperf import run_iperf  # light start-up: the iperf3 driver only when used
 
-    ends = Endpoints(lab, r.from_, r.to)
+    from .iperf import Target
+
+    every = [Endpoints(lab, p.from_, p.to) for p in r.pairs_or_one()]
+    ends = every[0]
+    targets = [Target(str(p), e.src_netns, e.dst_netns, e.dst_ip)
+               for p, e in zip(r.pairs, every)] or None
     m = run_iperf(ends.src_netns, ends.dst_netns, ends.dst_ip, flows=r.flows, udp=r.udp,
                   length=r.length, bitrate=r.bitrate, zerocopy=r.zerocopy, duration=r.duration,
-                  omit=r.omit, affinity=r.affinity)
+                  omit=r.omit, affinity=r.affinity, targets=targets)
+    if targets:
+        m.extra["pairs"] = [e.describe() for e in every]
     return _finish(m, ends, None)
 
 

@@ -1,11 +1,15 @@
 """The native generator: ``sfcgen send`` in the source namespace, one ``sfcgen sink`` in the
 destination namespace for the generator's whole life.
 
-Each trial runs the sender to completion, waits ``drain_s`` for queues to empty, then asks the
-sink for a snapshot (SIGUSR1), which also resets its counters for the next trial.  ``sent`` is
-what the sender reports it handed to the kernel (a frame refused by a qdisc of the sender's own
-interface counts as sent and lost); ``received`` is the sink's count of distinct packets
-(duplicates are reported apart).  The sink is ended by PID in :meth:`NativeGenerator.close`.
+Each trial runs the sender to completion, waits ``drain_s`` for queues to empty, then peeks at
+the sink (SIGUSR2) every ``DRAIN_STEP_S`` while probes of the measured window are still arriving
+(a deep queue, e.g. an HTB shaper's 1000 packets at 3.3 kpps, holds 0.3 s of them), for at most
+``DRAIN_MAX_S`` after the sending; then it asks the sink for a snapshot (SIGUSR1), which also
+resets its counters for the next trial.  ``sent`` is
+what the sender reports it handed to the kernel inside the measured window (a frame refused by a
+qdisc of the sender's own interface counts as sent and lost); ``received`` is the sink's count of
+distinct packets of that window (duplicates are reported apart); both rates are over the
+window's length (:mod:`.window`); the whole trial's counts are ``sent_total``/``received_total``.  The sink is ended by PID in :meth:`NativeGenerator.close`.
 
 The binary is ``$SFCLAB_SFCGEN`` if set, else ``<repo>/native/build/sfcgen`` (``make -C native``).
 """
@@ -27,6 +31,7 @@ from ..errors import MeasurementError
 from ..spec import measurement
 from ..kernel import netns
 from .generator import PacketGenerator, Trial
+from .window import window_counts
 
 if TYPE_CHECKING:
     from . import xdp_path
@@ -35,6 +40,10 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 7999
 #: seconds between the sender's end and the sink's snapshot
 DEFAULT_DRAIN_S = 0.2
+#: while the window's probes still arrive after ``drain_s``: look again this often ...
+DRAIN_STEP_S = 0.05
+#: ... for at most this long after the sending ended (a queue is drained by then)
+DRAIN_MAX_S = 2.0
 ENV_BINARY = "SFCLAB_SFCGEN"
 PERCENTILES = ("p50", "p90", "p99", "p99.9", "max")
 
@@ -199,17 +208,36 @@ class NativeGenerator(PacketGenerator):
 
     def snapshot(self, timeout_s: float = 5.0) -> dict[str, Any]:
         """The sink's counters since the last snapshot (and reset them)."""
+        return self._ask(signal.SIGUSR1, "snapshot", timeout_s)
+
+    def peek(self, timeout_s: float = 5.0) -> dict[str, Any]:
+        """The sink's counters since the last snapshot, without resetting them."""
+        return self._ask(signal.SIGUSR2, "peek", timeout_s)
+
+    def _ask(self, sig: signal.Signals, event: str, timeout_s: float) -> dict[str, Any]:
         self._check_sink()
         assert self._proc is not None and self._reader is not None  # _check_sink: running
-        os.kill(self._proc.pid, signal.SIGUSR1)
+        os.kill(self._proc.pid, sig)
         while True:
             line = self._reader.readline(timeout_s)
             if line is None:
                 self._check_sink()
-                raise MeasurementError(f"sfcgen sink gave no snapshot within {timeout_s} s")
+                raise MeasurementError(f"sfcgen sink gave no {event} within {timeout_s} s")
             d = self._parse(line)
-            if d and d.get("event") == "snapshot":
+            if d and d.get("event") == event:
                 return d
+
+    def _drain(self, sent_window: int) -> None:
+        """Wait ``drain_s``, then as long as the window's probes still arrive (see above)."""
+        start = time.monotonic()
+        time.sleep(self.drain_s)
+        last = int(self.peek().get("received_window", 0))
+        while last < sent_window and time.monotonic() - start < DRAIN_MAX_S:
+            time.sleep(DRAIN_STEP_S)
+            now = int(self.peek().get("received_window", 0))
+            if now == last:
+                break  # nothing more came: the queues are empty (or the rest is lost)
+            last = now
 
     def send_argv(self, offered_pps: float | None, duration_s: float, size: int | str,
                   ramp_s: float | None = None) -> list[str]:
@@ -248,21 +276,20 @@ class NativeGenerator(PacketGenerator):
                 self.snapshot()  # start the next trial from zero all the same
             raise MeasurementError(f"sfcgen send exited with status {cp.returncode}: "
                                    f"{cp.stderr.strip() or cp.stdout.strip() or '(no output)'}")
-        time.sleep(self.drain_s)
+        self._drain(int(sent.get("sent_window", 0)))
         sink = self.snapshot()
-        received = max(int(sink["received"]) - int(sink["duplicated"]), 0)
-        span = float(sent["duration_s"]) or duration_s
-        if "--ramp" in argv:  # the rate climbed from 0 over the ramp: it offered half of it
-            span = max(span - float(argv[argv.index("--ramp") + 1]) / 2, 1e-3)
+        w = window_counts(sent, sink)
         lat = sink.get("latency_us", {})
         return Trial(
             offered_pps=offered_pps,
             duration_s=duration_s,
             size=size,
-            sent=int(sent["sent"]),
-            received=received,
-            sent_pps=int(sent["sent"]) / span,
-            received_pps=received / span,
+            sent=w.sent,
+            received=w.received,
+            sent_pps=w.sent_pps,
+            received_pps=w.received_pps,
+            sent_total=int(sent["sent"]),
+            received_total=max(int(sink["received"]) - int(sink["duplicated"]), 0),
             reordered=int(sink["reordered"]),
             duplicated=int(sink["duplicated"]),
             latency_us={k: float(lat[k]) for k in PERCENTILES if k in lat},

@@ -52,6 +52,10 @@ class PairedGenerator(PacketGenerator):
                      received_pps=sum(r.received_pps for r in done),
                      reordered=sum(r.reordered for r in done),
                      duplicated=sum(r.duplicated for r in done), pairs=done,
+                     sent_total=sum(r.sent if r.sent_total is None else r.sent_total
+                                    for r in done),
+                     received_total=sum(r.received if r.received_total is None
+                                        else r.received_total for r in done),
                      raw={"pairs": [r.raw for r in done]})
 
     def close(self) -> None:
@@ -72,7 +76,7 @@ class LocatedGenerator(PacketGenerator):
               ramp_s: float | None = None) -> Trial:
         before = self.locator.mark()
         t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
-        t.located = self.locator.since(before, self.ignore).to_dict(lost=t.lost)
+        t.located = self.locator.since(before, self.ignore).to_dict(lost=t.lost_total)
         return t
 
     def close(self) -> None:

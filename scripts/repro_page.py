@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The steps of scripts/reproduce.sh that read or write its record and the page (the logic is
+in sfclab.experiments.findings, .page and .reprorun):
+
+    repro_page.py begin OUT                        record the environment and the start time
+    repro_page.py group OUT NAME start|end         record a group's time and load average
+    repro_page.py more OUT NAME BUDGET_S DB...     print "FILE REPETITIONS" lines: files to run
+                                                   again so unseparated comparisons may separate
+    repro_page.py round OUT NAME FILE REPS IDS     record a repetition round
+    repro_page.py finish OUT                       record the end and the wall time
+    repro_page.py fill OUT [PAGE]                  rewrite the page's marked blocks from OUT
+    repro_page.py verdicts OUT                     print the findings table (no page change)
+
+FINDINGS (default scenarios/findings.yaml) and PAGE (default docs/reproduction.md) are
+relative to the repository.  Exit 2 with one message on bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from sfclab.errors import SpecError
+from sfclab.experiments.findings import load_findings
+from sfclab.experiments.page import comparisons, fill, render_findings
+from sfclab.experiments.reprorun import (Record, full_environment, more_repetitions,
+                                         render_environment)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cmd, out = argv[0], Path(argv[1])
+    findings_path = os.environ.get("FINDINGS", str(ROOT / "scenarios" / "findings.yaml"))
+    rec = Record(out)
+    if cmd == "begin":
+        rec.begin(full_environment(str(ROOT)))
+    elif cmd == "group" and len(argv) == 4:
+        rec.group(argv[2], argv[3])
+    elif cmd == "more" and len(argv) >= 5:
+        for p in more_repetitions(load_findings(findings_path), out, argv[4:],
+                                  float(argv[3])):
+            print(p.file, p.repetitions, ",".join(p.findings), f"{p.estimate_s:.0f}")
+    elif cmd == "round" and len(argv) == 6:
+        rec.round(argv[2], argv[3], int(argv[4]), argv[5].split(","))
+    elif cmd == "finish":
+        rec.finish()
+    elif cmd == "fill":
+        page = Path(argv[2]) if len(argv) > 2 else ROOT / "docs" / "reproduction.md"
+        text = fill(page.read_text(), load_findings(findings_path), out,
+                    lambda: render_environment(rec))
+        page.write_text(text)
+        print(f"page rewritten: {page}")
+    elif cmd == "verdicts":
+        f = load_findings(findings_path)
+        print(render_findings(comparisons(f, out), f.findings), end="")
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except SpecError as e:
+        print(f"repro_page: error: {e}", file=sys.stderr)
+        sys.exit(2)

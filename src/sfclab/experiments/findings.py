@@ -1,0 +1,280 @@
+"""Published findings as data, and their verdicts computed from a run's databases.
+
+``scenarios/findings.yaml`` lists, per study, the *key comparisons* of docs/reproduction.md::
+
+    findings:
+      - id: P1                          # unique; the page's marker names it
+        study: P                        # [P], [B], [S], [T], [O]
+        claim: zerocopy raises TCP throughput 25-170 %
+        published: "+25 to +170 %"      # the study's value, as text
+        db: paper-calibration-tcp       # OUT/<db>.db of scripts/reproduce.sh
+        metric: throughput_bps
+        unit: Gbit/s                    # optional: a key of UNITS
+        a: {measure.zerocopy: true, measure.flows: 8}    # one point: params (and optionally
+        b: {measure.zerocopy: false, measure.flows: 8}   #   ``experiment: NAME``, and
+                                                         #   ``metric: M`` for this side only)
+        expect: [1.25, 2.7]             # the published ratio mean(a) / mean(b), as a range
+
+    tables:                             # "ours" tables, rewritten from the run
+      - id: p-fig1
+        db: paper-calibration-tcp
+        metric: throughput_bps
+        unit: Gbit/s
+        rows: measure.flows             # a parameter (or ``variant``, or ``experiment``)
+        cols: measure.zerocopy          # optional
+        where: {}                       # optional params filter (and ``experiment``)
+        or_metric: max_received_pps     # optional: for runs that lack ``metric``
+
+A *comparison* summarizes the repetitions of ``a`` and of ``b`` (mean and 95 % Student-t
+interval, :mod:`.stats`); it is *separated* when the two intervals do not overlap.  The
+*verdict* follows from the ratio r = mean(a) / mean(b) and the separation (:func:`verdict`):
+
+- a difference expected (the range excludes 1): **holds** if separated and r in range;
+  **partly** if separated in the expected direction but r outside the range, or r in range
+  without separation; **does not hold** otherwise (wrong direction, or neither);
+- no difference expected (the range contains 1, e.g. "10 labels hardly matter"): **holds** if
+  r is in range; **partly** if outside but not separated; **does not hold** if separated
+  outside the range.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError
+from .stats import Summary, summarize
+from .store import RunRow, Store
+
+#: unit name -> factor that turns the stored (SI) value into it
+UNITS: dict[str, float] = {"Gbit/s": 1e-9, "Mbit/s": 1e-6, "kpps": 1e-3, "pps": 1.0,
+                           "": 1.0, "%": 100.0, "s": 1.0}
+
+HOLDS, PARTLY, NOT = "holds", "partly", "does not hold"
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    study: str
+    claim: str
+    published: str
+    db: str
+    metric: str
+    a: dict[str, Any]
+    b: dict[str, Any]
+    expect: tuple[float, float]
+    unit: str = ""
+    a_name: str = "a"
+    b_name: str = "b"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    id: str
+    db: str
+    metric: str
+    rows: str
+    cols: str | None = None
+    unit: str = ""
+    where: dict[str, Any] = field(default_factory=dict)
+    or_metric: str = ""  # for runs without ``metric`` (a one-pair run has no pair.* metrics)
+
+
+@dataclass(frozen=True)
+class Findings:
+    findings: list[Finding]
+    tables: list[TableSpec]
+
+    def dbs(self) -> list[str]:
+        return sorted({f.db for f in self.findings} | {t.db for t in self.tables})
+
+
+@dataclass(frozen=True)
+class Comparison:
+    finding: Finding
+    a: Summary
+    b: Summary
+    sources: tuple[str, ...]  # experiment files the two points came from
+
+    @property
+    def ratio(self) -> float:
+        return self.a.mean / self.b.mean if self.b.mean else math.nan
+
+    @property
+    def separated(self) -> bool:
+        return separated(self.a, self.b)
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.ratio, self.separated, self.finding.expect)
+
+
+def separated(a: Summary, b: Summary) -> bool:
+    """True when both intervals exist and do not overlap."""
+    if any(math.isnan(v) for v in (a.ci_low, a.ci_high, b.ci_low, b.ci_high)):
+        return False
+    return a.ci_high < b.ci_low or b.ci_high < a.ci_low
+
+
+def verdict(ratio: float, is_separated: bool, expect: tuple[float, float]) -> str:
+    """The verdict rule of the module docstring."""
+    lo, hi = expect
+    if math.isnan(ratio):
+        return NOT
+    inside = lo <= ratio <= hi
+    if lo <= 1.0 <= hi:
+        if inside:
+            return HOLDS
+        return NOT if is_separated else PARTLY
+    right_way = ratio > 1.0 if lo > 1.0 else ratio < 1.0
+    if inside:
+        return HOLDS if is_separated else PARTLY
+    return PARTLY if (is_separated and right_way) else NOT
+
+
+# ----------------------------------------------------------------- the file
+
+_FINDING_KEYS = {"id", "study", "claim", "published", "db", "metric", "unit", "a", "b", "expect",
+                 "a_name", "b_name"}
+_TABLE_KEYS = {"id", "db", "metric", "unit", "rows", "cols", "where", "or_metric"}
+
+
+def _need(d: Mapping[str, Any], key: str, typ: type | tuple[type, ...], path: str,
+          place: str) -> Any:
+    if key not in d:
+        raise SpecError(f"expected '{key}'", file=path, place=place)
+    v = d[key]
+    if not isinstance(v, typ):
+        raise SpecError(f"expected '{key}' to be {getattr(typ, '__name__', typ)}, got {v!r}",
+                        file=path, place=f"{place}.{key}")
+    return v
+
+
+def _unknown(d: Mapping[str, Any], allowed: set[str], path: str, place: str) -> None:
+    extra = sorted(set(d) - allowed)
+    if extra:
+        raise SpecError(f"unknown key '{extra[0]}' (expected one of {', '.join(sorted(allowed))})",
+                        file=path, place=f"{place}.{extra[0]}")
+
+
+def _unit(d: Mapping[str, Any], path: str, place: str) -> str:
+    unit = d.get("unit", "")
+    if unit not in UNITS:
+        raise SpecError(f"expected a unit among {', '.join(repr(u) for u in UNITS)}, got "
+                        f"{unit!r}", file=path, place=f"{place}.unit")
+    return str(unit)
+
+
+def load_findings(path: str | Path) -> Findings:
+    """Read and check the findings file; a :class:`SpecError` names the file and the place."""
+    p = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise SpecError(f"expected a readable YAML file ({e})", file=p) from None
+    if not isinstance(data, dict):
+        raise SpecError("expected a mapping with 'findings' and 'tables'", file=p)
+    _unknown(data, {"findings", "tables"}, p, "")
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for i, d in enumerate(data.get("findings") or []):
+        place = f"findings[{i}]"
+        if not isinstance(d, dict):
+            raise SpecError("expected a mapping", file=p, place=place)
+        _unknown(d, _FINDING_KEYS, p, place)
+        fid = _need(d, "id", str, p, place)
+        if fid in seen:
+            raise SpecError(f"finding id '{fid}' given twice", file=p, place=f"{place}.id")
+        seen.add(fid)
+        expect = _need(d, "expect", list, p, place)
+        if (len(expect) != 2 or not all(isinstance(x, (int, float)) for x in expect)
+                or not 0 <= expect[0] <= expect[1]):
+            raise SpecError(f"expected [low, high] ratios with 0 <= low <= high, got {expect!r}",
+                            file=p, place=f"{place}.expect")
+        out.append(Finding(
+            id=fid, study=str(_need(d, "study", str, p, place)),
+            claim=_need(d, "claim", str, p, place), published=str(d.get("published", "")),
+            db=_need(d, "db", str, p, place), metric=_need(d, "metric", str, p, place),
+            a=dict(_need(d, "a", dict, p, place)), b=dict(_need(d, "b", dict, p, place)),
+            expect=(float(expect[0]), float(expect[1])), unit=_unit(d, p, place),
+            a_name=str(d.get("a_name", "a")), b_name=str(d.get("b_name", "b"))))
+    tables: list[TableSpec] = []
+    for i, d in enumerate(data.get("tables") or []):
+        place = f"tables[{i}]"
+        if not isinstance(d, dict):
+            raise SpecError("expected a mapping", file=p, place=place)
+        _unknown(d, _TABLE_KEYS, p, place)
+        tid = _need(d, "id", str, p, place)
+        if tid in seen:
+            raise SpecError(f"id '{tid}' given twice", file=p, place=f"{place}.id")
+        seen.add(tid)
+        cols = d.get("cols")
+        if cols is not None and not isinstance(cols, str):
+            raise SpecError(f"expected 'cols' to be a parameter name, got {cols!r}", file=p,
+                            place=f"{place}.cols")
+        tables.append(TableSpec(id=tid, db=_need(d, "db", str, p, place),
+                                metric=_need(d, "metric", str, p, place),
+                                rows=_need(d, "rows", str, p, place), cols=cols,
+                                unit=_unit(d, p, place),
+                                where=dict(d.get("where") or {}),
+                                or_metric=str(d.get("or_metric", ""))))
+    return Findings(out, tables)
+
+
+# ----------------------------------------------------------------- reading databases
+
+def _key(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def _matches(run: RunRow, names: Mapping[int, str], where: Mapping[str, Any]) -> bool:
+    for k, v in where.items():
+        if k == "metric":
+            continue
+        if k == "experiment":
+            if names.get(run.experiment_id) != v:
+                return False
+        elif k not in run.params or _key(run.params[k]) != _key(v):
+            return False
+    return True
+
+
+def done_runs(store: Store) -> tuple[list[RunRow], dict[int, str], dict[int, str]]:
+    """Every done run with its metrics; experiment names and sources by id."""
+    exps = store.experiments()
+    runs = [r for r in store.runs(status="done", with_metrics=True)]
+    return runs, {e.id: e.name for e in exps}, {e.id: e.source or "" for e in exps}
+
+
+def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, Any],
+          metric: str, what: str) -> tuple[list[float], set[int]]:
+    """The metric's values over the repetitions of the one point ``where`` selects (and the
+    experiment ids they came from).  Several points matching is an error naming ``what``."""
+    metric = str(where.get("metric", metric))
+    chosen = [r for r in runs if _matches(r, names, where)]
+    points = {(_key(r.params), r.experiment_id) for r in chosen}
+    if len(points) > 1:
+        raise SpecError(f"{what} selects {len(points)} points, expected one (add parameters "
+                        f"or 'experiment' to {dict(where)})")
+    vals = [r.metrics[metric] for r in chosen if metric in r.metrics]
+    return vals, {r.experiment_id for r in chosen}
+
+
+def compare(store: Store, f: Finding) -> Comparison:
+    runs, names, sources = done_runs(store)
+    va, ea = point(runs, names, f.a, f.metric, f"finding {f.id}: a")
+    vb, eb = point(runs, names, f.b, f.metric, f"finding {f.id}: b")
+    return Comparison(f, summarize(va), summarize(vb),
+                      tuple(sorted({sources[i] for i in ea | eb if sources.get(i)})))
+
+
+def scaled(s: Summary, unit: str) -> Summary:
+    k = UNITS[unit]
+    return Summary(s.n, s.mean * k, s.std * k, s.ci_low * k, s.ci_high * k, s.confidence)

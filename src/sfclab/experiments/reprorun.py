@@ -1,0 +1,192 @@
+"""The record of one invocation of scripts/reproduce.sh, and its repetition rounds.
+
+``OUT/reproduce.json`` (written step by step by the script through scripts/repro_page.py)::
+
+    {"started": unix s, "ended": unix s, "wall_s": s,
+     "environment": {kernel, cpu_model, cores, versions: {...}, clang, commit},
+     "groups": {NAME: {"start": {"t", "load"}, "end": {"t", "load"},
+                       "rounds": [{"file", "repetitions", "findings"}]}}}
+
+``load`` is ``/proc/loadavg``'s three averages.  :func:`more_repetitions` decides, after a
+group, which experiment files get more repetitions: those a key comparison's two points came
+from while the comparison is not separated, if the estimated cost (the file's mean time per
+repetition, from its stored runs, times the repetitions added) fits the remaining budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from ..traffic.environment import environment as host_environment
+from .findings import Findings
+from .page import unseparated
+from .store import Store
+
+RECORD = "reproduce.json"
+
+
+def loadavg() -> list[float]:
+    try:
+        with open("/proc/loadavg") as f:
+            return [float(x) for x in f.read().split()[:3]]
+    except OSError:
+        return []
+
+
+def _first_line(argv: list[str], cwd: str | None = None) -> str:
+    if shutil.which(argv[0]) is None:
+        return "absent"
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=10, cwd=cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    lines = [ln.strip() for ln in (cp.stdout + cp.stderr).splitlines() if ln.strip()]
+    return lines[0] if lines and cp.returncode == 0 else "unknown"
+
+
+def full_environment(repo: str) -> dict[str, Any]:
+    """The host environment plus clang's version and the sfclab commit of ``repo``."""
+    env = dict(host_environment())
+    env["clang"] = _first_line(["clang", "--version"])
+    commit = _first_line(["git", "-C", repo, "rev-parse", "--short=12", "HEAD"])
+    dirty = _first_line(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"])
+    env["commit"] = commit + (" (with uncommitted changes)" if dirty not in ("", "unknown")
+                              and commit != "unknown" else "")
+    return env
+
+
+class Record:
+    """``OUT/reproduce.json``, read and rewritten whole at each step."""
+
+    def __init__(self, out_dir: str | os.PathLike[str],
+                 clock: Callable[[], float] = time.time,
+                 load: Callable[[], list[float]] = loadavg):
+        self.path = Path(out_dir) / RECORD
+        self.clock, self.load = clock, load
+        self.data: dict[str, Any] = {}
+        if self.path.is_file():
+            try:
+                self.data = json.loads(self.path.read_text())
+            except ValueError as e:
+                raise SpecError(f"expected the JSON record of a reproduce.sh run ({e})",
+                                file=str(self.path)) from None
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2) + "\n")  # groups in run order
+        tmp.replace(self.path)
+
+    def begin(self, environment: Mapping[str, Any]) -> None:
+        self.data = {"started": self.clock(), "environment": dict(environment), "groups": {}}
+        self.save()
+
+    def group(self, name: str, when: str) -> None:
+        if when not in ("start", "end"):
+            raise SpecError(f"expected start or end, got {when!r}")
+        g = self.data.setdefault("groups", {}).setdefault(name, {"rounds": []})
+        g[when] = {"t": self.clock(), "load": self.load()}
+        self.save()
+
+    def round(self, name: str, file: str, repetitions: int, findings: list[str]) -> None:
+        g = self.data.setdefault("groups", {}).setdefault(name, {"rounds": []})
+        g.setdefault("rounds", []).append({"file": file, "repetitions": repetitions,
+                                           "findings": findings})
+        self.save()
+
+    def finish(self) -> None:
+        self.data["ended"] = self.clock()
+        self.data["wall_s"] = self.data["ended"] - self.data.get("started", self.data["ended"])
+        self.save()
+
+
+@dataclass(frozen=True)
+class MoreReps:
+    file: str  # experiment file to run again
+    repetitions: int  # the new total
+    estimate_s: float  # estimated time for the added repetitions
+    findings: tuple[str, ...]
+
+
+def more_repetitions(findings: Findings, out_dir: Path, group_dbs: list[str],
+                     budget_s: float, step: int = 2, cap: int = 10) -> list[MoreReps]:
+    """Files to rerun with more repetitions so that the group's unseparated comparisons may
+    separate: ``step`` repetitions more than the most a point has now (at most ``cap``),
+    only while the estimated time fits ``budget_s`` (cheapest first)."""
+    want: dict[str, list[str]] = {}
+    for c in unseparated(findings, out_dir):
+        if c.finding.db not in group_dbs:
+            continue
+        for src in c.sources:
+            want.setdefault(src, []).append(c.finding.id)
+    plans: list[MoreReps] = []
+    for src, ids in want.items():
+        for db in group_dbs:
+            path = out_dir / f"{db}.db"
+            if not path.is_file():
+                continue
+            with Store(path, readonly=True) as store:
+                exps = [e for e in store.experiments() if e.source == src]
+                if not exps:
+                    continue
+                runs = [r for e in exps for r in store.runs(e.id)]
+            reps = 1 + max(r.repetition for r in runs)
+            if reps >= cap:
+                continue
+            new = min(cap, reps + step)
+            took = [r.duration for r in runs if r.status == "done" and r.duration]
+            per_rep = sum(took) / reps if took else 0.0
+            # a lab is built per run: count it with the run's own time (runs' started/ended
+            # cover lab up, measurement and teardown)
+            plans.append(MoreReps(src, new, per_rep * (new - reps) * 1.2, tuple(sorted(ids))))
+    plans.sort(key=lambda p: p.estimate_s)
+    chosen, spent = [], 0.0
+    for p in plans:
+        if spent + p.estimate_s <= budget_s:
+            chosen.append(p)
+            spent += p.estimate_s
+    return chosen
+
+
+def _hms(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600} h {s % 3600 // 60:02d} min {s % 60:02d} s" if s >= 3600 \
+        else f"{s // 60} min {s % 60:02d} s"
+
+
+def render_environment(record: Record) -> str:
+    d = record.data
+    env = d.get("environment", {})
+    v = env.get("versions", {})
+    kern = env.get("kernel", {})
+    lines = [
+        f"- kernel {kern.get('release', '?')} ({kern.get('machine', '?')}); CPU "
+        f"{env.get('cpu_model', '?')} × {env.get('cores', '?')} "
+        f"({env.get('cores_usable', '?')} usable)",
+        f"- iperf3 {v.get('iperf3', '?')}, Open vSwitch {v.get('ovs-vswitchd', '?')} "
+        f"(userspace datapath), nft {v.get('nft', '?')}, iptables {v.get('iptables', '?')}, "
+        f"tc {v.get('tc', '?')}, {env.get('clang', 'clang ?')}, Python {v.get('python', '?')}, "
+        f"sfclab {v.get('sfclab', '?')} at commit {env.get('commit', '?')}",
+    ]
+    if "started" in d:
+        start = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(d["started"]))
+        wall = _hms(d["wall_s"]) if "wall_s" in d else "(still running)"
+        lines.append(f"- whole script started {start}, wall time **{wall}**")
+    out = "\n".join(lines) + "\n\n| group | wall time | load at start | load at end | " \
+                             "repetitions added |\n|---|---|---|---|---|\n"
+    for name, g in d.get("groups", {}).items():
+        t0, t1 = g.get("start", {}), g.get("end", {})
+        took = _hms(t1["t"] - t0["t"]) if "t" in t0 and "t" in t1 else "–"
+        rounds = "; ".join(f"{Path(r['file']).stem} → {r['repetitions']} "
+                           f"({', '.join(r['findings'])})" for r in g.get("rounds", [])) or "–"
+        out += (f"| {name} | {took} | {' '.join(map(str, t0.get('load', []))) or '–'} | "
+                f"{' '.join(map(str, t1.get('load', []))) or '–'} | {rounds} |\n")
+    return out

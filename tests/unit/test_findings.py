@@ -1,0 +1,230 @@
+"""Findings as data (scenarios/findings.yaml): the verdict rule, the checks of the file, the
+page's marked blocks filled from a small results database, and the choice of files that get
+more repetitions while a comparison is not separated."""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from sfclab.errors import SpecError
+from sfclab.experiments.findings import (HOLDS, NOT, PARTLY, compare, load_findings,
+                                         separated, verdict)
+from sfclab.experiments.page import fill, unseparated
+from sfclab.experiments.reprorun import Record, more_repetitions, render_environment
+from sfclab.experiments.stats import summarize
+from sfclab.experiments.store import Store
+from sfclab.realize.kinds import load_lab_dict
+from sfclab.spec.experiment import expand, load_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ----------------------------------------------------------------- the rule
+
+@pytest.mark.parametrize("ratio, sep, expect, want", [
+    (2.0, True, (1.7, 2.5), HOLDS),        # difference expected, found, in range
+    (2.0, False, (1.7, 2.5), PARTLY),      # in range but the intervals overlap
+    (1.3, True, (1.7, 2.5), PARTLY),       # right way, separated, smaller than published
+    (1.3, False, (1.7, 2.5), NOT),         # neither
+    (0.8, True, (1.7, 2.5), NOT),          # the wrong way
+    (0.3, True, (0.0, 0.5), HOLDS),        # a fall expected
+    (0.7, True, (0.0, 0.5), PARTLY),
+    (1.2, True, (0.0, 0.5), NOT),
+    (1.0, False, (0.85, 1.15), HOLDS),     # no difference expected
+    (1.0, True, (0.85, 1.15), HOLDS),
+    (0.6, False, (0.85, 1.15), PARTLY),    # outside, but not resolved
+    (0.6, True, (0.85, 1.15), NOT),        # outside and resolved
+    (float("nan"), False, (0.85, 1.15), NOT),
+])
+def test_verdict_rule(ratio, sep, expect, want):
+    assert verdict(ratio, sep, expect) == want
+
+
+def test_separated_needs_two_intervals_apart():
+    a, b = summarize([10, 11, 10.5]), summarize([20, 21, 20.5])
+    assert separated(a, b) and separated(b, a)
+    assert not separated(summarize([10, 20]), summarize([14, 16]))
+    assert not separated(summarize([10]), summarize([20]))  # n = 1: no interval
+
+
+# ----------------------------------------------------------------- the file
+
+def _write(tmp_path, text):
+    p = tmp_path / "f.yaml"
+    p.write_text(text)
+    return p
+
+
+GOOD = """
+findings:
+  - {id: X1, study: T, claim: "a beats b", published: "2x", db: d, metric: m, unit: kpps,
+     a: {variant: a}, b: {variant: b}, expect: [1.5, 3]}
+  - {id: X2, study: T, claim: "c equals b", db: d, metric: m,
+     a: {variant: c}, b: {variant: b}, expect: [0.9, 1.1]}
+tables:
+  - {id: tab, db: d, metric: m, unit: kpps, rows: variant}
+"""
+
+
+@pytest.mark.parametrize("text, place", [
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, expect: [2, 1]}]",
+     "findings[0].expect"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}}]", "findings[0]"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, expect: [1, 2],"
+     " colour: red}]", "findings[0].colour"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, expect: [1, 2],"
+     " unit: furlongs}]", "findings[0].unit"),
+    ("tables: [{id: t, db: d, metric: m, rows: r}, {id: t, db: d, metric: m, rows: r}]",
+     "tables[1].id"),
+    ("chapters: []", ".chapters"),
+])
+def test_bad_findings_file_names_the_place(tmp_path, text, place):
+    with pytest.raises(SpecError) as e:
+        load_findings(_write(tmp_path, text))
+    assert place in str(e.value) and "f.yaml" in str(e.value)
+
+
+def _files_of(db: str) -> list[str]:
+    one = ROOT / "scenarios" / f"{db}.yaml"
+    if one.is_file():
+        return [str(one)]
+    return sorted(glob.glob(str(ROOT / "scenarios" / f"*{db}-*.yaml")))
+
+
+def test_every_finding_selects_one_point_of_its_scenarios():
+    """Each finding's a and b name exactly one sweep point of the files run into its
+    database, and each table's rows/cols are parameters of those files."""
+    f = load_findings(ROOT / "scenarios" / "findings.yaml")
+    points: dict[str, list[tuple[str, dict]]] = {}
+    for db in f.dbs():
+        files = _files_of(db)
+        assert files, f"no scenario file runs into {db}.db"
+        for path in files:
+            exp = load_experiment(path)
+            points.setdefault(db, []).extend(
+                (exp.name, p.params) for p in expand(exp, load_lab_dict) if p.repetition == 0)
+    for fd in f.findings:
+        for side in (fd.a, fd.b):
+            hits = [p for name, p in points[fd.db]
+                    if all(True if k == "metric" else (name == v) if k == "experiment" else
+                           json.dumps(p.get(k), sort_keys=True) == json.dumps(v, sort_keys=True)
+                           for k, v in side.items())]
+            assert len(hits) == 1, (fd.id, side, len(hits))
+    for t in f.tables:
+        params = {k for _, p in points[t.db] for k in p} | {"experiment"}
+        assert t.rows in params and (t.cols is None or t.cols in params), t.id
+
+
+# ----------------------------------------------------------------- a small database
+
+def _db(path: Path, values: dict[str, list[float]], source: str = "/s/d.yaml") -> None:
+    with Store(path) as s:
+        eid = s.register_experiment("d", "h", {}, 1, source)
+        pts = [SimpleNamespace(key=f"{v}-{i}", params={"variant": v}, repetition=i, lab={},
+                               measure={}, lab_hash="x")
+               for v, xs in values.items() for i in range(len(xs))]
+        s.add_runs(eid, pts)
+        for r in s.runs(eid):
+            s.mark_running(r.id, started=100.0)
+            s.finish_run(r.id, {"m": values[r.params["variant"]][r.repetition] * 1e3},
+                         ended=110.0)
+
+
+PAGE = """# page
+hand-written why
+<!-- repro:begin findings -->
+old summary
+<!-- repro:end -->
+<!-- repro:begin finding X1 -->
+old X1
+<!-- repro:end -->
+text kept
+<!-- repro:begin table tab -->
+old table
+<!-- repro:end -->
+<!-- repro:begin table other -->
+kept: its database was not run
+<!-- repro:end -->
+<!-- repro:begin environment -->
+old env
+<!-- repro:end -->
+"""
+
+
+def test_fill_rewrites_only_the_blocks(tmp_path):
+    f = load_findings(_write(tmp_path, GOOD + "  - {id: other, db: missing, metric: m, "
+                                              "rows: variant}\n"))
+    _db(tmp_path / "d.db", {"a": [200, 210, 205], "b": [100, 104, 102], "c": [101, 60, 140]})
+    rec = Record(tmp_path, clock=iter([1000.0, 1010.0, 1100.0, 1130.0]).__next__,
+                 load=lambda: [1.5, 1.0, 0.5])
+    rec.begin({"kernel": {"release": "6.18"}, "cores": 2, "versions": {"iperf3": "3.12"},
+               "commit": "abc"})
+    rec.group("d", "start")
+    rec.round("d", "/s/d.yaml", 5, ["X1"])
+    rec.group("d", "end")
+    rec.finish()
+    out = fill(PAGE, f, tmp_path, lambda: render_environment(rec))
+    assert "hand-written why" in out and "text kept" in out
+    assert "old summary" not in out and "old X1" not in out and "old table" not in out
+    assert "kept: its database was not run" in out
+    x1 = out.split("repro:begin finding X1 -->\n")[1].split("<!--")[0]
+    assert "separated" in x1 and "NOT" not in x1 and "verdict **holds**" in x1
+    assert "205 ± " in x1 and "102 ± " in x1
+    summary = out.split("repro:begin findings -->\n")[1].split("<!--")[0]
+    assert "| X1 |" in summary and "| holds |" in summary
+    assert "| X2 |" in summary and "NOT separated" in summary
+    table = out.split("repro:begin table tab -->\n")[1].split("<!--")[0]
+    assert "| a | 205 ± " in table and "| c | 100 ± " in table and "†" in table
+    env = out.split("repro:begin environment -->\n")[1].split("<!--")[0]
+    assert "kernel 6.18" in env and "2 min 10 s" in env and "| d | 1 min 30 s |" in env
+    assert "d → 5 (X1)" in env and "1.5 1.0 0.5" in env
+    # filling again gives the same page (markers kept)
+    assert fill(out, f, tmp_path, lambda: render_environment(rec)) == out
+
+
+def test_page_naming_an_unknown_finding_is_refused(tmp_path):
+    f = load_findings(_write(tmp_path, GOOD))
+    with pytest.raises(SpecError, match="Z9"):
+        fill("<!-- repro:begin finding Z9 -->\n<!-- repro:end -->\n", f, tmp_path)
+
+
+def test_unseparated_comparison_gets_more_repetitions_within_budget(tmp_path):
+    f = load_findings(_write(tmp_path, GOOD))
+    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 140], "c": [118, 122]})
+    with Store(tmp_path / "d.db", readonly=True) as s:
+        c = compare(s, f.findings[0])
+    assert not c.separated and c.sources == ("/s/d.yaml",)
+    # X2 expects no difference and its ratio is in range: it asks for no repetitions
+    assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X1"]
+    plan = more_repetitions(f, tmp_path, ["d"], budget_s=1000)
+    # 6 runs of 10 s over 2 repetitions: 30 s per repetition, 2 more, 20 % margin
+    assert [(p.file, p.repetitions, p.findings) for p in plan] == [("/s/d.yaml", 4, ("X1",))]
+    assert plan[0].estimate_s == pytest.approx(72)
+    assert more_repetitions(f, tmp_path, ["d"], budget_s=50) == []  # does not fit
+    assert more_repetitions(f, tmp_path, ["other"], budget_s=1000) == []  # not this group
+    assert more_repetitions(f, tmp_path, ["d"], budget_s=1000, cap=2) == []  # at the cap
+
+
+def test_a_side_without_an_interval_asks_for_repetitions_and_or_metric_fills_tables(tmp_path):
+    f = load_findings(_write(tmp_path, GOOD.replace("rows: variant}", "rows: variant, "
+                                                    "or_metric: m2}")))
+    _db(tmp_path / "d.db", {"a": [200, 210], "b": [100, 104], "c": [100]})
+    # X2 expects no difference, but c has one repetition: no interval, so it is rerun
+    assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X2"]
+    with Store(tmp_path / "d.db") as s:
+        run = s.runs(status="done")[0]
+        s.finish_run(run.id, {"m2": 7e3})  # a run that only has the other metric
+    out = fill("<!-- repro:begin table tab -->\n<!-- repro:end -->\n", f, tmp_path)
+    assert "| a | 108 ± " in out  # (7 + 210) / 2: the run without m counted by m2
+
+
+def test_no_difference_expected_but_ratio_out_of_range_asks_for_repetitions(tmp_path):
+    f = load_findings(_write(tmp_path, GOOD))
+    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 160], "c": [60, 140]})
+    # X2: ratio 100 / 130 = 0.77, outside 0.9-1.1, intervals overlap: undecided
+    assert sorted(u.finding.id for u in unseparated(f, tmp_path)) == ["X1", "X2"]
