@@ -358,10 +358,10 @@ def test_migrate_a_nat_under_udp_and_tcp_loses_nothing(tmp_path: Path, sfcgen: s
         assert ev and ev[-1]["clone"] == "nat-1.m1"
 
 
-def test_migrate_refuses_unknown_hosts_and_lab_file_functions() -> None:
+def test_migrate_refuses_unknown_instances_and_chain_rm_lab_file_chains() -> None:
     with running(base_lab()) as lab:
-        with pytest.raises(LabError, match="only functions made by"):
-            migrate.migrate(request.MigrateInstance(lab.name, "f1"))
+        with pytest.raises(LabError, match="no function instance"):
+            migrate.migrate(request.MigrateInstance(lab.name, "r1"))
         with pytest.raises(LabError, match="no added chain"):
             chain_add.remove_chain(request.RemoveChain(lab.name, "nothing"))
         with pytest.raises(LabError, match="lab file"):

@@ -71,7 +71,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         for i in instances:
             i.host = where[i.node]
         add = plan_addition(plan, sp, req.chain, instances, req.source)
-        others = [x for a, _ in record.additions(state).values() for x in a.nodes]
+        others = [x for a in record.placed(state) for x in a.nodes]
         plan_tunnels.fit(plan, add.nodes, others, underlay.underlay_mtu(state, plan, LABELLED),
                          LABELLED)
         merged = Plan.from_dict(plan.to_dict())

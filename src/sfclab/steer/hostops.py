@@ -179,7 +179,7 @@ def remove_host(lab: str, name: str, drain: bool = False,
 
 def _target(state: LabState, plan: Plan, instance: str, leaving: str) -> str:
     """Where placement puts ``instance`` among the hosts other than ``leaving``."""
-    add = next(a for a, _ in record.additions(state).values()
+    add = next(a for a in record.placed(state)
                if any(n.node == instance for n in a.nodes))
     n = next(x for x in add.nodes if x.node == instance)
     others = [h for h in hosts_of(state, plan) if h.name != leaving]

@@ -1,0 +1,97 @@
+"""``chain migrate`` of a function of the lab file's own chains (issue 14): a NAT in line
+between a router and a host, on emulated host h1, moved to h2 make-before-break under UDP at
+10 kpps and a TCP connection: nothing lost, the connection goes on through the clone (its
+connection-tracking state moved), the lab-file node stays as transit with its NAT rules gone,
+the clone takes its place in chain ls, host ls and inspect, and ``down`` leaves nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from sfclab.errors import LabError
+from sfclab.kernel import netns
+from sfclab.realize import lifecycle
+from sfclab.realize.state import LabState
+from sfclab.steer import chains, hostops, migrate, record, request
+
+from .test_chain_ops import TCP_CLIENT, TCP_SERVER, counters, running, under_traffic
+
+
+def natted_lab(name: str) -> dict[str, Any]:
+    """src - r1 - nat - dst on emulated host h1 (h2 empty), a symmetric chain through the
+    NAT for UDP to 5005 and TCP to 6000."""
+    nodes = {"src": {"kind": "host"}, "r1": {"kind": "router"},
+             "nat": {"kind": "nat", "outside": "dst"}, "dst": {"kind": "host"}}
+    return {"name": name,
+            "hosts": {"h1": {"cpus": 1, "memory": "512M"}, "h2": {"cpus": 1, "memory": "512M"}},
+            "nodes": {n: {**v, "host": "h1"} for n, v in nodes.items()},
+            "links": [{"endpoints": ["src", "r1"]}, {"endpoints": ["r1", "nat"]},
+                      {"endpoints": ["nat", "dst"]}],
+            "chains": {"base": {"classifiers": [{"ingress": "src", "proto": "udp",
+                                                 "dport": 5005},
+                                                {"ingress": "src", "proto": "tcp",
+                                                 "dport": 6000}],
+                                "functions": ["nat"], "egress": "dst", "symmetric": True}}}
+
+
+def _nat_table(ns: str) -> bool:
+    cp = subprocess.run(["ip", "netns", "exec", ns, "nft", "list", "table", "ip", "sfclab_nat"],
+                        capture_output=True, text=True, check=False)
+    return cp.returncode == 0
+
+
+def test_migrate_a_lab_file_nat_between_hosts_loses_nothing(lab_name: str, sfcgen: str) -> None:
+    with running(natted_lab(lab_name)) as lab:
+        old_ns = lab.netns("nat")
+        assert _nat_table(old_ns)
+        dst = str(lab.address("dst"))
+        server = lab.popen("dst", [sys.executable, "-c", TCP_SERVER, "6000"],
+                           stdout=subprocess.PIPE, text=True)
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        client = lab.popen("src", [sys.executable, "-c", TCP_CLIENT, dst, "6000", "4"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert client.stdout is not None and client.stdout.readline().strip() == "connected"
+        seen_from = server.stdout.readline().strip()
+        g, t, out = under_traffic(lab, 5005, 10000, 4.0)
+        try:
+            time.sleep(1.5)
+            d = migrate.migrate(request.MigrateInstance(lab.name, "nat", "h2"))
+        finally:
+            t.join()
+            g.close()
+        assert d["clone"] == "nat.m1" and d["host"] == "h2" and d["drained"], d
+        assert d["conntrack_moved"] >= 2, d  # the UDP flow and the TCP connection
+        trial = out.get("trial")
+        assert trial is not None, out.get("error")
+        assert trial.sent >= 30000 and trial.lost == 0, (trial.sent, trial.received)
+        rc = client.wait(timeout=30)
+        err = client.stderr.read() if client.stderr else ""
+        assert rc == 0, err  # no reset: the connection went on through the clone
+        server.kill()
+        server.wait()
+        assert seen_from != str(lab.address("src"))  # it was NATed
+        # the lab-file node stays as transit, its function stopped; the clone took its place
+        assert netns.exists(old_ns) and not _nat_table(old_ns)
+        assert _nat_table(lab.netns("nat.m1"))
+        c = counters(lab.name)
+        assert c["nat.m1"]["proxy_in"] > 0
+        assert [r["functions"] for r in chains.listing(lab.name) if r["chain"] == "base"] == \
+            [["nat.m1"]] * len([r for r in chains.listing(lab.name) if r["chain"] == "base"])
+        _, plan = lifecycle.load_plan(lab.name)
+        assert "nat" not in plan.functions and "nat.m1" in plan.functions
+        h2 = next(h for h in hostops.list_hosts(lab.name) if h["host"] == "h2")
+        assert "nat.m1" in h2["instances"]
+        moved = record.moves(LabState(lab.name))
+        assert moved["base"][1] == {"nat": "nat.m1"}
+        # and the clone moves again like any instance (back to h1)
+        clone_ns = lab.netns("nat.m1")
+        d2 = migrate.migrate(request.MigrateInstance(lab.name, "nat.m1", "h1"))
+        assert d2["clone"] == "nat.m2" and not netns.exists(clone_ns)
+        assert record.moves(LabState(lab.name))["base"][1] == {"nat": "nat.m2"}
+        with pytest.raises(LabError, match="no function instance"):
+            migrate.migrate(request.MigrateInstance(lab.name, "r1", "h2"))
