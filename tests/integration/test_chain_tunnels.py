@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from sfclab.cli import main
 from sfclab.kernel import netns
 from sfclab.realize import lifecycle
 from sfclab.realize.state import LabState
@@ -32,7 +33,7 @@ def tunnel(lab: str, host: str, vni: int) -> dict[str, Any] | None:
 
 
 def test_an_instance_on_another_host_carries_traffic_through_a_tunnel(
-        lab_name: str, tmp_path: Path) -> None:
+        lab_name: str, tmp_path: Path, capsys) -> None:
     with running(named(lab_name)) as lab:
         hostops.add_host(lab.name, "edge2", 1, 256 << 20)
         d = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
@@ -66,8 +67,22 @@ def test_an_instance_on_another_host_carries_traffic_through_a_tunnel(
         after = {h: tunnel(lab.name, h, vni)["stats64"]["rx"]["packets"]  # type: ignore
                  for h in ("local", "edge2")}
         assert after["edge2"] > before["edge2"] and after["local"] > before["local"]
+        # shown like the lab file's hosted links: inspect and host ls (VNI, ends, attach)
+        ins = lab.inspect()
+        hl = next(x for x in ins["host_links"] if x["vni"] == vni)
+        assert hl["added"] and hl["attach"] == "bridge"
+        assert [(e["node"], e["host"], e["present"]) for e in hl["ends"]] == \
+            [("r1", "local", True), (on_edge, "edge2", True)]
+        rows = {r["host"]: r for r in hostops.list_hosts(lab.name)}
+        for host in ("local", "edge2"):
+            t = next(t for t in rows[host]["tunnels"] if t["vni"] == vni)
+            assert t["ends"] == ["r1@local", f"{on_edge}@edge2"] and t["present"]
+        assert main(["host", "ls", lab.name]) == 0
+        assert f"tunnel added: r1@local - {on_edge}@edge2, vni {vni}, attach bridge" in \
+            capsys.readouterr().out
         r = chain_add.remove_chain(request.RemoveChain(lab.name, "grp"))
         assert not r["errors"]
+        assert not [x for x in lab.inspect().get("host_links", []) if x["vni"] == vni]
         for host in ("local", "edge2"):
             for dev in (f"vxn{vni}", f"brn{vni}", f"pn{vni}"):
                 assert link(f"sfclab:{lab.name}:@{host}", dev) is None, (host, dev)

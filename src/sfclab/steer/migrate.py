@@ -62,9 +62,9 @@ from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, path_base
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import conntrack, health, record, tables, tunnels, underlay, wire
+from . import conntrack, health, record, tables, underlay, wire
 from .record import slot_lock
-from .add import _steering
+from .add import _steering, _tunnel
 from .capacity import LOCAL, hosts_of
 from .request import MigrateInstance
 
@@ -234,7 +234,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     errors: list[str] = []
     seen: set[tuple[str, ...]] = set()
     try:
-        wire.make_node(merged, clone, tunnels.prepare(state, merged, clone, LABELLED))
+        wire.make_node(merged, clone, _tunnel(state, merged, clone))
         wire.start_function(state, merged, clone.node)
         wire.load_programs(merged, clone.node, msp.node_ids[clone.node],
                            msp.attach[clone.node])
