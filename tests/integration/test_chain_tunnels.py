@@ -80,6 +80,30 @@ def test_an_instance_on_another_host_carries_traffic_through_a_tunnel(
         assert main(["host", "ls", lab.name]) == 0
         assert f"tunnel added: r1@local - {on_edge}@edge2, vni {vni}, attach bridge" in \
             capsys.readouterr().out
+        # the graph draws the lab as it runs: the added host, both instances, their links
+        assert main(["graph", lab.name]) == 0
+        mm = capsys.readouterr().out
+        edge_box = mm.split('subgraph n_host_edge2["host edge2"]')[1].split("end")[0]
+        local_box = mm.split('subgraph n_host_local["host local"]')[1].split("end")[0]
+        assert f"n_{on_edge.replace('-', '_')}" in edge_box and "n_src" in local_box
+        assert f"n_{on_local.replace('-', '_')}" in local_box
+        assert f'|"bridge vni {vni}' in mm  # the tunnel's edge, labelled like a hosted link
+        assert f'-.->|"grp: {on_edge}"|' in mm and f'-.->|"grp: {on_local}"|' in mm
+        assert main(["graph", lab.name, "--format", "dot"]) == 0
+        dot = capsys.readouterr().out
+        assert f'"r1" -- "{on_edge}" [label="bridge vni {vni}' in dot or \
+            f'"{on_edge}" -- "r1" [label="bridge vni {vni}' in dot
+        assert main(["graph", lab.name, "--format", "html"]) == 0
+        page = capsys.readouterr().out
+        assert f'"vni": {vni}' in page and f'"id": "{on_edge}"' in page
+        from sfclab.web.topology import topology
+        topo = topology(lifecycle.load_plan(lab.name)[1].to_dict())
+        added = [x for x in topo["links"] if x["added"]]
+        assert sorted({x["source"], x["target"]} == {"r1", on_edge} or
+                      {x["source"], x["target"]} == {"r1", on_local} for x in added) == \
+            [True, True]
+        assert len({x["id"] for x in topo["links"]}) == len(topo["links"])
+        assert {g["name"] for g in topo["groups"] if g["kind"] == "host"} >= {"edge2"}
         r = chain_add.remove_chain(request.RemoveChain(lab.name, "grp"))
         assert not r["errors"]
         assert not [x for x in lab.inspect().get("host_links", []) if x["vni"] == vni]
