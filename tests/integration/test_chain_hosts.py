@@ -135,7 +135,8 @@ def test_bad_host_commands_exit_2_and_change_nothing(lab_name: str, tmp_path: Pa
                ["host", "rm", lab.name, "nowhere"],
                ["host", "rm", lab.name, "local"],
                ["host", "ls", "nosuchlab0"],
-               ["chain", "migrate", lab.name, "f1", "--to", "local"],
+               ["chain", "migrate", lab.name, "r1", "--to", "local"],  # no function
+               ["chain", "migrate", lab.name, "f1", "--to", "nowhere"],
                ["host", "add", lab.name, "h2", "--cpus", "1"],
                ["host", "add", lab.name, "h2", "--ssh", "nobody", "--key", str(key)],
                ["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9",
