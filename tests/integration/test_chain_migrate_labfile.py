@@ -6,20 +6,27 @@ the clone takes its place in chain ls, host ls and inspect, and ``down`` leaves 
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sfclab.api import Lab
 from sfclab.errors import LabError
 from sfclab.kernel import netns
 from sfclab.realize import lifecycle
+from sfclab.realize.dataplane import lab_dir
 from sfclab.realize.state import LabState
 from sfclab.steer import chains, hostops, migrate, record, request
 
 from .test_chain_ops import TCP_CLIENT, TCP_SERVER, counters, running, under_traffic
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def natted_lab(name: str) -> dict[str, Any]:
@@ -95,3 +102,31 @@ def test_migrate_a_lab_file_nat_between_hosts_loses_nothing(lab_name: str, sfcge
         assert record.moves(LabState(lab.name))["base"][1] == {"nat": "nat.m2"}
         with pytest.raises(LabError, match="no function instance"):
             migrate.migrate(request.MigrateInstance(lab.name, "r1", "h2"))
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.3])
+def test_kill_9_in_a_lab_file_migration_then_down_leaves_nothing(lab_name: str,
+                                                                 after_s: float) -> None:
+    """``kill -9`` as the clone appears (and a little later), then ``down``: nothing is left,
+    neither the clone, its tunnel's devices, nor the hosts' contexts."""
+    lab = Lab.from_dict(natted_lab(lab_name), source="test_chain_migrate_labfile").up()
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "chain", "migrate", lab.name,
+                              "nat", "--to", "h2"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while not netns.exists(f"sfclab:{lab.name}:nat.m1") and time.monotonic() < deadline:
+            if p.poll() is not None:
+                break
+            time.sleep(0.002)
+        time.sleep(after_s)
+        assert p.poll() is None, p.communicate()[1]
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+    finally:
+        lab.down()
+    assert not [n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{lab_name}:")]
+    assert not lab_dir(lab_name).exists()
+    for c in ("cpu", "memory"):
+        assert not [x for x in os.listdir(f"/sys/fs/cgroup/{c}")
+                    if x.startswith(f"sfclab:{lab_name}:")]
