@@ -95,6 +95,7 @@ def test_migrate_a_lab_file_nat_between_hosts_loses_nothing(lab_name: str, sfcge
         assert "nat.m1" in h2["instances"]
         moved = record.moves(LabState(lab.name))
         assert moved["base"][1] == {"nat": "nat.m1"}
+        assert chains.inspect(lab.name, "base")["chains"]["base"]["moved"] == {"nat": "nat.m1"}
         # and the clone moves again like any instance (back to h1)
         clone_ns = lab.netns("nat.m1")
         d2 = migrate.migrate(request.MigrateInstance(lab.name, "nat.m1", "h1"))

@@ -55,6 +55,8 @@ def _inspect_text(d: dict[str, Any]) -> str:
         for n, ct in c["nodes"].items():
             nz = ", ".join(f"{k} {v:,}" for k, v in ct.items() if v)
             lines.append(f"  {n:<12} {nz or '-'}")
+        for node, clone in (c.get("moved") or {}).items():
+            lines.append(f"  {node} (lab file) moved: {clone} stands in for it")
         for i, s in c["instances"].items():
             lines.append(f"  instance {i}: {s['proxy_in']:,} packets ({100 * s['share']:.1f} %)")
         for e in c.get("health", {}).get("events", [])[-8:]:  # chain add/migrate, failover

@@ -123,6 +123,8 @@ def _added_and_health(lab: str, chain: str, instances: set[str]) -> dict[str, An
                       if got else None),
             "classified_later": [{"source": s["source"], "classifiers": s["classifiers"],
                                   "entries": s["entries"]} for s in saved],
+            # a lab-file chain's functions ``chain migrate`` moved: node -> the clone there now
+            "moved": record.moves(state).get(chain, (None, {}))[1],
             "health": health.status(lab, chain, instances)}
 
 
