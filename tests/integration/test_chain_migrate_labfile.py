@@ -24,7 +24,8 @@ from sfclab.realize.dataplane import lab_dir
 from sfclab.realize.state import LabState
 from sfclab.steer import chains, hostops, migrate, record, request
 
-from .test_chain_ops import TCP_CLIENT, TCP_SERVER, counters, running, under_traffic
+from .labtools import leftovers, nothing_left
+from .test_chain_ops import counters, migrate_under_udp_and_tcp, running
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,31 +57,8 @@ def test_migrate_a_lab_file_nat_between_hosts_loses_nothing(lab_name: str, sfcge
     with running(natted_lab(lab_name)) as lab:
         old_ns = lab.netns("nat")
         assert _nat_table(old_ns)
-        dst = str(lab.address("dst"))
-        server = lab.popen("dst", [sys.executable, "-c", TCP_SERVER, "6000"],
-                           stdout=subprocess.PIPE, text=True)
-        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
-        client = lab.popen("src", [sys.executable, "-c", TCP_CLIENT, dst, "6000", "4"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert client.stdout is not None and client.stdout.readline().strip() == "connected"
-        seen_from = server.stdout.readline().strip()
-        g, t, out = under_traffic(lab, 5005, 10000, 4.0)
-        try:
-            time.sleep(1.5)
-            d = migrate.migrate(request.MigrateInstance(lab.name, "nat", "h2"))
-        finally:
-            t.join()
-            g.close()
-        assert d["clone"] == "nat.m1" and d["host"] == "h2" and d["drained"], d
-        assert d["conntrack_moved"] >= 2, d  # the UDP flow and the TCP connection
-        trial = out.get("trial")
-        assert trial is not None, out.get("error")
-        assert trial.sent >= 30000 and trial.lost == 0, (trial.sent, trial.received)
-        rc = client.wait(timeout=30)
-        err = client.stderr.read() if client.stderr else ""
-        assert rc == 0, err  # no reset: the connection went on through the clone
-        server.kill()
-        server.wait()
+        d, seen_from = migrate_under_udp_and_tcp(lab, "nat", "h2")
+        assert d["clone"] == "nat.m1" and d["host"] == "h2", d
         assert seen_from != str(lab.address("src"))  # it was NATed
         # the lab-file node stays as transit, its function stopped; the clone took its place
         assert netns.exists(old_ns) and not _nat_table(old_ns)
@@ -126,8 +104,7 @@ def test_kill_9_in_a_lab_file_migration_then_down_leaves_nothing(lab_name: str,
         p.wait()
     finally:
         lab.down()
-    assert not [n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{lab_name}:")]
+    assert nothing_left(lab_name), leftovers(lab_name)
     assert not lab_dir(lab_name).exists()
-    for c in ("cpu", "memory"):
-        assert not [x for x in os.listdir(f"/sys/fs/cgroup/{c}")
-                    if x.startswith(f"sfclab:{lab_name}:")]
+    for c in ("cpu", "memory"):  # the hosts' and functions' cgroups
+        assert not [x for x in os.listdir(f"/sys/fs/cgroup/{c}") if lab_name in x]
