@@ -135,7 +135,8 @@ def test_bad_host_commands_exit_2_and_change_nothing(lab_name: str, tmp_path: Pa
                ["host", "rm", lab.name, "nowhere"],
                ["host", "rm", lab.name, "local"],
                ["host", "ls", "nosuchlab0"],
-               ["chain", "migrate", lab.name, "f1", "--to", "local"],
+               ["chain", "migrate", lab.name, "r1", "--to", "local"],  # no function
+               ["chain", "migrate", lab.name, "f1", "--to", "nowhere"],
                ["host", "add", lab.name, "h2", "--cpus", "1"],
                ["host", "add", lab.name, "h2", "--ssh", "nobody", "--key", str(key)],
                ["host", "add", lab.name, "h2", "--ssh", "root@198.18.0.9",
@@ -229,8 +230,8 @@ def test_hosts_and_chains_through_the_api(lab_name: str, tmp_path: Path) -> None
         assert r.status_code == 200 and not r.json()["errors"], r.text
         assert c.delete(f"{base}/chains/grp").status_code == 404
         assert [h["host"] for h in c.get(f"{base}/hosts").json()] == ["local"]
-        assert not [n for n in os.listdir("/run/netns")
-                    if n.startswith(f"sfclab:{lab.name}:fw") or n.endswith(":@edge2")]
+        assert not [n for n in os.listdir("/run/netns")  # this lab's only: others run too
+                    if n.startswith(f"sfclab:{lab.name}:fw") or n == f"sfclab:{lab.name}:@edge2"]
 
 
 def test_a_customer_binary_placed_on_an_added_host_runs_in_its_cgroups(

@@ -314,6 +314,41 @@ while True:
 """
 
 
+def migrate_under_udp_and_tcp(lab: Lab, instance: str, to: str | None = None
+                              ) -> tuple[dict[str, Any], str]:
+    """Migrate ``instance`` while a TCP connection (to 6000) and UDP at 10 kpps (to 5005)
+    cross it; check nothing was lost, its conntrack entries moved and the connection went on.
+    Returns the migration's result and the address the TCP server saw."""
+    dst = str(lab.address("dst"))
+    server = lab.popen("dst", [sys.executable, "-c", TCP_SERVER, "6000"],
+                       stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+    client = lab.popen("src", [sys.executable, "-c", TCP_CLIENT, dst, "6000", "4"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert client.stdout is not None and client.stdout.readline().strip() == "connected"
+    seen_from = server.stdout.readline().strip()
+    g, t, out = under_traffic(lab, 5005, 10000, 4.0)
+    try:
+        time.sleep(1.5)
+        d = migrate.migrate(request.MigrateInstance(lab.name, instance, to))
+    finally:
+        t.join()
+        g.close()
+    try:
+        assert d["drained"], d
+        assert d["conntrack_moved"] >= 2, d  # the UDP flow and the TCP connection
+        trial = out.get("trial")
+        assert trial is not None, out.get("error")
+        assert trial.sent >= 30000 and trial.lost == 0, (trial.sent, trial.received)
+        rc = client.wait(timeout=30)
+        err = client.stderr.read() if client.stderr else ""
+        assert rc == 0, err  # no reset, no timeout: the connection went on through the clone
+    finally:
+        server.kill()
+        server.wait()
+    return d, seen_from
+
+
 def test_migrate_a_nat_under_udp_and_tcp_loses_nothing(tmp_path: Path, sfcgen: str) -> None:
     with running(base_lab()) as lab:
         body = {"name": "natted", "attach": "r1", "symmetric": True,
@@ -322,31 +357,8 @@ def test_migrate_a_nat_under_udp_and_tcp_loses_nothing(tmp_path: Path, sfcgen: s
                 "egress": "dst",
                 "functions": [{"name": "nat", "kind": "nat", "cpu": 0.2}]}
         chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
-        dst = str(lab.address("dst"))
-        server = lab.popen("dst", [sys.executable, "-c", TCP_SERVER, "6000"],
-                           stdout=subprocess.PIPE, text=True)
-        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
-        client = lab.popen("src", [sys.executable, "-c", TCP_CLIENT, dst, "6000", "4"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert client.stdout is not None and client.stdout.readline().strip() == "connected"
-        seen_from = server.stdout.readline().strip()
-        g, t, out = under_traffic(lab, 5005, 10000, 4.0)
-        try:
-            time.sleep(1.5)
-            d = migrate.migrate(request.MigrateInstance(lab.name, "nat-1"))
-        finally:
-            t.join()
-            g.close()
+        d, seen_from = migrate_under_udp_and_tcp(lab, "nat-1")
         assert d["clone"] == "nat-1.m1" and d["drained"]
-        assert d["conntrack_moved"] >= 2, d  # the UDP flow and the TCP connection
-        trial = out.get("trial")
-        assert trial is not None, out.get("error")
-        assert trial.sent >= 30000 and trial.lost == 0, (trial.sent, trial.received)
-        rc = client.wait(timeout=30)
-        err = client.stderr.read() if client.stderr else ""
-        assert rc == 0, err  # no reset, no timeout: the connection went on through the clone
-        server.kill()
-        server.wait()
         # the server saw the NAT's address, not the client's
         assert seen_from != str(lab.address("src"))
         assert not netns.exists(f"sfclab:{lab.name}:nat-1")
@@ -358,10 +370,10 @@ def test_migrate_a_nat_under_udp_and_tcp_loses_nothing(tmp_path: Path, sfcgen: s
         assert ev and ev[-1]["clone"] == "nat-1.m1"
 
 
-def test_migrate_refuses_unknown_hosts_and_lab_file_functions() -> None:
+def test_migrate_refuses_unknown_instances_and_chain_rm_lab_file_chains() -> None:
     with running(base_lab()) as lab:
-        with pytest.raises(LabError, match="only functions made by"):
-            migrate.migrate(request.MigrateInstance(lab.name, "f1"))
+        with pytest.raises(LabError, match="no function instance"):
+            migrate.migrate(request.MigrateInstance(lab.name, "r1"))
         with pytest.raises(LabError, match="no added chain"):
             chain_add.remove_chain(request.RemoveChain(lab.name, "nothing"))
         with pytest.raises(LabError, match="lab file"):

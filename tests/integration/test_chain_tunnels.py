@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from sfclab.cli import main
 from sfclab.kernel import netns
 from sfclab.realize import lifecycle
 from sfclab.realize.state import LabState
@@ -32,7 +33,7 @@ def tunnel(lab: str, host: str, vni: int) -> dict[str, Any] | None:
 
 
 def test_an_instance_on_another_host_carries_traffic_through_a_tunnel(
-        lab_name: str, tmp_path: Path) -> None:
+        lab_name: str, tmp_path: Path, capsys) -> None:
     with running(named(lab_name)) as lab:
         hostops.add_host(lab.name, "edge2", 1, 256 << 20)
         d = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
@@ -66,8 +67,46 @@ def test_an_instance_on_another_host_carries_traffic_through_a_tunnel(
         after = {h: tunnel(lab.name, h, vni)["stats64"]["rx"]["packets"]  # type: ignore
                  for h in ("local", "edge2")}
         assert after["edge2"] > before["edge2"] and after["local"] > before["local"]
+        # shown like the lab file's hosted links: inspect and host ls (VNI, ends, attach)
+        ins = lab.inspect()
+        hl = next(x for x in ins["host_links"] if x["vni"] == vni)
+        assert hl["added"] and hl["attach"] == "bridge"
+        assert [(e["node"], e["host"], e["present"]) for e in hl["ends"]] == \
+            [("r1", "local", True), (on_edge, "edge2", True)]
+        rows = {r["host"]: r for r in hostops.list_hosts(lab.name)}
+        for host in ("local", "edge2"):
+            t = next(t for t in rows[host]["tunnels"] if t["vni"] == vni)
+            assert t["ends"] == ["r1@local", f"{on_edge}@edge2"] and t["present"]
+        assert main(["host", "ls", lab.name]) == 0
+        assert f"tunnel added: r1@local - {on_edge}@edge2, vni {vni}, attach bridge" in \
+            capsys.readouterr().out
+        # the graph draws the lab as it runs: the added host, both instances, their links
+        assert main(["graph", lab.name]) == 0
+        mm = capsys.readouterr().out
+        edge_box = mm.split('subgraph n_host_edge2["host edge2"]')[1].split("end")[0]
+        local_box = mm.split('subgraph n_host_local["host local"]')[1].split("end")[0]
+        assert f"n_{on_edge.replace('-', '_')}" in edge_box and "n_src" in local_box
+        assert f"n_{on_local.replace('-', '_')}" in local_box
+        assert f'|"bridge vni {vni}' in mm  # the tunnel's edge, labelled like a hosted link
+        assert f'-.->|"grp: {on_edge}"|' in mm and f'-.->|"grp: {on_local}"|' in mm
+        assert main(["graph", lab.name, "--format", "dot"]) == 0
+        dot = capsys.readouterr().out
+        assert f'"r1" -- "{on_edge}" [label="bridge vni {vni}' in dot or \
+            f'"{on_edge}" -- "r1" [label="bridge vni {vni}' in dot
+        assert main(["graph", lab.name, "--format", "html"]) == 0
+        page = capsys.readouterr().out
+        assert f'"vni": {vni}' in page and f'"id": "{on_edge}"' in page
+        from sfclab.web.topology import topology
+        topo = topology(lifecycle.load_plan(lab.name)[1].to_dict())
+        added = [x for x in topo["links"] if x["added"]]
+        assert sorted({x["source"], x["target"]} == {"r1", on_edge} or
+                      {x["source"], x["target"]} == {"r1", on_local} for x in added) == \
+            [True, True]
+        assert len({x["id"] for x in topo["links"]}) == len(topo["links"])
+        assert {g["name"] for g in topo["groups"] if g["kind"] == "host"} >= {"edge2"}
         r = chain_add.remove_chain(request.RemoveChain(lab.name, "grp"))
         assert not r["errors"]
+        assert not [x for x in lab.inspect().get("host_links", []) if x["vni"] == vni]
         for host in ("local", "edge2"):
             for dev in (f"vxn{vni}", f"brn{vni}", f"pn{vni}"):
                 assert link(f"sfclab:{lab.name}:@{host}", dev) is None, (host, dev)

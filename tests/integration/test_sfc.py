@@ -120,7 +120,8 @@ def test_p4sfc_functional(topology: str) -> None:
         # the hops the data plane takes, in order (label TTL expiry, hop by hop)
         t = chains.trace(lab.name, "c")
         assert t["delivered"] and t["in_order"], t
-        assert [h["seen_at"] for h in t["hops"]] == [sp.hops[lbl - 16].node for lbl in path.stack]
+        assert [h["seen_at"] for h in t["paths"][0]["hops"]] == \
+            [sp.hops[lbl - 16].node for lbl in path.stack]
         server = echo(lab, "dst", 7005)
         ins = {f: Capture(lab, f, "eth0") for f in fns}
         at_dst = Capture(lab, "dst", "eth0")
@@ -281,7 +282,7 @@ def test_sixteen_label_stack() -> None:
         assert c["r13"]["delivered"] >= 5 and all(c[r]["proxy_in"] >= 5
                                                   for r in ("r4", "r8", "r12"))
         t = chains.trace(lab.name, "deep")
-        assert t["in_order"] and t["delivered"] and len(t["hops"]) == 16
+        assert t["in_order"] and t["delivered"] and len(t["paths"][0]["hops"]) == 16
         server.wait(timeout=30)
 
 

@@ -17,7 +17,7 @@ examples:
   sfclab chain ls sfcweb                              its chains
   sfclab chain inspect sfcweb web --json              stacks, labels, counters, shares
   sfclab chain classify sfcweb web --from-file scenarios/sfc-web-classifiers.yaml
-  sfclab chain trace sfcweb web                       the hops a probe really takes
+  sfclab chain trace sfcweb web                       every path: the hops its probe takes
   sfclab chain add sfcweb scenarios/sfc-video-chain.yaml   new functions, placed and wired
   sfclab chain migrate sfcweb meter-1                 make-before-break, conntrack moved
   sfclab chain watch sfcweb                           the health watcher (failover)
@@ -55,6 +55,8 @@ def _inspect_text(d: dict[str, Any]) -> str:
         for n, ct in c["nodes"].items():
             nz = ", ".join(f"{k} {v:,}" for k, v in ct.items() if v)
             lines.append(f"  {n:<12} {nz or '-'}")
+        for node, clone in (c.get("moved") or {}).items():
+            lines.append(f"  {node} (lab file) moved: {clone} stands in for it")
         for i, s in c["instances"].items():
             lines.append(f"  instance {i}: {s['proxy_in']:,} packets ({100 * s['share']:.1f} %)")
         for e in c.get("health", {}).get("events", [])[-8:]:  # chain add/migrate, failover
@@ -64,13 +66,22 @@ def _inspect_text(d: dict[str, Any]) -> str:
 
 
 def _trace_text(d: dict[str, Any]) -> str:
-    lines = [f"trace of chain {d['chain']}: {d['ingress']} -> {d['egress']}, path "
-             f"{' > '.join(d['path'])}"]
-    for h in d["hops"]:
-        mark = "" if h["seen_at"] == h["expected"] else f"  (expected {h['expected']})"
-        lines.append(f"  {h['hop']:>2}  label {h['label']:<6} {h['action']:<8} "
-                     f"{h['seen_at'] or '*'}{mark}")
-    lines.append(f"  delivered to {d['egress']}: {'yes' if d['delivered'] else 'no'}")
+    lines = [f"trace of chain {d['chain']}: {d['ingress']} -> {d['egress']}"]
+    for p in d["paths"]:
+        probe = p["probe"]
+        how = (f"probe sport {probe['sport']} dport {probe['dport']}" if probe
+               else "not traced")
+        lines.append(f"path {p['path']}: {' > '.join(p['nodes'])}  ({how})")
+        if not probe:
+            lines.append(f"  {p['note']}")
+            continue
+        for h in p["hops"]:
+            mark = "" if h["seen_at"] == h["expected"] else f"  (expected {h['expected']})"
+            lines.append(f"  {h['hop']:>2}  label {h['label']:<6} {h['action']:<8} "
+                         f"{h['seen_at'] or '*'}{mark}")
+        lines.append(f"  took path {p['path']}: {'yes' if p['took_path'] else 'no'}; "
+                     f"through {', '.join(x or '*' for x in p['instances_seen']) or '-'}; "
+                     f"delivered to {d['egress']}: {'yes' if p['delivered'] else 'no'}")
     return "\n".join(lines)
 
 
@@ -100,7 +111,7 @@ def cmd_classify(a: argparse.Namespace) -> int:
 def cmd_trace(a: argparse.Namespace) -> int:
     from ..steer import chains  # light start-up: load only what this command needs
 
-    d = chains.trace(a.name, a.chain)
+    d = chains.trace(a.name, a.chain, a.path)
     emit(d, a.json, _trace_text)
     return ExitStatus.OK if d["delivered"] and d["in_order"] else ExitStatus.FAILURE
 
@@ -118,7 +129,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
             "sfclab chain classify sfcweb web --from-file scenarios/sfc-web-classifiers.yaml")
     p.add_argument("chain")
     p.add_argument("--from-file", required=True, metavar="FILE")
-    p = one("trace", cmd_trace, "send probes and print the hops they really take, in order",
-            "sfclab chain trace sfcweb web")
+    p = one("trace", cmd_trace, "one probe per path, hashed onto it: the hops it really takes",
+            "sfclab chain trace sfcweb web --path 1 --json")
     p.add_argument("chain")
+    p.add_argument("--path", type=int, metavar="N", help="trace only path N (chain inspect "
+                   "numbers them)")
     chain_ops.register(one)  # add, rm, migrate: chains changed on a running lab

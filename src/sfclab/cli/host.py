@@ -31,6 +31,11 @@ def _ls_text(rows: list[dict[str, Any]]) -> str:
                      f"{_mb(r['used_memory']):>8}/{_mb(r['memory']):<7}  "
                      f"{', '.join(r['instances']) or '-'}"
                      + ("  (added)" if r["added"] else ""))
+        for t in r.get("tunnels", []):
+            vni = f"vni {t['vni']}" if t["vni"] is not None else "same host"
+            lines.append(f"  tunnel {t['link']}: {' - '.join(t['ends'])}, {vni}, attach "
+                         f"{t['attach']}, mtu {t['mtu']}"
+                         + ("" if t["present"] else "  (missing)"))
     return "\n".join(lines)
 
 

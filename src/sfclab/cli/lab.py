@@ -145,7 +145,8 @@ def _hosts_text(d: dict) -> list[str]:
         extra = (f" vni {hl['vni']}" if hl["vni"] is not None else "") + \
             (f" rate {format_rate(hl['rate'])}" if hl["rate"] else "") + \
             (f" tenant {hl['tenant']}" if hl["tenant"] else "")
-        lines.append(f"link {hl['link']}: {ends} {hl['attach']} mtu {hl['mtu']}{extra}")
+        what = "added instance's link" if hl.get("added") else f"link {hl['link']}"
+        lines.append(f"{what}: {ends} {hl['attach']} mtu {hl['mtu']}{extra}")
     return lines
 
 

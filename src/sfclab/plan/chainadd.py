@@ -310,6 +310,8 @@ def drop_nodes(plan: Plan, gone: set[str]) -> None:
     plan.interfaces = [i for i in plan.interfaces if i.node not in gone and i.peer not in gone]
     plan.veths = [v for v in plan.veths if v.a.node not in gone and v.b.node not in gone]
     plan.routes = [r for r in plan.routes if r.node not in gone]
+    plan.host_links = [hl for hl in plan.host_links  # added instances' tunnels (link -1)
+                       if hl.link != -1 or not any(e.node in gone for e in hl.ends)]
     for n in gone:
         plan.functions.pop(n, None)
     for h in plan.hosts:

@@ -15,8 +15,8 @@ from ipaddress import IPv4Interface, IPv4Network
 
 from ..errors import SpecError
 from .model import Plan
-from .sfc import (FIRST_LABEL, MAX_LABELS, DirectionPlan, Hop, PathPlan, SteeringPlan, _slots,
-                  _weights, shortest_path)
+from .sfc import (FIRST_LABEL, DirectionPlan, Hop, SteeringPlan, _slots, assemble,
+                  shortest_path)
 
 MAX_PATHS = 4096
 #: the path index never handed out: its table entry stays empty (depth 0)
@@ -144,40 +144,13 @@ class Labels:
 def build_direction(topo: Topology, labels: Labels, cname: str, index: int, reverse: bool,
                     start: str, end: str, stages: list[list[str]], weights: list[list[int]],
                     symmetric: bool, ttl: int, place: str) -> DirectionPlan:
-    """One chain direction: a path per combination of instances, their stacks (RFC 8595)."""
+    """One chain direction: a path per combination of instances, their stacks (RFC 8595),
+    assembled as for a lab file's chains (:func:`sfclab.plan.sfc.assemble`)."""
     if reverse:
         stages, weights = stages[::-1], weights[::-1]
-    combos = _weights(stages, weights)
-    if len(combos) > 64:
-        raise SpecError(f"the groups make {len(combos)} paths; at most 64 per chain",
-                        place=place)
     d = DirectionPlan(index, cname, reverse, start, end, symmetric, ttl)
-    for k, (instances, w) in enumerate(combos):
-        stops = [start, *instances, end]
-        edges: list[tuple[str, str, str, str]] = []
-        for a, b in zip(stops, stops[1:]):
-            seg = topo.shortest(a, b) if a != b else None
-            if not seg:
-                raise SpecError(f"no path from {a} to {b} over direct links through "
-                                "forwarding nodes", place=place)
-            edges += seg
-        nodes = [start] + [e[2] for e in edges]
-        stop_at: dict[int, str] = {}
-        pos = 0
-        for inst in instances:
-            pos = nodes.index(inst, pos + 1)
-            stop_at[pos] = inst
-        stack: list[int] = []
-        for i in range(1, len(nodes) - 1):
-            if i in stop_at:
-                stack.append(labels.label(Hop(0, nodes[i], "proxy")))
-            _, my, nxt, their = edges[i]
-            stack.append(labels.label(Hop(0, nodes[i], "forward", my, nxt, their)))
-        if len(stack) > MAX_LABELS:
-            raise SpecError(f"chain '{cname}' needs a stack of {len(stack)} labels "
-                            f"({' '.join(nodes)}); at most {MAX_LABELS}", place=place)
-        _, my0, _, their0 = edges[0]
-        d.paths.append(PathPlan(k, nodes, instances, stack, my0, nodes[1], their0, w))
+    d.paths = assemble(cname, start, end, stages, weights, topo.shortest, labels.label,
+                       lambda msg: SpecError(msg, place=place))
     d.slots = _slots([p.weight for p in d.paths])
     return d
 

@@ -8,6 +8,11 @@ also gets, per chain, its steered path over the topology: one coloured, dashed a
 labelled with the chain's name (a function instance as ``name: fw1``), in the direction the
 classifier sends; a symmetric chain's arrows point both ways.  Every path of a chain is drawn
 (a group makes one path per instance), each hop once.
+
+A running lab is drawn as it runs: its saved plan holds what ``chain add``, ``chain migrate``
+and ``host add`` made (function instances, their links, each drawn once, and their tunnels
+with VNI; added hosts as boxes, the nodes no host holds in a box ``local``), and the chains'
+paths as they are now (through clones after a migration).
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from dataclasses import dataclass
 from ..spec.quantities import format_rate
 from .model import Plan
 from .sfc import SteeringPlan
+
+#: the implicit host of a lab whose file names no hosts (its nodes, once hosts were added)
+LOCAL_HOST = "local"
 
 #: one colour per chain, in order of the chains (repeats after eight chains)
 CHAIN_COLOURS = ("#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a65628", "#f781bf",
@@ -63,18 +71,25 @@ def _nodes(plan: Plan) -> list[tuple[str, str]]:
     return out
 
 
+def link_key(link: int, node: str, peer: str) -> tuple[int, str, str]:
+    """What one link of a running lab is known by: its index in the lab file, or for a link
+    made on the running lab (``chain add``/``migrate``: index -1) its two nodes."""
+    return (link, "", "") if link >= 0 else (link, min(node, peer), max(node, peer))
+
+
 def _edges(plan: Plan) -> list[tuple[str, str, str]]:
-    """(a, b, label) once per link."""
-    by_link: dict[int, list] = {}
+    """(a, b, label) once per link: the lab file's and those made on the running lab."""
+    by_link: dict[tuple[int, str, str], list] = {}
     for i in plan.interfaces:
-        by_link.setdefault(i.link, []).append(i)
+        by_link.setdefault(link_key(i.link, i.node, i.peer), []).append(i)
     edges = []
-    for link in sorted(by_link):
-        ifs = by_link[link]
+    for key in sorted(by_link):
+        ifs = by_link[key]
         nodes = {i.node for i in ifs} | {i.peer for i in ifs}
         a, b = sorted(nodes, key=lambda n: (n != ifs[0].node, n))[:2]
         role = ifs[0].role
-        hosted = next((h for h in plan.host_links if h.link == link), None)
+        hosted = next((h for h in plan.host_links if h.link == key[0] and
+                       (key[0] >= 0 or {e.node for e in h.ends} == {a, b})), None)
         if hosted is not None:
             role = hosted.attach + (f" vni {hosted.vni}" if hosted.vni is not None else "") + \
                 (f" {format_rate(hosted.rate)}" if hosted.rate else "")
@@ -93,7 +108,13 @@ def _by_host(plan: Plan) -> list[tuple[str | None, list[tuple[str, str]]]]:
     if not plan.hosts:
         return [(None, _nodes(plan))]
     nodes = dict(_nodes(plan))
-    return [(h.name, [(n, nodes[n]) for n in h.nodes if n in nodes]) for h in plan.hosts]
+    out: list[tuple[str | None, list[tuple[str, str]]]] = [
+        (h.name, [(n, nodes[n]) for n in h.nodes if n in nodes]) for h in plan.hosts]
+    held = {n for h in plan.hosts for n in h.nodes}
+    rest = [(n, k) for n, k in nodes.items() if n not in held]
+    if rest:  # hosts added to a lab whose file named none: the rest is on the machine
+        out.insert(0, (LOCAL_HOST, rest))
+    return out
 
 
 def mermaid(plan: Plan, shapes: Shapes) -> str:

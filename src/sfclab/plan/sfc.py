@@ -31,6 +31,7 @@ packet (realized as ``gso_max_segs 1``).  Lab-file settings win over all of thes
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from ipaddress import IPv4Network
 from itertools import product
@@ -179,6 +180,7 @@ class _Graph:
 
 
 Adjacency = dict[str, list[tuple[str, str, str]]]  # node -> [(neighbour, my if, its if)]
+Edges = list[tuple[str, str, str, str]]  # (node, out interface, next node, its interface)
 
 
 def shortest_path(adj: Adjacency, forwards: dict[str, bool], src: str, dst: str
@@ -350,18 +352,38 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
     start, end = (chain.egress, ingress) if reverse else (ingress, chain.egress)
     if reverse:
         stages, weights = stages[::-1], weights[::-1]
+    d = DirectionPlan(index, cname, reverse, start, end, chain.symmetric, chain.ttl)
+    d.paths = assemble(cname, start, end, stages, weights, g.shortest, labels.label,
+                       lambda msg: _error(lab, msg, fplace))
+    d.slots = _slots([p.weight for p in d.paths])
+    for i, c in enumerate(chain.classifiers):
+        if c.ingress != ingress:
+            continue
+        seen = reversed_classifier(c, start) if reverse else c
+        d.classifiers.append({"index": i, **seen.as_dict(), "entries": entries_of(seen)})
+    return d
+
+
+def assemble(cname: str, start: str, end: str, stages: list[list[str]],
+             weights: list[list[int]], shortest: Callable[[str, str], Edges | None],
+             label: Callable[[Hop], int], error: Callable[[str], Exception]) -> list[PathPlan]:
+    """A direction's paths, one per combination of the stages' instances (weight: the product
+    of theirs): the shortest way from ``start`` through the instances in order to ``end``,
+    and its RFC 8595 stack (per inner node, a function instance's proxy label, then its
+    forward label), labels from ``label``.  Shared by a lab file's chains (:func:`build`) and
+    those added to a running lab (:mod:`.chainpaths`); ``error`` makes their errors."""
     combos = _weights(stages, weights)
     if len(combos) > 64:
-        raise _error(lab, f"the groups make {len(combos)} paths; at most 64 per chain", fplace)
-    d = DirectionPlan(index, cname, reverse, start, end, chain.symmetric, chain.ttl)
+        raise error(f"the groups make {len(combos)} paths; at most 64 per chain")
+    paths = []
     for k, (instances, w) in enumerate(combos):
         stops = [start, *instances, end]
-        edges: list[tuple[str, str, str, str]] = []
+        edges: Edges = []
         for a, b in zip(stops, stops[1:]):
-            seg = g.shortest(a, b) if a != b else None
+            seg = shortest(a, b) if a != b else None
             if not seg:
-                raise _error(lab, f"no path from {a} to {b} over direct links through "
-                             "forwarding nodes (chains do not cross bridges)", fplace)
+                raise error(f"no path from {a} to {b} over direct links through forwarding "
+                            "nodes (chains do not cross bridges)")
             edges += seg
         nodes = [start] + [e[2] for e in edges]
         stop_at = {}  # position in nodes -> function instance
@@ -371,23 +393,16 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
             stop_at[pos] = inst
         stack: list[int] = []
         for i in range(1, len(nodes) - 1):
-            n = nodes[i]
             if i in stop_at:
-                stack.append(labels.label(Hop(0, n, "proxy")))
+                stack.append(label(Hop(0, nodes[i], "proxy")))
             _, my, nxt, their = edges[i]
-            stack.append(labels.label(Hop(0, n, "forward", my, nxt, their)))
+            stack.append(label(Hop(0, nodes[i], "forward", my, nxt, their)))
         if len(stack) > MAX_LABELS:
-            raise _error(lab, f"chain '{cname}' needs a stack of {len(stack)} labels "
-                         f"({' '.join(nodes)}); at most {MAX_LABELS}", fplace)
+            raise error(f"chain '{cname}' needs a stack of {len(stack)} labels "
+                        f"({' '.join(nodes)}); at most {MAX_LABELS}")
         _, my0, _, their0 = edges[0]
-        d.paths.append(PathPlan(k, nodes, instances, stack, my0, nodes[1], their0, w))
-    d.slots = _slots([p.weight for p in d.paths])
-    for i, c in enumerate(chain.classifiers):
-        if c.ingress != ingress:
-            continue
-        seen = reversed_classifier(c, start) if reverse else c
-        d.classifiers.append({"index": i, **seen.as_dict(), "entries": entries_of(seen)})
-    return d
+        paths.append(PathPlan(k, nodes, instances, stack, my0, nodes[1], their0, w))
+    return paths
 
 
 def reversed_classifier(c: ClassifierSpec, ingress: str) -> ClassifierSpec:

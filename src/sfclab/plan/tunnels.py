@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ..spec.hosts import VXLAN_OVERHEAD
 from .chainadd import BASE_MTU
 from .hosts import VNI_BASE
+from .model import HostEndPlan, HostLinkPlan
 from .sfc import LABEL_ROOM
 
 if TYPE_CHECKING:
@@ -59,3 +60,31 @@ def fit(plan: Plan, new: list[NewNode], existing: Iterable[NewNode], underlay_mt
         n.vni = nxt
         nxt += 1
         n.mtu = min(labelled_mtu, underlay_mtu - VXLAN_OVERHEAD)
+
+
+#: how an added instance's tunnel joins port and tunnel in each context
+ATTACH = "bridge"
+
+
+def host_link(plan: Plan, n: NewNode, ends: list[tuple[str, str, str | None]]) -> HostLinkPlan:
+    """The hosted link (:class:`~.model.HostLinkPlan`, ``link`` -1: no link of the lab file)
+    of added instance ``n`` with a tunnel: ``ends`` gives (host, its context's namespace, its
+    underlay address or None) for the attach node's host, then the instance's.  In the
+    plan's ``host_links`` it is shown (``inspect``, ``host ls``, ``graph``) like the lab
+    file's, and made and removed by the same code (:mod:`sfclab.realize.links.hosted`)."""
+    assert n.vni is not None and len(ends) == 2
+    port, vx, br = names(n.vni)
+    sides = [(ends[0], ends[1], n.attach, plan.netns_of(n.attach), n.attach_ifname),
+             (ends[1], ends[0], n.node, n.netns, n.ifname)]
+    out = []
+    for (host, ctx, addr), (_, _, other), node, node_ns, node_if in sides:
+        out.append(HostEndPlan(node, host, ctx, port, node_ns, node_if, vxlan=vx,
+                               local=addr.split("/")[0] if addr else None,
+                               remote=other.split("/")[0] if other else None, joiner=br))
+    return HostLinkPlan(-1, ATTACH, n.mtu, out, n.vni)
+
+
+def host_link_of(plan: Plan, node: str) -> HostLinkPlan | None:
+    """The hosted link of added instance ``node`` in ``plan``, if it has one."""
+    return next((hl for hl in plan.host_links if hl.link == -1 and
+                 any(e.node == node for e in hl.ends[1:])), None)

@@ -148,6 +148,14 @@ def inspect_links(plan: Plan, live: bool = False) -> list[dict[str, Any]]:
                     have[h.netns] = {m.get_attr("IFLA_IFNAME") for m in ipr.get_links()}
                 finally:
                     ipr.close()
+        # contexts no plan host names (``sfclab:<lab>:@local`` of added instances' tunnels)
+        for ns in {e.netns for hl in plan.host_links for e in hl.ends} - set(have):
+            if netns.exists(ns):
+                ipr = netns.iproute(ns)
+                try:
+                    have[ns] = {m.get_attr("IFLA_IFNAME") for m in ipr.get_links()}
+                finally:
+                    ipr.close()
     out = []
     for hl in plan.host_links:
         ends = []
@@ -161,6 +169,6 @@ def inspect_links(plan: Plan, live: bool = False) -> list[dict[str, Any]]:
                 d["present"] = all(x in there for x in (e.port, tunnel) if x) if e.port \
                     else e.netns in have  # direct: the tunnel lives in the node
             ends.append(d)
-        out.append({"link": hl.link, "attach": hl.attach, "vni": hl.vni, "mtu": hl.mtu,
+        out.append({"link": hl.link, "added": hl.link == -1, "attach": hl.attach, "vni": hl.vni, "mtu": hl.mtu,
                     "rate": hl.rate, "tenant": hl.space, "ends": ends})
     return out

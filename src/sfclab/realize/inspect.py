@@ -37,7 +37,7 @@ def inspect(name: str) -> dict[str, Any]:
            "source": meta.get("source"), "tag": plan.tag, "nodes": nodes,
            "segments": [{"subnet": s.subnet, "members": s.members, "bridges": s.bridges}
                         for s in plan.segments]}
-    if plan.hosts:
+    if plan.hosts or plan.host_links:
         out["hosts"] = inspect_hosts(plan)
         out["underlay"] = {"netns": plan.underlay.netns, "subnet": plan.underlay.subnet,
                            "mtu": plan.underlay.mtu, "mtu_note": plan.underlay.mtu_note} \

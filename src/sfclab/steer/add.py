@@ -27,7 +27,7 @@ from ..errors import LabError, SpecError
 from ..plan import placement
 from ..plan import tunnels as plan_tunnels
 from ..plan.tunnels import LABELLED_MTU as LABELLED
-from ..plan.chainadd import Addition, apply, plan_addition, withdraw
+from ..plan.chainadd import Addition, NewNode, apply, plan_addition, withdraw
 from ..plan.model import Plan
 from ..plan.placement import Need, NoRoom
 from ..plan.sfc import SteeringPlan, entries_of, reversed_classifier
@@ -35,7 +35,7 @@ from ..realize import dataplane, lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import health, record, tables, tunnels, underlay, wire
+from . import health, record, tables, underlay, wire
 from .capacity import hosts_of
 from .chains import read_classifiers
 from .request import AddChain, RemoveChain
@@ -71,7 +71,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         for i in instances:
             i.host = where[i.node]
         add = plan_addition(plan, sp, req.chain, instances, req.source)
-        others = [x for a, _ in record.additions(state).values() for x in a.nodes]
+        others = [x for a in record.placed(state) for x in a.nodes]
         plan_tunnels.fit(plan, add.nodes, others, underlay.underlay_mtu(state, plan, LABELLED),
                          LABELLED)
         merged = Plan.from_dict(plan.to_dict())
@@ -119,7 +119,7 @@ def _make(state: LabState, plan: Plan, merged: Plan, msp: SteeringPlan, add: Add
         dataplane.make_dir(plan.lab)
     say(f"function nodes: {len(add.nodes)}")
     for n in add.nodes:
-        wire.make_node(merged, n, tunnels.prepare(state, merged, n, LABELLED))
+        wire.make_node(merged, n, _tunnel(state, merged, n))
     for node, ifname, mtu in add.mtu:
         wire.set_link(merged, node, ifname, mtu=mtu)
     for node, ifname, offl in add.offloads:
@@ -145,6 +145,16 @@ def _make(state: LabState, plan: Plan, merged: Plan, msp: SteeringPlan, add: Add
         say("classifiers: traffic on")
         for d in add.directions:
             tables.write_classifiers(dp, msp, d)
+
+
+def _tunnel(state: LabState, merged: Plan, n: NewNode) -> underlay.Tunnel | None:
+    """``n``'s tunnel, if it has one: its hosts joined, its hosted link put in the plan (and
+    the plan saved) before it is made."""
+    t = underlay.tunnel(state, merged, n, LABELLED)
+    if t is not None:
+        merged.host_links.append(t.link)
+        record.save_plan(state, merged)
+    return t
 
 
 def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:

@@ -64,7 +64,7 @@ def hosts_of(state: LabState, plan: Plan) -> list[placement.Host]:
                                   hp.memory or machine_memory()))
     by_name = {h.name: h for h in out}
     added = set()
-    for add, _ in record.additions(state).values():
+    for add in record.placed(state):
         for n in add.nodes:
             added.add(n.node)
             h = by_name.get(n.host)
@@ -86,7 +86,7 @@ def hosts_of(state: LabState, plan: Plan) -> list[placement.Host]:
 def instances_by_host(state: LabState) -> dict[str, list[str]]:
     """host -> the added instances placed on it."""
     out: dict[str, list[str]] = {}
-    for add, _ in record.additions(state).values():
+    for add in record.placed(state):
         for n in add.nodes:
             out.setdefault(n.host, []).append(n.node)
     return out

@@ -3,9 +3,12 @@
 Everything here works from the lab's saved plan (``plan.steering``) and its pinned maps, so it
 needs neither the lab file nor the process that built the lab.
 
-``trace`` is a label traceroute: for k = 1, 2, ... it gives the first path's stack a TTL of k,
-sends one probe that matches the chain from the ingress, and reads which node counted a TTL
-expiry -- the node that processed the k-th label.  The hops it prints are therefore the hops
+``trace`` is a label traceroute of every path of the chain's first direction (or one, ``path``):
+for each path it picks a probe matching the classifier whose flow hash lands on one of that
+path's slots (the ports are searched inside the classifier's ranges with the data plane's own
+hash, :mod:`sfclab.plan.flowhash`, against the live slot table); then for k = 1, 2, ... it gives
+that path's stack a TTL of k, sends the probe from the ingress, and reads which node counted a
+TTL expiry -- the node that processed the k-th label.  The hops it prints are therefore the hops
 the data plane really took, in order; the last probe runs with the chain's own TTL and must be
 delivered.  It briefly lowers that path's TTL, so run it on a quiet lab.
 """
@@ -21,7 +24,8 @@ from typing import Any
 from ..errors import LabError, SpecError
 from ..kernel import netns
 from ..plan.classifier_rows import Row, rows_of
-from ..plan.sfc import DirectionPlan, SteeringPlan
+from ..plan import flowhash
+from ..plan.sfc import SLOTS, DirectionPlan, PathPlan, SteeringPlan
 from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, Iface, encode_path, path_base
 from ..spec import classifier_file
@@ -119,6 +123,8 @@ def _added_and_health(lab: str, chain: str, instances: set[str]) -> dict[str, An
                       if got else None),
             "classified_later": [{"source": s["source"], "classifiers": s["classifiers"],
                                   "entries": s["entries"]} for s in saved],
+            # a lab-file chain's functions ``chain migrate`` moved: node -> the clone there now
+            "moved": record.moves(state).get(chain, (None, {}))[1],
             "health": health.status(lab, chain, instances)}
 
 
@@ -169,11 +175,13 @@ def _remember(lab: str, chain: str, classifiers: int, entries: int, path: str) -
 
 
 # --------------------------------------------------------------------------------- trace
-def _probe(c: ClassifierSpec, src: IPv4Address, dst: IPv4Address) -> tuple[bytes, int]:
-    """An IPv4 packet matching ``c`` (header included), and its IP protocol."""
+def _probe(c: ClassifierSpec, src: IPv4Address, dst: IPv4Address, sport: int | None = None,
+           dport: int | None = None) -> tuple[bytes, int]:
+    """An IPv4 packet matching ``c`` (header included), and its IP protocol; ``sport``,
+    ``dport``: the ports, else the classifier's first ones."""
     proto = {"tcp": 6, "udp": 17, "icmp": 1, "any": 17}[c.proto]
-    sport = c.sport[0] if c.sport else 40000
-    dport = c.dport[0] if c.dport else 33434
+    sport = sport if sport is not None else c.sport[0] if c.sport else 40000
+    dport = dport if dport is not None else c.dport[0] if c.dport else 33434
     payload = b"sfclab chain trace"
     if proto == 17:
         l4 = struct.pack(">HHHH", sport, dport, 8 + len(payload), 0) + payload
@@ -210,52 +218,115 @@ def _send(netns_name: str, packet: bytes, dst: IPv4Address) -> None:
         s.close()
 
 
-def trace(lab: str, chain: str, wait: float = 0.05) -> dict[str, Any]:
-    """The hops the chain's first path really takes, found by label TTL expiry (see above)."""
+def trace(lab: str, chain: str, path: int | None = None, wait: float = 0.05
+          ) -> dict[str, Any]:
+    """Trace every path of the chain's first direction (or only ``path``): one probe per
+    path, its ports chosen so the classifier's hash lands on a slot of that path
+    (:func:`probe_ports`), then the label traceroute of the module's docstring."""
     plan, sp = _steering(lab)
     d = _chain_dirs(sp, lab, chain)[0]
-    path = d.paths[0]
     cl = d.classifiers[0] if d.classifiers else None
     if cl is None:
         raise LabError(f"chain '{chain}' has no classifier at {d.ingress} to trace with")
+    if path is not None and not 0 <= path < len(d.paths):
+        raise LabError(f"chain '{chain}' has paths 0 to {len(d.paths) - 1}, no path {path}")
     spec = ClassifierSpec.model_validate({k: v for k, v in cl.items()
                                           if k not in ("index", "entries")})
     src = spec.src.network_address + (1 if spec.src.num_addresses > 1 else 0) if spec.src \
         else plan.address_of(d.ingress)
     dst = spec.dst.network_address + (1 if spec.dst.num_addresses > 1 else 0) if spec.dst \
         else plan.address_of(d.egress)
-    packet, _ = _probe(spec, IPv4Address(src), IPv4Address(dst))
+    wanted = [d.paths[path]] if path is not None else list(d.paths)
+    base = path_base(sp, d.index)
+    with DataPlane(lab) as dp:
+        raw = dp.maps["sfc_chains"].lookup(struct.pack("<I", d.index))
+        assert raw is not None
+        nslots, sym = struct.unpack_from("<II", raw)
+        slots = list(struct.unpack_from(f"<{SLOTS}I", raw, 8))[:nslots]
+        ports = probe_ports(spec, IPv4Address(src), IPv4Address(dst), sym,
+                            slots, {base + p.index for p in wanted})
+        out = []
+        for p in wanted:
+            got = ports.get(base + p.index)
+            if got is None:
+                out.append({"path": p.index, "nodes": p.nodes, "instances": p.instances,
+                            "probe": None, "hops": [], "delivered": False, "in_order": False,
+                            "took_path": False, "instances_seen": [],
+                            "note": "no probe matching the classifier hashes onto this path "
+                                    "(it holds no slot now, or the classifier fixes every "
+                                    "hashed field)"})
+                continue
+            packet, _ = _probe(spec, IPv4Address(src), IPv4Address(dst), *got)
+            out.append(_trace_path(dp, plan, sp, d, p, base + p.index, packet,
+                                   IPv4Address(dst), wait) |
+                       {"probe": {"sport": got[0], "dport": got[1]}})
+    traced = [x for x in out if x["probe"] is not None]
+    return {"lab": lab, "chain": chain, "ingress": d.ingress, "egress": d.egress,
+            "paths": out, "delivered": bool(traced) and all(x["delivered"] for x in traced),
+            "in_order": bool(traced) and all(x["in_order"] and x["took_path"]
+                                             for x in traced)}
+
+
+def probe_ports(spec: ClassifierSpec, src: IPv4Address, dst: IPv4Address, sym: int,
+                slots: list[int], wanted: set[int], limit: int = 1 << 18
+                ) -> dict[int, tuple[int, int]]:
+    """Path-table index -> (source port, destination port) of a probe matching ``spec``
+    whose flow hash (:mod:`sfclab.plan.flowhash`) picks a slot holding that path, for each
+    of ``wanted`` found within ``limit`` tries (ports inside the classifier's ranges)."""
+    proto = {"tcp": 6, "udp": 17, "icmp": 1, "any": 17}[spec.proto]
+    s_lo, s_hi = spec.sport if spec.sport else (40000, 65535)
+    d_lo, d_hi = spec.dport if spec.dport else (33434, 33434)
+    found: dict[int, tuple[int, int]] = {}
+    tries = 0
+    for dport in range(d_lo, d_hi + 1):
+        for sport in range(s_lo, s_hi + 1):
+            hs, hd = (sport, dport) if proto != 1 else (0, 0)
+            pi = slots[flowhash.slot_of(len(slots), flowhash.flow_hash(src, dst, hs, hd, proto,
+                                                                       sym))] if slots else -1
+            if pi in wanted and pi not in found:
+                found[pi] = (sport, dport)
+                if len(found) == len(wanted):
+                    return found
+            tries += 1
+            if tries >= limit or proto == 1:
+                return found
+    return found
+
+
+def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, path: PathPlan,
+                index: int, packet: bytes, dst: IPv4Address, wait: float) -> dict[str, Any]:
+    """Label traceroute of one path with a probe that hashes onto it."""
     ns = plan.netns_of(d.ingress)
     hops_by_label = {h.label: h for h in sp.hops}
-    index = path_base(sp, d.index) + path.index
     hops: list[dict[str, Any]] = []
-    with DataPlane(lab) as dp:
-        raw = dp.maps["sfc_paths"].lookup(struct.pack("<I", index))
-        assert raw is not None
-        ifindex = struct.unpack_from("<I", raw, 4)[0]
-        first = Iface(ifindex, raw[8:14])
-        dmac = raw[14:20]
-        try:
-            for k in range(1, len(path.stack) + 1):
-                dp.maps["sfc_paths"].update(struct.pack("<I", index),
-                                            encode_path(path.stack, k, first, dmac))
-                before = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
-                _send(ns, packet, IPv4Address(dst))
-                time.sleep(wait)
-                after = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
-                seen = [n for n in sp.node_ids if after[n] > before[n]]
-                h = hops_by_label[path.stack[k - 1]]
-                hops.append({"hop": k, "label": h.label, "action": h.action,
-                             "expected": h.node, "seen_at": seen[0] if seen else None})
-        finally:
+    raw = dp.maps["sfc_paths"].lookup(struct.pack("<I", index))
+    assert raw is not None
+    ifindex = struct.unpack_from("<I", raw, 4)[0]
+    first = Iface(ifindex, raw[8:14])
+    dmac = raw[14:20]
+    try:
+        for k in range(1, len(path.stack) + 1):
             dp.maps["sfc_paths"].update(struct.pack("<I", index),
-                                        encode_path(path.stack, d.ttl, first, dmac))
-        last = hops_by_label[path.stack[-1]].node
-        before_d = dp.counters(sp.node_ids[last])["delivered"]
-        _send(ns, packet, IPv4Address(dst))
-        time.sleep(wait)
-        delivered = dp.counters(sp.node_ids[last])["delivered"] > before_d
-    return {"lab": lab, "chain": chain, "ingress": d.ingress, "egress": d.egress,
-            "path": path.nodes, "hops": hops, "delivered": delivered,
+                                        encode_path(path.stack, k, first, dmac))
+            before = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
+            _send(ns, packet, dst)
+            time.sleep(wait)
+            after = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
+            seen = [n for n in sp.node_ids if after[n] > before[n]]
+            h = hops_by_label[path.stack[k - 1]]
+            hops.append({"hop": k, "label": h.label, "action": h.action,
+                         "expected": h.node, "seen_at": seen[0] if seen else None})
+    finally:
+        dp.maps["sfc_paths"].update(struct.pack("<I", index),
+                                    encode_path(path.stack, d.ttl, first, dmac))
+    last = hops_by_label[path.stack[-1]].node
+    before_d = dp.counters(sp.node_ids[last])["delivered"]
+    before_p = dp.path_count(index)
+    _send(ns, packet, dst)
+    time.sleep(wait)
+    delivered = dp.counters(sp.node_ids[last])["delivered"] > before_d
+    return {"path": path.index, "nodes": path.nodes, "instances": path.instances,
+            "hops": hops, "delivered": delivered,
+            "took_path": dp.path_count(index) > before_p,
+            "instances_seen": [h["seen_at"] for h in hops if h["action"] == "proxy"],
             "in_order": all(h["seen_at"] == h["expected"] for h in hops)}
-

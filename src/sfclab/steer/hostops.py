@@ -33,6 +33,7 @@ from ..plan import placement
 from ..plan.model import HostPlan, Plan
 from ..plan.names import host_cgroup, host_netns
 from ..realize import lifecycle
+from ..realize.hosts import inspect_links
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
 from . import record, underlay
@@ -179,7 +180,7 @@ def remove_host(lab: str, name: str, drain: bool = False,
 
 def _target(state: LabState, plan: Plan, instance: str, leaving: str) -> str:
     """Where placement puts ``instance`` among the hosts other than ``leaving``."""
-    add = next(a for a, _ in record.additions(state).values()
+    add = next(a for a in record.placed(state)
                if any(n.node == instance for n in a.nodes))
     n = next(x for x in add.nodes if x.node == instance)
     others = [h for h in hosts_of(state, plan) if h.name != leaving]
@@ -199,6 +200,7 @@ def list_hosts(lab: str) -> list[dict[str, Any]]:
     _, plan = lifecycle.load_plan(lab)
     added = set(added_hosts(state))
     inst = instances_by_host(state)
+    links = inspect_links(plan, live=True)  # the lab file's tunnels and added instances'
     out = []
     for h in hosts_of(state, plan):
         hp = next((x for x in plan.hosts if x.name == h.name), None)
@@ -212,5 +214,15 @@ def list_hosts(lab: str) -> list[dict[str, Any]]:
                     "memory": h.memory, "used_cpu": round(h.used_cpu, 6),
                     "used_memory": h.used_memory, "free_cpu": h.free_cpu,
                     "free_memory": h.free_memory, "instances": inst.get(h.name, []),
-                    "nodes": own, "cgroup": hp.cgroup if hp else None})
+                    "nodes": own, "cgroup": hp.cgroup if hp else None,
+                    "tunnels": [_tunnel_row(hl) for hl in links
+                                if any(e["host"] == h.name for e in hl["ends"])]})
     return out
+
+
+def _tunnel_row(hl: dict[str, Any]) -> dict[str, Any]:
+    """A hosted link as ``host ls`` shows it: VNI, ends (node@host), attach, whether made."""
+    return {"link": "added" if hl["added"] else hl["link"], "vni": hl["vni"],
+            "attach": hl["attach"], "mtu": hl["mtu"],
+            "ends": [f"{e['node']}@{e['host']}" for e in hl["ends"]],
+            "present": all(e.get("present", True) for e in hl["ends"])}

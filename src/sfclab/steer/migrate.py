@@ -24,6 +24,19 @@
 and those ``host add`` made; ``local``, the machine, in a lab without hosts); the clone joins
 that host's cgroups (its CPUs and memory) and is linked to the same attach node as the
 instance (see :mod:`sfclab.steer.hostops` for what an emulated host's placement means).
+
+**Functions of the lab file's own chains** move the same way.  Their clone is one-armed like
+an added instance's, hung off the forwarding node before the function on its chain's first
+path through it (else the one after); a NAT's ``outside`` becomes that node.  What differs is
+step 6: the lab-file node is a piece of the lab's topology (its links carry the lab's routes
+and, as transit, the chain's own new paths), so only its *function* stops (processes, and its nftables rules; a shaper's
+qdiscs stay): its namespace,
+links and addresses stay, it forwards as a plain transit node, and the plan drops it from
+the lab's functions (``down`` has nothing of it to stop; its host no longer counts its CPU
+and memory).  The clone takes its place: the chain's paths, ``chain ls``, ``inspect``,
+``graph`` and ``host ls`` name the clone, ``down`` removes it (journaled), and the record
+``moved/<chain>.json`` (:mod:`.record`) keeps the clones and which lab-file node each stands
+for; a clone can be migrated again like any instance.
 """
 
 from __future__ import annotations
@@ -31,7 +44,7 @@ from __future__ import annotations
 import re
 import shutil
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import LabError
@@ -49,22 +62,67 @@ from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, path_base
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import conntrack, health, record, tables, tunnels, underlay, wire
+from . import conntrack, health, record, tables, underlay, wire
 from .record import slot_lock
-from .add import _steering
-from .capacity import hosts_of
+from .add import _steering, _tunnel
+from .capacity import LOCAL, hosts_of
 from .request import MigrateInstance
 
 READY_TIMEOUT_S = 5.0
 MAX_DRAIN_S = 5.0
 
 
-def owner(state: LabState, instance: str) -> Addition:
+def owner(state: LabState, plan: Plan, instance: str) -> Owner:
+    """The record ``instance`` belongs to: an added chain's, the clones of a lab-file chain,
+    or (an instance of a lab-file chain not moved yet) a fresh record of that chain's clones,
+    with ``instance`` described as a node of the lab file (:func:`_lab_node`)."""
     for add, _ in record.additions(state).values():
         if any(n.node == instance for n in add.nodes):
-            return add
-    raise LabError(f"'{instance}' is no instance of a chain added to lab '{state.name}' "
-                   "(only functions made by 'sfclab chain add' can be migrated)")
+            return Owner(add, next(n for n in add.nodes if n.node == instance), None)
+    for add, moved in record.moves(state).values():
+        if any(n.node == instance for n in add.nodes):
+            return Owner(add, next(n for n in add.nodes if n.node == instance), moved)
+    sp = _steering(plan)
+    for d in sp.directions:
+        if any(instance in p.instances for p in d.paths):
+            add, moved = record.moves(state).get(
+                d.chain, (Addition(d.chain, "", source="lab file"), {}))
+            return Owner(add, _lab_node(plan, d, instance), moved)
+    raise LabError(f"'{instance}' is no function instance on a chain of lab '{state.name}' "
+                   "(instances: 'sfclab chain ls' shows them)")
+
+
+@dataclass
+class Owner:
+    add: Addition  # the record the clone joins
+    old: NewNode  # the instance, as the record knows it
+    moved: dict[str, str] | None  # lab-file node -> clone (None: an added chain)
+
+    @property
+    def lab_file(self) -> bool:
+        """Whether ``old`` is a node of the lab file (not one of ``add.nodes``)."""
+        return self.moved is not None and all(n.node != self.old.node for n in self.add.nodes)
+
+
+def _lab_node(plan: Plan, d: DirectionPlan, node: str) -> NewNode:
+    """A lab file's function node seen as an instance to move: its kind, keys, cgroup needs
+    and host; *attach* is the forwarding node before it on its chain's first path through it
+    (else the one after), where the one-armed clone hangs off."""
+    p = next(p for p in d.paths if node in p.instances)
+    k = p.nodes.index(node)
+    topo = Topology(plan)
+    attach = next((x for x in (p.nodes[k - 1], p.nodes[k + 1]) if topo.forwards.get(x)), None)
+    if attach is None:
+        raise LabError(f"'{node}' has no forwarding neighbour on chain '{d.chain}' for its "
+                       "clone to hang off")
+    f = plan.functions[node]
+    params = dict(f["params"])
+    if "outside" in params:  # one arm: the outside is the attach node, as for added NATs
+        params["outside"] = attach
+    on = plan.host_of(node)
+    return NewNode(node, plan.netns_of(node), f["kind"], params, node,
+                   float(params.get("cpu") or 0), int(params.get("memory") or 0),
+                   on.name if on else LOCAL, attach, "", "", "", "", "")
 
 
 def clone_name(plan: Plan, instance: str) -> str:
@@ -117,12 +175,15 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
 def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str, Any]:
     """:func:`migrate` for a caller that holds the lab's lock (``host rm --drain``)."""
     _, plan = lifecycle.load_plan(req.lab)
-    add = owner(state, req.instance)
+    own = owner(state, plan, req.instance)
+    add, old = own.add, own.old
     if req.conntrack and shutil.which("conntrack") is None:
         raise LabError("moving connection-tracking state needs the conntrack program "
                        "(Debian package conntrack; 'make setup' installs it); or migrate "
                        "with --no-conntrack, and established flows through a NAT break")
-    old = next(n for n in add.nodes if n.node == req.instance)
+    lab_file = own.lab_file
+    if lab_file and not add.attach:
+        add.attach = old.attach
     hosts = hosts_of(state, plan)
     host = req.to or old.host
     if host not in {h.name for h in hosts}:
@@ -141,8 +202,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                     old.params, old.function, old.cpu, old.memory, host, old.attach,
                     free_ifname(plan, old.attach, set()), "eth0", str(net),
                     f"{hs[1]}/30", f"{hs[0]}/30")
-    plan_tunnels.fit(plan, [clone], [x for a, _ in record.additions(state).values()
-                                     for x in a.nodes],
+    plan_tunnels.fit(plan, [clone], [x for a in record.placed(state) for x in a.nodes],
                      underlay.underlay_mtu(state, plan, LABELLED), LABELLED)
     # plan the clone's paths against the lab with the clone wired in
     step1 = Addition(add.chain, add.attach, nodes=[clone], source=add.source)
@@ -168,13 +228,13 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     # --- journal, then make ------------------------------------------------------------
     state.record([{"op": "netns", "name": clone.netns}])
     add.nodes.append(clone)
-    record.save_addition(state, add, "migrating")
+    _save(state, own, "migrating")
     record.save_plan(state, merged)
     moved = 0
     errors: list[str] = []
     seen: set[tuple[str, ...]] = set()
     try:
-        wire.make_node(merged, clone, tunnels.prepare(state, merged, clone, LABELLED))
+        wire.make_node(merged, clone, _tunnel(state, merged, clone))
         wire.start_function(state, merged, clone.node)
         wire.load_programs(merged, clone.node, msp.node_ids[clone.node],
                            msp.attach[clone.node])
@@ -194,7 +254,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
         wire.remove_node(state, merged, clone.node, clone.netns,
                          (clone.attach, clone.attach_ifname), clone)
         add.nodes.remove(clone)
-        record.save_addition(state, add, "up")
+        _save(state, own, "up")
         record.save_plan(state, plan)
         raise
     # --- switch: slot tables and the plan together (the watcher waits for both) ----------
@@ -222,7 +282,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     add.directions = [next((nd for nd in news if nd.index == d.index), d)
                       for d in add.directions]
     add.hops += labels.new
-    record.save_addition(state, add, "migrating")
+    _save(state, own, "migrating")
     # --- drain: the old instance lets out what it holds -----------------------------------
     with DataPlane(req.lab) as dp:
         if req.conntrack:
@@ -231,28 +291,39 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
             errors += e2
         drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
     # --- break: the old instance goes ----------------------------------------------------
-    errors += wire.remove_node(state, switched, old.node, old.netns,
-                              (old.attach, old.attach_ifname), old)
+    if lab_file:  # its namespace and links stay: the lab's routes and other paths cross it
+        errors += _retire(state, switched, old)
+    else:
+        errors += wire.remove_node(state, switched, old.node, old.netns,
+                                   (old.attach, old.attach_ifname), old)
     final = Plan.from_dict(switched.to_dict())
     fsp = _steering(final)
     in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
     freed = [h.label for h in fsp.hops if h.label not in in_use and
              (h.node == old.node or (h.next == old.node))]
     fsp.hops = [h for h in fsp.hops if h.label not in freed]
-    fsp.node_ids.pop(old.node, None)
-    fsp.attach.pop(old.node, None)
-    fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
-                              if a[1] != old.attach_ifname]
+    if not lab_file:
+        fsp.node_ids.pop(old.node, None)
+        fsp.attach.pop(old.node, None)
+        fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
+                                  if a[1] != old.attach_ifname]
     final.steering = fsp.to_dict()
-    drop_nodes(final, {old.node})
+    if lab_file:  # a transit node now: no function to stop at down, none to count on its host
+        final.functions.pop(old.node, None)
+    else:
+        drop_nodes(final, {old.node})
     with DataPlane(req.lab) as dp:
         for d in olds:
             tables.clear_paths(dp, _base(sp, d), len(d.paths))
         tables.delete_labels(dp, freed)
-    add.nodes.remove(old)
+    if not lab_file:
+        add.nodes.remove(old)
+    if own.moved is not None:  # the lab-file node the instance stood for now has the clone
+        stood = next((k for k, v in own.moved.items() if v == old.node), old.node)
+        own.moved[stood] = clone.node
     add.hops = [h for h in add.hops if h.label not in freed]
     record.save_plan(state, final)
-    record.save_addition(state, add, "up")
+    _save(state, own, "up")
     record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
                  host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
                  drained=drained)
@@ -260,6 +331,23 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
             "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
             "conntrack_errors": errors[:5], "drained": drained,
             "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _retire(state: LabState, plan: Plan, old: NewNode) -> list[str]:
+    """Stop a lab-file node's function and take its nftables rules out (the namespace is the
+    lab's, every rule in it the function's), so it forwards as a plain transit node."""
+    errors = wire.stop_function(state, plan, old.node)
+    cp = netns.run(old.netns, ["nft", "flush", "ruleset"], check=False, timeout=10)
+    if cp.returncode != 0:
+        errors.append(f"nftables of {old.node}: {cp.stderr.strip()}")
+    return errors
+
+
+def _save(state: LabState, own: Owner, status: str) -> None:
+    if own.moved is None:
+        record.save_addition(state, own.add, status)
+    else:
+        record.save_moved(state, own.add, own.moved)
 
 
 def _base(sp: SteeringPlan, d: DirectionPlan) -> int:

@@ -4,6 +4,10 @@ Layout (under ``labs/<lab>/`` of :mod:`sfclab.realize.state`)::
 
     added/<chain>.json        an added chain: its Addition (nodes, labels, directions) and
                               status (adding | up | removing)
+    moved/<chain>.json        a chain of the lab file some of whose functions ``chain migrate``
+                              moved: an Addition holding the clones (the instances now on its
+                              paths) and ``moved``: lab-file node -> the clone that took its
+                              place (see :mod:`.migrate`)
     classify/<chain>/<n>.*    classifiers added by ``chain classify``: a copy of the file
                               and a note (source, counts)
     events.jsonl              health and failover events (one JSON object a line)
@@ -109,6 +113,35 @@ def additions(state: LabState) -> dict[str, tuple[Addition, str]]:
 def drop_addition(state: LabState, chain: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         (added_dir(state) / f"{chain}.json").unlink()
+
+
+def moved_dir(state: LabState) -> Path:
+    return state.dir / "moved"
+
+
+def save_moved(state: LabState, add: Addition, moved: dict[str, str]) -> None:
+    """Keep the clones that stand in for functions of lab-file chain ``add.chain``."""
+    moved_dir(state).mkdir(parents=True, exist_ok=True)
+    _atomic_write(moved_dir(state) / f"{add.chain}.json",
+                  json.dumps({"moved": moved, "addition": add.to_dict()}))
+
+
+def moves(state: LabState) -> dict[str, tuple[Addition, dict[str, str]]]:
+    """chain -> (its clones as an Addition, lab-file node -> clone), lab-file chains only."""
+    out = {}
+    d = moved_dir(state)
+    if d.is_dir():
+        for p in sorted(d.glob("*.json")):
+            with contextlib.suppress(ValueError, KeyError, OSError):
+                x = json.loads(p.read_text())
+                out[p.stem] = (Addition.from_dict(x["addition"]), dict(x["moved"]))
+    return out
+
+
+def placed(state: LabState) -> list[Addition]:
+    """Every record of nodes made on the running lab: added chains and clones of lab-file
+    functions (what placement, tunnels and ``host ls`` count)."""
+    return [a for a, _ in additions(state).values()] + [a for a, _ in moves(state).values()]
 
 
 # ---------------------------------------------------------------------------------- events

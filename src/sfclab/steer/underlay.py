@@ -14,6 +14,9 @@ journaled before it is made, so ``down`` removes it (after a ``kill -9`` too):
 
 What was made is recorded in ``underlay.json`` in the lab's state directory; everything lives
 in lab namespaces, so removing them removes it.  ``host rm`` drops the host's record.
+
+:func:`tunnel` joins an added instance's two hosts and plans its hosted link; the link itself
+is made and removed by the lab's one hosted-link code (:mod:`sfclab.realize.links.hosted`).
 """
 
 from __future__ import annotations
@@ -25,10 +28,14 @@ from ipaddress import IPv4Interface, IPv4Network
 from typing import Any
 
 from ..errors import LabError
+from ..hosts.context import EmulatedHost, HostContext
 from ..kernel import netns
-from ..plan.model import Plan
+from ..plan import tunnels as plan_tunnels
+from ..plan.chainadd import NewNode
+from ..plan.model import HostLinkPlan, Plan
 from ..plan.names import UNDERLAY_NODE, host_netns, netns_name
-from ..plan.tunnels import LOCAL
+from ..plan.tunnels import LOCAL, attach_host
+from ..realize.links.hosted import remove_live
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
 from ..realize.step import step
@@ -36,6 +43,7 @@ from ..realize.step import step
 UNDERLAY_SUBNET = "198.19.128.0/24"
 UNDERLAY_IF = "ul0"
 BRIDGE = "br0"
+VXLAN_PORT = 4789
 
 
 @dataclass
@@ -164,3 +172,48 @@ def join(state: LabState, plan: Plan, host: str, labelled_mtu: int) -> Joined:
     d["hosts"][host] = j.__dict__
     _save(state, d)
     return j
+
+
+@dataclass
+class Tunnel:
+    """What the hosted-link code needs to make an added instance's tunnel on a running lab
+    (:func:`sfclab.realize.links.hosted.make_live`)."""
+
+    link: HostLinkPlan
+    contexts: dict[str, HostContext]
+    underlay_ifs: dict[str, str]
+    vxlan_port: int
+
+
+def tunnel(state: LabState, plan: Plan, n: NewNode, labelled_mtu: int) -> Tunnel | None:
+    """The two hosts of ``n``'s tunnel joined to the underlay (made on first need,
+    journaled) and its hosted link; None when ``n`` is on its attach node's host."""
+    if n.vni is None:
+        return None
+    ends = [join(state, plan, attach_host(plan, n.attach), labelled_mtu),
+            join(state, plan, n.host, labelled_mtu)]
+    hl = plan_tunnels.host_link(plan, n, [(j.host, j.netns, j.address) for j in ends])
+    return Tunnel(hl, {j.host: EmulatedHost(j.host, j.netns) for j in ends},
+                  {j.host: j.underlay_if for j in ends},
+                  plan.underlay.vxlan_port if plan.underlay is not None else VXLAN_PORT)
+
+
+def contexts(plan: Plan, hosts: list[str]) -> dict[str, HostContext]:
+    """The contexts of ``hosts`` that exist now (emulated: the lab's namespaces)."""
+    out: dict[str, HostContext] = {}
+    for host in hosts:
+        hp = next((h for h in plan.hosts if h.name == host), None)
+        ns = hp.netns if hp is not None else host_netns(plan.lab, host)
+        if netns.exists(ns):
+            out[host] = EmulatedHost(host, ns)
+    return out
+
+
+def remove_tunnel(plan: Plan, n: NewNode) -> list[str]:
+    """Delete ``n``'s tunnel devices in both contexts (those absent are skipped)."""
+    if n.vni is None:
+        return []
+    hl = plan_tunnels.host_link_of(plan, n.node) or \
+        plan_tunnels.host_link(plan, n, [(attach_host(plan, n.attach), "", None),
+                                         (n.host, "", None)])
+    return remove_live(hl, contexts(plan, [e.host for e in hl.ends]))

@@ -27,13 +27,14 @@ from ..realize.functions import instantiate
 from ..realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
 from ..realize.state import LabState
 from ..realize.steering import PROGRAM_OBJECT, steer_binary
+from ..realize.links.hosted import make_live
 from ..realize.step import step
-from . import tunnels
+from .underlay import remove_tunnel
 
 if TYPE_CHECKING:
     from pyroute2 import IPRoute
 
-    from .tunnels import Ends
+    from .underlay import Tunnel
 
 ONE_ARM_SYSCTLS = {"net.ipv4.conf.all.send_redirects": "0",
                    "net.ipv4.conf.default.send_redirects": "0"}
@@ -48,10 +49,10 @@ def _move(ipr: IPRoute, ifname: str, ns: str) -> None:
         os.close(fd)
 
 
-def make_node(plan: Plan, n: NewNode, tunnel: Ends | None = None) -> None:
+def make_node(plan: Plan, n: NewNode, tunnel: Tunnel | None = None) -> None:
     """The namespace, link, addresses and route of added node ``n`` (its name journaled);
-    ``tunnel``: on another host than its attach node, the two hosts' joined contexts
-    (:mod:`.tunnels` makes the link through them)."""
+    ``tunnel``: on another host than its attach node, its hosted link (in the plan's
+    ``host_links``), made through the two hosts' contexts by the lab's hosted-link code."""
     with step(f"namespace {n.netns}"):
         ipr = netns.create(n.netns, {**BASE_SYSCTLS, **FORWARDING_SYSCTLS, **ONE_ARM_SYSCTLS})
     assert ipr is not None
@@ -62,7 +63,8 @@ def make_node(plan: Plan, n: NewNode, tunnel: Ends | None = None) -> None:
                 ipr.link("add", ifname=n.ifname, kind="veth", peer=n.attach_ifname)
                 _move(ipr, n.attach_ifname, attach_ns)
         else:
-            tunnels.make(plan, n, tunnel)
+            make_live(plan.lab, tunnel.link, tunnel.contexts, tunnel.underlay_ifs,
+                      tunnel.vxlan_port)
         mtu = n.mtu or BASE_MTU + LABEL_ROOM
         mine = ipr.link_lookup(ifname=n.ifname)[0]
         with step(f"interface {n.node}/{n.ifname}"):
@@ -122,7 +124,7 @@ def remove_node(state: LabState, plan: Plan, node: str, ns: str,
     goes too), end what runs in it and delete its namespace."""
     errors = stop_function(state, plan, node)
     if added is not None:  # its tunnel's devices in the two hosts' contexts
-        errors += tunnels.remove(plan, added)
+        errors += remove_tunnel(plan, added)
     if attach is not None:
         try:
             ipr = netns.iproute(plan.netns_of(attach[0]))

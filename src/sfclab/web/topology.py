@@ -17,11 +17,16 @@ node -> group) when the plan has one.  A plan with neither draws no groups.  A n
 sits in its tenant's box inside its host's box.  Link kinds are the plan's interface roles
 (``veth``, ``internal``, ``patch``, or whatever a new link form writes there); chains are the
 steering plan's directions and paths (``plan.steering``), absent for a lab without chains.
+A running lab's saved plan holds what was made on it (``chain add``/``migrate``, ``host add``):
+its links (index -1, ``"added": true``, known by their two nodes, with ``vni`` and ``attach``
+when tunnelled), its nodes and hosts, and the chains' paths as they run now.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ..plan.graph import link_key
 
 GROUP_KEYS = ("host", "tenant")
 
@@ -52,19 +57,25 @@ def _group_of(entry: dict[str, Any], node: str, maps: dict[str, dict[str, str]],
 
 
 def _links(plan: dict[str, Any], names: set[str]) -> list[dict[str, Any]]:
-    by_link: dict[int, list[dict[str, Any]]] = {}
+    by_link: dict[tuple[int, str, str], list[dict[str, Any]]] = {}
     for i in plan.get("interfaces", []):
-        by_link.setdefault(int(i["link"]), []).append(i)
+        by_link.setdefault(link_key(int(i["link"]), i["node"], i["peer"]), []).append(i)
+    tunnels = {frozenset(e["node"] for e in hl["ends"]): hl
+               for hl in plan.get("host_links", []) if hl.get("link") == -1}
     out = []
-    for link in sorted(by_link):
-        ifs = by_link[link]
+    for key in sorted(by_link):
+        link = key[0]
+        ifs = by_link[key]
         ends = sorted({i["node"] for i in ifs} | {i["peer"] for i in ifs},
                       key=lambda n: (n != ifs[0]["node"], n))
         ends = [n for n in ends if n in names]
         if len(ends) < 2:
             continue
-        out.append({"id": f"l{link}", "link": link, "source": ends[0], "target": ends[1],
-                    "kind": ifs[0].get("role") or "link",
+        hl = tunnels.get(frozenset(ends)) if link < 0 else None
+        out.append({"id": f"l{link}" if link >= 0 else f"a:{ends[0]}:{ends[1]}", "link": link,
+                    "source": ends[0], "target": ends[1],
+                    "kind": ifs[0].get("role") or "link", "added": link < 0,
+                    **({"vni": hl["vni"], "attach": hl["attach"]} if hl else {}),
                     "interfaces": [{"node": i["node"], "ifname": i["name"],
                                     "netns": i.get("netns"), "address": i.get("address")}
                                    for i in ifs]})

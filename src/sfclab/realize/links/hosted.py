@@ -7,6 +7,10 @@ the context, so its UDP socket lives there and never in this machine's root name
 link's attach kind (:mod:`sfclab.hosts.attach`) joins ports and tunnel; a ``rate`` is shaped
 on each port toward its node (:mod:`sfclab.hosts.shaping`).  Everything of a hosted link lives
 in lab namespaces, so removing them removes it.
+
+The same code makes the links of function instances added to a running lab across hosts
+(``chain add``/``migrate``; planned in :mod:`sfclab.plan.tunnels`): :func:`make_live` makes
+their ports and hands each context to :func:`join_context`, the one tunnel path of the lab.
 """
 
 from __future__ import annotations
@@ -67,6 +71,86 @@ def context_devices_at(hl: HostLinkPlan, here: list[HostEndPlan]) -> list[str]:
 
 #: the daemons of a host's own OVS (their pid files in its directory)
 OVS_DAEMONS = ("ovs-vswitchd", "ovsdb-server")
+
+
+def join_context(ctx: HostContext, ipr: IPRoute, hl: HostLinkPlan, here: list[HostEndPlan],
+                 *, lab: str, underlay_if: str, vxlan_port: int, odir: Path,
+                 xdp_nodes: bool, real: bool) -> None:
+    """One host's side of hosted link ``hl`` in its context (``here``: its ends there, ports
+    already made): ports up (GRO on where XDP-redirected frames arrive), across hosts the
+    link's VXLAN device toward the other host's underlay address (no learning), the attach
+    kind joining ports and tunnel, on a real host the marks teardown checks, and the rate.
+    The one path for every tunnel of a lab: the lab file's hosted links at ``up`` and the
+    links of instances ``chain add``/``migrate`` make on a running lab (:func:`make_live`)."""
+    for e in here:
+        if e.port:
+            ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0], state="up")
+            if xdp_nodes:  # a veth takes XDP-redirected frames only with NAPI: GRO on
+                ctx.set_offloads(e.port, {"gro": True})
+    e0 = here[0]
+    if e0.vxlan and ATTACH_KINDS[hl.attach].kernel_tunnel:
+        ul = ipr.link_lookup(ifname=underlay_if)[0]
+        ipr.link("add", ifname=e0.vxlan, kind="vxlan", vxlan_id=hl.vni, vxlan_local=e0.local,
+                 vxlan_group=e0.remote, vxlan_port=vxlan_port, vxlan_link=ul,
+                 vxlan_learning=0, mtu=hl.mtu)
+        if not ATTACH_KINDS[hl.attach].in_node:
+            ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
+    ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, lab, odir, xdp_nodes=xdp_nodes,
+                                       underlay_if=underlay_if, udp_port=vxlan_port))
+    if real:  # the marks teardown checks before removing them
+        for n in context_devices_at(hl, here):
+            idx = ipr.link_lookup(ifname=n)
+            if idx:
+                ipr.link("set", index=idx[0], ifalias=context_mark(lab, e0.host, n))
+    if hl.rate is not None:
+        for e in here:
+            shaping.shape(ctx, e.port, hl.rate, hl.mtu)
+
+
+def make_live(lab: str, hl: HostLinkPlan, contexts: dict[str, HostContext],
+              underlay_ifs: dict[str, str], vxlan_port: int) -> None:
+    """Hosted link ``hl`` made on a running lab (an added instance's link across hosts): in
+    each end's context its port, a veth made there whose peer moves into the node as
+    ``node_if``, then :func:`join_context` as at ``up``."""
+    for e in hl.ends:
+        ctx = contexts[e.host]
+        with step(f"tunnel {hl.vni} of {e.node} in host {e.host}"):
+            ipr = ctx.iproute()
+            try:
+                ipr.link("add", ifname=e.port, kind="veth", peer=e.node_if, mtu=hl.mtu)
+                idx = ipr.link_lookup(ifname=e.node_if)[0]
+                fd = os.open(netns.path(e.node_netns), os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    ipr.link("set", index=idx, net_ns_fd=fd)
+                finally:
+                    os.close(fd)
+                join_context(ctx, ipr, hl, [e], lab=lab, underlay_if=underlay_ifs[e.host],
+                             vxlan_port=vxlan_port, odir=Path("/"), xdp_nodes=True,
+                             real=False)
+            finally:
+                ipr.close()
+
+
+def remove_live(hl: HostLinkPlan, contexts: dict[str, HostContext]) -> list[str]:
+    """Delete what :func:`make_live` made in each context (absent devices are skipped; a
+    context gone is skipped); the errors, if any."""
+    errors = []
+    for e in hl.ends:
+        ctx = contexts.get(e.host)
+        if ctx is None:
+            continue
+        try:
+            ipr = ctx.iproute()
+            try:
+                for dev in [e.port, *context_devices(hl, e)]:
+                    idx = ipr.link_lookup(ifname=dev)
+                    if idx:
+                        ipr.link("del", index=idx[0])
+            finally:
+                ipr.close()
+        except Exception as ex:  # keep removing the rest
+            errors.append(f"tunnel {hl.vni} in host {e.host}: {ex}")
+    return errors
 
 
 class Hosted(LinkForm):
@@ -242,33 +326,10 @@ class Hosted(LinkForm):
     def _join(b: Builder, ctx: HostContext, ipr: IPRoute, hl: HostLinkPlan,
               here: list[HostEndPlan], odir: Path) -> None:
         assert b.plan.underlay is not None
-        xdp_nodes = b.plan.steering is not None
-        for e in here:
-            if e.port:
-                ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0], state="up")
-                if xdp_nodes:  # a veth takes XDP-redirected frames only with NAPI: GRO on
-                    ctx.set_offloads(e.port, {"gro": True})
-        e0 = here[0]
-        host = next(h for h in b.plan.hosts if h.name == e0.host)
-        if e0.vxlan and ATTACH_KINDS[hl.attach].kernel_tunnel:
-            ul = ipr.link_lookup(ifname=host.underlay_if)[0]
-            ipr.link("add", ifname=e0.vxlan, kind="vxlan", vxlan_id=hl.vni,
-                     vxlan_local=e0.local, vxlan_group=e0.remote,
-                     vxlan_port=b.plan.underlay.vxlan_port, vxlan_link=ul, vxlan_learning=0,
-                     mtu=hl.mtu)
-            if not ATTACH_KINDS[hl.attach].in_node:
-                ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
-        ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, b.plan.lab, odir,
-                                           xdp_nodes=xdp_nodes, underlay_if=host.underlay_if,
-                                           udp_port=b.plan.underlay.vxlan_port))
-        if not host.emulated:  # the marks teardown checks before removing them
-            for n in context_devices_at(hl, here):
-                idx = ipr.link_lookup(ifname=n)
-                if idx:
-                    ipr.link("set", index=idx[0], ifalias=context_mark(b.plan.lab, e0.host, n))
-        if hl.rate is not None:
-            for e in here:
-                shaping.shape(ctx, e.port, hl.rate, hl.mtu)
+        host = next(h for h in b.plan.hosts if h.name == here[0].host)
+        join_context(ctx, ipr, hl, here, lab=b.plan.lab, underlay_if=host.underlay_if,
+                     vxlan_port=b.plan.underlay.vxlan_port, odir=odir,
+                     xdp_nodes=b.plan.steering is not None, real=not host.emulated)
 
     def configure(self, b: Builder) -> None:
         for i in self.interfaces(b.plan):

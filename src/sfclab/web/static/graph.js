@@ -38,8 +38,10 @@
     }
     for (const l of topo.links) {
       const st = LINK_STYLE[l.kind] || ["solid", "#555"];
+      // a tunnel of a function instance added to the running lab: its VNI, as in `sfclab graph`
+      const text = l.vni != null ? l.kind + " vni " + l.vni : l.kind;
       els.push({group: "edges", data: {id: l.id, source: l.source, target: l.target,
-        kind: l.kind, base: l.kind, label: l.kind, lineStyle: st[0], colour: st[1]},
+        kind: l.kind, base: text, label: text, lineStyle: st[0], colour: st[1]},
         classes: "lab-link"});
     }
     return els;
