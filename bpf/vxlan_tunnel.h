@@ -23,7 +23,18 @@ struct vxlan_outer {
 } __attribute__((packed));
 
 #define VXLAN_OUTER_LEN 50 /* sizeof(struct vxlan_outer) */
+#define VXLAN_TNL_LEN 16   /* what lies between the outer IPv4 and the inner Ethernet header */
 #define VXLAN_FLAG_VNI 0x08000000
 #define TCX_NEXT -1
+
+/* what a tunnel end has seen, its only zero-initialised global (so its whole .bss map),
+ * read by sfc-shortbridge --counters */
+struct vxlan_counts {
+	__u64 frames;     /* frames encapsulated (or decapsulated) */
+	__u64 gso_frames; /* of them GSO frames (GRO-merged or sent so), each one skb */
+	__u64 gso_bytes;  /* their length before the tunnel's headers */
+	__u64 other;      /* of them frames that are neither IPv4 nor IPv6 (ARP): header pushed */
+	__u64 errors;     /* frames dropped because a helper failed */
+};
 
 #endif
