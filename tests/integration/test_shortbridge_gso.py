@@ -9,6 +9,7 @@ the decapsulation's that nothing arrived merged."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 from sfclab.hosts.attach import shortbridge_binary
 from sfclab.kernel import ethtool, netns
@@ -110,13 +111,15 @@ def chain_lab(name: str) -> dict:
 
 def udp_flood(src: str, dst: str, dst_ip: str, mbit: int = 20) -> dict:
     """One UDP iperf3 run (1 s, 1200-byte datagrams); the client's JSON."""
-    server = netns.popen(dst, ["iperf3", "-s", "-1", "-p", "5202"])
+    server = netns.popen(dst, ["iperf3", "-s", "-1", "-p", "5202"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(50):
             cp = netns.run(src, ["iperf3", "-c", dst_ip, "-p", "5202", "-u", "-b", f"{mbit}M",
                                  "-l", "1200", "-t", "1", "-J"], check=False, timeout=30)
-            if cp.returncode == 0:
-                return dict(json.loads(cp.stdout))
+            out = json.loads(cp.stdout) if cp.stdout.strip().startswith("{") else {}
+            if cp.returncode == 0 and "sum_received" in out.get("end", {}):
+                return dict(out)
             netns.run(src, ["sleep", "0.1"])
         raise AssertionError(cp.stdout[-300:] + cp.stderr[-300:])
     finally:
@@ -134,7 +137,7 @@ def test_a_chain_crossing_hosts_over_shortbridged_tunnels_carries_tcp_and_udp(ru
     mid = lab.inspect()["nodes"]
     udp = udp_flood(src, dst, ip)
     after = lab.inspect()["nodes"]
-    got = udp["end"]["sum"]
+    got = udp["end"]["sum_received"]
     assert got["packets"] > 1000 and got["lost_packets"] <= got["packets"] // 100, got
 
     def moved(info0, info1, node, key):
@@ -147,14 +150,16 @@ def test_a_chain_crossing_hosts_over_shortbridged_tunnels_carries_tcp_and_udp(ru
         for fn in ("fw1", "fw2"):
             assert moved(a0, a1, fn, "proxy_in") > least, (fn, a1[fn]["sfc"])
     # in chain order: the forward direction's path visits fw1, then fw2, then the egress
-    fwd = next(d for d in lab.plan.steering.directions if not d.reverse)
-    for p in fwd.paths:
-        assert p.instances == ["fw1", "fw2"]
-        assert p.nodes.index("fw1") < p.nodes.index("fw2") < p.nodes.index("dst")
+    fwd = next(d for d in lab.plan.steering["directions"] if not d["reverse"])
+    for p in fwd["paths"]:
+        assert p["instances"] == ["fw1", "fw2"]
+        assert p["nodes"].index("fw1") < p["nodes"].index("fw2") < p["nodes"].index("dst")
     enc = encap_counts(lab)
     assert len(enc) == 6 and total(enc, "errors") == 0
-    # GRO at the ports merged TCP segments, and the encapsulation took them as GSO frames
-    assert total(enc, "gso_frames") > 10, enc
+    # GRO at the ports merged TCP segments (where the last label is off: labelled frames are
+    # not merged), and the encapsulation took them as GSO frames
+    gso = total(enc, "gso_frames")
+    assert gso > 0 and total(enc, "gso_bytes") / gso > lab.plan.host_links[0].mtu, enc
     dec = decap_counts(lab)
     assert total(dec, "errors") == 0 and total(dec, "gso_frames") == 0, dec
     assert_wire_frames_fit(lab)
