@@ -12,17 +12,21 @@
  * kernel's default range 32768-60999 as udp_flow_src_port picks it), UDP checksum 0 (as the
  * kernel's VXLAN over IPv4 by default), VXLAN with the link's VNI.
  *
- * An IPv4 or IPv6 frame gets its room opened behind its Ethernet header by
+ * A frame is one frame on the wire unless it is a GSO skb (TCP segments GRO merged at the
+ * port, or a node's TSO/GSO frame): the 50 bytes are pushed in front of it
+ * (bpf_skb_change_head, ARP and IPv6 alike) and it goes as it is; a partial checksum of the
+ * inner frame keeps its absolute offsets, so whoever finishes it finishes the inner one.
+ * A GSO skb of IPv4 or IPv6 instead gets its room opened behind its Ethernet header by
  * bpf_skb_adjust_room with the encapsulation flags (outer IPv4, UDP, an inner Ethernet header
- * 14 bytes before the inner network header): the kernel then knows the skb as a UDP tunnel
- * packet (skb->encapsulation, inner header offsets, SKB_GSO_UDP_TUNNEL on a GSO skb), so a GSO
- * skb -- TCP segments GRO merged at the port, or a node's TSO/GSO frame -- is cut into segments
+ * 14 bytes before the inner network header): the kernel then knows it as a UDP tunnel packet
+ * (skb->encapsulation, inner header offsets, SKB_GSO_UDP_TUNNEL), so it is cut into segments
  * that each get their own outer headers (IPv4 length, ID and checksum, UDP length) where it
  * leaves the host: by the underlay device if it can, else in software before it.  Its segment
- * size is kept (BPF_F_ADJ_ROOM_FIXED_GSO): the node's MTU already leaves the 50 bytes.  A
- * partial checksum of the inner frame stays partial, finished as an inner checksum.  Any other
- * frame (ARP) gets the 50 bytes pushed in front (bpf_skb_change_head); such a frame is never
- * GSO (one that were is dropped and counted as an error rather than sent oversize).
+ * size is kept (BPF_F_ADJ_ROOM_FIXED_GSO): the node's MTU already leaves the 50 bytes.  Only
+ * GSO skbs are marked so: the receiving end cannot clear the mark on this kernel (see
+ * vxlan_decap.bpf.c), and a frame still marked is refused by the next encapsulation with
+ * these flags (-EALREADY).  A GSO skb that cannot be marked (not IP, or marked already) is
+ * dropped and counted as an error rather than sent oversize.
  * What passed is counted in `counts` (struct vxlan_counts, sfc-shortbridge --counters).
  */
 #include <linux/bpf.h>
@@ -107,7 +111,9 @@ int vxlan_encap(struct __sk_buff *skb)
 	h.udp.check = 0;
 	h.vx_flags = bpf_htonl(VXLAN_FLAG_VNI);
 	h.vx_vni = bpf_htonl(vni << 8);
-	if (is_ip) {
+	if (skb->gso_size) {
+		if (!is_ip)
+			return fail();
 		/* outer IPv4, UDP and VXLAN and the inner Ethernet header open behind the frame's
 		 * Ethernet header, which becomes the outer one: the inner one is put back behind
 		 * them */
@@ -116,11 +122,10 @@ int vxlan_encap(struct __sk_buff *skb)
 		if (bpf_skb_store_bytes(skb, VXLAN_OUTER_LEN, &inner, sizeof(inner), 0))
 			return fail();
 	} else {
-		if (skb->gso_size)
-			return fail();
 		if (bpf_skb_change_head(skb, VXLAN_OUTER_LEN, 0))
 			return fail();
-		__sync_fetch_and_add(&counts.other, 1);
+		if (!is_ip)
+			__sync_fetch_and_add(&counts.other, 1);
 	}
 	if (bpf_skb_store_bytes(skb, 0, &h, VXLAN_OUTER_LEN, 0))
 		return fail();

@@ -1,5 +1,6 @@
 """GSO frames through the shortbridge's own tunnel end (``attach: shortbridge`` across hosts):
-TCP with the nodes' offloads on (TSO/GSO frames reach the encapsulation whole), and a service
+TCP with the nodes' offloads on (TSO/GSO frames reach the encapsulation whole) through a router
+between two shortbridged tunnels (decapsulated, then encapsulated again), and a service
 chain whose path crosses hosts three times over shortbridged links (its ports have GRO on, so
 TCP segments arrive there merged), carrying TCP and UDP through its functions in order.  The
 encapsulation's own counters show GSO frames really reached it (the tests cannot pass without
@@ -15,7 +16,6 @@ from sfclab.hosts.attach import shortbridge_binary
 from sfclab.kernel import ethtool, netns
 
 from .labtools import iperf3, ping
-from .test_hosts import two_hosts
 
 
 def tunnel_counts(ns: str, ifname: str) -> list[dict]:
@@ -64,29 +64,46 @@ def assert_wire_frames_fit(lab) -> None:
         assert pkts and byts / pkts <= mtu + 14, (h.name, pkts, byts)
 
 
+def routed_lab(name: str) -> dict:
+    """a (h1) -> r (router, h2) -> b (h3), both links shortbridged: what r receives was
+    decapsulated there and is encapsulated again."""
+    return {"name": name, "hosts": {"h1": {}, "h2": {}, "h3": {}},
+            "nodes": {"a": {"kind": "host"}, "r": {"kind": "router", "host": "h2"},
+                      "b": {"kind": "host", "host": "h3"}},
+            "links": [{"endpoints": ["a", "r"], "attach": "shortbridge"},
+                      {"endpoints": ["r", "b"], "attach": "shortbridge"}]}
+
+
 def test_tcp_with_the_nodes_offloads_on_is_cut_into_segments(running_lab, lab_name):
     """The nodes keep tx checksum offload and TSO: their TCP frames reach the encapsulation as
     GSO frames larger than the MTU, cross the underlay as segments (each frame there at most its
-    MTU), arrive unmerged, and the receiver gets every byte (iperf3 both ways)."""
-    lab = running_lab(two_hosts(lab_name, "shortbridge"))
+    MTU), arrive unmerged, are encapsulated again after the router, and the receiver gets
+    every byte (iperf3 both ways)."""
+    lab = running_lab(routed_lab(lab_name))
     a, b = lab.netns("a"), lab.netns("b")
-    with netns.entered(a):
-        offl = ethtool.get_offloads("eth0")
-    assert offl["tx-checksum"] and offl["tso"], offl
+    for n in (a, b, lab.netns("r")):
+        with netns.entered(n):
+            offl = ethtool.get_offloads("eth0")
+        assert offl["tx-checksum"] and offl["tso"], offl
     assert ping(a, str(lab.address("b")), 2).returncode == 0
     for src, dst, to in ((a, b, "b"), (b, a, "a")):
         out = iperf3(src, dst, str(lab.address(to)), seconds=2)
         assert out["end"]["sum_received"]["bytes"] > 5_000_000
     enc = encap_counts(lab)
-    assert len(enc) == 2 and total(enc, "errors") == 0
+    assert len(enc) == 4 and total(enc, "errors") == 0
     gso = total(enc, "gso_frames")
     assert gso > 100, enc
     # merged: on average far more than one frame of the inner MTU each
     assert total(enc, "gso_bytes") / gso > 2 * lab.plan.host_links[0].mtu, enc
     dec = decap_counts(lab)
     assert total(dec, "errors") == 0 and total(dec, "gso_frames") == 0, dec
-    # segments: the receiving end decapsulated many more frames than were sent as GSO
+    # segments: the receiving ends decapsulated many more frames than were sent as GSO
     assert total(dec, "frames") > 2 * gso, (dec, enc)
+    # the router's frames, decapsulated at h2, were all encapsulated again
+    r_ports = [e for hl in lab.plan.host_links for e in hl.ends if e.node == "r"]
+    for e in r_ports:
+        [row] = [r for r in tunnel_counts(e.netns, e.port) if r["program"] == "vxlan_encap"]
+        assert row["frames"] > 1000 and row["errors"] == 0, row
     assert_wire_frames_fit(lab)
 
 

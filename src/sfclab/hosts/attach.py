@@ -167,12 +167,14 @@ class Shortbridge(ShortbridgeVxlanDev):
     remote host's underlay interface's, resolved by the host context's own neighbour table
     when the link is made (one ping; the underlay is one Ethernet segment here).
 
-    The nodes keep their offloads: the encapsulation marks an IP frame as a UDP tunnel packet,
-    so a GSO frame (the node's TSO/GSO, or segments GRO merged at the port) is cut into
-    segments, each with its own outer headers, where it leaves the host.  An emulated host's
-    ``ul0`` is a veth, which would pass such a frame whole to the other host: there its tunnel
-    GSO state could not be cleared by the decapsulation (this kernel's ``bpf_skb_adjust_room``
-    has no flag for it), so ``ul0`` cuts it in software, as a NIC puts segments on a wire."""
+    The nodes keep their offloads: the encapsulation marks a GSO frame (the node's TSO/GSO, or
+    segments GRO merged at the port) as a UDP tunnel packet, so it is cut into segments, each
+    with its own outer headers, where it leaves the host.  An emulated host's ``ul0`` is a veth,
+    which would pass such a frame whole, and segments with their checksums still to finish and
+    the tunnel mark, to the other host, where the decapsulation could not clear that mark (this
+    kernel's ``bpf_skb_adjust_room`` has no flag for it) and the next encapsulation of the
+    frame would refuse it.  So ``ul0`` of an emulated host puts complete frames on its "wire",
+    as a NIC does: it cuts the segments and computes the checksums itself."""
 
     name = "shortbridge"
     kernel_tunnel = False
@@ -195,8 +197,9 @@ class Shortbridge(ShortbridgeVxlanDev):
                    e.port])
 
 
-#: an emulated underlay interface puts UDP tunnel GSO frames on its "wire" as segments
-UNDERLAY_CUTS_TUNNEL_GSO = ["tx-udp_tnl-segmentation", "off",
+#: an emulated underlay interface puts complete frames on its "wire": UDP tunnel GSO frames
+#: cut into segments, checksums computed
+UNDERLAY_CUTS_TUNNEL_GSO = ["tx", "off", "tx-udp_tnl-segmentation", "off",
                             "tx-udp_tnl-csum-segmentation", "off"]
 
 
