@@ -14,9 +14,10 @@
  *
  * What arrives here is what the underlay carried: frames of at most its MTU (the sending end's
  * GSO skbs are cut into segments before they leave their host, see vxlan_encap.bpf.c; an
- * emulated underlay's ul0 is set to cut them in software, as a NIC would on the wire).  This
- * interface's GRO would merge them only through a kernel UDP tunnel socket on the port (a
- * kernel VXLAN device in the same context, whose GRO takes any VNI): such a GSO skb is still
+ * emulated underlay's ul0 is set to cut them, and to compute checksums, in software, as a NIC
+ * puts complete frames on the wire).  This interface's GRO would merge them only through a
+ * kernel UDP tunnel socket on the port (a kernel VXLAN device in the same context, whose GRO
+ * takes any VNI): such a GSO skb is still
  * decapsulated and delivered, but this kernel (6.18) has no flag to clear its tunnel GSO state
  * here (BPF_F_ADJ_ROOM_DECAP_L4_UDP is later), so it is counted (`counts.gso_frames`,
  * sfc-shortbridge --counters): fine for the node's own sockets, wrong if the node forwards it
