@@ -23,7 +23,6 @@ struct vxlan_outer {
 } __attribute__((packed));
 
 #define VXLAN_OUTER_LEN 50 /* sizeof(struct vxlan_outer) */
-#define VXLAN_TNL_LEN 16   /* what lies between the outer IPv4 and the inner Ethernet header */
 #define VXLAN_FLAG_VNI 0x08000000
 #define TCX_NEXT -1
 
