@@ -10,10 +10,24 @@
  * -> remote (TTL 64, no DF, as the kernel's VXLAN device sends by default), UDP to the VXLAN
  * port with a source port from the inner flow's hash (entropy for the underlay's ECMP, in the
  * kernel's default range 32768-60999 as udp_flow_src_port picks it), UDP checksum 0 (as the
- * kernel's VXLAN over IPv4 by default), VXLAN with the link's VNI.  Any frame, IPv4 or not
- * (ARP), is carried: the header is pushed in front (bpf_skb_change_head), not opened inside.
- * Nodes on such links compute their own checksums (their interface's tx checksum offload is
- * off), so no partial checksum or GSO frame reaches here.
+ * kernel's VXLAN over IPv4 by default), VXLAN with the link's VNI.
+ *
+ * A frame is one frame on the wire unless it is a GSO skb (TCP segments GRO merged at the
+ * port, or a node's TSO/GSO frame): the 50 bytes are pushed in front of it
+ * (bpf_skb_change_head, ARP and IPv6 alike) and it goes as it is; a partial checksum of the
+ * inner frame keeps its absolute offsets, so whoever finishes it finishes the inner one.
+ * A GSO skb of IPv4 or IPv6 instead gets its room opened behind its Ethernet header by
+ * bpf_skb_adjust_room with the encapsulation flags (outer IPv4, UDP, an inner Ethernet header
+ * 14 bytes before the inner network header): the kernel then knows it as a UDP tunnel packet
+ * (skb->encapsulation, inner header offsets, SKB_GSO_UDP_TUNNEL), so it is cut into segments
+ * that each get their own outer headers (IPv4 length, ID and checksum, UDP length) where it
+ * leaves the host: by the underlay device if it can, else in software before it.  Its segment
+ * size is kept (BPF_F_ADJ_ROOM_FIXED_GSO): the node's MTU already leaves the 50 bytes.  Only
+ * GSO skbs are marked so: the receiving end cannot clear the mark on this kernel (see
+ * vxlan_decap.bpf.c), and a frame still marked is refused by the next encapsulation with
+ * these flags (-EALREADY).  A GSO skb that cannot be marked (not IP, or marked already) is
+ * dropped and counted as an error rather than sent oversize.
+ * What passed is counted in `counts` (struct vxlan_counts, sfc-shortbridge --counters).
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -46,14 +60,31 @@ static __always_inline __u16 ip_checksum(const struct iphdr *ip)
 	return (__u16)~sum;
 }
 
+struct vxlan_counts counts = {};
+
+#define ENCAP_FLAGS                                                                             \
+	(BPF_F_ADJ_ROOM_FIXED_GSO | BPF_F_ADJ_ROOM_ENCAP_L3_IPV4 | BPF_F_ADJ_ROOM_ENCAP_L4_UDP | \
+	 BPF_F_ADJ_ROOM_ENCAP_L2_ETH | BPF_F_ADJ_ROOM_ENCAP_L2(sizeof(struct ethhdr)))
+
+static __always_inline int fail(void)
+{
+	__sync_fetch_and_add(&counts.errors, 1);
+	return TC_ACT_SHOT;
+}
+
 SEC("tc")
 int vxlan_encap(struct __sk_buff *skb)
 {
 	struct vxlan_outer h = {};
 	struct iphdr ip = {};
-	__u32 inner = skb->len;
+	struct ethhdr inner;
+	__u32 len = skb->len;
 	__u32 hash = bpf_get_hash_recalc(skb);
+	int is_ip;
 
+	if (bpf_skb_load_bytes(skb, 0, &inner, sizeof(inner)))
+		return fail();
+	is_ip = inner.h_proto == bpf_htons(ETH_P_IP) || inner.h_proto == bpf_htons(ETH_P_IPV6);
 	hash ^= hash << 16;
 	/* byte by byte: a copy through a non-volatile pointer would be folded to the zeros
 	 * these load-time settings hold at compile time */
@@ -67,7 +98,8 @@ int vxlan_encap(struct __sk_buff *skb)
 	ip.ihl = 5;
 	ip.ttl = 64;
 	ip.protocol = IPPROTO_UDP;
-	ip.tot_len = bpf_htons(inner + VXLAN_OUTER_LEN - sizeof(struct ethhdr));
+	/* of a GSO skb: the whole, rewritten for each segment when it is cut */
+	ip.tot_len = bpf_htons(len + VXLAN_OUTER_LEN - sizeof(struct ethhdr));
 	ip.id = (__u16)bpf_get_prandom_u32();
 	ip.saddr = local_addr;
 	ip.daddr = remote_addr;
@@ -75,14 +107,33 @@ int vxlan_encap(struct __sk_buff *skb)
 	h.ip = ip;
 	h.udp.source = bpf_htons((__u16)((((__u64)hash * (SPORT_MAX - SPORT_MIN)) >> 32) + SPORT_MIN));
 	h.udp.dest = bpf_htons(udp_port);
-	h.udp.len = bpf_htons(inner + VXLAN_OUTER_LEN - sizeof(struct ethhdr) - sizeof(struct iphdr));
+	h.udp.len = bpf_htons(len + VXLAN_OUTER_LEN - sizeof(struct ethhdr) - sizeof(struct iphdr));
 	h.udp.check = 0;
 	h.vx_flags = bpf_htonl(VXLAN_FLAG_VNI);
 	h.vx_vni = bpf_htonl(vni << 8);
-	if (bpf_skb_change_head(skb, VXLAN_OUTER_LEN, 0))
-		return TC_ACT_SHOT;
+	if (skb->gso_size) {
+		if (!is_ip)
+			return fail();
+		/* outer IPv4, UDP and VXLAN and the inner Ethernet header open behind the frame's
+		 * Ethernet header, which becomes the outer one: the inner one is put back behind
+		 * them */
+		if (bpf_skb_adjust_room(skb, VXLAN_OUTER_LEN, BPF_ADJ_ROOM_MAC, ENCAP_FLAGS))
+			return fail();
+		if (bpf_skb_store_bytes(skb, VXLAN_OUTER_LEN, &inner, sizeof(inner), 0))
+			return fail();
+	} else {
+		if (bpf_skb_change_head(skb, VXLAN_OUTER_LEN, 0))
+			return fail();
+		if (!is_ip)
+			__sync_fetch_and_add(&counts.other, 1);
+	}
 	if (bpf_skb_store_bytes(skb, 0, &h, VXLAN_OUTER_LEN, 0))
-		return TC_ACT_SHOT;
+		return fail();
+	__sync_fetch_and_add(&counts.frames, 1);
+	if (skb->gso_size) {
+		__sync_fetch_and_add(&counts.gso_frames, 1);
+		__sync_fetch_and_add(&counts.gso_bytes, len);
+	}
 	return bpf_redirect(underlay_ifindex, 0);
 }
 

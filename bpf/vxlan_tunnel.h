@@ -26,4 +26,14 @@ struct vxlan_outer {
 #define VXLAN_FLAG_VNI 0x08000000
 #define TCX_NEXT -1
 
+/* what a tunnel end has seen, its only zero-initialised global (so its whole .bss map),
+ * read by sfc-shortbridge --counters */
+struct vxlan_counts {
+	__u64 frames;     /* frames encapsulated (or decapsulated) */
+	__u64 gso_frames; /* of them GSO frames (GRO-merged or sent so), each one skb */
+	__u64 gso_bytes;  /* their length before the tunnel's headers */
+	__u64 other;      /* of them frames that are neither IPv4 nor IPv6 (ARP): header pushed */
+	__u64 errors;     /* frames dropped because a helper failed */
+};
+
 #endif

@@ -24,8 +24,9 @@
  *
  * --detach IFACE takes these programs (by name) off tcx ingress of IFACE (tests); with --vni,
  * --local and --remote (and --udp-port) only the vxlan_decap loaded for that tunnel (a real
- * host's underlay interface outlives the lab: its teardown); --show IFACE lists the names of the programs there (bpftool 7.1 does
- * not list tcx).
+ * host's underlay interface outlives the lab: its teardown); --show IFACE lists the names of
+ * the programs there (bpftool 7.1 does not list tcx); --counters IFACE prints what each tunnel
+ * end there has counted (struct vxlan_counts), one JSON object a line.
  *
  * The attachments are held by the interfaces, which live in the lab's host context namespace:
  * removing the namespace detaches them (this kernel refuses to pin BPF links).
@@ -55,6 +56,7 @@
 #include "log.h"
 #include "netns.h"
 #include "shortbridge.skel.h"
+#include "vxlan_tunnel.h"
 #include "vxlan_decap.skel.h"
 #include "vxlan_encap.skel.h"
 
@@ -225,9 +227,40 @@ cleanup:
 	return rc;
 }
 
+/* print the counters (struct vxlan_counts, the program's whole .bss map) of tunnel end
+ * program `fd` named `name` as one JSON object on a line */
+static void print_counts(int fd, const char *name, __u32 id)
+{
+	__u32 maps[8], len, zero = 0;
+	struct bpf_prog_info info = {0};
+	struct vxlan_counts c;
+
+	len = sizeof(info);
+	info.nr_map_ids = 8;
+	info.map_ids = (__u64)(unsigned long)maps;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return;
+	for (__u32 i = 0; i < info.nr_map_ids && i < 8; i++) {
+		struct bpf_map_info mi = {0};
+		__u32 mlen = sizeof(mi);
+		int mfd = bpf_map_get_fd_by_id(maps[i]);
+
+		if (mfd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(mfd, &mi, &mlen) && strstr(mi.name, ".bss") &&
+		    mi.value_size == sizeof(c) && !bpf_map_lookup_elem(mfd, &zero, &c))
+			printf("{\"program\": \"%s\", \"id\": %u, \"frames\": %llu, "
+			       "\"gso_frames\": %llu, \"gso_bytes\": %llu, \"other\": %llu, "
+			       "\"errors\": %llu}\n", name, id, (unsigned long long)c.frames,
+			       (unsigned long long)c.gso_frames, (unsigned long long)c.gso_bytes,
+			       (unsigned long long)c.other, (unsigned long long)c.errors);
+		close(mfd);
+	}
+}
+
 /* detach the shortbridge's programs (by name) from tcx ingress of `ifname` (with `t`, only
- * the vxlan_decap of that tunnel), or with `show` print the names of all programs there, one a
- * line, in their order */
+ * the vxlan_decap of that tunnel), or with `show` 1 print the names of all programs there, one
+ * a line, in their order, with `show` 2 the counters of its tunnel ends (print_counts) */
 static int detach(const char *ifname, unsigned int idx, int show, const struct tunnel *t)
 {
 	static const char *const ours[] = {"shortbridge", "vxlan_encap", "vxlan_decap"};
@@ -246,8 +279,11 @@ static int detach(const char *ifname, unsigned int idx, int show, const struct t
 		if (fd < 0)
 			continue; /* gone meanwhile */
 		if (!bpf_obj_get_info_by_fd(fd, &info, &len)) {
-			if (show)
+			if (show == 1)
 				printf("%s\n", info.name);
+			if (show == 2 && (!strcmp(info.name, "vxlan_encap") ||
+					  !strcmp(info.name, "vxlan_decap")))
+				print_counts(fd, info.name, ids[i]);
 			for (size_t k = 0; k < sizeof(ours) / sizeof(ours[0]) && !show; k++) {
 				if (strcmp(info.name, ours[k]))
 					continue;
@@ -269,7 +305,7 @@ static int detach(const char *ifname, unsigned int idx, int show, const struct t
 	"usage: sfc-shortbridge --netns NAME [--via-egress] IFACE_A IFACE_B\n"                  \
 	"       sfc-shortbridge --netns NAME [--via-egress] --underlay UL --vni N --local ADDR\n" \
 	"                       --remote ADDR --remote-mac MAC [--udp-port P] PORT\n"       \
-	"       sfc-shortbridge --netns NAME {--detach|--show} IFACE\n"                       \
+	"       sfc-shortbridge --netns NAME {--detach|--show|--counters} IFACE\n"            \
 	"       sfc-shortbridge --netns NAME --detach UL --vni N --local ADDR --remote ADDR\n"
 
 static const struct option options[] = {
@@ -284,6 +320,7 @@ static const struct option options[] = {
 	{"udp-port", required_argument, NULL, 'p'},
 	{"detach", required_argument, NULL, 'd'},
 	{"show", required_argument, NULL, 's'},
+	{"counters", required_argument, NULL, 'c'},
 	{NULL, 0, NULL, 0},
 };
 
@@ -309,6 +346,10 @@ int main(int argc, char **argv)
 			return 0;
 		case 'n':
 			ns = optarg;
+			break;
+		case 'c':
+			listing = 2;
+			off = optarg;
 			break;
 		case 's':
 			listing = 1;

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..errors import RealizeError, ToolError
 from ..kernel import netns
 from . import ovs
-from .context import HostContext
+from .context import EmulatedHost, HostContext
 
 if TYPE_CHECKING:
     from pyroute2 import IPRoute
@@ -165,13 +165,19 @@ class ShortbridgeVxlanDev(AttachKind):
 class Shortbridge(ShortbridgeVxlanDev):
     """Across hosts the shortbridge ends the tunnel itself.  The outer destination MAC is the
     remote host's underlay interface's, resolved by the host context's own neighbour table
-    when the link is made (one ping; the underlay is one Ethernet segment here)."""
+    when the link is made (one ping; the underlay is one Ethernet segment here).
+
+    The nodes keep their offloads: the encapsulation marks a GSO frame (the node's TSO/GSO, or
+    segments GRO merged at the port) as a UDP tunnel packet, so it is cut into segments, each
+    with its own outer headers, where it leaves the host.  An emulated host's ``ul0`` is a veth,
+    which would pass such a frame whole, and segments with their checksums still to finish and
+    the tunnel mark, to the other host, where the decapsulation could not clear that mark (this
+    kernel's ``bpf_skb_adjust_room`` has no flag for it) and the next encapsulation of the
+    frame would refuse it.  So ``ul0`` of an emulated host puts complete frames on its "wire",
+    as a NIC does: it cuts the segments and computes the checksums itself."""
 
     name = "shortbridge"
     kernel_tunnel = False
-    #: frames are encapsulated as they are, so the node computes its checksums (and sends no
-    #: GSO frames): what a kernel VXLAN device would finish for it
-    node_offloads = NO_TX_CSUM
 
     def join(self, j: Joint) -> None:
         if not j.here[0].vxlan:  # both ends on this host: the two ports joined
@@ -183,10 +189,18 @@ class Shortbridge(ShortbridgeVxlanDev):
             return
         assert e.local and e.remote and j.link.vni is not None
         mac = remote_mac(j, e.remote)
+        if isinstance(j.ctx, EmulatedHost):
+            j.ctx.run(["ethtool", "-K", j.underlay_if, *UNDERLAY_CUTS_TUNNEL_GSO])
         j.ctx.run([str(shortbridge_binary()), "--netns", j.ctx.tool_netns, *via_egress(j),
                    "--underlay", j.underlay_if, "--vni", str(j.link.vni), "--local", e.local,
                    "--remote", e.remote, "--remote-mac", mac, "--udp-port", str(j.udp_port),
                    e.port])
+
+
+#: an emulated underlay interface puts complete frames on its "wire": UDP tunnel GSO frames
+#: cut into segments, checksums computed
+UNDERLAY_CUTS_TUNNEL_GSO = ["tx", "off", "tx-udp_tnl-segmentation", "off",
+                            "tx-udp_tnl-csum-segmentation", "off"]
 
 
 def remote_mac(j: Joint, remote: str, tries: int = 20) -> str:
