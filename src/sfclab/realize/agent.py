@@ -15,6 +15,8 @@ removes what the journal names.
 - ``down`` ``{"lab": L}``: remove the host's part of lab ``L`` (nothing there: ``absent``).
 - ``inspect`` ``{"lab": L}``: the part read live (nodes, host, hosted-link ends), as a local
   ``inspect`` reads it.
+- ``sfc-read``, ``sfc-classify``, ``sfc-probe``: the host's share of the chains' data plane
+  (:mod:`sfclab.realize.agent_sfc`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 from ..errors import LabError, SfclabError
 from ..kernel import netns
 from ..plan.model import Plan
+from . import agent_sfc
 from .state import LabState
 
 
@@ -150,6 +153,7 @@ def inspect(req: dict[str, Any]) -> dict[str, Any]:
 
 
 VERBS = {"check": check, "up": up, "down": down, "inspect": inspect}
+VERBS.update(agent_sfc.VERBS)  # a host's share of the chains' data plane
 
 
 def main(argv: list[str]) -> int:
