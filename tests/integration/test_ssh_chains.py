@@ -15,13 +15,19 @@ from pathlib import Path
 
 import pytest
 
+from sfclab.cli import main
+from sfclab.cli.status import ExitStatus
+from sfclab.kernel.cpus import online
 from sfclab.realize import lifecycle
+from sfclab.realize.agent_scan import mem_total
 from sfclab.realize.dataplane import lab_dir
+from sfclab.realize.inspect import inspect
 from sfclab.realize.kinds import load_lab_dict
-from sfclab.steer import chains
+from sfclab.realize.state import LabState
+from sfclab.steer import chains, hostops
 
 from .labtools import nothing_left
-from .sshd import ADDRESSES, ssh_machines
+from .sshd import ADDRESSES, SPARE, ssh_machines
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = [sys.executable, "-m", "tests.integration.sfcprobe"]
@@ -136,3 +142,67 @@ def test_chain_across_three_ssh_hosts_is_the_chain_emulated(machines, lab_name, 
     finally:
         lifecycle.down(direct)
     assert not lab_dir(direct).exists()
+
+
+@pytest.fixture
+def spare_machines(lab_name, tmp_path):
+    """The three machines and a fourth, m4, to join a running lab."""
+    with ssh_machines(f"m{lab_name[1:]}", tmp_path, spare=True) as ms:
+        yield ms
+
+
+def _add_m4(ms, lab: str, *more: str) -> list[str]:
+    return ["host", "add", lab, "m4", "--ssh", f"root@{SPARE['m4']}", "--key", str(ms.key),
+            "--agent-state", str(ms.dir / "state-m4"), *more]
+
+
+def test_host_add_ssh_scans_checks_journals_and_rm_and_down_reach_it(spare_machines, lab_name,
+                                                                     capsys):
+    ms = spare_machines
+    direct = f"d{lab_name[1:]}"
+    lifecycle.up(load_lab_dict(chain_lab(direct)))
+    try:  # a lab of emulated hosts: no real machine can join its underlay
+        assert main(_add_m4(ms, direct)) == ExitStatus.BAD_INPUT
+        err = capsys.readouterr().err
+        assert "emulated hosts" in err and "no real machine can join" in err
+        assert [r["host"] for r in hostops.list_hosts(direct)] == ["h1", "h2", "h3"]
+    finally:
+        lifecycle.down(direct)
+    lifecycle.up(load_lab_dict(chain_lab(lab_name, ms)))
+    try:
+        state = LabState(lab_name)
+        before = state.journal()
+        # more than it has: refused, nothing journaled
+        assert main(_add_m4(ms, lab_name, "--cpus", str(len(online()) + 1))) == 2
+        assert f"has {len(online())} CPUs" in capsys.readouterr().err
+        assert main(_add_m4(ms, lab_name, "--memory", "900G")) == 2
+        assert "of memory, asked for" in capsys.readouterr().err
+        assert main(["host", "add", lab_name, "m5", "--ssh", "root@192.0.2.7", "--key",
+                     str(ms.key)]) == 2  # not on the lab's underlay
+        assert "underlay" in capsys.readouterr().err
+        assert state.journal() == before
+        # defaults: what it has, scanned over SSH
+        assert main(_add_m4(ms, lab_name, "--json")) == 0
+        d = json.loads(capsys.readouterr().out)
+        assert d["cpus"] == online() and d["memory"] == mem_total()
+        assert d["address"] == f"{SPARE['m4']}/24" and d["underlay_if"] == "ul0"
+        m4 = [e for e in state.journal() if e.get("host") == "m4"]
+        assert [e["op"] for e in m4] == ["remote-host"]
+        assert main(["host", "ls", lab_name, "--json"]) == 0
+        rows = {r["host"]: r for r in json.loads(capsys.readouterr().out)}
+        assert rows["m4"]["added"] and rows["m4"]["cpus"] == len(online())
+        assert rows["m4"]["memory"] == mem_total()
+        assert inspect(lab_name)["hosts"]["m4"]["reachable"] is True
+        # host rm: its agent asked to remove its part; it leaves the journal
+        assert main(["host", "rm", lab_name, "m4"]) == 0
+        assert not [e for e in state.journal() if e.get("host") == "m4"]
+        assert "m4" not in {r["host"] for r in hostops.list_hosts(lab_name)}
+        # added again: down reaches it too
+        assert main(_add_m4(ms, lab_name, "--cpus", "1", "--memory", "64M")) == 0
+        capsys.readouterr()
+        assert hostops.list_hosts(lab_name)[-1]["memory"] == 64 << 20
+    finally:
+        rep = lifecycle.down(lab_name)
+    assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
+    for m in ("m1", "m2", "m3", "m4"):
+        assert not (ms.dir / f"state-{m}" / "labs" / lab_name).exists()

@@ -17,6 +17,7 @@ removes what the journal names.
   ``inspect`` reads it.
 - ``sfc-read``, ``sfc-classify``, ``sfc-probe``: the host's share of the chains' data plane
   (:mod:`sfclab.realize.agent_sfc`).
+- ``scan``: the host's CPUs and memory (:mod:`sfclab.realize.agent_scan`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 from ..errors import LabError, SfclabError
 from ..kernel import netns
 from ..plan.model import Plan
-from . import agent_sfc
+from . import agent_scan, agent_sfc
 from .state import LabState
 
 
@@ -154,6 +155,7 @@ def inspect(req: dict[str, Any]) -> dict[str, Any]:
 
 VERBS = {"check": check, "up": up, "down": down, "inspect": inspect}
 VERBS.update(agent_sfc.VERBS)  # a host's share of the chains' data plane
+VERBS.update(agent_scan.VERBS)  # what it offers, before 'host add --ssh'
 
 
 def main(argv: list[str]) -> int:
