@@ -157,7 +157,7 @@ def _add_m4(ms, lab: str, *more: str) -> list[str]:
 
 
 def test_host_add_ssh_scans_checks_journals_and_rm_and_down_reach_it(spare_machines, lab_name,
-                                                                     capsys):
+                                                                     capsys, tmp_path):
     ms = spare_machines
     direct = f"d{lab_name[1:]}"
     lifecycle.up(load_lab_dict(chain_lab(direct)))
@@ -180,6 +180,17 @@ def test_host_add_ssh_scans_checks_journals_and_rm_and_down_reach_it(spare_machi
         assert main(["host", "add", lab_name, "m5", "--ssh", "root@192.0.2.7", "--key",
                      str(ms.key)]) == 2  # not on the lab's underlay
         assert "underlay" in capsys.readouterr().err
+        # an emulated host cannot join; chain add is not built for such labs: said, exit 2
+        assert main(["host", "add", lab_name, "e1", "--cpus", "1", "--memory", "64M"]) == 2
+        assert "--ssh USER@ADDRESS" in capsys.readouterr().err
+        cf = tmp_path / "chain.json"
+        cf.write_text(json.dumps({"name": "more", "attach": "r1", "egress": "dst",
+                                  "classifiers": [{"ingress": "src", "proto": "udp",
+                                                   "dport": 5002}],
+                                  "functions": [{"name": "fw", "kind": "firewall",
+                                                 "rules": []}]}))
+        assert main(["chain", "add", lab_name, str(cf)]) == 2
+        assert "not supported yet" in capsys.readouterr().err
         assert state.journal() == before
         # defaults: what it has, scanned over SSH
         assert main(_add_m4(ms, lab_name, "--json")) == 0

@@ -35,7 +35,7 @@ from ..realize import dataplane, lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import health, record, tables, tunnels, underlay, wire
+from . import health, record, sshhost, tables, tunnels, underlay, wire
 from .capacity import hosts_of
 from .chains import read_classifiers
 from .request import AddChain, RemoveChain
@@ -65,6 +65,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         _, plan = lifecycle.load_plan(req.lab)
         if (state.meta().get("status")) != "up":
             raise LabError(f"lab '{req.lab}' is not up")
+        sshhost.refuse_live_change(state, "chain add")
         sp = _steering(plan)
         where = place(req, hosts_of(state, plan))
         instances = [i for i in req.instances()]

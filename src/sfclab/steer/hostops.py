@@ -80,6 +80,7 @@ def add_host(lab: str, name: str, cpus: int, memory: int,
     t0 = time.monotonic()
     with record.lab_lock(state, wait_s, "host add"):
         plan = _up(state)
+        sshhost.refuse_emulated_join(state)
         taken = [h.name for h in hosts_of(state, plan)]
         if name in taken or (name == LOCAL and has_local(state, plan)):
             raise SpecError(f"lab '{lab}' already has a host '{name}' (hosts: "

@@ -49,7 +49,7 @@ from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, path_base
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import conntrack, health, record, tables, tunnels, underlay, wire
+from . import conntrack, health, record, sshhost, tables, tunnels, underlay, wire
 from .record import slot_lock
 from .add import _steering
 from .capacity import hosts_of
@@ -117,6 +117,7 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
 def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str, Any]:
     """:func:`migrate` for a caller that holds the lab's lock (``host rm --drain``)."""
     _, plan = lifecycle.load_plan(req.lab)
+    sshhost.refuse_live_change(state, "chain migrate")
     add = owner(state, req.instance)
     if req.conntrack and shutil.which("conntrack") is None:
         raise LabError("moving connection-tracking state needs the conntrack program "

@@ -55,6 +55,22 @@ def refuse_emulated(lab: str, plan: Plan, state: LabState) -> None:
                        "refused; add an emulated host with --cpus N --memory SIZE")
 
 
+def refuse_emulated_join(state: LabState) -> None:
+    """An emulated host (a namespace of this machine) cannot join a lab of real machines."""
+    if remote.journaled(state):
+        raise LabError(f"lab '{state.name}' runs on hosts driven over SSH: an emulated host "
+                       "(a namespace of this machine) cannot join their underlay; add a "
+                       "machine with --ssh USER@ADDRESS")
+
+
+def refuse_live_change(state: LabState, what: str) -> None:
+    """What is not built yet for labs of hosts driven over SSH: said before anything."""
+    if remote.journaled(state):
+        raise LabError(f"'{what}' on lab '{state.name}', whose hosts are driven over SSH, is "
+                       "not supported yet (its lab file's chains are: chain ls, inspect, "
+                       "trace and classify work there)")
+
+
 def target(state: LabState, name: str, user: str, address: str, key: str | None,
            port: int | None, agent_state: str | None) -> SshTarget:
     """How to reach the new host: as the lab's first host is reached, but at ``address``."""
