@@ -87,7 +87,8 @@ def machines(lab_name, tmp_path):
         yield ms
 
 
-def test_chain_across_three_ssh_hosts_is_the_chain_emulated(machines, lab_name, tmp_path):
+def test_chain_across_three_ssh_hosts_is_the_chain_emulated(machines, lab_name, tmp_path,
+                                                            capsys):
     direct = f"d{lab_name[1:]}"
     lifecycle.up(load_lab_dict(chain_lab(direct)))
     try:
@@ -112,6 +113,13 @@ def test_chain_across_three_ssh_hosts_is_the_chain_emulated(machines, lab_name, 
             assert t["in_order"] and t["delivered"]
             assert [h["seen_at"] for h in t["hops"]] == ["r1", "f1", "f1", "f2", "f2"]
             assert t["hops"] == tl["hops"]
+            assert main(["chain", "trace", lab_name, "web"]) == 0  # the command, as a person
+            assert main(["chain", "inspect", lab_name, "web", "--json"]) == 0
+            # the lab's inspect: each host's nodes with their data-plane counters
+            nodes = inspect(lab_name)["nodes"]
+            assert {n: nodes[n]["sfc"]["node_id"] for n in ("f1", "f2")} == \
+                {n: seen_id for n, seen_id in lifecycle.load_plan(lab_name)[1].steering[
+                    "node_ids"].items() if n in ("f1", "f2")}
             # classified traffic crosses both functions; unclassified traffic bypasses them
             before = chains.inspect(lab_name)["chains"]["web"]
             assert send(splan, 7999, 40) == 40
