@@ -18,6 +18,7 @@ import pytest
 from sfclab.cli import main
 from sfclab.cli.status import ExitStatus
 from sfclab.kernel.cpus import online
+from sfclab.plan.tunnels import ADDED_VNI_BASE
 from sfclab.realize import lifecycle
 from sfclab.realize.agent_scan import mem_total
 from sfclab.realize.dataplane import lab_dir
@@ -35,12 +36,12 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 HOSTS = {"h1": "m1", "h2": "m2", "h3": "m3"}
 
 
-def chain_lab(name: str, ssh=None) -> dict:
+def chain_lab(name: str, ssh=None, memory: str | None = None) -> dict:
     """src and r1 on h1, firewall f1 on h2, firewall f2 and dst on h3 (a bridged and a
     shortbridged tunnel); chain web: UDP to 7999 from src through f1 then f2 to dst."""
     hosts = {}
     for h, m in HOSTS.items():
-        hosts[h] = {"address": ADDRESSES[m]}
+        hosts[h] = {"address": ADDRESSES[m]} | ({"memory": memory} if memory else {})
         if ssh is not None:
             hosts[h]["ssh"] = ssh.ssh(m)
     return {"name": name, "hosts": hosts,
@@ -188,17 +189,9 @@ def test_host_add_ssh_scans_checks_journals_and_rm_and_down_reach_it(spare_machi
         assert main(["host", "add", lab_name, "m5", "--ssh", "root@192.0.2.7", "--key",
                      str(ms.key)]) == 2  # not on the lab's underlay
         assert "underlay" in capsys.readouterr().err
-        # an emulated host cannot join; chain add is not built for such labs: said, exit 2
+        # an emulated host cannot join: said, exit 2
         assert main(["host", "add", lab_name, "e1", "--cpus", "1", "--memory", "64M"]) == 2
         assert "--ssh USER@ADDRESS" in capsys.readouterr().err
-        cf = tmp_path / "chain.json"
-        cf.write_text(json.dumps({"name": "more", "attach": "r1", "egress": "dst",
-                                  "classifiers": [{"ingress": "src", "proto": "udp",
-                                                   "dport": 5002}],
-                                  "functions": [{"name": "fw", "kind": "firewall",
-                                                 "rules": []}]}))
-        assert main(["chain", "add", lab_name, str(cf)]) == 2
-        assert "not supported yet" in capsys.readouterr().err
         assert state.journal() == before
         # defaults: what it has, scanned over SSH
         assert main(_add_m4(ms, lab_name, "--json")) == 0
@@ -220,6 +213,69 @@ def test_host_add_ssh_scans_checks_journals_and_rm_and_down_reach_it(spare_machi
         assert main(_add_m4(ms, lab_name, "--cpus", "1", "--memory", "64M")) == 0
         capsys.readouterr()
         assert hostops.list_hosts(lab_name)[-1]["memory"] == 64 << 20
+    finally:
+        rep = lifecycle.down(lab_name)
+    assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
+    for m in ("m1", "m2", "m3", "m4"):
+        assert not (ms.dir / f"state-{m}" / "labs" / lab_name).exists()
+
+
+def _context_link(ms, m: str, dev: str) -> bool:
+    return subprocess.run(["ip", "-n", ms.context(m), "link", "show", "dev", dev],
+                          capture_output=True, check=False).returncode == 0
+
+
+def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_remove_it(
+        spare_machines, lab_name, tmp_path, capsys):
+    """host add --ssh m4, then chain add: the instance placed on m4 (the only host with room:
+    the lab file's have 256M) is made by m4's agent (namespace, function, tunnel end to r1's host h1, whose agent
+    makes the other end); classified traffic goes through it (trace and counters say so),
+    other traffic does not; chain rm removes it everywhere; down after a second add too."""
+    ms = spare_machines
+    splan = lifecycle.up(load_lab_dict(chain_lab(lab_name, ms, memory="256M")))
+    try:
+        assert main(_add_m4(ms, lab_name)) == 0
+        capsys.readouterr()
+        cf = tmp_path / "chain.json"
+        cf.write_text(json.dumps({"name": "more", "attach": "r1", "egress": "dst",
+                                  "classifiers": [{"ingress": "src", "proto": "udp",
+                                                   "dport": 5002}],
+                                  "functions": [{"name": "fw", "kind": "firewall",
+                                                 "rules": [], "cpu": 0.5,
+                                                 "memory": "512M"}]}))
+        assert main(["chain", "add", lab_name, str(cf), "--json"]) == 0
+        d = json.loads(capsys.readouterr().out)
+        (node, inst), = d["instances"].items()
+        assert inst["host"] == "m4"
+        plan = lifecycle.load_plan(lab_name)[1]
+        ns = plan.netns_of(node)
+        assert subprocess.run(["ip", "netns", "exec", ns, "true"]).returncode == 0
+        # made by m4's agent, journaled there; the tunnel's ends in m4's and h1's contexts
+        j = (ms.dir / "state-m4" / "labs" / lab_name / "journal").read_text()
+        assert {"op": "netns", "name": ns} in [json.loads(x) for x in j.splitlines()]
+        got = chains.inspect(lab_name)["chains"]["more"]
+        assert node in got["directions"][0]["paths"][0]["nodes"]
+        t = chains.trace(lab_name, "more")
+        assert t["in_order"] and t["delivered"], t
+        assert node in [h["seen_at"] for h in t["hops"]]
+        before = chains.inspect(lab_name)["chains"]["more"]["instances"][node]["proxy_in"]
+        assert send(splan, 5002, 30) == 30
+        mid = chains.inspect(lab_name)["chains"]["more"]["instances"][node]["proxy_in"]
+        assert mid - before >= 30
+        assert send(splan, 5003, 20) == 20  # not classified: bypasses the function
+        assert chains.inspect(lab_name)["chains"]["more"]["instances"][node]["proxy_in"] == mid
+        # chain rm: gone on every host
+        assert main(["chain", "rm", lab_name, "more"]) == 0
+        capsys.readouterr()
+        assert not os.path.exists(f"/run/netns/{ns}")
+        leftovers = [(m, dev) for m in ("m1", "m4") for dev in
+                     ("vxn", "brn") if any(_context_link(ms, m, f"{dev}{v}")
+                                           for v in range(ADDED_VNI_BASE, ADDED_VNI_BASE + 8))]
+        assert leftovers == []
+        assert send(splan, 5002, 10) == 10  # unclassified again: straight to dst
+        # added again: down removes it with the rest
+        assert main(["chain", "add", lab_name, str(cf)]) == 0
+        capsys.readouterr()
     finally:
         rep = lifecycle.down(lab_name)
     assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()

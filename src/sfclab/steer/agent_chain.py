@@ -1,0 +1,285 @@
+"""The agent with the verbs of ``chain add`` and ``chain rm`` on a lab of hosts driven over SSH
+(``python -m sfclab.steer.agent_chain VERB``): every verb of :mod:`sfclab.realize.agent`, and
+the "make it on this host" steps of :mod:`sfclab.steer.add`, run by the host's agent there.
+
+This machine plans the chain exactly as for emulated hosts (placement, wiring, labels,
+tunnels: :mod:`sfclab.plan.chainadd`) and sends every host the merged plan and the addition;
+each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks what):
+
+- ``chain-make`` ``{"lab", "plan", "addition", "addresses"}``: journal first (the new
+  namespaces; the tunnel devices in the host's context, by mark; the share's bpffs directory
+  when the lab had no chain), then the host's part saved with the new nodes (so ``down``, and
+  ``down`` after a ``kill -9`` of this machine, stops their functions and removes them), then
+  the instances placed here (namespace, veth or tunnel end, function with its cgroup limits),
+  the tunnel ends of instances attached to a node here, the attach ends, interfaces fitted to
+  labels, derived MACs (:func:`sfclab.plan.sfc_hosts.interface_mac`) and the programs;
+- ``chain-tables`` ``{"lab", "plan", "addition", "classifiers": bool}``: the labels its nodes
+  own, the paths and slots of directions whose ingress is here, then (second call) their
+  classifier entries: traffic enters the chain only once every host has its entries;
+- ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain"}``: classifier
+  entries out, a drain, slots, paths and freed labels out, the nodes and tunnel ends removed,
+  the part saved as ``after`` has it.  Tolerates halves; answers its errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LabError
+from ..hosts.context import OwnRoot
+from ..kernel import netns
+from ..plan.chainadd import Addition, NewNode
+from ..plan.model import Plan
+from ..plan.sfc import SteeringPlan
+from ..plan.sfc_hosts import interface_mac, remote_host
+from ..plan.split import host_part
+from ..plan.tunnels import attach_host, names
+from ..realize import agent, dataplane
+from ..realize.dataplane import DataPlane, Iface
+from ..realize.links.hosted import context_mark
+from ..realize.state import LabState
+from ..realize.step import step
+from . import record, tables, tunnels, wire
+from .underlay import Joined
+
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute
+
+MODULE = "sfclab.steer.agent_chain"
+
+
+def _load(req: dict[str, Any]) -> tuple[LabState, Plan, str, Plan, Addition]:
+    state = LabState(str(req["lab"]))
+    d = state.plan()
+    if d is None and req.get("part"):  # a host 'host add --ssh' joined: its empty part first
+        agent.up({"plan": req["part"]})
+        d = state.plan()
+    if d is None:
+        raise LabError(f"lab '{req['lab']}' has no part on this host")
+    part = Plan.from_dict(d)
+    host = remote_host(part)
+    if host is None:
+        raise LabError(f"lab '{req['lab']}''s part here is not a host's part")
+    return state, part, host.name, Plan.from_dict(req["plan"]), Addition.from_dict(
+        req["addition"])
+
+
+def _new_part(part: Plan, merged: Plan, me: str) -> Plan:
+    """The host's part as ``merged`` has it, with the host as its agent knows it (its own
+    CPUs and underlay interface) and the whole steering (each host's share is its own)."""
+    whole = Plan.from_dict(merged.to_dict())  # a tunnelled instance's link is no veth here
+    where = {n: h.name for h in whole.hosts for n in h.nodes}
+    whole.veths = [v for v in whole.veths if where.get(v.a.node) == where.get(v.b.node)]
+    out = host_part(whole, me)
+    hp = part.hosts[0]
+    hp.nodes = list(out.hosts[0].nodes)
+    out.hosts = [hp]
+    out.steering = merged.steering
+    return out
+
+
+def _joined(me: str, part: Plan, addresses: dict[str, str], other: str) -> tuple[Joined,
+                                                                                   Joined]:
+    hp = part.hosts[0]
+    here = Joined(me, "", hp.address, hp.underlay_if)
+    there = Joined(other, "", addresses[other], "")
+    return here, there
+
+
+def make(req: dict[str, Any]) -> dict[str, Any]:
+    state, part, me, merged, add = _load(req)
+    mine = [n for n in add.nodes if n.host == me]
+    attached = [n for n in add.nodes if n.host != me and attach_host(merged, n.attach) == me]
+    tunnelled = [n for n in mine if n.vni is not None] + attached
+    mark = context_mark(merged.lab, me, "")[:-1]
+    top = dataplane.share_dir(merged.lab, me)
+    with state.locked():
+        state.record([{"op": "netns", "name": n.netns} for n in mine] +
+                     [{"op": "link", "name": dev, "alias": f"{mark}:{dev}"}
+                      for n in tunnelled for dev in names(n.vni or 0)[1:]] +
+                     ([] if part.steering else [{"op": "bpffs", "path": str(top)}]))
+        record.save_plan(state, _new_part(part, merged, me))
+        addresses = dict(req["addresses"])
+        for n in mine:
+            if n.vni is None:
+                wire.make_node(merged, n)
+                continue
+            here, there = _joined(me, part, addresses, attach_host(merged, n.attach))
+
+            def link(_ipr: IPRoute, n: NewNode = n, here: Joined = here,
+                     there: Joined = there) -> None:
+                tunnels.make_end(merged, n, OwnRoot(me), here, there, n.netns, n.ifname, mark)
+
+            wire.make_instance(merged, n, link)
+        for n in attached:
+            here, there = _joined(me, part, addresses, n.host)
+            tunnels.make_end(merged, n, OwnRoot(me), here, there, merged.netns_of(n.attach),
+                             n.attach_ifname, mark)
+            wire.fit_attach(merged, n)
+        local = set(_new_part(part, merged, me).hosts[0].nodes)
+        for node, ifname, mtu in add.mtu:
+            if node in local:
+                wire.set_link(merged, node, ifname, mtu=mtu)
+        for node, ifname, offl in add.offloads:
+            if node in local:
+                wire.set_link(merged, node, ifname, offloads=offl)
+        for node, ifname in add.single_segment:
+            if node in local:
+                wire.set_link(merged, node, ifname, gso_max_segs=1)
+        for n in add.nodes:  # the MACs every other host addresses these ends by
+            for node, ifname in ((n.node, n.ifname), (n.attach, n.attach_ifname)):
+                if node in local:
+                    _set_mac(merged, node, ifname)
+        for n in mine:
+            wire.start_function(state, merged, n.node)
+        msp = SteeringPlan.from_dict(merged.steering or {})
+        if any(node in local for node in add.attach_progs):
+            dataplane.ensure_bpffs()
+            (top / "maps").mkdir(parents=True, exist_ok=True)
+        for node, progs in add.attach_progs.items():
+            if node in local:
+                wire.load_programs(merged, node, msp.node_ids[node], progs, top / "maps")
+    return {"host": me, "made": [n.node for n in mine], "ends": [n.node for n in attached]}
+
+
+def _set_mac(plan: Plan, node: str, ifname: str) -> None:
+    ipr = netns.iproute(plan.netns_of(node))
+    try:
+        with step(f"MAC of {ifname} of {node}"):
+            ipr.link("set", index=ipr.link_lookup(ifname=ifname)[0],
+                     address=dataplane.mac_text(interface_mac(plan.lab, node, ifname)))
+    finally:
+        ipr.close()
+
+
+def _ifaces(plan: Plan, sp: SteeringPlan, local: set[str]) -> dict[tuple[str, str], Iface]:
+    """Local chain nodes' interfaces read live; every other one by its derived MAC."""
+    out: dict[tuple[str, str], Iface] = {}
+    for h in sp.hops:
+        for node, ifname in ((h.node, h.ifname), (h.next, h.next_ifname)):
+            if node and ifname:
+                out[(node, ifname)] = Iface(0, interface_mac(plan.lab, node, ifname))
+    for d in sp.directions:
+        for p in d.paths:
+            for node, ifname in ((d.ingress, p.ifname), (p.next, p.next_ifname)):
+                out[(node, ifname)] = Iface(0, interface_mac(plan.lab, node, ifname))
+    live = tables.interfaces({n.node: n.name for n in plan.namespaces},
+                             [n for n in sp.node_ids if n in local])
+    out.update(live)
+    return out
+
+
+def write_tables(req: dict[str, Any]) -> dict[str, Any]:
+    state, part, me, merged, add = _load(req)
+    local = set(part.hosts[0].nodes)
+    msp = SteeringPlan.from_dict(merged.steering or {})
+    hops = [h for h in add.hops if h.node in local]
+    mine = [d for d in add.directions if d.ingress in local]
+    if not hops and not mine:
+        return {"labels": 0, "directions": 0}
+    with state.locked(), DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
+        if req.get("classifiers"):
+            for d in mine:
+                tables.write_classifiers(dp, msp, d)
+        else:
+            ifaces = _ifaces(merged, msp, local)
+            tables.write_labels(dp, msp, hops, ifaces)
+            for d in mine:
+                assert d.path_base is not None
+                tables.write_paths(dp, d, d.path_base, ifaces)
+                tables.write_slots(dp, d, tables.slot_paths(msp, d))
+    return {"labels": len(hops), "directions": len(mine)}
+
+
+def unmake(req: dict[str, Any]) -> dict[str, Any]:
+    state, part, me, merged, add = _load(req)
+    errors: list[str] = []
+    local = set(part.hosts[0].nodes)
+    msp = SteeringPlan.from_dict(merged.steering or {})
+    mine_d = [d for d in add.directions if d.ingress in local]
+    freed = [int(x) for x in req.get("freed", [])]
+    owned = {h.label for h in msp.hops if h.node in local}
+    with state.locked():
+        try:
+            dp: DataPlane | None = DataPlane(merged.lab, dataplane.share_dir(merged.lab, me))
+        except Exception as e:
+            dp = None
+            if mine_d or set(freed) & owned:
+                errors.append(str(e))
+        if dp is not None:
+            with dp:
+                for d in mine_d:
+                    try:
+                        tables.delete_classifiers(dp, msp, d, None)
+                    except Exception as e:
+                        errors.append(f"classifiers of direction {d.index}: {e}")
+                time.sleep(float(req.get("drain", 0.05)))
+                for d in mine_d:
+                    try:
+                        tables.clear_slots(dp, d.index)
+                        if d.path_base is not None:
+                            tables.clear_paths(dp, d.path_base, len(d.paths))
+                    except Exception as e:
+                        errors.append(f"direction {d.index}: {e}")
+                try:
+                    tables.delete_labels(dp, [x for x in freed if x in owned])
+                except Exception as e:
+                    errors.append(f"labels: {e}")
+        for n in add.nodes:
+            if n.host == me:
+                same = n.vni is None
+                errors += wire.remove_node(state, merged, n.node, n.netns,
+                                           (n.attach, n.attach_ifname) if same else None)
+                errors += _remove_end(n)
+            elif attach_host(merged, n.attach) == me:
+                errors += _remove_end(n)
+                errors += _remove_attach_end(merged, n)
+        after = Plan.from_dict(req["after"])
+        record.save_plan(state, _new_part(part, after, me))
+    return {"host": me, "errors": errors}
+
+
+def _remove_end(n: NewNode) -> list[str]:
+    """The tunnel devices of ``n`` in this host's context (absent ones skipped)."""
+    if n.vni is None:
+        return []
+    from pyroute2 import IPRoute
+
+    try:
+        with IPRoute() as ipr:
+            for dev in names(n.vni):
+                with contextlib.suppress(IndexError):
+                    ipr.link("del", index=ipr.link_lookup(ifname=dev)[0])
+    except Exception as e:
+        return [f"tunnel {n.vni}: {e}"]
+    return []
+
+
+def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
+    try:
+        ipr = netns.iproute(plan.netns_of(n.attach))
+        try:
+            idx = ipr.link_lookup(ifname=n.attach_ifname)
+            if idx:
+                ipr.link("del", index=idx[0])
+        finally:
+            ipr.close()
+    except Exception as e:
+        return [f"link {n.attach}/{n.attach_ifname}: {e}"]
+    return []
+
+
+VERBS = {**agent.VERBS, "chain-make": make, "chain-tables": write_tables,
+         "chain-unmake": unmake}
+
+
+def main(argv: list[str]) -> int:
+    agent.VERBS.update(VERBS)  # one dispatcher: the realize agent's
+    return agent.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

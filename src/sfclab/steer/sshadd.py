@@ -1,0 +1,76 @@
+"""``chain add`` and ``chain rm`` on a lab of hosts driven over SSH: this machine's side.
+
+:mod:`sfclab.steer.add` decides everything as for emulated hosts (placement over the hosts'
+CPUs and memory, wiring, labels, tunnels, the merged plan, saved before anything is made);
+only "make it on host X" goes through X's agent (:mod:`sfclab.steer.agent_chain`), each host
+asked in turn with the merged plan and the addition:
+
+1. ``chain-make`` on every host (a host that ``host add --ssh`` joined gets its empty part
+   first): its instances, tunnel ends, attach ends, fitted interfaces, MACs, programs --
+   each journaled there first;
+2. ``chain-tables`` on every host: labels, paths and slots (nothing uses them yet);
+3. ``chain-tables`` with classifiers on every host: only now does traffic enter the chain.
+
+:func:`unmake` asks every host to take its share out (classifiers first, a drain, tables,
+nodes, tunnel ends), collecting errors and going on past an unreachable host (``down`` still
+reaches what it left, by the host's journal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import RealizeError
+from ..hosts.ssh import call
+from ..plan.chainadd import Addition, withdraw
+from ..plan.model import Plan
+from ..plan.split import host_part
+from ..realize import remote_sfc
+from ..realize.state import LabState
+from .agent_chain import MODULE
+
+TIMEOUT_S = 300
+
+
+def is_remote(state: LabState) -> bool:
+    return remote_sfc.is_remote(state)
+
+
+def make(state: LabState, plan: Plan, merged: Plan, add: Addition,
+         say: Callable[[str], None]) -> None:
+    """Every host's share of ``add`` made by its agent (see the module's docstring)."""
+    ts = remote_sfc.targets(state)
+    base: dict[str, Any] = {"lab": state.name, "plan": merged.to_dict(),
+                            "addition": add.to_dict()}
+    addresses = {h.name: h.address for h in merged.hosts}
+    for name, t in ts.items():
+        say(f"host {name}: instances, tunnel ends, programs")
+        part = host_part(plan, name)
+        call(t, "chain-make", {**base, "addresses": addresses, "part": part.to_dict()},
+             timeout=TIMEOUT_S, module=MODULE)
+    for name, t in ts.items():
+        say(f"host {name}: tables")
+        call(t, "chain-tables", {**base, "classifiers": False}, timeout=TIMEOUT_S,
+             module=MODULE)
+    say("classifiers: traffic on")
+    for t in ts.values():
+        call(t, "chain-tables", {**base, "classifiers": True}, timeout=TIMEOUT_S,
+             module=MODULE)
+
+
+def unmake(state: LabState, merged: Plan, add: Addition, drain_s: float) -> list[str]:
+    """Every host takes its share of ``add`` out; the errors (an unreachable host's too)."""
+    after = Plan.from_dict(merged.to_dict())
+    freed = withdraw(after, add)
+    req = {"lab": state.name, "plan": merged.to_dict(), "after": after.to_dict(),
+           "addition": add.to_dict(), "freed": list(freed), "drain": drain_s}
+    errors: list[str] = []
+    for name, t in remote_sfc.targets(state).items():
+        try:
+            got = call(t, "chain-unmake", req, timeout=TIMEOUT_S, module=MODULE)
+        except RealizeError as e:
+            errors.append(str(e))
+            continue
+        errors += [f"host {name}: {x}" for x in got.get("errors", [])]
+    return errors
