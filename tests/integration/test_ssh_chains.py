@@ -17,6 +17,7 @@ import pytest
 
 from sfclab.cli import main
 from sfclab.cli.status import ExitStatus
+from sfclab.hosts import cgroups as host_cgroups
 from sfclab.kernel.cpus import online
 from sfclab.plan.tunnels import ADDED_VNI_BASE
 from sfclab.realize import lifecycle
@@ -218,6 +219,10 @@ def test_host_add_ssh_scans_checks_journals_and_rm_and_down_reach_it(spare_machi
     assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
     for m in ("m1", "m2", "m3", "m4"):
         assert not (ms.dir / f"state-{m}" / "labs" / lab_name).exists()
+    assert not Path(f"/sys/fs/cgroup/memory/sfclab:{lab_name}:@m4").exists()
+    for m in ("m1", "m4"):  # the tunnel's devices in the hosts' contexts: removed by mark
+        for dev in ("vxn", "brn"):
+            assert not _context_link(ms, m, f"{dev}{ADDED_VNI_BASE}"), (m, dev)
 
 
 def _context_link(ms, m: str, dev: str) -> bool:
@@ -253,6 +258,16 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
         # made by m4's agent, journaled there; the tunnel's ends in m4's and h1's contexts
         j = (ms.dir / "state-m4" / "labs" / lab_name / "journal").read_text()
         assert {"op": "netns", "name": ns} in [json.loads(x) for x in j.splitlines()]
+        # placed by what it needs; its host's cgroup (made by m4's agent) holds its limits
+        m4 = next(h for h in hostops.list_hosts(lab_name) if h["host"] == "m4")
+        assert m4["instances"] == [node] and m4["used_cpu"] == 0.5
+        assert m4["used_memory"] == 512 << 20
+        assert host_cgroups.usage(f"sfclab:{lab_name}:@m4")["memory_limit_bytes"] == \
+            mem_total()
+        vni = next(n for n in lifecycle.load_plan(lab_name)[1].hosts if n.name == "m4")
+        assert vni.nodes == [node]
+        assert _context_link(ms, "m4", f"vxn{ADDED_VNI_BASE}")
+        assert _context_link(ms, "m1", f"vxn{ADDED_VNI_BASE}")  # r1's host, h1
         got = chains.inspect(lab_name)["chains"]["more"]
         assert node in got["directions"][0]["paths"][0]["nodes"]
         t = chains.trace(lab_name, "more")
@@ -281,3 +296,50 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
     assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
     for m in ("m1", "m2", "m3", "m4"):
         assert not (ms.dir / f"state-{m}" / "labs" / lab_name).exists()
+    assert not Path(f"/sys/fs/cgroup/memory/sfclab:{lab_name}:@m4").exists()
+    for m in ("m1", "m4"):  # the tunnel's devices in the hosts' contexts: removed by mark
+        for dev in ("vxn", "brn"):
+            assert not _context_link(ms, m, f"{dev}{ADDED_VNI_BASE}"), (m, dev)
+
+
+def test_kill_9_of_a_chain_add_on_ssh_hosts_then_down_leaves_nothing(spare_machines, lab_name,
+                                                                    tmp_path, capsys):
+    """``chain add`` killed (SIGKILL) once m4's agent has journaled the instance it is
+    making: ``down`` reaches every host, whose agent removes what its journal names (the
+    agent finishes its step first: a host's part is changed under its lock)."""
+    import signal
+    import time
+
+    ms = spare_machines
+    lifecycle.up(load_lab_dict(chain_lab(lab_name, ms, memory="256M")))
+    try:
+        assert main(_add_m4(ms, lab_name)) == 0
+        capsys.readouterr()
+        cf = tmp_path / "chain.json"
+        cf.write_text(json.dumps({"name": "k9", "attach": "r1", "egress": "dst",
+                                  "classifiers": [{"ingress": "src", "proto": "udp",
+                                                   "dport": 5002}],
+                                  "functions": [{"name": "fw", "kind": "firewall",
+                                                 "rules": [], "memory": "512M"}]}))
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "chain", "add", lab_name,
+                              str(cf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        journal = ms.dir / "state-m4" / "labs" / lab_name / "journal"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None:
+            if journal.exists() and '"netns"' in journal.read_text():
+                break
+            time.sleep(0.01)
+        assert p.poll() is None, "chain add ended before m4's agent journaled its instance"
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    finally:
+        rep = lifecycle.down(lab_name)
+    assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
+    for m in ("m1", "m2", "m3", "m4"):
+        assert not (ms.dir / f"state-{m}" / "labs" / lab_name).exists()
+    assert not [ln for ln in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                            text=True).stdout.splitlines()
+                if f"sfclab:{lab_name}:" in ln]
+    for m in ("m1", "m4"):
+        for dev in ("vxn", "brn"):
+            assert not _context_link(ms, m, f"{dev}{ADDED_VNI_BASE}"), (m, dev)
