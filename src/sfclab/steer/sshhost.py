@@ -67,8 +67,8 @@ def refuse_live_change(state: LabState, what: str) -> None:
     """What is not built yet for labs of hosts driven over SSH: said before anything."""
     if remote.journaled(state):
         raise LabError(f"'{what}' on lab '{state.name}', whose hosts are driven over SSH, is "
-                       "not supported yet (its lab file's chains are: chain ls, inspect, "
-                       "trace and classify work there)")
+                       "not supported yet (chain add, chain rm, chain ls, inspect, trace and "
+                       "classify work there)")
 
 
 def target(state: LabState, name: str, user: str, address: str, key: str | None,
