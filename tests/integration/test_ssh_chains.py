@@ -354,3 +354,55 @@ def test_kill_9_of_a_chain_add_on_ssh_hosts_then_down_leaves_nothing(spare_machi
     for m in ("m1", "m4"):
         for dev in ("vxn", "brn"):
             assert not _context_link(ms, m, f"{dev}{ADDED_VNI_BASE}"), (m, dev)
+
+
+def test_migrate_between_ssh_hosts_and_host_rm_drain(spare_machines, lab_name, tmp_path,
+                                                     capsys):
+    """An instance on h1 (beside its attach node r1) migrated to m4 (a machine host add --ssh
+    joined: a clone made by m4's agent, tunnel ends on m4 and h1), traffic through the clone;
+    host rm m4 --drain migrates it back to h1, then m4 leaves; down leaves nothing."""
+    ms = spare_machines
+    splan = lifecycle.up(load_lab_dict(chain_lab(lab_name, ms, memory="256M")))
+    try:
+        assert main(_add_m4(ms, lab_name)) == 0
+        cf = tmp_path / "chain.json"
+        cf.write_text(json.dumps({"name": "mig", "attach": "r1", "egress": "dst",
+                                  "classifiers": [{"ingress": "src", "proto": "udp",
+                                                   "dport": 5002}],
+                                  "functions": [{"name": "fw", "kind": "firewall",
+                                                 "rules": [], "memory": "200M"}]}))
+        capsys.readouterr()
+        assert main(["chain", "add", lab_name, str(cf), "--json"]) == 0
+        (node, inst), = json.loads(capsys.readouterr().out)["instances"].items()
+        assert inst["host"] == "h1"  # the first host with room, beside r1: a plain veth
+        assert send(splan, 5002, 10) == 10
+        assert main(["chain", "migrate", lab_name, node, "--to", "m4", "--json"]) == 0
+        m = json.loads(capsys.readouterr().out)
+        assert m["host"] == "m4" and m["clone"] == f"{node}.m1"
+        clone = m["clone"]
+        plan = lifecycle.load_plan(lab_name)[1]
+        assert next(h for h in plan.hosts if h.name == "m4").nodes == [clone]
+        assert not os.path.exists(f"/run/netns/sfclab:{lab_name}:{node}")
+        t = chains.trace(lab_name, "mig")
+        assert t["in_order"] and t["delivered"] and clone in [h["seen_at"] for h in t["hops"]]
+        before = chains.inspect(lab_name)["chains"]["mig"]["instances"][clone]["proxy_in"]
+        assert send(splan, 5002, 30) == 30
+        after = chains.inspect(lab_name)["chains"]["mig"]["instances"][clone]["proxy_in"]
+        assert after - before >= 30
+        # host rm --drain: migrated back (h1 has room), then m4 leaves
+        assert main(["host", "rm", lab_name, "m4", "--drain", "--json"]) == 0
+        capsys.readouterr()
+        assert "m4" not in {r["host"] for r in hostops.list_hosts(lab_name)}
+        assert not (ms.dir / "state-m4" / "labs" / lab_name).exists()
+        for dev in ("vxn", "brn"):
+            assert not _context_link(ms, "m1", f"{dev}{ADDED_VNI_BASE}")
+        back = next(iter(chains.inspect(lab_name)["chains"]["mig"]["instances"]))
+        assert back == f"{node}.m2"
+        assert send(splan, 5002, 20) == 20
+        got = chains.inspect(lab_name)["chains"]["mig"]["instances"][back]["proxy_in"]
+        assert got >= 20
+    finally:
+        rep = lifecycle.down(lab_name)
+    assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
+    for mm in ("m1", "m2", "m3", "m4"):
+        assert not (ms.dir / f"state-{mm}" / "labs" / lab_name).exists()

@@ -16,9 +16,13 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
 - ``chain-tables`` ``{"lab", "plan", "addition", "classifiers": bool}``: the labels its nodes
   own, the paths and slots of directions whose ingress is here, then (second call) their
   classifier entries: traffic enters the chain only once every host has its entries;
-- ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain"}``: classifier
-  entries out, a drain, slots, paths and freed labels out, the nodes and tunnel ends removed,
-  the part saved as ``after`` has it.  Tolerates halves; answers its errors.
+- ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain", "clear"}``:
+  classifier entries out, a drain, slots, paths and freed labels out (``clear``: more path
+  ranges, a migration's old ones), the nodes and tunnel ends removed, the part saved as
+  ``after`` has it.  Tolerates halves; answers its errors;
+- ``chain-switch`` ``{"lab", "plan", "addition", "slots"}``: a migration's switch, the slot
+  tables of the directions whose ingress is here (``chain-tables`` with ``slots: false``
+  wrote their new paths first).
 """
 
 from __future__ import annotations
@@ -67,13 +71,19 @@ def _load(req: dict[str, Any]) -> tuple[LabState, Plan, str, Plan, Addition]:
         req["addition"])
 
 
+def part_of(plan: Plan, host: str) -> Plan:
+    """Host ``host``'s part of a lab's plan with added instances (the plan models an
+    instance's tunnelled link as a veth: across hosts it is no veth of either part)."""
+    whole = Plan.from_dict(plan.to_dict())
+    where = {n: h.name for h in whole.hosts for n in h.nodes}
+    whole.veths = [v for v in whole.veths if where.get(v.a.node) == where.get(v.b.node)]
+    return host_part(whole, host)
+
+
 def _new_part(part: Plan, merged: Plan, me: str) -> Plan:
     """The host's part as ``merged`` has it, with the host as its agent knows it (its own
     CPUs and underlay interface) and the whole steering (each host's share is its own)."""
-    whole = Plan.from_dict(merged.to_dict())  # a tunnelled instance's link is no veth here
-    where = {n: h.name for h in whole.hosts for n in h.nodes}
-    whole.veths = [v for v in whole.veths if where.get(v.a.node) == where.get(v.b.node)]
-    out = host_part(whole, me)
+    out = part_of(merged, me)
     hp = part.hosts[0]
     hp.nodes = list(out.hosts[0].nodes)
     out.hosts = [hp]
@@ -190,7 +200,8 @@ def write_tables(req: dict[str, Any]) -> dict[str, Any]:
             for d in mine:
                 assert d.path_base is not None
                 tables.write_paths(dp, d, d.path_base, ifaces)
-                tables.write_slots(dp, d, tables.slot_paths(msp, d))
+                if req.get("slots", True):  # a migration's new paths wait for the switch
+                    tables.write_slots(dp, d, tables.slot_paths(msp, d))
     return {"labels": len(hops), "directions": len(mine)}
 
 
@@ -207,7 +218,7 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
             dp: DataPlane | None = DataPlane(merged.lab, dataplane.share_dir(merged.lab, me))
         except Exception as e:
             dp = None
-            if mine_d or set(freed) & owned:
+            if mine_d or set(freed) & owned or any(c[0] in local for c in req.get("clear", [])):
                 errors.append(str(e))
         if dp is not None:
             with dp:
@@ -224,6 +235,12 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
                             tables.clear_paths(dp, d.path_base, len(d.paths))
                     except Exception as e:
                         errors.append(f"direction {d.index}: {e}")
+                for ingress, base, count in req.get("clear", []):  # a migration's old paths
+                    if ingress in local:
+                        try:
+                            tables.clear_paths(dp, int(base), int(count))
+                        except Exception as e:
+                            errors.append(f"paths from {base}: {e}")
                 try:
                     tables.delete_labels(dp, [x for x in freed if x in owned])
                 except Exception as e:
@@ -240,6 +257,21 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
         after = Plan.from_dict(req["after"])
         record.save_plan(state, _new_part(part, after, me))
     return {"host": me, "errors": errors}
+
+
+def switch(req: dict[str, Any]) -> dict[str, Any]:
+    """A migration's switch: the slot tables of the directions whose ingress is here, each in
+    one map update (``{"lab", "plan", "addition", "slots": {INDEX: [PATH, ...]}}``)."""
+    state, part, me, merged, add = _load(req)
+    local = set(part.hosts[0].nodes)
+    slots = {int(k): [int(x) for x in v] for k, v in dict(req["slots"]).items()}
+    mine = [d for d in add.directions if d.ingress in local and d.index in slots]
+    if not mine:
+        return {"directions": 0}
+    with state.locked(), DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
+        for d in mine:
+            tables.write_slots(dp, d, slots[d.index])
+    return {"directions": len(mine)}
 
 
 def _remove_end(n: NewNode) -> list[str]:
@@ -273,7 +305,7 @@ def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
 
 
 VERBS = {**agent.VERBS, "chain-make": make, "chain-tables": write_tables,
-         "chain-unmake": unmake}
+         "chain-unmake": unmake, "chain-switch": switch}
 
 
 def main(argv: list[str]) -> int:

@@ -49,7 +49,7 @@ from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, path_base
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import conntrack, health, record, sshhost, tables, tunnels, underlay, wire
+from . import conntrack, health, record, sshadd, sshmigrate, tables, tunnels, underlay, wire
 from .record import slot_lock
 from .add import _steering
 from .capacity import hosts_of
@@ -117,7 +117,7 @@ def migrate(req: MigrateInstance) -> dict[str, Any]:
 def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str, Any]:
     """:func:`migrate` for a caller that holds the lab's lock (``host rm --drain``)."""
     _, plan = lifecycle.load_plan(req.lab)
-    sshhost.refuse_live_change(state, "chain migrate")
+    remote = sshadd.is_remote(state)  # hosts driven over SSH: their agents make it
     add = owner(state, req.instance)
     if req.conntrack and shutil.which("conntrack") is None:
         raise LabError("moving connection-tracking state needs the conntrack program "
@@ -166,6 +166,9 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                               ("sfc_proxy_out", "eth0", "tcx-egress")]
     msp.attach.setdefault(old.attach, []).append(("sfc_forward", clone.attach_ifname, "xdp"))
     merged.steering = msp.to_dict()
+    if remote:  # each host's agent makes and removes its share (:mod:`.sshmigrate`)
+        return sshmigrate.migrate(state, req, plan, merged, add, old, clone, news, olds,
+                                  labels.new, host, t0)
     # --- journal, then make ------------------------------------------------------------
     state.record([{"op": "netns", "name": clone.netns}])
     add.nodes.append(clone)
@@ -234,18 +237,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     # --- break: the old instance goes ----------------------------------------------------
     errors += wire.remove_node(state, switched, old.node, old.netns,
                               (old.attach, old.attach_ifname), old)
-    final = Plan.from_dict(switched.to_dict())
-    fsp = _steering(final)
-    in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
-    freed = [h.label for h in fsp.hops if h.label not in in_use and
-             (h.node == old.node or (h.next == old.node))]
-    fsp.hops = [h for h in fsp.hops if h.label not in freed]
-    fsp.node_ids.pop(old.node, None)
-    fsp.attach.pop(old.node, None)
-    fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
-                              if a[1] != old.attach_ifname]
-    final.steering = fsp.to_dict()
-    drop_nodes(final, {old.node})
+    final, freed = final_plan(switched, old)
     with DataPlane(req.lab) as dp:
         for d in olds:
             tables.clear_paths(dp, _base(sp, d), len(d.paths))
@@ -261,6 +253,24 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
             "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
             "conntrack_errors": errors[:5], "drained": drained,
             "seconds": round(time.monotonic() - t0, 3)}
+
+
+def final_plan(switched: Plan, old: NewNode) -> tuple[Plan, list[int]]:
+    """The plan once ``old`` is gone (its node, ids, programs, labels nobody uses), and the
+    labels freed."""
+    final = Plan.from_dict(switched.to_dict())
+    fsp = _steering(final)
+    in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
+    freed = [h.label for h in fsp.hops if h.label not in in_use and
+             (h.node == old.node or (h.next == old.node))]
+    fsp.hops = [h for h in fsp.hops if h.label not in freed]
+    fsp.node_ids.pop(old.node, None)
+    fsp.attach.pop(old.node, None)
+    fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
+                              if a[1] != old.attach_ifname]
+    final.steering = fsp.to_dict()
+    drop_nodes(final, {old.node})
+    return final, freed
 
 
 def _base(sp: SteeringPlan, d: DirectionPlan) -> int:

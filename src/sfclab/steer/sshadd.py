@@ -25,10 +25,9 @@ from ..errors import RealizeError
 from ..hosts.ssh import call
 from ..plan.chainadd import Addition, withdraw
 from ..plan.model import Plan
-from ..plan.split import host_part
 from ..realize import remote_sfc
 from ..realize.state import LabState
-from .agent_chain import MODULE
+from .agent_chain import MODULE, part_of
 
 TIMEOUT_S = 300
 
@@ -38,33 +37,43 @@ def is_remote(state: LabState) -> bool:
 
 
 def make(state: LabState, plan: Plan, merged: Plan, add: Addition,
-         say: Callable[[str], None]) -> None:
-    """Every host's share of ``add`` made by its agent (see the module's docstring)."""
+         say: Callable[[str], None], slots: bool = True) -> None:
+    """Every host's share of ``add`` made by its agent (see the module's docstring);
+    ``slots`` False: a migration's clone, whose paths wait for the switch (no slots, no
+    classifiers)."""
     ts = remote_sfc.targets(state)
     base: dict[str, Any] = {"lab": state.name, "plan": merged.to_dict(),
                             "addition": add.to_dict()}
     addresses = {h.name: h.address for h in merged.hosts}
     for name, t in ts.items():
         say(f"host {name}: instances, tunnel ends, programs")
-        part = host_part(plan, name)
+        part = part_of(plan, name)
         call(t, "chain-make", {**base, "addresses": addresses, "part": part.to_dict()},
              timeout=TIMEOUT_S, module=MODULE)
     for name, t in ts.items():
         say(f"host {name}: tables")
-        call(t, "chain-tables", {**base, "classifiers": False}, timeout=TIMEOUT_S,
-             module=MODULE)
+        call(t, "chain-tables", {**base, "classifiers": False, "slots": slots},
+             timeout=TIMEOUT_S, module=MODULE)
+    if not slots:
+        return
     say("classifiers: traffic on")
     for t in ts.values():
         call(t, "chain-tables", {**base, "classifiers": True}, timeout=TIMEOUT_S,
              module=MODULE)
 
 
-def unmake(state: LabState, merged: Plan, add: Addition, drain_s: float) -> list[str]:
-    """Every host takes its share of ``add`` out; the errors (an unreachable host's too)."""
-    after = Plan.from_dict(merged.to_dict())
-    freed = withdraw(after, add)
+def unmake(state: LabState, merged: Plan, add: Addition, drain_s: float, *,
+           freed: list[int] | None = None, after: Plan | None = None,
+           clear: list[list[Any]] | None = None) -> list[str]:
+    """Every host takes its share of ``add`` out; the errors (an unreachable host's too).
+    ``freed``, ``after``: the labels to delete and the plan once it is gone (default: as
+    ``chain rm`` has them); ``clear``: more path ranges (ingress, base, count) to clear."""
+    if after is None:
+        after = Plan.from_dict(merged.to_dict())
+        freed = withdraw(after, add)
     req = {"lab": state.name, "plan": merged.to_dict(), "after": after.to_dict(),
-           "addition": add.to_dict(), "freed": list(freed), "drain": drain_s}
+           "addition": add.to_dict(), "freed": list(freed or []), "drain": drain_s,
+           "clear": clear or []}
     errors: list[str] = []
     for name, t in remote_sfc.targets(state).items():
         try:
