@@ -279,11 +279,11 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
         assert mid - before >= 30
         assert send(splan, 5003, 20) == 20  # not classified: bypasses the function
         assert chains.inspect(lab_name)["chains"]["more"]["instances"][node]["proxy_in"] == mid
-        # not built over SSH yet: migrate (so host rm --drain) refused before anything;
-        # host rm of the machine running it refused
+        # no other host has room for it: migrate and host rm --drain refused before
+        # anything; host rm of the machine running it refused
         journal_before = LabState(lab_name).journal()
         assert main(["chain", "migrate", lab_name, node, "--to", "h2"]) == 2
-        assert "not supported yet" in capsys.readouterr().err
+        assert "no room for the clone" in capsys.readouterr().err
         assert main(["host", "rm", lab_name, "m4", "--drain"]) == 2  # no other host has room
         assert "cannot drain host 'm4'" in capsys.readouterr().err
         assert main(["host", "rm", lab_name, "m4"]) == 2

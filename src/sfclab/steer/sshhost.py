@@ -63,14 +63,6 @@ def refuse_emulated_join(state: LabState) -> None:
                        "machine with --ssh USER@ADDRESS")
 
 
-def refuse_live_change(state: LabState, what: str) -> None:
-    """What is not built yet for labs of hosts driven over SSH: said before anything."""
-    if remote.journaled(state):
-        raise LabError(f"'{what}' on lab '{state.name}', whose hosts are driven over SSH, is "
-                       "not supported yet (chain add, chain rm, chain ls, inspect, trace and "
-                       "classify work there)")
-
-
 def target(state: LabState, name: str, user: str, address: str, key: str | None,
            port: int | None, agent_state: str | None) -> SshTarget:
     """How to reach the new host: as the lab's first host is reached, but at ``address``."""
