@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a lab file's chain costs on hosts driven over SSH, against the same lab on emulated
 hosts driven directly (side by side, alternating rounds): ``up``, ``chain inspect``, ``chain
-trace`` and ``down``.
+trace``, ``chain add`` and ``chain rm`` of a one-firewall chain (placed on h1, beside its attach
+node r1) and ``down``.
 
 Run as root:  .venv/bin/python bench/bench_ssh_chains.py [--reps 3]
 
@@ -9,7 +10,9 @@ The machines are the tests' (tests/integration/sshd.py); the lab is the tests' c
 firewalls over three hosts (tests/integration/test_ssh_chains.py).  Over SSH every host's
 agent builds its share of the data plane at ``up``; ``inspect`` is one round of one connection
 per host (all hosts at once); ``trace`` is, per label, one probe at the ingress's host and one
-round of counter reads.  Printed: the median of each over the rounds.
+round of counter reads; ``chain add`` is three rounds of one connection per host, one after
+the other (make, tables, classifiers), ``chain rm`` one.  Printed: the median of each over the
+rounds.
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, 
 from tests.integration.sshd import ssh_machines  # noqa: E402  (the tests' sshd hosts)
 from tests.integration.test_ssh_chains import chain_lab  # noqa: E402  (the tests' lab)
 
-STEPS = ("up", "inspect", "trace", "down")
+STEPS = ("up", "inspect", "trace", "chain add", "chain rm", "down")
+CHAIN = {"name": "more", "attach": "r1", "egress": "dst",
+         "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5002}],
+         "functions": [{"name": "fw", "kind": "firewall", "rules": []}]}
 
 
 def main() -> int:
@@ -40,7 +46,7 @@ def main() -> int:
     os.environ["SFCLAB_STATE_DIR"] = str(tmp / "state")
     from sfclab.realize import lifecycle
     from sfclab.realize.kinds import load_lab_dict
-    from sfclab.steer import chains
+    from sfclab.steer import add, chains, request
 
     tag = os.urandom(3).hex()
     times: dict[str, list[float]] = {f"{h} {s}": [] for h in ("direct", "ssh") for s in STEPS}
@@ -58,6 +64,14 @@ def main() -> int:
                     t.append(time.monotonic())
                     if not (tr["in_order"] and tr["delivered"]):
                         raise SystemExit(f"{how}: trace not in order or not delivered: {tr}")
+                    cf = tmp / "chain.json"
+                    cf.write_text(json.dumps(CHAIN))
+                    d = add.add_chain(request.read_chain_file(name, str(cf)))
+                    t.append(time.monotonic())
+                    if [i["host"] for i in d["instances"].values()] != ["h1"]:
+                        raise SystemExit(f"{how}: the instance is not on h1: {d}")
+                    add.remove_chain(request.RemoveChain(name, "more"))
+                    t.append(time.monotonic())
                 finally:
                     lifecycle.down(name)
                 t.append(time.monotonic())

@@ -279,6 +279,9 @@ def trace(lab: str, chain: str, wait: float = 0.05) -> dict[str, Any]:
 
 
 
+PROBE_TRIES = 3  # over SSH: tries of a step whose probe no host counted
+
+
 def _trace_remote(state: LabState, plan: Any, sp: SteeringPlan, d: DirectionPlan, index: int,
                   packet: bytes, dst: IPv4Address, wait: float
                   ) -> tuple[list[dict[str, Any]], bool]:
@@ -300,9 +303,12 @@ def _trace_remote(state: LabState, plan: Any, sp: SteeringPlan, d: DirectionPlan
     hops: list[dict[str, Any]] = []
     before = expired()
     for k in range(1, len(path.stack) + 1):
-        step(k)
-        after = expired()
-        seen = [n for n in sp.node_ids if after[n] > before[n]]
+        for _ in range(PROBE_TRIES):  # a probe lost on a loaded host is sent again
+            step(k)
+            after = expired()
+            seen = [n for n in sp.node_ids if after[n] > before[n]]
+            if seen:
+                break
         h = hops_by_label[path.stack[k - 1]]
         hops.append({"hop": k, "label": h.label, "action": h.action, "expected": h.node,
                      "seen_at": seen[0] if seen else None})
