@@ -19,7 +19,8 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
 - ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain", "clear"}``:
   classifier entries out, a drain, slots, paths and freed labels out (``clear``: more path
   ranges, a migration's old ones), the nodes and tunnel ends removed, the part saved as
-  ``after`` has it.  Tolerates halves; answers its errors;
+  ``after`` has it (``phase`` ``classifiers``: only the classifier entries; ``rest``: all
+  but them, no drain).  Tolerates halves; answers its errors;
 - ``chain-switch`` ``{"lab", "plan", "addition", "slots"}``: a migration's switch, the slot
   tables of the directions whose ingress is here (``chain-tables`` with ``slots: false``
   wrote their new paths first).
@@ -220,14 +221,18 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
             dp = None
             if mine_d or set(freed) & owned or any(c[0] in local for c in req.get("clear", [])):
                 errors.append(str(e))
+        phase = req.get("phase")  # "classifiers": only those; "rest": all but those
         if dp is not None:
             with dp:
-                for d in mine_d:
+                for d in mine_d if phase != "rest" else []:
                     try:
                         tables.delete_classifiers(dp, msp, d, None)
                     except Exception as e:
                         errors.append(f"classifiers of direction {d.index}: {e}")
-                time.sleep(float(req.get("drain", 0.05)))
+                if phase == "classifiers":
+                    return {"host": me, "errors": errors}
+                if phase is None:
+                    time.sleep(float(req.get("drain", 0.05)))
                 for d in mine_d:
                     try:
                         tables.clear_slots(dp, d.index)
@@ -245,6 +250,8 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
                     tables.delete_labels(dp, [x for x in freed if x in owned])
                 except Exception as e:
                     errors.append(f"labels: {e}")
+        if phase == "classifiers":  # (no maps here: nothing of that phase)
+            return {"host": me, "errors": errors}
         for n in add.nodes:
             if n.host == me:
                 same = n.vni is None

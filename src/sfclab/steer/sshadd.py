@@ -6,26 +6,28 @@ only "make it on host X" goes through X's agent (:mod:`sfclab.steer.agent_chain`
 asked in turn with the merged plan and the addition:
 
 1. ``chain-make`` on every host (a host that ``host add --ssh`` joined gets its empty part
-   first): its instances, tunnel ends, attach ends, fitted interfaces, MACs, programs --
+   first); the hosts of a round at once (one connection and thread each), round after round: its instances, tunnel ends, attach ends, fitted interfaces, MACs, programs --
    each journaled there first;
 2. ``chain-tables`` on every host: labels, paths and slots (nothing uses them yet);
 3. ``chain-tables`` with classifiers on every host: only now does traffic enter the chain.
 
-:func:`unmake` asks every host to take its share out (classifiers first, a drain, tables,
-nodes, tunnel ends), collecting errors and going on past an unreachable host (``down`` still
+:func:`unmake` asks every host to take its share out: the classifier entries on every
+host first, a drain, then the tables, nodes and tunnel ends on every host, collecting errors and going on past an unreachable host (``down`` still
 reaches what it left, by the host's journal).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..errors import RealizeError
-from ..hosts.ssh import call
+from ..hosts.ssh import SshTarget, call
 from ..plan.chainadd import Addition, withdraw
 from ..plan.model import Plan
-from ..realize import remote_sfc
+from ..realize import remote, remote_sfc
 from ..realize.state import LabState
 from .agent_chain import MODULE, part_of
 
@@ -45,21 +47,19 @@ def make(state: LabState, plan: Plan, merged: Plan, add: Addition,
     base: dict[str, Any] = {"lab": state.name, "plan": merged.to_dict(),
                             "addition": add.to_dict()}
     addresses = {h.name: h.address for h in merged.hosts}
-    for name, t in ts.items():
-        say(f"host {name}: instances, tunnel ends, programs")
-        part = part_of(plan, name)
-        call(t, "chain-make", {**base, "addresses": addresses, "part": part.to_dict()},
-             timeout=TIMEOUT_S, module=MODULE)
-    for name, t in ts.items():
-        say(f"host {name}: tables")
-        call(t, "chain-tables", {**base, "classifiers": False, "slots": slots},
-             timeout=TIMEOUT_S, module=MODULE)
+    say(f"hosts {', '.join(ts)}: instances, tunnel ends, programs")
+    remote._each(ts, lambda t: call(t, "chain-make", {
+        **base, "addresses": addresses, "part": part_of(plan, t.host).to_dict()},
+        timeout=TIMEOUT_S, module=MODULE))
+    say("tables")
+    remote._each(ts, lambda t: call(t, "chain-tables", {**base, "classifiers": False,
+                                                        "slots": slots},
+                                    timeout=TIMEOUT_S, module=MODULE))
     if not slots:
         return
     say("classifiers: traffic on")
-    for t in ts.values():
-        call(t, "chain-tables", {**base, "classifiers": True}, timeout=TIMEOUT_S,
-             module=MODULE)
+    remote._each(ts, lambda t: call(t, "chain-tables", {**base, "classifiers": True},
+                                    timeout=TIMEOUT_S, module=MODULE))
 
 
 def unmake(state: LabState, merged: Plan, add: Addition, drain_s: float, *,
@@ -74,12 +74,22 @@ def unmake(state: LabState, merged: Plan, add: Addition, drain_s: float, *,
     req = {"lab": state.name, "plan": merged.to_dict(), "after": after.to_dict(),
            "addition": add.to_dict(), "freed": list(freed or []), "drain": drain_s,
            "clear": clear or []}
-    errors: list[str] = []
-    for name, t in remote_sfc.targets(state).items():
+    def one(t: SshTarget, phase: str) -> dict[str, Any] | RealizeError:
         try:
-            got = call(t, "chain-unmake", req, timeout=TIMEOUT_S, module=MODULE)
-        except RealizeError as e:
-            errors.append(str(e))
-            continue
-        errors += [f"host {name}: {x}" for x in got.get("errors", [])]
+            return call(t, "chain-unmake", {**req, "phase": phase}, timeout=TIMEOUT_S,
+                        module=MODULE)
+        except RealizeError as e:  # unreachable: down reaches what it left later
+            return e
+
+    errors: list[str] = []
+    ts = remote_sfc.targets(state)
+    # classifier entries out on every host, a drain, then the rest on every host
+    for phase in ("classifiers", "rest"):
+        for name, got in zip(ts, remote._each(ts, partial(one, phase=phase))):
+            if isinstance(got, RealizeError):
+                errors.append(str(got))
+                continue
+            errors += [f"host {name}: {x}" for x in got.get("errors", [])]
+        if phase == "classifiers":
+            time.sleep(drain_s)  # packets classified just before are on their way
     return errors
