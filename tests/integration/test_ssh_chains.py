@@ -258,6 +258,18 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
         # made by m4's agent, journaled there; the tunnel's ends in m4's and h1's contexts
         j = (ms.dir / "state-m4" / "labs" / lab_name / "journal").read_text()
         assert {"op": "netns", "name": ns} in [json.loads(x) for x in j.splitlines()]
+        # a second chain with an entry this one holds: refused before anything (exit 2)
+        journal_m4 = (ms.dir / "state-m4" / "labs" / lab_name / "journal").read_text()
+        clash = tmp_path / "clash.json"
+        clash.write_text(json.dumps({"name": "clash", "attach": "r1", "egress": "dst",
+                                     "classifiers": [{"ingress": "src", "proto": "udp",
+                                                      "dport": 5002}],
+                                     "functions": [{"name": "fw2", "kind": "firewall",
+                                                    "rules": []}]}))
+        assert main(["chain", "add", lab_name, str(clash)]) == 2
+        assert "belongs to another chain" in capsys.readouterr().err
+        assert (ms.dir / "state-m4" / "labs" / lab_name / "journal").read_text() == journal_m4
+        assert "clash" not in {r["chain"] for r in chains.listing(lab_name)}
         # placed by what it needs; its host's cgroup (made by m4's agent) holds its limits
         m4 = next(h for h in hostops.list_hosts(lab_name) if h["host"] == "m4")
         assert m4["instances"] == [node] and m4["used_cpu"] == 0.5

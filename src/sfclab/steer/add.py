@@ -87,6 +87,8 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
             with DataPlane(req.lab) as dp:
                 for d in add.directions:
                     tables.check_free(dp, msp, d, req.source)
+        elif plan.steering:  # each ingress host's agent looks in its share's maps
+            sshadd.check_free(state, merged, add, req.source)
         # --- from here on, things are made: journal and plan first -------------------------
         if not remote:  # else each host's agent journals what it makes, there
             state.record([{"op": "netns", "name": n.netns} for n in add.nodes] +

@@ -21,6 +21,8 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
   ranges, a migration's old ones), the nodes and tunnel ends removed, the part saved as
   ``after`` has it (``phase`` ``classifiers``: only the classifier entries; ``rest``: all
   but them, no drain).  Tolerates halves; answers its errors;
+- ``chain-check`` ``{"lab", "plan", "addition"}``: before anything, whether another chain
+  holds one of the addition's classifier entries at an ingress here;
 - ``chain-switch`` ``{"lab", "plan", "addition", "slots"}``: a migration's switch, the slot
   tables of the directions whose ingress is here (``chain-tables`` with ``slots: false``
   wrote their new paths first).
@@ -33,7 +35,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LabError
+from ..errors import LabError, SpecError
 from ..hosts.context import OwnRoot
 from ..kernel import netns
 from ..plan.chainadd import Addition, NewNode
@@ -266,6 +268,30 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
     return {"host": me, "errors": errors}
 
 
+def check(req: dict[str, Any]) -> dict[str, Any]:
+    """Before anything: a classifier entry of the addition that another chain holds at an
+    ingress here (``{"taken": {"message", "place"}}``), else ``{}``."""
+    if LabState(str(req["lab"])).plan() is None:
+        return {}  # a host that joined and holds nothing yet
+    _state, part, me, merged, add = _load(req)
+    local = set(part.hosts[0].nodes)
+    mine = [d for d in add.directions if d.ingress in local]
+    if not mine or not part.steering:
+        return {}
+    msp = SteeringPlan.from_dict(merged.steering or {})
+    try:
+        dp = DataPlane(merged.lab, dataplane.share_dir(merged.lab, me))
+    except Exception:
+        return {}  # no maps here yet: no entry is taken
+    with dp:
+        for d in mine:
+            try:
+                tables.check_free(dp, msp, d, "")
+            except SpecError as e:
+                return {"taken": {"message": e.message, "place": e.place}}
+    return {}
+
+
 def switch(req: dict[str, Any]) -> dict[str, Any]:
     """A migration's switch: the slot tables of the directions whose ingress is here, each in
     one map update (``{"lab", "plan", "addition", "slots": {INDEX: [PATH, ...]}}``)."""
@@ -312,7 +338,7 @@ def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
 
 
 VERBS = {**agent.VERBS, "chain-make": make, "chain-tables": write_tables,
-         "chain-unmake": unmake, "chain-switch": switch}
+         "chain-unmake": unmake, "chain-switch": switch, "chain-check": check}
 
 
 def main(argv: list[str]) -> int:

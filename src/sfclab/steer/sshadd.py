@@ -23,7 +23,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from ..errors import RealizeError
+from ..errors import RealizeError, SpecError
 from ..hosts.ssh import SshTarget, call
 from ..plan.chainadd import Addition, withdraw
 from ..plan.model import Plan
@@ -36,6 +36,18 @@ TIMEOUT_S = 300
 
 def is_remote(state: LabState) -> bool:
     return remote_sfc.is_remote(state)
+
+
+def check_free(state: LabState, merged: Plan, add: Addition, source: str) -> None:
+    """Refuse (:class:`SpecError`, exit 2, nothing made) a classifier entry another chain
+    holds at its ingress's host (each ingress host's agent looks in its maps)."""
+    base = {"lab": state.name, "plan": merged.to_dict(), "addition": add.to_dict()}
+    ts = remote_sfc.targets(state)
+    for got in remote._each(ts, lambda t: call(t, "chain-check", base, timeout=TIMEOUT_S,
+                                                module=MODULE)):
+        if got.get("taken"):
+            raise SpecError(got["taken"]["message"], file=source,
+                            place=got["taken"]["place"])
 
 
 def make(state: LabState, plan: Plan, merged: Plan, add: Addition,
