@@ -21,6 +21,10 @@ from sfclab.kernel import netns
 SSHD = "/usr/sbin/sshd"
 ADDRESSES = {"m1": "198.19.255.11", "m2": "198.19.255.12", "m3": "198.19.255.13",
              "ctl": "198.19.255.20"}
+#: a machine started only when asked (``ssh_machines(..., spare=True)``): one to join a running
+#: lab with ``sfclab host add --ssh``
+SPARE = {"m4": "198.19.255.14"}
+ALL = {**ADDRESSES, **SPARE}
 
 
 @dataclass
@@ -44,7 +48,7 @@ class Machines:
         """Start ``sshd`` on machine ``m`` (trusting the client key, or ``authorized_keys``)."""
         cfg = self.dir / f"sshd-{m}.conf"
         cfg.write_text("\n".join([
-            f"ListenAddress {ADDRESSES[m]}", "Port 22", f"HostKey {self.dir / 'host_key'}",
+            f"ListenAddress {ALL[m]}", "Port 22", f"HostKey {self.dir / 'host_key'}",
             f"PidFile {self.dir / f'sshd-{m}.pid'}",
             f"AuthorizedKeysFile {authorized_keys or self.dir / 'authorized_keys'}",
             "PermitRootLogin prohibit-password", "PasswordAuthentication no",
@@ -56,7 +60,7 @@ class Machines:
         deadline = time.monotonic() + 10
         while True:
             out = netns.run(self.context(m), ["ss", "-Hltn"]).stdout
-            if f"{ADDRESSES[m]}:22 " in out:
+            if f"{ALL[m]}:22 " in out:
                 return
             if self.sshd[m].poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"sshd on {m} did not start")
@@ -74,14 +78,16 @@ class Machines:
 
 
 @contextlib.contextmanager
-def ssh_machines(name: str, tmp: Path):
-    """Three machines running ``sshd`` (and ``ctl``, the client's place); removed after."""
+def ssh_machines(name: str, tmp: Path, spare: bool = False):
+    """Three machines running ``sshd`` (and ``ctl``, the client's place; with ``spare`` a
+    fourth, ``m4``); removed after."""
+    addresses = {**ADDRESSES, **(SPARE if spare else {})}
     from sfclab.realize import lifecycle
     from sfclab.realize.kinds import load_lab_dict
 
     lab = load_lab_dict({
         "name": name,
-        "hosts": {m: {"address": a} for m, a in ADDRESSES.items()},
+        "hosts": {m: {"address": a} for m, a in addresses.items()},
         "nodes": {"x": {"kind": "host", "host": "ctl"}},
     })
     for what in ("host_key", "client_key"):
@@ -90,11 +96,12 @@ def ssh_machines(name: str, tmp: Path):
     (tmp / "authorized_keys").write_text((tmp / "client_key.pub").read_text())
     pub = (tmp / "host_key.pub").read_text().split()
     kh = tmp / "known_hosts"
-    kh.write_text("".join(f"{a} {pub[0]} {pub[1]}\n" for m, a in ADDRESSES.items() if m != "ctl"))
+    kh.write_text("".join(f"{a} {pub[0]} {pub[1]}\n" for m, a in addresses.items()
+                          if m != "ctl"))
     lifecycle.up(lab)
     ms = Machines(name, tmp, tmp / "client_key", kh)
     try:
-        for m in ("m1", "m2", "m3"):
+        for m in ("m1", "m2", "m3", *(SPARE if spare else ())):
             ms.start(m)
         yield ms
     finally:

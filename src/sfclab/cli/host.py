@@ -17,6 +17,8 @@ examples:
   sfclab host add sfcweb edge2 --cpus 1 --memory 256M    an emulated host, its CPUs and memory
   sfclab host ls sfcweb                                   capacity, use, functions per host
   sfclab host rm sfcweb edge2 --drain                     its functions migrate, then it goes
+(--ssh USER@ADDRESS [--key K] [--port P]: a real machine joins a lab whose hosts are driven
+ over SSH, scanned first; see docs/hosts.md)
 """
 
 
@@ -51,8 +53,15 @@ def _size(v: str) -> int:
 def cmd_add(a: argparse.Namespace) -> int:
     from ..steer import hostops  # light start-up: load only what this command needs
 
-    if a.ssh is not None or a.key is not None or a.port is not None:
-        hostops.add_ssh_host(a.name, a.host, a.ssh, a.key, a.port)  # refuses (exit 2) for now
+    if a.ssh is not None or a.key is not None or a.port is not None or a.agent_state:
+        d = hostops.add_ssh_host(a.name, a.host, a.ssh, a.key, a.port, a.cpus,
+                                 None if a.memory is None else _size(a.memory),
+                                 agent_state=a.agent_state, wait_s=a.wait)
+        emit(d, a.json, lambda d: f"host {d['host']} ({d['ssh']}) added: "
+                                  f"{len(d['cpus'])} of its {d['scanned']['cpus']} CPUs, "
+                                  f"memory {_mb(d['memory'])} of {_mb(d['scanned']['memory'])}, "
+                                  f"underlay {d['address']} on {d['underlay_if']}")
+        return ExitStatus.OK
     if a.cpus is None or a.memory is None:
         raise SpecError("expected --cpus N and --memory SIZE (an emulated host)",
                         place="--cpus" if a.cpus is None else "--memory")
@@ -89,12 +98,18 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     p = one("add", cmd_add, "add an emulated host with its CPUs and memory",
             "sfclab host add sfcweb edge2 --cpus 1 --memory 256M")
     p.add_argument("host", metavar="NAME")
-    p.add_argument("--cpus", type=int, metavar="N", help="CPUs (a count; required)")
-    p.add_argument("--memory", metavar="SIZE", help="memory, e.g. 256M (required)")
+    p.add_argument("--cpus", type=int, metavar="N",
+                   help="CPUs (a count; required, but with --ssh: default all it has)")
+    p.add_argument("--memory", metavar="SIZE",
+                   help="memory, e.g. 256M (required, but with --ssh: default all it has)")
     p.add_argument("--ssh", metavar="USER@ADDRESS",
-                   help="a host reached over SSH (refused for now: see docs/chains-live.md)")
-    p.add_argument("--key", metavar="FILE", help="the SSH private key (with --ssh)")
+                   help="a real machine driven over SSH, on a lab whose hosts are (its "
+                        "address on the lab's underlay)")
+    p.add_argument("--key", metavar="FILE", help="the SSH private key (with --ssh; default: "
+                   "the lab's first host's)")
     p.add_argument("--port", type=int, metavar="N", help="the SSH port (with --ssh; 22)")
+    p.add_argument("--agent-state", metavar="DIR", help="the agent's state directory on that "
+                   "host (with --ssh; default: the lab's first host's)")
     p.add_argument("--wait", type=float, default=60.0, metavar="S", help=wait)
     one("ls", cmd_ls, "capacity, use and functions per host", "sfclab host ls sfcweb")
     p = one("rm", cmd_rm, "remove a host 'host add' made (refused while functions run there)",

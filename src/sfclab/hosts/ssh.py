@@ -74,17 +74,18 @@ class SshTarget:
     def from_dict(cls, d: dict[str, Any]) -> SshTarget:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
-    def command(self, verb: str) -> str:
+    def command(self, verb: str, module: str = AGENT_MODULE) -> str:
         return (f"SFCLAB_STATE_DIR={shlex.quote(self.state)} {shlex.quote(self.python)} "
-                f"-m {AGENT_MODULE} {shlex.quote(verb)}")
+                f"-m {module} {shlex.quote(verb)}")
 
 
 def call(t: SshTarget, verb: str, request: dict[str, Any], *, timeout: float = 120,
-         connect_timeout: float = 10) -> dict[str, Any]:
-    """Run agent ``verb`` on host ``t`` with ``request``; its JSON answer."""
+         connect_timeout: float = 10, module: str = AGENT_MODULE) -> dict[str, Any]:
+    """Run agent ``verb`` on host ``t`` with ``request``; its JSON answer.  ``module``: the
+    agent's module (the chain verbs of a running lab: :mod:`sfclab.steer.agent_chain`)."""
     ctx = kernel_netns.entered(t.netns) if t.netns else contextlib.nullcontext()
     with ctx:  # the socket is opened in this thread, so in the namespace
-        status, out, err = asyncio.run(_run(t, t.command(verb), json.dumps(request), timeout,
+        status, out, err = asyncio.run(_run(t, t.command(verb, module), json.dumps(request), timeout,
                                             connect_timeout))
     if status != 0:
         msg = (err or out).strip().splitlines()

@@ -12,6 +12,10 @@ A host reached over SSH gets its part as JSON (``Plan.to_dict``) and builds it w
 builder as a local lab (:mod:`sfclab.realize.agent`).  Every object of the lab is in exactly
 one part; :func:`check_partition` says so (unit tested), so a lab split over hosts makes the
 same objects as the lab built in one place.
+
+A lab's service chains (``plan.steering``) go whole into every part: each host makes its share
+of the data plane from it (the programs of its nodes, its own maps, the entries of its nodes;
+:mod:`sfclab.plan.sfc_hosts`).
 """
 
 from __future__ import annotations
@@ -71,9 +75,10 @@ def split(plan: Plan) -> dict[str, Plan]:
     """Every host's part, by host name, in host order."""
     if plan.ovs_bridges:
         raise SplitError("ovs-bridge nodes live in this machine's root namespace, on no host")
-    if plan.steering is not None:
-        raise SplitError("service chains across hosts driven over SSH are not supported")
-    return {h.name: host_part(plan, h.name) for h in plan.hosts}
+    parts = {h.name: host_part(plan, h.name) for h in plan.hosts}
+    for part in parts.values():  # each host builds its share of it (sfclab.plan.sfc_hosts)
+        part.steering = copy.deepcopy(plan.steering)
+    return parts
 
 
 def check_partition(plan: Plan, parts: dict[str, Plan]) -> None:

@@ -19,6 +19,9 @@ removes what the journal names.
   ``absent``, and the ``up`` ``T`` still on its way, if any, is refused when it arrives).
 - ``inspect`` ``{"lab": L}``: the part read live (nodes, host, hosted-link ends), as a local
   ``inspect`` reads it.
+- ``sfc-read``, ``sfc-classify``, ``sfc-probe``: the host's share of the chains' data plane
+  (:mod:`sfclab.realize.agent_sfc`).
+- ``scan``: the host's CPUs and memory (:mod:`sfclab.realize.agent_scan`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 from ..errors import LabError, SfclabError
 from ..kernel import netns
 from ..plan.model import Plan
+from . import agent_scan, agent_sfc
 from .state import LabState
 
 
@@ -203,6 +207,8 @@ def inspect(req: dict[str, Any]) -> dict[str, Any]:
 
 
 VERBS = {"check": check, "up": up, "down": down, "inspect": inspect}
+VERBS.update(agent_sfc.VERBS)  # a host's share of the chains' data plane
+VERBS.update(agent_scan.VERBS)  # what it offers, before 'host add --ssh'
 
 
 def main(argv: list[str]) -> int:

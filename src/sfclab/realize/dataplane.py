@@ -98,8 +98,10 @@ class DataPlane:
     NAMES = ("sfc_masks", "sfc_classes", "sfc_chains", "sfc_paths", "sfc_labels",
              "sfc_counters", "sfc_path_counts")
 
-    def __init__(self, lab: str):
-        self.dir = lab_dir(lab) / "maps"
+    def __init__(self, lab: str, top: Path | None = None):
+        """``top``: the directory holding ``maps`` (default: the lab's; a host's share on a
+        host driven over SSH: :func:`share_dir`)."""
+        self.dir = (top or lab_dir(lab)) / "maps"
         self.maps: dict[str, bpf.PinnedMap] = {}
         try:
             for n in self.NAMES:
@@ -175,12 +177,19 @@ class DataPlane:
         return len(items)
 
     # --- the whole plan -------------------------------------------------------------------
-    def load(self, sp: SteeringPlan, ifaces: dict[tuple[str, str], Iface]) -> None:
-        """Write every table of ``sp``; ``ifaces``: (node, interface) -> index and MAC."""
+    def load(self, sp: SteeringPlan, ifaces: dict[tuple[str, str], Iface],
+             nodes: set[str] | None = None) -> None:
+        """Write every table of ``sp``; ``ifaces``: (node, interface) -> index and MAC.
+        ``nodes``: only the entries these nodes use (a host's share, :mod:`..plan.sfc_hosts`):
+        the directions whose ingress is one of them, the labels they own."""
         ids = sp.node_ids
         first_path = 0
         order = 0
         for d in sp.directions:
+            if nodes is not None and d.ingress not in nodes:
+                first_path += len(d.paths)
+                order += 64
+                continue
             for p in d.paths:
                 iface = ifaces[(d.ingress, p.ifname)]
                 dmac = ifaces[(p.next, p.next_ifname)].mac
@@ -195,6 +204,8 @@ class DataPlane:
             first_path += len(d.paths)
             order += 64
         for h in sp.hops:
+            if nodes is not None and h.node not in nodes:
+                continue
             out = ifaces[(h.node, h.ifname)] if h.ifname else None
             nmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
             self.maps["sfc_labels"].update(struct.pack("<I", h.label),
@@ -217,6 +228,13 @@ def path_base(sp: SteeringPlan, direction: int) -> int:
     if d is not None and d.path_base is not None:
         return d.path_base
     return sum(len(d.paths) for d in sp.directions[:direction])
+
+
+def share_dir(lab: str, host: str) -> Path:
+    """The bpffs directory of host ``host``'s share of the lab's data plane (on that host)."""
+    from ..plan.sfc_hosts import share_dir_name
+
+    return lab_dir(lab) / share_dir_name(host)
 
 
 def mac_text(mac: bytes) -> str:

@@ -6,6 +6,11 @@ by the interfaces, inside the lab's namespaces; the first load makes the lab-wid
 in the directory), hosts that classify told to send one segment per packet, then every table of
 the plan written.  ``down`` unpins the directory (the maps go) and removing the namespaces
 detaches the programs; after ``kill -9`` the journal still names the directory.
+
+On a host driven over SSH (a part built by its agent) the same happens for the host's share
+only (:mod:`sfclab.plan.sfc_hosts`): its nodes' programs, its own maps in its sub-directory of
+the lab's bpffs directory, the entries its nodes use, and first the derived MACs on its chain
+nodes' interfaces (the other hosts address them by those).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RealizeError
 from ..plan.sfc import SteeringPlan
+from ..plan.sfc_hosts import interface_mac, remote_host
 from . import dataplane
 from .part import Part
 from .step import step
@@ -52,27 +58,41 @@ class Steering(Part):
     def journal(self, plan: Plan) -> list[dict[str, Any]]:
         if not plan.steering:
             return []
-        return [{"op": "bpffs", "path": str(dataplane.lab_dir(plan.lab))}]
+        return [{"op": "bpffs", "path": str(_top(plan))}]
 
     def prepare(self, b: Builder) -> None:
         if not b.plan.steering:
             return
         sp = SteeringPlan.from_dict(b.plan.steering)
         binary = steer_binary()
-        top = dataplane.lab_dir(b.plan.lab)
+        top = _top(b.plan)
         with step(f"bpffs directory {top}"):
-            maps = dataplane.make_dir(b.plan.lab)
+            if top == dataplane.lab_dir(b.plan.lab):
+                maps = dataplane.make_dir(b.plan.lab)
+            else:  # a host's share
+                dataplane.ensure_bpffs()
+                maps = top / "maps"
+                maps.mkdir(parents=True, exist_ok=True)
+        local = _local(b.plan, sp)
         ifaces: dict[tuple[str, str], dataplane.Iface] = {}
+        if local is not None:
+            ifaces.update(_set_macs(b, sp, local))
         for node in sp.node_ids:
+            if local is not None and node not in local:
+                continue
             ipr = b.iproute(b.plan.netns_of(node))
             for link in ipr.get_links():
                 ifaces[(node, link.get_attr("IFLA_IFNAME"))] = dataplane.Iface(
                     link["index"], bytes.fromhex(link.get_attr("IFLA_ADDRESS").replace(":", "")))
         for node, ifname in sp.single_segment:
+            if local is not None and node not in local:
+                continue
             with step(f"gso_max_segs 1 on {ifname} of {node}"):
                 b.iproute(b.plan.netns_of(node)).link(
                     "set", index=ifaces[(node, ifname)].index, gso_max_segs=1)
         for node, node_id in sp.node_ids.items():
+            if local is not None and node not in local:
+                continue
             argv = [str(binary), "--maps", str(maps), "--node-id", str(node_id), "--netns", b.plan.netns_of(node)]
             argv += [f"{binary.parent / PROGRAM_OBJECT[prog]}:{prog}:{ifname}:{hook}"
                      for prog, ifname, hook in sp.attach[node]]
@@ -81,8 +101,8 @@ class Steering(Part):
                 if cp.returncode != 0:
                     raise RealizeError(cp.stderr.strip() or f"sfc-steer exited {cp.returncode}",
                                        obj=f"eBPF programs of {node}")
-        with step("SFC tables"), dataplane.DataPlane(b.plan.lab) as dp:
-            dp.load(sp, ifaces)
+        with step("SFC tables"), dataplane.DataPlane(b.plan.lab, top) as dp:
+            dp.load(sp, ifaces, local)
 
     def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
                  report: TeardownReport) -> None:
@@ -90,11 +110,17 @@ class Steering(Part):
             if e.get("op") != "bpffs":
                 continue
             path = Path(e["path"])
-            if path != dataplane.lab_dir(state.name):
+            top = dataplane.lab_dir(state.name)
+            share = path.parent == top and path.name.startswith("@")  # a host's share
+            if path != top and not share:
                 report.errors.append(f"bpffs {path}: not this lab's directory; left alone")
                 continue
             try:
                 dataplane.remove_dir(path)
+                if share:  # then the lab's directory, and sfclab's, when no other uses them
+                    for d in (top, top.parent):
+                        if d.is_dir() and not any(d.iterdir()):
+                            d.rmdir()
             except OSError as err:
                 report.errors.append(f"bpffs {path}: {err}")
 
@@ -103,13 +129,51 @@ class Steering(Part):
             return
         sp = SteeringPlan.from_dict(plan.steering)
         try:
-            dp = dataplane.DataPlane(plan.lab)
+            dp = dataplane.DataPlane(plan.lab, _top(plan))
         except RealizeError:
             return
         with dp:
             for node, node_id in sp.node_ids.items():
                 if node in nodes:
                     nodes[node]["sfc"] = {"node_id": node_id, "counters": dp.counters(node_id)}
+
+
+def _top(plan: Plan) -> Path:
+    """The lab's bpffs directory, or on a host driven over SSH its share's."""
+    host = remote_host(plan)
+    return dataplane.share_dir(plan.lab, host.name) if host else dataplane.lab_dir(plan.lab)
+
+
+def _local(plan: Plan, sp: SteeringPlan) -> set[str] | None:
+    """The chain nodes this host's share serves (None: all, the lab built in one place)."""
+    host = remote_host(plan)
+    return None if host is None else {n for n in sp.node_ids if n in set(host.nodes)}
+
+
+def _set_macs(b: Builder, sp: SteeringPlan, local: set[str]
+              ) -> dict[tuple[str, str], dataplane.Iface]:
+    """The derived MACs set on the local chain nodes' interfaces; the other hosts' chain
+    nodes' interfaces as they are known here (their derived MACs; no index)."""
+    remote: dict[tuple[str, str], dataplane.Iface] = {}
+    names: set[tuple[str, str]] = set()
+    for h in sp.hops:
+        names |= {(h.node, h.ifname or ""), (h.next or "", h.next_ifname or "")}
+    for d in sp.directions:
+        for p in d.paths:
+            names |= {(d.ingress, p.ifname), (p.next, p.next_ifname)}
+    for node, ifname in names:
+        if node and ifname and node not in local:
+            remote[(node, ifname)] = dataplane.Iface(0, interface_mac(b.plan.lab, node, ifname))
+    for node in sorted(local):
+        ipr = b.iproute(b.plan.netns_of(node))
+        for link in ipr.get_links():
+            ifname = link.get_attr("IFLA_IFNAME")
+            if ifname == "lo":
+                continue
+            with step(f"MAC of {ifname} of {node}"):
+                ipr.link("set", index=link["index"],
+                         address=dataplane.mac_text(interface_mac(b.plan.lab, node, ifname)))
+    return remote
 
 
 STEERING = Steering()

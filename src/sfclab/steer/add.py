@@ -35,7 +35,7 @@ from ..realize import dataplane, lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import health, record, tables, underlay, wire
+from . import health, record, sshadd, tables, underlay, wire
 from .capacity import hosts_of
 from .chains import read_classifiers
 from .request import AddChain, RemoveChain
@@ -65,6 +65,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         _, plan = lifecycle.load_plan(req.lab)
         if (state.meta().get("status")) != "up":
             raise LabError(f"lab '{req.lab}' is not up")
+        remote = sshadd.is_remote(state)  # hosts driven over SSH: their agents make it
         sp = _steering(plan)
         where = place(req, hosts_of(state, plan))
         instances = [i for i in req.instances()]
@@ -82,29 +83,39 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
                 instantiate(state, merged, n.node).check()
             except SpecError as e:
                 raise req.error(e.message, n.function, e.place) from None
-        if plan.steering:  # the lab's maps exist: refuse entries another chain holds
+        if plan.steering and not remote:  # the lab's maps exist: refuse entries another chain holds
             with DataPlane(req.lab) as dp:
                 for d in add.directions:
                     tables.check_free(dp, msp, d, req.source)
+        elif plan.steering:  # each ingress host's agent looks in its share's maps
+            sshadd.check_free(state, merged, add, req.source)
         # --- from here on, things are made: journal and plan first -------------------------
-        state.record([{"op": "netns", "name": n.netns} for n in add.nodes] +
-                      ([] if plan.steering else
-                       [{"op": "bpffs", "path": str(dataplane.lab_dir(req.lab))}]))
+        if not remote:  # else each host's agent journals what it makes, there
+            state.record([{"op": "netns", "name": n.netns} for n in add.nodes] +
+                         ([] if plan.steering else
+                          [{"op": "bpffs", "path": str(dataplane.lab_dir(req.lab))}]))
         record.save_addition(state, add, "adding")
         with record.slot_lock(state):  # the watcher waits until the chain is whole
             record.save_plan(state, merged)
             try:
-                _make(state, plan, merged, msp, add, say)
+                if remote:
+                    sshadd.make(state, plan, merged, add, say)
+                else:
+                    _make(state, plan, merged, msp, add, say)
             except BaseException:
                 say("rolling back")
-                _unmake(state, merged, add)
+                if remote:
+                    sshadd.unmake(state, merged, add, DRAIN_S)
+                else:
+                    _unmake(state, merged, add)
                 record.save_plan(state, plan)  # the plan as it was before
                 record.drop_addition(state, add.chain)
                 raise
         record.save_addition(state, add, "up")
         record.event(state, "chain-added", chain=add.chain,
                      instances=[n.node for n in add.nodes], attach=add.attach)
-        watcher = health.ensure_watcher(state, merged, add.attach)
+        # the watcher reads this machine's maps: not (yet) for hosts driven over SSH
+        watcher = None if remote else health.ensure_watcher(state, merged, add.attach)
     return {"lab": req.lab, "chain": add.chain, "attach": add.attach,
             "instances": {n.node: {"function": n.function, "kind": n.kind, "host": n.host,
                                    "cpu": n.cpu, "memory": n.memory} for n in add.nodes},
@@ -230,7 +241,10 @@ def remove_chain(req: RemoveChain) -> dict[str, Any]:
         add, _ = got
         record.save_addition(state, add, "removing")
         with record.slot_lock(state):  # the watcher waits until the plan forgets the chain
-            errors = _unmake(state, plan, add)
+            if sshadd.is_remote(state):
+                errors = sshadd.unmake(state, plan, add, DRAIN_S)
+            else:
+                errors = _unmake(state, plan, add)
             withdraw(plan, add)
             record.save_plan(state, plan)
         record.drop_addition(state, add.chain)

@@ -26,8 +26,9 @@ from ..kernel import netns
 from ..plan.classifier_rows import Row, rows_of
 from ..plan import flowhash
 from ..plan.sfc import SLOTS, DirectionPlan, PathPlan, SteeringPlan
-from ..realize import lifecycle
+from ..realize import lifecycle, remote_sfc
 from ..realize.dataplane import DataPlane, Iface, encode_path, path_base
+from ..realize.state import LabState
 from ..spec import classifier_file
 from ..spec.sfc import ClassifierSpec
 
@@ -70,7 +71,7 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
     names = [chain] if chain else sorted({d.chain for d in sp.directions})
     hops = {h.label: h for h in sp.hops}
     out: dict[str, Any] = {"lab": lab, "chains": {}}
-    with DataPlane(lab) as dp:
+    with _dataplane(lab, sp) as dp:
         counters = {n: dp.counters(i) for n, i in sp.node_ids.items()}
         for name in names:
             dirs = _chain_dirs(sp, lab, name)
@@ -108,10 +109,17 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
     return out
 
 
+def _dataplane(lab: str, sp: SteeringPlan) -> DataPlane | remote_sfc.Snapshot:
+    """The lab's maps here, or (hosts driven over SSH) every host's share read through its
+    agent."""
+    state = LabState(lab)
+    return remote_sfc.Snapshot(state, sp.node_ids) if remote_sfc.is_remote(state) \
+        else DataPlane(lab)
+
+
 def _added_and_health(lab: str, chain: str, instances: set[str]) -> dict[str, Any]:
     """What ``chain add``, ``chain classify`` and the watcher know of ``chain``."""
     from . import health, record  # light start-up: only inspect reads them
-    from ..realize.state import LabState
 
     state = LabState(lab)
     got = record.load_addition(state, chain)
@@ -140,7 +148,7 @@ def classify(lab: str, chain: str, path: str) -> dict[str, Any]:
     symmetric chain).  Each classifier's ingress must be one the chain already has.  The bulk
     path: the file read and checked without a model per entry, the entries made in integers
     and written in batched map updates (100,000 in well under 2 s)."""
-    _, sp = _steering(lab)
+    _plan, sp = _steering(lab)
     dirs = _chain_dirs(sp, lab, chain)
     t0 = time.monotonic()
     rules = classifier_file.read(path)
@@ -157,9 +165,13 @@ def classify(lab: str, chain: str, path: str) -> dict[str, Any]:
         for r in back[c.ingress]:
             by_dir.setdefault(r.index, []).extend(rows_of(c, reverse_at=r.ingress))
     written = 0
-    with DataPlane(lab) as dp:
-        for di, rows in by_dir.items():
-            written += dp.add_rows(sp.node_ids, di, rows, order=4000)
+    state = LabState(lab)
+    if remote_sfc.is_remote(state):  # each ingress's host writes its entries
+        written = remote_sfc.classify(state, _plan, by_dir, order=4000)
+    else:
+        with DataPlane(lab) as dp:
+            for di, rows in by_dir.items():
+                written += dp.add_rows(sp.node_ids, di, rows, order=4000)
     _remember(lab, chain, len(rules), written, path)
     return {"lab": lab, "chain": chain, "classifiers": len(rules), "entries": written,
             "seconds": round(time.monotonic() - t0, 3)}
@@ -169,7 +181,6 @@ def _remember(lab: str, chain: str, classifiers: int, entries: int, path: str) -
     """Write what ``classify`` added into the lab's saved state (issue 12): inspect shows it,
     ``chain rm`` and ``down`` know it."""
     from . import record  # light start-up: only classify writes it
-    from ..realize.state import LabState
 
     record.save_classifiers(LabState(lab), chain, path, classifiers, entries)
 
@@ -238,6 +249,10 @@ def trace(lab: str, chain: str, path: int | None = None, wait: float = 0.05
         else plan.address_of(d.egress)
     wanted = [d.paths[path]] if path is not None else list(d.paths)
     base = path_base(sp, d.index)
+    state = LabState(lab)
+    if remote_sfc.is_remote(state):  # hosts driven over SSH: each path's default probe
+        return _trace_remote_paths(state, plan, sp, d, wanted, base, spec, IPv4Address(src),
+                                   IPv4Address(dst), wait)
     with DataPlane(lab) as dp:
         raw = dp.maps["sfc_chains"].lookup(struct.pack("<I", d.index))
         assert raw is not None
@@ -330,3 +345,65 @@ def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, pa
             "took_path": dp.path_count(index) > before_p,
             "instances_seen": [h["seen_at"] for h in hops if h["action"] == "proxy"],
             "in_order": all(h["seen_at"] == h["expected"] for h in hops)}
+
+
+PROBE_TRIES = 3  # over SSH: tries of a step whose probe no host counted
+
+
+def _trace_remote(state: LabState, plan: Any, sp: SteeringPlan, d: DirectionPlan,
+                  path: PathPlan, index: int, packet: bytes, dst: IPv4Address, wait: float
+                  ) -> tuple[list[dict[str, Any]], bool]:
+    """``trace`` on hosts driven over SSH: each step's probe sent by the ingress's host's
+    agent (which sets and puts back the path's TTL), the TTL expiries read on every host."""
+    hops_by_label = {h.label: h for h in sp.hops}
+
+    def expired() -> dict[str, int]:
+        snap = remote_sfc.Snapshot(state, sp.node_ids)
+        return {n: snap.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
+
+    def step(ttl: int) -> None:
+        remote_sfc.probe(state, plan, {"index": index, "stack": path.stack, "ttl": ttl,
+                                       "restore": d.ttl, "node": d.ingress,
+                                       "packet": packet.hex(), "dst": str(dst),
+                                       "wait": wait})
+
+    hops: list[dict[str, Any]] = []
+    before = expired()
+    for k in range(1, len(path.stack) + 1):
+        for _ in range(PROBE_TRIES):  # a probe lost on a loaded host is sent again
+            step(k)
+            after = expired()
+            seen = [n for n in sp.node_ids if after[n] > before[n]]
+            if seen:
+                break
+        h = hops_by_label[path.stack[k - 1]]
+        hops.append({"hop": k, "label": h.label, "action": h.action, "expected": h.node,
+                     "seen_at": seen[0] if seen else None})
+        before = after
+    last = hops_by_label[path.stack[-1]].node
+    snap = remote_sfc.Snapshot(state, sp.node_ids)
+    was = snap.counters(sp.node_ids[last])["delivered"]
+    step(d.ttl)
+    snap = remote_sfc.Snapshot(state, sp.node_ids)
+    return hops, snap.counters(sp.node_ids[last])["delivered"] > was
+
+
+def _trace_remote_paths(state: LabState, plan: Any, sp: SteeringPlan, d: DirectionPlan,
+                        wanted: list[PathPlan], base: int, spec: ClassifierSpec,
+                        src: IPv4Address, dst: IPv4Address, wait: float) -> dict[str, Any]:
+    """``trace`` over SSH: the slot table lives on the ingress's host, so probes are not
+    hashed onto paths; each wanted path is traced by the label traceroute with the default
+    probe (its TTL steps set in that path's own entry), which shows the path's hops."""
+    packet, _ = _probe(spec, src, dst)
+    out = []
+    for p in wanted:
+        hops, delivered = _trace_remote(state, plan, sp, d, p, base + p.index, packet, dst,
+                                        wait)
+        out.append({"path": p.index, "nodes": p.nodes, "instances": p.instances,
+                    "probe": None, "hops": hops, "delivered": delivered,
+                    "took_path": None,
+                    "instances_seen": [h["seen_at"] for h in hops if h["action"] == "proxy"],
+                    "in_order": all(h["seen_at"] == h["expected"] for h in hops)})
+    return {"lab": state.name, "chain": d.chain, "ingress": d.ingress, "egress": d.egress,
+            "paths": out, "delivered": bool(out) and all(x["delivered"] for x in out),
+            "in_order": bool(out) and all(x["in_order"] for x in out)}

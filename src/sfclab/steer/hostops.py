@@ -1,5 +1,5 @@
 """``sfclab host add | rm | ls``: hosts added to and removed from a running lab (emulated
-hosts only; hosts reached over SSH are not built yet).
+hosts; on a lab whose hosts are driven over SSH, real machines: ``--ssh``, :mod:`.sshhost`).
 
 **What an added host is.**  Its context namespace ``sfclab:<lab>:@<host>`` and its cgroup
 ``sfclab:<lab>:@<host>`` (cpuset: ``cpus`` of the machine's online CPUs, handed out in turn
@@ -36,7 +36,8 @@ from ..realize import lifecycle
 from ..realize.hosts import inspect_links
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
-from . import record, underlay
+from ..realize import remote_hosts
+from . import record, sshhost, underlay
 from .capacity import (LOCAL, added_hosts, has_local, hosts_of, instances_by_host,
                        save_added_hosts)
 from .migrate import migrate_locked
@@ -80,6 +81,7 @@ def add_host(lab: str, name: str, cpus: int, memory: int,
     t0 = time.monotonic()
     with record.lab_lock(state, wait_s, "host add"):
         plan = _up(state)
+        sshhost.refuse_emulated_join(state)
         taken = [h.name for h in hosts_of(state, plan)]
         if name in taken or (name == LOCAL and has_local(state, plan)):
             raise SpecError(f"lab '{lab}' already has a host '{name}' (hosts: "
@@ -105,29 +107,31 @@ def add_host(lab: str, name: str, cpus: int, memory: int,
             "memory": memory, "seconds": round(time.monotonic() - t0, 3)}
 
 
-SSH_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.:_-]+$")
-
-
-def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None,
-                 port: int | None) -> dict[str, Any]:
-    """``host add --ssh``: checked, then refused (:class:`LabError`, exit 2) with what is
-    supported -- hosts reached over SSH are built from a lab file's ``hosts:`` with ``ssh:``
-    keys at ``up``; adding one to a running lab is not built."""
-    check_host_request(name, 1, MIN_MEMORY)
-    if ssh is None or not SSH_RE.match(ssh):
-        raise SpecError(f"expected USER@ADDRESS, got {ssh!r}", place="--ssh")
-    if key is None or not os.access(key, os.R_OK) or not os.path.isfile(key):
-        raise SpecError(f"expected a readable private key file, got {key!r}", place="--key")
-    if port is not None and not 0 < port < 65536:
-        raise SpecError(f"expected a port from 1 to 65535, got {port}", place="--port")
-    plan = _up(LabState(lab))
-    if not any(not h.emulated for h in plan.hosts):
-        raise LabError(f"lab '{lab}' has emulated hosts: 'host add' adds an emulated host "
-                       "(--cpus N --memory SIZE); hosts reached over SSH come from a lab file's "
-                       "'hosts:' with 'ssh:' keys")
-    raise LabError(f"adding a host reached over SSH to running lab '{lab}' is not supported; "
-                   "supported: SSH hosts named in the lab file's 'hosts:' with 'ssh:' keys, "
-                   "made at 'sfclab up'")
+def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None, port: int | None,
+                 cpus: int | None = None, memory: int | None = None, *,
+                 agent_state: str | None = None,
+                 wait_s: float = DEFAULT_WAIT_S) -> dict[str, Any]:
+    """``host add --ssh``: a real machine joins running ``lab`` (hosts driven over SSH only;
+    scanned, checked, journaled, placed on the underlay: :mod:`.sshhost`)."""
+    check_host_request(name, 1 if cpus is None else cpus,
+                       MIN_MEMORY if memory is None else memory)
+    sshhost.check_request(ssh, key, port)
+    assert ssh is not None
+    state = LabState(lab)
+    t0 = time.monotonic()
+    with record.lab_lock(state, wait_s, "host add"):
+        plan = _up(state)
+        sshhost.refuse_emulated(lab, plan, state)
+        taken = [h.name for h in hosts_of(state, plan)]
+        if name in taken:
+            raise SpecError(f"lab '{lab}' already has a host '{name}' (hosts: "
+                            f"{', '.join(taken)})", place="name")
+        d = sshhost.add(state, plan, name, ssh, key, port, cpus, memory, agent_state)
+        record.save_plan(state, plan)
+        save_added_hosts(state, added_hosts(state) + [name])
+        record.event(state, "host-added", host=name, cpus=d["cpus"], memory=d["memory"],
+                     ssh=d["ssh"])
+    return {**d, "seconds": round(time.monotonic() - t0, 3)}
 
 
 def _unmake(h: HostPlan) -> list[str]:
@@ -168,7 +172,10 @@ def remove_host(lab: str, name: str, drain: bool = False,
                           "switch_seconds": d["switch_seconds"]})
         _, plan = lifecycle.load_plan(lab)
         h = next(x for x in plan.hosts if x.name == name)
-        errors = _unmake(h)
+        # a host driven over SSH: its agent removes its part, then it leaves the journal
+        errors = _unmake(h) if h.emulated else remote_hosts.leave(state, name)
+        if errors and not h.emulated:
+            raise LabError(f"host '{name}' could not be removed: {'; '.join(errors)}")
         underlay.forget_host(state, name)
         plan.hosts = [x for x in plan.hosts if x.name != name]
         record.save_plan(state, plan)

@@ -62,7 +62,7 @@ from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, path_base
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import conntrack, health, record, tables, underlay, wire
+from . import conntrack, health, record, sshadd, sshmigrate, tables, underlay, wire
 from .record import slot_lock
 from .add import _steering, _tunnel
 from .capacity import LOCAL, hosts_of
@@ -177,6 +177,10 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     _, plan = lifecycle.load_plan(req.lab)
     own = owner(state, plan, req.instance)
     add, old = own.add, own.old
+    remote = sshadd.is_remote(state)  # hosts driven over SSH: their agents make it
+    if remote and own.lab_file:
+        raise LabError(f"'{req.instance}' is a function of the lab file's own chains: on hosts "
+                       "driven over SSH only instances 'chain add' made migrate")
     if req.conntrack and shutil.which("conntrack") is None:
         raise LabError("moving connection-tracking state needs the conntrack program "
                        "(Debian package conntrack; 'make setup' installs it); or migrate "
@@ -225,6 +229,9 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                               ("sfc_proxy_out", "eth0", "tcx-egress")]
     msp.attach.setdefault(old.attach, []).append(("sfc_forward", clone.attach_ifname, "xdp"))
     merged.steering = msp.to_dict()
+    if remote:  # each host's agent makes and removes its share (:mod:`.sshmigrate`)
+        return sshmigrate.migrate(state, req, plan, merged, add, old, clone, news, olds,
+                                  labels.new, host, t0)
     # --- journal, then make ------------------------------------------------------------
     state.record([{"op": "netns", "name": clone.netns}])
     add.nodes.append(clone)
@@ -296,22 +303,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     else:
         errors += wire.remove_node(state, switched, old.node, old.netns,
                                    (old.attach, old.attach_ifname), old)
-    final = Plan.from_dict(switched.to_dict())
-    fsp = _steering(final)
-    in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
-    freed = [h.label for h in fsp.hops if h.label not in in_use and
-             (h.node == old.node or (h.next == old.node))]
-    fsp.hops = [h for h in fsp.hops if h.label not in freed]
-    if not lab_file:
-        fsp.node_ids.pop(old.node, None)
-        fsp.attach.pop(old.node, None)
-        fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
-                                  if a[1] != old.attach_ifname]
-    final.steering = fsp.to_dict()
-    if lab_file:  # a transit node now: no function to stop at down, none to count on its host
-        final.functions.pop(old.node, None)
-    else:
-        drop_nodes(final, {old.node})
+    final, freed = final_plan(switched, old, lab_file)
     with DataPlane(req.lab) as dp:
         for d in olds:
             tables.clear_paths(dp, _base(sp, d), len(d.paths))
@@ -348,6 +340,30 @@ def _save(state: LabState, own: Owner, status: str) -> None:
         record.save_addition(state, own.add, status)
     else:
         record.save_moved(state, own.add, own.moved)
+
+
+def final_plan(switched: Plan, old: NewNode, lab_file: bool = False
+               ) -> tuple[Plan, list[int]]:
+    """The plan once ``old`` is gone (its node, ids, programs, labels nobody uses), and the
+    labels freed.  A lab file's node (``lab_file``) stays as transit: only its function goes
+    (no function to stop at down, none to count on its host)."""
+    final = Plan.from_dict(switched.to_dict())
+    fsp = _steering(final)
+    in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
+    freed = [h.label for h in fsp.hops if h.label not in in_use and
+             (h.node == old.node or (h.next == old.node))]
+    fsp.hops = [h for h in fsp.hops if h.label not in freed]
+    if not lab_file:
+        fsp.node_ids.pop(old.node, None)
+        fsp.attach.pop(old.node, None)
+        fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
+                                  if a[1] != old.attach_ifname]
+    final.steering = fsp.to_dict()
+    if lab_file:
+        final.functions.pop(old.node, None)
+    else:
+        drop_nodes(final, {old.node})
+    return final, freed
 
 
 def _base(sp: SteeringPlan, d: DirectionPlan) -> int:

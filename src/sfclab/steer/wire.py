@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 from ipaddress import IPv4Interface
 
@@ -53,18 +55,27 @@ def make_node(plan: Plan, n: NewNode, tunnel: Tunnel | None = None) -> None:
     """The namespace, link, addresses and route of added node ``n`` (its name journaled);
     ``tunnel``: on another host than its attach node, its hosted link (in the plan's
     ``host_links``), made through the two hosts' contexts by the lab's hosted-link code."""
+    def link(ipr: IPRoute) -> None:
+        if tunnel is None:
+            with step(f"veth {n.node}/{n.ifname} - {n.attach}/{n.attach_ifname}"):
+                ipr.link("add", ifname=n.ifname, kind="veth", peer=n.attach_ifname)
+                _move(ipr, n.attach_ifname, plan.netns_of(n.attach))
+        else:
+            make_live(plan.lab, tunnel.link, tunnel.contexts, tunnel.underlay_ifs,
+                      tunnel.vxlan_port)
+
+    make_instance(plan, n, link)
+    fit_attach(plan, n)
+
+
+def make_instance(plan: Plan, n: NewNode, link: Callable[[IPRoute], None]) -> None:
+    """Added node ``n``'s own side: its namespace, its link made by ``link`` (handed the
+    namespace's socket), its interface, address and default route, its offloads."""
     with step(f"namespace {n.netns}"):
         ipr = netns.create(n.netns, {**BASE_SYSCTLS, **FORWARDING_SYSCTLS, **ONE_ARM_SYSCTLS})
     assert ipr is not None
     try:
-        attach_ns = plan.netns_of(n.attach)
-        if tunnel is None:
-            with step(f"veth {n.node}/{n.ifname} - {n.attach}/{n.attach_ifname}"):
-                ipr.link("add", ifname=n.ifname, kind="veth", peer=n.attach_ifname)
-                _move(ipr, n.attach_ifname, attach_ns)
-        else:
-            make_live(plan.lab, tunnel.link, tunnel.contexts, tunnel.underlay_ifs,
-                      tunnel.vxlan_port)
+        link(ipr)
         mtu = n.mtu or BASE_MTU + LABEL_ROOM
         mine = ipr.link_lookup(ifname=n.ifname)[0]
         with step(f"interface {n.node}/{n.ifname}"):
@@ -73,27 +84,34 @@ def make_node(plan: Plan, n: NewNode, tunnel: Tunnel | None = None) -> None:
                      prefixlen=IPv4Interface(n.address).network.prefixlen)
             ipr.link("set", index=1, state="up")
             ipr.link("set", index=mine, state="up")
-        other = netns.iproute(attach_ns)
-        try:
-            with step(f"interface {n.attach}/{n.attach_ifname}"):
-                idx = other.link_lookup(ifname=n.attach_ifname)[0]
-                other.link("set", index=idx, mtu=mtu,
-                           ifalias=f"sfclab:{plan.lab}:{n.attach}:added")
-                gw = IPv4Interface(n.gateway)
-                other.addr("add", index=idx, address=str(gw.ip),
-                           prefixlen=gw.network.prefixlen)
-                other.link("set", index=idx, state="up")
-        finally:
-            other.close()
         with step(f"default route of {n.node}"):
             ipr.route("add", dst="0.0.0.0/0", gateway=str(IPv4Interface(n.gateway).ip),
                       oif=mine)
         with step(f"offloads of {n.node}/{n.ifname}"), netns.entered(n.netns):
             ethtool.set_offloads(n.ifname, {"tx-checksum": False, "gro": False})
-        with step(f"offloads of {n.attach}/{n.attach_ifname}"), netns.entered(attach_ns):
-            ethtool.set_offloads(n.attach_ifname, {"tx-checksum": False})
     finally:
         ipr.close()
+
+
+def fit_attach(plan: Plan, n: NewNode) -> None:
+    """The attach node's end of ``n``'s link (there already): MTU, mark, gateway address, up,
+    offloads."""
+    mtu = n.mtu or BASE_MTU + LABEL_ROOM
+    attach_ns = plan.netns_of(n.attach)
+    other = netns.iproute(attach_ns)
+    try:
+        with step(f"interface {n.attach}/{n.attach_ifname}"):
+            idx = other.link_lookup(ifname=n.attach_ifname)[0]
+            other.link("set", index=idx, mtu=mtu,
+                       ifalias=f"sfclab:{plan.lab}:{n.attach}:added")
+            gw = IPv4Interface(n.gateway)
+            other.addr("add", index=idx, address=str(gw.ip),
+                       prefixlen=gw.network.prefixlen)
+            other.link("set", index=idx, state="up")
+    finally:
+        other.close()
+    with step(f"offloads of {n.attach}/{n.attach_ifname}"), netns.entered(attach_ns):
+        ethtool.set_offloads(n.attach_ifname, {"tx-checksum": False})
 
 
 def start_function(state: LabState, plan: Plan, node: str) -> None:
@@ -145,10 +163,11 @@ def remove_node(state: LabState, plan: Plan, node: str, ns: str,
 
 
 def load_programs(plan: Plan, node: str, node_id: int,
-                  progs: list[tuple[str, str, str]]) -> None:
-    """Load and attach ``progs`` (program, interface, hook) at ``node`` with the lab's maps."""
+                  progs: list[tuple[str, str, str]], maps: Path | None = None) -> None:
+    """Load and attach ``progs`` (program, interface, hook) at ``node`` with the lab's maps
+    (``maps``: another directory of them, a host's share)."""
     binary = steer_binary()
-    argv = [str(binary), "--maps", str(dataplane.lab_dir(plan.lab) / "maps"), "--node-id",
+    argv = [str(binary), "--maps", str(maps or dataplane.lab_dir(plan.lab) / "maps"), "--node-id",
             str(node_id), "--netns", plan.netns_of(node)]
     argv += [f"{binary.parent / PROGRAM_OBJECT[p]}:{p}:{i}:{h}" for p, i, h in progs]
     with step(f"eBPF programs of {node}"):

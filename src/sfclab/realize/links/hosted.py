@@ -109,26 +109,31 @@ def join_context(ctx: HostContext, ipr: IPRoute, hl: HostLinkPlan, here: list[Ho
 
 def make_live(lab: str, hl: HostLinkPlan, contexts: dict[str, HostContext],
               underlay_ifs: dict[str, str], vxlan_port: int) -> None:
-    """Hosted link ``hl`` made on a running lab (an added instance's link across hosts): in
-    each end's context its port, a veth made there whose peer moves into the node as
-    ``node_if``, then :func:`join_context` as at ``up``."""
+    """Hosted link ``hl`` made on a running lab (an added instance's link across hosts): each
+    end by :func:`make_live_end` in its host's context."""
     for e in hl.ends:
-        ctx = contexts[e.host]
-        with step(f"tunnel {hl.vni} of {e.node} in host {e.host}"):
-            ipr = ctx.iproute()
+        make_live_end(lab, hl, e, contexts[e.host], underlay_ifs[e.host], vxlan_port)
+
+
+def make_live_end(lab: str, hl: HostLinkPlan, e: HostEndPlan, ctx: HostContext,
+                  underlay_if: str, vxlan_port: int, real: bool = False) -> None:
+    """End ``e`` of ``hl`` in context ``ctx``: its port, a veth made there whose peer moves
+    into the node as ``node_if``, then :func:`join_context` as at ``up`` (``real``: a real
+    host's context, whose devices are marked for teardown)."""
+    with step(f"tunnel {hl.vni} of {e.node} in host {e.host}"):
+        ipr = ctx.iproute()
+        try:
+            ipr.link("add", ifname=e.port, kind="veth", peer=e.node_if, mtu=hl.mtu)
+            idx = ipr.link_lookup(ifname=e.node_if)[0]
+            fd = os.open(netns.path(e.node_netns), os.O_RDONLY | os.O_CLOEXEC)
             try:
-                ipr.link("add", ifname=e.port, kind="veth", peer=e.node_if, mtu=hl.mtu)
-                idx = ipr.link_lookup(ifname=e.node_if)[0]
-                fd = os.open(netns.path(e.node_netns), os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    ipr.link("set", index=idx, net_ns_fd=fd)
-                finally:
-                    os.close(fd)
-                join_context(ctx, ipr, hl, [e], lab=lab, underlay_if=underlay_ifs[e.host],
-                             vxlan_port=vxlan_port, odir=Path("/"), xdp_nodes=True,
-                             real=False)
+                ipr.link("set", index=idx, net_ns_fd=fd)
             finally:
-                ipr.close()
+                os.close(fd)
+            join_context(ctx, ipr, hl, [e], lab=lab, underlay_if=underlay_if,
+                         vxlan_port=vxlan_port, odir=Path("/"), xdp_nodes=True, real=real)
+        finally:
+            ipr.close()
 
 
 def remove_live(hl: HostLinkPlan, contexts: dict[str, HostContext]) -> list[str]:

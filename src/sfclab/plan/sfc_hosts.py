@@ -1,0 +1,48 @@
+"""The SFC data plane split over hosts that are separate machines (pure).
+
+On emulated hosts the whole data plane is one set of maps on this machine.  On hosts driven
+over SSH each host's agent builds its *share*: the programs of the nodes placed there, maps of
+its own (pinned on that host under the lab's bpffs directory, one sub-directory per host,
+:func:`share_dir_name`), and only the entries those nodes use: the paths, chain slots and
+classifier entries of the chain directions whose ingress is there, and the labels its nodes
+own.  Node ids, labels and path indexes are the lab's (the same on every host), so the
+counters of a node are read on its host and a path's packet count on its ingress's host.
+
+A label that forwards to a node on another host needs that node's interface MAC, which this
+host cannot read: every interface of a chain's nodes gets a MAC derived from the lab, node and
+interface names (:func:`interface_mac`, locally administered), set by its host's agent before
+the tables are written, so every host computes every other host's MACs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .model import HostPlan, Plan
+
+
+def remote_host(plan: Plan) -> HostPlan | None:
+    """The host of a host's part built by its agent (one host, not emulated), else None."""
+    if len(plan.hosts) == 1 and not plan.hosts[0].emulated:
+        return plan.hosts[0]
+    return None
+
+
+def interface_mac(lab: str, node: str, ifname: str) -> bytes:
+    """The MAC of interface ``ifname`` of chain node ``node``: locally administered, unicast,
+    the same on every host."""
+    digest = hashlib.sha256(f"{lab}/{node}/{ifname}".encode()).digest()
+    return bytes([0x02]) + digest[:5]
+
+
+def share_dir_name(host: str) -> str:
+    """The host's sub-directory of the lab's bpffs directory (hosts sharing one bpffs, as the
+    tests' emulated machines do, do not meet)."""
+    return f"@{host}"
+
+
+def owner_hosts(plan: Plan, steering: dict[str, Any]) -> dict[str, str]:
+    """Every chain node -> the host it is placed on."""
+    where = {n: h.name for h in plan.hosts for n in h.nodes}
+    return {n: where[n] for n in steering.get("node_ids", {}) if n in where}

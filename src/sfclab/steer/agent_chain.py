@@ -1,0 +1,366 @@
+"""The agent with the verbs of ``chain add`` and ``chain rm`` on a lab of hosts driven over SSH
+(``python -m sfclab.steer.agent_chain VERB``): every verb of :mod:`sfclab.realize.agent`, and
+the "make it on this host" steps of :mod:`sfclab.steer.add`, run by the host's agent there.
+
+This machine plans the chain exactly as for emulated hosts (placement, wiring, labels,
+tunnels: :mod:`sfclab.plan.chainadd`) and sends every host the merged plan and the addition;
+each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks what):
+
+- ``chain-make`` ``{"lab", "plan", "addition", "addresses"}``: journal first (the new
+  namespaces; the tunnel devices in the host's context, by mark; the share's bpffs directory
+  when the lab had no chain), then the host's part saved with the new nodes (so ``down``, and
+  ``down`` after a ``kill -9`` of this machine, stops their functions and removes them), then
+  the instances placed here (namespace, veth or tunnel end, function with its cgroup limits),
+  the tunnel ends of instances attached to a node here, the attach ends, interfaces fitted to
+  labels, derived MACs (:func:`sfclab.plan.sfc_hosts.interface_mac`) and the programs;
+- ``chain-tables`` ``{"lab", "plan", "addition", "classifiers": bool}``: the labels its nodes
+  own, the paths and slots of directions whose ingress is here, then (second call) their
+  classifier entries: traffic enters the chain only once every host has its entries;
+- ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain", "clear"}``:
+  classifier entries out, a drain, slots, paths and freed labels out (``clear``: more path
+  ranges, a migration's old ones), the nodes and tunnel ends removed, the part saved as
+  ``after`` has it (``phase`` ``classifiers``: only the classifier entries; ``rest``: all
+  but them, no drain).  Tolerates halves; answers its errors;
+- ``chain-check`` ``{"lab", "plan", "addition"}``: before anything, whether another chain
+  holds one of the addition's classifier entries at an ingress here;
+- ``chain-switch`` ``{"lab", "plan", "addition", "slots"}``: a migration's switch, the slot
+  tables of the directions whose ingress is here (``chain-tables`` with ``slots: false``
+  wrote their new paths first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LabError, SpecError
+from ..hosts.context import OwnRoot
+from ..kernel import netns
+from ..plan.chainadd import Addition, NewNode
+from ..plan.model import Plan
+from ..plan.sfc import SteeringPlan
+from ..plan.sfc_hosts import interface_mac, remote_host
+from ..plan.split import host_part
+from ..plan import tunnels as plan_tunnels
+from ..plan.tunnels import attach_host, names
+from ..realize import agent, dataplane
+from ..realize.dataplane import DataPlane, Iface
+from ..realize.links import hosted
+from ..realize.links.hosted import context_mark
+from ..realize.state import LabState
+from ..realize.step import step
+from . import record, tables, wire
+from .underlay import Joined
+
+VXLAN_PORT = 4789  # VXLAN's IANA port, when the plan names no underlay
+
+if TYPE_CHECKING:
+    from pyroute2 import IPRoute
+
+MODULE = "sfclab.steer.agent_chain"
+
+
+def _load(req: dict[str, Any]) -> tuple[LabState, Plan, str, Plan, Addition]:
+    state = LabState(str(req["lab"]))
+    d = state.plan()
+    if d is None and req.get("part"):  # a host 'host add --ssh' joined: its empty part first
+        agent.up({"plan": req["part"]})
+        d = state.plan()
+    if d is None:
+        raise LabError(f"lab '{req['lab']}' has no part on this host")
+    part = Plan.from_dict(d)
+    host = remote_host(part)
+    if host is None:
+        raise LabError(f"lab '{req['lab']}''s part here is not a host's part")
+    return state, part, host.name, Plan.from_dict(req["plan"]), Addition.from_dict(
+        req["addition"])
+
+
+def part_of(plan: Plan, host: str) -> Plan:
+    """Host ``host``'s part of a lab's plan with added instances (the plan models an
+    instance's tunnelled link as a veth: across hosts it is no veth of either part)."""
+    whole = Plan.from_dict(plan.to_dict())
+    where = {n: h.name for h in whole.hosts for n in h.nodes}
+    whole.veths = [v for v in whole.veths if where.get(v.a.node) == where.get(v.b.node)]
+    return host_part(whole, host)
+
+
+def _new_part(part: Plan, merged: Plan, me: str) -> Plan:
+    """The host's part as ``merged`` has it, with the host as its agent knows it (its own
+    CPUs and underlay interface) and the whole steering (each host's share is its own)."""
+    out = part_of(merged, me)
+    hp = part.hosts[0]
+    hp.nodes = list(out.hosts[0].nodes)
+    out.hosts = [hp]
+    out.steering = merged.steering
+    return out
+
+
+def _joined(me: str, part: Plan, addresses: dict[str, str], other: str) -> tuple[Joined,
+                                                                                   Joined]:
+    hp = part.hosts[0]
+    here = Joined(me, "", hp.address, hp.underlay_if)
+    there = Joined(other, "", addresses[other], "")
+    return here, there
+
+
+def make(req: dict[str, Any]) -> dict[str, Any]:
+    state, part, me, merged, add = _load(req)
+    mine = [n for n in add.nodes if n.host == me]
+    attached = [n for n in add.nodes if n.host != me and attach_host(merged, n.attach) == me]
+    tunnelled = [n for n in mine if n.vni is not None] + attached
+    mark = context_mark(merged.lab, me, "")[:-1]
+    top = dataplane.share_dir(merged.lab, me)
+    with state.locked():
+        state.record([{"op": "netns", "name": n.netns} for n in mine] +
+                     [{"op": "link", "name": dev, "alias": f"{mark}:{dev}"}
+                      for n in tunnelled for dev in names(n.vni or 0)[1:]] +
+                     ([] if part.steering else [{"op": "bpffs", "path": str(top)}]))
+        record.save_plan(state, _new_part(part, merged, me))
+        addresses = dict(req["addresses"])
+        for n in mine:
+            if n.vni is None:
+                wire.make_node(merged, n)
+                continue
+            here, there = _joined(me, part, addresses, attach_host(merged, n.attach))
+
+            def link(_ipr: IPRoute, n: NewNode = n, here: Joined = here,
+                     there: Joined = there) -> None:
+                _tunnel_end(merged, n, me, here, there, attach_side=False)
+
+            wire.make_instance(merged, n, link)
+        for n in attached:
+            here, there = _joined(me, part, addresses, n.host)
+            _tunnel_end(merged, n, me, here, there, attach_side=True)
+            wire.fit_attach(merged, n)
+        local = set(_new_part(part, merged, me).hosts[0].nodes)
+        for node, ifname, mtu in add.mtu:
+            if node in local:
+                wire.set_link(merged, node, ifname, mtu=mtu)
+        for node, ifname, offl in add.offloads:
+            if node in local:
+                wire.set_link(merged, node, ifname, offloads=offl)
+        for node, ifname in add.single_segment:
+            if node in local:
+                wire.set_link(merged, node, ifname, gso_max_segs=1)
+        for n in add.nodes:  # the MACs every other host addresses these ends by
+            for node, ifname in ((n.node, n.ifname), (n.attach, n.attach_ifname)):
+                if node in local:
+                    _set_mac(merged, node, ifname)
+        for n in mine:
+            wire.start_function(state, merged, n.node)
+        msp = SteeringPlan.from_dict(merged.steering or {})
+        if any(node in local for node in add.attach_progs):
+            dataplane.ensure_bpffs()
+            (top / "maps").mkdir(parents=True, exist_ok=True)
+        for node, progs in add.attach_progs.items():
+            if node in local:
+                wire.load_programs(merged, node, msp.node_ids[node], progs, top / "maps")
+    return {"host": me, "made": [n.node for n in mine], "ends": [n.node for n in attached]}
+
+
+def _set_mac(plan: Plan, node: str, ifname: str) -> None:
+    ipr = netns.iproute(plan.netns_of(node))
+    try:
+        with step(f"MAC of {ifname} of {node}"):
+            ipr.link("set", index=ipr.link_lookup(ifname=ifname)[0],
+                     address=dataplane.mac_text(interface_mac(plan.lab, node, ifname)))
+    finally:
+        ipr.close()
+
+
+def _ifaces(plan: Plan, sp: SteeringPlan, local: set[str]) -> dict[tuple[str, str], Iface]:
+    """Local chain nodes' interfaces read live; every other one by its derived MAC."""
+    out: dict[tuple[str, str], Iface] = {}
+    for h in sp.hops:
+        for node, ifname in ((h.node, h.ifname), (h.next, h.next_ifname)):
+            if node and ifname:
+                out[(node, ifname)] = Iface(0, interface_mac(plan.lab, node, ifname))
+    for d in sp.directions:
+        for p in d.paths:
+            for node, ifname in ((d.ingress, p.ifname), (p.next, p.next_ifname)):
+                out[(node, ifname)] = Iface(0, interface_mac(plan.lab, node, ifname))
+    live = tables.interfaces({n.node: n.name for n in plan.namespaces},
+                             [n for n in sp.node_ids if n in local])
+    out.update(live)
+    return out
+
+
+def write_tables(req: dict[str, Any]) -> dict[str, Any]:
+    state, part, me, merged, add = _load(req)
+    local = set(part.hosts[0].nodes)
+    msp = SteeringPlan.from_dict(merged.steering or {})
+    hops = [h for h in add.hops if h.node in local]
+    mine = [d for d in add.directions if d.ingress in local]
+    if not hops and not mine:
+        return {"labels": 0, "directions": 0}
+    with state.locked(), DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
+        if req.get("classifiers"):
+            for d in mine:
+                tables.write_classifiers(dp, msp, d)
+        else:
+            ifaces = _ifaces(merged, msp, local)
+            tables.write_labels(dp, msp, hops, ifaces)
+            for d in mine:
+                assert d.path_base is not None
+                tables.write_paths(dp, d, d.path_base, ifaces)
+                if req.get("slots", True):  # a migration's new paths wait for the switch
+                    tables.write_slots(dp, d, tables.slot_paths(msp, d))
+    return {"labels": len(hops), "directions": len(mine)}
+
+
+def unmake(req: dict[str, Any]) -> dict[str, Any]:
+    state, part, me, merged, add = _load(req)
+    errors: list[str] = []
+    local = set(part.hosts[0].nodes)
+    msp = SteeringPlan.from_dict(merged.steering or {})
+    mine_d = [d for d in add.directions if d.ingress in local]
+    freed = [int(x) for x in req.get("freed", [])]
+    owned = {h.label for h in msp.hops if h.node in local}
+    with state.locked():
+        try:
+            dp: DataPlane | None = DataPlane(merged.lab, dataplane.share_dir(merged.lab, me))
+        except Exception as e:
+            dp = None
+            if mine_d or set(freed) & owned or any(c[0] in local for c in req.get("clear", [])):
+                errors.append(str(e))
+        phase = req.get("phase")  # "classifiers": only those; "rest": all but those
+        if dp is not None:
+            with dp:
+                for d in mine_d if phase != "rest" else []:
+                    try:
+                        tables.delete_classifiers(dp, msp, d, None)
+                    except Exception as e:
+                        errors.append(f"classifiers of direction {d.index}: {e}")
+                if phase == "classifiers":
+                    return {"host": me, "errors": errors}
+                if phase is None:
+                    time.sleep(float(req.get("drain", 0.05)))
+                for d in mine_d:
+                    try:
+                        tables.clear_slots(dp, d.index)
+                        if d.path_base is not None:
+                            tables.clear_paths(dp, d.path_base, len(d.paths))
+                    except Exception as e:
+                        errors.append(f"direction {d.index}: {e}")
+                for ingress, base, count in req.get("clear", []):  # a migration's old paths
+                    if ingress in local:
+                        try:
+                            tables.clear_paths(dp, int(base), int(count))
+                        except Exception as e:
+                            errors.append(f"paths from {base}: {e}")
+                try:
+                    tables.delete_labels(dp, [x for x in freed if x in owned])
+                except Exception as e:
+                    errors.append(f"labels: {e}")
+        if phase == "classifiers":  # (no maps here: nothing of that phase)
+            return {"host": me, "errors": errors}
+        for n in add.nodes:
+            if n.host == me:
+                same = n.vni is None
+                errors += wire.remove_node(state, merged, n.node, n.netns,
+                                           (n.attach, n.attach_ifname) if same else None)
+                errors += _remove_end(n)
+            elif attach_host(merged, n.attach) == me:
+                errors += _remove_end(n)
+                errors += _remove_attach_end(merged, n)
+        after = Plan.from_dict(req["after"])
+        record.save_plan(state, _new_part(part, after, me))
+    return {"host": me, "errors": errors}
+
+
+def check(req: dict[str, Any]) -> dict[str, Any]:
+    """Before anything: a classifier entry of the addition that another chain holds at an
+    ingress here (``{"taken": {"message", "place"}}``), else ``{}``."""
+    if LabState(str(req["lab"])).plan() is None:
+        return {}  # a host that joined and holds nothing yet
+    _state, part, me, merged, add = _load(req)
+    local = set(part.hosts[0].nodes)
+    mine = [d for d in add.directions if d.ingress in local]
+    if not mine or not part.steering:
+        return {}
+    msp = SteeringPlan.from_dict(merged.steering or {})
+    try:
+        dp = DataPlane(merged.lab, dataplane.share_dir(merged.lab, me))
+    except Exception:
+        return {}  # no maps here yet: no entry is taken
+    with dp:
+        for d in mine:
+            try:
+                tables.check_free(dp, msp, d, "")
+            except SpecError as e:
+                return {"taken": {"message": e.message, "place": e.place}}
+    return {}
+
+
+def switch(req: dict[str, Any]) -> dict[str, Any]:
+    """A migration's switch: the slot tables of the directions whose ingress is here, each in
+    one map update (``{"lab", "plan", "addition", "slots": {INDEX: [PATH, ...]}}``)."""
+    state, part, me, merged, add = _load(req)
+    local = set(part.hosts[0].nodes)
+    slots = {int(k): [int(x) for x in v] for k, v in dict(req["slots"]).items()}
+    mine = [d for d in add.directions if d.ingress in local and d.index in slots]
+    if not mine:
+        return {"directions": 0}
+    with state.locked(), DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
+        for d in mine:
+            tables.write_slots(dp, d, slots[d.index])
+    return {"directions": len(mine)}
+
+
+def _remove_end(n: NewNode) -> list[str]:
+    """The tunnel devices of ``n`` in this host's context (absent ones skipped)."""
+    if n.vni is None:
+        return []
+    from pyroute2 import IPRoute
+
+    try:
+        with IPRoute() as ipr:
+            for dev in names(n.vni):
+                with contextlib.suppress(IndexError):
+                    ipr.link("del", index=ipr.link_lookup(ifname=dev)[0])
+    except Exception as e:
+        return [f"tunnel {n.vni}: {e}"]
+    return []
+
+
+def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
+    try:
+        ipr = netns.iproute(plan.netns_of(n.attach))
+        try:
+            idx = ipr.link_lookup(ifname=n.attach_ifname)
+            if idx:
+                ipr.link("del", index=idx[0])
+        finally:
+            ipr.close()
+    except Exception as e:
+        return [f"link {n.attach}/{n.attach_ifname}: {e}"]
+    return []
+
+
+VERBS = {**agent.VERBS, "chain-make": make, "chain-tables": write_tables,
+         "chain-unmake": unmake, "chain-switch": switch, "chain-check": check}
+
+
+def main(argv: list[str]) -> int:
+    agent.VERBS.update(VERBS)  # one dispatcher: the realize agent's
+    return agent.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+
+
+def _tunnel_end(merged: Plan, n: NewNode, me: str, here: Joined, there: Joined,
+                attach_side: bool) -> None:
+    """This host's end of added instance ``n``'s tunnel (its attach node's side, or the
+    instance's), made in this machine's own root namespace by the lab's hosted-link code,
+    its devices marked (a real host's context outlives the lab)."""
+    sides: list[tuple[str, str, str | None]] = [(there.host, there.netns, there.address),
+                                               (here.host, here.netns, here.address)]
+    hl = plan_tunnels.host_link(merged, n, sides[::-1] if attach_side else sides)
+    e = hl.ends[0] if attach_side else hl.ends[1]
+    port = merged.underlay.vxlan_port if merged.underlay is not None else VXLAN_PORT
+    hosted.make_live_end(merged.lab, hl, e, OwnRoot(me), here.underlay_if, port, real=True)

@@ -1,0 +1,137 @@
+"""``chain migrate`` (and so ``host rm --drain``) on a lab of hosts driven over SSH.
+
+:func:`sfclab.steer.migrate.migrate_locked` plans the clone, its paths and labels as for
+emulated hosts; here every host's agent (:mod:`sfclab.steer.agent_chain`) makes its share,
+make-before-break as on emulated hosts:
+
+1. **Clone.**  ``chain-make`` on every host with the clone as the addition (its namespace,
+   function, tunnel ends, its programs and the attach node's), then ``chain-tables`` without
+   slots: its labels and the new paths, which nothing uses yet.
+2. **Switch.**  ``chain-switch`` at the ingress hosts: each direction's slot table rewritten in
+   one map update, the plan saved with the new paths under the slot lock.
+3. **Drain.**  The old instance's counters (read through the agents) are watched until no
+   packet entered it for ``drain_s`` (at most 5 s).
+4. **Stop.**  ``chain-unmake`` of the old instance on every host (its node, tunnel ends, the old
+   paths, the labels nobody uses), the plan and record naming the clone.
+
+Not over SSH: the clone's readiness ping (its function is started and its link up when its
+host's agent answers) and moving connection-tracking state (``conntrack_moved`` 0).
+"""
+
+from __future__ import annotations
+
+import time
+
+from typing import Any
+
+from ..plan.chainadd import Addition, NewNode
+from ..plan.model import Plan
+from ..plan.sfc import DirectionPlan, Hop, SteeringPlan
+from ..realize import remote_sfc
+from ..realize.dataplane import path_base
+from ..realize.state import LabState
+from . import health, record, sshadd
+from .agent_chain import MODULE
+from .record import slot_lock
+from .request import MigrateInstance
+
+MAX_DRAIN_S = 5.0
+
+
+def _sp(plan: Plan) -> SteeringPlan:
+    return SteeringPlan.from_dict(plan.steering) if plan.steering else SteeringPlan()
+
+
+def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add: Addition,
+            old: NewNode, clone: NewNode, news: list[DirectionPlan],
+            olds: list[DirectionPlan], new_hops: list[Hop], host: str,
+            t0: float) -> dict[str, Any]:
+    from ..hosts.ssh import call
+    from .migrate import final_plan
+
+    msp = _sp(merged)
+    sp = _sp(plan)
+    step1 = Addition(add.chain, add.attach, nodes=[clone],
+                     node_ids={clone.node: msp.node_ids[clone.node]}, hops=new_hops,
+                     directions=news,
+                     attach_progs={clone.node: msp.attach[clone.node],
+                                   old.attach: [("sfc_forward", clone.attach_ifname, "xdp")]},
+                     source=add.source)
+    add.nodes.append(clone)
+    record.save_addition(state, add, "migrating")
+    record.save_plan(state, merged)
+    ts = remote_sfc.targets(state)
+    base = {"lab": state.name, "plan": merged.to_dict(), "addition": step1.to_dict()}
+    try:
+        sshadd.make(state, plan, merged, step1, lambda _m: None, slots=False)
+    except BaseException:
+        sshadd.unmake(state, merged, step1, 0.0)
+        add.nodes.remove(clone)
+        record.save_addition(state, add, "up")
+        record.save_plan(state, plan)
+        raise
+    # --- switch ----------------------------------------------------------------------------
+    switched = Plan.from_dict(merged.to_dict())
+    ssp = _sp(switched)
+    ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
+                      for d in ssp.directions]
+    switched.steering = ssp.to_dict()
+    with slot_lock(state):
+        gone = health.dead(state)
+        slots: dict[str, list[int]] = {}
+        for d, nd in zip(olds, news):
+            assert nd.path_base is not None
+            from . import tables
+
+            if gone & {i for p in nd.paths for i in p.instances}:
+                w = [0 if gone & set(p.instances) else p.weight for p in nd.paths]
+                slots[str(nd.index)] = tables.slots_over(nd, nd.path_base, w)
+            else:
+                slots[str(nd.index)] = [nd.path_base + nd.paths[k].index for k in d.slots]
+        t_sw = time.perf_counter()
+        for t in ts.values():
+            call(t, "chain-switch", {**base, "slots": slots}, module=MODULE, timeout=120)
+        switch_s = time.perf_counter() - t_sw
+        record.save_plan(state, switched)
+    add.directions = [next((nd for nd in news if nd.index == d.index), d)
+                      for d in add.directions]
+    add.hops += new_hops
+    record.save_addition(state, add, "migrating")
+    # --- drain -----------------------------------------------------------------------------
+    drained = _drain(state, sp.node_ids, sp.node_ids[old.node], req.drain_s)
+    # --- break -----------------------------------------------------------------------------
+    final, freed = final_plan(switched, old)
+    gone_add = Addition(add.chain, add.attach, nodes=[old])
+    clear = [[d.ingress, path_base(sp, d.index), len(d.paths)] for d in olds]
+    errors = sshadd.unmake(state, switched, gone_add, 0.0, freed=freed, after=final,
+                           clear=clear)
+    add.nodes.remove(old)
+    add.hops = [h for h in add.hops if h.label not in freed]
+    record.save_plan(state, final)
+    record.save_addition(state, add, "up")
+    record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
+                 host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=0,
+                 drained=drained)
+    return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
+            "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": 0,
+            "conntrack_errors": errors[:5], "drained": drained,
+            "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _drain(state: LabState, node_ids: dict[str, int], node_id: int, quiet_s: float) -> bool:
+    """Until no packet entered node ``node_id`` for ``quiet_s`` (counters read through the
+    agents; at most :data:`MAX_DRAIN_S`); False if it never went quiet."""
+    deadline = time.monotonic() + MAX_DRAIN_S
+    last = remote_sfc.Snapshot(state, node_ids).counters(node_id)["proxy_in"]
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(min(0.05, quiet_s))
+        now = remote_sfc.Snapshot(state, node_ids).counters(node_id)["proxy_in"]
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since >= quiet_s:
+            return True
+    return False
+
+
+
