@@ -79,7 +79,8 @@ def _trace_text(d: dict[str, Any]) -> str:
             mark = "" if h["seen_at"] == h["expected"] else f"  (expected {h['expected']})"
             lines.append(f"  {h['hop']:>2}  label {h['label']:<6} {h['action']:<8} "
                          f"{h['seen_at'] or '*'}{mark}")
-        lines.append(f"  took path {p['path']}: {'yes' if p['took_path'] else 'no'}; "
+        took = {True: "yes", False: "no", None: "not read (over SSH)"}[p["took_path"]]
+        lines.append(f"  took path {p['path']}: {took}; "
                      f"through {', '.join(x or '*' for x in p['instances_seen']) or '-'}; "
                      f"delivered to {d['egress']}: {'yes' if p['delivered'] else 'no'}")
     return "\n".join(lines)

@@ -349,10 +349,6 @@ def main(argv: list[str]) -> int:
     return agent.main(argv)
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
-
-
 def _tunnel_end(merged: Plan, n: NewNode, me: str, here: Joined, there: Joined,
                 attach_side: bool) -> None:
     """This host's end of added instance ``n``'s tunnel (its attach node's side, or the
@@ -364,3 +360,7 @@ def _tunnel_end(merged: Plan, n: NewNode, me: str, here: Joined, there: Joined,
     e = hl.ends[0] if attach_side else hl.ends[1]
     port = merged.underlay.vxlan_port if merged.underlay is not None else VXLAN_PORT
     hosted.make_live_end(merged.lab, hl, e, OwnRoot(me), here.underlay_if, port, real=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

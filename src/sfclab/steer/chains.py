@@ -395,13 +395,15 @@ def _trace_remote_paths(state: LabState, plan: Any, sp: SteeringPlan, d: Directi
     hashed onto paths; each wanted path is traced by the label traceroute with the default
     probe (its TTL steps set in that path's own entry), which shows the path's hops."""
     packet, _ = _probe(spec, src, dst)
+    probe = {"sport": spec.sport[0] if spec.sport else 40000,
+             "dport": spec.dport[0] if spec.dport else 33434}
     out = []
     for p in wanted:
         hops, delivered = _trace_remote(state, plan, sp, d, p, base + p.index, packet, dst,
                                         wait)
         out.append({"path": p.index, "nodes": p.nodes, "instances": p.instances,
-                    "probe": None, "hops": hops, "delivered": delivered,
-                    "took_path": None,
+                    "probe": probe, "hops": hops, "delivered": delivered,
+                    "took_path": None,  # not read over SSH: the path's entry was set directly
                     "instances_seen": [h["seen_at"] for h in hops if h["action"] == "proxy"],
                     "in_order": all(h["seen_at"] == h["expected"] for h in hops)})
     return {"lab": state.name, "chain": d.chain, "ingress": d.ingress, "egress": d.egress,
