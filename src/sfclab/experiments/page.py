@@ -11,8 +11,10 @@ kept as it is::
     ... generated ...
     <!-- repro:end -->
 
-A block whose database is not in the run's directory (its group was not run this time) keeps
-its previous text, so running a subset of the script refreshes only what it measured.
+A block whose database is not in the run's directory (its group was not run this time), or
+holds no done run of what the block shows yet (its group is still running), keeps its previous
+text, so running a subset of the script, or rendering during a run, refreshes only what was
+measured.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ def comparisons(findings: Findings, out_dir: Path) -> dict[str, Comparison | Non
                 continue
             with Store(paths[1], readonly=True) as b_store:
                 res[f.id] = compare(store, f, b_store)
-    return res
+    # a side without a single done run: its group has not measured it yet (still running)
+    return {k: None if c is None or min(c.a.n, c.b.n) == 0 else c for k, c in res.items()}
 
 
 def fill(page: str, findings: Findings, out_dir: Path,

@@ -84,7 +84,7 @@ def _note(t: TableSpec, ns: Iterable[int], what: str = "mean ± 95 % interval") 
             f"`{t.db}.db`)")
 
 
-def render_means(store: Store, t: TableSpec) -> str:
+def render_means(store: Store, t: TableSpec) -> str | None:
     runs, names = _selected(store, t)
     rows: dict[str, tuple[Any, ...]] = {}
     cols: dict[str, tuple[Any, ...]] = {}
@@ -103,7 +103,7 @@ def render_means(store: Store, t: TableSpec) -> str:
         cols.setdefault(ck, cv)
         cells.setdefault((rk, ck), []).append(v * UNITS[t.unit])
     if not rows:
-        return f"(no done runs of {t.metric} in {t.db})\n"
+        return None
     rks, cks = _order(rows), _order(cols)
     head = ", ".join(map(_short, t.row_keys)) + (
         f" \\ {', '.join(map(_short, t.col_keys))}" if t.col_keys else "")
@@ -126,7 +126,7 @@ def _pct(v: float) -> str:
     return "–" if math.isnan(v) else f"{100 * v:.1f} %"
 
 
-def render_fit(store: Store, t: TableSpec) -> str:
+def render_fit(store: Store, t: TableSpec) -> str | None:
     """The power law per series, as the report fits it (every run, not the means)."""
     runs, names = _selected(store, t)
     x = t.row_keys[0]
@@ -143,7 +143,7 @@ def render_fit(store: Store, t: TableSpec) -> str:
         g[1].append(float(n))
         g[2].append(v)
     if not groups:
-        return f"(no done runs of {t.metric} in {t.db})\n"
+        return None
     u = f", {t.unit}" if t.unit else ""
     out = [f"| series | per-hop loss l | 95 % CI of l | t(2){u} | R² | law holds up to n | "
            f"then |", "|---|---|---|---|---|---|---|"]
@@ -223,7 +223,7 @@ def _sender(measure: Mapping[str, Any]) -> str:
     return str(measure.get("from", ""))
 
 
-def render_rates(store: Store, t: TableSpec) -> str:
+def render_rates(store: Store, t: TableSpec) -> str | None:
     runs, names = _selected(store, t)
     rows: dict[str, tuple[Any, ...]] = {}
     cells: dict[str, dict[float, list[float]]] = {}
@@ -241,7 +241,7 @@ def render_rates(store: Store, t: TableSpec) -> str:
         for at, got in curve:
             c.setdefault(at, []).append(got)
     if not rows:
-        return f"(no offered-rate curves in {t.db})\n"
+        return None
     offered = sorted({o for cs in cells.values() for o in cs})
     who = f"{t.pair}'s own received kpps" if t.pair else "received kpps"
     out = [f"| {', '.join(map(_short, t.row_keys))} \\ offered | "
@@ -258,11 +258,12 @@ def render_rates(store: Store, t: TableSpec) -> str:
                              f"from `{t.db}.db`)\n")
 
 
-RENDERERS: dict[str, Callable[[Store, TableSpec], str]] = {
+#: kind -> renderer; None when the database has no done run to show (the block keeps its text)
+RENDERERS: dict[str, Callable[[Store, TableSpec], str | None]] = {
     "means": render_means, "fit": render_fit, "rates": render_rates}
 
 
-def render_table(store: Store, t: TableSpec) -> str:
+def render_table(store: Store, t: TableSpec) -> str | None:
     return RENDERERS[t.kind](store, t)
 
 
