@@ -84,10 +84,13 @@ def test_rates_table_per_offered_rate_and_per_sender(tmp_path):
   - {id: all, kind: rates, db: o, metric: received_pps, unit: kpps, rows: variant}
   - {id: t1, kind: rates, db: o, metric: received_pps, unit: kpps, rows: variant, pair: vm1}
   - {id: t2, kind: rates, db: o, metric: received_pps, unit: kpps, rows: variant, pair: vm2}
+  - {id: top, db: o, metric: point.received_pps, unit: kpps, rows: variant}
 """)
     with Store(tmp_path / "o.db", readonly=True) as s:
-        everyone, t1, t2 = (render_table(s, t) for t in f.tables)
-    assert everyone and t1 and t2
+        everyone, t1, t2, top = (render_table(s, t) for t in f.tables)
+    assert everyone and t1 and t2 and top
+    # means of a point field: the highest of each run's points (4 and 6 kpps; 5 alone)
+    assert "| four | 5 ± " in top and "| t1-alone | 5 (n = 1) |" in top
     assert "| variant \\ offered | 1k | 5k |" in everyone
     assert "| four | 2.0 | 5.0 (4–6) |" in everyone  # both tenants: 2 × (2, 3) kpps
     assert "| four | 1.0 | 2.5 (2–3) |" in t1 and "| t1-alone | 1.0 | 5.0 |" in t1

@@ -4,7 +4,8 @@ A table (``tables:`` in scenarios/findings.yaml, :class:`.findings.TableSpec`) i
 done runs of one database; the kinds:
 
 - ``means``: the mean ± 95 % interval of a metric, a row per value of ``rows``, a column per
-  combination of ``cols`` (``per_s`` turns a count into a rate over the trial);
+  combination of ``cols`` (``per_s`` turns a count into a rate over the trial; ``point.FIELD``
+  takes a field of the run's stored points, e.g. ``point.sent_pps``, what the sender reached);
 - ``fit``: the power law t(n) = (1 − l)^(n − 2) · t(2) of :mod:`.fit` over ``rows`` (the chain
   length), fitted on every run as the report does, one row per combination of ``cols``;
 - ``rates``: the received rate at each offered rate of the runs' stored offered-vs-received
@@ -84,6 +85,16 @@ def _note(t: TableSpec, ns: Iterable[int], what: str = "mean ± 95 % interval") 
             f"`{t.db}.db`)")
 
 
+#: ``metric: point.FIELD`` in a means table: FIELD of the run's stored points (e.g. what the
+#: sender reached, ``point.sent_pps``), the highest over the run's points
+POINT = "point."
+
+
+def point_value(points: Sequence[Mapping[str, Any]], name: str) -> float | None:
+    vals = [float(p[name]) for p in points if isinstance(p.get(name), (int, float))]
+    return max(vals) if vals else None
+
+
 def render_means(store: Store, t: TableSpec) -> str | None:
     runs, names = _selected(store, t)
     rows: dict[str, tuple[Any, ...]] = {}
@@ -91,7 +102,10 @@ def render_means(store: Store, t: TableSpec) -> str | None:
     cells: dict[tuple[str, str], list[float]] = {}
     for r in runs:
         params = run_params(r, names)
-        v = run_value(r, t.metric, t.per_s)
+        if t.metric.startswith(POINT):
+            v = point_value(_points(store, r), t.metric[len(POINT):])
+        else:
+            v = run_value(r, t.metric, t.per_s)
         if v is None and t.or_metric:
             v = run_value(r, t.or_metric, t.per_s)
         if v is None or not all(k in params for k in t.row_keys + t.col_keys):
