@@ -168,7 +168,7 @@ def test_classifier_block_from_the_bench_json(tmp_path):
     assert "| json | 0.79 | 0.70 |" in out and "| block | 1.17 | 1.00 |" in out
     assert "| 100,000 | 415,598 | 100.7 % |" in out and "| 1 | 412,515 | 100.0 % |" in out
     f = _findings(tmp_path, "tables: []")
-    page = "a\n<!-- repro:begin classifier -->\nold\n<!-- repro:end -->\n"
+    page = "a\n<!-- repro:begin bench p4sfc-classifier -->\nold\n<!-- repro:end -->\n"
     assert "415,598" in fill(page, f, tmp_path)
     j.write_text("{}")
     with pytest.raises(SpecError, match="p4sfc-classifier.json"):
@@ -209,7 +209,7 @@ tables:
     page = tmp_path / "page.md"
     page.write_text("".join(f"<!-- repro:begin {b} -->\nold {b}\n<!-- repro:end -->\n"
                             for b in ("table done", "table busy", "table absent", "finding X",
-                                      "environment", "classifier")))
+                                      "environment", "bench p4sfc-classifier")))
     cmd = [sys.executable, str(ROOT / "scripts" / "repro_page.py"), "render", str(out),
            "--page", str(page)]
     env = {"FINDINGS": str(tmp_path / "f.yaml"), "PATH": "/usr/bin:/bin"}
@@ -218,8 +218,26 @@ tables:
     text = page.read_text()
     assert "old table done" not in text and "| a | 1.05 ± " in text
     for kept in ("old table busy", "old table absent", "old finding X", "old environment",
-                 "old classifier"):
+                 "old bench p4sfc-classifier"):
         assert kept in text
     cp = subprocess.run(cmd[:3] + [str(tmp_path / "nowhere"), "--page", str(page)],
                         capture_output=True, text=True, env=env, timeout=60)
     assert cp.returncode == 2 and "nowhere" in cp.stderr and cp.stderr.count("\n") == 1
+
+
+def test_hosts_bench_block_and_unknown_bench(tmp_path):
+    setups = ("bridged-if", "bridge", "direct", "shortbridge", "shortbridge-vxlandev")
+    fwd = dict(zip(setups, (264e3, 166e3, 212e3, 301e3, 250e3)))
+    size = {"forwarded_pps": fwd, "capacity_pps": {k: 2 * v for k, v in fwd.items()},
+            "us_per_frame": dict.fromkeys(setups, 3.14), "sent_pps": dict.fromkeys(setups, 9e5),
+            "figure": "capacity_pps", "shortbridge_over_bridge": 301 / 166,
+            "shortbridge_over_direct": 301 / 212, "vxlandev_over_bridge": 250 / 166}
+    (tmp_path / "trellis-hosts.json").write_text(json.dumps(
+        {"layout": "nut-alone", "reps": 3, "duration_s": 2.0, "sizes": {"64": size}}))
+    f = _findings(tmp_path, "tables: []")
+    out = fill("<!-- repro:begin bench trellis-hosts -->\nold\n<!-- repro:end -->\n", f,
+               tmp_path)
+    assert "old" not in out and "| shortbridge | 301 | 602 | 3.14 | 900 |" in out
+    assert "shortbridge / bridge **1.81×**" in out and "medians of 3 trials of 2 s" in out
+    with pytest.raises(SpecError, match="nope"):
+        fill("<!-- repro:begin bench nope -->\n<!-- repro:end -->\n", f, tmp_path)

@@ -7,7 +7,7 @@ kept as it is::
     <!-- repro:begin finding P1 -->        one finding's numbers and computed verdict
     <!-- repro:begin findings -->          all findings: verdict, separated or not
     <!-- repro:begin environment -->       machine, tool versions, loads, wall times
-    <!-- repro:begin classifier -->        the classifier bench's p4sfc-classifier.json
+    <!-- repro:begin bench p4sfc-classifier -->   a bench's OUT/NAME.json (pagetables.BENCHES)
     ... generated ...
     <!-- repro:end -->
 
@@ -25,12 +25,9 @@ from pathlib import Path
 
 from ..errors import SpecError
 from .findings import Comparison, Finding, Findings, compare, point, scaled
-from .pagetables import fmt, render_classifier, render_table
+from .pagetables import BENCHES, fmt, render_table
 from .stats import Summary
 from .store import Store
-
-#: the classifier bench's output in OUT (scripts/reproduce.sh p4sfc-classifier)
-CLASSIFIER_JSON = "p4sfc-classifier.json"
 
 _BLOCK = re.compile(r"(<!-- repro:begin (?P<what>[a-z]+)(?: (?P<id>[\w.:-]+))? -->\n)"
                     r"(?P<body>.*?)(<!-- repro:end -->)", re.S)
@@ -113,9 +110,12 @@ def fill(page: str, findings: Findings, out_dir: Path,
                 new = None
         elif what == "environment":
             new = environment() if environment else None
-        elif what == "classifier":
-            path = out_dir / CLASSIFIER_JSON
-            new = render_classifier(path) if path.is_file() else None
+        elif what == "bench":
+            if ident not in BENCHES:
+                raise SpecError(f"the page names bench '{ident}', expected one of "
+                                f"{', '.join(BENCHES)}")
+            path = out_dir / f"{ident}.json"
+            new = BENCHES[ident](path) if path.is_file() else None
         else:
             raise SpecError(f"unknown block 'repro:begin {what}' in the page")
         return m.group(1) + (body if new is None else new) + m.group(5)

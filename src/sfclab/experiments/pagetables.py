@@ -12,8 +12,8 @@ done runs of one database; the kinds:
   points (raw ``points``), a row per combination of ``rows`` (``pair``: one sender's own
   curve), as ``scripts/rate_table.py`` prints them.
 
-The classifier bench's JSON (``OUT/p4sfc-classifier.json``) has its own renderer,
-:func:`render_classifier`.
+The benches the script runs write JSON (``OUT/p4sfc-classifier.json``,
+``OUT/trellis-hosts.json``); each has its renderer in :data:`BENCHES`.
 """
 
 from __future__ import annotations
@@ -306,5 +306,37 @@ def render_classifier(path: Path) -> str:
                                f"rate; generated from `{path.name}`)\n")
 
 
-__all__ = ["fmt", "render_table", "render_means", "render_fit", "render_rates",
+def render_hosts(path: Path) -> str:
+    """Trellis's attach methods on emulated hosts (bench/bench_hosts.py --json)."""
+    try:
+        d = json.loads(path.read_text())
+        out: list[str] = []
+        for size, x in d["sizes"].items():
+            fig = x["figure"]
+            setups = list(x["forwarded_pps"])
+            out += [f"{int(size)}-byte frames, medians of {int(d['reps'])} trials of "
+                    f"{float(d['duration_s']):g} s ({d['layout']} layout; the figure: "
+                    f"`{fig}`):", "",
+                    "| setup | forwarded kpps | capacity kpps | µs per frame on the node's "
+                    "core (network softirq) | sent kpps |", "|---|---|---|---|---|"]
+            out += [f"| {k} | {float(x['forwarded_pps'][k]) / 1e3:.0f} | "
+                    f"{float(x['capacity_pps'][k]) / 1e3:.0f} | "
+                    f"{float(x['us_per_frame'][k]):.2f} | {float(x['sent_pps'][k]) / 1e3:.0f} |"
+                    for k in setups]
+            out += ["", f"shortbridge / bridge **{float(x['shortbridge_over_bridge']):.2f}×**, "
+                        f"shortbridge / direct {float(x['shortbridge_over_direct']):.2f}×, "
+                        f"shortbridge-vxlandev / bridge {float(x['vxlandev_over_bridge']):.2f}× "
+                        f"(on `{fig}`)", ""]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SpecError(f"expected the JSON of bench/bench_hosts.py --json ({e})",
+                        file=str(path)) from None
+    return "\n".join(out) + f"(generated from `{path.name}`)\n"
+
+
+#: ``<!-- repro:begin bench NAME -->``: OUT/NAME.json, written by a bench the script runs
+BENCHES: dict[str, Callable[[Path], str]] = {
+    "p4sfc-classifier": render_classifier, "trellis-hosts": render_hosts}
+
+
+__all__ = ["BENCHES", "render_hosts", "fmt", "render_table", "render_means", "render_fit", "render_rates",
            "render_classifier", "received_at", "rate_cell"]
