@@ -241,3 +241,17 @@ def test_hosts_bench_block_and_unknown_bench(tmp_path):
     assert "shortbridge / bridge **1.81×**" in out and "medians of 3 trials of 2 s" in out
     with pytest.raises(SpecError, match="nope"):
         fill("<!-- repro:begin bench nope -->\n<!-- repro:end -->\n", f, tmp_path)
+
+
+def test_means_table_relative_to_a_row(tmp_path):
+    _runs(tmp_path / "t.db", "t", [({"variant": v}, {"max_received_pps": x}, {}) for v, x in
+                                   (("native", 280e3), ("native", 290e3),
+                                    ("bridge", 140e3), ("bridge", 150e3))])
+    f = _findings(tmp_path, "tables: [{id: t, db: t, metric: max_received_pps, unit: kpps, "
+                            "rows: variant, relative_to: native}]")
+    with Store(tmp_path / "t.db", readonly=True) as s:
+        out = render_table(s, f.tables[0])
+    assert out and out.splitlines()[0] == "| variant (kpps) | max_received_pps | / native |"
+    assert "| bridge | 145 ± " in out and out.split("| bridge |")[1].split("\n")[0].endswith(
+        "| 0.51 |")
+    assert "| native | 285 ± " in out and "| 1.00 |" in out

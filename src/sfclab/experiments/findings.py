@@ -33,6 +33,8 @@
                                         #   combination; rates: received kpps at each offered
                                         #   rate (the runs' stored points), a row per ``rows``
                                         #   combination (``pair: vm1``: that sender's own)
+        relative_to: native             # means, one row parameter: a column of ratios of each
+                                        #   mean to that row's
 
 A finding with ``b_db`` compares two databases (e.g. the shaper chain against plain veth
 routers); the repetition rounds rerun the files of either side.
@@ -105,6 +107,7 @@ class TableSpec:
     per_s: bool = False  # divide by the run's ``measure.duration``
     kind: str = "means"  # a key of TABLE_KINDS
     pair: str = ""  # rates: one sender's curve (``vm1``)
+    relative_to: Any = None  # means: a row value; adds each column's mean / that row's mean
 
     @property
     def row_keys(self) -> tuple[str, ...]:
@@ -173,7 +176,7 @@ def verdict(ratio: float, is_separated: bool, expect: tuple[float, float]) -> st
 _FINDING_KEYS = {"id", "study", "claim", "published", "db", "metric", "unit", "a", "b", "expect",
                  "a_name", "b_name", "b_db"}
 _TABLE_KEYS = {"id", "db", "metric", "unit", "rows", "cols", "where", "or_metric", "per_s",
-               "kind", "pair"}
+               "kind", "pair", "relative_to"}
 #: table kinds (rendered by sfclab.experiments.pagetables)
 TABLE_KINDS = ("means", "fit", "rates")
 
@@ -279,7 +282,8 @@ def load_findings(path: str | Path) -> Findings:
                                 where=dict(d.get("where") or {}),
                                 or_metric=str(d.get("or_metric", "")),
                                 per_s=bool(d.get("per_s", False)), kind=str(kind),
-                                pair=str(d.get("pair", ""))))
+                                pair=str(d.get("pair", "")),
+                                relative_to=d.get("relative_to")))
     return Findings(out, tables)
 
 

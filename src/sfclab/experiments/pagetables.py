@@ -125,6 +125,11 @@ def render_means(store: Store, t: TableSpec) -> str | None:
     out = [f"| {head}{unit} | " + " | ".join(_combo(t.col_keys, cols[c]) if t.col_keys
                                             else t.metric for c in cks) + " |",
            "|---|" + "---|" * len(cks)]
+    ref = repr((t.relative_to,)) if t.relative_to is not None else None
+    if ref is not None and ref in rows:
+        out[0] += "".join(f" {_combo(t.col_keys, cols[c]) + ': ' if t.col_keys else ''}"
+                          f"/ {label(t.relative_to)} |" for c in cks)
+        out[1] += "---|" * len(cks)
     ns: list[int] = []
     for rk in rks:
         line = []
@@ -132,6 +137,10 @@ def render_means(store: Store, t: TableSpec) -> str | None:
             s = summarize(cells.get((rk, ck), []))
             ns.append(s.n)
             line.append(fmt(s))
+        if ref is not None and ref in rows:
+            for ck in cks:
+                a, b = summarize(cells.get((rk, ck), [])), summarize(cells.get((ref, ck), []))
+                line.append(f"{a.mean / b.mean:.2f}" if a.n and b.n and b.mean else "–")
         out.append(f"| {_combo(t.row_keys, rows[rk])} | " + " | ".join(line) + " |")
     return "\n".join(out) + "\n\n" + _note(t, ns) + "\n"
 
