@@ -9,6 +9,9 @@ in sfclab.experiments.findings, .page and .reprorun):
     repro_page.py round OUT NAME FILE REPS IDS     record a repetition round
     repro_page.py finish OUT                       record the end and the wall time
     repro_page.py fill OUT [PAGE]                  rewrite the page's marked blocks from OUT
+    repro_page.py render OUT [--page PAGE]         the same (measures nothing: only reads
+                                                   OUT's databases, JSON and record; blocks
+                                                   of groups not in OUT keep their text)
     repro_page.py verdicts OUT                     print the findings table (no page change)
 
 FINDINGS (default scenarios/findings.yaml) and PAGE (default docs/reproduction.md) are
@@ -49,11 +52,25 @@ def main(argv: list[str]) -> int:
         rec.round(argv[2], argv[3], int(argv[4]), argv[5].split(","))
     elif cmd == "finish":
         rec.finish()
-    elif cmd == "fill":
-        page = Path(argv[2]) if len(argv) > 2 else ROOT / "docs" / "reproduction.md"
-        text = fill(page.read_text(), load_findings(findings_path), out,
-                    lambda: render_environment(rec))
-        page.write_text(text)
+    elif cmd in ("fill", "render"):
+        rest = argv[2:]
+        if cmd == "render" and rest[:1] == ["--page"] and len(rest) == 2:
+            rest = rest[1:]
+        elif cmd == "render" and rest:
+            print(__doc__, file=sys.stderr)
+            return 2
+        if not out.is_dir():
+            raise SpecError("expected the OUT_DIR of a scripts/reproduce.sh run", file=str(out))
+        page = Path(rest[0]) if rest else ROOT / "docs" / "reproduction.md"
+        try:
+            before = page.read_text()
+        except OSError as e:
+            raise SpecError(f"expected a readable page ({e.strerror})", file=str(page)) from None
+        text = fill(before, load_findings(findings_path), out,
+                    (lambda: render_environment(rec)) if rec.data else None)
+        tmp = page.with_name(page.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(page)
         print(f"page rewritten: {page}")
     elif cmd == "verdicts":
         f = load_findings(findings_path)

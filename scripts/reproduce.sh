@@ -10,7 +10,8 @@
 # p4sfc-attach-*.yaml files) and p4sfc-stack (p4sfc-stack-{labels,routing}.yaml).
 # p4sfc-classifier runs bench/bench_sfc_classifier.py (classifier tables of 1 to 100,000
 # entries are loaded into a running lab, which an experiment file cannot do) into
-# p4sfc-classifier.json.  NAME limits the run to those scenarios (file names without .yaml,
+# p4sfc-classifier.json; trellis-hosts runs bench/bench_hosts.py (Trellis's attach methods with
+# the node-under-test host alone on a core, about 30 s) into trellis-hosts.json.  NAME limits the run to those scenarios (file names without .yaml,
 # or the group names above).
 # Runs resume: a second invocation skips runs already done in the databases.
 #
@@ -21,7 +22,9 @@
 # REPRO_BUDGET seconds of added repetitions over the whole script (default 480).  What stays
 # unseparated is marked NOT separated in the page.
 # At the end the page (REPRO_PAGE, default docs/reproduction.md) is rewritten between its
-# "repro:begin" markers: tables, findings with computed verdicts, the environment (kernel, CPU,
+# "repro:begin" markers (alone, from an existing OUT_DIR, measuring nothing:
+# scripts/repro_page.py render OUT_DIR --page PAGE): tables, power-law fits, offered-rate
+# curves, the benches' figures, findings with computed verdicts, the environment (kernel, CPU,
 # tool versions, sfclab commit, load average at the start and end of each group) and the wall
 # time of the whole script; OUT_DIR/reproduce.json keeps the record.
 # Needs root.  About an hour on a 2-core machine (measured piecewise: 22 min for the [P] and
@@ -40,8 +43,8 @@ all=(paper-calibration-tcp paper-calibration-udp paper-ovs-patch-vs-veth blog-ov
      firewall-spread paper-shaper-chain p4sfc-attach p4sfc-stack p4sfc-classifier)
 # Trellis and the OpenStack NFV study (issue 15); trellis-forwarding's user-space forwarder runs
 # "python3 -m sfclab.functions.examples.tun_count", found on PATH: the venv's python first
-all+=(trellis-forwarding trellis-frame-size openstack-single-tenant openstack-dedicated
-      openstack-shared openstack-bypass openstack-bypass-tcp)
+all+=(trellis-forwarding trellis-frame-size trellis-hosts openstack-single-tenant
+      openstack-dedicated openstack-shared openstack-bypass openstack-bypass-tcp)
 export PATH="$here/.venv/bin:$PATH"
 if [ $# -gt 0 ]; then todo=("$@"); else todo=("${all[@]}"); fi
 
@@ -61,11 +64,18 @@ for name in "${todo[@]}"; do
         firewall-spread) files=("$here"/scenarios/paper-firewall-spread-{1,2,4}.yaml) ;;
         p4sfc-attach) files=("$here"/scenarios/p4sfc-attach-{sfc,routing,bridge,ovs}.yaml) ;;
         p4sfc-stack) files=("$here"/scenarios/p4sfc-stack-{labels,routing}.yaml) ;;
-        p4sfc-classifier)
-            echo "== p4sfc-classifier -> $out/p4sfc-classifier.json"
-            "${PYTHON:-$here/.venv/bin/python}" "$here/bench/bench_sfc_classifier.py" --reps 3 --json \
-                > "$out/p4sfc-classifier.json" || status=$?
-            echo "== $name: $(( $(date +%s) - t0 )) s, $out/p4sfc-classifier.json"
+        p4sfc-classifier|trellis-hosts)
+            # benches write JSON (the page's "bench NAME" blocks); a failed bench leaves none
+            case "$name" in
+                p4sfc-classifier) bench=(bench_sfc_classifier.py --reps 3) ;;
+                trellis-hosts) bench=(bench_hosts.py --reps 3 --duration 2) ;;
+            esac
+            echo "== $name -> $out/$name.json"
+            if "$py" "$here/bench/${bench[0]}" "${bench[@]:1}" --json > "$out/$name.json.tmp"
+            then mv "$out/$name.json.tmp" "$out/$name.json"
+            else status=$?; rm -f "$out/$name.json.tmp"
+            fi
+            echo "== $name: $(( $(date +%s) - t0 )) s, $out/$name.json"
             page group "$out" "$name" end
             continue ;;
         *) files=("$here/scenarios/$name.yaml") ;;

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from sfclab.errors import SpecError
-from sfclab.experiments.findings import (HOLDS, NOT, PARTLY, compare, load_findings,
+from sfclab.experiments.findings import (HOLDS, NOT, PARTLY, compare, derived, load_findings,
                                          separated, verdict)
 from sfclab.experiments.page import fill, unseparated
 from sfclab.experiments.reprorun import Record, more_repetitions, render_environment
@@ -109,15 +109,15 @@ def test_every_finding_selects_one_point_of_its_scenarios():
             points.setdefault(db, []).extend(
                 (exp.name, p.params) for p in expand(exp, load_lab_dict) if p.repetition == 0)
     for fd in f.findings:
-        for side in (fd.a, fd.b):
-            hits = [p for name, p in points[fd.db]
+        for side, db in ((fd.a, fd.db), (fd.b, fd.b_db or fd.db)):
+            hits = [p for name, p in points[db]
                     if all(True if k == "metric" else (name == v) if k == "experiment" else
                            json.dumps(p.get(k), sort_keys=True) == json.dumps(v, sort_keys=True)
                            for k, v in side.items())]
             assert len(hits) == 1, (fd.id, side, len(hits))
     for t in f.tables:
-        params = {k for _, p in points[t.db] for k in p} | {"experiment"}
-        assert t.rows in params and (t.cols is None or t.cols in params), t.id
+        params = {k for _, p in points[t.db] for k in {**p, **derived(p)}} | {"experiment"}
+        assert set(t.row_keys) | set(t.col_keys) <= params, t.id
 
 
 # ----------------------------------------------------------------- a small database

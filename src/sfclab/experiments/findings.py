@@ -14,16 +14,30 @@
         b: {measure.zerocopy: false, measure.flows: 8}   #   ``experiment: NAME``, and
                                                          #   ``metric: M`` for this side only)
         expect: [1.25, 2.7]             # the published ratio mean(a) / mean(b), as a range
+        b_db: paper-chain-veth-vs-ovs-udp   # optional: b's points come from another database
 
     tables:                             # "ours" tables, rewritten from the run
       - id: p-fig1
         db: paper-calibration-tcp
         metric: throughput_bps
         unit: Gbit/s
-        rows: measure.flows             # a parameter (or ``variant``, or ``experiment``)
-        cols: measure.zerocopy          # optional
+        rows: measure.flows             # a parameter (or ``variant``, or ``experiment``, or a
+                                        #   derived one: ``derived.rules``, ``derived.firewalls``)
+        cols: measure.zerocopy          # optional; a list of parameters for combined columns
         where: {}                       # optional params filter (and ``experiment``)
         or_metric: max_received_pps     # optional: for runs that lack ``metric``
+        per_s: false                    # optional: divide by the trial's duration (counts ->
+                                        #   rates, e.g. udp_received_packets -> kpps)
+        kind: means                     # means (above); fit: the power law of :mod:`.fit` over
+                                        #   ``rows`` (the chain length), one series per ``cols``
+                                        #   combination; rates: received kpps at each offered
+                                        #   rate (the runs' stored points), a row per ``rows``
+                                        #   combination (``pair: vm1``: that sender's own)
+        relative_to: native             # means, one row parameter: a column of ratios of each
+                                        #   mean to that row's
+
+A finding with ``b_db`` compares two databases (e.g. the shaper chain against plain veth
+routers); the repetition rounds rerun the files of either side.
 
 A *comparison* summarizes the repetitions of ``a`` and of ``b`` (mean and 95 % Student-t
 interval, :mod:`.stats`); it is *separated* when the two intervals do not overlap.  The
@@ -73,6 +87,11 @@ class Finding:
     unit: str = ""
     a_name: str = "a"
     b_name: str = "b"
+    b_db: str = ""  # b's database when it is not ``db``
+
+    @property
+    def dbs(self) -> tuple[str, ...]:
+        return (self.db, self.b_db) if self.b_db and self.b_db != self.db else (self.db,)
 
 
 @dataclass(frozen=True)
@@ -80,11 +99,24 @@ class TableSpec:
     id: str
     db: str
     metric: str
-    rows: str
-    cols: str | None = None
+    rows: str | tuple[str, ...]
+    cols: str | tuple[str, ...] | None = None
     unit: str = ""
     where: dict[str, Any] = field(default_factory=dict)
     or_metric: str = ""  # for runs without ``metric`` (a one-pair run has no pair.* metrics)
+    per_s: bool = False  # divide by the run's ``measure.duration``
+    kind: str = "means"  # a key of TABLE_KINDS
+    pair: str = ""  # rates: one sender's curve (``vm1``)
+    relative_to: Any = None  # means: a row value; adds each column's mean / that row's mean
+
+    @property
+    def row_keys(self) -> tuple[str, ...]:
+        return (self.rows,) if isinstance(self.rows, str) else self.rows
+
+    @property
+    def col_keys(self) -> tuple[str, ...]:
+        return () if self.cols is None else (self.cols,) if isinstance(self.cols, str) \
+            else self.cols
 
 
 @dataclass(frozen=True)
@@ -93,7 +125,7 @@ class Findings:
     tables: list[TableSpec]
 
     def dbs(self) -> list[str]:
-        return sorted({f.db for f in self.findings} | {t.db for t in self.tables})
+        return sorted({d for f in self.findings for d in f.dbs} | {t.db for t in self.tables})
 
 
 @dataclass(frozen=True)
@@ -142,8 +174,23 @@ def verdict(ratio: float, is_separated: bool, expect: tuple[float, float]) -> st
 # ----------------------------------------------------------------- the file
 
 _FINDING_KEYS = {"id", "study", "claim", "published", "db", "metric", "unit", "a", "b", "expect",
-                 "a_name", "b_name"}
-_TABLE_KEYS = {"id", "db", "metric", "unit", "rows", "cols", "where", "or_metric"}
+                 "a_name", "b_name", "b_db"}
+_TABLE_KEYS = {"id", "db", "metric", "unit", "rows", "cols", "where", "or_metric", "per_s",
+               "kind", "pair", "relative_to"}
+#: table kinds (rendered by sfclab.experiments.pagetables)
+TABLE_KINDS = ("means", "fit", "rates")
+
+
+def _params(v: Any, path: str, place: str, *, optional: bool) -> str | tuple[str, ...] | None:
+    """A parameter name or a non-empty list of them."""
+    if v is None and optional:
+        return None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+        return tuple(v)
+    raise SpecError(f"expected a parameter name or a list of them, got {v!r}", file=path,
+                    place=place)
 
 
 def _need(d: Mapping[str, Any], key: str, typ: type | tuple[type, ...], path: str,
@@ -204,7 +251,8 @@ def load_findings(path: str | Path) -> Findings:
             db=_need(d, "db", str, p, place), metric=_need(d, "metric", str, p, place),
             a=dict(_need(d, "a", dict, p, place)), b=dict(_need(d, "b", dict, p, place)),
             expect=(float(expect[0]), float(expect[1])), unit=_unit(d, p, place),
-            a_name=str(d.get("a_name", "a")), b_name=str(d.get("b_name", "b"))))
+            a_name=str(d.get("a_name", "a")), b_name=str(d.get("b_name", "b")),
+            b_db=str(d.get("b_db", ""))))
     tables: list[TableSpec] = []
     for i, d in enumerate(data.get("tables") or []):
         place = f"tables[{i}]"
@@ -215,16 +263,27 @@ def load_findings(path: str | Path) -> Findings:
         if tid in seen:
             raise SpecError(f"id '{tid}' given twice", file=p, place=f"{place}.id")
         seen.add(tid)
-        cols = d.get("cols")
-        if cols is not None and not isinstance(cols, str):
-            raise SpecError(f"expected 'cols' to be a parameter name, got {cols!r}", file=p,
-                            place=f"{place}.cols")
+        if "rows" not in d:
+            raise SpecError("expected 'rows'", file=p, place=place)
+        rows = _params(d["rows"], p, f"{place}.rows", optional=False)
+        cols = _params(d.get("cols"), p, f"{place}.cols", optional=True)
+        kind = d.get("kind", "means")
+        if kind not in TABLE_KINDS:
+            raise SpecError(f"expected a kind among {', '.join(TABLE_KINDS)}, got {kind!r}",
+                            file=p, place=f"{place}.kind")
+        if not isinstance(d.get("per_s", False), bool):
+            raise SpecError(f"expected true or false, got {d['per_s']!r}", file=p,
+                            place=f"{place}.per_s")
+        assert rows is not None
         tables.append(TableSpec(id=tid, db=_need(d, "db", str, p, place),
                                 metric=_need(d, "metric", str, p, place),
-                                rows=_need(d, "rows", str, p, place), cols=cols,
+                                rows=rows, cols=cols,
                                 unit=_unit(d, p, place),
                                 where=dict(d.get("where") or {}),
-                                or_metric=str(d.get("or_metric", ""))))
+                                or_metric=str(d.get("or_metric", "")),
+                                per_s=bool(d.get("per_s", False)), kind=str(kind),
+                                pair=str(d.get("pair", "")),
+                                relative_to=d.get("relative_to")))
     return Findings(out, tables)
 
 
@@ -267,12 +326,52 @@ def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, 
     return vals, {r.experiment_id for r in chosen}
 
 
-def compare(store: Store, f: Finding) -> Comparison:
+def compare(store: Store, f: Finding, b_store: Store | None = None) -> Comparison:
+    """The finding's comparison; ``b_store`` holds b's points when the finding has ``b_db``."""
     runs, names, sources = done_runs(store)
     va, ea = point(runs, names, f.a, f.metric, f"finding {f.id}: a")
-    vb, eb = point(runs, names, f.b, f.metric, f"finding {f.id}: b")
-    return Comparison(f, summarize(va), summarize(vb),
-                      tuple(sorted({sources[i] for i in ea | eb if sources.get(i)})))
+    b_runs, b_names, b_sources = done_runs(b_store) if b_store is not None else \
+        (runs, names, sources)
+    vb, eb = point(b_runs, b_names, f.b, f.metric, f"finding {f.id}: b")
+    srcs = {sources[i] for i in ea if sources.get(i)} | {b_sources[i] for i in eb
+                                                           if b_sources.get(i)}
+    return Comparison(f, summarize(va), summarize(vb), tuple(sorted(srcs)))
+
+
+def derived(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameters computed from others, for tables whose rows vary across files: the total of
+    generated firewall rules over the lab's nodes, and how many nodes carry them (the three
+    paper-firewall-spread files sweep the whole ``lab.nodes`` mapping, or one node's count)."""
+    nodes: dict[str, Any] = {}
+    whole = params.get("lab.nodes")
+    if isinstance(whole, dict):
+        nodes = {k: v for k, v in whole.items() if isinstance(v, dict)}
+    counts = [n["generate"].get("count") for n in nodes.values()
+              if isinstance(n.get("generate"), dict)]
+    counts += [v for k, v in params.items()
+               if k.startswith("lab.nodes.") and k.endswith(".generate.count")]
+    counts = [c for c in counts if isinstance(c, int)]
+    if not counts:
+        return {}
+    return {"derived.rules": sum(counts), "derived.firewalls": len(counts)}
+
+
+def run_params(run: RunRow, names: Mapping[int, str]) -> dict[str, Any]:
+    """A run's parameters with its experiment's name and the derived parameters."""
+    return {**run.params, **derived(run.params), "experiment": names.get(run.experiment_id)}
+
+
+def run_value(run: RunRow, metric: str, per_s: bool = False) -> float | None:
+    """The run's ``metric``, per second of its trial when ``per_s``; None when absent."""
+    if metric not in run.metrics:
+        return None
+    v = run.metrics[metric]
+    if per_s:
+        d = run.measure.get("duration") if isinstance(run.measure, dict) else None
+        if not isinstance(d, (int, float)) or d <= 0:
+            return None
+        v /= d
+    return v
 
 
 def scaled(s: Summary, unit: str) -> Summary:

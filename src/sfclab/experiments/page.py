@@ -7,91 +7,30 @@ kept as it is::
     <!-- repro:begin finding P1 -->        one finding's numbers and computed verdict
     <!-- repro:begin findings -->          all findings: verdict, separated or not
     <!-- repro:begin environment -->       machine, tool versions, loads, wall times
+    <!-- repro:begin bench p4sfc-classifier -->   a bench's OUT/NAME.json (pagetables.BENCHES)
     ... generated ...
     <!-- repro:end -->
 
-A block whose database is not in the run's directory (its group was not run this time) keeps
-its previous text, so running a subset of the script refreshes only what it measured.
+A block whose database is not in the run's directory (its group was not run this time), or
+holds no done run of what the block shows yet (its group is still running), keeps its previous
+text, so running a subset of the script, or rendering during a run, refreshes only what was
+measured.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from ..errors import SpecError
-from .findings import (UNITS, Comparison, Finding, Findings, TableSpec, compare, done_runs,
-                       point, scaled)
-from .stats import Summary, summarize
+from .findings import Comparison, Finding, Findings, compare, point, scaled
+from .pagetables import BENCHES, fmt, render_table
+from .stats import Summary
 from .store import Store
 
 _BLOCK = re.compile(r"(<!-- repro:begin (?P<what>[a-z]+)(?: (?P<id>[\w.:-]+))? -->\n)"
                     r"(?P<body>.*?)(<!-- repro:end -->)", re.S)
-
-
-def fmt(s: Summary, digits: int = 3) -> str:
-    """``mean ± half`` with † when the interval is wider than half the mean."""
-    if s.n == 0 or math.isnan(s.mean):
-        return "–"
-    if math.isnan(s.half_width):
-        return f"{s.mean:.{digits}g} (n = 1)"
-    wide = " †" if s.mean and s.half_width > abs(s.mean) / 2 else ""
-    return f"{s.mean:.{digits}g} ± {s.half_width:.2g}{wide}"
-
-
-def _label(v: Any) -> str:
-    if isinstance(v, list):
-        return f"{len(v)}"
-    return str(v)
-
-
-def render_table(store: Store, t: TableSpec) -> str:
-    runs, names, _ = done_runs(store)
-    runs = [r for r in runs if all(
-        (names.get(r.experiment_id) == v) if k == "experiment" else
-        (k in r.params and r.params[k] == v) for k, v in t.where.items())]
-    rows: dict[str, Any] = {}
-    cols: dict[str, Any] = {}
-    cells: dict[tuple[str, str], list[float]] = {}
-    for r in runs:
-        params = {**r.params, "experiment": names.get(r.experiment_id)}
-        metric = t.metric if t.metric in r.metrics else t.or_metric
-        if metric not in r.metrics or t.rows not in params:
-            continue
-        rv = params[t.rows]
-        cv = params.get(t.cols) if t.cols else t.metric
-        rk, ck = repr(rv), repr(cv)
-        rows.setdefault(rk, rv)
-        cols.setdefault(ck, cv)
-        cells.setdefault((rk, ck), []).append(r.metrics[metric] * UNITS[t.unit])
-    if not rows:
-        return f"(no done runs of {t.metric} in {t.db})\n"
-
-    def order(d: dict[str, Any]) -> list[str]:
-        return sorted(d, key=lambda k: (0, d[k], "") if isinstance(d[k], (int, float))
-                      else (1, 0, _label(d[k])))
-    rks, cks = order(rows), order(cols)
-    head = t.rows.split(".")[-1] + (f" \\ {t.cols.split('.')[-1]}" if t.cols else "")
-    unit = f" ({t.unit})" if t.unit else ""
-    out = [f"| {head}{unit} | " + " | ".join(_label(cols[c]) if t.cols else t.metric
-                                            for c in cks) + " |",
-           "|---|" + "---|" * len(cks)]
-    ns: set[int] = set()
-    for rk in rks:
-        line = []
-        for ck in cks:
-            s = summarize(cells.get((rk, ck), []))
-            ns.add(s.n)
-            line.append(fmt(s))
-        out.append(f"| {_label(rows[rk])} | " + " | ".join(line) + " |")
-    n = "/".join(str(x) for x in sorted(ns))
-    out.append("")
-    out.append(f"(mean ± 95 % interval, n = {n}; † interval wider than half the mean; "
-               f"generated from `{t.db}.db`)")
-    return "\n".join(out) + "\n"
 
 
 def render_comparison(c: Comparison) -> str:
@@ -126,16 +65,21 @@ def render_findings(comps: Mapping[str, Comparison | None], findings: list[Findi
 
 
 def comparisons(findings: Findings, out_dir: Path) -> dict[str, Comparison | None]:
-    """Each finding's comparison, None where its database was not produced by this run."""
+    """Each finding's comparison, None where a database of it was not produced by this run."""
     res: dict[str, Comparison | None] = {}
     for f in findings.findings:
-        db = out_dir / f"{f.db}.db"
-        if not db.is_file():
+        paths = [out_dir / f"{db}.db" for db in f.dbs]
+        if not all(p.is_file() for p in paths):
             res[f.id] = None
             continue
-        with Store(db, readonly=True) as store:
-            res[f.id] = compare(store, f)
-    return res
+        with Store(paths[0], readonly=True) as store:
+            if len(paths) == 1:
+                res[f.id] = compare(store, f)
+                continue
+            with Store(paths[1], readonly=True) as b_store:
+                res[f.id] = compare(store, f, b_store)
+    # a side without a single done run: its group has not measured it yet (still running)
+    return {k: None if c is None or min(c.a.n, c.b.n) == 0 else c for k, c in res.items()}
 
 
 def fill(page: str, findings: Findings, out_dir: Path,
@@ -166,6 +110,12 @@ def fill(page: str, findings: Findings, out_dir: Path,
                 new = None
         elif what == "environment":
             new = environment() if environment else None
+        elif what == "bench":
+            if ident not in BENCHES:
+                raise SpecError(f"the page names bench '{ident}', expected one of "
+                                f"{', '.join(BENCHES)}")
+            path = out_dir / f"{ident}.json"
+            new = BENCHES[ident](path) if path.is_file() else None
         else:
             raise SpecError(f"unknown block 'repro:begin {what}' in the page")
         return m.group(1) + (body if new is None else new) + m.group(5)

@@ -11,6 +11,9 @@
 group, which experiment files get more repetitions: those a key comparison's two points came
 from while the comparison is not separated, if the estimated cost (the file's mean time per
 repetition, from its stored runs, times the repetitions added) fits the remaining budget.
+Only files run into the group's own databases are planned (the script reruns a file into its
+group's database): a finding whose b side is in another database (``b_db``) gets more
+repetitions of its a side only.
 """
 
 from __future__ import annotations
