@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests/
 
+from bench.timings import report_medians  # noqa: E402
 from tests.integration.sshd import ssh_machines  # noqa: E402  (the tests' sshd hosts)
 from tests.integration.test_ssh_chains import chain_lab  # noqa: E402  (the tests' lab)
 
@@ -78,12 +78,7 @@ def main() -> int:
                 for s, (t0, t1) in zip(STEPS, zip(t, t[1:])):
                     times[f"{how} {s}"].append(t1 - t0)
             print(f"round {r + 1}/{a.reps}", file=sys.stderr)
-    med = {k: round(statistics.median(v), 3) for k, v in times.items()}
-    if a.json:
-        print(json.dumps({"median_seconds": med, "reps": a.reps}))
-    else:
-        for k, v in med.items():
-            print(f"{k:16s} {v:7.3f} s (median of {a.reps})")
+    report_medians(times, a.reps, a.json, 16)
     return 0
 
 

@@ -15,9 +15,7 @@ Python process on that host.  Printed: the median of each over the rounds.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests/
 
+from bench.timings import report_medians  # noqa: E402
 from tests.integration.sshd import ssh_machines  # noqa: E402  (the tests' sshd hosts)
 from tests.integration.test_ssh_hosts import three_hosts  # noqa: E402  (the tests' lab)
 
@@ -54,12 +53,7 @@ def main() -> int:
                 times[f"{how} up"].append(t1 - t0)
                 times[f"{how} down"].append(t2 - t1)
             print(f"round {r + 1}/{a.reps}", file=sys.stderr)
-    med = {k: round(statistics.median(v), 3) for k, v in times.items()}
-    if a.json:
-        print(json.dumps({"median_seconds": med, "reps": a.reps}))
-    else:
-        for k, v in med.items():
-            print(f"{k:12s} {v:7.3f} s (median of {a.reps})")
+    report_medians(times, a.reps, a.json, 12)
     return 0
 
 

@@ -26,6 +26,8 @@ def main() -> int:
         ["bench_chain_ops.py", "--reps", reps],
         ["bench_sfc_classifier.py", "--reps", reps],
         ["bench_sfc_paths.py", "--reps", reps, "--trial", "1"],
+        ["bench_ssh_hosts.py", "--reps", reps],
+        ["bench_ssh_chains.py", "--reps", reps],
     ]
     status = 0
     for argv in runs:

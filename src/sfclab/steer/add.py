@@ -189,9 +189,7 @@ def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
             time.sleep(DRAIN_S)  # packets classified just before are on their way
             for d in add.directions:
                 try:
-                    tables.clear_slots(dp, d.index)
-                    if d.path_base is not None:
-                        tables.clear_paths(dp, d.path_base, len(d.paths))
+                    tables.clear_direction(dp, d)
                 except Exception as e:
                     errors.append(f"direction {d.index}: {e}")
     # the labels go once the plan says which ones nobody else uses

@@ -240,9 +240,7 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
                     time.sleep(float(req.get("drain", 0.05)))
                 for d in mine_d:
                     try:
-                        tables.clear_slots(dp, d.index)
-                        if d.path_base is not None:
-                            tables.clear_paths(dp, d.path_base, len(d.paths))
+                        tables.clear_direction(dp, d)
                     except Exception as e:
                         errors.append(f"direction {d.index}: {e}")
                 for ingress, base, count in req.get("clear", []):  # a migration's old paths

@@ -78,6 +78,14 @@ def clear_slots(dp: DataPlane, index: int) -> None:
     dp.maps["sfc_chains"].update(struct.pack("<I", index), bytes(dp.maps["sfc_chains"].value_size))
 
 
+def clear_direction(dp: DataPlane, d: DirectionPlan) -> None:
+    """Direction ``d`` off the data plane: its slot table emptied (its traffic dropped), then
+    its path entries."""
+    clear_slots(dp, d.index)
+    if d.path_base is not None:
+        clear_paths(dp, d.path_base, len(d.paths))
+
+
 def slot_paths(sp: SteeringPlan, d: DirectionPlan, weights: list[int] | None = None
                ) -> list[int]:
     """The slot table of ``d`` with its plan's weights, or ``weights`` per path (0: out)."""
