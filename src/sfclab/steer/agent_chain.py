@@ -26,6 +26,8 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
 - ``chain-switch`` ``{"lab", "plan", "addition", "slots"}``: a migration's switch, the slot
   tables of the directions whose ingress is here (``chain-tables`` with ``slots: false``
   wrote their new paths first).
+- ``conntrack-list``, ``conntrack-make``: a migration's connection-tracking state, read on
+  the old instance's host and made on the clone's (:mod:`.agent_conntrack`).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from ..realize.links import hosted
 from ..realize.links.hosted import context_mark
 from ..realize.state import LabState
 from ..realize.step import step
-from . import record, tables, wire
+from . import agent_conntrack, record, tables, wire
 from .underlay import Joined
 
 VXLAN_PORT = 4789  # VXLAN's IANA port, when the plan names no underlay
@@ -339,7 +341,8 @@ def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
 
 
 VERBS = {**agent.VERBS, "chain-make": make, "chain-tables": write_tables,
-         "chain-unmake": unmake, "chain-switch": switch, "chain-check": check}
+         "chain-unmake": unmake, "chain-switch": switch, "chain-check": check,
+         **agent_conntrack.VERBS}
 
 
 def main(argv: list[str]) -> int:
