@@ -102,7 +102,8 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add
                 slots[str(nd.index)] = [nd.path_base + nd.paths[k].index for k in d.slots]
         t_sw = time.perf_counter()
         for t in ts.values():
-            call(t, "chain-switch", {**base, "slots": slots}, module=MODULE, timeout=120)
+            call(t, "chain-switch", {**base, "slots": slots, "after": switched.to_dict()},
+                 module=MODULE, timeout=120)
         switch_s = time.perf_counter() - t_sw
         record.save_plan(state, switched)
     add.directions = [next((nd for nd in news if nd.index == d.index), d)
