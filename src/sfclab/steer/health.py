@@ -293,12 +293,7 @@ def stop_watcher(state: LabState, wait_s: float = 2.0) -> int | None:
     ``wait_s``), if it runs; its PID."""
     pid = watcher_pid(state)
     if pid:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + wait_s
-        while pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if pid_alive(pid):
-            os.kill(pid, signal.SIGKILL)
+        netns.end_processes([pid], wait_s)
     (state.dir / "watcher.json").unlink(missing_ok=True)
     return pid
 

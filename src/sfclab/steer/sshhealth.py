@@ -45,13 +45,22 @@ def is_remote(state: LabState) -> bool:
 def start(state: LabState) -> dict[str, Any]:
     """Every host's agent starts its watcher unless it runs or the host holds no ingress:
     ``watchers`` (host -> PID, hosts with one), ``started`` (whether one was started),
-    ``instances`` (the instances some host's watcher probes)."""
+    ``instances`` (the instances some host's watcher probes), ``errors`` (hosts that could
+    not start one: named, not raised, as what the command made stands)."""
     ts = remote_sfc.targets(state)
-    got = remote._each(ts, lambda t: call(t, "chain-watch", {"lab": state.name},
-                                          module=AGENT, timeout=TIMEOUT_S))
+
+    def one(t: SshTarget) -> dict[str, Any]:
+        try:
+            return call(t, "chain-watch", {"lab": state.name}, module=AGENT,
+                        timeout=TIMEOUT_S)
+        except RealizeError as e:
+            return {"error": str(e)}
+
+    got = remote._each(ts, one)
     watchers = {h: g["watcher"] for h, g in zip(ts, got) if g.get("watcher")}
     return {"watchers": watchers, "started": any(g.get("started") for g in got),
-            "instances": sorted({i for g in got for i in g.get("instances", [])})}
+            "instances": sorted({i for g in got for i in g.get("instances", [])}),
+            "errors": [g["error"] for g in got if "error" in g]}
 
 
 def status(state: LabState, chain: str | None = None, only: set[str] | None = None
