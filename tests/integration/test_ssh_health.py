@@ -107,6 +107,8 @@ def test_a_nat_migrated_between_ssh_hosts_takes_its_connections_along(lab_name, 
             assert m["host"] == "m4" and m["conntrack_moved"] >= 1, m
             assert m["conntrack_errors"] == [], m
             clone = m["clone"]
+            print(f"migrate over SSH: {m['conntrack_moved']} conntrack entries moved, switch "
+                  f"{1000 * m['switch_seconds']:.1f} ms, {m['seconds']} s in all")
             before = _proxy_in(lab_name, "natted", clone)
             time.sleep(1.0)  # the connection goes on through the clone alone
             stop.touch()
@@ -182,6 +184,8 @@ def test_an_instance_killed_on_the_ingress_host_fails_over_within_a_second(lab_n
             ev = _host_events(h1, lab_name, "failover")
             assert ev, "no failover on h1"
             assert ev[-1]["time"] - t_kill < 1.0, ev  # out of the group's hash within 1 s
+            print(f"failover over SSH: kill to slot rewrite {ev[-1]['time'] - t_kill:.3f} s "
+                  f"(detection to rewrite {ev[-1]['ms']} ms)")
             assert ev[-1]["instances_out"] == [victim] and ev[-1]["paths_left"] == 1
             # chain inspect shows it, from h1's record; the instance's health from h1
             health = chains.inspect(lab_name, "video")["chains"]["video"]["health"]
