@@ -61,3 +61,42 @@ def test_the_health_verbs_are_the_chain_agents():
     assert sshhealth.AGENT == agent_chain.MODULE
     assert {"chain-watch", "chain-health", "conntrack-list", "conntrack-make"} <= \
         set(agent_chain.VERBS)
+
+
+def test_chain_inspect_merges_every_hosts_record(monkeypatch, tmp_path):
+    """Each host's watcher and events (tagged with the host), this machine's events, in time
+    order, filtered by chain; a host that does not answer is named, not fatal."""
+    from sfclab.errors import RealizeError
+    from sfclab.hosts.ssh import SshTarget
+    from sfclab.realize import remote_sfc
+    from sfclab.realize.state import LabState
+    from sfclab.steer import record
+
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    state = LabState("c")
+    state.dir.mkdir(parents=True)
+    record.event(state, "chain-added", chain="video")
+    ts = {h: SshTarget(h, a) for h, a in (("h1", "198.18.0.1"), ("h2", "198.18.0.2"),
+                                          ("h3", "198.18.0.3"))}
+    monkeypatch.setattr(remote_sfc, "targets", lambda _s: ts)
+    answers = {
+        "h1": {"watcher": 41, "instances": {"m-1": {"alive": False, "stalled": False}},
+               "events": [{"time": 0.0, "event": "instance-down", "instance": "m-1"},
+                          {"time": 9e12, "event": "failover", "chain": "video"},
+                          {"time": 9e12, "event": "failover", "chain": "other"}]},
+        "h2": {"watcher": None, "instances": {}, "events": []},
+    }
+
+    def call(t, verb, req, **_kw):
+        assert verb == "chain-health" and req == {"lab": "c"}
+        if t.host not in answers:
+            raise RealizeError(f"host {t.host}: unreachable")
+        return answers[t.host]
+
+    monkeypatch.setattr(sshhealth, "call", call)
+    got = sshhealth.status(state, "video", {"m-1"})
+    assert got["watcher"] == {"h1": 41}
+    assert got["instances"] == {"m-1": {"alive": False, "stalled": False, "host": "h1"}}
+    assert [(e["event"], e.get("host")) for e in got["events"]] == \
+        [("instance-down", "h1"), ("chain-added", None), ("failover", "h1")]
+    assert list(got["unreachable"]) == ["h3"]
