@@ -22,6 +22,11 @@ namespace of the chain's attach node (so it belongs to the lab: journaled, and e
 ``down`` like every process in the lab's namespaces).  Slot-table rewrites of the watcher and
 of ``chain migrate``/``rm`` are serialized by the lab's slot lock, and the watcher reads the
 saved plan again whenever it changes.
+
+**On hosts driven over SSH** the same watcher runs on each host holding a chain's ingress,
+started there by the host's agent, reading that host's share of the maps and part of the plan
+(:func:`scope`: the directions whose ingress is there, the instances placed there); what it
+cannot see and how ``chain inspect`` merges the hosts' records: :mod:`.sshhealth`.
 """
 
 from __future__ import annotations
