@@ -23,9 +23,10 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
   but them, no drain).  Tolerates halves; answers its errors;
 - ``chain-check`` ``{"lab", "plan", "addition"}``: before anything, whether another chain
   holds one of the addition's classifier entries at an ingress here;
-- ``chain-switch`` ``{"lab", "plan", "addition", "slots"}``: a migration's switch, the slot
-  tables of the directions whose ingress is here (``chain-tables`` with ``slots: false``
-  wrote their new paths first).
+- ``chain-switch`` ``{"lab", "plan", "addition", "slots", "after"}``: a migration's switch,
+  the slot tables of the directions whose ingress is here (``chain-tables`` with ``slots:
+  false`` wrote their new paths first), and the part saved with the new paths, under the
+  slot lock the host's watcher takes (:mod:`.sshhealth`).
 - ``chain-watch``, ``chain-health``: the host's health watcher (:mod:`.agent_health`);
 - ``conntrack-list``, ``conntrack-make``: a migration's connection-tracking state, read on
   the old instance's host and made on the clone's (:mod:`.agent_conntrack`).
