@@ -171,7 +171,7 @@ def test_an_instance_killed_on_the_ingress_host_fails_over_within_a_second(lab_n
             assert t1.received > 0, (t1.sent, t1.received)
             assert _proxy_in(lab_name, "video", victim) > 0
             assert _proxy_in(lab_name, "video", other) > 0
-            pids = subprocess.run(["ip", "netns", "pids", plan.netns_of(victim)],
+            pids = subprocess.run(["ip", "netns", "pids", f"sfclab:{lab_name}:{victim}"],
                                   capture_output=True, text=True, check=True).stdout.split()
             assert pids  # its program
             t_kill = time.time()
