@@ -49,11 +49,16 @@ def cmd_migrate(a: argparse.Namespace) -> int:
     return ExitStatus.OK
 
 
+def _pids(w: int | dict[str, int]) -> str:
+    """One PID, or (hosts driven over SSH) each host's."""
+    return ", ".join(f"{p} on {h}" for h, p in w.items()) if isinstance(w, dict) else str(w)
+
+
 def cmd_watch(a: argparse.Namespace) -> int:
     from ..steer import health  # light start-up: load only what this command needs
 
     d = health.start(a.name)
-    emit(d, a.json, lambda d: f"watcher of lab {d['lab']}: PID {d['watcher']} "
+    emit(d, a.json, lambda d: f"watcher of lab {d['lab']}: PID {_pids(d['watcher'])} "
                               f"({'started' if d['started'] else 'already running'}), "
                               f"{len(d['instances'])} instances")
     return ExitStatus.OK

@@ -35,7 +35,7 @@ from ..realize import dataplane, lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import health, record, sshadd, tables, underlay, wire
+from . import health, record, sshadd, sshhealth, tables, underlay, wire
 from .capacity import hosts_of
 from .chains import read_classifiers
 from .request import AddChain, RemoveChain
@@ -114,8 +114,10 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         record.save_addition(state, add, "up")
         record.event(state, "chain-added", chain=add.chain,
                      instances=[n.node for n in add.nodes], attach=add.attach)
-        # the watcher reads this machine's maps: not (yet) for hosts driven over SSH
-        watcher = None if remote else health.ensure_watcher(state, merged, add.attach)
+        # over SSH: a watcher on each host holding a chain's ingress (:mod:`.sshhealth`)
+        watcher: int | dict[str, int] | None = (
+            sshhealth.start(state)["watchers"] if remote
+            else health.ensure_watcher(state, merged, add.attach))
     return {"lab": req.lab, "chain": add.chain, "attach": add.attach,
             "instances": {n.node: {"function": n.function, "kind": n.kind, "host": n.host,
                                    "cpu": n.cpu, "memory": n.memory} for n in add.nodes},

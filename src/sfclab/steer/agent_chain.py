@@ -23,9 +23,13 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
   but them, no drain).  Tolerates halves; answers its errors;
 - ``chain-check`` ``{"lab", "plan", "addition"}``: before anything, whether another chain
   holds one of the addition's classifier entries at an ingress here;
-- ``chain-switch`` ``{"lab", "plan", "addition", "slots"}``: a migration's switch, the slot
-  tables of the directions whose ingress is here (``chain-tables`` with ``slots: false``
-  wrote their new paths first).
+- ``chain-switch`` ``{"lab", "plan", "addition", "slots", "after"}``: a migration's switch,
+  the slot tables of the directions whose ingress is here (``chain-tables`` with ``slots:
+  false`` wrote their new paths first), and the part saved with the new paths, under the
+  slot lock the host's watcher takes (:mod:`.sshhealth`).
+- ``chain-watch``, ``chain-health``: the host's health watcher (:mod:`.agent_health`);
+- ``conntrack-list``, ``conntrack-make``: a migration's connection-tracking state, read on
+  the old instance's host and made on the clone's (:mod:`.agent_conntrack`).
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from ..realize.links import hosted
 from ..realize.links.hosted import context_mark
 from ..realize.state import LabState
 from ..realize.step import step
-from . import record, tables, wire
+from . import agent_conntrack, agent_health, health, record, tables, wire
 from .underlay import Joined
 
 VXLAN_PORT = 4789  # VXLAN's IANA port, when the plan names no underlay
@@ -113,7 +117,7 @@ def make(req: dict[str, Any]) -> dict[str, Any]:
     tunnelled = [n for n in mine if n.vni is not None] + attached
     mark = context_mark(merged.lab, me, "")[:-1]
     top = dataplane.share_dir(merged.lab, me)
-    with state.locked():
+    with state.locked(), record.slot_lock(state):  # the host's watcher waits for it whole
         state.record([{"op": "netns", "name": n.netns} for n in mine] +
                      [{"op": "link", "name": dev, "alias": f"{mark}:{dev}"}
                       for n in tunnelled for dev in names(n.vni or 0)[1:]] +
@@ -196,7 +200,8 @@ def write_tables(req: dict[str, Any]) -> dict[str, Any]:
     mine = [d for d in add.directions if d.ingress in local]
     if not hops and not mine:
         return {"labels": 0, "directions": 0}
-    with state.locked(), DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
+    with state.locked(), record.slot_lock(state), \
+            DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
         if req.get("classifiers"):
             for d in mine:
                 tables.write_classifiers(dp, msp, d)
@@ -265,7 +270,11 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
                 errors += _remove_end(n)
                 errors += _remove_attach_end(merged, n)
         after = Plan.from_dict(req["after"])
-        record.save_plan(state, _new_part(part, after, me))
+        new = _new_part(part, after, me)
+        record.save_plan(state, new)
+        asp = SteeringPlan.from_dict(new.steering) if new.steering else SteeringPlan()
+        if not health.scope(new, asp)[0]:  # no direction's ingress left here: nothing to watch
+            health.stop_watcher(state)
     return {"host": me, "errors": errors}
 
 
@@ -295,16 +304,27 @@ def check(req: dict[str, Any]) -> dict[str, Any]:
 
 def switch(req: dict[str, Any]) -> dict[str, Any]:
     """A migration's switch: the slot tables of the directions whose ingress is here, each in
-    one map update (``{"lab", "plan", "addition", "slots": {INDEX: [PATH, ...]}}``)."""
+    one map update (``{"lab", "plan", "addition", "slots": {INDEX: [PATH, ...]}, "after"}``),
+    and the part saved as ``after`` (the plan with the new paths) under the slot lock, so the
+    host's watcher never acts on paths older than its slot tables; paths through instances
+    it found dead stay out."""
     state, part, me, merged, add = _load(req)
     local = set(part.hosts[0].nodes)
     slots = {int(k): [int(x) for x in v] for k, v in dict(req["slots"]).items()}
     mine = [d for d in add.directions if d.ingress in local and d.index in slots]
     if not mine:
         return {"directions": 0}
-    with state.locked(), DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
+    with state.locked(), record.slot_lock(state), \
+            DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
+        gone = health.dead(state)
         for d in mine:
+            assert d.path_base is not None
+            if gone & {i for p in d.paths for i in p.instances}:
+                w = [0 if gone & set(p.instances) else p.weight for p in d.paths]
+                slots[d.index] = tables.slots_over(d, d.path_base, w)
             tables.write_slots(dp, d, slots[d.index])
+        if req.get("after"):
+            record.save_plan(state, _new_part(part, Plan.from_dict(req["after"]), me))
     return {"directions": len(mine)}
 
 
@@ -339,7 +359,8 @@ def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
 
 
 VERBS = {**agent.VERBS, "chain-make": make, "chain-tables": write_tables,
-         "chain-unmake": unmake, "chain-switch": switch, "chain-check": check}
+         "chain-unmake": unmake, "chain-switch": switch, "chain-check": check,
+         **agent_conntrack.VERBS, **agent_health.VERBS}
 
 
 def main(argv: list[str]) -> int:

@@ -86,23 +86,28 @@ def parse(text: str) -> list[Entry]:
     return out
 
 
+def listing(ns: str) -> str:
+    """``conntrack -L`` in namespace ``ns``: its text (what :func:`parse` reads)."""
+    return netns.run(ns, ["conntrack", "-L"], check=False, timeout=30).stdout
+
+
 def dump(ns: str) -> list[Entry]:
-    cp = netns.run(ns, ["conntrack", "-L"], check=False, timeout=30)
-    return parse(cp.stdout)
+    return parse(listing(ns))
 
 
-def copy(src_ns: str, dst_ns: str, skip: set[tuple[str, ...]] | None = None
+def make(ns: str, entries: list[Entry], skip: set[tuple[str, ...]] | None = None
          ) -> tuple[int, set[tuple[str, ...]], list[str]]:
-    """Make ``src_ns``'s entries in ``dst_ns`` (those not in ``skip``); returns how many were
-    made, the keys seen, and the errors of entries that could not be made."""
+    """Make ``entries`` in ``ns`` (those not in ``skip``); returns how many were made, the
+    keys seen, and the errors of entries that could not be made (one that exists already is
+    no error)."""
     made, errors = 0, []
     seen: set[tuple[str, ...]] = set()
-    for e in dump(src_ns):
+    for e in entries:
         seen.add(e.key())
         if skip and e.key() in skip:
             continue
         try:
-            cp = netns.run(dst_ns, e.argv(), check=False, timeout=10)
+            cp = netns.run(ns, e.argv(), check=False, timeout=10)
         except (OSError, subprocess.SubprocessError) as err:
             errors.append(str(err))
             continue
@@ -112,3 +117,10 @@ def copy(src_ns: str, dst_ns: str, skip: set[tuple[str, ...]] | None = None
             errors.append(cp.stderr.strip().splitlines()[-1] if cp.stderr.strip() else
                           f"conntrack -I exited {cp.returncode}")
     return made, seen, errors
+
+
+def copy(src_ns: str, dst_ns: str, skip: set[tuple[str, ...]] | None = None
+         ) -> tuple[int, set[tuple[str, ...]], list[str]]:
+    """Make ``src_ns``'s entries in ``dst_ns`` (both on this machine): :func:`make` of
+    :func:`dump`.  Over SSH the two halves run on two hosts (:mod:`.agent_conntrack`)."""
+    return make(dst_ns, dump(src_ns), skip)

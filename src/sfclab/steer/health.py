@@ -22,6 +22,11 @@ namespace of the chain's attach node (so it belongs to the lab: journaled, and e
 ``down`` like every process in the lab's namespaces).  Slot-table rewrites of the watcher and
 of ``chain migrate``/``rm`` are serialized by the lab's slot lock, and the watcher reads the
 saved plan again whenever it changes.
+
+**On hosts driven over SSH** the same watcher runs on each host holding a chain's ingress,
+started there by the host's agent, reading that host's share of the maps and part of the plan
+(:func:`scope`: the directions whose ingress is there, the instances placed there); what it
+cannot see and how ``chain inspect`` merges the hosts' records: :mod:`.sshhealth`.
 """
 
 from __future__ import annotations
@@ -34,17 +39,19 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import LabError
 from ..kernel import netns
 from ..plan.model import Plan
-from ..plan.sfc import SteeringPlan
+from ..plan.sfc import DirectionPlan, SteeringPlan
+from ..plan.sfc_hosts import remote_host
 from ..realize import lifecycle
-from ..realize.dataplane import DataPlane
+from ..realize.dataplane import DataPlane, share_dir
 from ..realize.functions import instantiate
 from ..realize.state import LabState, pid_alive
-from . import record, tables
+from . import record, sshhealth, tables
 
 PERIOD_S = 0.05
 CROSSING_WINDOW_S = 1.0
@@ -65,10 +72,27 @@ class Watch:
     programs: dict[str, Any] = field(default_factory=dict)
     reapply: bool = False
     pidfds: dict[int, int] = field(default_factory=dict)
+    #: what this watcher acts on and probes (:func:`scope`)
+    directions: list[DirectionPlan] = field(default_factory=list)
+    watched: list[str] = field(default_factory=list)
 
 
 def instances(sp: SteeringPlan) -> list[str]:
     return sorted({i for d in sp.directions for p in d.paths for i in p.instances})
+
+
+def scope(plan: Plan, sp: SteeringPlan) -> tuple[list[DirectionPlan], list[str]]:
+    """The directions whose slot tables a watcher rewrites and the instances it probes.  On
+    this machine's lab: all of them.  On a host driven over SSH (its part, :func:`remote_host`):
+    the directions whose ingress is on the host (their slot tables are in its maps) and, of
+    their instances, those placed on the host (their namespaces and programs are its own);
+    instances on other hosts are not probed there (see docs/chains-live.md)."""
+    host = remote_host(plan)
+    if host is None:
+        return list(sp.directions), instances(sp)
+    here = set(host.nodes)
+    dirs = [d for d in sp.directions if d.ingress in here]
+    return dirs, sorted({i for d in dirs for p in d.paths for i in p.instances if i in here})
 
 
 def _reload(w: Watch, state: LabState) -> None:
@@ -86,11 +110,12 @@ def _reload(w: Watch, state: LabState) -> None:
     w.mtime = m
     w.reapply = True  # a writer may have put dead instances' paths back: take them out again
     w.programs = {}
+    w.directions, w.watched = scope(w.plan, w.sp) if w.sp else ([], [])
     if w.sp:
-        for i in instances(w.sp):
+        for i in w.watched:
             f = instantiate(state, w.plan, i) if i in w.plan.functions else None
             w.programs[i] = f if f is not None and hasattr(f, "running_pids") else None
-        known = set(instances(w.sp))
+        known = set(w.watched)
         w.alive = {k: v for k, v in w.alive.items() if k in known}
 
 
@@ -134,7 +159,7 @@ def apply_health(w: Watch, state: LabState, dp: DataPlane, changed: list[str],
     """Rewrite the slot tables of directions through ``changed`` instances."""
     assert w.sp is not None
     dead = {i for i, ok in w.alive.items() if not ok}
-    for d in w.sp.directions:
+    for d in w.directions:
         if not any(i in p.instances for p in d.paths for i in changed):
             continue
         weights = [0 if dead & set(p.instances) else p.weight for p in d.paths]
@@ -153,7 +178,7 @@ def tick(w: Watch, state: LabState, dp: DataPlane) -> None:
             return
         now = time.monotonic()
         changed = []
-        for i in instances(w.sp):
+        for i in w.watched:
             ok = probe(w, i)
             was = w.alive.get(i)
             if ok:
@@ -178,7 +203,7 @@ def tick(w: Watch, state: LabState, dp: DataPlane) -> None:
 
 def _crossing(w: Watch, state: LabState, dp: DataPlane, now: float) -> None:
     assert w.sp is not None
-    for i in instances(w.sp):
+    for i in w.watched:
         nid = w.sp.node_ids.get(i)
         if nid is None:
             continue
@@ -193,7 +218,7 @@ def _crossing(w: Watch, state: LabState, dp: DataPlane, now: float) -> None:
             w.stalled[i] = stalled
         w.crossing[i] = (now, c["proxy_in"], c["proxy_out"])
     health = {i: {"alive": w.alive.get(i), "stalled": w.stalled.get(i, False)}
-              for i in instances(w.sp)}
+              for i in w.watched}
     tmp = state.dir / "health.json.tmp"
     tmp.write_text(json.dumps(health))
     os.replace(tmp, state.dir / "health.json")
@@ -209,7 +234,7 @@ def watch(lab: str, period: float = PERIOD_S) -> int:
     while not stop["now"] and state.exists:
         try:
             if dp is None:
-                dp = DataPlane(lab)
+                dp = DataPlane(lab, _maps_dir(state))
             tick(w, state, dp)
         except Exception as e:  # keep watching; say what went wrong once
             print(f"sfclab health {lab}: {e}", file=sys.stderr, flush=True)
@@ -223,6 +248,14 @@ def watch(lab: str, period: float = PERIOD_S) -> int:
     for fd in w.pidfds.values():
         os.close(fd)
     return 0
+
+
+def _maps_dir(state: LabState) -> Path | None:
+    """The maps the watcher reads and writes: the lab's (None), or on a host driven over SSH
+    that host's share."""
+    d = state.plan()
+    host = remote_host(Plan.from_dict(d)) if d else None
+    return share_dir(state.name, host.name) if host else None
 
 
 # ------------------------------------------------------------------------ its life
@@ -260,6 +293,16 @@ def ensure_watcher(state: LabState, plan: Plan, node: str) -> int:
     return p.pid
 
 
+def stop_watcher(state: LabState, wait_s: float = 2.0) -> int | None:
+    """End the lab's watcher by its PID (SIGTERM; SIGKILL if it is still there after
+    ``wait_s``), if it runs; its PID."""
+    pid = watcher_pid(state)
+    if pid:
+        netns.end_processes([pid], wait_s)
+    (state.dir / "watcher.json").unlink(missing_ok=True)
+    return pid
+
+
 def dead(state: LabState) -> set[str]:
     """Instances the watcher last found dead (none without a watcher)."""
     try:
@@ -278,6 +321,10 @@ def start(lab: str) -> dict[str, Any]:
         sp = SteeringPlan.from_dict(plan.steering) if plan.steering else None
         if sp is None:
             raise LabError(f"lab '{lab}' has no chains to watch")
+        if sshhealth.is_remote(state):  # one watcher on each host with a chain's ingress
+            got = sshhealth.start(state)
+            return {"lab": lab, "watcher": got["watchers"], "started": got["started"],
+                    "instances": got["instances"]}
         fwd = {n.node for n in plan.namespaces if n.forwards}
         node = next((n for d in sp.directions for p in d.paths for n in p.nodes if n in fwd),
                     next(iter(sp.node_ids)))
@@ -290,8 +337,11 @@ def start(lab: str) -> dict[str, Any]:
 def status(lab: str, chain: str | None = None, only: set[str] | None = None
            ) -> dict[str, Any]:
     """What ``chain inspect`` shows: the watcher, each instance's health (``only`` those),
-    the events (of ``chain`` and the lab's own)."""
+    the events (of ``chain`` and the lab's own).  On hosts driven over SSH, every host's
+    watcher and record merged (:func:`sfclab.steer.sshhealth.status`)."""
     state = LabState(lab)
+    if sshhealth.is_remote(state):
+        return sshhealth.status(state, chain, only)
     try:
         health = json.loads((state.dir / "health.json").read_text())
     except (FileNotFoundError, ValueError):

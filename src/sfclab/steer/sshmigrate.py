@@ -14,8 +14,14 @@ make-before-break as on emulated hosts:
 4. **Stop.**  ``chain-unmake`` of the old instance on every host (its node, tunnel ends, the old
    paths, the labels nobody uses), the plan and record naming the clone.
 
+**State.**  Between 1 and 2, the old instance's connection-tracking entries are read by its
+host's agent (``conntrack-list``) and made in the clone by the clone's host's agent
+(``conntrack-make``, :mod:`.agent_conntrack`: the parser and ``conntrack -I`` builder of
+:mod:`.conntrack`, one code path with emulated hosts); right after the switch a second pass
+makes the entries the old instance made meanwhile (those already copied are skipped).
+
 Not over SSH: the clone's readiness ping (its function is started and its link up when its
-host's agent answers) and moving connection-tracking state (``conntrack_moved`` 0).
+host's agent answers).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 from ..plan.chainadd import Addition, NewNode
 from ..plan.model import Plan
 from ..plan.sfc import DirectionPlan, Hop, SteeringPlan
+from ..hosts.ssh import SshTarget
 from ..realize import remote_sfc
 from ..realize.dataplane import path_base
 from ..realize.state import LabState
@@ -62,8 +69,13 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add
     record.save_plan(state, merged)
     ts = remote_sfc.targets(state)
     base = {"lab": state.name, "plan": merged.to_dict(), "addition": step1.to_dict()}
+    moved = 0
+    errors: list[str] = []
+    seen: set[tuple[str, ...]] = set()
     try:
         sshadd.make(state, plan, merged, step1, lambda _m: None, slots=False)
+        if req.conntrack:
+            moved, seen, errors = move_conntrack(ts, state.name, old, clone, set())
     except BaseException:
         sshadd.unmake(state, merged, step1, 0.0)
         add.nodes.remove(clone)
@@ -90,32 +102,53 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add
                 slots[str(nd.index)] = [nd.path_base + nd.paths[k].index for k in d.slots]
         t_sw = time.perf_counter()
         for t in ts.values():
-            call(t, "chain-switch", {**base, "slots": slots}, module=MODULE, timeout=120)
+            call(t, "chain-switch", {**base, "slots": slots, "after": switched.to_dict()},
+                 module=MODULE, timeout=120)
         switch_s = time.perf_counter() - t_sw
         record.save_plan(state, switched)
     add.directions = [next((nd for nd in news if nd.index == d.index), d)
                       for d in add.directions]
     add.hops += new_hops
     record.save_addition(state, add, "migrating")
+    if req.conntrack:  # what the old instance made since the first pass
+        n2, _, e2 = move_conntrack(ts, state.name, old, clone, seen)
+        moved += n2
+        errors += e2
     # --- drain -----------------------------------------------------------------------------
     drained = _drain(state, sp.node_ids, sp.node_ids[old.node], req.drain_s)
     # --- break -----------------------------------------------------------------------------
     final, freed = final_plan(switched, old)
     gone_add = Addition(add.chain, add.attach, nodes=[old])
     clear = [[d.ingress, path_base(sp, d.index), len(d.paths)] for d in olds]
-    errors = sshadd.unmake(state, switched, gone_add, 0.0, freed=freed, after=final,
-                           clear=clear)
+    errors += sshadd.unmake(state, switched, gone_add, 0.0, freed=freed, after=final,
+                            clear=clear)
     add.nodes.remove(old)
     add.hops = [h for h in add.hops if h.label not in freed]
     record.save_plan(state, final)
     record.save_addition(state, add, "up")
     record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
-                 host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=0,
+                 host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
                  drained=drained)
     return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
-            "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": 0,
+            "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
             "conntrack_errors": errors[:5], "drained": drained,
             "seconds": round(time.monotonic() - t0, 3)}
+
+
+def move_conntrack(ts: dict[str, SshTarget], lab: str, old: NewNode, clone: NewNode,
+                   skip: set[tuple[str, ...]]) -> tuple[int, set[tuple[str, ...]], list[str]]:
+    """``old``'s connection-tracking entries (read by its host's agent) made in ``clone``
+    (by its host's agent), those in ``skip`` left out: how many were made, the keys seen,
+    the errors."""
+    from ..hosts.ssh import call
+
+    text = call(ts[old.host], "conntrack-list", {"lab": lab, "node": old.node},
+                module=MODULE, timeout=60)["text"]
+    got = call(ts[clone.host], "conntrack-make",
+               {"lab": lab, "node": clone.node, "text": text,
+                "skip": sorted(list(k) for k in skip)}, module=MODULE, timeout=120)
+    return (int(got["made"]), {tuple(k) for k in got["seen"]},
+            [f"host {clone.host}: {x}" for x in got["errors"]])
 
 
 def _drain(state: LabState, node_ids: dict[str, int], node_id: int, quiet_s: float) -> bool:

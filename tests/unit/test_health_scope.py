@@ -1,0 +1,102 @@
+"""What a health watcher acts on and probes (pure): on this machine's lab every direction and
+instance; on a host driven over SSH (its part) the directions whose ingress is there and, of
+their instances, only those placed there (:func:`sfclab.steer.health.scope`)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from sfclab.plan.build import build_plan
+from sfclab.plan.sfc import SteeringPlan
+from sfclab.plan.split import split
+from sfclab.realize.kinds import load_lab_text
+from sfclab.steer import agent_chain, health, sshhealth
+
+LAB = """
+name: c
+hosts: {h1: {}, h2: {}}
+nodes:
+  src: {kind: host, host: h1}
+  r1: {kind: router, host: h1}
+  f1: {kind: firewall, rules: [], host: h1}
+  f2: {kind: firewall, rules: [], host: h2}
+  dst: {kind: host, host: h2}
+links:
+  - endpoints: [src, r1]
+  - endpoints: [r1, f1]
+  - endpoints: [f1, f2]
+  - endpoints: [f2, dst]
+chains:
+  web:
+    classifiers: [{ingress: src, proto: udp, dport: 7999}]
+    functions: [f1, f2]
+    egress: dst
+"""
+
+
+def _plan():
+    plan = build_plan(load_lab_text(textwrap.dedent(LAB), "lab.yaml"), cpus=[0, 1])
+    assert plan.steering is not None
+    return plan, SteeringPlan.from_dict(plan.steering)
+
+
+def test_a_lab_of_this_machine_watches_every_instance_and_direction():
+    plan, sp = _plan()
+    dirs, watched = health.scope(plan, sp)
+    assert [d.index for d in dirs] == [d.index for d in sp.directions]
+    assert watched == ["f1", "f2"]
+
+
+def test_a_host_watches_only_its_ingress_directions_and_its_own_instances():
+    plan, sp = _plan()
+    parts = split(plan)
+    for p in parts.values():
+        p.hosts[0].emulated = False  # what the agent makes of its part
+    dirs, watched = health.scope(parts["h1"], sp)
+    assert [d.ingress for d in dirs] == ["src"] and watched == ["f1"]  # not f2, on h2
+    assert health.scope(parts["h2"], sp) == ([], [])  # no ingress there: no watcher
+
+
+def test_the_health_verbs_are_the_chain_agents():
+    assert sshhealth.AGENT == agent_chain.MODULE
+    assert {"chain-watch", "chain-health", "conntrack-list", "conntrack-make"} <= \
+        set(agent_chain.VERBS)
+
+
+def test_chain_inspect_merges_every_hosts_record(monkeypatch, tmp_path):
+    """Each host's watcher and events (tagged with the host), this machine's events, in time
+    order, filtered by chain; a host that does not answer is named, not fatal."""
+    from sfclab.errors import RealizeError
+    from sfclab.hosts.ssh import SshTarget
+    from sfclab.realize import remote_sfc
+    from sfclab.realize.state import LabState
+    from sfclab.steer import record
+
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    state = LabState("c")
+    state.dir.mkdir(parents=True)
+    record.event(state, "chain-added", chain="video")
+    ts = {h: SshTarget(h, a) for h, a in (("h1", "198.18.0.1"), ("h2", "198.18.0.2"),
+                                          ("h3", "198.18.0.3"))}
+    monkeypatch.setattr(remote_sfc, "targets", lambda _s: ts)
+    answers = {
+        "h1": {"watcher": 41, "instances": {"m-1": {"alive": False, "stalled": False}},
+               "events": [{"time": 0.0, "event": "instance-down", "instance": "m-1"},
+                          {"time": 9e12, "event": "failover", "chain": "video"},
+                          {"time": 9e12, "event": "failover", "chain": "other"}]},
+        "h2": {"watcher": None, "instances": {}, "events": []},
+    }
+
+    def call(t, verb, req, **_kw):
+        assert verb == "chain-health" and req == {"lab": "c"}
+        if t.host not in answers:
+            raise RealizeError(f"host {t.host}: unreachable")
+        return answers[t.host]
+
+    monkeypatch.setattr(sshhealth, "call", call)
+    got = sshhealth.status(state, "video", {"m-1"})
+    assert got["watcher"] == {"h1": 41}
+    assert got["instances"] == {"m-1": {"alive": False, "stalled": False, "host": "h1"}}
+    assert [(e["event"], e.get("host")) for e in got["events"]] == \
+        [("instance-down", "h1"), ("chain-added", None), ("failover", "h1")]
+    assert list(got["unreachable"]) == ["h3"]
