@@ -165,3 +165,49 @@ def udp_exchange(lab: Chain, sender: str, receiver: str, ports: list[int], n: in
     res = json.loads(out.strip().splitlines()[-1])
     res["counts"] = {int(k): v for k, v in res["counts"].items()}
     return res
+
+
+#: a TCP client that exchanges 100 bytes at a time with :data:`TCP_SERVER` (``HOST PORT
+#: UNTIL``: ``UNTIL`` a number of seconds, or a file whose appearance ends it), prints
+#: ``connected`` once connected and, at the end, ``{"exchanges": N, "longest_gap": S}`` (the
+#: longest time between two completed exchanges); a reset ("closed by peer",
+#: ``ConnectionResetError``) or a 5 s stall (``socket.timeout``) ends it with an error
+TCP_CLIENT = r"""
+import json, os, socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+print("connected", flush=True)
+until = sys.argv[3]
+end = None if not until.replace(".", "", 1).isdigit() else time.monotonic() + float(until)
+done = (lambda: time.monotonic() >= end) if end is not None else \
+    (lambda: os.path.exists(until))
+n, gap, last = 0, 0.0, time.monotonic()
+while not done():
+    s.sendall(b"x" * 100)
+    got = b""
+    while len(got) < 100:
+        chunk = s.recv(100 - len(got))
+        if not chunk:
+            raise SystemExit("closed by peer")
+        got += chunk
+    n += 1
+    now = time.monotonic()
+    gap, last = max(gap, now - last), now
+    time.sleep(0.005)
+print(json.dumps({"exchanges": n, "longest_gap": round(gap, 4)}), flush=True)
+"""
+
+#: the echo server of :data:`TCP_CLIENT` (``PORT``): prints ``ready``, then the address of
+#: the one client it accepts (a NAT's shows), and echoes until the client closes
+TCP_SERVER = r"""
+import socket, sys
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("0.0.0.0", int(sys.argv[1]))); srv.listen(1)
+print("ready", flush=True)
+c, addr = srv.accept()
+print(addr[0], flush=True)
+while True:
+    d = c.recv(65536)
+    if not d:
+        break
+    c.sendall(d)
+"""

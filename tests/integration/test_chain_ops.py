@@ -32,6 +32,8 @@ from sfclab.steer import add as chain_add
 from sfclab.steer import chains, health, migrate, record, request
 from sfclab.traffic.native import NativeGenerator
 
+from .chains import TCP_CLIENT, TCP_SERVER
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = [sys.executable, "-m", "tests.integration.sfcprobe"]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -280,40 +282,6 @@ def test_customer_binary_through_tun_with_cpu_and_memory_limits(tmp_path: Path) 
         assert counters(lab.name)["meter-1"]["proxy_in"] == 30
 
 
-TCP_CLIENT = r"""
-import socket, sys, time
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
-print("connected", flush=True)
-n = 0
-end = time.monotonic() + float(sys.argv[3])
-while time.monotonic() < end:
-    s.sendall(b"x" * 100)
-    got = b""
-    while len(got) < 100:
-        chunk = s.recv(100 - len(got))
-        if not chunk:
-            raise SystemExit("closed by peer")
-        got += chunk
-    n += 1
-    time.sleep(0.005)
-print(n, flush=True)
-"""
-
-TCP_SERVER = r"""
-import socket, sys
-srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("0.0.0.0", int(sys.argv[1]))); srv.listen(1)
-print("ready", flush=True)
-c, addr = srv.accept()
-print(addr[0], flush=True)
-while True:
-    d = c.recv(65536)
-    if not d:
-        break
-    c.sendall(d)
-"""
-
-
 def migrate_under_udp_and_tcp(lab: Lab, instance: str, to: str | None = None
                               ) -> tuple[dict[str, Any], str]:
     """Migrate ``instance`` while a TCP connection (to 6000) and UDP at 10 kpps (to 5005)
@@ -343,6 +311,7 @@ def migrate_under_udp_and_tcp(lab: Lab, instance: str, to: str | None = None
         rc = client.wait(timeout=30)
         err = client.stderr.read() if client.stderr else ""
         assert rc == 0, err  # no reset, no timeout: the connection went on through the clone
+        assert json.loads(client.stdout.read())["exchanges"] > 0
     finally:
         server.kill()
         server.wait()

@@ -5,11 +5,14 @@ The two halves of :func:`sfclab.steer.conntrack.copy`, each run by the agent of 
 holds the namespace (one parser and one ``conntrack -I`` builder, :mod:`.conntrack`):
 
 - ``conntrack-list`` ``{"lab", "node"}``: ``conntrack -L`` in the namespace of ``node``, a
-  node of the host's part; answers ``{"text"}``, the listing as ``conntrack`` printed it;
+  node of the host's part; answers ``{"text", "errors"}``, the listing as ``conntrack``
+  printed it; the instance is being handed over, so it first tolerates mid-stream TCP
+  packets (:func:`sfclab.steer.conntrack.tolerate_midstream`; ``errors``: that failed);
 - ``conntrack-make`` ``{"lab", "node", "text", "skip"}``: the entries of ``text`` (a
   ``conntrack-list`` answer of another host) made in ``node``'s namespace, those whose key is
   in ``skip`` (lists of the key's fields) left out; answers ``{"made", "seen", "errors"}``
-  (``seen``: the keys of every entry read, for a second pass to skip).
+  (``seen``: the keys of every entry read, for a second pass to skip); ``node`` tolerates
+  mid-stream TCP packets first, as the old instance does.
 """
 
 from __future__ import annotations
@@ -41,13 +44,17 @@ def _netns(req: dict[str, Any]) -> str:
 
 
 def listing(req: dict[str, Any]) -> dict[str, Any]:
-    return {"text": conntrack.listing(_netns(req))}
+    ns = _netns(req)
+    errors = conntrack.tolerate_midstream(ns)
+    return {"text": conntrack.listing(ns), "errors": errors}
 
 
 def make(req: dict[str, Any]) -> dict[str, Any]:
     ns = _netns(req)
     skip = {tuple(str(x) for x in k) for k in req.get("skip", [])}
-    made, seen, errors = conntrack.make(ns, conntrack.parse(str(req["text"])), skip)
+    errors = conntrack.tolerate_midstream(ns)
+    made, seen, more = conntrack.make(ns, conntrack.parse(str(req["text"])), skip)
+    errors += more
     return {"made": made, "seen": sorted(list(k) for k in seen), "errors": errors}
 
 

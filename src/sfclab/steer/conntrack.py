@@ -8,6 +8,16 @@ addressed elsewhere than the original source is source NAT (``--src-nat ADDRESS:
 coming from elsewhere than the original destination is destination NAT.  A NAT's clone thereby
 keeps translating established flows to the *old* instance's address; its new flows use its own.
 
+**Mid-stream flows.**  While a flow moves, each of the two instances sees only part of it:
+the directions of a symmetric chain are switched at their own ingresses (over SSH, on two
+hosts, a moment apart), and the clone's made entries carry no TCP window history.  An
+instance that has not seen the packets a reply acknowledges finds it outside the TCP window,
+leaves it untracked -- a NAT then does not translate it back, its own stack takes the packet
+addressed to the NAT address and answers with a reset, which kills the connection.  So both
+instances are told to be liberal about TCP windows (:func:`tolerate_midstream`:
+``net.netfilter.nf_conntrack_tcp_be_liberal`` inside the function's namespace only) before
+the switch: out-of-window packets stay tracked and translated.
+
 What is not moved: expectations (helpers such as FTP), counters, marks and labels, and entries
 made in the old instance between the copy and the switch that the clone has already made for
 itself (the second pass skips entries that exist; the docs say so).
@@ -86,6 +96,20 @@ def parse(text: str) -> list[Entry]:
     return out
 
 
+LIBERAL = "net.netfilter.nf_conntrack_tcp_be_liberal"
+
+
+def tolerate_midstream(ns: str) -> list[str]:
+    """Let namespace ``ns``'s connection tracking accept TCP packets outside the window it
+    saw (its flows are handed over mid-stream, see the module's docstring); the error, if
+    the setting could not be written."""
+    try:
+        netns.write_sysctl(ns, LIBERAL, "1")
+    except OSError as e:
+        return [f"{LIBERAL} in {ns}: {e.strerror or e}"]
+    return []
+
+
 def listing(ns: str) -> str:
     """``conntrack -L`` in namespace ``ns``: its text (what :func:`parse` reads)."""
     return netns.run(ns, ["conntrack", "-L"], check=False, timeout=30).stdout
@@ -122,5 +146,9 @@ def make(ns: str, entries: list[Entry], skip: set[tuple[str, ...]] | None = None
 def copy(src_ns: str, dst_ns: str, skip: set[tuple[str, ...]] | None = None
          ) -> tuple[int, set[tuple[str, ...]], list[str]]:
     """Make ``src_ns``'s entries in ``dst_ns`` (both on this machine): :func:`make` of
-    :func:`dump`.  Over SSH the two halves run on two hosts (:mod:`.agent_conntrack`)."""
-    return make(dst_ns, dump(src_ns), skip)
+    :func:`dump`, both instances tolerating mid-stream packets first
+    (:func:`tolerate_midstream`).  Over SSH the two halves run on two hosts
+    (:mod:`.agent_conntrack`)."""
+    errors = tolerate_midstream(src_ns) + tolerate_midstream(dst_ns)
+    made, seen, more = make(dst_ns, dump(src_ns), skip)
+    return made, seen, errors + more

@@ -34,7 +34,7 @@ from ..plan.chainadd import Addition, NewNode
 from ..plan.model import Plan
 from ..plan.sfc import DirectionPlan, Hop, SteeringPlan
 from ..hosts.ssh import SshTarget
-from ..realize import remote_sfc
+from ..realize import remote, remote_sfc
 from ..realize.dataplane import path_base
 from ..realize.state import LabState
 from . import health, record, sshadd
@@ -100,10 +100,11 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add
                 slots[str(nd.index)] = tables.slots_over(nd, nd.path_base, w)
             else:
                 slots[str(nd.index)] = [nd.path_base + nd.paths[k].index for k in d.slots]
+        at = _ingress_hosts(merged, news, ts)
+        req_sw = {**base, "slots": slots, "after": switched.to_dict()}
         t_sw = time.perf_counter()
-        for t in ts.values():
-            call(t, "chain-switch", {**base, "slots": slots, "after": switched.to_dict()},
-                 module=MODULE, timeout=120)
+        remote._each(at, lambda t: call(t, "chain-switch", req_sw, module=MODULE,
+                                        timeout=120))
         switch_s = time.perf_counter() - t_sw
         record.save_plan(state, switched)
     add.directions = [next((nd for nd in news if nd.index == d.index), d)
@@ -142,13 +143,26 @@ def move_conntrack(ts: dict[str, SshTarget], lab: str, old: NewNode, clone: NewN
     the errors."""
     from ..hosts.ssh import call
 
-    text = call(ts[old.host], "conntrack-list", {"lab": lab, "node": old.node},
-                module=MODULE, timeout=60)["text"]
+    listed = call(ts[old.host], "conntrack-list", {"lab": lab, "node": old.node},
+                  module=MODULE, timeout=60)
     got = call(ts[clone.host], "conntrack-make",
-               {"lab": lab, "node": clone.node, "text": text,
+               {"lab": lab, "node": clone.node, "text": listed["text"],
                 "skip": sorted(list(k) for k in skip)}, module=MODULE, timeout=120)
     return (int(got["made"]), {tuple(k) for k in got["seen"]},
+            [f"host {old.host}: {x}" for x in listed.get("errors", [])] +
             [f"host {clone.host}: {x}" for x in got["errors"]])
+
+
+def _ingress_hosts(plan: Plan, news: list[DirectionPlan], ts: dict[str, SshTarget]
+                   ) -> dict[str, SshTarget]:
+    """The hosts of the ingresses of ``news`` (only they hold slot tables to switch)."""
+    names = set()
+    for d in news:
+        h = plan.host_of(d.ingress)
+        if h is None or h.name not in ts:
+            return ts  # an ingress of no known host: ask every host (the others do nothing)
+        names.add(h.name)
+    return {h: t for h, t in ts.items() if h in names}
 
 
 def _drain(state: LabState, node_ids: dict[str, int], node_id: int, quiet_s: float) -> bool:
