@@ -7,8 +7,12 @@ make-before-break as on emulated hosts:
 1. **Clone.**  ``chain-make`` on every host with the clone as the addition (its namespace,
    function, tunnel ends, its programs and the attach node's), then ``chain-tables`` without
    slots: its labels and the new paths, which nothing uses yet.
-2. **Switch.**  ``chain-switch`` at the ingress hosts: each direction's slot table rewritten in
-   one map update, the plan saved with the new paths under the slot lock.
+2. **Switch.**  ``chain-switch`` at the ingress hosts, all at once (one thread each): each
+   direction's slot table rewritten in one map update, the plan saved with the new paths under
+   the slot lock.  The two directions of a symmetric chain have their ingresses on two hosts,
+   so for about one SSH round trip's spread one direction crosses the clone and the other
+   the old instance; both tolerate that (below).  ``switch_seconds`` is the time of these
+   calls, SSH connections included.
 3. **Drain.**  The old instance's counters (read through the agents) are watched until no
    packet entered it for ``drain_s`` (at most 5 s).
 4. **Stop.**  ``chain-unmake`` of the old instance on every host (its node, tunnel ends, the old
@@ -18,7 +22,11 @@ make-before-break as on emulated hosts:
 host's agent (``conntrack-list``) and made in the clone by the clone's host's agent
 (``conntrack-make``, :mod:`.agent_conntrack`: the parser and ``conntrack -I`` builder of
 :mod:`.conntrack`, one code path with emulated hosts); right after the switch a second pass
-makes the entries the old instance made meanwhile (those already copied are skipped).
+makes the entries the old instance made meanwhile (those already copied are skipped).  Both
+agents first make their instance liberal about TCP windows
+(:func:`sfclab.steer.conntrack.tolerate_midstream`): an instance that sees a reply
+acknowledging data it never forwarded would otherwise leave it untracked, untranslated, and a
+NAT's own stack would reset the connection.
 
 Not over SSH: the clone's readiness ping (its function is started and its link up when its
 host's agent answers).
