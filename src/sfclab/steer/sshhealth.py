@@ -30,7 +30,7 @@ from ..errors import RealizeError
 from ..hosts.ssh import SshTarget, call
 from ..realize import remote, remote_sfc
 from ..realize.state import LabState
-from . import record
+from . import peerwatch, record
 
 TIMEOUT_S = 60
 #: the agent whose verbs include :mod:`.agent_health`'s (:data:`.agent_chain.MODULE`; named
@@ -43,16 +43,19 @@ def is_remote(state: LabState) -> bool:
 
 
 def start(state: LabState) -> dict[str, Any]:
-    """Every host's agent starts its watcher unless it runs or the host holds no ingress:
+    """Every host's agent keeps the lab's peers, port and secret (:mod:`.peerwatch`) and starts
+    its watcher unless it runs or the host holds no ingress and no instance:
     ``watchers`` (host -> PID, hosts with one), ``started`` (whether one was started),
     ``instances`` (the instances some host's watcher probes), ``errors`` (hosts that could
     not start one: named, not raised, as what the command made stands)."""
     ts = remote_sfc.targets(state)
+    s = peerwatch.settings(state)
+    req = {"lab": state.name, "peers": {h: t.address for h, t in ts.items()},
+           "port": s.port, "secret": s.secret}
 
     def one(t: SshTarget) -> dict[str, Any]:
         try:
-            return call(t, "chain-watch", {"lab": state.name}, module=AGENT,
-                        timeout=TIMEOUT_S)
+            return call(t, "chain-watch", req, module=AGENT, timeout=TIMEOUT_S)
         except RealizeError as e:
             return {"error": str(e)}
 
