@@ -1,6 +1,6 @@
 """What a health watcher acts on and probes (pure): on this machine's lab every direction and
-instance; on a host driven over SSH (its part) the directions whose ingress is there and, of
-their instances, only those placed there (:func:`sfclab.steer.health.scope`)."""
+instance; on a host driven over SSH (its part) the directions whose ingress is there and every
+instance placed there (:func:`sfclab.steer.health.scope`)."""
 
 from __future__ import annotations
 
@@ -47,14 +47,15 @@ def test_a_lab_of_this_machine_watches_every_instance_and_direction():
     assert watched == ["f1", "f2"]
 
 
-def test_a_host_watches_only_its_ingress_directions_and_its_own_instances():
+def test_a_host_acts_on_its_ingress_directions_and_probes_its_own_instances():
     plan, sp = _plan()
     parts = split(plan)
     for p in parts.values():
         p.hosts[0].emulated = False  # what the agent makes of its part
     dirs, watched = health.scope(parts["h1"], sp)
     assert [d.ingress for d in dirs] == ["src"] and watched == ["f1"]  # not f2, on h2
-    assert health.scope(parts["h2"], sp) == ([], [])  # no ingress there: no watcher
+    # no ingress on h2, but an instance: its watcher probes it (and tells h1's)
+    assert health.scope(parts["h2"], sp) == ([], ["f2"])
 
 
 def test_the_health_verbs_are_the_chain_agents():

@@ -272,9 +272,10 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
         after = Plan.from_dict(req["after"])
         new = _new_part(part, after, me)
         record.save_plan(state, new)
-        asp = SteeringPlan.from_dict(new.steering) if new.steering else SteeringPlan()
-        if not health.scope(new, asp)[0]:  # no direction's ingress left here: nothing to watch
-            health.stop_watcher(state)
+        try:  # ended if nothing is left to watch here; started again if its namespace went
+            agent_health.ensure(state, new)
+        except LabError as e:
+            errors.append(str(e))
     return {"host": me, "errors": errors}
 
 

@@ -23,10 +23,12 @@ namespace of the chain's attach node (so it belongs to the lab: journaled, and e
 of ``chain migrate``/``rm`` are serialized by the lab's slot lock, and the watcher reads the
 saved plan again whenever it changes.
 
-**On hosts driven over SSH** the same watcher runs on each host holding a chain's ingress,
-started there by the host's agent, reading that host's share of the maps and part of the plan
-(:func:`scope`: the directions whose ingress is there, the instances placed there); what it
-cannot see and how ``chain inspect`` merges the hosts' records: :mod:`.sshhealth`.
+**On hosts driven over SSH** the same watcher runs on each host holding a chain's ingress or
+instance, started there by the host's agent, reading that host's share of the maps and part of
+the plan (:func:`scope`: the directions whose ingress is there, the instances placed there).
+It probes its own instances and tells the other hosts' watchers what it sees, and takes the
+instances of other hosts out of its directions when their watchers report them dead or fall
+silent (a :class:`~.peerwatch.PeerLink`; the model: :mod:`.peerwatch`, :mod:`.sshhealth`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -52,6 +55,7 @@ from ..realize.dataplane import DataPlane, share_dir
 from ..realize.functions import instantiate
 from ..realize.state import LabState, pid_alive
 from . import record, sshhealth, tables
+from .peerwatch import CONFIG, PeerLink
 
 PERIOD_S = 0.05
 CROSSING_WINDOW_S = 1.0
@@ -75,6 +79,11 @@ class Watch:
     #: what this watcher acts on and probes (:func:`scope`)
     directions: list[DirectionPlan] = field(default_factory=list)
     watched: list[str] = field(default_factory=list)
+    #: over SSH: the other hosts' watchers, what they said of instances of its directions
+    #: (instance -> alive) and which hosts fell silent
+    link: PeerLink | None = None
+    remote: dict[str, bool] = field(default_factory=dict)
+    lost: set[str] = field(default_factory=set)
 
 
 def instances(sp: SteeringPlan) -> list[str]:
@@ -84,15 +93,15 @@ def instances(sp: SteeringPlan) -> list[str]:
 def scope(plan: Plan, sp: SteeringPlan) -> tuple[list[DirectionPlan], list[str]]:
     """The directions whose slot tables a watcher rewrites and the instances it probes.  On
     this machine's lab: all of them.  On a host driven over SSH (its part, :func:`remote_host`):
-    the directions whose ingress is on the host (their slot tables are in its maps) and, of
-    their instances, those placed on the host (their namespaces and programs are its own);
-    instances on other hosts are not probed there (see docs/chains-live.md)."""
+    the directions whose ingress is on the host (their slot tables are in its maps) and every
+    instance placed on the host, of any direction (their namespaces and programs are its own;
+    what it sees of those goes to the other hosts' watchers: :mod:`.peerwatch`)."""
     host = remote_host(plan)
     if host is None:
         return list(sp.directions), instances(sp)
     here = set(host.nodes)
     dirs = [d for d in sp.directions if d.ingress in here]
-    return dirs, sorted({i for d in dirs for p in d.paths for i in p.instances if i in here})
+    return dirs, [i for i in instances(sp) if i in here]
 
 
 def _reload(w: Watch, state: LabState) -> None:
@@ -143,11 +152,13 @@ def probe(w: Watch, node: str) -> bool:
 
 
 def wait_for_change(w: Watch, period: float) -> None:
-    """Sleep ``period``, or less if a watched program ends (its pidfd becomes readable)."""
-    if not w.pidfds:
+    """Sleep ``period``, or less if a watched program ends (its pidfd becomes readable) or
+    another host's watcher reports (its datagram is waiting)."""
+    fds = list(w.pidfds.values()) + ([w.link.fileno()] if w.link is not None else [])
+    if not fds:
         time.sleep(period)
         return
-    ready, _, _ = select.select(list(w.pidfds.values()), [], [], period)
+    ready, _, _ = select.select(fds, [], [], period)
     for pid, fd in list(w.pidfds.items()):
         if fd in ready:
             os.close(fd)
@@ -156,9 +167,11 @@ def wait_for_change(w: Watch, period: float) -> None:
 
 def apply_health(w: Watch, state: LabState, dp: DataPlane, changed: list[str],
                  detected: float) -> None:
-    """Rewrite the slot tables of directions through ``changed`` instances."""
+    """Rewrite the slot tables of directions through ``changed`` instances (dead: those its
+    probes found dead and those other hosts' watchers reported dead or fell silent)."""
     assert w.sp is not None
-    dead = {i for i, ok in w.alive.items() if not ok}
+    dead = {i for i, ok in w.alive.items() if not ok} | \
+        {i for i, ok in w.remote.items() if not ok}
     for d in w.directions:
         if not any(i in p.instances for p in d.paths for i in changed):
             continue
@@ -171,13 +184,16 @@ def apply_health(w: Watch, state: LabState, dp: DataPlane, changed: list[str],
                      ms=round(1000 * (time.monotonic() - detected), 3))
 
 
-def tick(w: Watch, state: LabState, dp: DataPlane) -> None:
+def tick(w: Watch, state: LabState, dp: DataPlane | None) -> None:
+    """One probe of the watched instances, the reports of other hosts' watchers (over SSH),
+    the slot tables rewritten if something changed.  ``dp`` None (over SSH only: a host whose
+    share has no maps yet): no rewrite, done once the maps are there."""
     with record.slot_lock(state):
         _reload(w, state)
         if w.sp is None:
             return
         now = time.monotonic()
-        changed = []
+        changed: list[str] = []
         for i in w.watched:
             ok = probe(w, i)
             was = w.alive.get(i)
@@ -193,23 +209,69 @@ def tick(w: Watch, state: LabState, dp: DataPlane) -> None:
                 changed.append(i)
                 record.event(state, "instance-up" if ok else "instance-down", instance=i,
                              since_alive_ms=round(1000 * (now - w.last_seen.get(i, now)), 3))
+        if w.link is not None:
+            changed += _peers(w, state, bool(changed))
         if w.reapply:
-            changed = sorted(set(changed) | {i for i, ok in w.alive.items() if not ok})
-            w.reapply = False
-        if changed:
+            changed = sorted(set(changed) | {i for i, ok in w.alive.items() if not ok} |
+                             {i for i, ok in w.remote.items() if not ok})
+            w.reapply = dp is None
+        if changed and dp is None:
+            w.reapply = True
+        elif changed:
+            assert dp is not None
             apply_health(w, state, dp, changed, now)
         _crossing(w, state, dp, now)
 
 
-def _crossing(w: Watch, state: LabState, dp: DataPlane, now: float) -> None:
+def _peers(w: Watch, state: LabState, own_changed: bool) -> list[str]:
+    """Tell the other hosts what this one sees of its instances (at once on a change, else
+    a heartbeat when due), take in what they said; the instances of this host's directions,
+    placed elsewhere, whose state changed."""
+    link = w.link
+    assert link is not None and w.sp is not None
+    link.reload()
+    link.receive()
+    alive = [i for i in w.watched if w.alive.get(i)]
+    down = [i for i in w.watched if w.alive.get(i) is False]
+    if own_changed or link.due():
+        link.send("change" if own_changed else "beat", alive, down)
+    lost = link.table.lost()
+    status = link.table.status()
+    for h in sorted(lost - w.lost):
+        record.event(state, "peer-lost", peer=h,
+                     instances=sorted(i for i in status if link.table.host_of(i) == h))
+    for h in sorted(w.lost - lost):
+        record.event(state, "peer-back", peer=h)
+    w.lost = lost
+    wanted = {i for d in w.directions for p in d.paths for i in p.instances} - set(w.watched)
+    changed = []
+    remote: dict[str, bool] = {}
+    for i in sorted(wanted):
+        ok = status.get(i)
+        was = w.remote.get(i, True)
+        if ok is not None:
+            remote[i] = ok
+        if (True if ok is None else ok) != was:
+            changed.append(i)
+    if remote != w.remote:
+        tmp = state.dir / "remote-health.json.tmp"
+        tmp.write_text(json.dumps({i: {"alive": ok, "host": link.table.host_of(i)}
+                                   for i, ok in remote.items()}))
+        os.replace(tmp, state.dir / "remote-health.json")
+    w.remote = remote
+    return changed
+
+
+def _crossing(w: Watch, state: LabState, dp: DataPlane | None, now: float) -> None:
     assert w.sp is not None
-    for i in w.watched:
+    for i in w.watched if dp is not None else []:
         nid = w.sp.node_ids.get(i)
         if nid is None:
             continue
         t0, in0, out0 = w.crossing.get(i, (0.0, -1, -1))
         if now - t0 < CROSSING_WINDOW_S:
             continue
+        assert dp is not None
         c = dp.counters(nid)
         if in0 >= 0:
             stalled = c["proxy_in"] > in0 and c["proxy_out"] == out0 and w.alive.get(i, False)
@@ -224,17 +286,26 @@ def _crossing(w: Watch, state: LabState, dp: DataPlane, now: float) -> None:
     os.replace(tmp, state.dir / "health.json")
 
 
-def watch(lab: str, period: float = PERIOD_S) -> int:
-    """The watcher's loop; ends when the lab's state goes or on SIGTERM."""
+def watch(lab: str, period: float = PERIOD_S, peer_fd: int | None = None) -> int:
+    """The watcher's loop; ends when the lab's state goes or on SIGTERM.  ``peer_fd``: over
+    SSH, the UDP socket its agent made on the host's underlay address (:mod:`.peerwatch`)."""
     state = LabState(lab)
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     w = Watch(lab)
+    if peer_fd is not None:
+        w.link = PeerLink(lab, socket.socket(fileno=peer_fd), state.dir / CONFIG)
     dp: DataPlane | None = None
+    retry = 0.0
     while not stop["now"] and state.exists:
         try:
-            if dp is None:
+            if dp is None and w.link is None:
                 dp = DataPlane(lab, _maps_dir(state))
+            elif dp is None and time.monotonic() >= retry:  # a host may hold no maps yet
+                try:
+                    dp = DataPlane(lab, _maps_dir(state))
+                except Exception:
+                    retry = time.monotonic() + 0.5
             tick(w, state, dp)
         except Exception as e:  # keep watching; say what went wrong once
             print(f"sfclab health {lab}: {e}", file=sys.stderr, flush=True)
@@ -245,6 +316,8 @@ def watch(lab: str, period: float = PERIOD_S) -> int:
         wait_for_change(w, period)
     if dp is not None:
         dp.close()
+    if w.link is not None:
+        w.link.close()
     for fd in w.pidfds.values():
         os.close(fd)
     return 0
@@ -273,17 +346,24 @@ def watcher_pid(state: LabState) -> int | None:
     return pid if pid_alive(pid) and same else None
 
 
-def ensure_watcher(state: LabState, plan: Plan, node: str) -> int:
-    """Start the lab's watcher in ``node``'s namespace unless it runs; journaled first."""
+def ensure_watcher(state: LabState, plan: Plan, node: str,
+                   peer_sock: socket.socket | None = None) -> int:
+    """Start the lab's watcher in ``node``'s namespace unless it runs; journaled first.
+    ``peer_sock``: over SSH, the socket it talks to other hosts' watchers through (it inherits
+    it; the caller closes its own copy)."""
     pid = watcher_pid(state)
     if pid:
         return pid
     ns = plan.netns_of(node)
+    argv = [sys.executable, "-m", "sfclab.steer.health", state.name]
+    fds: tuple[int, ...] = ()
+    if peer_sock is not None:
+        argv += ["--peer-fd", str(peer_sock.fileno())]
+        fds = (peer_sock.fileno(),)
     log = open(state.dir / "watcher.log", "ab")
     try:
-        p = netns.popen(ns, [sys.executable, "-m", "sfclab.steer.health", state.name],
-                        stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                        start_new_session=True)
+        p = netns.popen(ns, argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                        start_new_session=True, pass_fds=fds)
     finally:
         log.close()
     state.record([{"op": "watcher", "pid": p.pid, "netns": ns}])
@@ -304,12 +384,16 @@ def stop_watcher(state: LabState, wait_s: float = 2.0) -> int | None:
 
 
 def dead(state: LabState) -> set[str]:
-    """Instances the watcher last found dead (none without a watcher)."""
-    try:
-        health = json.loads((state.dir / "health.json").read_text())
-    except (FileNotFoundError, ValueError):
-        return set()
-    return {i for i, h in health.items() if h.get("alive") is False}
+    """Instances the watcher last found dead or (over SSH) took as dead on other hosts'
+    reports (none without a watcher)."""
+    out: set[str] = set()
+    for f in ("health.json", "remote-health.json"):
+        try:
+            health = json.loads((state.dir / f).read_text())
+        except (FileNotFoundError, ValueError):
+            continue
+        out |= {i for i, h in health.items() if h.get("alive") is False}
+    return out
 
 
 def start(lab: str) -> dict[str, Any]:
@@ -355,4 +439,5 @@ def status(lab: str, chain: str | None = None, only: set[str] | None = None
 
 
 if __name__ == "__main__":
-    sys.exit(watch(sys.argv[1]))
+    sys.exit(watch(sys.argv[1], peer_fd=int(sys.argv[3]) if sys.argv[2:3] == ["--peer-fd"]
+                   else None))

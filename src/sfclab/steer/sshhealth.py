@@ -1,25 +1,27 @@
-"""Health and failover on a lab of hosts driven over SSH: one watcher per host, merged records.
+"""Health and failover on a lab of hosts driven over SSH: a watcher on every host, talking to
+each other over the underlay; records merged.
 
 Failing an instance over within a second cannot wait for SSH round trips, so the watcher of
-:mod:`.health` runs *on* each host whose part holds the ingress of a chain direction, started
-there by the host's agent (``chain-watch``, :mod:`.agent_health`) in the namespace of that
-ingress node: journaled in the host's journal, ended by its PID by the host's ``down`` (as
-every process in the lab's namespaces) and by ``chain rm`` once no direction's ingress is left
-on the host.  It reads that host's share of the maps and the host's part of the plan:
+:mod:`.health` runs *on* each host whose part holds an instance of a chain or the ingress of a
+chain direction, started there by the host's agent (``chain-watch``, :mod:`.agent_health`) in
+one of the lab's namespaces on that host: journaled in the host's journal, ended by its PID by
+the host's ``down`` (as every process in the lab's namespaces) and by ``chain rm`` once the
+host holds neither.  It reads that host's share of the maps and the host's part of the plan:
 
+- it probes the instances placed on its host (their namespaces, their programs' PIDs through
+  pidfds, their crossing counters in its maps) and reports them to the other hosts' watchers
+  (at once on a change, and as a heartbeat every 100 ms: :mod:`.peerwatch`);
 - it rewrites the slot tables of the directions whose ingress is on its host (they are in its
-  maps), as the watcher of an emulated lab does;
-- it probes the instances of those directions that are placed on its host (their namespaces,
-  their programs' PIDs through pidfds, their crossing counters in its maps).
+  maps), taking out its own dead instances, those another host reports dead, and all those of
+  a host whose watcher is silent for 300 ms (:mod:`.peertable`); they are put back when
+  reported alive again.
 
-What it does not see: an instance on *another* host (its namespace, processes and counters are
-there).  Such an instance is not probed, its death is not detected, and its flows are not moved
-(they are lost until it comes back or is migrated); ``chain inspect`` shows it without health.
-Only instances on the same host as their direction's ingress fail over within a second.
-
-Events (``instance-down``, ``failover``, ...) are written in the record of the host whose
-watcher saw them; ``chain inspect`` (:func:`status`) merges every host's record with this
-machine's (``chain-added``, ``migrated``), each host's event tagged with ``host``.
+:func:`start` gives every host's agent the lab's peers (host -> underlay address), UDP port and
+secret (:func:`sfclab.steer.peerwatch.settings`, kept on this machine).  Events
+(``instance-down`` by the probing host, ``failover``, ``peer-lost``, ``peer-back`` by the
+ingress host, ...) are written in the record of the host whose watcher saw them; ``chain
+inspect`` (:func:`status`) merges every host's record with this machine's (``chain-added``,
+``migrated``), each host's event tagged with ``host``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..errors import RealizeError
 from ..hosts.ssh import SshTarget, call
 from ..realize import remote, remote_sfc
 from ..realize.state import LabState
-from . import record
+from . import peerwatch, record
 
 TIMEOUT_S = 60
 #: the agent whose verbs include :mod:`.agent_health`'s (:data:`.agent_chain.MODULE`; named
@@ -43,16 +45,19 @@ def is_remote(state: LabState) -> bool:
 
 
 def start(state: LabState) -> dict[str, Any]:
-    """Every host's agent starts its watcher unless it runs or the host holds no ingress:
+    """Every host's agent keeps the lab's peers, port and secret (:mod:`.peerwatch`) and starts
+    its watcher unless it runs or the host holds no ingress and no instance:
     ``watchers`` (host -> PID, hosts with one), ``started`` (whether one was started),
     ``instances`` (the instances some host's watcher probes), ``errors`` (hosts that could
     not start one: named, not raised, as what the command made stands)."""
     ts = remote_sfc.targets(state)
+    s = peerwatch.settings(state)
+    req = {"lab": state.name, "peers": {h: t.address for h, t in ts.items()},
+           "port": s.port, "secret": s.secret}
 
     def one(t: SshTarget) -> dict[str, Any]:
         try:
-            return call(t, "chain-watch", {"lab": state.name}, module=AGENT,
-                        timeout=TIMEOUT_S)
+            return call(t, "chain-watch", req, module=AGENT, timeout=TIMEOUT_S)
         except RealizeError as e:
             return {"error": str(e)}
 
