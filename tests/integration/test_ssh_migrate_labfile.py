@@ -192,9 +192,9 @@ def test_chain_rm_over_ssh_removes_the_entries_chain_classify_added(lab_name, tm
             assert added > before
             extra = tmp_path / "extra.json"
             extra.write_text(json.dumps([{"ingress": "src", "proto": "udp", "dport": 8000},
-                                         {"ingress": "src", "proto": "udp",
-                                          "dport": "8100-8103"}]))
-            assert main(["chain", "classify", lab_name, "more", str(extra), "--json"]) == 0
+                                         {"ingress": "src", "proto": "udp", "dport": 8001}]))
+            assert main(["chain", "classify", lab_name, "more", "--from-file", str(extra),
+                         "--json"]) == 0
             n = json.loads(capsys.readouterr().out)["entries"]
             assert n >= 2 and _entries(lab_name, "h1") == added + n
             p0 = _proxy_in(lab_name, "more", node)
