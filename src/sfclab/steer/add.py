@@ -242,7 +242,8 @@ def remove_chain(req: RemoveChain) -> dict[str, Any]:
         record.save_addition(state, add, "removing")
         with record.slot_lock(state):  # the watcher waits until the plan forgets the chain
             if sshadd.is_remote(state):
-                errors = sshadd.unmake(state, plan, add, DRAIN_S)
+                errors = sshadd.unmake(state, plan, add, DRAIN_S,
+                                       later=_classified_later(state, add))
             else:
                 errors = _unmake(state, plan, add)
             withdraw(plan, add)

@@ -16,9 +16,10 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
 - ``chain-tables`` ``{"lab", "plan", "addition", "classifiers": bool}``: the labels its nodes
   own, the paths and slots of directions whose ingress is here, then (second call) their
   classifier entries: traffic enters the chain only once every host has its entries;
-- ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain", "clear"}``:
-  classifier entries out, a drain, slots, paths and freed labels out (``clear``: more path
-  ranges, a migration's old ones), the nodes and tunnel ends removed, the part saved as
+- ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain", "clear",
+  "later"}``: classifier entries out (``later``: those ``chain classify`` added, by
+  direction), a drain, slots, paths and freed labels out (``clear``: more path ranges, a
+  migration's old ones), the nodes and tunnel ends removed, the part saved as
   ``after`` has it (``phase`` ``classifiers``: only the classifier entries; ``rest``: all
   but them, no drain).  Tolerates halves; answers its errors;
 - ``chain-check`` ``{"lab", "plan", "addition"}``: before anything, whether another chain
@@ -27,6 +28,10 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
   the slot tables of the directions whose ingress is here (``chain-tables`` with ``slots:
   false`` wrote their new paths first), and the part saved with the new paths, under the
   slot lock the host's watcher takes (:mod:`.sshhealth`).
+- ``chain-ready`` ``{"lab", "plan", "addition", "node"}``: a migration's clone placed here
+  forwards (its program runs, its attach node's end answers a ping), as on emulated hosts;
+- ``chain-retire`` ``{"lab", "plan", "node"}``: a lab file's function node here that a clone
+  replaced: its function stopped, its nftables flushed; namespace and links stay (transit);
 - ``chain-watch``, ``chain-health``: the host's health watcher (:mod:`.agent_health`);
 - ``conntrack-list``, ``conntrack-make``: a migration's connection-tracking state, read on
   the old instance's host and made on the clone's (:mod:`.agent_conntrack`).
@@ -55,7 +60,7 @@ from ..realize.links import hosted
 from ..realize.links.hosted import context_mark
 from ..realize.state import LabState
 from ..realize.step import step
-from . import agent_conntrack, agent_health, health, record, tables, wire
+from . import agent_conntrack, agent_health, handover, health, record, tables, wire
 from .underlay import Joined
 
 VXLAN_PORT = 4789  # VXLAN's IANA port, when the plan names no underlay
@@ -224,6 +229,7 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
     mine_d = [d for d in add.directions if d.ingress in local]
     freed = [int(x) for x in req.get("freed", [])]
     owned = {h.label for h in msp.hops if h.node in local}
+    later = dict(req.get("later") or {})  # entries 'chain classify' added, by direction
     with state.locked():
         try:
             dp: DataPlane | None = DataPlane(merged.lab, dataplane.share_dir(merged.lab, me))
@@ -236,7 +242,7 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
             with dp:
                 for d in mine_d if phase != "rest" else []:
                     try:
-                        tables.delete_classifiers(dp, msp, d, None)
+                        tables.delete_classifiers(dp, msp, d, later.get(str(d.index)))
                     except Exception as e:
                         errors.append(f"classifiers of direction {d.index}: {e}")
                 if phase == "classifiers":
@@ -329,6 +335,35 @@ def switch(req: dict[str, Any]) -> dict[str, Any]:
     return {"directions": len(mine)}
 
 
+def ready(req: dict[str, Any]) -> dict[str, Any]:
+    """A migration's clone placed here forwards (``{"lab", "plan", "addition", "node"}``):
+    its program runs and its attach node's end answers a ping
+    (:func:`sfclab.steer.handover.ready`); a :class:`LabError` naming it if not."""
+    state, _part, me, merged, add = _load(req)
+    n = next((x for x in add.nodes if x.node == req["node"] and x.host == me), None)
+    if n is None:
+        raise LabError(f"no clone '{req['node']}' of this migration on host {me}")
+    handover.ready(state, merged, n.node, n.netns, n.gateway, n.attach)
+    return {"host": me, "ready": n.node}
+
+
+def retire(req: dict[str, Any]) -> dict[str, Any]:
+    """A lab file's function node here, replaced by its clone, stops being a function
+    (``{"lab", "plan", "node"}``, the plan still naming its function): its function stopped
+    and its nftables flushed (:func:`sfclab.steer.handover.retire`); its namespace and links
+    stay (transit).  The errors, going on past them."""
+    state = LabState(str(req["lab"]))
+    plan = Plan.from_dict(req["plan"])
+    node = str(req["node"])
+    part = state.plan()
+    here = remote_host(Plan.from_dict(part)) if part is not None else None
+    if here is None or node not in here.nodes:
+        raise LabError(f"lab '{req['lab']}' has no node '{node}' on this host")
+    with state.locked():
+        errors = handover.retire(state, plan, node, plan.netns_of(node))
+    return {"errors": errors}
+
+
 def _remove_end(n: NewNode) -> list[str]:
     """The tunnel devices of ``n`` in this host's context (absent ones skipped)."""
     if n.vni is None:
@@ -361,6 +396,7 @@ def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
 
 VERBS = {**agent.VERBS, "chain-make": make, "chain-tables": write_tables,
          "chain-unmake": unmake, "chain-switch": switch, "chain-check": check,
+         "chain-ready": ready, "chain-retire": retire,
          **agent_conntrack.VERBS, **agent_health.VERBS}
 
 

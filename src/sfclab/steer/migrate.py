@@ -48,7 +48,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import LabError
-from ..kernel import netns
 from ..plan import placement
 from ..plan import tunnels as plan_tunnels
 from ..plan.chainadd import Addition, NewNode, apply, drop_nodes
@@ -60,15 +59,14 @@ from ..plan.tunnels import LABELLED_MTU as LABELLED
 from ..plan.sfc import DirectionPlan, SteeringPlan
 from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, path_base
-from ..realize.functions import instantiate
 from ..realize.state import LabState
-from . import conntrack, health, record, sshadd, sshmigrate, tables, underlay, wire
+from . import (conntrack, handover, health, record, sshadd, sshmigrate, tables, underlay,
+               wire)
 from .record import slot_lock
 from .add import _steering, _tunnel
 from .capacity import LOCAL, hosts_of
 from .request import MigrateInstance
 
-READY_TIMEOUT_S = 5.0
 MAX_DRAIN_S = 5.0
 
 
@@ -134,20 +132,6 @@ def clone_name(plan: Plan, instance: str) -> str:
     return f"{base}.m{k}"
 
 
-def _ready(state: LabState, plan: Plan, n: NewNode) -> None:
-    f = instantiate(state, plan, n.node)
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    running = getattr(f, "running_pids", None)
-    while running is not None and not running():
-        if time.monotonic() > deadline:
-            raise LabError(f"clone {n.node}: its program did not start")
-        time.sleep(0.02)
-    gw = n.gateway.split("/")[0]
-    cp = netns.run(n.netns, ["ping", "-c", "1", "-W", "2", gw], check=False, timeout=10)
-    if cp.returncode != 0:
-        raise LabError(f"clone {n.node}: no answer from {n.attach} ({gw}) on its link")
-
-
 def _repath(topo: Topology, labels: Labels, d: DirectionPlan, old: str, new: str,
             base: int) -> DirectionPlan:
     paths = []
@@ -178,9 +162,6 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     own = owner(state, plan, req.instance)
     add, old = own.add, own.old
     remote = sshadd.is_remote(state)  # hosts driven over SSH: their agents make it
-    if remote and own.lab_file:
-        raise LabError(f"'{req.instance}' is a function of the lab file's own chains: on hosts "
-                       "driven over SSH only instances 'chain add' made migrate")
     if req.conntrack and shutil.which("conntrack") is None:
         raise LabError("moving connection-tracking state needs the conntrack program "
                        "(Debian package conntrack; 'make setup' installs it); or migrate "
@@ -230,12 +211,12 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     msp.attach.setdefault(old.attach, []).append(("sfc_forward", clone.attach_ifname, "xdp"))
     merged.steering = msp.to_dict()
     if remote:  # each host's agent makes and removes its share (:mod:`.sshmigrate`)
-        return sshmigrate.migrate(state, req, plan, merged, add, old, clone, news, olds,
+        return sshmigrate.migrate(state, req, plan, merged, own, clone, news, olds,
                                   labels.new, host, t0)
     # --- journal, then make ------------------------------------------------------------
     state.record([{"op": "netns", "name": clone.netns}])
     add.nodes.append(clone)
-    _save(state, own, "migrating")
+    save(state, own, "migrating")
     record.save_plan(state, merged)
     moved = 0
     errors: list[str] = []
@@ -247,7 +228,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                            msp.attach[clone.node])
         wire.load_programs(merged, old.attach, msp.node_ids[old.attach],
                            [("sfc_forward", clone.attach_ifname, "xdp")])
-        _ready(state, merged, clone)
+        handover.ready(state, merged, clone.node, clone.netns, clone.gateway, clone.attach)
         nodes = {n for d in news for p in d.paths for n in p.nodes}
         ifaces = tables.interfaces({n.node: n.name for n in merged.namespaces}, nodes)
         with DataPlane(req.lab) as dp:
@@ -261,15 +242,11 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
         wire.remove_node(state, merged, clone.node, clone.netns,
                          (clone.attach, clone.attach_ifname), clone)
         add.nodes.remove(clone)
-        _save(state, own, "up")
+        save(state, own, "up")
         record.save_plan(state, plan)
         raise
     # --- switch: slot tables and the plan together (the watcher waits for both) ----------
-    switched = Plan.from_dict(merged.to_dict())
-    ssp = _steering(switched)
-    ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
-                      for d in ssp.directions]
-    switched.steering = ssp.to_dict()
+    switched = switched_plan(merged, news)
     with DataPlane(req.lab) as dp, slot_lock(state):
         # slot k keeps path k; paths through instances the watcher found dead stay out
         gone = health.dead(state)
@@ -289,7 +266,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     add.directions = [next((nd for nd in news if nd.index == d.index), d)
                       for d in add.directions]
     add.hops += labels.new
-    _save(state, own, "migrating")
+    save(state, own, "migrating")
     # --- drain: the old instance lets out what it holds -----------------------------------
     with DataPlane(req.lab) as dp:
         if req.conntrack:
@@ -299,7 +276,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
         drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
     # --- break: the old instance goes ----------------------------------------------------
     if lab_file:  # its namespace and links stay: the lab's routes and other paths cross it
-        errors += _retire(state, switched, old)
+        errors += handover.retire(state, switched, old.node, old.netns)
     else:
         errors += wire.remove_node(state, switched, old.node, old.netns,
                                    (old.attach, old.attach_ifname), old)
@@ -315,7 +292,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
         own.moved[stood] = clone.node
     add.hops = [h for h in add.hops if h.label not in freed]
     record.save_plan(state, final)
-    _save(state, own, "up")
+    save(state, own, "up")
     record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
                  host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
                  drained=drained)
@@ -325,17 +302,21 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
             "seconds": round(time.monotonic() - t0, 3)}
 
 
-def _retire(state: LabState, plan: Plan, old: NewNode) -> list[str]:
-    """Stop a lab-file node's function and take its nftables rules out (the namespace is the
-    lab's, every rule in it the function's), so it forwards as a plain transit node."""
-    errors = wire.stop_function(state, plan, old.node)
-    cp = netns.run(old.netns, ["nft", "flush", "ruleset"], check=False, timeout=10)
-    if cp.returncode != 0:
-        errors.append(f"nftables of {old.node}: {cp.stderr.strip()}")
-    return errors
+def switched_plan(merged: Plan, news: list[DirectionPlan]) -> Plan:
+    """``merged`` (the plan with the clone wired in) once switched: each direction of the
+    migrated chain replaced by its new one in ``news`` (same index), the others as they
+    are."""
+    switched = Plan.from_dict(merged.to_dict())
+    ssp = _steering(switched)
+    ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
+                      for d in ssp.directions]
+    switched.steering = ssp.to_dict()
+    return switched
 
 
-def _save(state: LabState, own: Owner, status: str) -> None:
+def save(state: LabState, own: Owner, status: str) -> None:
+    """Save ``own``'s record: an added chain's with ``status``, or the moved record of a
+    lab file's chain."""
     if own.moved is None:
         record.save_addition(state, own.add, status)
     else:

@@ -12,8 +12,9 @@ asked in turn with the merged plan and the addition:
 3. ``chain-tables`` with classifiers on every host: only now does traffic enter the chain.
 
 :func:`unmake` asks every host to take its share out: the classifier entries on every
-host first, a drain, then the tables, nodes and tunnel ends on every host, collecting errors and going on past an unreachable host (``down`` still
-reaches what it left, by the host's journal).
+host first (those ``chain classify`` added since too), a drain, then the tables, nodes and
+tunnel ends on every host, collecting errors and going on past an unreachable host (``down``
+still reaches what it left, by the host's journal).
 """
 
 from __future__ import annotations
@@ -76,16 +77,19 @@ def make(state: LabState, plan: Plan, merged: Plan, add: Addition,
 
 def unmake(state: LabState, merged: Plan, add: Addition, drain_s: float, *,
            freed: list[int] | None = None, after: Plan | None = None,
-           clear: list[list[Any]] | None = None) -> list[str]:
+           clear: list[list[Any]] | None = None,
+           later: dict[int, list[dict[str, Any]]] | None = None) -> list[str]:
     """Every host takes its share of ``add`` out; the errors (an unreachable host's too).
     ``freed``, ``after``: the labels to delete and the plan once it is gone (default: as
-    ``chain rm`` has them); ``clear``: more path ranges (ingress, base, count) to clear."""
+    ``chain rm`` has them); ``clear``: more path ranges (ingress, base, count) to clear;
+    ``later``: the entries ``chain classify`` added to the chain since, by direction (each
+    ingress's host deletes them with the chain's own)."""
     if after is None:
         after = Plan.from_dict(merged.to_dict())
         freed = withdraw(after, add)
     req = {"lab": state.name, "plan": merged.to_dict(), "after": after.to_dict(),
            "addition": add.to_dict(), "freed": list(freed or []), "drain": drain_s,
-           "clear": clear or []}
+           "clear": clear or [], "later": {str(k): v for k, v in (later or {}).items()}}
     def one(t: SshTarget, phase: str) -> dict[str, Any] | RealizeError:
         try:
             return call(t, "chain-unmake", {**req, "phase": phase}, timeout=TIMEOUT_S,

@@ -28,15 +28,23 @@ agents first make their instance liberal about TCP windows
 acknowledging data it never forwarded would otherwise leave it untracked, untranslated, and a
 NAT's own stack would reset the connection.
 
-Not over SSH: the clone's readiness ping (its function is started and its link up when its
-host's agent answers).
+**Ready.**  Between 1 and the state's copy, the clone's host's agent checks that it forwards
+(``chain-ready``, :func:`sfclab.steer.handover.ready`: its program runs, one ping to its attach
+node's end), as on emulated hosts.
+
+**Functions of the lab file's own chains** (see :mod:`.migrate`) move the same way; at 4
+the lab-file node's host's agent only stops its function (``chain-retire``,
+:func:`sfclab.steer.handover.retire`: processes, nftables flushed; namespace and links stay,
+it becomes transit), and ``chain-unmake`` removes no node, only the old paths and freed
+labels, saving each host's part as the final plan has it; the record is
+``moved/<chain>.json``.
 """
 
 from __future__ import annotations
 
 import time
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..plan.chainadd import Addition, NewNode
 from ..plan.model import Plan
@@ -50,6 +58,9 @@ from .agent_chain import MODULE
 from .record import slot_lock
 from .request import MigrateInstance
 
+if TYPE_CHECKING:
+    from .migrate import Owner
+
 MAX_DRAIN_S = 5.0
 
 
@@ -57,13 +68,14 @@ def _sp(plan: Plan) -> SteeringPlan:
     return SteeringPlan.from_dict(plan.steering) if plan.steering else SteeringPlan()
 
 
-def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add: Addition,
-            old: NewNode, clone: NewNode, news: list[DirectionPlan],
+def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,
+            clone: NewNode, news: list[DirectionPlan],
             olds: list[DirectionPlan], new_hops: list[Hop], host: str,
             t0: float) -> dict[str, Any]:
     from ..hosts.ssh import call
-    from .migrate import final_plan
+    from .migrate import final_plan, save, switched_plan
 
+    add, old, lab_file = own.add, own.old, own.lab_file
     msp = _sp(merged)
     sp = _sp(plan)
     step1 = Addition(add.chain, add.attach, nodes=[clone],
@@ -73,7 +85,7 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add
                                    old.attach: [("sfc_forward", clone.attach_ifname, "xdp")]},
                      source=add.source)
     add.nodes.append(clone)
-    record.save_addition(state, add, "migrating")
+    save(state, own, "migrating")
     record.save_plan(state, merged)
     ts = remote_sfc.targets(state)
     base = {"lab": state.name, "plan": merged.to_dict(), "addition": step1.to_dict()}
@@ -82,20 +94,18 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add
     seen: set[tuple[str, ...]] = set()
     try:
         sshadd.make(state, plan, merged, step1, lambda _m: None, slots=False)
+        call(ts[clone.host], "chain-ready", {**base, "node": clone.node},  # it forwards
+             module=MODULE, timeout=60)
         if req.conntrack:
             moved, seen, errors = move_conntrack(ts, state.name, old, clone, set())
     except BaseException:
         sshadd.unmake(state, merged, step1, 0.0)
         add.nodes.remove(clone)
-        record.save_addition(state, add, "up")
+        save(state, own, "up")
         record.save_plan(state, plan)
         raise
     # --- switch ----------------------------------------------------------------------------
-    switched = Plan.from_dict(merged.to_dict())
-    ssp = _sp(switched)
-    ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
-                      for d in ssp.directions]
-    switched.steering = ssp.to_dict()
+    switched = switched_plan(merged, news)
     with slot_lock(state):
         gone = health.dead(state)
         slots: dict[str, list[int]] = {}
@@ -118,7 +128,7 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add
     add.directions = [next((nd for nd in news if nd.index == d.index), d)
                       for d in add.directions]
     add.hops += new_hops
-    record.save_addition(state, add, "migrating")
+    save(state, own, "migrating")
     if req.conntrack:  # what the old instance made since the first pass
         n2, _, e2 = move_conntrack(ts, state.name, old, clone, seen)
         moved += n2
@@ -126,15 +136,24 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, add
     # --- drain -----------------------------------------------------------------------------
     drained = _drain(state, sp.node_ids, sp.node_ids[old.node], req.drain_s)
     # --- break -----------------------------------------------------------------------------
-    final, freed = final_plan(switched, old)
-    gone_add = Addition(add.chain, add.attach, nodes=[old])
+    final, freed = final_plan(switched, old, lab_file)
+    if lab_file:  # its namespace and links stay (the lab's): only its function stops there
+        errors += [f"host {old.host}: {x}" for x in call(
+            ts[old.host], "chain-retire", {**base, "plan": switched.to_dict(),
+                                           "node": old.node}, module=MODULE,
+            timeout=120)["errors"]]
+    gone_add = Addition(add.chain, add.attach, nodes=[] if lab_file else [old])
     clear = [[d.ingress, path_base(sp, d.index), len(d.paths)] for d in olds]
     errors += sshadd.unmake(state, switched, gone_add, 0.0, freed=freed, after=final,
                             clear=clear)
-    add.nodes.remove(old)
+    if not lab_file:
+        add.nodes.remove(old)
+    if own.moved is not None:  # the lab-file node the instance stood for now has the clone
+        stood = next((k for k, v in own.moved.items() if v == old.node), old.node)
+        own.moved[stood] = clone.node
     add.hops = [h for h in add.hops if h.label not in freed]
     record.save_plan(state, final)
-    record.save_addition(state, add, "up")
+    save(state, own, "up")
     record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
                  host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
                  drained=drained)
