@@ -17,18 +17,15 @@ rounds.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests/
 
-from bench.timings import report_medians  # noqa: E402
-from tests.integration.sshd import ssh_machines  # noqa: E402  (the tests' sshd hosts)
+from bench.ssh_rounds import side_by_side  # noqa: E402
 from tests.integration.test_ssh_chains import chain_lab  # noqa: E402  (the tests' lab)
 
 STEPS = ("up", "inspect", "trace", "chain add", "chain rm", "down")
@@ -37,49 +34,38 @@ CHAIN = {"name": "more", "attach": "r1", "egress": "dst",
          "functions": [{"name": "fw", "kind": "firewall", "rules": []}]}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="sfclab-bench-sshchain-"))
-    os.environ["SFCLAB_STATE_DIR"] = str(tmp / "state")
+def one_round(how: str, name: str, machines: Any, tmp: Path) -> list[float]:
+    """The lab up, its chain inspected and traced, a chain added and removed, down."""
     from sfclab.realize import lifecycle
     from sfclab.realize.kinds import load_lab_dict
     from sfclab.steer import add, chains, request
 
-    tag = os.urandom(3).hex()
-    times: dict[str, list[float]] = {f"{h} {s}": [] for h in ("direct", "ssh") for s in STEPS}
-    with ssh_machines(f"m{tag}", tmp) as ms:
-        for r in range(a.reps):
-            order = [("direct", f"d{tag}", None), ("ssh", f"s{tag}", ms)]
-            for how, name, machines in order if r % 2 == 0 else order[::-1]:
-                t = [time.monotonic()]
-                lifecycle.up(load_lab_dict(chain_lab(name, machines)))
-                t.append(time.monotonic())
-                try:
-                    chains.inspect(name, "web")
-                    t.append(time.monotonic())
-                    tr = chains.trace(name, "web")
-                    t.append(time.monotonic())
-                    if not (tr["in_order"] and tr["delivered"]):
-                        raise SystemExit(f"{how}: trace not in order or not delivered: {tr}")
-                    cf = tmp / "chain.json"
-                    cf.write_text(json.dumps(CHAIN))
-                    d = add.add_chain(request.read_chain_file(name, str(cf)))
-                    t.append(time.monotonic())
-                    if [i["host"] for i in d["instances"].values()] != ["h1"]:
-                        raise SystemExit(f"{how}: the instance is not on h1: {d}")
-                    add.remove_chain(request.RemoveChain(name, "more"))
-                    t.append(time.monotonic())
-                finally:
-                    lifecycle.down(name)
-                t.append(time.monotonic())
-                for s, (t0, t1) in zip(STEPS, zip(t, t[1:])):
-                    times[f"{how} {s}"].append(t1 - t0)
-            print(f"round {r + 1}/{a.reps}", file=sys.stderr)
-    report_medians(times, a.reps, a.json, 16)
-    return 0
+    t = [time.monotonic()]
+    lifecycle.up(load_lab_dict(chain_lab(name, machines)))
+    t.append(time.monotonic())
+    try:
+        chains.inspect(name, "web")
+        t.append(time.monotonic())
+        tr = chains.trace(name, "web")
+        t.append(time.monotonic())
+        if not (tr["in_order"] and tr["delivered"]):
+            raise SystemExit(f"{how}: trace not in order or not delivered: {tr}")
+        cf = tmp / "chain.json"
+        cf.write_text(json.dumps(CHAIN))
+        d = add.add_chain(request.read_chain_file(name, str(cf)))
+        t.append(time.monotonic())
+        if [i["host"] for i in d["instances"].values()] != ["h1"]:
+            raise SystemExit(f"{how}: the instance is not on h1: {d}")
+        add.remove_chain(request.RemoveChain(name, "more"))
+        t.append(time.monotonic())
+    finally:
+        lifecycle.down(name)
+    t.append(time.monotonic())
+    return [t1 - t0 for t0, t1 in zip(t, t[1:])]
+
+
+def main() -> int:
+    return side_by_side(__doc__ or "", 3, "sfclab-bench-sshchain-", STEPS, 16, one_round)
 
 
 if __name__ == "__main__":

@@ -14,47 +14,31 @@ Python process on that host.  Printed: the median of each over the rounds.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests/
 
-from bench.timings import report_medians  # noqa: E402
-from tests.integration.sshd import ssh_machines  # noqa: E402  (the tests' sshd hosts)
+from bench.ssh_rounds import side_by_side  # noqa: E402
 from tests.integration.test_ssh_hosts import three_hosts  # noqa: E402  (the tests' lab)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="sfclab-bench-ssh-"))
-    os.environ["SFCLAB_STATE_DIR"] = str(tmp / "state")
+def one_round(how: str, name: str, machines: Any, tmp: Path) -> list[float]:
+    """The lab up, then down."""
     from sfclab.realize import lifecycle
     from sfclab.realize.kinds import load_lab_dict
 
-    tag = os.urandom(3).hex()
-    times: dict[str, list[float]] = {k: [] for k in ("direct up", "direct down", "ssh up",
-                                                    "ssh down")}
-    with ssh_machines(f"m{tag}", tmp) as ms:
-        for r in range(a.reps):
-            order = [("direct", f"d{tag}", None), ("ssh", f"s{tag}", ms)]
-            for how, name, machines in order if r % 2 == 0 else order[::-1]:
-                t0 = time.monotonic()
-                lifecycle.up(load_lab_dict(three_hosts(name, machines)))
-                t1 = time.monotonic()
-                lifecycle.down(name)
-                t2 = time.monotonic()
-                times[f"{how} up"].append(t1 - t0)
-                times[f"{how} down"].append(t2 - t1)
-            print(f"round {r + 1}/{a.reps}", file=sys.stderr)
-    report_medians(times, a.reps, a.json, 12)
-    return 0
+    t0 = time.monotonic()
+    lifecycle.up(load_lab_dict(three_hosts(name, machines)))
+    t1 = time.monotonic()
+    lifecycle.down(name)
+    return [t1 - t0, time.monotonic() - t1]
+
+
+def main() -> int:
+    return side_by_side(__doc__ or "", 5, "sfclab-bench-ssh-", ("up", "down"), 12, one_round)
 
 
 if __name__ == "__main__":

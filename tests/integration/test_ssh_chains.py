@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from sfclab.cli import main
 from sfclab.cli.status import ExitStatus
 from sfclab.hosts import cgroups as host_cgroups
 from sfclab.kernel.cpus import online
+from sfclab.plan.model import Plan
 from sfclab.plan.tunnels import ADDED_VNI_BASE
 from sfclab.realize import lifecycle
 from sfclab.realize.agent_scan import mem_total
@@ -83,6 +86,22 @@ def shape(d: dict) -> dict:
             for c, x in d["chains"].items()}
 
 
+@contextmanager
+def ssh_lab(ms, name: str, on: Iterable[str] = ("m1", "m2", "m3", "m4"),
+            memory: str | None = None) -> Iterator[Plan]:
+    """:func:`chain_lab` on the SSH machines ``ms``, up for the body (its plan); then
+    ``down``, which must leave nothing: no error, no namespace or state here, no state of the
+    lab in the agents' directories of machines ``on``."""
+    plan = lifecycle.up(load_lab_dict(chain_lab(name, ms, memory)))
+    try:
+        yield plan
+    finally:
+        rep = lifecycle.down(name)
+    assert rep.errors == [] and nothing_left(name) and not lab_dir(name).exists()
+    for m in on:
+        assert not (ms.dir / f"state-{m}" / "labs" / name).exists()
+
+
 @pytest.fixture
 def machines(lab_name, tmp_path):
     with ssh_machines(f"m{lab_name[1:]}", tmp_path) as ms:
@@ -94,8 +113,7 @@ def test_chain_across_three_ssh_hosts_is_the_chain_emulated(machines, lab_name, 
     direct = f"d{lab_name[1:]}"
     lifecycle.up(load_lab_dict(chain_lab(direct)))
     try:
-        splan = lifecycle.up(load_lab_dict(chain_lab(lab_name, machines)))
-        try:
+        with ssh_lab(machines, lab_name, HOSTS.values()) as splan:
             # each host has its share: its own maps in its directory under the lab's
             shares = sorted(p.name for p in lab_dir(lab_name).iterdir())
             assert shares == ["@h1", "@h2", "@h3"]
@@ -143,12 +161,6 @@ def test_chain_across_three_ssh_hosts_is_the_chain_emulated(machines, lab_name, 
             last = chains.inspect(lab_name)["chains"]["web"]
             for f in ("f1", "f2"):
                 assert last["instances"][f]["proxy_in"] - after["instances"][f]["proxy_in"] >= 30
-        finally:
-            rep = lifecycle.down(lab_name)
-        assert rep.errors == []
-        assert nothing_left(lab_name) and not lab_dir(lab_name).exists()
-        for m in HOSTS.values():
-            assert not (machines.dir / f"state-{m}" / "labs" / lab_name).exists()
     finally:
         lifecycle.down(direct)
     assert not lab_dir(direct).exists()
@@ -178,8 +190,7 @@ def test_host_add_ssh_scans_checks_journals_and_rm_and_down_reach_it(spare_machi
         assert [r["host"] for r in hostops.list_hosts(direct)] == ["h1", "h2", "h3"]
     finally:
         lifecycle.down(direct)
-    lifecycle.up(load_lab_dict(chain_lab(lab_name, ms)))
-    try:
+    with ssh_lab(ms, lab_name):
         state = LabState(lab_name)
         before = state.journal()
         # more than it has: refused, nothing journaled
@@ -214,11 +225,6 @@ def test_host_add_ssh_scans_checks_journals_and_rm_and_down_reach_it(spare_machi
         assert main(_add_m4(ms, lab_name, "--cpus", "1", "--memory", "64M")) == 0
         capsys.readouterr()
         assert hostops.list_hosts(lab_name)[-1]["memory"] == 64 << 20
-    finally:
-        rep = lifecycle.down(lab_name)
-    assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
-    for m in ("m1", "m2", "m3", "m4"):
-        assert not (ms.dir / f"state-{m}" / "labs" / lab_name).exists()
     assert not Path(f"/sys/fs/cgroup/memory/sfclab:{lab_name}:@m4").exists()
     for m in ("m1", "m4"):  # the tunnel's devices in the hosts' contexts: removed by mark
         for dev in ("vxn", "brn"):
@@ -237,8 +243,7 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
     makes the other end); classified traffic goes through it (trace and counters say so),
     other traffic does not; chain rm removes it everywhere; down after a second add too."""
     ms = spare_machines
-    splan = lifecycle.up(load_lab_dict(chain_lab(lab_name, ms, memory="256M")))
-    try:
+    with ssh_lab(ms, lab_name, memory="256M") as splan:
         assert main(_add_m4(ms, lab_name)) == 0
         capsys.readouterr()
         cf = tmp_path / "chain.json"
@@ -314,11 +319,6 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
         # added again: down removes it with the rest
         assert main(["chain", "add", lab_name, str(cf)]) == 0
         capsys.readouterr()
-    finally:
-        rep = lifecycle.down(lab_name)
-    assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
-    for m in ("m1", "m2", "m3", "m4"):
-        assert not (ms.dir / f"state-{m}" / "labs" / lab_name).exists()
     assert not Path(f"/sys/fs/cgroup/memory/sfclab:{lab_name}:@m4").exists()
     for m in ("m1", "m4"):  # the tunnel's devices in the hosts' contexts: removed by mark
         for dev in ("vxn", "brn"):
@@ -334,8 +334,7 @@ def test_kill_9_of_a_chain_add_on_ssh_hosts_then_down_leaves_nothing(spare_machi
     import time
 
     ms = spare_machines
-    lifecycle.up(load_lab_dict(chain_lab(lab_name, ms, memory="256M")))
-    try:
+    with ssh_lab(ms, lab_name, memory="256M"):
         assert main(_add_m4(ms, lab_name)) == 0
         capsys.readouterr()
         cf = tmp_path / "chain.json"
@@ -355,11 +354,6 @@ def test_kill_9_of_a_chain_add_on_ssh_hosts_then_down_leaves_nothing(spare_machi
         assert p.poll() is None, "chain add ended before m4's agent journaled its instance"
         p.send_signal(signal.SIGKILL)
         p.wait()
-    finally:
-        rep = lifecycle.down(lab_name)
-    assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
-    for m in ("m1", "m2", "m3", "m4"):
-        assert not (ms.dir / f"state-{m}" / "labs" / lab_name).exists()
     assert not [ln for ln in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                             text=True).stdout.splitlines()
                 if f"sfclab:{lab_name}:" in ln]
@@ -374,8 +368,7 @@ def test_migrate_between_ssh_hosts_and_host_rm_drain(spare_machines, lab_name, t
     joined: a clone made by m4's agent, tunnel ends on m4 and h1), traffic through the clone;
     host rm m4 --drain migrates it back to h1, then m4 leaves; down leaves nothing."""
     ms = spare_machines
-    splan = lifecycle.up(load_lab_dict(chain_lab(lab_name, ms, memory="256M")))
-    try:
+    with ssh_lab(ms, lab_name, memory="256M") as splan:
         assert main(_add_m4(ms, lab_name)) == 0
         cf = tmp_path / "chain.json"
         cf.write_text(json.dumps({"name": "mig", "attach": "r1", "egress": "dst",
@@ -413,8 +406,3 @@ def test_migrate_between_ssh_hosts_and_host_rm_drain(spare_machines, lab_name, t
         assert send(splan, 5002, 20) == 20
         got = chains.inspect(lab_name)["chains"]["mig"]["instances"][back]["proxy_in"]
         assert got >= 20
-    finally:
-        rep = lifecycle.down(lab_name)
-    assert rep.errors == [] and nothing_left(lab_name) and not lab_dir(lab_name).exists()
-    for mm in ("m1", "m2", "m3", "m4"):
-        assert not (ms.dir / f"state-{mm}" / "labs" / lab_name).exists()

@@ -4,38 +4,15 @@ instance placed there (:func:`sfclab.steer.health.scope`)."""
 
 from __future__ import annotations
 
-import textwrap
-
-from sfclab.plan.build import build_plan
 from sfclab.plan.sfc import SteeringPlan
 from sfclab.plan.split import split
-from sfclab.realize.kinds import load_lab_text
 from sfclab.steer import agent_chain, health, sshhealth
 
-LAB = """
-name: c
-hosts: {h1: {}, h2: {}}
-nodes:
-  src: {kind: host, host: h1}
-  r1: {kind: router, host: h1}
-  f1: {kind: firewall, rules: [], host: h1}
-  f2: {kind: firewall, rules: [], host: h2}
-  dst: {kind: host, host: h2}
-links:
-  - endpoints: [src, r1]
-  - endpoints: [r1, f1]
-  - endpoints: [f1, f2]
-  - endpoints: [f2, dst]
-chains:
-  web:
-    classifiers: [{ingress: src, proto: udp, dport: 7999}]
-    functions: [f1, f2]
-    egress: dst
-"""
+from .chainplans import line_chain_plan
 
 
 def _plan():
-    plan = build_plan(load_lab_text(textwrap.dedent(LAB), "lab.yaml"), cpus=[0, 1])
+    plan = line_chain_plan({"src": "h1", "r1": "h1", "f1": "h1", "f2": "h2", "dst": "h2"})
     assert plan.steering is not None
     return plan, SteeringPlan.from_dict(plan.steering)
 

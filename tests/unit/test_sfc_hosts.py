@@ -4,37 +4,16 @@ directory is its own."""
 
 from __future__ import annotations
 
-import textwrap
-
-from sfclab.plan.build import build_plan
 from sfclab.plan.sfc_hosts import interface_mac, owner_hosts, remote_host, share_dir_name
 from sfclab.plan.split import check_partition, split
-from sfclab.realize.kinds import load_lab_text
 
-CHAIN = """
-name: c
-hosts: {h1: {}, h2: {}, h3: {}}
-nodes:
-  src: {kind: host, host: h1}
-  r1: {kind: router, host: h1}
-  f1: {kind: firewall, rules: [], host: h2}
-  f2: {kind: firewall, rules: [], host: h3}
-  dst: {kind: host, host: h3}
-links:
-  - endpoints: [src, r1]
-  - endpoints: [r1, f1]
-  - endpoints: [f1, f2]
-  - endpoints: [f2, dst]
-chains:
-  web:
-    classifiers: [{ingress: src, proto: udp, dport: 7999}]
-    functions: [f1, f2]
-    egress: dst
-"""
+from .chainplans import line_chain_plan
+
+PLACED = {"src": "h1", "r1": "h1", "f1": "h2", "f2": "h3", "dst": "h3"}
 
 
 def test_every_part_carries_the_chains_and_names_its_own_chain_nodes():
-    plan = build_plan(load_lab_text(textwrap.dedent(CHAIN), "lab.yaml"), cpus=[0, 1])
+    plan = line_chain_plan(PLACED)
     assert plan.steering is not None
     parts = split(plan)
     check_partition(plan, parts)

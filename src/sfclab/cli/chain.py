@@ -66,8 +66,14 @@ def _inspect_text(d: dict[str, Any]) -> str:
 
 
 def _trace_text(d: dict[str, Any]) -> str:
-    lines = [f"trace of chain {d['chain']}: {d['ingress']} -> {d['egress']}"]
+    lines = [f"trace of chain {d['chain']}"]
+    ends = {x["direction"]: x for x in d["directions"]}
+    shown = None
     for p in d["paths"]:
+        if p["direction"] != shown:
+            shown, e = p["direction"], ends[p["direction"]]
+            lines.append(f"direction {shown}: {e['ingress']} -> {e['egress']}"
+                         f"{' (reverse)' if e['reverse'] else ''}")
         probe = p["probe"]
         how = (f"probe sport {probe['sport']} dport {probe['dport']}" if probe
                else "not traced")
@@ -82,7 +88,7 @@ def _trace_text(d: dict[str, Any]) -> str:
         took = {True: "yes", False: "no", None: "not read (over SSH)"}[p["took_path"]]
         lines.append(f"  took path {p['path']}: {took}; "
                      f"through {', '.join(x or '*' for x in p['instances_seen']) or '-'}; "
-                     f"delivered to {d['egress']}: {'yes' if p['delivered'] else 'no'}")
+                     f"delivered to {p['nodes'][-1]}: {'yes' if p['delivered'] else 'no'}")
     return "\n".join(lines)
 
 
@@ -112,7 +118,7 @@ def cmd_classify(a: argparse.Namespace) -> int:
 def cmd_trace(a: argparse.Namespace) -> int:
     from ..steer import chains  # light start-up: load only what this command needs
 
-    d = chains.trace(a.name, a.chain, a.path)
+    d = chains.trace(a.name, a.chain, a.path, direction=a.direction)
     emit(d, a.json, _trace_text)
     return ExitStatus.OK if d["delivered"] and d["in_order"] else ExitStatus.FAILURE
 
@@ -135,4 +141,7 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("chain")
     p.add_argument("--path", type=int, metavar="N", help="trace only path N (chain inspect "
                    "numbers them)")
+    p.add_argument("--direction", type=int, metavar="N", help="trace only direction N (0: "
+                   "the first, 1: a symmetric chain's reverse; default: every direction of a "
+                   "symmetric chain, the first of another)")
     chain_ops.register(one)  # add, rm, migrate: chains changed on a running lab

@@ -158,7 +158,9 @@ def _inspect_text(d: dict) -> str:
         lines.append(f"  tenant {t}: {', '.join(members)}")
     for node, n in d["nodes"].items():
         head = f"  {node} [{n['kind']}]" + (f" on {n['host']}" if n.get("host") else "") + \
-            (f" tenants {','.join(n['tenants'])}" if n.get("tenants") else "")
+            (f" tenants {','.join(n['tenants'])}" if n.get("tenants") else "") + \
+            (f" ({n['was']} moved to {n['moved_to']})" if n.get("moved_to") else "") + \
+            (f" (in place of {n['stands_for']})" if n.get("stands_for") else "")
         if "datapath" in n:  # a bridge with no namespace: OVS
             lines.append(f"{head} bridge {n['bridge']} datapath {n['datapath']}: "
                          f"{n['datapath_note']}")
@@ -196,18 +198,21 @@ def cmd_graph(a: argparse.Namespace) -> int:
     from ..realize import lifecycle  # light start-up: load only what this command needs
     from ..realize.kinds import TABLE  # light start-up: load only what this command needs
     from ..realize.kinds import load_lab  # light start-up: load only what this command needs
+    from ..realize.moved import moved_nodes  # light start-up: load only what this command needs
 
+    moved: dict[str, str] = {}  # a running lab's migrated lab-file nodes -> their clones
     if os.path.exists(a.target):
         plan = lifecycle.plan_for(load_lab(a.target))
     else:
-        _state, plan = lifecycle.load_plan(a.target)
+        state, plan = lifecycle.load_plan(a.target)
+        moved = moved_nodes(state)
     if a.format == "html":
         from ..web.export import html_page  # light start-up: only the html format
 
         print(html_page(plan.to_dict()), end="")
         return ExitStatus.OK
     draw = graph.mermaid if a.format == "mermaid" else graph.dot
-    print(draw(plan, TABLE.shapes()), end="")
+    print(draw(plan, TABLE.shapes(), moved), end="")
     return ExitStatus.OK
 
 

@@ -11,6 +11,11 @@ Lab file keys::
 
 One ``tc -batch`` per node replaces the root qdisc of each shaped interface.  The default burst
 is large enough for the 64 KiB GSO packets veth carries; smaller bursts make TBF drop them.
+
+What it makes it owns: before the batch runs, the interfaces and the qdisc (kind, handle
+``1:``) are recorded in ``<state_dir>/qdiscs.json``; ``stop`` deletes, on each recorded
+interface, the root qdisc only if it is still that one (so a node whose function ``chain
+migrate`` moved away forwards with the default qdisc again), then forgets the record.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from .params import Rate, Size, neighbour
 
 OVERHEAD_RATE = 10**12
 MIN_BURST = 128 * 1024
+HANDLE = "1:"  # the root handle of the qdiscs a shaper makes
+RECORD = "qdiscs.json"  # in the function's state directory: what it made, written first
 
 
 class ShaperParams(FunctionParams):
@@ -95,7 +102,34 @@ class Shaper(NetworkFunction):
         return "\n".join(lines) + "\n"
 
     def configure(self) -> None:
+        self.ctx.state_dir.mkdir(parents=True, exist_ok=True)
+        made = [{"dev": dev, "kind": self.params.discipline, "handle": HANDLE}
+                for dev in self.devices()]
+        (self.ctx.state_dir / RECORD).write_text(json.dumps(made))
         self.ctx.run(["tc", "-batch", "-"], input=self.batch())
+
+    def stop(self) -> None:
+        """Delete the root qdiscs it made (those recorded, still of its kind and handle)."""
+        super().stop()
+        record = self.ctx.state_dir / RECORD
+        try:
+            made = json.loads(record.read_text())
+        except (OSError, ValueError):
+            return
+        for q in made:
+            root = self._root(q["dev"])
+            if root is not None and root.get("kind") == q["kind"] and \
+                    root.get("handle") == q["handle"]:
+                self.ctx.run(["tc", "qdisc", "del", "dev", q["dev"], "root"], check=False)
+        record.unlink(missing_ok=True)
+
+    def _root(self, dev: str) -> dict[str, Any] | None:
+        """The root qdisc of ``dev`` as ``tc -j`` shows it (None: no such device, none)."""
+        cp = self.ctx.run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], check=False)
+        try:
+            return next((q for q in json.loads(cp.stdout or "[]") if q.get("root")), None)
+        except json.JSONDecodeError:
+            return None
 
     def inspect(self) -> dict[str, Any]:
         p = self.params
@@ -104,13 +138,8 @@ class Shaper(NetworkFunction):
                                "burst_bytes": p.effective_burst(),
                                "overhead_only": p.overhead_only, "interfaces": {}}
         for dev in self.devices():
-            cp = self.ctx.run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], check=False)
-            try:
-                qd = [q for q in json.loads(cp.stdout or "[]") if q.get("root")]
-            except json.JSONDecodeError:
-                qd = []
-            if qd:
-                q = qd[0]
+            q = self._root(dev)
+            if q is not None:
                 out["interfaces"][dev] = {k: q.get(k) for k in
                                           ("kind", "bytes", "packets", "drops", "overlimits",
                                            "requeues", "backlog", "qlen")}

@@ -12,7 +12,9 @@ classifier sends; a symmetric chain's arrows point both ways.  Every path of a c
 A running lab is drawn as it runs: its saved plan holds what ``chain add``, ``chain migrate``
 and ``host add`` made (function instances, their links, each drawn once, and their tunnels
 with VNI; added hosts as boxes, the nodes no host holds in a box ``local``), and the chains'
-paths as they are now (through clones after a migration).
+paths as they are now (through clones after a migration).  A lab-file function node whose
+function ``chain migrate`` moved (``moved``: node -> clone, from the lab's state) is drawn as
+what it is now, a ``transit`` node "moved to <clone>", and its clone as the function.
 """
 
 from __future__ import annotations
@@ -65,10 +67,26 @@ def chain_hops(plan: Plan) -> list[ChainHop]:
 Shapes = dict[str, tuple[tuple[str, str], str]]
 
 
-def _nodes(plan: Plan) -> list[tuple[str, str]]:
-    out = [(ns.node, ns.kind) for ns in plan.namespaces]
+#: what a lab-file function node whose function moved to a clone is drawn as
+TRANSIT = "transit"
+
+
+def _nodes(plan: Plan, moved: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(node, kind) in lab order; a migrated lab-file node's kind is :data:`TRANSIT`."""
+    moved = moved or {}
+    out = [(ns.node, TRANSIT if ns.node in moved else ns.kind) for ns in plan.namespaces]
     out += [(b.node, "ovs-bridge") for b in plan.ovs_bridges]
     return out
+
+
+def _caption(node: str, kind: str, moved: dict[str, str] | None) -> str:
+    """The text under a node's name: its kind, and for a migrated node where its function is
+    now (a clone: which node it stands in for)."""
+    moved = moved or {}
+    if node in moved:
+        return f"{kind}, moved to {moved[node]}"
+    stood = [n for n, c in moved.items() if c == node]
+    return f"{kind} in place of {stood[0]}" if stood else kind
 
 
 def link_key(link: int, node: str, peer: str) -> tuple[int, str, str]:
@@ -103,11 +121,12 @@ def _id(name: str) -> str:
     return "n_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
-def _by_host(plan: Plan) -> list[tuple[str | None, list[tuple[str, str]]]]:
+def _by_host(plan: Plan, moved: dict[str, str] | None = None
+             ) -> list[tuple[str | None, list[tuple[str, str]]]]:
     """The nodes grouped by host, in host order (one group, None, without hosts)."""
     if not plan.hosts:
-        return [(None, _nodes(plan))]
-    nodes = dict(_nodes(plan))
+        return [(None, _nodes(plan, moved))]
+    nodes = dict(_nodes(plan, moved))
     out: list[tuple[str | None, list[tuple[str, str]]]] = [
         (h.name, [(n, nodes[n]) for n in h.nodes if n in nodes]) for h in plan.hosts]
     held = {n for h in plan.hosts for n in h.nodes}
@@ -117,15 +136,16 @@ def _by_host(plan: Plan) -> list[tuple[str | None, list[tuple[str, str]]]]:
     return out
 
 
-def mermaid(plan: Plan, shapes: Shapes) -> str:
+def mermaid(plan: Plan, shapes: Shapes, moved: dict[str, str] | None = None) -> str:
     lines = ["graph LR"]
-    for host, group in _by_host(plan):
+    for host, group in _by_host(plan, moved):
         pad = "  " if host is None else "    "
         if host is not None:
             lines.append(f'  subgraph {_id("host " + host)}["host {host}"]')
         for node, kind in group:
             left, right = shapes[kind][0] if kind in shapes else ('("', '")')
-            lines.append(f"{pad}{_id(node)}{left}{node}<br/><small>{kind}</small>{right}")
+            lines.append(f"{pad}{_id(node)}{left}{node}<br/><small>"
+                         f"{_caption(node, kind, moved)}</small>{right}")
         if host is not None:
             lines.append("  end")
     edges = _edges(plan)
@@ -139,16 +159,17 @@ def mermaid(plan: Plan, shapes: Shapes) -> str:
     return "\n".join(lines) + "\n"
 
 
-def dot(plan: Plan, shapes: Shapes) -> str:
+def dot(plan: Plan, shapes: Shapes, moved: dict[str, str] | None = None) -> str:
     lines = [f'graph "{plan.lab}" {{', "  rankdir=LR;", "  node [fontname=Helvetica];"]
-    for host, group in _by_host(plan):
+    for host, group in _by_host(plan, moved):
         pad = "  " if host is None else "    "
         if host is not None:
             lines.append(f'  subgraph "cluster_{host}" {{')
             lines.append(f'    label="host {host}";')
         for node, kind in group:
             shape = shapes[kind][1] if kind in shapes else "ellipse"
-            lines.append(f'{pad}"{node}" [shape={shape}, label="{node}\\n{kind}"];')
+            lines.append(f'{pad}"{node}" [shape={shape}, '
+                         f'label="{node}\\n{_caption(node, kind, moved)}"];')
         if host is not None:
             lines.append("  }")
     for a, b, label in _edges(plan):

@@ -6,13 +6,17 @@ offloads), routes, and a function's own ``inspect``, its host and tenants; for a
 (and why: no kernel module means the userspace datapath) and ports.  Nodes come in lab order.  A lab with hosts also shows each host (context, underlay
 address, CPUs, memory, nodes), the underlay (and how tunnels fit its MTU) and every hosted link
 (attach kind, VNI, MTU, rate, tenant, ends); a lab with tenants, each tenant's nodes.
+
+A lab-file function node that ``chain migrate`` moved (:mod:`.moved`) is shown as what it is
+now: kind ``transit``, ``moved_to`` its clone, ``was`` its old kind; the clone, a function
+node of that kind, says which node it ``stands_for``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import remote
+from . import moved, remote
 from .hosts import inspect_hosts, inspect_links
 from .kinds import TABLE
 from .lifecycle import load_plan
@@ -51,4 +55,18 @@ def inspect(name: str) -> dict[str, Any]:
         for n, entry in out["nodes"].items():
             if plan.tenants:
                 entry["tenants"] = plan.tenants_of(n)
+    _show_moved(moved.moved_nodes(state), out["nodes"])
     return out
+
+
+def _show_moved(clones: dict[str, str], nodes: dict[str, Any]) -> None:
+    """Migrated lab-file nodes as transit nodes, their clones as the functions."""
+    for node, clone in clones.items():
+        if node in nodes:
+            entry = nodes[node]
+            entry["was"] = entry.get("kind")
+            entry["kind"] = moved.TRANSIT
+            entry["moved_to"] = clone
+            entry.pop("function", None)
+        if clone in nodes:
+            nodes[clone]["stands_for"] = node

@@ -3,7 +3,8 @@
 Everything here works from the lab's saved plan (``plan.steering``) and its pinned maps, so it
 needs neither the lab file nor the process that built the lab.
 
-``trace`` is a label traceroute of every path of the chain's first direction (or one, ``path``):
+``trace`` is a label traceroute of every path (or one, ``path``) of each of a symmetric chain's
+two directions (of another chain's first; or of one, ``direction``):
 for each path it picks a probe matching the classifier whose flow hash lands on one of that
 path's slots (the ports are searched inside the classifier's ranges with the data plane's own
 hash, :mod:`sfclab.plan.flowhash`, against the live slot table); then for k = 1, 2, ... it gives
@@ -229,13 +230,37 @@ def _send(netns_name: str, packet: bytes, dst: IPv4Address) -> None:
         s.close()
 
 
-def trace(lab: str, chain: str, path: int | None = None, wait: float = 0.05
-          ) -> dict[str, Any]:
-    """Trace every path of the chain's first direction (or only ``path``): one probe per
-    path, its ports chosen so the classifier's hash lands on a slot of that path
-    (:func:`probe_ports`), then the label traceroute of the module's docstring."""
+def trace(lab: str, chain: str, path: int | None = None, wait: float = 0.05,
+          direction: int | None = None) -> dict[str, Any]:
+    """Trace every path (or only ``path``) of each direction of the chain -- a symmetric
+    chain's forward and reverse, else its first -- or only of ``direction`` (numbered from 0
+    as ``chain inspect`` lists them): one probe per path, its ports chosen so the direction's
+    classifier hash lands on a slot of that path (:func:`probe_ports`), then the label
+    traceroute of the module's docstring.  Every path in ``paths`` names its ``direction``;
+    ``directions`` sums each one up."""
     plan, sp = _steering(lab)
-    d = _chain_dirs(sp, lab, chain)[0]
+    dirs = _chain_dirs(sp, lab, chain)
+    if direction is not None and not 0 <= direction < len(dirs):
+        raise LabError(f"chain '{chain}' has directions 0 to {len(dirs) - 1}, no direction "
+                       f"{direction}")
+    picked = [direction] if direction is not None else \
+        list(range(len(dirs))) if dirs[0].symmetric else [0]
+    done = [(k, dirs[k], _trace_direction(lab, plan, sp, chain, dirs[k], path, wait))
+            for k in picked]
+    paths = [p | {"direction": k, "reverse": d.reverse} for k, d, t in done
+             for p in t["paths"]]
+    return {"lab": lab, "chain": chain, "ingress": dirs[picked[0]].ingress,
+            "egress": dirs[picked[0]].egress,
+            "directions": [{"direction": k, "reverse": d.reverse, "ingress": d.ingress,
+                            "egress": d.egress, "delivered": t["delivered"],
+                            "in_order": t["in_order"]} for k, d, t in done],
+            "paths": paths, "delivered": all(t["delivered"] for _, _, t in done),
+            "in_order": all(t["in_order"] for _, _, t in done)}
+
+
+def _trace_direction(lab: str, plan: Any, sp: SteeringPlan, chain: str, d: DirectionPlan,
+                     path: int | None, wait: float) -> dict[str, Any]:
+    """:func:`trace` of one direction ``d``."""
     cl = d.classifiers[0] if d.classifiers else None
     if cl is None:
         raise LabError(f"chain '{chain}' has no classifier at {d.ingress} to trace with")

@@ -29,8 +29,8 @@ instance (see :mod:`sfclab.steer.hostops` for what an emulated host's placement 
 an added instance's, hung off the forwarding node before the function on its chain's first
 path through it (else the one after); a NAT's ``outside`` becomes that node.  What differs is
 step 6: the lab-file node is a piece of the lab's topology (its links carry the lab's routes
-and, as transit, the chain's own new paths), so only its *function* stops (processes, and its nftables rules; a shaper's
-qdiscs stay): its namespace,
+and, as transit, the chain's own new paths), so only its *function* stops (processes, and its nftables rules; a shaper
+deletes the qdiscs it made): its namespace,
 links and addresses stay, it forwards as a plain transit node, and the plan drops it from
 the lab's functions (``down`` has nothing of it to stop; its host no longer counts its CPU
 and memory).  The clone takes its place: the chain's paths, ``chain ls``, ``inspect``,

@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import LabError
 from ..plan.chainadd import Addition
 from ..plan.model import Plan
+from ..realize import moved as views
 from ..realize.state import LabState, _atomic_write
 
 #: how long a chain command waits for another command on the same lab
@@ -116,7 +117,7 @@ def drop_addition(state: LabState, chain: str) -> None:
 
 
 def moved_dir(state: LabState) -> Path:
-    return state.dir / "moved"
+    return views.moved_dir(state)  # the views (inspect, graph) read its ``moved`` part
 
 
 def save_moved(state: LabState, add: Addition, moved: dict[str, str]) -> None:
