@@ -28,7 +28,8 @@ from sfclab.traffic.native import NativeGenerator
 from .labtools import nothing_left
 from .sshd import ADDRESSES, ssh_machines
 from .test_ssh_chains import HOSTS, chain_lab
-from .test_ssh_health import COUNTER, _host_events, _proxy_in, _running
+from .test_ssh_health import (_host_events, _proxy_in, _running, add_video,
+                               all_flows_cross)
 
 
 def _wait(f, timeout: float = 5.0):
@@ -45,15 +46,7 @@ def test_an_instance_on_another_host_fails_over_within_a_second(lab_name, tmp_pa
         g = None
         watchers: dict[str, int] = {}
         try:
-            cf = tmp_path / "video.json"
-            cf.write_text(json.dumps({"name": "video", "attach": "r1", "egress": "dst",
-                                      "classifiers": [{"ingress": "src", "proto": "udp",
-                                                       "dport": "5000-5010"}],
-                                      "functions": [{"name": "m", "kind": "tun",
-                                                     "exec": COUNTER, "instances": 2,
-                                                     "cpu": 0.3, "memory": "64M"}]}))
-            assert main(["chain", "add", lab_name, str(cf), "--json"]) == 0
-            d = json.loads(capsys.readouterr().out)
+            d = add_video(lab_name, tmp_path, capsys)
             on = {n: i["host"] for n, i in d["instances"].items()}
             victim = next(n for n, h in on.items() if h != "h1")  # not beside the ingress
             other = next(n for n in on if n != victim)
@@ -122,12 +115,7 @@ def test_an_instance_on_another_host_fails_over_within_a_second(lab_name, tmp_pa
                        and e["instance"] == victim for e in health["events"])
             assert any(e["event"] == "failover" and e["host"] == "h1"
                        for e in health["events"])
-            before_v = _proxy_in(lab_name, "video", victim)
-            before_o = _proxy_in(lab_name, "video", other)
-            t2 = g.trial(1000, 1.0, 64)
-            assert t2.lost == 0, (t2.sent, t2.received)
-            assert _proxy_in(lab_name, "video", victim) == before_v
-            assert _proxy_in(lab_name, "video", other) - before_o >= t2.sent
+            all_flows_cross(lab_name, "video", g, other, victim)
         finally:
             if g is not None:
                 g.close()

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from sfclab.cli import main
 from sfclab.realize import lifecycle
@@ -102,6 +103,33 @@ def test_a_nat_migrated_between_ssh_hosts_takes_its_connections_along(lab_name, 
             assert not (ms.dir / f"state-{mm}" / "labs" / lab_name).exists()
 
 
+def add_video(lab: str, tmp_path: Path, capsys: Any) -> dict[str, Any]:
+    """``chain add`` of ``video``: UDP 5000-5010 from ``src`` through two ``tun`` instances
+    counting packets, attached at ``r1``; what ``--json`` printed."""
+    cf = tmp_path / "video.json"
+    cf.write_text(json.dumps({"name": "video", "attach": "r1", "egress": "dst",
+                              "classifiers": [{"ingress": "src", "proto": "udp",
+                                               "dport": "5000-5010"}],
+                              "functions": [{"name": "m", "kind": "tun", "exec": COUNTER,
+                                             "instances": 2, "cpu": 0.3,
+                                             "memory": "64M"}]}))
+    capsys.readouterr()
+    assert main(["chain", "add", lab, str(cf), "--json"]) == 0
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
+
+
+def all_flows_cross(lab: str, chain: str, g: NativeGenerator, other: str, victim: str) -> None:
+    """A trial at 1 kpps loses nothing and every packet of it crosses ``other``, none
+    ``victim`` (the instance taken out)."""
+    before_v = _proxy_in(lab, chain, victim)
+    before_o = _proxy_in(lab, chain, other)
+    t = g.trial(1000, 1.0, 64)
+    assert t.lost == 0, (t.sent, t.received)
+    assert _proxy_in(lab, chain, victim) == before_v
+    assert _proxy_in(lab, chain, other) - before_o >= t.sent
+
+
 def _host_events(state_dir: Path, lab: str, kind: str) -> list[dict]:
     f = state_dir / "labs" / lab / "events.jsonl"
     if not f.exists():
@@ -116,15 +144,7 @@ def test_an_instance_killed_on_the_ingress_host_fails_over_within_a_second(lab_n
         g = None
         watcher = None
         try:
-            cf = tmp_path / "video.json"
-            cf.write_text(json.dumps({"name": "video", "attach": "r1", "egress": "dst",
-                                      "classifiers": [{"ingress": "src", "proto": "udp",
-                                                       "dport": "5000-5010"}],
-                                      "functions": [{"name": "m", "kind": "tun",
-                                                     "exec": COUNTER, "instances": 2,
-                                                     "cpu": 0.3, "memory": "64M"}]}))
-            assert main(["chain", "add", lab_name, str(cf), "--json"]) == 0
-            d = json.loads(capsys.readouterr().out)
+            d = add_video(lab_name, tmp_path, capsys)
             # a watcher on h1 (src, the ingress, is there), journaled in h1's journal (and
             # one on each host holding an instance: test_ssh_failover.py)
             assert "h1" in d["watcher"]
@@ -172,13 +192,7 @@ def test_an_instance_killed_on_the_ingress_host_fails_over_within_a_second(lab_n
             assert any(e["event"] == "chain-added" for e in health["events"])  # this machine's
             assert main(["chain", "inspect", lab_name, "video"]) == 0
             assert "event failover" in capsys.readouterr().out
-            # every flow on the other instance now
-            before_v = _proxy_in(lab_name, "video", victim)
-            before_o = _proxy_in(lab_name, "video", other)
-            t2 = g.trial(1000, 1.0, 64)
-            assert t2.lost == 0, (t2.sent, t2.received)
-            assert _proxy_in(lab_name, "video", victim) == before_v
-            assert _proxy_in(lab_name, "video", other) - before_o >= t2.sent
+            all_flows_cross(lab_name, "video", g, other, victim)
         finally:
             if g is not None:
                 g.close()
