@@ -5,12 +5,15 @@
     {"started": unix s, "ended": unix s, "wall_s": s,
      "environment": {kernel, cpu_model, cores, versions: {...}, clang, commit},
      "groups": {NAME: {"start": {"t", "load"}, "end": {"t", "load"},
-                       "rounds": [{"file", "repetitions", "findings"}]}}}
+                       "rounds": [{"file", "repetitions", "findings", "seconds"}]}},
+     "budget": {...}}   # the per-finding budget of added repetitions: .reprobudget
 
 ``load`` is ``/proc/loadavg``'s three averages.  :func:`more_repetitions` decides, after a
 group, which experiment files get more repetitions: those a key comparison's two points came
 from while the comparison is not separated, if the estimated cost (the file's mean time per
-repetition, from its stored runs, times the repetitions added) fits the remaining budget.
+repetition, from its stored runs, times the repetitions added) fits what is left of the
+findings' shares of the budget (:class:`.reprobudget.Budget`: an equal share of what is left per
+finding, the rest passed on to the findings after it).
 Only files run into the group's own databases are planned (the script reruns a file into its
 group's database): a finding whose b side is in another database (``b_db``) gets more
 repetitions of its a side only.
