@@ -3,10 +3,15 @@
 in sfclab.experiments.findings, .page and .reprorun):
 
     repro_page.py begin OUT                        record the environment and the start time
-    repro_page.py group OUT NAME start|end         record a group's time and load average
-    repro_page.py more OUT NAME BUDGET_S DB...     print "FILE REPETITIONS" lines: files to run
-                                                   again so unseparated comparisons may separate
-    repro_page.py round OUT NAME FILE REPS IDS     record a repetition round
+    repro_page.py budget OUT BUDGET_S NAME...      share BUDGET_S seconds of added repetitions
+                                                   among the findings of groups NAME (run order)
+    repro_page.py group OUT NAME start|end         record a group's time and load average (end:
+                                                   its findings are done, their rest passes on)
+    repro_page.py more OUT NAME DB...              print "FILE REPETITIONS IDS EST_S" lines:
+                                                   files to run again so unseparated comparisons
+                                                   may separate, within their findings' shares
+    repro_page.py round OUT NAME FILE REPS IDS T0  record a repetition round begun at T0 (unix
+                                                   s) and charge its time to findings IDS
     repro_page.py finish OUT                       record the end and the wall time
     repro_page.py fill OUT [PAGE]                  rewrite the page's marked blocks from OUT
     repro_page.py render OUT [--page PAGE]         the same (measures nothing: only reads
@@ -33,6 +38,13 @@ from sfclab.experiments.reprorun import (Record, full_environment, more_repetiti
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise SpecError(f"expected a number of seconds, got {text!r}") from None
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -42,14 +54,22 @@ def main(argv: list[str]) -> int:
     rec = Record(out)
     if cmd == "begin":
         rec.begin(full_environment(str(ROOT)))
+    elif cmd == "budget" and len(argv) >= 4:
+        rec.start_budget(seconds(argv[2]), load_findings(findings_path), argv[3:])
     elif cmd == "group" and len(argv) == 4:
         rec.group(argv[2], argv[3])
-    elif cmd == "more" and len(argv) >= 5:
-        for p in more_repetitions(load_findings(findings_path), out, argv[4:],
-                                  float(argv[3])):
+        if argv[3] == "end" and rec.budget is not None:
+            f = load_findings(findings_path)
+            mine = {x.id for x in f.findings if x.db == argv[2]}
+            rec.close_group(argv[2], {fid: min(c.a.n, c.b.n) for fid, c in
+                                      comparisons(f, out).items()
+                                      if c is not None and fid in mine})
+    elif cmd == "more" and len(argv) >= 4:
+        for p in more_repetitions(load_findings(findings_path), out, argv[3:],
+                                  rec.allowances(argv[2])):
             print(p.file, p.repetitions, ",".join(p.findings), f"{p.estimate_s:.0f}")
-    elif cmd == "round" and len(argv) == 6:
-        rec.round(argv[2], argv[3], int(argv[4]), argv[5].split(","))
+    elif cmd == "round" and len(argv) == 7:
+        rec.round(argv[2], argv[3], int(argv[4]), argv[5].split(","), seconds(argv[6]))
     elif cmd == "finish":
         rec.finish()
     elif cmd in ("fill", "render"):

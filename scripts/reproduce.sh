@@ -18,9 +18,12 @@
 # Repetition until separated: after each group, scripts/repro_page.py reads the key comparisons
 # of scenarios/findings.yaml; a comparison that expects a difference and whose two 95 %
 # intervals overlap gets its experiment files run again with 2 more repetitions (the runs done
-# are kept), for at most REPRO_ROUNDS rounds (default 2) and while the estimated time fits
-# REPRO_BUDGET seconds of added repetitions over the whole script (default 480).  What stays
-# unseparated is marked NOT separated in the page.
+# are kept), for at most REPRO_ROUNDS rounds (default 2) and while the estimated time fits the
+# finding's share of REPRO_BUDGET seconds of added repetitions (default 480): each finding of
+# the groups run gets an equal share of what is left when its group comes, and what a finding
+# does not spend goes to the findings after it (sfclab.experiments.reprobudget; the page shows
+# each finding's share, time spent and repetitions).  What stays unseparated is marked NOT
+# separated in the page.
 # At the end the page (REPRO_PAGE, default docs/reproduction.md) is rewritten between its
 # "repro:begin" markers (alone, from an existing OUT_DIR, measuring nothing:
 # scripts/repro_page.py render OUT_DIR --page PAGE): tables, power-law fits, offered-rate
@@ -52,11 +55,11 @@ py=${PYTHON:-$here/.venv/bin/python}
 page() { "$py" "$here/scripts/repro_page.py" "$@"; }
 budget=${REPRO_BUDGET:-480}
 rounds=${REPRO_ROUNDS:-2}
-spent=0
 
 status=0
 start=$(date +%s)
 page begin "$out"
+page budget "$out" "$budget" "${todo[@]}"
 for name in "${todo[@]}"; do
     t0=$(date +%s)
     page group "$out" "$name" start
@@ -87,16 +90,13 @@ for name in "${todo[@]}"; do
         "$sfclab" run "$f" --db "$db" || status=$?
     done
     for _ in $(seq "$rounds"); do
-        left=$(( budget - spent ))
-        [ "$left" -gt 0 ] || break
-        plan=$(page more "$out" "$name" "$left" "$name") || { status=$?; break; }
+        plan=$(page more "$out" "$name" "$name") || { status=$?; break; }
         [ -n "$plan" ] || break
         while read -r file reps ids est; do
             echo "== $(basename "$file" .yaml): not separated ($ids), $reps repetitions (about $est s)"
             r0=$(date +%s)
             "$sfclab" run "$file" --db "$db" --repetitions "$reps" </dev/null || status=$?
-            page round "$out" "$name" "$file" "$reps" "$ids"
-            spent=$(( spent + $(date +%s) - r0 ))
+            page round "$out" "$name" "$file" "$reps" "$ids" "$r0"
         done <<< "$plan"
     done
     "$sfclab" report --db "$db" --out "$out/$name" || status=$?

@@ -13,6 +13,8 @@ from sfclab.cli import main
 from sfclab.kernel import netns
 from sfclab.realize.inspect import inspect
 from sfclab.steer import chains, migrate, request
+from sfclab.web.routes.labs import lab_topology
+from tests.unit.test_web_topology import embedded
 
 from .test_chain_ops import running
 
@@ -81,6 +83,13 @@ def test_a_migrated_lab_file_shaper_leaves_a_plain_transit_node(lab_name: str,
         assert main(["graph", lab.name, "--format", "dot"]) == 0
         dot = capsys.readouterr().out
         assert 'label="shp\\ntransit, moved to shp.m1"' in dot, dot
+        # ... and the web page's topology, served and in the html file
+        web = {n["id"]: n for n in lab_topology(lab.name)["nodes"]}
+        assert web["shp"]["kind"] == "transit" and web["shp"]["moved_to"] == "shp.m1"
+        assert web["shp.m1"]["kind"] == "shaper" and web["shp.m1"]["stands_for"] == "shp"
+        assert main(["graph", lab.name, "--format", "html"]) == 0
+        page = embedded(capsys.readouterr().out)
+        assert page["shp"]["moved_to"] == "shp.m1" and page["shp.m1"]["stands_for"] == "shp"
         # the chain's traffic crosses the clone, and the old node as transit
         t = chains.trace(lab.name, "c")
         assert t["delivered"] and t["in_order"], t

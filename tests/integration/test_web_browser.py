@@ -177,6 +177,30 @@ def test_graph_html_opens_from_a_file(browser: Browser, running_lab: Any, lab_na
     page.close()
 
 
+def test_graph_html_draws_a_migrated_node_as_transit(browser: Browser, tmp_path: Path) -> None:
+    """A lab-file function node whose function moved to a clone is drawn as ``sfclab graph``
+    writes it: "transit, moved to <clone>" (dashed), the clone "in place of <node>"."""
+    from sfclab.web.export import html_page
+    from tests.unit.test_web_topology import migrated
+
+    p, moved = migrated()
+    out = tmp_path / "moved.html"
+    out.write_text(html_page(p, moved))
+    page = new_page(browser)
+    page.goto(out.as_uri())
+    page.wait_for_function("window.sfclab && sfclab.cy.nodes('.lab-node').length > 0")
+    nodes = {n["id"]: n for n in drawn(page)[0]}
+    assert nodes["fw1"]["label"] == "fw1\ntransit, moved to fw1.m1", nodes["fw1"]
+    assert "transit" in nodes["fw1"]["classes"]
+    assert nodes["fw1.m1"]["label"] == "fw1.m1\nfirewall in place of fw1", nodes["fw1.m1"]
+    assert "transit" not in nodes["fw1.m1"]["classes"]
+    assert nodes["fw2"]["label"] == "fw2\nfirewall"
+    style = page.evaluate("() => sfclab.cy.getElementById('fw1').style('border-style')")
+    assert style == "dashed"
+    assert not page.errors  # type: ignore[attr-defined]
+    page.close()
+
+
 def test_the_page_with_a_token(browser: Browser, running_lab: Any, lab_name: str,
                                tmp_path: Path) -> None:
     """Opened once as /?token=..., the page and everything it loads pass; without, 401."""

@@ -3,10 +3,13 @@ groups by host and tenant, read from whatever the plan says of them (nothing whe
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from sfclab.realize.kinds import load_lab, load_lab_dict
 from sfclab.realize.lifecycle import plan_for
+from sfclab.web.export import html_page
 from sfclab.web.topology import topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +93,46 @@ def test_groups_from_a_lab_with_hosts_and_tenants() -> None:
             assert n["parent"] == f"tenant:{tenant_of[n['id']]}@{host_of[n['id']]}"
     assert {g["id"] for g in t["groups"] if g["kind"] == "host"} == {
         f"host:{h}" for h in set(host_of.values())}
+
+
+def migrated() -> tuple[dict, dict[str, str]]:
+    """The sfc-web plan as after ``chain migrate`` moved fw1's function to its clone
+    ``fw1.m1`` (the saved plan holds the clone's namespace and function; the moved record
+    maps fw1 to it)."""
+    p = plan()
+    ns = next(n for n in p["namespaces"] if n["node"] == "fw1")
+    p["namespaces"].append({**ns, "node": "fw1.m1", "name": ns["name"] + ".m1"})
+    p["functions"]["fw1.m1"] = dict(p["functions"]["fw1"])
+    return p, {"fw1": "fw1.m1"}
+
+
+def test_a_migrated_lab_file_node_is_transit_and_its_clone_stands_for_it() -> None:
+    p, moved = migrated()
+    before = {n["id"]: n for n in topology(p)["nodes"]}
+    assert before["fw1"]["kind"] == "firewall" and "moved_to" not in before["fw1"]
+    assert "stands_for" not in before["fw1.m1"]
+    nodes = {n["id"]: n for n in topology(p, moved)["nodes"]}
+    assert nodes["fw1"]["kind"] == "transit" and nodes["fw1"]["function"] is None
+    assert nodes["fw1"]["moved_to"] == "fw1.m1" and nodes["fw1"]["was"] == "firewall"
+    assert nodes["fw1.m1"]["kind"] == "firewall" and nodes["fw1.m1"]["function"] == "firewall"
+    assert nodes["fw1.m1"]["stands_for"] == "fw1" and "moved_to" not in nodes["fw1.m1"]
+    # the other nodes are as the plan has them
+    assert {k: v for k, v in nodes.items() if k not in moved and k not in moved.values()} == {
+        k: v for k, v in before.items() if k not in moved and k not in moved.values()}
+
+
+def test_the_html_page_carries_the_moved_nodes() -> None:
+    """``graph --format html`` embeds the same topology, transit node and clone included."""
+    p, moved = migrated()
+    nodes = embedded(html_page(p, moved))
+    assert nodes["fw1"]["kind"] == "transit" and nodes["fw1"]["moved_to"] == "fw1.m1"
+    assert nodes["fw1.m1"]["stands_for"] == "fw1"
+    assert embedded(html_page(p))["fw1"]["kind"] == "firewall"
+
+
+def embedded(page: str) -> dict[str, dict]:
+    """Node id -> node of the topology an html page embeds."""
+    data = re.search(r'<script type="application/json" id="topology">(.*?)</script>', page,
+                     re.S)
+    assert data is not None
+    return {n["id"]: n for n in json.loads(data.group(1).replace("<\\/", "</"))["nodes"]}

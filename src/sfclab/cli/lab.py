@@ -209,7 +209,7 @@ def cmd_graph(a: argparse.Namespace) -> int:
     if a.format == "html":
         from ..web.export import html_page  # light start-up: only the html format
 
-        print(html_page(plan.to_dict()), end="")
+        print(html_page(plan.to_dict(), moved), end="")
         return ExitStatus.OK
     draw = graph.mermaid if a.format == "mermaid" else graph.dot
     print(draw(plan, TABLE.shapes(), moved), end="")

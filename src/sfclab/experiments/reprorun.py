@@ -5,12 +5,15 @@
     {"started": unix s, "ended": unix s, "wall_s": s,
      "environment": {kernel, cpu_model, cores, versions: {...}, clang, commit},
      "groups": {NAME: {"start": {"t", "load"}, "end": {"t", "load"},
-                       "rounds": [{"file", "repetitions", "findings"}]}}}
+                       "rounds": [{"file", "repetitions", "findings", "seconds"}]}},
+     "budget": {...}}   # the per-finding budget of added repetitions: .reprobudget
 
 ``load`` is ``/proc/loadavg``'s three averages.  :func:`more_repetitions` decides, after a
 group, which experiment files get more repetitions: those a key comparison's two points came
 from while the comparison is not separated, if the estimated cost (the file's mean time per
-repetition, from its stored runs, times the repetitions added) fits the remaining budget.
+repetition, from its stored runs, times the repetitions added) fits what is left of the
+findings' shares of the budget (:class:`.reprobudget.Budget`: an equal share of what is left per
+finding, the rest passed on to the findings after it).
 Only files run into the group's own databases are planned (the script reruns a file into its
 group's database): a finding whose b side is in another database (``b_db``) gets more
 repetitions of its a side only.
@@ -32,6 +35,7 @@ from ..errors import SpecError
 from ..traffic.environment import environment as host_environment
 from .findings import Findings
 from .page import unseparated
+from .reprobudget import Budget, fit
 from .store import Store
 
 RECORD = "reproduce.json"
@@ -99,11 +103,52 @@ class Record:
         g[when] = {"t": self.clock(), "load": self.load()}
         self.save()
 
-    def round(self, name: str, file: str, repetitions: int, findings: list[str]) -> None:
-        g = self.data.setdefault("groups", {}).setdefault(name, {"rounds": []})
-        g.setdefault("rounds", []).append({"file": file, "repetitions": repetitions,
-                                           "findings": findings})
+    @property
+    def budget(self) -> Budget | None:
+        """The per-finding budget of added repetitions (None before :meth:`start_budget`)."""
+        b = self.data.get("budget")
+        return Budget(b) if isinstance(b, dict) else None
+
+    def start_budget(self, total_s: float, findings: Findings, groups: list[str]) -> Budget:
+        """Share ``total_s`` among the findings of ``groups`` (in that order: the order the
+        script runs them; a finding belongs to the group of its database)."""
+        order = {g: i for i, g in enumerate(groups)}
+        mine = sorted((f for f in findings.findings if f.db in order),
+                      key=lambda f: order[f.db])  # stable: the findings file's order within
+        b = Budget.start(total_s, [(f.id, f.db) for f in mine])
+        self.data["budget"] = b.data
         self.save()
+        return b
+
+    def allowances(self, name: str) -> dict[str, float]:
+        """What each of group ``name``'s findings may still spend (see :class:`Budget`)."""
+        b = self.budget
+        if b is None:
+            raise SpecError("expected a budget in the record (repro_page.py budget first)",
+                            file=str(self.path))
+        out = b.allowances(name)
+        self.save()
+        return out
+
+    def round(self, name: str, file: str, repetitions: int, findings: list[str],
+              started: float | None = None) -> None:
+        """A file run again with ``repetitions``, for ``findings``; with ``started`` (its start,
+        unix s) the time it took is charged to those findings' budget."""
+        g = self.data.setdefault("groups", {}).setdefault(name, {"rounds": []})
+        entry: dict[str, Any] = {"file": file, "repetitions": repetitions, "findings": findings}
+        if started is not None:
+            entry["seconds"] = max(0.0, self.clock() - started)
+            if self.budget is not None:
+                self.budget.charge(findings, entry["seconds"])
+        g.setdefault("rounds", []).append(entry)
+        self.save()
+
+    def close_group(self, name: str, repetitions: Mapping[str, int]) -> None:
+        """Group ``name``'s findings are done, with the repetitions their comparisons ran;
+        what they did not spend goes to the findings after them."""
+        if self.budget is not None:
+            self.budget.close(name, repetitions)
+            self.save()
 
     def finish(self) -> None:
         self.data["ended"] = self.clock()
@@ -120,10 +165,13 @@ class MoreReps:
 
 
 def more_repetitions(findings: Findings, out_dir: Path, group_dbs: list[str],
-                     budget_s: float, step: int = 2, cap: int = 10) -> list[MoreReps]:
+                     budget_s: float | Mapping[str, float], step: int = 2, cap: int = 10
+                     ) -> list[MoreReps]:
     """Files to rerun with more repetitions so that the group's unseparated comparisons may
     separate: ``step`` repetitions more than the most a point has now (at most ``cap``),
-    only while the estimated time fits ``budget_s`` (cheapest first)."""
+    cheapest first, only while the estimated time fits: ``budget_s`` seconds in all, or per
+    finding (finding id -> seconds left of its share, :meth:`.reprobudget.Budget.allowances`;
+    a finding not named gets nothing)."""
     want: dict[str, list[str]] = {}
     for c in unseparated(findings, out_dir):
         if c.finding.db not in group_dbs:
@@ -150,6 +198,8 @@ def more_repetitions(findings: Findings, out_dir: Path, group_dbs: list[str],
             # a lab is built per run: count it with the run's own time (runs' started/ended
             # cover lab up, measurement and teardown)
             plans.append(MoreReps(src, new, per_rep * (new - reps) * 1.2, tuple(sorted(ids))))
+    if isinstance(budget_s, Mapping):
+        return fit(plans, budget_s)
     plans.sort(key=lambda p: p.estimate_s)
     chosen, spent = [], 0.0
     for p in plans:
@@ -192,4 +242,19 @@ def render_environment(record: Record) -> str:
                            f"({', '.join(r['findings'])})" for r in g.get("rounds", [])) or "–"
         out += (f"| {name} | {took} | {' '.join(map(str, t0.get('load', []))) or '–'} | "
                 f"{' '.join(map(str, t1.get('load', []))) or '–'} | {rounds} |\n")
+    return out + render_budget(record)
+
+
+def render_budget(record: Record) -> str:
+    """The per-finding budget of added repetitions as a table (empty without one)."""
+    b = record.budget
+    if b is None:
+        return ""
+    out = (f"\nBudget of added repetitions: {b.data['total_s']:.0f} s, shared per finding "
+           f"(left unspent: {b.left_s():.0f} s).\n\n| finding | group | share | spent | "
+           "repetitions |\n|---|---|---|---|---|\n")
+    for fid, f in b.findings.items():
+        share = "–" if f["share_s"] is None else f"{f['share_s']:.0f} s"
+        reps = "–" if f["repetitions"] is None else str(f["repetitions"])
+        out += f"| {fid} | {f['group']} | {share} | {f['spent_s']:.0f} s | {reps} |\n"
     return out

@@ -3,7 +3,8 @@
 The file holds Cytoscape.js (from the pinned npm package), the page's own ``graph.js`` and
 ``style.css``, and the lab's topology (:func:`.topology.topology`) as JSON, so it opens
 anywhere without a server or a network.  It shows what the plan says (groups, link kinds,
-chains); live rates and loss need ``sfclab serve``.
+chains, and a running lab's migrated lab-file nodes as transit nodes "moved to" their clones);
+live rates and loss need ``sfclab serve``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ def _script(text: str) -> str:
     return "<script>" + text.replace("</script", "<\\/script") + "</script>"
 
 
-def html_page(plan: dict[str, Any]) -> str:
-    """The self-contained HTML text for ``plan`` (a plan as stored)."""
-    topo = topology(plan)
+def html_page(plan: dict[str, Any], moved: dict[str, str] | None = None) -> str:
+    """The self-contained HTML text for ``plan`` (a plan as stored); ``moved``: a running lab's
+    migrated lab-file nodes -> their clones (:func:`sfclab.realize.moved.moved_nodes`)."""
+    topo = topology(plan, moved)
     name = html.escape(str(topo["lab"]))
     data = json.dumps(topo).replace("</", "<\\/")
     return "\n".join([

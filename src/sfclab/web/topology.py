@@ -5,7 +5,8 @@
     {"lab": NAME,
      "groups":  [{"id": "host:h1", "kind": "host", "name": "h1", "parent": None}, ...],
      "nodes":   [{"id": NODE, "kind": KIND, "function": KIND|None, "netns": NS|None,
-                  "host": H|None, "tenant": T|None, "parent": GROUP-ID|None}, ...],
+                  "host": H|None, "tenant": T|None, "parent": GROUP-ID|None,
+                  ["was": KIND, "moved_to": CLONE] | ["stands_for": NODE]}, ...],
      "links":   [{"id": "l3", "link": 3, "source": A, "target": B, "kind": "veth",
                   "interfaces": [{"node", "ifname", "netns", "address"}, ...]}, ...],
      "chains":  [{"chain": NAME, "reverse": bool, "ingress", "egress",
@@ -19,14 +20,18 @@ sits in its tenant's box inside its host's box.  Link kinds are the plan's inter
 steering plan's directions and paths (``plan.steering``), absent for a lab without chains.
 A running lab's saved plan holds what was made on it (``chain add``/``migrate``, ``host add``):
 its links (index -1, ``"added": true``, known by their two nodes, with ``vni`` and ``attach``
-when tunnelled), its nodes and hosts, and the chains' paths as they run now.
+when tunnelled), its nodes and hosts, and the chains' paths as they run now.  A lab-file
+function node whose function ``chain migrate`` moved to a clone (``moved``: node -> clone, read
+from the lab's state by :func:`sfclab.realize.moved.moved_nodes`) is what it is now: kind
+``transit``, no function, ``was`` its old kind and ``moved_to`` its clone; the clone says which
+node it ``stands_for`` -- as ``sfclab inspect`` and ``sfclab graph`` show them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..plan.graph import link_key
+from ..plan.graph import TRANSIT, link_key
 
 GROUP_KEYS = ("host", "tenant")
 
@@ -92,15 +97,29 @@ def _chains(steering: dict[str, Any] | None) -> list[dict[str, Any]]:
             for d in steering.get("directions", [])]
 
 
-def topology(plan: dict[str, Any]) -> dict[str, Any]:
-    """The graph of ``plan`` (a plan as stored: :meth:`sfclab.plan.model.Plan.to_dict`)."""
+def _moved(node: str, kind: str, function: str | None, moved: dict[str, str]
+           ) -> dict[str, Any]:
+    """A node's kind and function as it is now: a migrated lab-file node is a transit node
+    whose function moved to its clone; a clone says which node it stands for."""
+    if node in moved:
+        return {"kind": TRANSIT, "function": None, "was": function or kind,
+                "moved_to": moved[node]}
+    stood = sorted(n for n, c in moved.items() if c == node)
+    return {"kind": kind, "function": function, **({"stands_for": stood[0]} if stood else {})}
+
+
+def topology(plan: dict[str, Any], moved: dict[str, str] | None = None) -> dict[str, Any]:
+    """The graph of ``plan`` (a plan as stored: :meth:`sfclab.plan.model.Plan.to_dict`);
+    ``moved``: the running lab's migrated lab-file nodes -> their clones (none when omitted)."""
+    moved = moved or {}
     maps = {k: _mapping(plan, k) for k in GROUP_KEYS}
     functions = plan.get("functions") or {}
     nodes: list[dict[str, Any]] = []
     for ns in plan.get("namespaces", []):
         fn = functions.get(ns["node"])
-        nodes.append({"id": ns["node"], "kind": ns["kind"], "netns": ns["name"],
-                      "function": fn.get("kind") if isinstance(fn, dict) else None,
+        nodes.append({"id": ns["node"], "netns": ns["name"],
+                      **_moved(ns["node"], ns["kind"],
+                               fn.get("kind") if isinstance(fn, dict) else None, moved),
                       **{k: _group_of(ns, ns["node"], maps, k) for k in GROUP_KEYS}})
     for b in plan.get("ovs_bridges", []):
         nodes.append({"id": b["node"], "kind": "ovs-bridge", "netns": None, "function": None,

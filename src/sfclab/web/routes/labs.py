@@ -16,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from ...realize import lifecycle
 from ...realize.inspect import inspect
 from ...realize.kinds import load_lab_text
+from ...realize.moved import moved_nodes
 from ...spec.source import MAX_BYTES, decode
 from ...errors import SpecError
 from ..errors import Clash
@@ -72,12 +73,14 @@ def down(lab: str, s: Services = Depends(services)) -> dict[str, Any]:
     return {lab: lifecycle.down(lab).to_dict()}
 
 
-@router.get("/{lab}/topology", summary="the lab as a graph: nodes, groups, links, chains")
+@router.get("/{lab}/topology", summary="the lab as a graph: nodes, groups, links, chains "
+            "(a migrated lab-file node as transit, moved to its clone)")
 def lab_topology(lab: str) -> dict[str, Any]:
-    plan = known_lab(lab).plan()
+    state = known_lab(lab)
+    plan = state.plan()
     if plan is None:
         raise Clash(f"lab '{lab}' has no plan yet (it is being built)")
-    return topology(plan)
+    return topology(plan, moved_nodes(state))
 
 
 @router.get("/{lab}/counters", summary="cumulative packet, byte and drop counters of every "

@@ -23,6 +23,14 @@
     return v.toFixed(v < 10 ? 1 : 0);
   }
 
+  function caption(n) {
+    // the text under a node's name, as `sfclab graph` writes it: its kind (or function), and
+    // for a lab-file node whose function `chain migrate` moved, where the function is now
+    if (n.moved_to) return n.kind + ", moved to " + n.moved_to;
+    const sub = n.function && n.function !== n.kind ? n.function : n.kind;
+    return n.stands_for ? sub + " in place of " + n.stands_for : sub;
+  }
+
   function elements(topo) {
     const els = [];
     for (const g of topo.groups) {
@@ -30,11 +38,11 @@
         groupKind: g.kind, parent: g.parent || undefined}, classes: "group " + g.kind});
     }
     for (const n of topo.nodes) {
-      const sub = n.function && n.function !== n.kind ? n.function : n.kind;
+      const sub = caption(n);
       els.push({group: "nodes", data: {id: n.id, name: n.id, kind: n.kind, sub: sub,
         base: n.id + "\n" + sub, label: n.id + "\n" + sub, parent: n.parent || undefined,
         shape: KIND_SHAPE[n.kind] || (n.function ? "hexagon" : "ellipse")},
-        classes: "lab-node"});
+        classes: "lab-node" + (n.moved_to ? " transit" : "")});
     }
     for (const l of topo.links) {
       const st = LINK_STYLE[l.kind] || ["solid", "#555"];
@@ -53,6 +61,8 @@
       "text-valign": "center", "text-halign": "center", "font-size": 11,
       "width": 78, "height": 46, "background-color": "#e8eef5", "border-width": 1.5,
       "border-color": "#5a6b7b", "color": "#1d2733"}},
+    {selector: "node.lab-node.transit", style: {"border-style": "dashed",
+      "background-color": "#f4f4f4", "color": "#5a6b7b"}},
     {selector: "node.group", style: {
       "label": "data(label)", "text-valign": "top", "text-halign": "center",
       "font-size": 12, "font-weight": "bold", "background-opacity": 0.06,
