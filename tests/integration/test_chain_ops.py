@@ -311,7 +311,10 @@ def migrate_under_udp_and_tcp(lab: Lab, instance: str, to: str | None = None
         rc = client.wait(timeout=30)
         err = client.stderr.read() if client.stderr else ""
         assert rc == 0, err  # no reset, no timeout: the connection went on through the clone
-        assert json.loads(client.stdout.read())["exchanges"] > 0
+        done = json.loads(client.stdout.read())
+        print(f"TCP through the migration: {done['exchanges']} exchanges, longest gap "
+              f"{1000 * done['longest_gap']:.1f} ms")
+        assert done["exchanges"] > 0
     finally:
         server.kill()
         server.wait()

@@ -101,6 +101,94 @@ def call(t: SshTarget, verb: str, request: dict[str, Any], *, timeout: float = 1
     return answer
 
 
+def call_armed(ts: dict[str, SshTarget], verb: str, request: dict[str, Any], *,
+               timeout: float = 120, connect_timeout: float = 10,
+               module: str = AGENT_MODULE) -> tuple[dict[str, dict[str, Any]], float]:
+    """Armed verb ``verb`` on every host of ``ts`` at once, in two phases: each host's agent
+    makes everything ready and answers ``armed``; once all have, each is told ``go`` (within a
+    thread switch of the others) and acts.  The answers by host, and the seconds from ``go``
+    to the last answer (what the hosts' changes are apart, at most).  If a host cannot be
+    reached or fails to arm, the others are never told ``go``: their input is closed and they
+    change nothing; its failure is raised (:class:`HostUnreachable` or :class:`AgentError`).
+    """
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    t_go: list[float] = []
+    gate = threading.Barrier(len(ts), action=lambda: t_go.append(time.perf_counter()))
+    line = json.dumps(request) + "\n"
+
+    def one(t: SshTarget) -> tuple[dict[str, Any], float]:
+        ctx = kernel_netns.entered(t.netns) if t.netns else contextlib.nullcontext()
+        try:
+            with ctx:  # the socket is opened in this thread, so in the namespace
+                return asyncio.run(_armed(t, t.command(verb, module), line, gate, timeout,
+                                          connect_timeout))
+        except BaseException:
+            gate.abort()  # the others close their agents' input: nothing changes there
+            raise
+
+    if not ts:
+        return {}, 0.0
+    with ThreadPoolExecutor(max_workers=len(ts)) as ex:
+        futures = {h: ex.submit(one, t) for h, t in ts.items()}
+        wait(futures.values())
+    failed = [f.exception() for f in futures.values() if f.exception() is not None]
+    real = [e for e in failed if not isinstance(e, threading.BrokenBarrierError)]
+    if failed:
+        raise (real or failed)[0]  # type: ignore[misc]
+    done = {h: f.result() for h, f in futures.items()}
+    return {h: a for h, (a, _) in done.items()}, max(d for _, d in done.values()) - t_go[0]
+
+
+async def _armed(t: SshTarget, command: str, line: str, gate: Any, timeout: float,
+                 connect_timeout: float) -> tuple[dict[str, Any], float]:
+    """One host's side of :func:`call_armed`: its answer and when it came."""
+    import time
+
+    import asyncssh  # light start-up: only labs with real hosts load it
+
+    def failed(what: str, err: str) -> AgentError:
+        msg = err.strip().splitlines()
+        return AgentError(f"host {t.host}: agent {what} (armed): "
+                          f"{msg[-1] if msg else 'no message'}")
+
+    try:
+        async with asyncssh.connect(t.address, **_options(t, connect_timeout)) as conn:
+            proc = await conn.create_process(command)
+            proc.stdin.write(line)
+            first = await asyncio.wait_for(proc.stdout.readline(), timeout)
+            if first.strip() != json.dumps({"armed": True}):
+                proc.stdin.write_eof()
+                raise failed("did not arm", first + await proc.stderr.read())
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, gate.wait, timeout)
+            except BaseException:
+                proc.stdin.write_eof()  # not told to go: it changes nothing
+                await proc.wait()
+                raise
+            proc.stdin.write("go\n")
+            answer = await asyncio.wait_for(proc.stdout.readline(), timeout)
+            at = time.perf_counter()
+            proc.stdin.write_eof()
+            r = await proc.wait()
+    except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
+        raise HostUnreachable(f"host {t.host} ({t.user}@{t.address}:{t.port}) unreachable "
+                              f"over SSH: {e or type(e).__name__}", host=t.host,
+                              address=t.address, reason=reason_of(e)) from None
+    if r.exit_status != 0:
+        raise failed(f"failed (exit {r.exit_status})", str(r.stderr or ""))
+    try:
+        got = json.loads(answer)
+    except json.JSONDecodeError:
+        raise AgentError(f"host {t.host}: armed agent answered no JSON: {answer[:200]!r}") \
+            from None
+    if not isinstance(got, dict):
+        raise AgentError(f"host {t.host}: armed agent answered {type(got).__name__}")
+    return got, at
+
+
 def run_captured(t: SshTarget, argv: list[str], *, input: str | None = None,
                  timeout: float = 60, connect_timeout: float = 10) -> tuple[int, str, str]:
     """Run ``argv`` (a command line of host ``t``) there with ``input``; its exit status,

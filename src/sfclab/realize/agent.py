@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -211,20 +212,48 @@ VERBS.update(agent_sfc.VERBS)  # a host's share of the chains' data plane
 VERBS.update(agent_scan.VERBS)  # what it offers, before 'host add --ssh'
 
 
+#: armed verbs: a generator that makes everything ready, yields once, and acts only when
+#: resumed; closed instead, it has changed nothing.  The agent reads the request as one line,
+#: answers ``{"armed": true}``, then waits for a line ``go`` (anything else, or the end of
+#: its input, and it closes the verb and exits 1); see :func:`sfclab.hosts.ssh.call_armed`
+ARMED: dict[str, Callable[[dict[str, Any]], Generator[None, None, dict[str, Any]]]] = {}
+
+
+def _request(text: str) -> dict[str, Any]:
+    req = json.loads(text or "{}")
+    if not isinstance(req, dict):
+        raise ValueError("expected a JSON object")
+    return req
+
+
+def _armed(verb: str, req: dict[str, Any]) -> dict[str, Any]:
+    gen = ARMED[verb](req)
+    next(gen)  # ready: nothing changed yet
+    print(json.dumps({"armed": True}), flush=True)
+    if sys.stdin.readline().strip() != "go":
+        gen.close()
+        raise LabError(f"{verb} not told to go: nothing changed")
+    try:
+        gen.send(None)
+    except StopIteration as done:
+        return dict(done.value)
+    raise LabError(f"{verb} yielded twice")
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] not in VERBS:
-        print(f"usage: python -m sfclab.realize.agent {{{'|'.join(VERBS)}}} < request.json",
+    verbs = [*VERBS, *ARMED]
+    if len(argv) != 1 or argv[0] not in verbs:
+        print(f"usage: python -m sfclab.realize.agent {{{'|'.join(verbs)}}} < request.json",
               file=sys.stderr)
         return 2
+    armed = argv[0] in ARMED
     try:
-        req = json.loads(sys.stdin.read() or "{}")
-        if not isinstance(req, dict):
-            raise ValueError("expected a JSON object")
+        req = _request(sys.stdin.readline() if armed else sys.stdin.read())
     except ValueError as e:
         print(f"agent: bad request: {e}", file=sys.stderr)
         return 2
     try:
-        answer = VERBS[argv[0]](req)
+        answer = _armed(argv[0], req) if armed else VERBS[argv[0]](req)
     except (SfclabError, OSError, KeyError) as e:
         print(f"agent {argv[0]}: {e}", file=sys.stderr)
         return 1

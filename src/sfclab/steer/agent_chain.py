@@ -27,7 +27,9 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
 - ``chain-switch`` ``{"lab", "plan", "addition", "slots", "after"}``: a migration's switch,
   the slot tables of the directions whose ingress is here (``chain-tables`` with ``slots:
   false`` wrote their new paths first), and the part saved with the new paths, under the
-  slot lock the host's watcher takes (:mod:`.sshhealth`).
+  slot lock the host's watcher takes (:mod:`.sshhealth`).  Armed: it makes ready, answers
+  ``armed`` and writes on ``go`` (:func:`sfclab.hosts.ssh.call_armed`), so the ingress hosts
+  of both directions switch within one round trip of each other.
 - ``chain-ready`` ``{"lab", "plan", "addition", "node"}``: a migration's clone placed here
   forwards (its program runs, its attach node's end answers a ping), as on emulated hosts;
 - ``chain-retire`` ``{"lab", "plan", "node"}``: a lab file's function node here that a clone
@@ -42,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LabError, SpecError
@@ -309,17 +312,23 @@ def check(req: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def switch(req: dict[str, Any]) -> dict[str, Any]:
-    """A migration's switch: the slot tables of the directions whose ingress is here, each in
-    one map update (``{"lab", "plan", "addition", "slots": {INDEX: [PATH, ...]}, "after"}``),
-    and the part saved as ``after`` (the plan with the new paths) under the slot lock, so the
-    host's watcher never acts on paths older than its slot tables; paths through instances
-    it found dead stay out."""
+def switch(req: dict[str, Any]) -> Generator[None, None, dict[str, Any]]:
+    """A migration's switch, armed (:data:`sfclab.realize.agent.ARMED`): the slot tables of
+    the directions whose ingress is here, each in one map update (``{"lab", "plan",
+    "addition", "slots": {INDEX: [PATH, ...]}, "after"}``), and the part saved as ``after``
+    (the plan with the new paths) under the slot lock, so the host's watcher never acts on
+    paths older than its slot tables; paths through instances it found dead stay out.
+
+    Everything is made ready first (the request read, the lab and slot locks taken, the maps
+    open, the slots computed); then it yields (the agent answers ``armed``) and writes only
+    when told ``go``, so every ingress host writes within one round trip of the others.
+    Closed instead of resumed, it has changed nothing."""
     state, part, me, merged, add = _load(req)
     local = set(part.hosts[0].nodes)
     slots = {int(k): [int(x) for x in v] for k, v in dict(req["slots"]).items()}
     mine = [d for d in add.directions if d.ingress in local and d.index in slots]
     if not mine:
+        yield
         return {"directions": 0}
     with state.locked(), record.slot_lock(state), \
             DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
@@ -329,9 +338,12 @@ def switch(req: dict[str, Any]) -> dict[str, Any]:
             if gone & {i for p in d.paths for i in p.instances}:
                 w = [0 if gone & set(p.instances) else p.weight for p in d.paths]
                 slots[d.index] = tables.slots_over(d, d.path_base, w)
+        after = _new_part(part, Plan.from_dict(req["after"]), me) if req.get("after") else None
+        yield
+        for d in mine:
             tables.write_slots(dp, d, slots[d.index])
-        if req.get("after"):
-            record.save_plan(state, _new_part(part, Plan.from_dict(req["after"]), me))
+        if after is not None:
+            record.save_plan(state, after)
     return {"directions": len(mine)}
 
 
@@ -395,13 +407,18 @@ def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
 
 
 VERBS = {**agent.VERBS, "chain-make": make, "chain-tables": write_tables,
-         "chain-unmake": unmake, "chain-switch": switch, "chain-check": check,
+         "chain-unmake": unmake, "chain-check": check,
          "chain-ready": ready, "chain-retire": retire,
          **agent_conntrack.VERBS, **agent_health.VERBS}
 
 
+#: verbs that make ready, answer ``armed`` and act on ``go`` (:func:`sfclab.hosts.ssh.call_armed`)
+ARMED = {"chain-switch": switch}
+
+
 def main(argv: list[str]) -> int:
     agent.VERBS.update(VERBS)  # one dispatcher: the realize agent's
+    agent.ARMED.update(ARMED)
     return agent.main(argv)
 
 

@@ -7,12 +7,15 @@ make-before-break as on emulated hosts:
 1. **Clone.**  ``chain-make`` on every host with the clone as the addition (its namespace,
    function, tunnel ends, its programs and the attach node's), then ``chain-tables`` without
    slots: its labels and the new paths, which nothing uses yet.
-2. **Switch.**  ``chain-switch`` at the ingress hosts, all at once (one thread each): each
-   direction's slot table rewritten in one map update, the plan saved with the new paths under
-   the slot lock.  The two directions of a symmetric chain have their ingresses on two hosts,
-   so for about one SSH round trip's spread one direction crosses the clone and the other
-   the old instance; both tolerate that (below).  ``switch_seconds`` is the time of these
-   calls, SSH connections included.
+2. **Switch.**  ``chain-switch`` at the ingress hosts, armed
+   (:func:`sfclab.hosts.ssh.call_armed`): each host's agent first makes everything ready (the
+   locks taken, the maps open, the slots computed) and answers ``armed``; only when all have
+   is each told ``go``, and it rewrites each direction's slot table in one map update and
+   saves the plan with the new paths under the slot lock.  The two directions of a symmetric
+   chain have their ingresses on two hosts, so they switch within ``switch_seconds`` of each
+   other (from ``go`` to the last answer: one SSH round trip, no connection set-up); a host
+   that cannot arm leaves every host unchanged.  Meanwhile one direction may cross the clone
+   and the other the old instance; both tolerate that (below).
 3. **Drain.**  The old instance's counters (read through the agents) are watched until no
    packet entered it for ``drain_s`` (at most 5 s).
 4. **Stop.**  ``chain-unmake`` of the old instance on every host (its node, tunnel ends, the old
@@ -50,7 +53,7 @@ from ..plan.chainadd import Addition, NewNode
 from ..plan.model import Plan
 from ..plan.sfc import DirectionPlan, Hop, SteeringPlan
 from ..hosts.ssh import SshTarget
-from ..realize import remote, remote_sfc
+from ..realize import remote_sfc
 from ..realize.dataplane import path_base
 from ..realize.state import LabState
 from . import health, record, sshadd
@@ -72,7 +75,7 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own
             clone: NewNode, news: list[DirectionPlan],
             olds: list[DirectionPlan], new_hops: list[Hop], host: str,
             t0: float) -> dict[str, Any]:
-    from ..hosts.ssh import call
+    from ..hosts.ssh import call, call_armed
     from .migrate import final_plan, save, switched_plan
 
     add, old, lab_file = own.add, own.old, own.lab_file
@@ -120,10 +123,7 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own
                 slots[str(nd.index)] = [nd.path_base + nd.paths[k].index for k in d.slots]
         at = _ingress_hosts(merged, news, ts)
         req_sw = {**base, "slots": slots, "after": switched.to_dict()}
-        t_sw = time.perf_counter()
-        remote._each(at, lambda t: call(t, "chain-switch", req_sw, module=MODULE,
-                                        timeout=120))
-        switch_s = time.perf_counter() - t_sw
+        _, switch_s = call_armed(at, "chain-switch", req_sw, module=MODULE)
         record.save_plan(state, switched)
     add.directions = [next((nd for nd in news if nd.index == d.index), d)
                       for d in add.directions]
