@@ -4,7 +4,11 @@
  * on the node's interfaces; the maps are pinned in the lab's bpffs directory.
  *
  *   sfc-steer --maps DIR --node-id N --netns NAME OBJ:PROG:IFNAME:HOOK ...
+ *   sfc-steer --maps DIR --maps-of OBJ
  *
+ * The second form attaches nothing: it loads OBJ only for the lab-wide maps it declares, so
+ * they are made and pinned in DIR (a host's share of a lab whose chains place no node there
+ * yet: its maps exist, empty, for the instances `chain add` or `chain migrate` bring later).
  * Every object is opened with DIR as libbpf's pin root, so the lab-wide maps its programs
  * declare with LIBBPF_PIN_BY_NAME are made once (by the first node) and shared by every later
  * load; `node_id`, the only variable in each object's .rodata, tells the programs their node.
@@ -172,12 +176,13 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: sfc-steer --maps DIR --node-id N --netns NAME "
 		   "OBJ:PROG:IFNAME:HOOK ...\n"
+		   "       sfc-steer --maps DIR --maps-of OBJ\n"
 		   "  HOOK: xdp | tcx-ingress | tcx-egress\n");
 }
 
 int main(int argc, char **argv)
 {
-	const char *maps = NULL, *ns = NULL;
+	const char *maps = NULL, *ns = NULL, *maps_of = NULL;
 	unsigned long node_id = 0;
 	struct attach at[MAX_ATTACH];
 	int nat = 0, rc = 1;
@@ -191,6 +196,8 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(argv[i], "--maps") && v) {
 			maps = v, i++;
+		} else if (!strcmp(argv[i], "--maps-of") && v) {
+			maps_of = v, i++;
 		} else if (!strcmp(argv[i], "--netns") && v) {
 			ns = v, i++;
 		} else if (!strcmp(argv[i], "--node-id") && v) {
@@ -211,7 +218,17 @@ int main(int argc, char **argv)
 			nat++;
 		}
 	}
-	if (!maps || !ns || !nat) {
+	if (maps && maps_of && !ns && !nat) {
+		struct bpf_object *bo;
+
+		libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+		bo = load(maps_of, maps, 0);
+		if (!bo)
+			return 1;
+		bpf_object__close(bo); /* the pinned maps stay */
+		return 0;
+	}
+	if (!maps || !ns || !nat || maps_of) {
 		usage(stderr);
 		return 2;
 	}

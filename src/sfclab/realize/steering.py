@@ -10,7 +10,11 @@ detaches the programs; after ``kill -9`` the journal still names the directory.
 On a host driven over SSH (a part built by its agent) the same happens for the host's share
 only (:mod:`sfclab.plan.sfc_hosts`): its nodes' programs, its own maps in its sub-directory of
 the lab's bpffs directory, the entries its nodes use, and first the derived MACs on its chain
-nodes' interfaces (the other hosts address them by those).
+nodes' interfaces (the other hosts address them by those).  A host with no chain node (nothing
+of any chain placed there yet) still gets its share's maps, empty (``sfc-steer --maps-of``
+loads one object for its maps and attaches nothing): ``chain add`` and ``chain migrate --to``
+place instances there later, and every reader of the shares (counters, the host's watcher)
+finds maps on every host.
 """
 
 from __future__ import annotations
@@ -101,6 +105,9 @@ class Steering(Part):
                 if cp.returncode != 0:
                     raise RealizeError(cp.stderr.strip() or f"sfc-steer exited {cp.returncode}",
                                        obj=f"eBPF programs of {node}")
+        if local is not None and not local:  # no node of any chain here (yet): empty maps
+            with step(f"maps of {b.plan.hosts[0].name}'s share"):
+                make_maps(binary, maps)
         with step("SFC tables"), dataplane.DataPlane(b.plan.lab, top) as dp:
             dp.load(sp, ifaces, local)
 
@@ -136,6 +143,17 @@ class Steering(Part):
             for node, node_id in sp.node_ids.items():
                 if node in nodes:
                     nodes[node]["sfc"] = {"node_id": node_id, "counters": dp.counters(node_id)}
+
+
+def make_maps(binary: Path, maps: Path) -> None:
+    """The lab-wide maps made and pinned in ``maps`` without a program attached (every SFC
+    object declares them all; ``sfc_forward``'s is loaded for them, then closed)."""
+    cp = subprocess.run([str(binary), "--maps", str(maps), "--maps-of",
+                         str(binary.parent / PROGRAM_OBJECT["sfc_forward"])],
+                        capture_output=True, text=True, check=False)
+    if cp.returncode != 0:
+        raise RealizeError(cp.stderr.strip() or f"sfc-steer exited {cp.returncode}",
+                           obj=str(maps))
 
 
 def _top(plan: Plan) -> Path:

@@ -4,7 +4,8 @@ what such a watcher sees and does):
 - ``chain-watch`` ``{"lab", "peers", "port", "secret"}``: keep the lab's peers (host ->
   underlay address), port and secret as ``peers.json`` (:mod:`.peerwatch`), then start the
   host's watcher (:func:`ensure`, journaled in the host's journal) unless it runs or the host
-  holds no direction's ingress and no instance; answers ``{"host", "watcher", "started",
+  holds no direction's ingress and no instance (one that runs without a socket to its peers,
+  started before the host had ``peers.json``, is ended and started again); answers ``{"host", "watcher", "started",
   "instances"}`` (``watcher``: its PID or None; ``instances``: those it probes);
 - ``chain-health`` ``{"lab"}``: the host's watcher, the health of the instances it probes and
   the events of the host's record (:func:`sfclab.steer.health.status` read there).
@@ -38,6 +39,9 @@ def watch(req: dict[str, Any]) -> dict[str, Any]:
                 "host": host.name, "peers": dict(req.get("peers", {})),
                 "port": int(req["port"]), "secret": str(req["secret"])})
         running = health.watcher_pid(state)
+        if running and req.get("secret") and not health.watcher_talks(state):
+            health.stop_watcher(state)  # started before this host knew its peers: again
+            running = None
         pid, watched = ensure(state, part)
     return {"host": host.name, "watcher": pid, "started": bool(pid) and not running,
             "instances": watched}

@@ -368,9 +368,19 @@ def ensure_watcher(state: LabState, plan: Plan, node: str,
         log.close()
     state.record([{"op": "watcher", "pid": p.pid, "netns": ns}])
     tmp = state.dir / "watcher.json.tmp"
-    tmp.write_text(json.dumps({"pid": p.pid, "netns": ns}))
+    tmp.write_text(json.dumps({"pid": p.pid, "netns": ns, "peers": peer_sock is not None}))
     os.replace(tmp, state.dir / "watcher.json")
     return p.pid
+
+
+def watcher_talks(state: LabState) -> bool:
+    """The running watcher was started with a socket to its peers (over SSH: a watcher
+    started before its host knew the lab's peers, e.g. by a migration onto a host that held
+    nothing, has none, and must be started again once it does)."""
+    try:
+        return bool(json.loads((state.dir / "watcher.json").read_text()).get("peers"))
+    except (FileNotFoundError, ValueError):
+        return False
 
 
 def stop_watcher(state: LabState, wait_s: float = 2.0) -> int | None:

@@ -37,7 +37,7 @@ from ..realize.hosts import inspect_links
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
 from ..realize import remote_hosts
-from . import record, sshhost, underlay
+from . import record, sshhealth, sshhost, underlay
 from .capacity import (LOCAL, added_hosts, has_local, hosts_of, instances_by_host,
                        save_added_hosts)
 from .migrate import migrate_locked
@@ -112,7 +112,10 @@ def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None, port: in
                  agent_state: str | None = None,
                  wait_s: float = DEFAULT_WAIT_S) -> dict[str, Any]:
     """``host add --ssh``: a real machine joins running ``lab`` (hosts driven over SSH only;
-    scanned, checked, journaled, placed on the underlay: :mod:`.sshhost`)."""
+    scanned, checked, journaled, placed on the underlay: :mod:`.sshhost`).  On a lab with
+    chains every host's agent is then given the new peers list (:func:`.sshhealth.start`):
+    the watchers already running accept the new host's reports once an instance lands there
+    (``chain migrate --to`` or ``chain add`` start its own watcher)."""
     check_host_request(name, 1 if cpus is None else cpus,
                        MIN_MEMORY if memory is None else memory)
     sshhost.check_request(ssh, key, port)
@@ -131,6 +134,8 @@ def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None, port: in
         save_added_hosts(state, added_hosts(state) + [name])
         record.event(state, "host-added", host=name, cpus=d["cpus"], memory=d["memory"],
                      ssh=d["ssh"])
+        if plan.steering:  # every host's watcher learns its new peer (it holds nothing yet)
+            d["watcher"] = sshhealth.start(state)["watchers"]
     return {**d, "seconds": round(time.monotonic() - t0, 3)}
 
 

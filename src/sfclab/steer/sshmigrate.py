@@ -20,6 +20,11 @@ make-before-break as on emulated hosts:
    packet entered it for ``drain_s`` (at most 5 s).
 4. **Stop.**  ``chain-unmake`` of the old instance on every host (its node, tunnel ends, the old
    paths, the labels nobody uses), the plan and record naming the clone.
+5. **Watchers.**  Every host's agent is given the lab's peers, port and secret again and the
+   watchers started where needed (:func:`.sshhealth.start`, as ``chain add`` does): a clone
+   on a host that held nothing of any chain (one ``host add --ssh`` joined, or a lab-file
+   host with no node) is probed there and reported to the ingress's host, so it fails over
+   like any instance.  A host that could not start one is named in ``watcher_errors``.
 
 **State.**  Between 1 and 2, the old instance's connection-tracking entries are read by its
 host's agent (``conntrack-list``) and made in the clone by the clone's host's agent
@@ -56,7 +61,7 @@ from ..hosts.ssh import SshTarget
 from ..realize import remote_sfc
 from ..realize.dataplane import path_base
 from ..realize.state import LabState
-from . import health, record, sshadd
+from . import health, record, sshadd, sshhealth
 from .agent_chain import MODULE
 from .record import slot_lock
 from .request import MigrateInstance
@@ -157,9 +162,11 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own
     record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
                  host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
                  drained=drained)
+    watch = sshhealth.start(state)  # the clone's host knows its peers; its watcher runs
     return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
             "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
             "conntrack_errors": errors[:5], "drained": drained,
+            "watcher": watch["watchers"], "watcher_errors": watch["errors"],
             "seconds": round(time.monotonic() - t0, 3)}
 
 
