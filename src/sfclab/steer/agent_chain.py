@@ -319,10 +319,11 @@ def switch(req: dict[str, Any]) -> Generator[None, None, dict[str, Any]]:
     (the plan with the new paths) under the slot lock, so the host's watcher never acts on
     paths older than its slot tables; paths through instances it found dead stay out.
 
-    Everything is made ready first (the request read, the lab and slot locks taken, the maps
-    open, the slots computed); then it yields (the agent answers ``armed``) and writes only
-    when told ``go``, so every ingress host writes within one round trip of the others.
-    Closed instead of resumed, it has changed nothing."""
+    Everything is made ready first (the request read, the part to save made, the maps open);
+    then it yields (the agent answers ``armed``) and, told ``go``, takes the lab and slot
+    locks (the watcher holds the slot lock a few milliseconds at most) and writes, so every
+    ingress host writes within one round trip of the others.  Closed instead of resumed, it
+    has changed nothing."""
     state, part, me, merged, add = _load(req)
     local = set(part.hosts[0].nodes)
     slots = {int(k): [int(x) for x in v] for k, v in dict(req["slots"]).items()}
@@ -330,20 +331,19 @@ def switch(req: dict[str, Any]) -> Generator[None, None, dict[str, Any]]:
     if not mine:
         yield
         return {"directions": 0}
-    with state.locked(), record.slot_lock(state), \
-            DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
-        gone = health.dead(state)
-        for d in mine:
-            assert d.path_base is not None
-            if gone & {i for p in d.paths for i in p.instances}:
-                w = [0 if gone & set(p.instances) else p.weight for p in d.paths]
-                slots[d.index] = tables.slots_over(d, d.path_base, w)
+    with DataPlane(merged.lab, dataplane.share_dir(merged.lab, me)) as dp:
         after = _new_part(part, Plan.from_dict(req["after"]), me) if req.get("after") else None
-        yield
-        for d in mine:
-            tables.write_slots(dp, d, slots[d.index])
-        if after is not None:
-            record.save_plan(state, after)
+        yield  # the locks only after "go": held while waiting, they would stop the watcher
+        with state.locked(), record.slot_lock(state):
+            gone = health.dead(state)
+            for d in mine:
+                assert d.path_base is not None
+                if gone & {i for p in d.paths for i in p.instances}:
+                    w = [0 if gone & set(p.instances) else p.weight for p in d.paths]
+                    slots[d.index] = tables.slots_over(d, d.path_base, w)
+                tables.write_slots(dp, d, slots[d.index])
+            if after is not None:
+                record.save_plan(state, after)
     return {"directions": len(mine)}
 
 

@@ -188,7 +188,10 @@ def tick(w: Watch, state: LabState, dp: DataPlane | None) -> None:
     """One probe of the watched instances, the reports of other hosts' watchers (over SSH),
     the slot tables rewritten if something changed.  ``dp`` None (over SSH only: a host whose
     share has no maps yet): no rewrite, done once the maps are there."""
-    with record.slot_lock(state):
+    with record.try_slot_lock(state) as held:
+        if not held:  # a change of the slot tables is on: keep the peers informed only
+            _beat(w)
+            return
         _reload(w, state)
         if w.sp is None:
             return
@@ -221,6 +224,20 @@ def tick(w: Watch, state: LabState, dp: DataPlane | None) -> None:
             assert dp is not None
             apply_health(w, state, dp, changed, now)
         _crossing(w, state, dp, now)
+
+
+def _beat(w: Watch) -> None:
+    """While the slot tables are being changed (``chain add``/``rm``/``migrate`` hold the slot
+    lock, up to a second or two), this host's heartbeat still goes out when due, with what
+    it last saw, so its peers never take a busy host for a silent one; what they say is taken
+    in and acted on at the next probe."""
+    if w.link is None or w.sp is None:
+        return
+    w.link.receive()
+    if not w.link.due():
+        return
+    w.link.send("beat", [i for i in w.watched if w.alive.get(i)],
+                [i for i in w.watched if w.alive.get(i) is False])
 
 
 def _peers(w: Watch, state: LabState, own_changed: bool) -> list[str]:

@@ -78,6 +78,22 @@ def slot_lock(state: LabState) -> Iterator[None]:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def try_slot_lock(state: LabState) -> Iterator[bool]:
+    """:func:`slot_lock` if it is free now: True held, False someone else holds it (a
+    watcher's probe then only keeps its peers informed, never waits behind a change)."""
+    fd = os.open(state.dir / "slots.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+        else:
+            yield True
+    finally:
+        os.close(fd)
+
+
 def save_plan(state: LabState, plan: Plan) -> None:
     _atomic_write(state.dir / "plan.json", json.dumps(plan.to_dict()))
 
