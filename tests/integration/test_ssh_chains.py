@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -362,6 +363,21 @@ def test_kill_9_of_a_chain_add_on_ssh_hosts_then_down_leaves_nothing(spare_machi
             assert not _context_link(ms, m, f"{dev}{ADDED_VNI_BASE}"), (m, dev)
 
 
+def add_mig(lab: str, tmp_path: Path, capsys: Any) -> tuple[str, dict[str, Any]]:
+    """``chain add`` of ``mig`` (UDP 5002 from ``src`` through one firewall of 200M, attached
+    at ``r1``): its one instance's node and what ``--json`` said of it."""
+    cf = tmp_path / "mig.json"
+    cf.write_text(json.dumps({"name": "mig", "attach": "r1", "egress": "dst",
+                              "classifiers": [{"ingress": "src", "proto": "udp",
+                                               "dport": 5002}],
+                              "functions": [{"name": "fw", "kind": "firewall",
+                                             "rules": [], "memory": "200M"}]}))
+    capsys.readouterr()
+    assert main(["chain", "add", lab, str(cf), "--json"]) == 0
+    (node, inst), = json.loads(capsys.readouterr().out)["instances"].items()
+    return node, inst
+
+
 def test_migrate_between_ssh_hosts_and_host_rm_drain(spare_machines, lab_name, tmp_path,
                                                      capsys):
     """An instance on h1 (beside its attach node r1) migrated to m4 (a machine host add --ssh
@@ -370,15 +386,7 @@ def test_migrate_between_ssh_hosts_and_host_rm_drain(spare_machines, lab_name, t
     ms = spare_machines
     with ssh_lab(ms, lab_name, memory="256M") as splan:
         assert main(_add_m4(ms, lab_name)) == 0
-        cf = tmp_path / "chain.json"
-        cf.write_text(json.dumps({"name": "mig", "attach": "r1", "egress": "dst",
-                                  "classifiers": [{"ingress": "src", "proto": "udp",
-                                                   "dport": 5002}],
-                                  "functions": [{"name": "fw", "kind": "firewall",
-                                                 "rules": [], "memory": "200M"}]}))
-        capsys.readouterr()
-        assert main(["chain", "add", lab_name, str(cf), "--json"]) == 0
-        (node, inst), = json.loads(capsys.readouterr().out)["instances"].items()
+        node, inst = add_mig(lab_name, tmp_path, capsys)
         assert inst["host"] == "h1"  # the first host with room, beside r1: a plain veth
         assert send(splan, 5002, 10) == 10
         assert main(["chain", "migrate", lab_name, node, "--to", "m4", "--json"]) == 0

@@ -27,7 +27,7 @@ from sfclab.traffic.native import NativeGenerator
 
 from .labtools import nothing_left
 from .sshd import ADDRESSES, SPARE, ssh_machines
-from .test_ssh_chains import chain_lab, send
+from .test_ssh_chains import add_mig, chain_lab, send
 from .test_ssh_health import COUNTER, _host_events, _proxy_in, _running
 
 MACHINES = {"h1": "m1", "h2": "m2", "h3": "m3"}
@@ -69,15 +69,7 @@ def test_an_ssh_host_with_no_node_comes_up_and_takes_a_migrated_instance(lab_nam
             assert [h.nodes for h in plan.hosts if h.name == "h3"] == [[]]
             assert send(plan, 7999, 10) == 10
             assert main(["chain", "ls", lab_name, "--json"]) == 0
-            cf = tmp_path / "mig.json"
-            cf.write_text(json.dumps({"name": "mig", "attach": "r1", "egress": "dst",
-                                      "classifiers": [{"ingress": "src", "proto": "udp",
-                                                       "dport": 5002}],
-                                      "functions": [{"name": "fw", "kind": "firewall",
-                                                     "rules": [], "memory": "200M"}]}))
-            capsys.readouterr()
-            assert main(["chain", "add", lab_name, str(cf), "--json"]) == 0
-            (node, inst), = json.loads(capsys.readouterr().out)["instances"].items()
+            node, inst = add_mig(lab_name, tmp_path, capsys)
             assert inst["host"] == "h1"  # the first host with room
             assert main(["chain", "migrate", lab_name, node, "--to", "h3", "--json"]) == 0
             m = json.loads(capsys.readouterr().out)

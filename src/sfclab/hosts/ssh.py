@@ -91,6 +91,11 @@ def call(t: SshTarget, verb: str, request: dict[str, Any], *, timeout: float = 1
         msg = (err or out).strip().splitlines()
         raise AgentError(f"host {t.host}: agent {verb} failed (exit {status}): "
                          f"{msg[-1] if msg else 'no message'}")
+    return _answer(t, verb, out)
+
+
+def _answer(t: SshTarget, verb: str, out: str) -> dict[str, Any]:
+    """Agent ``verb``'s answer on host ``t``: a JSON object, else :class:`AgentError`."""
     try:
         answer = json.loads(out)
     except json.JSONDecodeError:
@@ -179,14 +184,7 @@ async def _armed(t: SshTarget, command: str, line: str, gate: Any, timeout: floa
                               address=t.address, reason=reason_of(e)) from None
     if r.exit_status != 0:
         raise failed(f"failed (exit {r.exit_status})", str(r.stderr or ""))
-    try:
-        got = json.loads(answer)
-    except json.JSONDecodeError:
-        raise AgentError(f"host {t.host}: armed agent answered no JSON: {answer[:200]!r}") \
-            from None
-    if not isinstance(got, dict):
-        raise AgentError(f"host {t.host}: armed agent answered {type(got).__name__}")
-    return got, at
+    return _answer(t, "(armed)", answer), at
 
 
 def run_captured(t: SshTarget, argv: list[str], *, input: str | None = None,
