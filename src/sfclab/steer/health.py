@@ -188,7 +188,7 @@ def tick(w: Watch, state: LabState, dp: DataPlane | None) -> None:
     """One probe of the watched instances, the reports of other hosts' watchers (over SSH),
     the slot tables rewritten if something changed.  ``dp`` None (over SSH only: a host whose
     share has no maps yet): no rewrite, done once the maps are there."""
-    with record.try_slot_lock(state) as held:
+    with record.slot_lock(state, wait=False) as held:
         if not held:  # a change of the slot tables is on: keep the peers informed only
             _beat(w)
             return

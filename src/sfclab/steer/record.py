@@ -67,25 +67,15 @@ def lab_lock(state: LabState, wait: float = DEFAULT_WAIT_S,
 
 
 @contextlib.contextmanager
-def slot_lock(state: LabState) -> Iterator[None]:
+def slot_lock(state: LabState, *, wait: bool = True) -> Iterator[bool]:
     """Serializes what changes slot tables and the plan's instances under the watcher's feet
-    (``chain add``/``rm``/``migrate``, and each watcher probe): blocking."""
-    fd = os.open(state.dir / "slots.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def try_slot_lock(state: LabState) -> Iterator[bool]:
-    """:func:`slot_lock` if it is free now: True held, False someone else holds it (a
-    watcher's probe then only keeps its peers informed, never waits behind a change)."""
+    (``chain add``/``rm``/``migrate``, and each watcher probe).  Blocking; with ``wait``
+    False it yields whether it got the lock (a watcher's probe that did not only keeps its
+    peers informed, never waits behind a change)."""
     fd = os.open(state.dir / "slots.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             yield False
         else:

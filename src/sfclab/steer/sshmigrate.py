@@ -8,10 +8,11 @@ make-before-break as on emulated hosts:
    function, tunnel ends, its programs and the attach node's), then ``chain-tables`` without
    slots: its labels and the new paths, which nothing uses yet.
 2. **Switch.**  ``chain-switch`` at the ingress hosts, armed
-   (:func:`sfclab.hosts.ssh.call_armed`): each host's agent first makes everything ready (the
-   locks taken, the maps open, the slots computed) and answers ``armed``; only when all have
-   is each told ``go``, and it rewrites each direction's slot table in one map update and
-   saves the plan with the new paths under the slot lock.  The two directions of a symmetric
+   (:func:`sfclab.hosts.ssh.call_armed`): each host's agent first makes everything ready (its
+   part to save made, the maps open) and answers ``armed``; only when all have is each told
+   ``go``, and it takes its locks (not before: a held slot lock would hold up its watcher),
+   rewrites each direction's slot table in one map update and saves the plan with the new
+   paths under the slot lock.  The two directions of a symmetric
    chain have their ingresses on two hosts, so they switch within ``switch_seconds`` of each
    other (from ``go`` to the last answer: one SSH round trip, no connection set-up); a host
    that cannot arm leaves every host unchanged.  Meanwhile one direction may cross the clone
