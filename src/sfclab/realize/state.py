@@ -12,6 +12,9 @@ survive a reboot, and neither do namespaces)::
 
 ``down`` works from ``plan.json`` + ``journal`` alone, so it needs neither the lab file nor the
 process that built the lab, and a ``kill -9`` at any moment leaves enough to remove everything.
+It never trusts a line of the journal by itself: :meth:`LabState.read_journal` hands back only
+entries that are well formed and name this lab's objects (:mod:`sfclab.realize.ownership`),
+and says why of every other line.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LabError
+from . import ownership
 from ..spec.names import check_lab_name, lab_name_problem
 
 
@@ -94,13 +98,33 @@ class LabState:
             os.fsync(f.fileno())
 
     def journal(self) -> list[dict[str, Any]]:
-        out = []
+        """The journal's entries that are well formed and name this lab's objects."""
+        return self.read_journal()[0]
+
+    def read_journal(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The journal's usable entries, and one report per line that is not (not JSON, not
+        an object, a field missing, an object that is not this lab's), naming the line and
+        why; such a line is left alone.  A torn last line (a crash while appending) is one."""
+        entries: list[dict[str, Any]] = []
+        problems: list[str] = []
         with contextlib.suppress(FileNotFoundError):
-            with open(self.dir / "journal") as f:
-                for line in f:
-                    with contextlib.suppress(json.JSONDecodeError):
-                        out.append(json.loads(line))  # a torn last line is skipped
-        return out
+            with open(self.dir / "journal", errors="replace") as f:
+                for n, line in enumerate(f, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        problems.append(f"journal line {n} {ownership.quote(line)}: not JSON; "
+                                        "skipped")
+                        continue
+                    why = ownership.entry_problem(self.name, entry)
+                    if why:
+                        problems.append(f"journal line {n} {ownership.quote(entry)}: {why}; "
+                                        "left alone")
+                    else:
+                        entries.append(entry)
+        return entries, problems
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
