@@ -149,3 +149,28 @@ def test_a_recorded_pid_now_outside_the_lab_is_never_signalled(capsys, lab_name)
         stranger.wait()
         if LabState(lab_name).exists:
             lab.down()
+
+
+def test_the_ssh_agents_down_checks_its_hosts_journal_the_same_way(lab_name):
+    """A host's agent removes its share from its own journal (``agent down``): a foreign
+    namespace and a garbage line there are reported in its answer and left alone."""
+    from sfclab.realize import agent
+
+    lab = Lab.from_dict({"name": lab_name, "chain": {"length": 2}}).up()
+    spaces = [lab.netns("src"), lab.netns("dst")]
+    foreign = f"own-{lab_name}"
+    proc = hand_made(foreign)
+    try:
+        forge(lab_name, [{"op": "netns", "name": foreign}, "{not json"])
+        answer = agent.down({"lab": lab_name, "token": None})
+        assert answer["absent"] is False and answer["namespaces"] == 2
+        assert any(foreign in e and "not a namespace of lab" in e for e in answer["errors"])
+        assert any("not JSON" in e for e in answer["errors"])
+        assert netns.exists(foreign) and proc.poll() is None
+        assert not any(netns.exists(n) for n in spaces) and not LabState(lab_name).exists
+    finally:
+        proc.kill()
+        proc.wait()
+        subprocess.run(["ip", "netns", "del", foreign], check=False)
+        if LabState(lab_name).exists:
+            main(["down", lab_name])

@@ -129,3 +129,18 @@ def test_no_name_of_another_lab_or_no_lab_passes(monkeypatch):
     assert called == []  # the kernel is not even asked
     assert ownership.namespace_problem(LAB, "sfclab:lab1:a") == (None, None)
     assert called == ["sfclab:lab1:a"]
+
+
+def test_an_overlong_journal_line_is_skipped_unread(tmp_path, monkeypatch):
+    from sfclab.realize import state as state_mod
+
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(state_mod, "JOURNAL_LINE_MAX", 100)
+    state = LabState(LAB)
+    state.record([{"op": "netns", "name": "sfclab:lab1:a"}])
+    with open(state.dir / "journal", "a") as f:
+        f.write('{"op": "netns", "name": "sfclab:lab1:' + "x" * 500 + '"}\n')
+    state.record([{"op": "netns", "name": "sfclab:lab1:b"}])
+    entries, problems = state.read_journal()
+    assert [e["name"] for e in entries] == ["sfclab:lab1:a", "sfclab:lab1:b"]
+    assert len(problems) == 1 and "journal line 2: longer than 100" in problems[0]

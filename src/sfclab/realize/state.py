@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..errors import LabError
 from . import ownership
@@ -109,7 +109,11 @@ class LabState:
         problems: list[str] = []
         with contextlib.suppress(FileNotFoundError):
             with open(self.dir / "journal", errors="replace") as f:
-                for n, line in enumerate(f, start=1):
+                for n, line in enumerate(_lines(f), start=1):
+                    if line is None:
+                        problems.append(f"journal line {n}: longer than {JOURNAL_LINE_MAX} "
+                                        "characters (no entry is); skipped")
+                        continue
                     if not line.strip():
                         continue
                     try:
@@ -153,6 +157,26 @@ class LabState:
                     self.lock_path.unlink(missing_ok=True)
         finally:
             os.close(fd)
+
+
+#: the longest journal line read (an entry is a few hundred characters; a remote host's, with
+#: its SSH target, a few thousand)
+JOURNAL_LINE_MAX = 64 * 1024
+
+
+def _lines(f: TextIO) -> Iterator[str | None]:
+    """The lines of ``f``; ``None`` for one longer than :data:`JOURNAL_LINE_MAX` (never held
+    whole in memory)."""
+    while True:
+        line = f.readline(JOURNAL_LINE_MAX + 1)
+        if not line:
+            return
+        if len(line) > JOURNAL_LINE_MAX and not line.endswith("\n"):
+            while line and not line.endswith("\n"):
+                line = f.readline(JOURNAL_LINE_MAX)
+            yield None
+            continue
+        yield line
 
 
 def all_labs() -> list[LabState]:
