@@ -174,3 +174,34 @@ def test_the_ssh_agents_down_checks_its_hosts_journal_the_same_way(lab_name):
         subprocess.run(["ip", "netns", "del", foreign], check=False)
         if LabState(lab_name).exists:
             main(["down", lab_name])
+
+
+def test_live_operations_remove_a_namespace_only_with_the_labs_mark(lab_name):
+    """``chain rm``, ``host rm`` and a migration's clean-up remove a namespace through
+    :func:`~sfclab.realize.teardown.remove_namespace`: another lab's namespace and one with the
+    lab's prefix made by hand stay, with their processes; the lab's own goes, with its."""
+    from sfclab.realize.teardown import remove_namespace
+
+    other = Lab.from_dict({"name": f"{lab_name}o", "chain": {"length": 2}}).up()
+    lab = Lab.from_dict({"name": lab_name, "chain": {"length": 2}}).up()
+    hand = netns_name(lab_name, "x1")
+    procs = []
+    try:
+        procs = [other.popen("src", ["sleep", "300"], start_new_session=True), hand_made(hand),
+                 lab.popen("src", ["sleep", "300"], start_new_session=True)]
+        errors = remove_namespace(lab_name, other.netns("src"))
+        assert netns.exists(other.netns("src")) and procs[0].poll() is None
+        assert len(errors) == 1 and "not a namespace of lab" in errors[0]
+        errors = remove_namespace(lab_name, hand)
+        assert netns.exists(hand) and procs[1].poll() is None
+        assert len(errors) == 1 and "carries no mark of sfclab" in errors[0]
+        assert remove_namespace(lab_name, lab.netns("src")) == []
+        assert not netns.exists(lab.netns("src")) and procs[2].wait(timeout=5) is not None
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        subprocess.run(["ip", "netns", "del", hand], check=False)
+        lab.down()
+        other.down()

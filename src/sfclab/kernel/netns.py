@@ -143,7 +143,6 @@ def create(name: str, sysctls: dict[str, str] | None = None, *,
 #: ifindex of ``lo``, the first device of every namespace
 LO_INDEX = 1
 RTM_GETLINK = 18
-NLMSG_DONE, NLMSG_ERROR = 3, 2
 
 
 def _write_mark(name: str) -> None:
