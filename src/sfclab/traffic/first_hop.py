@@ -10,7 +10,8 @@ poll in a kernel thread ``napi/IF-ID`` instead, which is pinned like any thread.
 (``(node, namespace, interface)``, from :meth:`~.measure.Endpoints.first_hop_ingress`).  For
 each veth it turns threaded NAPI on (GRO first, when the veth has no NAPI yet), finds the new
 kernel thread (the ``napi/IF-`` threads that were not there before), pins it to the chain's
-cores, and records a :class:`NapiChange`.  On exit (normal, exception or Ctrl-C) it undoes
+cores with a real-time priority (``SCHED_FIFO`` 1, as prompt as the softirq it replaces), and
+records a :class:`NapiChange`.  On exit (normal, exception or Ctrl-C) it undoes
 exactly what it changed, in reverse order, and lists it in ``restored``.  Interfaces that are
 not veths, or already threaded, are left as they are and said so in ``notes``.  Everything is
 read and written inside the lab's namespaces (``ip netns exec``, whose private ``/sys`` shows
@@ -33,6 +34,8 @@ log = logging.getLogger(__name__)
 #: a kernel thread's name is cut to this many bytes (TASK_COMM_LEN - 1)
 COMM_MAX = 15
 KTHREADD_PID = 2
+#: real-time priority of a pinned NAPI thread (SCHED_FIFO; the lowest: above every normal thread)
+NAPI_PRIORITY = 1
 
 
 @dataclass
@@ -162,6 +165,9 @@ class FirstHopPinning:
                               "not pinned")
         for pid in ch.kthreads:
             os.sched_setaffinity(pid, self.cpus)
+            # as prompt as the softirq it replaces: a normal thread waits behind the core's
+            # other processes while the veth's 256-frame ring overflows
+            os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(NAPI_PRIORITY))
 
     def _restore(self) -> None:
         """Undo every change, newest first; each undo is tried even if an earlier one failed."""
