@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from sfclab.errors import SpecError
+
 from sfclab.kernel.droptrace import DropCounts
 from sfclab.spec.measurement import SINKS, RateRequest
 from sfclab.traffic import cores
@@ -100,3 +104,19 @@ def test_a_veths_napi_thread_is_the_new_one_of_its_name(tmp_path):
     assert threads_of("eth0", before, after) == [20]
     assert threads_of("a-long-name0", before, after) == [21]
     assert threads_of("eth1", before, after) == []
+
+
+def test_sfclab_cpus_lends_some_cores_to_the_measurement():
+    assert cores.usable([0, 1, 2, 3, 4, 5], "2-5") == [2, 3, 4, 5]
+    assert cores.usable([0, 1], None) == [0, 1]
+    lay = cores.layout(cores.usable(list(range(8)), "2-5"))
+    assert (lay.generator, lay.sink, lay.chain) == ([5], [4], [2, 3])
+
+
+@pytest.mark.parametrize(("env", "words"), [
+    ("2-9", "expected online CPUs (0,1), got '2-9' with 2,3"), ("x", "expected a CPU list"),
+    ("3-1", "expected CPU ranges"), ("0-99999", "up to 4095")])
+def test_a_bad_sfclab_cpus_is_one_clear_error(env, words):
+    with pytest.raises(SpecError) as e:
+        cores.usable([0, 1], env)
+    assert words in str(e.value) and "$SFCLAB_CPUS" in str(e.value)

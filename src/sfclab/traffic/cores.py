@@ -18,16 +18,53 @@ online cores    generator                  chain (first hop's receive processing
 3 or more       the last core              the first ones; the sink gets the second to last
 ==============  =========================  ==================================================
 
+The cores are the online ones, or those listed in ``$SFCLAB_CPUS`` (``"2-5"``, ``"0,2,4"``),
+which must all be online: a machine with many cores lends some to a measurement.
+
 ``placement()`` is what each trial records (``raw["placement"]``): the cores of the generator,
 the sink and the chain, and each pinned NAPI thread with its role (``first_hop``, ``receiver``).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..errors import SpecError
 from ..kernel import cpus
+
+ENV_CPUS = "SFCLAB_CPUS"
+MAX_CPU = 4095
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """``"0-2,5"`` -> ``[0, 1, 2, 5]``; a ``ValueError`` naming what was expected otherwise."""
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError(f"expected a CPU list such as 0-3 or 0,2,4, got {text!r}")
+        a, b = int(lo), int(hi) if dash else int(lo)
+        if a > b or b > MAX_CPU:
+            raise ValueError(f"expected CPU ranges low-high up to {MAX_CPU}, got {part!r}")
+        out.update(range(a, b + 1))
+    return sorted(out)
+
+
+def usable(online: list[int], env: str | None) -> list[int]:
+    """The cores a measurement may use: ``online``, or the ``$SFCLAB_CPUS`` list within it."""
+    if not env:
+        return online
+    try:
+        wanted = parse_cpu_list(env)
+    except ValueError as e:
+        raise SpecError(str(e), place=f"${ENV_CPUS}") from None
+    off = [c for c in wanted if c not in online]
+    if off:
+        raise SpecError(f"expected online CPUs ({cpus.cpu_list(online)}), got {env!r} with "
+                        f"{cpus.cpu_list(off)}", place=f"${ENV_CPUS}")
+    return wanted
 
 
 @dataclass
@@ -57,7 +94,7 @@ class CoreLayout:
 
 def layout(online: list[int] | None = None) -> CoreLayout:
     """The layout for the online cores (see the module's table)."""
-    cores = online if online is not None else cpus.online()
+    cores = online if online is not None else usable(cpus.online(), os.environ.get(ENV_CPUS))
     if len(cores) < 2:
         return CoreLayout(cores, cores, cores, False,
                           ["one core: the generator runs the chain's work too, so the offered "
