@@ -180,3 +180,34 @@ def test_first_hop_restored_when_the_measurement_fails(running_lab):
             raise KeyboardInterrupt
     assert _gro(ns, "eth0") == "off" and _sysfs(ns, "eth0", "threaded") == "0"
     assert setup.layout.restored == ["r1/eth0: threaded NAPI off", "r1/eth0: GRO off"]
+
+
+KINDS = {
+    "routed": {"chain": {"length": 3}},
+    "bridged": {"nodes": {"src": {"kind": "host"}, "sw": {"kind": "linux-bridge"},
+                          "dst": {"kind": "host"}},
+                "links": [{"endpoints": ["src", "sw"]}, {"endpoints": ["sw", "dst"]}]},
+    "ovs": {"nodes": {"src": {"kind": "host"}, "br": {"kind": "ovs-bridge"},
+                      "dst": {"kind": "host"}},
+            "links": [{"endpoints": ["src", "br"]}, {"endpoints": ["br", "dst"]}]},
+    "hosts-vxlan": {"hosts": {"h1": {}, "h2": {}},
+                    "underlay": {"subnet": "198.19.254.0/24", "mtu": 1500},
+                    "nodes": {"src": {"kind": "host", "host": "h1"},
+                              "dst": {"kind": "host", "host": "h2"}},
+                    "links": [{"endpoints": ["src", "dst"], "attach": "bridge"}]},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_default_receiver_counts_in_every_lab_kind(running_lab, kind):
+    """The in-kernel receiver attaches to the receiving node's interfaces whatever the lab
+    kind, counts every probe of a gentle trial, and leaves nothing attached."""
+    lab = running_lab(KINDS[kind])
+    with measure.PacketSetup(lab.name, RateRequest(size=64, rates=[5e3],
+                                                   duration=1.0)) as setup:
+        assert setup.gen is not None
+        t = setup.gen.trial(5e3, 1.0, 64)
+    where = t.raw["receiver"]["where"]
+    assert where and all(w["mode"] in ("native", "generic", "tcx") for w in where), where
+    assert t.sent > 4_000 and t.received == t.sent, (kind, t.sent, t.received, t.located)
+    assert not _xdp_on(lab.netns("dst"), where[0]["dev"])
