@@ -270,7 +270,8 @@ static int sink_attach(struct xdp_sink *k, const char *name, char *why, size_t w
 		err = libbpf_get_error(link);
 		if (err) {
 			snprintf(why, whylen, "cannot attach to %s: %s%s", name, strerror(-err),
-				 err == -EBUSY || err == -EEXIST ? " (it has another XDP program)" : "");
+				 err == -EBUSY || err == -EEXIST ?
+				 " (it has another XDP program: --tc or --kernel count behind it)" : "");
 			return -1;
 		}
 		k->links[k->nlinks++] = link;

@@ -9,7 +9,9 @@ poll in a kernel thread ``napi/IF-ID`` instead, which is pinned like any thread.
 :class:`FirstHopPinning` is a context manager over the first hop's ingress interfaces
 (``(node, namespace, interface)``, from :meth:`~.measure.Endpoints.first_hop_ingress`).  For
 each veth it turns threaded NAPI on (GRO first, when the veth has no NAPI yet), finds the new
-kernel thread (the ``napi/IF-`` threads that were not there before), pins it to the chain's
+kernel thread (the ``napi/IF-`` threads that were not there before, one per receive queue;
+with any other number, another lab's interface of the same name was made threaded at the same
+moment and none is pinned), pins it to the chain's
 cores with a real-time priority (``SCHED_FIFO`` 1, as prompt as the softirq it replaces), and
 records a :class:`NapiChange`.  On exit (normal, exception or Ctrl-C) it undoes
 exactly what it changed, in reverse order, and lists it in ``restored``.  Interfaces that are
@@ -79,6 +81,11 @@ def _write(ns: str, ifname: str, attr: str, value: str) -> str | None:
 def _is_veth(ns: str, ifname: str) -> bool:
     cp = _in_netns(ns, ["ethtool", "-i", ifname])
     return cp.returncode == 0 and "driver: veth" in cp.stdout
+
+
+def _rx_queues(ns: str, ifname: str) -> int:
+    cp = _in_netns(ns, ["ls", f"/sys/class/net/{ifname}/queues"])
+    return sum(1 for q in cp.stdout.split() if q.startswith("rx-"))
 
 
 def _gro(ns: str, ifname: str, on: bool) -> str | None:
@@ -159,10 +166,15 @@ class FirstHopPinning:
         else:
             self.changes.append(ch)
         ch.threaded_turned_on = True
-        ch.kthreads = threads_of(ifname, before, napi_threads())
-        if not ch.kthreads:
-            self.notes.append(f"{where}: threaded NAPI on, but its kernel thread was not found; "
-                              "not pinned")
+        found = threads_of(ifname, before, napi_threads())
+        queues = _rx_queues(ns, ifname)
+        if len(found) != queues:
+            # another lab's interface of the same name made threaded at the same moment: the
+            # names cannot tell them apart, so pin none rather than someone else's
+            self.notes.append(f"{where}: threaded NAPI on, but {len(found)} new napi/{ifname}-* "
+                              f"threads for {queues} receive queue(s); not pinned")
+            return
+        ch.kthreads = found
         for pid in ch.kthreads:
             os.sched_setaffinity(pid, self.cpus)
             # as prompt as the softirq it replaces: a normal thread waits behind the core's
