@@ -5,6 +5,7 @@
   "use strict";
   // The token is an HTTP-only cookie the server set when this page was opened with ?token=
   // (then redirected away from it): the browser sends it, no script here ever sees it.
+  const params = new URLSearchParams(location.search);
   const state = window.sfclab = {graph: null, topology: null, rates: {}, links: {},
                                  loss: null, job: null, plots: []};
   let timers = [];
