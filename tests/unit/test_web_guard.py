@@ -231,6 +231,16 @@ def test_a_measurement_type_that_is_not_a_name_is_422(tmp_path: Path) -> None:
             assert r.status_code == 422 and r.json()["place"] == "type", (t, r.text)
 
 
+def test_a_host_with_more_cpus_than_any_machine_is_422_at_once(tmp_path: Path) -> None:
+    fake_up(SFC)
+    with api_client(db=str(tmp_path / "none.db")) as c:
+        started = time.monotonic()
+        r = c.post("/api/labs/sfcweb/hosts", json={"name": "big", "cpus": 100000000000,
+                                                   "memory": "64M"})
+        assert r.status_code == 422 and r.json()["place"] == "cpus", r.text
+        assert time.monotonic() - started < 5
+
+
 def test_another_method_is_405_naming_every_method_of_the_path(tmp_path: Path) -> None:
     with api_client(db=str(tmp_path / "none.db")) as c:
         r = c.put("/api/labs/x")

@@ -13,7 +13,7 @@ or its lock held 409.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,15 +29,21 @@ from ..services import known_lab, lab_plan
 router = APIRouter(prefix="/api/labs/{lab}/hosts", tags=["hosts"])
 
 WAIT_S = 10.0
+#: more CPUs than any machine sfclab runs on has: a request beyond is a mistake, refused at once
+MAX_CPUS = 4096
 
 
 class NewHost(BaseModel):
     """An emulated host to add."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(description="the host's name (letters, digits, '-', '_')")
-    cpus: int = Field(description="CPUs (a count)")
-    memory: str | int = Field(description="memory: bytes, or a size such as '256M'")
+    name: str = Field(max_length=32, description="the host's name (letters, digits, '-', "
+                      "'_')")
+    # the declared bounds of the API's schema; the library checks the request again
+    # (steer.hostops.check_host_request, as for 'sfclab host add')
+    cpus: int = Field(ge=1, le=MAX_CPUS, description="CPUs (a count)")
+    memory: Annotated[int, Field(ge=1, le=1 << 50)] | Annotated[str, Field(max_length=32)] = \
+        Field(description="memory: bytes, or a size such as '256M'")
 
 
 @router.get("", summary="the lab's hosts: capacity, use, free, functions on each",
