@@ -223,6 +223,18 @@ def test_bad_input_that_utf8_cannot_carry_is_still_422(tmp_path: Path) -> None:
         assert r.status_code == 422 and "\\udc00" in r.json()["error"], r.text
 
 
+@pytest.mark.parametrize("text", [b"? [a, b]\n: c\n", b"name: x\nnodes:\n  ? [a]\n  : {kind: host}\n"])
+def test_a_lab_file_the_library_checks_miss_is_still_422(tmp_path: Path, state: Path,
+                                                        text: bytes) -> None:
+    """YAML mapping keys that are lists once made the lab file's checks raise TypeError (a
+    500): whatever escapes validation is bad input, and nothing is made."""
+    with api_client(db=str(tmp_path / "none.db")) as c:
+        r = c.post("/api/labs", content=text, headers=YAML)
+        # (the words are the library's once its checks see such keys; 422 either way)
+        assert r.status_code == 422 and r.json()["file"] == "<posted lab>", r.text
+    assert not (state / "labs").exists() or not list((state / "labs").iterdir())
+
+
 def test_a_measurement_type_that_is_not_a_name_is_422(tmp_path: Path) -> None:
     fake_up(CHAIN5)
     with api_client(db=str(tmp_path / "none.db")) as c:

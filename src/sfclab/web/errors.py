@@ -20,7 +20,10 @@ input.
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 
 from fastapi import FastAPI, Request
@@ -34,6 +37,9 @@ from ..errors import LabError, SfclabError, SpecError
 from ..spec.names import NAME_WORDS
 from ..spec.source import format_place
 from ..spec.wording import pydantic_error
+
+
+LOG = logging.getLogger("sfclab.web")
 
 
 class NotFound(SfclabError):
@@ -78,6 +84,22 @@ def allowed_methods(request: Request) -> list[str]:
     if "GET" in methods:
         methods.add("HEAD")
     return sorted(methods)
+
+
+@contextmanager
+def validating(what: str, file: str | None = None) -> Iterator[None]:
+    """Around a pure validation step (a lab file, a chain file, a measurement request read,
+    nothing made yet): an exception other than sfclab's own escaping it is a case the
+    library's checks missed, caused by the input, so the request is refused as bad input (422,
+    saying so) instead of a 500; its traceback goes to the log, for the bug report."""
+    try:
+        yield
+    except SfclabError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as e:
+        LOG.warning("validating %s failed unexpectedly", what, exc_info=True)
+        raise SpecError(f"expected {what} sfclab can read (its checks failed on this input: "
+                        f"{type(e).__name__}: {e})", file=file) from None
 
 
 def status_of(e: BaseException) -> int:

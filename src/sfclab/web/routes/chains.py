@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...steer import add as chain_add
 from ...steer import capacity, chains, migrate, record, request
 from ..contract import ChainName, LabName, Wait, WITH_BODY, answers, chain_file_schema, json_body
-from ..errors import NotFound
+from ..errors import NotFound, validating
 from ..guard import takes
 from ..services import known_lab, lab_plan
 
@@ -61,7 +61,8 @@ def list_chains(lab: LabName) -> list[dict[str, Any]]:
 def add_chain(lab: LabName, body: dict[str, Any] = Body(..., examples=[EXAMPLE]),
               wait: Wait = WAIT_S) -> dict[str, Any]:
     known_lab(lab)
-    req = request.chain_from_dict(lab, body, source="<posted chain>")
+    with validating("a chain file", "<posted chain>"):
+        req = request.chain_from_dict(lab, body, source="<posted chain>")
     return chain_add.add_chain(replace(req, wait_s=wait))
 
 

@@ -20,7 +20,7 @@ from ...realize.kinds import load_lab_text
 from ...realize.moved import moved_nodes
 from ...spec.source import decode
 from ..contract import LabName, WITH_BODY, answers, json_body, lab_file_schema
-from ..errors import Clash
+from ..errors import Clash, validating
 from ..guard import JSON, YAML, takes
 from ..services import Services, known_lab, services
 from ..topology import topology
@@ -36,7 +36,8 @@ def list_labs() -> list[dict[str, Any]]:
 
 
 def _up(text: str, source: str) -> dict[str, Any]:
-    lab = load_lab_text(text, source)
+    with validating("a lab file", source):
+        lab = load_lab_text(text, source)
     plan = lifecycle.up(lab)
     return {"name": plan.lab, "namespaces": len(plan.namespaces),
             "links": len({i.link for i in plan.interfaces}),

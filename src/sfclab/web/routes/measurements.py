@@ -24,7 +24,7 @@ from ...spec.measurement import MODELS, AnyRequest, PacketRequest, RequestInvali
 from ...spec.source import format_place
 from ...traffic.measure import Endpoints
 from ..contract import LabName, WITH_BODY, answers, json_body, measurement_schema
-from ..errors import Clash, NotFound
+from ..errors import Clash, NotFound, validating
 from ..guard import takes
 from ..services import Services, known_lab, services
 
@@ -40,7 +40,8 @@ def check(lab: LabName, body: Any) -> AnyRequest:
         raise SpecError(f"expected one of {', '.join(MODELS)}, got {body.get('type')!r}",
                         place="type")
     try:
-        r = validate(body)
+        with validating("a measurement request"):
+            r = validate(body)
     except RequestInvalid as e:
         raise SpecError(e.message, place=format_place(e.loc) or None) from None
     plan = known_lab(lab).plan() or {}
