@@ -36,7 +36,7 @@ from tests.integration.weblab import ROOT, free_port
 
 ST = Path(sys.executable).with_name("st")
 #: the whole Schemathesis run's budget (the test stays under ~90 s)
-BUDGET_S = 60
+BUDGET_S = 50
 #: operations whose request body says more than a JSON schema can (nodes that must exist)
 SEMANTIC_BODIES = ["/api/labs", "/api/labs/{lab}/chains", "/api/labs/{lab}/hosts",
                    "/api/labs/{lab}/measurements", "/api/labs/{lab}/chains/{chain}/migrate"]

@@ -13,8 +13,8 @@ EXAMPLES = """\
 examples:
   sfclab serve                                  the page and the API on http://127.0.0.1:8470/
   sfclab serve --db results.db --listen 127.0.0.1:8471
-  (elsewhere than loopback, with your own token file, mode 0600:
-   sfclab serve --listen 0.0.0.0:8470 --token-file F)
+  (elsewhere than loopback, a token file of yours, mode 0600:  sfclab serve --listen 0.0.0.0:8470
+   --token-file F)
   (while it runs:  curl -s -H "Authorization: Bearer $(cat /run/sfclab/serve.token)" \\
    http://127.0.0.1:8470/api/labs; the API's own page: /docs)
 """
