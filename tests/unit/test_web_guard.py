@@ -123,6 +123,9 @@ def test_a_foreign_origin_or_referer_is_refused(tmp_path: Path, state: Path) -> 
             for method, path in state_changing("sfcweb"):
                 r = c.request(method, path, headers={"Origin": origin}, json={})
                 assert r.status_code == 403, (origin, path)
+            # removing takes no body; another origin cannot remove either
+            r = c.delete("/api/labs/sfcweb", headers={"Origin": origin})
+            assert r.status_code == 403 and LabState("sfcweb").exists, origin
         r = c.post("/api/labs/sfcweb/hosts", headers={"Referer": "http://evil.example/x"},
                    json={"name": "edge2", "cpus": 1, "memory": "64M"})
         assert r.status_code == 403
