@@ -34,8 +34,8 @@ def default_path() -> Path:
     return state_root() / NAME
 
 
-def _refuse(path: str | Path, expected: str) -> SpecError:
-    return SpecError(f"expected {expected}, got {str(path)!r}", place=PLACE)
+def _refuse(path: str | Path, expected: str, hint: str = "") -> SpecError:
+    return SpecError(f"expected {expected}, got {str(path)!r}{hint}", place=PLACE)
 
 
 def read(path: str | Path) -> str:
@@ -55,7 +55,7 @@ def read(path: str | Path) -> str:
                           f"not by uid {st.st_uid}")
         if st.st_mode & 0o077:
             raise _refuse(path, f"a token file only its owner can read and write (mode 0600), "
-                          f"not mode {stat.S_IMODE(st.st_mode):04o}: chmod 600 it")
+                          f"not mode {stat.S_IMODE(st.st_mode):04o}", f" (chmod 600 {path})")
         data = os.read(fd, MAX_BYTES + 1)
     finally:
         os.close(fd)
