@@ -15,9 +15,35 @@ def _progress(d: dict[str, Any]) -> None:
     t = d.get("trial", d)
     offered = t.get("offered_pps")
     loss = t.get("loss_ratio")
+    limited = t.get("measurement_limited")
     print(f"  trial {d.get('index', '')}: offered {offered if offered is None else f'{offered:,.0f}'}"
           f" pps, sent {t.get('sent_pps', 0):,.0f}, received {t.get('received_pps', 0):,.0f}"
-          + (f", loss {loss * 100:.4f} %" if loss is not None else ""), file=sys.stderr)
+          + (f", loss {loss * 100:.4f} %" if loss is not None else "")
+          + (f", LIMITED ({limited})" if limited else ""), file=sys.stderr)
+
+
+def _marks(p: dict[str, Any]) -> str:
+    """The words a trial row carries: LIMITED (the tools set its figures), BOUND (offered
+    above 90 % of the calibrated ceiling)."""
+    return " ".join(w for w, on in (("LIMITED", p.get("measurement_limited")),
+                                   ("BOUND", p.get("generator_bound"))) if on)
+
+
+def rate_rows(points: list[dict[str, Any]]) -> list[str]:
+    """The rate curve's table: every figure over the trial's one window, so RECEIVED <= SENT
+    and LOSS = 1 - RECEIVED/SENT on every row; the reasons of LIMITED rows follow the table."""
+    out = [f"{'OFFERED pps':>14} {'SENT pps':>14} {'RECEIVED pps':>14} {'LOSS %':>10}  NOTE"]
+    why = []
+    for p in points:
+        offered = p["offered_pps"]
+        out.append((f"{'max' if offered is None else f'{offered:,.0f}':>14} "
+                    f"{p['sent_pps']:>14,.0f} {p['received_pps']:>14,.0f} "
+                    f"{p['loss_ratio'] * 100:>10.4f}  {_marks(p)}").rstrip())
+        if p.get("measurement_limited"):
+            why.append(f"  LIMITED at {'max' if offered is None else f'{offered:,.0f}'} pps: "
+                       f"{p['measurement_limited']}")
+    return out + (["measurement-limited trials (the tools, not the chain, set them):"] + why
+                  if why else [])
 
 
 def _emit(d: dict[str, Any], as_json: bool, text: Callable[[dict[str, Any]], str]) -> None:
@@ -94,11 +120,7 @@ def cmd_rate(a: argparse.Namespace) -> int:
     r = _request(a, "rate", PACKET + ("rates",))
 
     def text(d: dict[str, Any]) -> str:
-        out = [f"{'OFFERED pps':>14} {'SENT pps':>14} {'RECEIVED pps':>14} {'LOSS %':>10}"]
-        for p in d.get("points", []):
-            out.append(f"{p['offered_pps']:>14,.0f} {p['sent_pps']:>14,.0f} "
-                       f"{p['received_pps']:>14,.0f} {p['loss_ratio'] * 100:>10.4f}")
-        return "\n".join(out)
+        return "\n".join(rate_rows(d.get("points", [])))
     return _measure(a, r, text)
 
 
@@ -121,9 +143,12 @@ def cmd_ndr(a: argparse.Namespace) -> int:
             if v is not None:
                 return f"{v:,.0f} pps"
             return f">= {lb:,.0f} pps (generator-limited)" if lb else "not found"
+        limited = d["metrics"].get("measurement_limited_trials", 0)
+        above = d.get("not_measurable_above_pps")
         return (f"NDR {fig('ndr_pps')}\nPDR {fig('pdr_pps')}\n"
-                f"generator_limited: {str(d.get('generator_limited')).lower()}, "
-                f"{len(d.get('trials', []))} trials")
+                + (f"not measurable on this machine above {above:,.0f} pps\n" if above else "")
+                + f"generator_limited: {str(d.get('generator_limited')).lower()}, "
+                f"{len(d.get('trials', []))} trials ({limited:.0f} measurement-limited, re-run)")
     return _measure(a, r, text)
 
 

@@ -67,6 +67,22 @@ def sfcgen_binary() -> str:
     return str(path)
 
 
+def receiver_drops(sink: dict[str, Any]) -> int | None:
+    """Frames the sink dropped itself this trial: its own count (``receiver_drops``) when it
+    reports one, else a socket sink's receive-buffer overflows (``socket_drops``)."""
+    for key in ("receiver_drops", "socket_drops"):
+        if key in sink:
+            try:
+                return int(sink[key])
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def _flag(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
 class _LineReader:
     """Whole lines from a pipe, with a deadline (a process that stops talking must not hang us)."""
 
@@ -294,6 +310,9 @@ class NativeGenerator(PacketGenerator):
             duplicated=int(sink["duplicated"]),
             latency_us={k: float(lat[k]) for k in PERCENTILES if k in lat},
             raw={"sender": sent, "sink": sink, "sender_stderr": cp.stderr, "argv": argv},
+            window_s=w.window_s,
+            receiver_drops=receiver_drops(sink),
+            receiver_saturated=_flag(sink.get("saturated")),
         )
 
     def close(self) -> None:
