@@ -83,11 +83,11 @@ static void *sink_thread_main(void *arg)
 				if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
 					uint32_t d;
 
+					/* the socket's drop count since it was made (the
+					 * kernel sends none while it is 0): count from 0 */
 					memcpy(&d, CMSG_DATA(cm), sizeof(d));
-					if (t->have_ovfl)
-						t->st.socket_drops += (uint32_t)(d - t->last_ovfl);
+					t->st.socket_drops += (uint32_t)(d - t->last_ovfl);
 					t->last_ovfl = d;
-					t->have_ovfl = true;
 				}
 			}
 			if (len < sizeof(struct probe) || (p->magic != PROBE_MAGIC && p->magic != PROBE_MAGIC_WINDOW) ||

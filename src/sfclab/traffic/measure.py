@@ -25,7 +25,7 @@ from .cpu import CpuMonitor
 from .generator import PacketGenerator
 from .loss import LossLocator, droptrace_binary
 from .result import Measurement
-from .wrappers import LocatedGenerator, PairedGenerator
+from .wrappers import CoreWatchedGenerator, LocatedGenerator, PairedGenerator
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -176,6 +176,9 @@ class PacketSetup:
                     sink_cpus=cpus.cpu_list(self.layout.sink) if sep else None))
                 for i, e in enumerate(self.ends)]
             gen = gens[0] if len(gens) == 1 else PairedGenerator(gens, self.names)
+            gen = CoreWatchedGenerator(gen, {"generator": self.layout.generator,
+                                             "receiver": self.layout.sink,
+                                             "chain": self.layout.chain})
             locator = self._locator()
             xdp_sinks = [e.dst for e in self.ends] if self.r.sink == "xdp" else []
             self.gen = LocatedGenerator(gen, locator, xdp_sinks) if locator is not None else gen

@@ -5,7 +5,10 @@ rate curve and the NDR/PDR searches use them unchanged:
   time; the trial's totals are the pairs' sums, its ``pairs`` each pair's own counters, and its
   loss ratio the worst pair's (a loss goal then holds for every pair at once);
 - :class:`LocatedGenerator`: each trial watched by a :class:`~sfclab.traffic.loss.LossLocator`,
-  so it says where its lost packets died (``located``).
+  so it says where its lost packets died (``located``);
+- :class:`CoreWatchedGenerator`: each trial says which cores the generator, the receiver and
+  the chain ran on and how busy they were (``cores``, from ``/proc/stat`` around the trial), for
+  the trial's self-check and the record, unless the generator already reported it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from typing import Any
+
 from ..errors import MeasurementError
+from .cpu import read_proc_stat, usage
 from .generator import PacketGenerator, Trial
 from .loss import LossLocator
 
@@ -81,3 +87,37 @@ class LocatedGenerator(PacketGenerator):
 
     def close(self) -> None:
         self.gen.close()
+
+
+class CoreWatchedGenerator(PacketGenerator):
+    """``roles``: role ("generator", "receiver", "chain") -> the cores it was given.  Each
+    trial's ``cores`` is role -> ``{"cpus", "busy_pct", "softirq_pct"}``, the mean over the
+    role's cores between the trial's start and end (the drain included)."""
+
+    def __init__(self, gen: PacketGenerator, roles: dict[str, list[int]]):
+        self.gen = gen
+        self.roles = {k: list(v) for k, v in roles.items()}
+
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
+        before = read_proc_stat()
+        t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
+        if t.cores is None:
+            t.cores = role_shares(usage(before, read_proc_stat())["cores"], self.roles)
+        return t
+
+    def close(self) -> None:
+        self.gen.close()
+
+
+def role_shares(per_core: dict[str, dict[str, float]],
+                roles: dict[str, list[int]]) -> dict[str, Any]:
+    """Mean busy and softirq percentages of each role's cores (a core gone is left out)."""
+    out: dict[str, Any] = {}
+    for role, cpus in roles.items():
+        seen = [per_core[f"cpu{c}"] for c in cpus if f"cpu{c}" in per_core]
+        n = max(len(seen), 1)
+        out[role] = {"cpus": list(cpus),
+                     "busy_pct": round(sum(c["busy"] for c in seen) / n, 1),
+                     "softirq_pct": round(sum(c["softirq"] for c in seen) / n, 1)}
+    return out
