@@ -1,4 +1,4 @@
-"""``sfclab traffic iperf|rate|ndr|latency``: argument parsing and printing only."""
+"""``sfclab traffic iperf|rate|ndr|latency|calibrate``: argument parsing and printing only."""
 
 from __future__ import annotations
 
@@ -94,7 +94,11 @@ def _explain(points: list[dict[str, Any]]) -> list[str]:
 def _measure(a: argparse.Namespace, r: Any, text: Callable[[dict[str, Any]], str]) -> int:
     from ..traffic import measure  # light start-up: the traffic code only to measure
 
-    d = measure.run(a.lab, r, progress=_progress).to_dict()
+    try:
+        d = measure.run(a.lab, r, progress=_progress).to_dict()
+    except KeyboardInterrupt as e:
+        _say_restored(e)
+        raise
     for w in d.get("warnings", []):
         print(f"sfclab: warning: {w}", file=sys.stderr)
 
@@ -105,6 +109,12 @@ def _measure(a: argparse.Namespace, r: Any, text: Callable[[dict[str, Any]], str
         return "\n".join(lines)
     _emit(d, a.json, full)
     return ExitStatus.OK
+
+
+def _say_restored(e: BaseException) -> None:
+    """What an interrupted measurement put back (the notes PacketSetup adds), on stderr."""
+    for note in getattr(e, "__notes__", []):
+        print(f"sfclab: interrupted; {note}", file=sys.stderr)
 
 
 PACKET = ("duration", "size", "flows", "threads", "engine", "sink", "pairs")
@@ -162,6 +172,46 @@ def cmd_latency(a: argparse.Namespace) -> int:
     return _measure(a, r, text)
 
 
+def _calibration_text(d: dict[str, Any]) -> str:
+    out = [f"calibration ({d.get('lab')} lab, {d.get('from')} -> {d.get('to')}, engine "
+           f"{d.get('engine')}, sink {d.get('sink')}, {d.get('duration_s'):g} s trials):",
+           f"{'SIZE':>6} {'CEILING pps':>14} {'SENT pps':>14}  NOTE"]
+    for size, c in d["sizes"].items():
+        out.append(f"{size:>6} {c['ceiling_pps']:>14,.0f} {c['sent_pps']:>14,.0f}  "
+                   f"{'LIMITED: ' + c['measurement_limited'] if c['measurement_limited'] else ''}"
+                   .rstrip())
+    f = d["latency_floor_us"]
+    pcts = ", ".join(f"{k} {f[k]:.1f}" for k in ("p50", "p90", "p99", "p99.9", "max") if k in f)
+    out.append(f"latency floor at {f['rate_pps']:,.0f} pps, {f['size']} bytes: "
+               + (f"{pcts} us" if pcts else "not measured"))
+    out.append(f"stored in {d.get('stored_in')}; trials offered above 90 % of a ceiling are "
+               "flagged generator_bound")
+    return "\n".join(out)
+
+
+def cmd_calibrate(a: argparse.Namespace) -> int:
+    from ..traffic import calibrate  # light start-up: the traffic code only to measure
+
+    req = calibrate.CalibrationRequest(sizes=calibrate.parse_sizes(a.sizes), lab=a.lab,
+                                       src=a.src or "src", dst=a.dst or "dst")
+    if a.duration is not None:
+        try:
+            req.duration_s = float(a.duration)
+        except ValueError:
+            from ..errors import SpecError  # light start-up
+
+            raise SpecError(f"expected seconds, got {a.duration!r}", place="--duration") from None
+    if a.lab is None and (a.src or a.dst):
+        from ..errors import SpecError  # light start-up
+
+        raise SpecError("--from and --to name nodes of a lab: give the lab too",
+                        place="--from" if a.src else "--to")
+    d = calibrate.calibrate(req)
+    d["stored_in"] = str(calibrate.state_file())
+    _emit(d, a.json, _calibration_text)
+    return ExitStatus.OK
+
+
 def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     from ..spec.measurement import ENGINES, SINKS  # noqa: F401 (choices named in the help)
 
@@ -172,7 +222,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
                         "  sfclab traffic rate chain5 --from src --to dst --size 64 --rates 100k,200k,max\n"
                         "  sfclab traffic ndr chain5 --from src --to dst --size 64 --json\n"
                         "  sfclab traffic latency chain5 --from src --to dst --rate 50k --size 64\n"
-                        "  sfclab traffic rate chain5 --size 64 --rates max --sink xdp",
+                        "  sfclab traffic rate chain5 --size 64 --rates max --sink xdp\n"
+                        "  sfclab traffic calibrate --sizes 64,1518",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ts = tp.add_subparsers(dest="traffic_cmd", metavar="MEASUREMENT",
                            parser_class=sub._parser_class)
@@ -236,6 +287,23 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
                     help="top of the search in pps (default: what the sender reaches)")
     sp.add_argument("--method", help="mlr (MLRsearch, RFC 9971; default) or binary")
     packet_options(sp)
+
+    sp = ts.add_parser(
+        "calibrate", help="measure what the generator and receiver can do by themselves",
+        description="Measure the generator-to-receiver ceiling (packet rate per frame size) and "
+        "the latency floor over a direct link, in a temporary two-node lab (or between two "
+        "nodes of a running lab), and store it in the state directory: trials offered above "
+        "90 % of the ceiling are then flagged generator_bound.",
+        epilog="example:\n  sfclab traffic calibrate --sizes 64,1518 --duration 0.5",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.set_defaults(fn=cmd_calibrate)
+    sp.add_argument("lab", nargs="?", help="a running lab whose nodes to use (default: a "
+                    "temporary two-node lab)")
+    sp.add_argument("--from", dest="src", metavar="NODE", help="sender in LAB (default src)")
+    sp.add_argument("--to", dest="dst", metavar="NODE", help="receiver in LAB (default dst)")
+    sp.add_argument("--sizes", help="frame sizes in bytes, 64..MTU+18 (default 64,512,1518)")
+    sp.add_argument("--duration", metavar="S", help="seconds per trial (default 1)")
+    sp.add_argument("--json", action="store_true", help="print JSON")
 
     sp = common("latency", cmd_latency, "latency percentiles at one offered rate",
                 "sfclab traffic latency chain5 --rate 50k --size 64")

@@ -25,7 +25,7 @@ from .cpu import CpuMonitor
 from .generator import PacketGenerator
 from .loss import LossLocator, droptrace_binary
 from .result import Measurement
-from .wrappers import CoreWatchedGenerator, LocatedGenerator, PairedGenerator
+from .wrappers import CeilingGenerator, CoreWatchedGenerator, LocatedGenerator, PairedGenerator
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -128,11 +128,21 @@ BASE_PORT = 7000
 class PacketSetup:
     """What a packet measurement needs, for the length of a ``with`` block: one native
     generator per pair, the sender pinned apart from the chain (:mod:`.cores`) with the first
-    hop's receive processing steered off its core, and a loss locator over the lab's
-    namespaces.  ``gen`` is the generator to run trials on; everything is undone on exit."""
+    hop's receive processing steered off its core, a loss locator over the lab's namespaces,
+    each trial's cores watched and, with ``calibrated``, the stored calibration's ceiling
+    (:mod:`.calibrate`).  ``gen`` is the generator to run trials on; everything is undone on
+    exit.  ``changed`` names every setting of the machine it changed (each one restored on
+    exit); when the block ends by Ctrl-C, the KeyboardInterrupt carries them as a note
+    (``restored: ...``) for the command line to print."""
 
-    def __init__(self, lab: str, r: PacketRequest):
+    def __init__(self, lab: str, r: PacketRequest, *, calibrated: bool = True):
         self.r = r
+        self.changed: list[str] = []
+        self.calibration: dict[str, Any] | None = None
+        if calibrated:
+            from . import calibrate  # light start-up; calibrate imports this module
+
+            self.calibration = calibrate.stored()
         self.ends = [Endpoints(lab, p.from_, p.to) for p in r.pairs_or_one()]
         self.names = [str(p) for p in r.pairs_or_one()]
         self.layout = cores.layout()
@@ -163,8 +173,11 @@ class PacketSetup:
                 for e in self.ends:
                     for node, ns, ifname in e.first_hop_ingress():
                         if (ns, ifname) not in done:
-                            self.stack.enter_context(cpus.steered(ns, ifname, self.layout.chain))
+                            before = self.stack.enter_context(
+                                cpus.steered(ns, ifname, self.layout.chain))
                             self.layout.steered.append(f"{node}/{ifname}")
+                            self.changed.append(f"RPS mask of {node}/{ifname} (back to "
+                                                f"{before or '0'})")
                             done.add((ns, ifname))
             sep = self.layout.separated
             gens: list[PacketGenerator] = [
@@ -179,6 +192,13 @@ class PacketSetup:
             gen = CoreWatchedGenerator(gen, {"generator": self.layout.generator,
                                              "receiver": self.layout.sink,
                                              "chain": self.layout.chain})
+            if self.calibration is not None:
+                from .calibrate import ceiling_for  # light start-up
+
+                cal = self.calibration
+                gen = CeilingGenerator(gen, lambda size: ceiling_for(cal, size))
+            if self.r.engine == "xdp":
+                self.changed.append("GRO of the first hop's veth peer (the xdp engine)")
             locator = self._locator()
             xdp_sinks = [e.dst for e in self.ends] if self.r.sink == "xdp" else []
             self.gen = LocatedGenerator(gen, locator, xdp_sinks) if locator is not None else gen
@@ -193,8 +213,11 @@ class PacketSetup:
             return None
         return self.stack.enter_context(LossLocator(self.ends[0].plan))
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
         self.stack.close()
+        if isinstance(exc, KeyboardInterrupt) and self.changed:
+            exc.add_note("restored: " + "; ".join(self.changed))
 
     def describe(self) -> dict[str, Any]:
         out = self.ends[0].describe()
@@ -210,6 +233,10 @@ def _packet_finish(m: Measurement, setup: PacketSetup, cpu: CpuMonitor) -> Measu
         m.cpu = cpu.result
     if not setup.layout.separated:
         m.extra.setdefault("warnings", []).extend(setup.layout.notes)
+    if setup.calibration is not None:
+        from .calibrate import summary  # light start-up
+
+        m.environment = {**m.environment, "calibration": summary(setup.calibration)}
     return m
 
 

@@ -8,13 +8,15 @@ rate curve and the NDR/PDR searches use them unchanged:
   so it says where its lost packets died (``located``);
 - :class:`CoreWatchedGenerator`: each trial says which cores the generator, the receiver and
   the chain ran on and how busy they were (``cores``, from ``/proc/stat`` around the trial), for
-  the trial's self-check and the record, unless the generator already reported it.
+  the trial's self-check and the record, unless the generator already reported it;
+- :class:`CeilingGenerator`: each trial carries the calibrated ceiling for its frame size
+  (``ceiling_pps``, see :mod:`.calibrate`), so it can say it was ``generator_bound``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from typing import Any
 
@@ -121,3 +123,21 @@ def role_shares(per_core: dict[str, dict[str, float]],
                      "busy_pct": round(sum(c["busy"] for c in seen) / n, 1),
                      "softirq_pct": round(sum(c["softirq"] for c in seen) / n, 1)}
     return out
+
+
+class CeilingGenerator(PacketGenerator):
+    """``ceiling(size)``: the calibrated ceiling for a frame size, or None."""
+
+    def __init__(self, gen: PacketGenerator, ceiling: Callable[[int | str], float | None]):
+        self.gen = gen
+        self.ceiling = ceiling
+
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
+        t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
+        if t.ceiling_pps is None:
+            t.ceiling_pps = self.ceiling(size)
+        return t
+
+    def close(self) -> None:
+        self.gen.close()
