@@ -272,6 +272,15 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 	} else {
 		printf("\"latency_us\":{\"count\":0},");
 	}
+	/* the histogram itself, sparse [[bucket, count], ...]: sfclab makes the statistics */
+	printf("\"latency_hist\":[");
+	for (unsigned b = 0, first = 1; b < HIST_BUCKETS; b++) {
+		if (!all->hist[b])
+			continue;
+		printf(first ? "[%u,%" PRIu64 "]" : ",[%u,%" PRIu64 "]", b, all->hist[b]);
+		first = 0;
+	}
+	printf("],");
 	printf("\"flows\":%u,\"per_flow\":{\"received\":", k->flows);
 	print_u64_array(received, k->flows);
 	printf(",\"reordered\":");

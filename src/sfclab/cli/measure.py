@@ -144,7 +144,7 @@ def cmd_ndr(a: argparse.Namespace) -> int:
                             f"{a.loss!r}", place="--loss")
         a.ndr_loss, a.pdr_loss = goals
     r = _request(a, "ndr", PACKET + ("ndr_loss", "pdr_loss", "precision", "max_rate",
-                                     "method"))
+                                     "method", "latency"))
 
     def text(d: dict[str, Any]) -> str:
         def fig(k: str) -> str:
@@ -158,8 +158,30 @@ def cmd_ndr(a: argparse.Namespace) -> int:
         return (f"NDR {fig('ndr_pps')}\nPDR {fig('pdr_pps')}\n"
                 + (f"not measurable on this machine above {above:,.0f} pps\n" if above else "")
                 + f"generator_limited: {str(d.get('generator_limited')).lower()}, "
-                f"{len(d.get('trials', []))} trials ({limited:.0f} measurement-limited, re-run)")
+                f"{len(d.get('trials', []))} trials ({limited:.0f} measurement-limited, re-run)"
+                + "".join("\n" + line for line in _latency_lines(d)))
     return _measure(a, r, text)
+
+
+def _pcts(lat: dict[str, Any] | None) -> str:
+    if not lat:
+        return "not measured"
+    return ", ".join(f"{k} {lat[k]:,.1f}" for k in ("p50", "p90", "p99", "p99.9", "max")
+                     if k in lat) + " us"
+
+
+def _latency_lines(d: dict[str, Any]) -> list[str]:
+    """``ndr --latency``: one line per share of the NDR, the direct link's floor beside."""
+    rows = d.get("latency_at_ndr")
+    if not rows:
+        return []
+    out = [f"latency at {r['share'] * 100:.0f} % of NDR ({r['rate_pps']:,.0f} pps): "
+           f"{_pcts(r['latency_us'])}" + (" LIMITED" if r["measurement_limited"] else "")
+           for r in rows]
+    floor = d.get("latency_floor_us")
+    if floor:
+        out.append(f"latency floor of a direct link (calibrated): {_pcts(floor)}")
+    return out
 
 
 def cmd_latency(a: argparse.Namespace) -> int:
@@ -168,7 +190,13 @@ def cmd_latency(a: argparse.Namespace) -> int:
     def text(d: dict[str, Any]) -> str:
         m = d["metrics"]
         keys = [k for k in m if k.startswith("latency_")]
-        return "\n".join(f"{k[len('latency_'):]:>10}: {m[k]:.1f}" for k in keys)
+        out = [f"{k[len('latency_'):]:>10}: {m[k]:.1f}" for k in keys]
+        out.append(f"timestamped at: {d.get('latency_source') or 'the sink'}"
+                   + (", LIMITED: " + d["measurement_limited"]
+                      if d.get("measurement_limited") else ""))
+        if d.get("latency_floor_us"):
+            out.append(f"floor of a direct link (calibrated): {_pcts(d['latency_floor_us'])}")
+        return "\n".join(out)
     return _measure(a, r, text)
 
 
@@ -286,6 +314,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--max-rate", dest="max_rate",
                     help="top of the search in pps (default: what the sender reaches)")
     sp.add_argument("--method", help="mlr (MLRsearch, RFC 9971; default) or binary")
+    sp.add_argument("--latency", action="store_true", default=None,
+                    help="then measure latency at 10, 50 and 90 %% of the NDR")
     packet_options(sp)
 
     sp = ts.add_parser(

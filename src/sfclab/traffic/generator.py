@@ -44,6 +44,9 @@ class Trial:
     reordered: int = 0
     duplicated: int = 0
     latency_us: dict[str, float] = field(default_factory=dict)  # p50, p90, p99, p99.9, max
+    #: where arrivals were timestamped: "softirq" (cannot wait in the receiver's queue) or
+    #: "socket" (after it); None: not said
+    latency_source: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     #: where the lost packets died (loss_by_node, loss_by_reason, unaccounted ...), when a
     #: loss locator watched the trial (see :mod:`sfclab.traffic.loss`)
@@ -121,7 +124,7 @@ class Trial:
             d["pairs"] = [p.to_dict() for p in self.pairs]
         else:
             d.pop("pairs")
-        for k in ("located", "sent_total", "received_total", "receiver_drops",
+        for k in ("located", "sent_total", "received_total", "receiver_drops", "latency_source",
                   "receiver_saturated", "cores", "ceiling_pps"):
             if d[k] is None:
                 d.pop(k)

@@ -288,9 +288,29 @@ def ndr(lab: str, r: NdrRequest, progress: Progress | None = None) -> Measuremen
         else:
             m = ndr_pdr(setup.gen, r.size, duration=r.duration,
                         loss_goals=[r.ndr_loss / 100, r.pdr_loss / 100],
-                           precision=r.precision / 100,
+                        precision=r.precision / 100,
                         max_rate_pps=r.max_rate, progress=progress)
+        if r.latency:
+            _latency_at_ndr(m, setup, r, progress)
     return _packet_finish(m, setup, cpu)
+
+
+def _latency_at_ndr(m: Measurement, setup: PacketSetup, r: NdrRequest,
+                    progress: Progress | None) -> None:
+    """Latency at 10/50/90 % of the NDR found (or of its lower bound), beside the latency
+    floor of a direct link when calibrated."""
+    from .ndr import latency_at_shares, latency_metrics  # light start-up
+
+    assert setup.gen is not None
+    ndr = m.extra.get("ndr_pps") or m.metrics.get("ndr_lower_bound_pps")
+    if not ndr:
+        m.extra["latency_at_ndr"] = None
+        m.extra.setdefault("warnings", []).append("no NDR found: no latency measured at it")
+        return
+    rows = latency_at_shares(setup.gen, float(ndr), r.size, r.duration, progress=progress)
+    m.extra["latency_at_ndr"] = rows
+    m.metrics.update(latency_metrics(rows))
+    _latency_context(m, setup, [row["latency_source"] for row in rows])
 
 
 def latency(lab: str, r: LatencyRequest, progress: Progress | None = None) -> Measurement:
@@ -299,7 +319,19 @@ def latency(lab: str, r: LatencyRequest, progress: Progress | None = None) -> Me
     with CpuMonitor() as cpu, PacketSetup(lab, r) as setup:
         assert setup.gen is not None
         m = run_latency(setup.gen, r.rate, r.size, r.duration)
+        _latency_context(m, setup, [m.extra.get("latency_source")])
     return _packet_finish(m, setup, cpu)
+
+
+def _latency_context(m: Measurement, setup: PacketSetup, sources: list[str | None]) -> None:
+    """The latency floor of a direct link beside a latency figure (from the calibration), and
+    a warning when arrivals were timestamped after the receiver's socket queue."""
+    if setup.calibration is not None:
+        m.extra["latency_floor_us"] = setup.calibration.get("latency_floor_us")
+    if "socket" in sources:
+        m.extra.setdefault("warnings", []).append(
+            "latency timestamped at the receiving socket includes the time probes waited in "
+            "its queue; --sink xdp (or kernel) timestamps them in the receiver's softirq")
 
 
 def run(lab: str, r: AnyRequest, progress: Progress | None = None) -> Measurement:

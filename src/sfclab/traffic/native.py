@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import MeasurementError
 from ..spec import measurement
 from ..kernel import netns
+from . import histogram
 from .generator import PacketGenerator, Trial
 from .window import window_counts
 
@@ -77,6 +78,22 @@ def receiver_drops(sink: dict[str, Any]) -> int | None:
             except (TypeError, ValueError):
                 return None
     return None
+
+
+def latency_of(sink: dict[str, Any]) -> dict[str, Any]:
+    """The trial's latency percentiles: from the sink's histogram (:mod:`.histogram`) when it
+    hands one over, else the sink's own figures."""
+    h = histogram.from_sink(sink)
+    if h is not None:
+        return h.summary()
+    lat = sink.get("latency_us", {})
+    return lat if isinstance(lat, dict) else {}
+
+
+def latency_source(sink: dict[str, Any]) -> str:
+    """Where the probes were timestamped on arrival: ``softirq`` (the XDP/tcx sinks, before
+    any receive queue) or ``socket`` (after the socket's queue: the receiver's wait included)."""
+    return "socket" if sink.get("mode", "socket") == "socket" else "softirq"
 
 
 def _flag(value: Any) -> bool | None:
@@ -295,7 +312,7 @@ class NativeGenerator(PacketGenerator):
         self._drain(int(sent.get("sent_window", 0)))
         sink = self.snapshot()
         w = window_counts(sent, sink)
-        lat = sink.get("latency_us", {})
+        lat = latency_of(sink)
         return Trial(
             offered_pps=offered_pps,
             duration_s=duration_s,
@@ -309,6 +326,7 @@ class NativeGenerator(PacketGenerator):
             reordered=int(sink["reordered"]),
             duplicated=int(sink["duplicated"]),
             latency_us={k: float(lat[k]) for k in PERCENTILES if k in lat},
+            latency_source=latency_source(sink),
             raw={"sender": sent, "sink": sink, "sender_stderr": cp.stderr, "argv": argv},
             window_s=w.window_s,
             receiver_drops=receiver_drops(sink),

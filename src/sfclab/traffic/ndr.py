@@ -614,6 +614,44 @@ def rate_curve(gen: PacketGenerator, rates: Iterable[float], size: int | str, du
                        extra={"points": points})
 
 
+#: shares of the NDR at which ``ndr --latency`` measures latency (CSIT's practice)
+LATENCY_SHARES = (0.1, 0.5, 0.9)
+
+
+def latency_at_shares(gen: PacketGenerator, ndr_pps: float, size: int | str, duration: float,
+                      *, shares: Iterable[float] = LATENCY_SHARES, ramp_s: float | None = 0.5,
+                      progress: Progress | None = None) -> list[dict[str, Any]]:
+    """One latency trial at each share of ``ndr_pps``: ``{"share", "rate_pps", "latency_us",
+    "latency_source", "loss_ratio", "measurement_limited", "trial"}`` per share; a limited
+    trial is re-run like a search trial, and kept with its reason if it stays limited."""
+    _positive("ndr_pps", ndr_pps)
+    shares = list(shares)
+    runner = _Runner(gen, size, pause_s=0.0, ramp_s=ramp_s, max_trials=3 * len(shares),
+                     progress=progress)
+    out = []
+    for share in shares:
+        try:
+            st = runner.run(share * ndr_pps, duration, "confirm", f"latency@{share:.0%}")
+        except Unmeasurable as u:
+            st = u.st
+        t = st.trial
+        out.append({"share": share, "rate_pps": share * ndr_pps,
+                    "latency_us": dict(t.latency_us), "latency_source": t.latency_source,
+                    "loss_ratio": t.loss_ratio,
+                    "measurement_limited": t.measurement_limited or False,
+                    "trial": st.to_dict()})
+    return out
+
+
+def latency_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """``ndr10pct_latency_p50_us`` ... from :func:`latency_at_shares`'s rows."""
+    return {f"ndr{round(r['share'] * 100)}pct_{_metric_name(k)}": v
+            for r in rows for k, v in r["latency_us"].items() if k in _PCTS}
+
+
+_PCTS = ("p50", "p90", "p99", "p99.9", "max")
+
+
 def _metric_name(pct: str) -> str:
     return "latency_" + pct.replace(".", "_") + "_us"  # p99.9 -> latency_p99_9_us
 
@@ -634,9 +672,12 @@ def latency(gen: PacketGenerator, rate: float, size: int | str, duration: float,
         raise MeasurementError(f"{type(gen).__name__} reported no latency")
     metrics: dict[str, float] = {_metric_name(k): v for k, v in t.latency_us.items()}
     metrics.update(loss_ratio=t.loss_ratio, sent_pps=t.sent_pps, received_pps=t.received_pps,
-                   generator_limited=t.generator_limited)
+                   generator_limited=t.generator_limited,
+                   measurement_limited=bool(t.measurement_limited))
     return Measurement(type="latency",
                        params={"rate_pps": rate, "size": size, "duration": duration,
                                "ramp_s": runner.ramp_s, "generator": type(gen).__name__},
                        metrics=metrics, environment=environment(), raw=t.raw,
-                       extra={"trial": st.to_dict(), "generator_limited": t.generator_limited})
+                       extra={"trial": st.to_dict(), "generator_limited": t.generator_limited,
+                              "measurement_limited": t.measurement_limited or False,
+                              "latency_source": t.latency_source})
