@@ -65,3 +65,37 @@ def test_a_starved_receiver_marks_the_trial_measurement_limited(sfcgen, veth_pai
     assert set(clean.cores) == {"generator", "receiver", "chain"}
     assert clean.cores["generator"]["cpus"] == [1]
     assert 0 <= clean.cores["receiver"]["softirq_pct"] <= clean.cores["receiver"]["busy_pct"]
+
+
+def test_ctrl_c_restores_every_setting_and_says_which(running_lab):
+    """A rate curve interrupted by SIGINT (Ctrl-C) puts the first hop's RPS mask back, exits
+    130 and names what it restored."""
+    import subprocess
+    import sys
+    import time
+
+    from sfclab.kernel import cpus
+
+    lab = running_lab({"chain": {"length": 3}})  # src - r1 - dst: r1's ingress is steered
+    ns, ifname = lab.netns("r1"), "eth0"
+    before = cpus.rps_mask(ns, ifname)
+    p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "traffic", "rate", lab.name,
+                          "--rates", ",".join(["5k"] * 20), "--duration", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        assert p.stderr is not None
+        while time.monotonic() < deadline:  # wait for the first trial: steering is in place
+            line = p.stderr.readline()
+            if "trial 0" in line:
+                break
+        assert cpus.rps_mask(ns, ifname) != before, "the measurement steers r1's ingress"
+        p.send_signal(signal.SIGINT)
+        _out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    assert f"restored: RPS mask of r1/{ifname} (back to {before})" in err, err
+    assert cpus.rps_mask(ns, ifname) == before
