@@ -68,3 +68,30 @@ def test_a_rate_above_ninety_percent_of_the_ceiling_is_generator_bound(sfcgen, r
                                           rates=[0.5 * top, 0.95 * top])).to_dict()
     assert [p["generator_bound"] for p in m["points"]] == [False, True]
     assert m["environment"]["calibration"]["sizes"]["64"]["ceiling_pps"] == top
+
+
+def test_an_experiment_calibrates_once_and_keeps_it(sfcgen, tmp_path, capsys, lab_name):
+    from sfclab.experiments.store import Store
+
+    f = tmp_path / "exp.yaml"
+    f.write_text(f"""
+name: cal-e2e
+lab: {{name: {lab_name}, chain: {{length: 2}}}}
+measure: {{type: rate, rates: [10k], size: 128, duration: 0.5}}
+sweep:
+  measure.flows: [1, 2]
+""")
+    db = tmp_path / "r.db"
+    assert main(["run", str(f), "--db", str(db), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["done"] == 2
+    with Store(db, readonly=True) as store:
+        exp = store.experiments()[0]
+        envs = store.environments(exp.id)
+        assert len(envs) == 1  # one invocation, one calibration
+        cal = envs[0]["calibration"]
+        assert list(cal["sizes"]) == ["128"] and cal["sizes"]["128"]["ceiling_pps"] > 0
+        assert cal["lab"] == "temporary"
+        # each run's own environment carries the calibration its trials were flagged against
+        for r in store.runs(exp.id):
+            run_env = store.run_environment(r.id)
+            assert run_env["calibration"]["measured_at"] == cal["measured_at"]
