@@ -329,3 +329,9 @@ def test_a_failed_calibration_is_recorded_and_the_runs_go_on(store, exp):
     assert summary.done == 12
     env = store.environments(summary.experiment_id)[0]
     assert env["calibration"] == {"error": "sfcgen is not built"}
+
+
+def test_no_calibration_no_key(store, exp):
+    labs = FakeLabs()
+    summary = runner(store, labs, FakeMeasure(labs), calibrate=lambda measures: None).run(exp)
+    assert store.environments(summary.experiment_id) == [{"kernel": "test"}]

@@ -271,8 +271,9 @@ class Runner:
         total = len(self.store.runs(exp_id))
         if todo and self.environment is not None:
             env = dict(self.environment())
-            if self.calibrate is not None:
-                env["calibration"] = self._calibration([by_key[r.key].measure for r in todo])
+            cal = self._calibration([by_key[r.key].measure for r in todo])
+            if cal is not None:
+                env["calibration"] = cal
             self.store.add_environment(exp_id, env)
         self.progress.start(exp.name, total, total - len(todo))
         ran = 0
@@ -289,7 +290,8 @@ class Runner:
                           failed=counts["failed"], pending=counts["pending"] + counts["running"])
 
     def _calibration(self, measures: list[dict[str, Any]]) -> dict[str, Any] | None:
-        assert self.calibrate is not None
+        if self.calibrate is None:
+            return None
         try:
             cal = self.calibrate([_copy(m) for m in measures])
         except SfclabError as e:  # the runs go on; their trials are just not flagged
