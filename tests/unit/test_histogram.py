@@ -15,7 +15,7 @@ from sfclab.traffic.fake import FakeGenerator
 from sfclab.traffic.histogram import (BUCKETS, LatencyHistogram, bucket_index, bucket_value,
                                       from_sink)
 from sfclab.traffic.native import latency_of, latency_source
-from sfclab.traffic.ndr import latency_at_shares, latency_metrics
+from sfclab.traffic.ndrlatency import latency_at_shares, latency_metrics
 
 
 def test_layout_matches_the_receivers_hist_h():

@@ -299,7 +299,7 @@ def _latency_at_ndr(m: Measurement, setup: PacketSetup, r: NdrRequest,
                     progress: Progress | None) -> None:
     """Latency at 10/50/90 % of the NDR found (or of its lower bound), beside the latency
     floor of a direct link when calibrated."""
-    from .ndr import latency_at_shares, latency_metrics  # light start-up
+    from .ndrlatency import latency_at_shares, latency_metrics  # light start-up
 
     assert setup.gen is not None
     ndr = m.extra.get("ndr_pps") or m.metrics.get("ndr_lower_bound_pps")

@@ -29,10 +29,13 @@ The search (after NFVbench and RFC 2544 binary search, with RFC 9971 (MLRsearch)
    (:mod:`.limits`: the generator fell more than 2 % short of the offered rate, or the receiver
    dropped frames itself or saturated) decides nothing: it is re-run, at most
    ``limited_retries`` times (default 2).  A rate still limited then is out of this machine's
-   reach: the range's top drops to 95 % of the least of that rate, what the generator sent and
-   what the receiver took (:func:`.limits.measurable_below`), goals whose failures lie above the new top try it afresh, and
-   ``not_measurable_above_pps`` records the lowest such rate (at most ``MAX_CAPS`` times; then,
-   or when the new top falls under the range's bottom, the search ends).  Limited trials stay in
+   reach.  If it lay inside a goal's interval ``(lo, hi)``, that goal ends there, keeping the
+   ``lo`` it verified (``unresolved``).  If it was the top of the range, the top drops to 95 %
+   of the least of that rate, what the generator sent and what the receiver took
+   (:func:`.limits.measurable_below`) and the search goes on below it (a goal whose only
+   failures lie above the new top tries the top afresh), at most ``MAX_CAPS`` times; then, or
+   when the new top falls under the range's bottom, the search ends.
+   ``not_measurable_above_pps`` records the lowest such rate.  Limited trials stay in
    ``trials`` with their reason (``measurement_limited``), for the record.
 6. Lower bounds.  A goal that passes at the top of a range that is the generator's own maximum
    (a max-rate trial) or that was cut by unmeasurable rates is only a lower bound: the chain
@@ -43,8 +46,9 @@ The search (after NFVbench and RFC 2544 binary search, with RFC 9971 (MLRsearch)
 
 Ramp.  ``ramp_s`` goes to the generator's ``trial()`` (the interface has it): the offered rate
 climbs from 0 over the first ``ramp_s`` seconds of each trial, so a trial does not start with a
-burst that fills the chain's queues at once.  ``pause_s`` separates trials.  ``progress`` (a callable taking a dict) is called after
-every trial with the trial and the current intervals.
+burst that fills the chain's queues at once.  ``pause_s`` separates trials.  ``progress`` (a
+callable taking a dict) is called after every trial with the trial and the current intervals.
+Latency at shares of the NDR found is :mod:`.ndrlatency`'s.
 """
 
 from __future__ import annotations
@@ -120,7 +124,7 @@ def goal_labels(goals: Sequence[float]) -> list[str]:
     return ["ndr"] + [f"goal{i}" for i in range(1, len(goals) - 1)] + ["pdr"]
 
 
-def _positive(name: str, value: float | None, *, allow_none: bool = False) -> None:
+def positive(name: str, value: float | None, *, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -171,7 +175,7 @@ class SearchTrial:
                               for p in t.pairs]} if t.pairs else {})}
 
 
-class _Runner:
+class TrialRunner:
     """Runs trials on a generator: pause between them, ramp if supported, budget, progress;
     a deciding trial that is measurement-limited is re-run (see the module's step 5)."""
 
@@ -282,10 +286,10 @@ class NdrPdrSearch:
                  confirm_duration: float | None = None, max_confirm_retries: int = 3,
                  step_down: float = 0.02, pause_s: float = 0.5, max_trials: int = 80,
                  limited_retries: int = LIMITED_RETRIES, progress: Progress | None = None):
-        _positive("duration", duration)
-        _positive("min_rate_pps", min_rate_pps, allow_none=True)
-        _positive("max_rate_pps", max_rate_pps, allow_none=True)
-        _positive("confirm_duration", confirm_duration, allow_none=True)
+        positive("duration", duration)
+        positive("min_rate_pps", min_rate_pps, allow_none=True)
+        positive("max_rate_pps", max_rate_pps, allow_none=True)
+        positive("confirm_duration", confirm_duration, allow_none=True)
         if not (isinstance(precision, (int, float)) and 0 < precision < 0.5):
             raise SpecError(f"precision must be a ratio in (0, 0.5), not {precision!r}",
                             place="precision")
@@ -313,7 +317,7 @@ class NdrPdrSearch:
         self.step_down = step_down
         self.goals = [_Goal(label, loss, lo=0.0)
                       for label, loss in zip(goal_labels(self.loss_goals), self.loss_goals)]
-        self.runner = _Runner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=max_trials,
+        self.runner = TrialRunner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=max_trials,
                               progress=progress, status=self._status,
                               limited_retries=limited_retries)
         self.upper = 0.0
@@ -590,9 +594,9 @@ def rate_curve(gen: PacketGenerator, rates: Iterable[float], size: int | str, du
     if not rates:
         raise SpecError("no rate given", place="rates")
     for r in rates:
-        _positive("rate", r)
-    _positive("duration", duration)
-    runner = _Runner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=len(rates),
+        positive("rate", r)
+    positive("duration", duration)
+    runner = TrialRunner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=len(rates),
                      progress=progress)
     points = []
     for r in rates:
@@ -614,45 +618,7 @@ def rate_curve(gen: PacketGenerator, rates: Iterable[float], size: int | str, du
                        extra={"points": points})
 
 
-#: shares of the NDR at which ``ndr --latency`` measures latency (CSIT's practice)
-LATENCY_SHARES = (0.1, 0.5, 0.9)
-
-
-def latency_at_shares(gen: PacketGenerator, ndr_pps: float, size: int | str, duration: float,
-                      *, shares: Iterable[float] = LATENCY_SHARES, ramp_s: float | None = 0.5,
-                      progress: Progress | None = None) -> list[dict[str, Any]]:
-    """One latency trial at each share of ``ndr_pps``: ``{"share", "rate_pps", "latency_us",
-    "latency_source", "loss_ratio", "measurement_limited", "trial"}`` per share; a limited
-    trial is re-run like a search trial, and kept with its reason if it stays limited."""
-    _positive("ndr_pps", ndr_pps)
-    shares = list(shares)
-    runner = _Runner(gen, size, pause_s=0.0, ramp_s=ramp_s, max_trials=3 * len(shares),
-                     progress=progress)
-    out = []
-    for share in shares:
-        try:
-            st = runner.run(share * ndr_pps, duration, "confirm", f"latency@{share:.0%}")
-        except Unmeasurable as u:
-            st = u.st
-        t = st.trial
-        out.append({"share": share, "rate_pps": share * ndr_pps,
-                    "latency_us": dict(t.latency_us), "latency_source": t.latency_source,
-                    "loss_ratio": t.loss_ratio,
-                    "measurement_limited": t.measurement_limited or False,
-                    "trial": st.to_dict()})
-    return out
-
-
-def latency_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """``ndr10pct_latency_p50_us`` ... from :func:`latency_at_shares`'s rows."""
-    return {f"ndr{round(r['share'] * 100)}pct_{_metric_name(k)}": v
-            for r in rows for k, v in r["latency_us"].items() if k in _PCTS}
-
-
-_PCTS = ("p50", "p90", "p99", "p99.9", "max")
-
-
-def _metric_name(pct: str) -> str:
+def metric_name(pct: str) -> str:
     return "latency_" + pct.replace(".", "_") + "_us"  # p99.9 -> latency_p99_9_us
 
 
@@ -663,14 +629,14 @@ def latency(gen: PacketGenerator, rate: float, size: int | str, duration: float,
     Metrics: ``latency_p50_us``, ``latency_p90_us``, ``latency_p99_us``, ``latency_p99_9_us``,
     ``latency_max_us`` (whichever the generator measured), plus loss and ``generator_limited``.
     """
-    _positive("rate", rate)
-    _positive("duration", duration)
-    runner = _Runner(gen, size, pause_s=0.0, ramp_s=ramp_s, max_trials=1, progress=None)
+    positive("rate", rate)
+    positive("duration", duration)
+    runner = TrialRunner(gen, size, pause_s=0.0, ramp_s=ramp_s, max_trials=1, progress=None)
     st = runner.run(rate, duration, "latency")
     t = st.trial
     if not t.latency_us:
         raise MeasurementError(f"{type(gen).__name__} reported no latency")
-    metrics: dict[str, float] = {_metric_name(k): v for k, v in t.latency_us.items()}
+    metrics: dict[str, float] = {metric_name(k): v for k, v in t.latency_us.items()}
     metrics.update(loss_ratio=t.loss_ratio, sent_pps=t.sent_pps, received_pps=t.received_pps,
                    generator_limited=t.generator_limited,
                    measurement_limited=bool(t.measurement_limited))
