@@ -5,6 +5,7 @@ own, from the sink's histogram (issue 23, item 4)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -48,3 +49,27 @@ def test_softirq_timestamps_do_not_wait_in_the_receivers_queue(sfcgen, veth_pair
     for k in ("p50", "p99"):
         assert abs(soft.latency_us[k] - soft.raw["sink"]["latency_us"][k]) <= \
             soft.raw["sink"]["latency_us"][k] / 64 + 0.001
+
+
+def test_ndr_latency_at_10_50_90_percent_of_the_ndr(sfcgen, running_lab, capsys):
+    from sfclab.cli import main
+
+    lab = running_lab({"chain": {"length": 2}})
+    assert main(["traffic", "ndr", lab.name, "--size", "64", "--trial", "0.5", "--method",
+                 "binary", "--max-rate", "20k", "--precision", "10", "--sink", "xdp",
+                 "--latency", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    rows = d["latency_at_ndr"]
+    ndr = d["ndr_pps"] or d["metrics"]["ndr_lower_bound_pps"]
+    assert [r["share"] for r in rows] == [0.1, 0.5, 0.9]
+    assert [r["rate_pps"] for r in rows] == [share * ndr for share in (0.1, 0.5, 0.9)]
+    for r in rows:
+        assert r["latency_source"] == "softirq"
+        assert 0 < r["latency_us"]["p50"] <= r["latency_us"]["p99"] <= r["latency_us"]["max"]
+        assert r["trial"]["offered_pps"] == r["rate_pps"]
+    assert d["metrics"]["ndr90pct_latency_p99_us"] == rows[2]["latency_us"]["p99"]
+    assert main(["traffic", "ndr", lab.name, "--size", "64", "--trial", "0.5", "--method",
+                 "binary", "--max-rate", "20k", "--precision", "10", "--sink", "xdp",
+                 "--latency"]) == 0
+    text = capsys.readouterr().out
+    assert "latency at 10 % of NDR" in text and "latency at 90 % of NDR" in text
