@@ -34,6 +34,29 @@ def test_generator_tolerance_is_two_percent(sent, limited):
         assert "generator sent" in t.measurement_limited and "below 98 %" in t.measurement_limited
 
 
+@pytest.mark.parametrize(("sent", "limited"), [(102_000.0, False), (102_010.0, True)])
+def test_a_generator_that_caught_up_in_a_burst_offered_too_much(sent, limited):
+    t = trial(sent_pps=sent)
+    assert (t.measurement_limited is not None) is limited
+    assert not t.generator_limited  # it did reach the rate; it offered more
+    if limited:
+        assert "above 102 %" in t.measurement_limited
+
+
+def test_a_rate_given_up_cuts_the_range_at_the_best_attempt_not_the_worst():
+    from sfclab.traffic.ndr import SearchTrial, Unmeasurable
+
+    # one bad moment: the attempts at 40 kpps sent 38.5k, 0 and 2.4k (seen under load)
+    attempts = [SearchTrial(i, "search", None, trial(offered=40_000.0, sent_pps=s))
+                for i, s in enumerate((38_500.0, 0.0, 2_400.0))]
+    u = Unmeasurable(attempts)
+    assert u.rate_pps == 40_000 and u.st is attempts[-1]
+    assert u.new_top() == pytest.approx(0.95 * 38_500)
+    # a rate below it that a trial did measure stays in range
+    assert u.new_top(39_600.0) == 39_600.0
+    assert u.new_top(50_000.0) == 40_000.0  # never above the rate given up
+
+
 def test_receiver_drops_and_saturation_limit_with_their_reason():
     t = trial(receiver_drops=1234, receiver_saturated=True)
     assert t.measurement_limited == "receiver dropped 1,234 frames itself; receiver saturated"
@@ -120,7 +143,8 @@ def test_limited_retries_are_bounded():
 
 def test_mlr_never_passes_a_limited_trial_to_the_search():
     gen = FakeGenerator(300_000, 350_000, line_rate_pps=1_000_000, receiver_stalls=0.2, seed=3)
-    m = mlr_search(gen, 64, duration=1.0, loss_goals=[0.0, 0.005], precision=0.01, ramp_s=None)
+    m = mlr_search(gen, 64, duration=1.0, loss_goals=[0.0, 0.005], precision=0.01, ramp_s=None,
+                   rerun_pause_s=0)
     trials = m.extra["trials"]
     limited = [t for t in trials if t["measurement_limited"]]
     assert limited
@@ -134,6 +158,7 @@ def test_mlr_never_passes_a_limited_trial_to_the_search():
 
 def test_mlr_with_a_slow_receiver_reports_a_lower_bound():
     gen = FakeGenerator(300_000, 350_000, line_rate_pps=1_000_000, receiver_ceiling_pps=200_000)
-    m = mlr_search(gen, 64, duration=1.0, loss_goals=[0.0, 0.005], precision=0.01, ramp_s=None)
+    m = mlr_search(gen, 64, duration=1.0, loss_goals=[0.0, 0.005], precision=0.01, ramp_s=None,
+                   rerun_pause_s=0)
     assert m.extra["ndr_pps"] is None and m.extra["not_measurable_above_pps"] > 200_000
     assert m.metrics["ndr_lower_bound_pps"] <= 200_000

@@ -9,6 +9,8 @@ check                  the trial is limited when
 =====================  ==========================================================================
 ``generator``          the generator sent below ``GENERATOR_TOLERANCE`` (98 %) of the offered
                        rate over the measured window: the chain was never offered the rate
+``generator_over``     it sent above ``2 - GENERATOR_TOLERANCE`` (102 %) of it (a sender that
+                       fell behind and caught up in a burst): the chain was offered more
 ``receiver_drops``     the receiver dropped frames itself (a socket sink's full receive buffer,
                        ``SO_RXQ_OVFL``; the kernel sink's own drop count): loss that is the
                        receiver's, not the chain's
@@ -61,6 +63,16 @@ def generator_short(t: TrialFacts) -> str | None:
             f"({share * 100:.1f} %, below {GENERATOR_TOLERANCE * 100:.0f} %)")
 
 
+def generator_over(t: TrialFacts) -> str | None:
+    if t.offered_pps is None or t.offered_pps <= 0:
+        return None
+    share = t.sent_pps / t.offered_pps
+    if share <= 2 - GENERATOR_TOLERANCE:
+        return None
+    return (f"generator sent {t.sent_pps:,.0f} of {t.offered_pps:,.0f} pps offered "
+            f"({share * 100:.1f} %, above {(2 - GENERATOR_TOLERANCE) * 100:.0f} %)")
+
+
 def receiver_dropped(t: TrialFacts) -> str | None:
     if not t.receiver_drops:
         return None
@@ -74,6 +86,7 @@ def receiver_saturated(t: TrialFacts) -> str | None:
 #: check name -> function; the reasons are reported in this order
 CHECKS: dict[str, Callable[[TrialFacts], str | None]] = {
     "generator": generator_short,
+    "generator_over": generator_over,
     "receiver_drops": receiver_dropped,
     "receiver_saturated": receiver_saturated,
 }

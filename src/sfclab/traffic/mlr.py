@@ -33,6 +33,8 @@ from .result import Measurement
 
 #: how much trial time at one load decides a goal there, in final trial durations
 DURATION_SUM_TRIALS = 2.0
+#: seconds before a limited trial's re-run
+RERUN_PAUSE_S = 1.0
 #: the longest a search may take
 SEARCH_DURATION_MAX_S = 1800.0
 
@@ -41,7 +43,8 @@ class _Measurer(AbstractMeasurer):
     """MLRsearch's measurer: one trial of our generator per call."""
 
     def __init__(self, gen: PacketGenerator, size: int | str, ramp_s: float | None,
-                 progress: Progress | None, limited_retries: int = LIMITED_RETRIES):
+                 progress: Progress | None, limited_retries: int = LIMITED_RETRIES,
+                 rerun_pause_s: float = RERUN_PAUSE_S):
         self.gen = gen
         self.size = size
         self.ramp_s = ramp_s
@@ -49,6 +52,7 @@ class _Measurer(AbstractMeasurer):
         self.trials: list[SearchTrial] = []
         self.max_sent_pps = 0.0
         self.limited_retries = limited_retries
+        self.rerun_pause_s = rerun_pause_s
 
     def run(self, load: float | None, duration: float, purpose: str) -> Trial:
         """One trial; a deciding one that stays measurement-limited after its re-runs raises
@@ -56,12 +60,14 @@ class _Measurer(AbstractMeasurer):
         t = self._once(load, duration, purpose)
         if purpose not in DECIDING:
             return t
+        first = len(self.trials) - 1
         for _ in range(self.limited_retries):
             if not t.measurement_limited:
                 return t
+            time.sleep(self.rerun_pause_s)  # let a passing load go by
             t = self._once(load, duration, purpose)
         if t.measurement_limited:
-            raise Unmeasurable(self.trials[-1])
+            raise Unmeasurable(self.trials[first:])
         return t
 
     def _once(self, load: float | None, duration: float, purpose: str) -> Trial:
@@ -88,11 +94,12 @@ def mlr_search(gen: PacketGenerator, size: int | str, *, duration: float = 2.0,
                loss_goals: list[float] | None = None, precision: float = 0.01,
                max_rate_pps: float | None = None, min_rate_pps: float | None = None,
                ramp_s: float | None = 0.5, limited_retries: int = LIMITED_RETRIES,
+               rerun_pause_s: float = RERUN_PAUSE_S,
                progress: Progress | None = None) -> Measurement:
     """Search the highest loads meeting ``loss_goals`` (ratios; default NDR 0, PDR 0.005)."""
     goals = sorted(set(loss_goals if loss_goals is not None else [0.0, 0.005]))
     labels = goal_labels(goals)
-    m = _Measurer(gen, size, ramp_s, progress, limited_retries)
+    m = _Measurer(gen, size, ramp_s, progress, limited_retries, rerun_pause_s)
     unmeasurable: list[dict[str, Any]] = []
     t0 = time.monotonic()
     top = max_rate_pps
@@ -114,7 +121,11 @@ def mlr_search(gen: PacketGenerator, size: int | str, *, duration: float = 2.0,
         except Unmeasurable as u:
             unmeasurable.append({"rate_pps": u.rate_pps, "trial": u.st.index,
                                  "reason": u.st.trial.measurement_limited})
-            top = min(top, u.new_top())
+            measured = [s.trial.offered_pps for s in m.trials
+                        if s.purpose == "search" and not s.trial.measurement_limited
+                        and s.trial.offered_pps is not None
+                        and s.trial.offered_pps < u.rate_pps]
+            top = min(top, u.new_top(max(measured, default=0.0)))
             if len(unmeasurable) > MAX_CAPS or top <= bottom:
                 break
     elapsed = time.monotonic() - t0

@@ -197,16 +197,16 @@ class TrialRunner:
             goal: str | None = None) -> SearchTrial:
         """One trial; a deciding one (:data:`DECIDING`) that is measurement-limited is run
         again, at most ``limited_retries`` times, then :class:`Unmeasurable` is raised."""
-        st = self._once(rate, duration, purpose, goal)
+        attempts = [self._once(rate, duration, purpose, goal)]
         if purpose not in DECIDING:
-            return st
-        for _ in range(self.limited_retries):
-            if not st.trial.measurement_limited:
-                return st
-            st = self._once(rate, duration, purpose, goal)
-        if st.trial.measurement_limited:
-            raise Unmeasurable(st)
-        return st
+            return attempts[0]
+        while attempts[-1].trial.measurement_limited and len(attempts) <= self.limited_retries:
+            if self.pause_s > 0:
+                time.sleep(self.pause_s)  # twice the pause: let a passing load go by
+            attempts.append(self._once(rate, duration, purpose, goal))
+        if attempts[-1].trial.measurement_limited:
+            raise Unmeasurable(attempts)
+        return attempts[-1]
 
     def _once(self, rate: float | None, duration: float, purpose: str,
               goal: str | None) -> SearchTrial:
@@ -215,7 +215,7 @@ class TrialRunner:
         if self.trials and self.pause_s > 0:
             time.sleep(self.pause_s)
         t = self.gen.trial(rate, duration, self.size, ramp_s=self.ramp_s)
-        if t.sent <= 0:
+        if t.sent <= 0 and purpose not in DECIDING:  # a deciding one is limited: re-run
             raise MeasurementError(f"the generator sent nothing in a trial at "
                                    f"{'maximum rate' if rate is None else f'{rate:.0f} pps'}")
         st = SearchTrial(len(self.trials), purpose, goal, t)
@@ -233,20 +233,24 @@ class _OutOfTrials(Exception):
 
 
 class Unmeasurable(Exception):
-    """A rate whose trials stayed measurement-limited after their re-runs."""
+    """A rate whose trials stayed measurement-limited after their re-runs (``attempts``)."""
 
-    def __init__(self, st: SearchTrial):
-        super().__init__(st.trial.measurement_limited)
-        self.st = st
+    def __init__(self, attempts: list[SearchTrial]):
+        super().__init__(attempts[-1].trial.measurement_limited)
+        self.attempts = attempts
+        self.st = attempts[-1]
 
     @property
     def rate_pps(self) -> float:
         t = self.st.trial
         return t.offered_pps if t.offered_pps is not None else t.sent_pps
 
-    def new_top(self) -> float:
-        """The range's top below this rate (:func:`.limits.measurable_below`)."""
-        return limits.measurable_below(self.st.trial)
+    def new_top(self, measured_below: float = 0.0) -> float:
+        """The range's top below this rate: the best of the attempts'
+        :func:`.limits.measurable_below`, and at least ``measured_below`` (the highest rate
+        below it that a trial did measure: one bad moment does not unmake it)."""
+        best = max(limits.measurable_below(a.trial) for a in self.attempts)
+        return min(max(best, measured_below), self.rate_pps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -409,7 +413,8 @@ class NdrPdrSearch:
         """Cut the range below a rate that stayed measurement-limited; False: nothing is left
         to measure (the search ends)."""
         self._note_unmeasurable(u)
-        top = u.new_top()
+        measured = [s.effective_pps for s in self._evidence() if s.effective_pps < u.rate_pps]
+        top = u.new_top(max(measured, default=0.0))
         if len(self.unmeasurable) > MAX_CAPS or top <= self.lower:
             self.ended_unmeasurable = True
             for g in self.goals:
