@@ -175,7 +175,6 @@ struct sink_thread {
 	struct flow_state *flows;
 	struct sink_stats st;
 	uint32_t last_ovfl;
-	bool have_ovfl;
 	int err;
 };
 

@@ -83,11 +83,11 @@ static void *sink_thread_main(void *arg)
 				if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
 					uint32_t d;
 
+					/* the socket's drop count since it was made (the
+					 * kernel sends none while it is 0): count from 0 */
 					memcpy(&d, CMSG_DATA(cm), sizeof(d));
-					if (t->have_ovfl)
-						t->st.socket_drops += (uint32_t)(d - t->last_ovfl);
+					t->st.socket_drops += (uint32_t)(d - t->last_ovfl);
 					t->last_ovfl = d;
-					t->have_ovfl = true;
 				}
 			}
 			if (len < sizeof(struct probe) || (p->magic != PROBE_MAGIC && p->magic != PROBE_MAGIC_WINDOW) ||
@@ -272,6 +272,15 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 	} else {
 		printf("\"latency_us\":{\"count\":0},");
 	}
+	/* the histogram itself, sparse [[bucket, count], ...]: sfclab makes the statistics */
+	printf("\"latency_hist\":[");
+	for (unsigned b = 0, first = 1; b < HIST_BUCKETS; b++) {
+		if (!all->hist[b])
+			continue;
+		printf(first ? "[%u,%" PRIu64 "]" : ",[%u,%" PRIu64 "]", b, all->hist[b]);
+		first = 0;
+	}
+	printf("],");
 	printf("\"flows\":%u,\"per_flow\":{\"received\":", k->flows);
 	print_u64_array(received, k->flows);
 	printf(",\"reordered\":");

@@ -95,7 +95,7 @@ def test_socket_receiver_drops_are_the_measurements_own(running_lab):
                                                    sink="socket")) as setup:
         assert setup.gen is not None
         # a stopped sink cannot read: its 32 MB buffer overflows after some 40,000 probes
-        pid = setup.gen.gen.gen.sink_pid  # type: ignore[attr-defined]
+        pid = setup.natives[0].sink_pid  # type: ignore[attr-defined]
         wake = threading.Timer(0.9, os.kill, (pid, signal.SIGCONT))  # before the drain asks
         os.kill(pid, signal.SIGSTOP)
         wake.start()

@@ -194,9 +194,13 @@ def test_generator_limit_with_a_line_rate_range_is_flagged():
     r = search(gen, max_rate_pps=2_000_000)
     assert r["generator_limited"] is True
     assert r["ndr_pps"] is None
+    # the trials at 2 Mpps reached 300 kpps: re-run, then the range was cut below what was
+    # sent; the figure is decided by a trial that reached its rate, and is only a lower bound
+    assert r["not_measurable_above_pps"] == pytest.approx(2_000_000)
     deciding = r["trials"][next(g for g in r["goals"] if g["label"] == "ndr")["lo_trial"]]
-    assert deciding["generator_limited"] is True
-    assert deciding["sent_pps"] == pytest.approx(300_000)
+    assert deciding["generator_limited"] is False and deciding["measurement_limited"] is False
+    assert r["metrics"]["ndr_lower_bound_pps"] == pytest.approx(0.95 * 300_000)
+    assert [t["measurement_limited"] is not False for t in r["trials"][1:4]] == [True] * 3
 
 
 def test_generator_between_ndr_and_pdr():

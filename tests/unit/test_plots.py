@@ -59,6 +59,23 @@ def test_offered_received(tmp_path):
     check_images(plot_offered_received(curves, tmp_path / "o"), tmp_path)
 
 
+def test_measurement_limited_points_are_marked(tmp_path):
+    import json
+
+    from sfclab.experiments.report import _curve_points
+
+    raw = json.dumps([{"offered_pps": 1e5, "received_pps": 1e5, "measurement_limited": False},
+                      {"offered_pps": 3e5, "received_pps": 2e5,
+                       "measurement_limited": "receiver dropped 10 frames itself"}])
+    assert _curve_points(raw, limited=True) == [(3e5, 2e5)]
+    curves = {"n=2": _curve_points(raw)}
+    plain = plot_offered_received(curves, tmp_path / "a")
+    marked = plot_offered_received(curves, tmp_path / "b", limited=[(3e5, 2e5)])
+    check_images(marked, tmp_path)
+    svg = {p.stem: p.read_text() for p in plain + marked if p.suffix == ".svg"}
+    assert "measurement-limited" in svg["b"] and "measurement-limited" not in svg["a"]
+
+
 def test_fit(tmp_path):
     ns = np.repeat([2, 3, 4, 5, 8], 3)
     ts = 155 * 0.89 ** (np.minimum(ns, 5) - 2)

@@ -297,3 +297,41 @@ def test_more_repetitions_extend_the_same_experiment(tmp_path):
     assert go(4).ran == 0
     with pytest.raises(SpecError, match="--repetitions"):
         go(0)
+
+
+def test_calibration_runs_once_and_is_kept_in_the_environment_record(store, exp):
+    labs = FakeLabs()
+    calls: list[list[dict]] = []
+
+    def calibrate(measures):
+        calls.append(measures)
+        return {"sizes": {"64": {"ceiling_pps": 500_000.0}}, "lab": "temporary"}
+
+    summary = runner(store, labs, FakeMeasure(labs), calibrate=calibrate).run(exp)
+    assert len(calls) == 1 and len(calls[0]) == 12  # once, with every run's measurement
+    assert store.environments(summary.experiment_id) == [
+        {"kernel": "test",
+         "calibration": {"sizes": {"64": {"ceiling_pps": 500_000.0}}, "lab": "temporary"}}]
+    # resumed with nothing left to do: no second calibration
+    runner(store, labs, FakeMeasure(labs), calibrate=calibrate).run(exp)
+    assert len(calls) == 1
+
+
+def test_a_failed_calibration_is_recorded_and_the_runs_go_on(store, exp):
+    from sfclab.errors import MeasurementError
+
+    labs = FakeLabs()
+
+    def calibrate(measures):
+        raise MeasurementError("sfcgen is not built")
+
+    summary = runner(store, labs, FakeMeasure(labs), calibrate=calibrate).run(exp)
+    assert summary.done == 12
+    env = store.environments(summary.experiment_id)[0]
+    assert env["calibration"] == {"error": "sfcgen is not built"}
+
+
+def test_no_calibration_no_key(store, exp):
+    labs = FakeLabs()
+    summary = runner(store, labs, FakeMeasure(labs), calibrate=lambda measures: None).run(exp)
+    assert store.environments(summary.experiment_id) == [{"kernel": "test"}]

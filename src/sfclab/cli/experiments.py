@@ -16,7 +16,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     from ..realize.kinds import load_lab_dict
 
     s = run_experiment(a.file, a.db, live.lab_up, live.measure, validate_lab=load_lab_dict,
-                       retry_failed=a.retry_failed, repetitions=a.repetitions)
+                       retry_failed=a.retry_failed, repetitions=a.repetitions,
+                       calibrate=live.calibration)
     d = {"experiment": s.experiment_id, "total": s.total, "ran": s.ran, "done": s.done,
          "failed": s.failed, "pending": s.pending, "db": a.db}
     if a.json:

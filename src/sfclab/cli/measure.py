@@ -1,4 +1,4 @@
-"""``sfclab traffic iperf|rate|ndr|latency``: argument parsing and printing only."""
+"""``sfclab traffic iperf|rate|ndr|latency|calibrate``: argument parsing and printing only."""
 
 from __future__ import annotations
 
@@ -15,9 +15,35 @@ def _progress(d: dict[str, Any]) -> None:
     t = d.get("trial", d)
     offered = t.get("offered_pps")
     loss = t.get("loss_ratio")
+    limited = t.get("measurement_limited")
     print(f"  trial {d.get('index', '')}: offered {offered if offered is None else f'{offered:,.0f}'}"
           f" pps, sent {t.get('sent_pps', 0):,.0f}, received {t.get('received_pps', 0):,.0f}"
-          + (f", loss {loss * 100:.4f} %" if loss is not None else ""), file=sys.stderr)
+          + (f", loss {loss * 100:.4f} %" if loss is not None else "")
+          + (f", LIMITED ({limited})" if limited else ""), file=sys.stderr)
+
+
+def _marks(p: dict[str, Any]) -> str:
+    """The words a trial row carries: LIMITED (the tools set its figures), BOUND (offered
+    above 90 % of the calibrated ceiling)."""
+    return " ".join(w for w, on in (("LIMITED", p.get("measurement_limited")),
+                                   ("BOUND", p.get("generator_bound"))) if on)
+
+
+def rate_rows(points: list[dict[str, Any]]) -> list[str]:
+    """The rate curve's table: every figure over the trial's one window, so RECEIVED <= SENT
+    and LOSS = 1 - RECEIVED/SENT on every row; the reasons of LIMITED rows follow the table."""
+    out = [f"{'OFFERED pps':>14} {'SENT pps':>14} {'RECEIVED pps':>14} {'LOSS %':>10}  NOTE"]
+    why = []
+    for p in points:
+        offered = p["offered_pps"]
+        out.append((f"{'max' if offered is None else f'{offered:,.0f}':>14} "
+                    f"{p['sent_pps']:>14,.0f} {p['received_pps']:>14,.0f} "
+                    f"{p['loss_ratio'] * 100:>10.4f}  {_marks(p)}").rstrip())
+        if p.get("measurement_limited"):
+            why.append(f"  LIMITED at {'max' if offered is None else f'{offered:,.0f}'} pps: "
+                       f"{p['measurement_limited']}")
+    return out + (["measurement-limited trials (the tools, not the chain, set them):"] + why
+                  if why else [])
 
 
 def _emit(d: dict[str, Any], as_json: bool, text: Callable[[dict[str, Any]], str]) -> None:
@@ -68,7 +94,11 @@ def _explain(points: list[dict[str, Any]]) -> list[str]:
 def _measure(a: argparse.Namespace, r: Any, text: Callable[[dict[str, Any]], str]) -> int:
     from ..traffic import measure  # light start-up: the traffic code only to measure
 
-    d = measure.run(a.lab, r, progress=_progress).to_dict()
+    try:
+        d = measure.run(a.lab, r, progress=_progress).to_dict()
+    except KeyboardInterrupt as e:
+        _say_restored(e)
+        raise
     for w in d.get("warnings", []):
         print(f"sfclab: warning: {w}", file=sys.stderr)
 
@@ -79,6 +109,12 @@ def _measure(a: argparse.Namespace, r: Any, text: Callable[[dict[str, Any]], str
         return "\n".join(lines)
     _emit(d, a.json, full)
     return ExitStatus.OK
+
+
+def _say_restored(e: BaseException) -> None:
+    """What an interrupted measurement put back (the notes PacketSetup adds), on stderr."""
+    for note in getattr(e, "__notes__", []):
+        print(f"sfclab: interrupted; {note}", file=sys.stderr)
 
 
 PACKET = ("duration", "size", "flows", "threads", "engine", "sink", "pairs")
@@ -94,11 +130,7 @@ def cmd_rate(a: argparse.Namespace) -> int:
     r = _request(a, "rate", PACKET + ("rates",))
 
     def text(d: dict[str, Any]) -> str:
-        out = [f"{'OFFERED pps':>14} {'SENT pps':>14} {'RECEIVED pps':>14} {'LOSS %':>10}"]
-        for p in d.get("points", []):
-            out.append(f"{p['offered_pps']:>14,.0f} {p['sent_pps']:>14,.0f} "
-                       f"{p['received_pps']:>14,.0f} {p['loss_ratio'] * 100:>10.4f}")
-        return "\n".join(out)
+        return "\n".join(rate_rows(d.get("points", [])))
     return _measure(a, r, text)
 
 
@@ -112,7 +144,7 @@ def cmd_ndr(a: argparse.Namespace) -> int:
                             f"{a.loss!r}", place="--loss")
         a.ndr_loss, a.pdr_loss = goals
     r = _request(a, "ndr", PACKET + ("ndr_loss", "pdr_loss", "precision", "max_rate",
-                                     "method"))
+                                     "method", "latency"))
 
     def text(d: dict[str, Any]) -> str:
         def fig(k: str) -> str:
@@ -121,10 +153,35 @@ def cmd_ndr(a: argparse.Namespace) -> int:
             if v is not None:
                 return f"{v:,.0f} pps"
             return f">= {lb:,.0f} pps (generator-limited)" if lb else "not found"
+        limited = d["metrics"].get("measurement_limited_trials", 0)
+        above = d.get("not_measurable_above_pps")
         return (f"NDR {fig('ndr_pps')}\nPDR {fig('pdr_pps')}\n"
-                f"generator_limited: {str(d.get('generator_limited')).lower()}, "
-                f"{len(d.get('trials', []))} trials")
+                + (f"not measurable on this machine above {above:,.0f} pps\n" if above else "")
+                + f"generator_limited: {str(d.get('generator_limited')).lower()}, "
+                f"{len(d.get('trials', []))} trials ({limited:.0f} measurement-limited, re-run)"
+                + "".join("\n" + line for line in _latency_lines(d)))
     return _measure(a, r, text)
+
+
+def _pcts(lat: dict[str, Any] | None) -> str:
+    if not lat:
+        return "not measured"
+    return ", ".join(f"{k} {lat[k]:,.1f}" for k in ("p50", "p90", "p99", "p99.9", "max")
+                     if k in lat) + " us"
+
+
+def _latency_lines(d: dict[str, Any]) -> list[str]:
+    """``ndr --latency``: one line per share of the NDR, the direct link's floor beside."""
+    rows = d.get("latency_at_ndr")
+    if not rows:
+        return []
+    out = [f"latency at {r['share'] * 100:.0f} % of NDR ({r['rate_pps']:,.0f} pps): "
+           f"{_pcts(r['latency_us'])}" + (" LIMITED" if r["measurement_limited"] else "")
+           for r in rows]
+    floor = d.get("latency_floor_us")
+    if floor:
+        out.append(f"latency floor of a direct link (calibrated): {_pcts(floor)}")
+    return out
 
 
 def cmd_latency(a: argparse.Namespace) -> int:
@@ -133,8 +190,54 @@ def cmd_latency(a: argparse.Namespace) -> int:
     def text(d: dict[str, Any]) -> str:
         m = d["metrics"]
         keys = [k for k in m if k.startswith("latency_")]
-        return "\n".join(f"{k[len('latency_'):]:>10}: {m[k]:.1f}" for k in keys)
+        out = [f"{k[len('latency_'):]:>10}: {m[k]:.1f}" for k in keys]
+        out.append(f"timestamped at: {d.get('latency_source') or 'the sink'}"
+                   + (", LIMITED: " + d["measurement_limited"]
+                      if d.get("measurement_limited") else ""))
+        if d.get("latency_floor_us"):
+            out.append(f"floor of a direct link (calibrated): {_pcts(d['latency_floor_us'])}")
+        return "\n".join(out)
     return _measure(a, r, text)
+
+
+def _calibration_text(d: dict[str, Any]) -> str:
+    out = [f"calibration ({d.get('lab')} lab, {d.get('from')} -> {d.get('to')}, engine "
+           f"{d.get('engine')}, sink {d.get('sink')}, {d.get('duration_s'):g} s trials):",
+           f"{'SIZE':>6} {'CEILING pps':>14} {'SENT pps':>14}  NOTE"]
+    for size, c in d["sizes"].items():
+        out.append(f"{size:>6} {c['ceiling_pps']:>14,.0f} {c['sent_pps']:>14,.0f}  "
+                   f"{'LIMITED: ' + c['measurement_limited'] if c['measurement_limited'] else ''}"
+                   .rstrip())
+    f = d["latency_floor_us"]
+    pcts = ", ".join(f"{k} {f[k]:.1f}" for k in ("p50", "p90", "p99", "p99.9", "max") if k in f)
+    out.append(f"latency floor at {f['rate_pps']:,.0f} pps, {f['size']} bytes: "
+               + (f"{pcts} us" if pcts else "not measured"))
+    out.append(f"stored in {d.get('stored_in')}; trials offered above 90 % of a ceiling are "
+               "flagged generator_bound")
+    return "\n".join(out)
+
+
+def cmd_calibrate(a: argparse.Namespace) -> int:
+    from ..traffic import calibrate  # light start-up: the traffic code only to measure
+
+    req = calibrate.CalibrationRequest(sizes=calibrate.parse_sizes(a.sizes), lab=a.lab,
+                                       src=a.src or "src", dst=a.dst or "dst")
+    if a.duration is not None:
+        try:
+            req.duration_s = float(a.duration)
+        except ValueError:
+            from ..errors import SpecError  # light start-up
+
+            raise SpecError(f"expected seconds, got {a.duration!r}", place="--duration") from None
+    if a.lab is None and (a.src or a.dst):
+        from ..errors import SpecError  # light start-up
+
+        raise SpecError("--from and --to name nodes of a lab: give the lab too",
+                        place="--from" if a.src else "--to")
+    d = calibrate.calibrate(req)
+    d["stored_in"] = str(calibrate.state_file())
+    _emit(d, a.json, _calibration_text)
+    return ExitStatus.OK
 
 
 def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
@@ -147,7 +250,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
                         "  sfclab traffic rate chain5 --from src --to dst --size 64 --rates 100k,200k,max\n"
                         "  sfclab traffic ndr chain5 --from src --to dst --size 64 --json\n"
                         "  sfclab traffic latency chain5 --from src --to dst --rate 50k --size 64\n"
-                        "  sfclab traffic rate chain5 --size 64 --rates max --sink xdp",
+                        "  sfclab traffic rate chain5 --size 64 --rates max --sink xdp\n"
+                        "  sfclab traffic calibrate --sizes 64,1518",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ts = tp.add_subparsers(dest="traffic_cmd", metavar="MEASUREMENT",
                            parser_class=sub._parser_class)
@@ -211,7 +315,26 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--max-rate", dest="max_rate",
                     help="top of the search in pps (default: what the sender reaches)")
     sp.add_argument("--method", help="mlr (MLRsearch, RFC 9971; default) or binary")
+    sp.add_argument("--latency", action="store_true", default=None,
+                    help="then measure latency at 10, 50 and 90 %% of the NDR")
     packet_options(sp)
+
+    sp = ts.add_parser(
+        "calibrate", help="measure what the generator and receiver can do by themselves",
+        description="Measure the generator-to-receiver ceiling (packet rate per frame size) and "
+        "the latency floor over a direct link, in a temporary two-node lab (or between two "
+        "nodes of a running lab), and store it in the state directory: trials offered above "
+        "90 % of the ceiling are then flagged generator_bound.",
+        epilog="example:\n  sfclab traffic calibrate --sizes 64,1518 --duration 0.5",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.set_defaults(fn=cmd_calibrate)
+    sp.add_argument("lab", nargs="?", help="a running lab whose nodes to use (default: a "
+                    "temporary two-node lab)")
+    sp.add_argument("--from", dest="src", metavar="NODE", help="sender in LAB (default src)")
+    sp.add_argument("--to", dest="dst", metavar="NODE", help="receiver in LAB (default dst)")
+    sp.add_argument("--sizes", help="frame sizes in bytes, 64..MTU+18 (default 64,512,1518)")
+    sp.add_argument("--duration", metavar="S", help="seconds per trial (default 1)")
+    sp.add_argument("--json", action="store_true", help="print JSON")
 
     sp = common("latency", cmd_latency, "latency percentiles at one offered rate",
                 "sfclab traffic latency chain5 --rate 50k --size 64")

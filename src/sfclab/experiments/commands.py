@@ -20,7 +20,7 @@ from ..errors import SpecError
 from ..spec.experiment import LabValidator, expand, load_experiment
 from ..traffic.environment import environment as host_environment
 from .report import build_report
-from .runner import LabUp, Measure, Progress, Runner, RunSummary, TextProgress
+from .runner import Calibrate, LabUp, Measure, Progress, Runner, RunSummary, TextProgress
 from .stats import short
 from .store import Store
 
@@ -32,11 +32,13 @@ def run_experiment(path: str | os.PathLike[str], db: str | os.PathLike[str] | No
                    validate_lab: LabValidator | None = None, retry_failed: bool = False,
                    sleep: Callable[[float], None] = time.sleep,
                    environment: Callable[[], Mapping[str, Any]] | None = host_environment,
-                   repetitions: int | None = None) -> RunSummary:
+                   repetitions: int | None = None,
+                   calibrate: Calibrate | None = None) -> RunSummary:
     """Load and validate the experiment file (every point, before building anything), then
     run what is not done yet into ``db``.  ``progress`` defaults to a :class:`TextProgress` on
     stderr.  ``repetitions`` overrides the file's (the same experiment: more repetitions
-    add runs, the ones done are kept).  KeyboardInterrupt propagates after the current lab is
+    add runs, the ones done are kept).  ``calibrate`` is called once before the runs (see
+    :mod:`.runner`).  KeyboardInterrupt propagates after the current lab is
     torn down."""
     exp = load_experiment(path)
     if repetitions is not None:
@@ -47,7 +49,8 @@ def run_experiment(path: str | os.PathLike[str], db: str | os.PathLike[str] | No
     expand(exp, validate_lab)  # every point valid before the results database is touched
     with Store(db or DEFAULT_DB) as store:
         runner = Runner(store, lab_up, measure, progress=progress or TextProgress(),
-                        sleep=sleep, environment=environment, validate_lab=None)  # done above
+                        sleep=sleep, environment=environment, validate_lab=None,  # done above
+                        calibrate=calibrate)
         return runner.run(exp, retry_failed=retry_failed)
 
 

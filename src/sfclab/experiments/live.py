@@ -1,4 +1,5 @@
-"""The real ``lab_up`` and ``measure`` the experiment runner is given (its tests use fakes).
+"""The real ``lab_up``, ``measure`` and ``calibration`` the experiment runner is given (its tests
+use fakes).
 
 ``lab_up(lab_dict)`` builds the variant as a real lab and removes it on exit, whatever happens.
 A lab of the same name left by an earlier ``sfclab run`` that was killed (its journal says the
@@ -46,3 +47,21 @@ def lab_up(lab_dict: dict[str, Any]) -> Iterator[Lab]:
 def measure(lab: Lab, spec: dict[str, Any]) -> Measurement:
     """Run the measurement an experiment file describes (``measure:``) in a running lab."""
     return measurements.run(lab.name, request.validate(spec))
+
+
+#: measurement types that run the packet generator (and so want its calibration)
+PACKET_TYPES = ("rate", "ndr", "latency")
+
+
+def calibration(measures: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Calibrate the generator once for an experiment's packet measurements (their frame sizes
+    that fit a direct link's MTU), in a temporary lab; None when it has none."""
+    from ..traffic import calibrate  # light start-up: only experiments that measure packets
+
+    packet = [m for m in measures if m.get("type") in PACKET_TYPES]
+    if not packet:
+        return None
+    top = calibrate.TEMP_MTU + 18
+    sizes = sorted({int(m.get("size", 64)) for m in packet
+                    if isinstance(m.get("size", 64), int) and m.get("size", 64) <= top})
+    return calibrate.calibrate(calibrate.CalibrationRequest(sizes=sizes or [64]))

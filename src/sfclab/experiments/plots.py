@@ -121,10 +121,12 @@ def loss_onset(pts: Sequence[tuple[float, float]], loss: float = 0.001) -> float
 
 def plot_offered_received(curves: Mapping[str, Sequence[tuple[float, float]]],
                           stem: str | Path, *, unit: str = "pps", scale: float = 1.0,
-                          title: str | None = None) -> list[Path]:
+                          title: str | None = None,
+                          limited: Sequence[tuple[float, float]] = ()) -> list[Path]:
     """Received against offered rate, one line per curve, in ``unit`` (values multiplied by
     ``scale``); the diagonal is no loss, and where a curve first loses more than 0.1 % is
-    marked."""
+    marked.  ``limited`` points (offered, received) were measurement-limited (the generator or
+    the receiver, not the chain, set them): each is circled with a red ring."""
     if not curves:
         raise ValueError("nothing to plot")
     fig = _figure()
@@ -141,6 +143,10 @@ def plot_offered_received(curves: Mapping[str, Sequence[tuple[float, float]]],
                         textcoords="offset points", fontsize="x-small", rotation=90,
                         color=line.get_color())
         top = max([top, *xs, *ys])
+    if limited:
+        ax.scatter([o * scale for o, _ in limited], [r * scale for _, r in limited], s=80,
+                   facecolors="none", edgecolors="red", linewidths=1.2,
+                   label="measurement-limited", zorder=3)
     ax.plot([0, top], [0, top], color="grey", linewidth=0.8, linestyle=":", label="ideal (no loss)")
     ax.set_xlabel(f"offered ({unit})")
     ax.set_ylabel(f"received ({unit})")

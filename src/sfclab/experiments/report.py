@@ -215,16 +215,17 @@ def ordered_metrics(names: Sequence[str]) -> tuple[list[str], list[str]]:
     return first + [n for n in rest if n not in first], cpu
 
 
-def _curve_points(raw_text: str) -> list[tuple[float, float]]:
+def _curve_points(raw_text: str, *, limited: bool = False) -> list[tuple[float, float]]:
     """(offered, received) pairs from a rate curve's raw ``points`` (or ``curve``): a JSON list
-    of trials with ``offered_pps`` and ``received_pps``."""
+    of trials with ``offered_pps`` and ``received_pps``; with ``limited``, only the trials
+    marked ``measurement_limited``."""
     try:
         data = json.loads(raw_text)
     except ValueError:
         return []
     pts = []
     for t in data if isinstance(data, list) else []:
-        if not isinstance(t, dict):
+        if not isinstance(t, dict) or (limited and not t.get("measurement_limited")):
             continue
         off = t.get("offered_pps", t.get("offered"))
         rec = t.get("received_pps", t.get("received"))
@@ -385,6 +386,7 @@ def _fit_blocks(exp: ExperimentRow, done: list[RunRow], name: str, all_series: l
 def _curve_blocks(store: Store, exp: ExperimentRow, done: list[RunRow],
                   out_dir: Path) -> list[Block]:
     curves: dict[str, list[tuple[float, float]]] = {}
+    limited: list[tuple[float, float]] = []
     for r in done:
         raw = store.raw(r.id)
         text = raw.get("points") or raw.get("curve")
@@ -392,13 +394,14 @@ def _curve_blocks(store: Store, exp: ExperimentRow, done: list[RunRow],
             continue
         label = ", ".join(f"{short(k)}={v}" for k, v in r.params.items()) or "all runs"
         curves.setdefault(f"{label} #{r.repetition}", []).extend(_curve_points(text))
+        limited += _curve_points(text, limited=True)
     curves = {k: v for k, v in curves.items() if v}
     if not curves:
         return []
     stem = out_dir / "plots" / f"{exp.id}-offered-received"
     sc = scale("offered_pps", [o for pts in curves.values() for o, _ in pts])
     plot_offered_received(curves, stem, unit=sc.unit, scale=sc.factor,
-                          title=f"{exp.name}: offered vs received")
+                          title=f"{exp.name}: offered vs received", limited=limited)
     return [Heading(3, "Offered vs received"),
             Image(f"plots/{stem.name}.png", "offered vs received")]
 

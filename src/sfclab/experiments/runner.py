@@ -4,9 +4,13 @@ One *run* is: mark it ``running``; bring its lab variant up (``lab_up(lab_dict)`
 manager yielding a lab handle); sleep ``warmup``; ``measure(handle, measure_dict)``; tear the lab
 down (leaving the ``with``); record the result in one transaction; sleep ``cooldown``.
 
-The runner only sees two injected callables, so it runs against fakes in the unit tests:
+The runner only sees injected callables, so it runs against fakes in the unit tests:
 
 - ``lab_up(lab: dict) -> ContextManager[handle]``
+- ``calibrate(measures: list[dict]) -> dict | None`` (optional): called once per invocation,
+  before the first run, with every run point's measurement; what it returns (the generator's
+  calibration, :mod:`sfclab.traffic.calibrate`) is kept in the invocation's environment record
+  as ``calibration`` (a failure as ``{"error": ...}``: the runs go on, unflagged)
 - ``measure(handle, measure: dict) -> dict`` returning ``{"type", "params", "metrics": {name:
   float}, "environment": {...}, "cpu": {...}, "raw": ...}`` plus any extra keys (the shape of
   :meth:`sfclab.traffic.result.Measurement.to_dict`); see :func:`split_result` for what is
@@ -30,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ContextManager, TextIO
 
+from ..errors import SfclabError
 from ..spec.experiment import Experiment, LabValidator, RunPoint, expand, trial_order
 from ..traffic.environment import environment as host_environment
 from ..traffic.result import Measurement, ResultError
@@ -37,6 +42,7 @@ from .store import Store
 
 LabUp = Callable[[dict[str, Any]], ContextManager[Any]]
 Measure = Callable[[Any, dict[str, Any]], "Measurement | Mapping[str, Any]"]
+Calibrate = Callable[[list[dict[str, Any]]], "Mapping[str, Any] | None"]
 
 
 class Progress(abc.ABC):
@@ -235,8 +241,10 @@ class Runner:
                  sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.time,
                  environment: Callable[[], Mapping[str, Any]] | None = host_environment,
-                 validate_lab: LabValidator | None = None):
+                 validate_lab: LabValidator | None = None,
+                 calibrate: Calibrate | None = None):
         self.store = store
+        self.calibrate = calibrate
         self.lab_up = lab_up
         self.measure = measure
         self.progress = progress or NullProgress()
@@ -262,7 +270,11 @@ class Runner:
         todo = [r for r in self.store.runs(exp_id, statuses) if r.key in by_key]
         total = len(self.store.runs(exp_id))
         if todo and self.environment is not None:
-            self.store.add_environment(exp_id, dict(self.environment()))
+            env = dict(self.environment())
+            cal = self._calibration([by_key[r.key].measure for r in todo])
+            if cal is not None:
+                env["calibration"] = cal
+            self.store.add_environment(exp_id, env)
         self.progress.start(exp.name, total, total - len(todo))
         ran = 0
         try:
@@ -276,6 +288,15 @@ class Runner:
         counts = self.store.counts(exp_id)
         return RunSummary(experiment_id=exp_id, total=total, ran=ran, done=counts["done"],
                           failed=counts["failed"], pending=counts["pending"] + counts["running"])
+
+    def _calibration(self, measures: list[dict[str, Any]]) -> dict[str, Any] | None:
+        if self.calibrate is None:
+            return None
+        try:
+            cal = self.calibrate([_copy(m) for m in measures])
+        except SfclabError as e:  # the runs go on; their trials are just not flagged
+            return {"error": str(e)}
+        return dict(cal) if cal is not None else None
 
     def _one(self, exp: Experiment, run_id: int, point: RunPoint) -> None:
         self.progress.begin(point.label())

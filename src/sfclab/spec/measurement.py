@@ -228,6 +228,8 @@ class NdrRequest(PacketRequest):
     pdr_loss: Percent = Field(default=0.5, ge=0, le=100)
     precision: Percent = Field(default=1.0, gt=0, le=50)
     max_rate: Rate | None = None
+    #: after the search, latency at 10, 50 and 90 % of the NDR (CSIT's practice)
+    latency: bool = False
 
     @model_validator(mode="after")
     def _goals(self) -> NdrRequest:

@@ -16,8 +16,11 @@ So with the default goals the true NDR is ``ndr_pps`` and the true PDR is ``pdr_
 from a ``random.Random(seed)``: the same seed gives the same sequence of trials.  ``ceiling_pps``
 caps what the generator can send (``sent_pps = min(offered, ceiling)``), which is how a slow
 generator looks to the search.  An offered rate of ``None`` (as fast as possible) sends at the
-ceiling, or at ``line_rate_pps`` without one.  No time passes: a trial returns at once and is
-appended to ``trials``.
+ceiling, or at ``line_rate_pps`` without one.  ``receiver_ceiling_pps`` is the most the
+receiver takes: above it the receiver drops the excess itself (``receiver_drops``, counted as
+lost too), which makes the trial measurement-limited (:mod:`.limits`); ``receiver_stalls`` is the
+chance that a trial's receiver is starved at any rate (it drops 1 % itself), drawn from the same
+``random.Random(seed)``.  No time passes: a trial returns at once and is appended to ``trials``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ class FakeGenerator(PacketGenerator):
     def __init__(self, ndr_pps: float = 400_000, pdr_pps: float = 600_000, *,
                  plateau_loss: float = 0.0005, heavy_loss: float = 0.01,
                  line_rate_pps: float = 2_000_000, ceiling_pps: float | None = None,
-                 noise: float = 0.0, seed: int = 0, base_latency_us: float = 20.0):
+                 noise: float = 0.0, seed: int = 0, base_latency_us: float = 20.0,
+                 receiver_ceiling_pps: float | None = None, receiver_stalls: float = 0.0):
         if not 0 < ndr_pps <= pdr_pps:
             raise ValueError("need 0 < ndr_pps <= pdr_pps")
         if ceiling_pps is not None and ceiling_pps <= 0:
@@ -46,6 +50,8 @@ class FakeGenerator(PacketGenerator):
         self.noise = noise
         self.rng = random.Random(seed)
         self.base_latency_us = base_latency_us
+        self.receiver_ceiling_pps = receiver_ceiling_pps
+        self.receiver_stalls = receiver_stalls
         self.trials: list[Trial] = []
         self.ramps: list[float | None] = []
         self.closed = False
@@ -81,11 +87,19 @@ class FakeGenerator(PacketGenerator):
         loss = self.loss_at(sent_pps, ndr, pdr)
         sent = int(round(sent_pps * duration_s))
         lost = min(sent, math.ceil(sent * loss)) if loss > 0 else 0
+        drops = 0
+        rcap = self.receiver_ceiling_pps
+        if rcap is not None and sent_pps > rcap:
+            drops = int(round((sent_pps - rcap) * duration_s))
+        if self.receiver_stalls and self.rng.random() < self.receiver_stalls:
+            drops = max(drops, math.ceil(sent * 0.01))
+        lost = min(sent, max(lost, drops))
         received = sent - lost
         t = Trial(offered_pps=offered_pps, duration_s=duration_s, size=size, sent=sent,
                   received=received, sent_pps=sent / duration_s,
                   received_pps=received / duration_s, latency_us=self._latency(sent_pps),
-                  raw={"model": {"ndr_pps": ndr, "pdr_pps": pdr, "loss": loss}})
+                  raw={"model": {"ndr_pps": ndr, "pdr_pps": pdr, "loss": loss}},
+                  window_s=duration_s, receiver_drops=drops)
         self.trials.append(t)
         self.ramps.append(ramp_s)
         return t

@@ -2,11 +2,20 @@
 against, so the search logic can run on a fake and the real native generator alike.
 
 One *trial* offers a constant packet rate for a duration, stops, lets queues drain, and only then
-reads the counters.  Its rates and loss are counts over one span of send time divided by that
-span (for the native generator the measured window after the ramp, see :mod:`.window`), never
-what arrived over a longer span: a trial never reports a rate it did not reach.  ``sent`` is what the generator actually put on the wire; loss is counted
-against it, never against what was asked for, and ``generator_limited`` says the generator could
-not reach the offered rate (so the chain is not blamed for it).
+reads the counters.  Every figure of a trial is over one interval, its measured window
+(``window_s``; for the native generator the span of send time after the ramp, see
+:mod:`.window`), as RFC 2544 counts frames received over the offered duration:
+
+- ``sent``: frames the generator put on the wire inside the window; ``sent_pps = sent / window_s``;
+- ``received``: those of them that arrived, whenever they arrived (late frames are drained
+  before counting); ``received_pps = received / window_s``;
+- so ``received <= sent``, ``received_pps <= sent_pps`` and ``loss_ratio = 1 - received / sent``
+  always hold (with several pairs: in each pair; the trial's loss ratio is the worst pair's).
+
+Loss is counted against what was sent, never against what was asked for.  A trial checks
+itself (:mod:`.limits`): ``measurement_limited`` is the reason the tools, not the chain, set
+its figures (the generator fell short of the offered rate, the receiver dropped or saturated),
+or None; ``generator_limited`` is the generator's part of that.
 """
 
 from __future__ import annotations
@@ -15,8 +24,10 @@ import abc
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import limits
+
 #: a generator that sent less than this fraction of the offered rate is generator-limited
-GENERATOR_LIMIT_TOLERANCE = 0.97
+GENERATOR_LIMIT_TOLERANCE = limits.GENERATOR_TOLERANCE
 
 
 @dataclass
@@ -33,6 +44,9 @@ class Trial:
     reordered: int = 0
     duplicated: int = 0
     latency_us: dict[str, float] = field(default_factory=dict)  # p50, p90, p99, p99.9, max
+    #: where arrivals were timestamped: "softirq" (cannot wait in the receiver's queue) or
+    #: "socket" (after it); None: not said
+    latency_source: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     #: where the lost packets died (loss_by_node, loss_by_reason, unaccounted ...), when a
     #: loss locator watched the trial (see :mod:`sfclab.traffic.loss`)
@@ -44,6 +58,17 @@ class Trial:
     #: counters see these
     sent_total: int | None = None
     received_total: int | None = None
+    #: the interval every figure is over (None: ``duration_s``)
+    window_s: float | None = None
+    #: frames the receiver dropped itself (None: it cannot tell)
+    receiver_drops: int | None = None
+    #: the receiver's own verdict that it could not keep up (None: it cannot tell)
+    receiver_saturated: bool | None = None
+    #: where each side ran and how busy its cores were: role ("generator", "receiver",
+    #: "chain") -> {"cpus": [...], "busy_pct": ..., "softirq_pct": ...}
+    cores: dict[str, Any] | None = None
+    #: the calibrated generator-to-receiver ceiling for this frame size, when known
+    ceiling_pps: float | None = None
 
     @property
     def lost(self) -> int:
@@ -68,21 +93,39 @@ class Trial:
     def generator_limited(self) -> bool:
         if self.pairs:
             return any(p.generator_limited for p in self.pairs)
-        if self.offered_pps is None:
-            return False
-        return self.sent_pps < GENERATOR_LIMIT_TOLERANCE * self.offered_pps
+        return limits.generator_short(self) is not None
+
+    @property
+    def measurement_limited(self) -> str | None:
+        """Why the tools, not the chain, set this trial's figures (:mod:`.limits`), or None."""
+        if self.pairs:
+            found = [f"{p.raw.get('pair', i)}: {r}" for i, p in enumerate(self.pairs)
+                     if (r := p.measurement_limited)]
+            return "; ".join(found) if found else None
+        return limits.limited_reason(self)
+
+    @property
+    def generator_bound(self) -> bool:
+        """Offered above 90 % of the calibrated ceiling (a warning, see :mod:`.limits`)."""
+        if self.pairs:
+            return any(p.generator_bound for p in self.pairs)
+        return limits.generator_bound(self.offered_pps, self.ceiling_pps)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        limited = self.measurement_limited
         d.update(lost=self.lost, loss_ratio=self.loss_ratio,
-                 generator_limited=self.generator_limited)
+                 generator_limited=self.generator_limited,
+                 measurement_limited=limited if limited else False,
+                 generator_bound=self.generator_bound)
+        if d["window_s"] is None:
+            d["window_s"] = self.duration_s
         if self.pairs:
             d["pairs"] = [p.to_dict() for p in self.pairs]
         else:
             d.pop("pairs")
-        if self.located is None:
-            d.pop("located")
-        for k in ("sent_total", "received_total"):
+        for k in ("located", "sent_total", "received_total", "receiver_drops", "latency_source",
+                  "receiver_saturated", "cores", "ceiling_pps"):
             if d[k] is None:
                 d.pop(k)
         return d

@@ -26,7 +26,8 @@ from .first_hop import FirstHopPinning
 from .generator import PacketGenerator
 from .loss import LossLocator, droptrace_binary
 from .result import Measurement
-from .wrappers import LocatedGenerator, PairedGenerator, PlacedGenerator
+from .wrappers import (CeilingGenerator, CoreWatchedGenerator, LocatedGenerator, PairedGenerator,
+                       PlacedGenerator)
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -129,11 +130,21 @@ BASE_PORT = 7000
 class PacketSetup:
     """What a packet measurement needs, for the length of a ``with`` block: one native
     generator per pair, the sender pinned apart from the chain (:mod:`.cores`) with the first
-    hop's receive processing steered off its core, and a loss locator over the lab's
-    namespaces.  ``gen`` is the generator to run trials on; everything is undone on exit."""
+    hop's receive processing steered off its core, a loss locator over the lab's namespaces,
+    each trial's cores watched and, with ``calibrated``, the stored calibration's ceiling
+    (:mod:`.calibrate`).  ``gen`` is the generator to run trials on; everything is undone on
+    exit.  ``changed`` names every setting of the machine it changed (each one restored on
+    exit); when the block ends by Ctrl-C, the KeyboardInterrupt carries them as a note
+    (``restored: ...``) for the command line to print."""
 
-    def __init__(self, lab: str, r: PacketRequest):
+    def __init__(self, lab: str, r: PacketRequest, *, calibrated: bool = True):
         self.r = r
+        self.changed: list[str] = []
+        self.calibration: dict[str, Any] | None = None
+        if calibrated:
+            from . import calibrate  # light start-up; calibrate imports this module
+
+            self.calibration = calibrate.stored()
         self.ends = [Endpoints(lab, p.from_, p.to) for p in r.pairs_or_one()]
         self.names = [str(p) for p in r.pairs_or_one()]
         self.layout = cores.layout()
@@ -154,6 +165,8 @@ class PacketSetup:
                     place="--engine")
         self.stack = contextlib.ExitStack()
         self.gen: PacketGenerator | None = None
+        #: the native generators under ``gen``'s wrappers, one per pair
+        self.natives: list[PacketGenerator] = []
 
     def __enter__(self) -> PacketSetup:
         from .native import NativeGenerator  # light start-up: only packet measurements
@@ -170,11 +183,22 @@ class PacketSetup:
                     send_cpus=cpus.cpu_list(self.layout.generator) if sep else None,
                     sink_cpus=cpus.cpu_list(self.layout.sink) if sep else None))
                 for i, e in enumerate(self.ends)]
-            gen = gen0 = gens[0] if len(gens) == 1 else PairedGenerator(gens, self.names)
+            self.natives = gens
+            gen = gens[0] if len(gens) == 1 else PairedGenerator(gens, self.names)
+            if self.r.engine == "xdp":
+                self.changed.append("GRO of the first hop's veth peer (the xdp engine)")
             locator = self._locator()
             receivers = {e.dst: self.r.sink for e in self.ends}
             if locator is not None:
-                gen = LocatedGenerator(gen0, locator, receivers)
+                gen = LocatedGenerator(gen, locator, receivers)
+            gen = CoreWatchedGenerator(gen, {"generator": self.layout.generator,
+                                             "receiver": self.layout.sink,
+                                             "chain": self.layout.chain})
+            if self.calibration is not None:
+                from .calibrate import ceiling_for  # light start-up
+
+                cal = self.calibration
+                gen = CeilingGenerator(gen, lambda size: ceiling_for(cal, size))
             self.gen = PlacedGenerator(gen, self.layout)
         except BaseException:
             self.stack.close()
@@ -190,8 +214,10 @@ class PacketSetup:
         for e in self.ends:
             for node, ns, ifname in e.first_hop_ingress():
                 if (ns, ifname) not in done:
-                    self.stack.enter_context(cpus.steered(ns, ifname, self.layout.chain))
+                    before = self.stack.enter_context(
+                        cpus.steered(ns, ifname, self.layout.chain))
                     self.layout.steered.append(f"{node}/{ifname}")
+                    self.changed.append(f"RPS mask of {node}/{ifname} (back to {before or '0'})")
                     targets.append((node, ns, ifname))
                     done.add((ns, ifname))
         pins = [(targets, self.layout.chain, "first_hop")]
@@ -208,6 +234,7 @@ class PacketSetup:
 
     def _record_restored(self, pin: FirstHopPinning) -> None:
         self.layout.restored += pin.restored
+        self.changed += pin.restored
 
     def _locator(self) -> LossLocator | None:
         if not os.access(droptrace_binary(), os.X_OK):
@@ -215,8 +242,11 @@ class PacketSetup:
             return None
         return self.stack.enter_context(LossLocator(self.ends[0].plan))
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
         self.stack.close()
+        if isinstance(exc, KeyboardInterrupt) and self.changed:
+            exc.add_note("restored: " + "; ".join(self.changed))
 
     def describe(self) -> dict[str, Any]:
         out = self.ends[0].describe()
@@ -232,6 +262,10 @@ def _packet_finish(m: Measurement, setup: PacketSetup, cpu: CpuMonitor) -> Measu
         m.cpu = cpu.result
     if not setup.layout.separated:
         m.extra.setdefault("warnings", []).extend(setup.layout.notes)
+    if setup.calibration is not None:
+        from .calibrate import summary  # light start-up
+
+        m.environment = {**m.environment, "calibration": summary(setup.calibration)}
     return m
 
 
@@ -283,9 +317,29 @@ def ndr(lab: str, r: NdrRequest, progress: Progress | None = None) -> Measuremen
         else:
             m = ndr_pdr(setup.gen, r.size, duration=r.duration,
                         loss_goals=[r.ndr_loss / 100, r.pdr_loss / 100],
-                           precision=r.precision / 100,
+                        precision=r.precision / 100,
                         max_rate_pps=r.max_rate, progress=progress)
+        if r.latency:
+            _latency_at_ndr(m, setup, r, progress)
     return _packet_finish(m, setup, cpu)
+
+
+def _latency_at_ndr(m: Measurement, setup: PacketSetup, r: NdrRequest,
+                    progress: Progress | None) -> None:
+    """Latency at 10/50/90 % of the NDR found (or of its lower bound), beside the latency
+    floor of a direct link when calibrated."""
+    from .ndrlatency import latency_at_shares, latency_metrics  # light start-up
+
+    assert setup.gen is not None
+    ndr = m.extra.get("ndr_pps") or m.metrics.get("ndr_lower_bound_pps")
+    if not ndr:
+        m.extra["latency_at_ndr"] = None
+        m.extra.setdefault("warnings", []).append("no NDR found: no latency measured at it")
+        return
+    rows = latency_at_shares(setup.gen, float(ndr), r.size, r.duration, progress=progress)
+    m.extra["latency_at_ndr"] = rows
+    m.metrics.update(latency_metrics(rows))
+    _latency_context(m, setup, [row["latency_source"] for row in rows])
 
 
 def latency(lab: str, r: LatencyRequest, progress: Progress | None = None) -> Measurement:
@@ -294,7 +348,19 @@ def latency(lab: str, r: LatencyRequest, progress: Progress | None = None) -> Me
     with CpuMonitor() as cpu, PacketSetup(lab, r) as setup:
         assert setup.gen is not None
         m = run_latency(setup.gen, r.rate, r.size, r.duration)
+        _latency_context(m, setup, [m.extra.get("latency_source")])
     return _packet_finish(m, setup, cpu)
+
+
+def _latency_context(m: Measurement, setup: PacketSetup, sources: list[str | None]) -> None:
+    """The latency floor of a direct link beside a latency figure (from the calibration), and
+    a warning when arrivals were timestamped after the receiver's socket queue."""
+    if setup.calibration is not None:
+        m.extra["latency_floor_us"] = setup.calibration.get("latency_floor_us")
+    if "socket" in sources:
+        m.extra.setdefault("warnings", []).append(
+            "latency timestamped at the receiving socket includes the time probes waited in "
+            "its queue; --sink xdp (or kernel) timestamps them in the receiver's softirq")
 
 
 def run(lab: str, r: AnyRequest, progress: Progress | None = None) -> Measurement:

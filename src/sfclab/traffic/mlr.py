@@ -3,10 +3,13 @@ PyPI package ``MLRsearch``, with our generator as its measurer.
 
 One search serves every loss goal at once (NDR 0 % and PDR 0.5 % by default, as in CSIT):
 short trials first, longer ones near the answer, each goal's load decided when enough trial
-time agrees (``duration_sum``).  A trial the generator could not drive at the intended load
-counts what it did not send as lost, so the search never credits the chain with a rate the
-sender did not reach; a figure within 3 % of the most the sender reached is reported as a
-lower bound (``ndr_lower_bound_pps``), never as the chain's.
+time agrees (``duration_sum``).  A trial that is measurement-limited (:mod:`.limits`: the
+generator more than 2 % short of the load, the receiver dropping or saturated) never reaches
+MLRsearch: it is re-run (at most ``limited_retries`` times); a load still limited then is out
+of this machine's reach, and the search starts again below it (the top at 95 % of the least of
+that load, what was sent and what the receiver took, at most ``MAX_CAPS`` times), recording ``not_measurable_above_pps``.
+A figure within 2 % of the most the sender reached, or at the top of a range so cut, is reported
+as a lower bound (``ndr_lower_bound_pps``), never as the chain's.
 
 The result has the shape of :func:`sfclab.traffic.ndr.ndr_pdr`'s (``ndr_pps``, ``pdr_pps``,
 ``generator_limited``, ``trials``), with ``method: mlr``.
@@ -21,13 +24,17 @@ from MLRsearch import (AbstractMeasurer, Config, MeasurementResult, MultipleLoss
                        SearchGoal)
 
 from ..errors import MeasurementError
+from . import limits
 from .environment import environment
 from .generator import GENERATOR_LIMIT_TOLERANCE, PacketGenerator, Trial
-from .ndr import Progress, SearchTrial, goal_labels
+from .ndr import (DECIDING, LIMITED_RETRIES, MAX_CAPS, Progress, SearchTrial, Unmeasurable,
+                  goal_labels)
 from .result import Measurement
 
 #: how much trial time at one load decides a goal there, in final trial durations
 DURATION_SUM_TRIALS = 2.0
+#: seconds before a limited trial's re-run
+RERUN_PAUSE_S = 1.0
 #: the longest a search may take
 SEARCH_DURATION_MAX_S = 1800.0
 
@@ -36,15 +43,34 @@ class _Measurer(AbstractMeasurer):
     """MLRsearch's measurer: one trial of our generator per call."""
 
     def __init__(self, gen: PacketGenerator, size: int | str, ramp_s: float | None,
-                 progress: Progress | None):
+                 progress: Progress | None, limited_retries: int = LIMITED_RETRIES,
+                 rerun_pause_s: float = RERUN_PAUSE_S):
         self.gen = gen
         self.size = size
         self.ramp_s = ramp_s
         self.progress = progress
         self.trials: list[SearchTrial] = []
         self.max_sent_pps = 0.0
+        self.limited_retries = limited_retries
+        self.rerun_pause_s = rerun_pause_s
 
     def run(self, load: float | None, duration: float, purpose: str) -> Trial:
+        """One trial; a deciding one that stays measurement-limited after its re-runs raises
+        :class:`~sfclab.traffic.ndr.Unmeasurable`."""
+        t = self._once(load, duration, purpose)
+        if purpose not in DECIDING:
+            return t
+        first = len(self.trials) - 1
+        for _ in range(self.limited_retries):
+            if not t.measurement_limited:
+                return t
+            time.sleep(self.rerun_pause_s)  # let a passing load go by
+            t = self._once(load, duration, purpose)
+        if t.measurement_limited:
+            raise Unmeasurable(self.trials[first:])
+        return t
+
+    def _once(self, load: float | None, duration: float, purpose: str) -> Trial:
         t = self.gen.trial(load, duration, self.size,
                            ramp_s=self.ramp_s if load is not None else None)
         self.max_sent_pps = max(self.max_sent_pps, t.sent_pps)
@@ -57,10 +83,7 @@ class _Measurer(AbstractMeasurer):
     def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
         t = self.run(intended_load, intended_duration, "search")
         intended = max(round(intended_load * intended_duration), 1)
-        loss = round(t.loss_ratio * intended)
-        if t.generator_limited:  # what was not sent counts as lost: never credit a rate the
-            # sender did not reach (sent_pps already allows for the ramp)
-            loss += max(intended - round(t.sent_pps * intended_duration), 0)
+        loss = round(t.loss_ratio * intended)  # the trial reached the load (not limited)
         return MeasurementResult(intended_duration=intended_duration,
                                  intended_load=intended_load, offered_count=intended,
                                  loss_count=min(loss, intended),
@@ -70,47 +93,64 @@ class _Measurer(AbstractMeasurer):
 def mlr_search(gen: PacketGenerator, size: int | str, *, duration: float = 2.0,
                loss_goals: list[float] | None = None, precision: float = 0.01,
                max_rate_pps: float | None = None, min_rate_pps: float | None = None,
-               ramp_s: float | None = 0.5, progress: Progress | None = None) -> Measurement:
+               ramp_s: float | None = 0.5, limited_retries: int = LIMITED_RETRIES,
+               rerun_pause_s: float = RERUN_PAUSE_S,
+               progress: Progress | None = None) -> Measurement:
     """Search the highest loads meeting ``loss_goals`` (ratios; default NDR 0, PDR 0.005)."""
     goals = sorted(set(loss_goals if loss_goals is not None else [0.0, 0.005]))
     labels = goal_labels(goals)
-    m = _Measurer(gen, size, ramp_s, progress)
+    m = _Measurer(gen, size, ramp_s, progress, limited_retries, rerun_pause_s)
+    unmeasurable: list[dict[str, Any]] = []
     t0 = time.monotonic()
     top = max_rate_pps
     if top is None:  # the most the sender reaches is the top of the search
-        top = m.run(None, duration, "max-rate").sent_pps
+        first = m.run(None, duration, "max-rate")
+        top = first.sent_pps
+        if first.measurement_limited:  # e.g. the receiver dropped: start below that
+            top = limits.measurable_below(first)
+            unmeasurable.append({"rate_pps": first.sent_pps, "trial": 0,
+                                 "reason": first.measurement_limited})
     if not top or top <= 0:
         raise MeasurementError("the generator sent nothing: no search range")
     bottom = min_rate_pps or max(top / 1000.0, 10.0)
-    search_goals = [SearchGoal(loss_ratio=g, exceed_ratio=0.5, relative_width=precision,
-                               initial_trial_duration=min(1.0, duration),
-                               final_trial_duration=duration,
-                               duration_sum=DURATION_SUM_TRIALS * duration,
-                               fail_fast=False)
-                    for g in goals]
-    config = Config()
-    config.goals = search_goals
-    config.min_load = bottom
-    config.max_load = top
-    config.search_duration_max = SEARCH_DURATION_MAX_S
-    config.warmup_duration = min(1.0, duration)
-    results = MultipleLossRatioSearch(config=config).search(measurer=m, debug=lambda _m: None)
+    results = None
+    while results is None:
+        search_goals = _goals(goals, duration, precision)
+        try:
+            results = _search(search_goals, bottom, top, m)
+        except Unmeasurable as u:
+            unmeasurable.append({"rate_pps": u.rate_pps, "trial": u.st.index,
+                                 "reason": u.st.trial.measurement_limited})
+            measured = [s.trial.offered_pps for s in m.trials
+                        if s.purpose == "search" and not s.trial.measurement_limited
+                        and s.trial.offered_pps is not None
+                        and s.trial.offered_pps < u.rate_pps]
+            top = min(top, u.new_top(max(measured, default=0.0)))
+            if len(unmeasurable) > MAX_CAPS or top <= bottom:
+                break
     elapsed = time.monotonic() - t0
-
+    not_measurable = min((u["rate_pps"] for u in unmeasurable), default=None)
     metrics: dict[str, float] = {"trials": len(m.trials), "search_time_s": elapsed,
                                  "traffic_time_s": sum(s.trial.duration_s for s in m.trials),
-                                 "generator_max_pps": m.max_sent_pps, "range_max_pps": top}
+                                 "generator_max_pps": m.max_sent_pps, "range_max_pps": top,
+                                 "measurement_limited_trials": sum(
+                                     1 for s in m.trials if s.trial.measurement_limited)}
+    if not_measurable is not None:
+        metrics["not_measurable_above_pps"] = not_measurable
     goal_rows: list[dict[str, Any]] = []
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"not_measurable_above_pps": not_measurable,
+                             "search": {"range_pps": [bottom, top],
+                                        "unmeasurable": unmeasurable,
+                                        "ended_unmeasurable": results is None}}
     limited_any = any(s.trial.generator_limited for s in m.trials)
     for label, goal, sg in zip(labels, goals, search_goals):
-        r = results[sg]
-        low = r.relevant_lower_bound
+        r = results[sg] if results is not None else None
+        low = r.relevant_lower_bound if r is not None else None
         rate = float(low.float_load) if low is not None else None
         lower_bound = rate is not None and (
             rate >= GENERATOR_LIMIT_TOLERANCE * m.max_sent_pps or
-            (max_rate_pps is None and rate >= top * (1 - precision)))
-        high = r.relevant_upper_bound
+            ((max_rate_pps is None or unmeasurable) and rate >= top * (1 - precision)))
+        high = r.relevant_upper_bound if r is not None else None
         goal_rows.append({"label": label, "loss_goal": goal, "loss_goal_pct": goal * 100.0,
                           "rate_pps": rate, "chain_rate_pps": None if lower_bound else rate,
                           "interval_pps": [rate, float(high.float_load) if high else None],
@@ -128,6 +168,23 @@ def mlr_search(gen: PacketGenerator, size: int | str, *, duration: float = 2.0,
     params = {"method": "mlr", "size": size, "duration": duration, "loss_goals": goals,
               "precision": precision, "min_rate_pps": bottom, "max_rate_pps": max_rate_pps,
               "ramp_s": ramp_s, "duration_sum_s": DURATION_SUM_TRIALS * duration,
-              "generator": type(gen).__name__}
+              "limited_retries": limited_retries, "generator": type(gen).__name__}
     return Measurement(type="ndr_pdr", params=params, metrics=metrics, environment=environment(),
                        raw={"generator_output": [s.trial.raw for s in m.trials]}, extra=extra)
+
+
+def _goals(goals: list[float], duration: float, precision: float) -> list[SearchGoal]:
+    return [SearchGoal(loss_ratio=g, exceed_ratio=0.5, relative_width=precision,
+                       initial_trial_duration=min(1.0, duration), final_trial_duration=duration,
+                       duration_sum=DURATION_SUM_TRIALS * duration, fail_fast=False)
+            for g in goals]
+
+
+def _search(search_goals: list[SearchGoal], bottom: float, top: float, m: _Measurer) -> Any:
+    config = Config()
+    config.goals = search_goals
+    config.min_load = bottom
+    config.max_load = top
+    config.search_duration_max = SEARCH_DURATION_MAX_S
+    config.warmup_duration = search_goals[0].initial_trial_duration
+    return MultipleLossRatioSearch(config=config).search(measurer=m, debug=lambda _m: None)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import MeasurementError
 from ..spec import measurement
 from ..kernel import netns
+from . import histogram
 from .cpu import read_proc_stat, usage
 from .generator import PacketGenerator, Trial
 from .window import window_counts
@@ -77,6 +78,22 @@ def receiver_facts(sink: str, ready: dict[str, Any], snap: dict[str, Any]) -> di
     own = int(snap.get("socket_drops", 0)) if sink == "socket" else 0
     return {"sink": sink, "where": ready.get("xdp", "socket"), "own_drops": own,
             "saturated": own > 0}
+
+
+def latency_of(sink: dict[str, Any]) -> dict[str, Any]:
+    """The trial's latency percentiles: from the sink's histogram (:mod:`.histogram`) when it
+    hands one over, else the sink's own figures."""
+    h = histogram.from_sink(sink)
+    if h is not None:
+        return h.summary()
+    lat = sink.get("latency_us", {})
+    return lat if isinstance(lat, dict) else {}
+
+
+def latency_source(sink: dict[str, Any]) -> str:
+    """Where the probes were timestamped on arrival: ``softirq`` (the XDP/tcx sinks, before
+    any receive queue) or ``socket`` (after the socket's queue: the receiver's wait included)."""
+    return "socket" if sink.get("mode", "socket") == "socket" else "softirq"
 
 
 class _LineReader:
@@ -296,7 +313,8 @@ class NativeGenerator(PacketGenerator):
         self._drain(int(sent.get("sent_window", 0)))
         sink = self.snapshot()
         w = window_counts(sent, sink)
-        lat = sink.get("latency_us", {})
+        lat = latency_of(sink)
+        facts = receiver_facts(self.sink, self.sink_ready, sink)
         return Trial(
             offered_pps=offered_pps,
             duration_s=duration_s,
@@ -310,10 +328,14 @@ class NativeGenerator(PacketGenerator):
             reordered=int(sink["reordered"]),
             duplicated=int(sink["duplicated"]),
             latency_us={k: float(lat[k]) for k in PERCENTILES if k in lat},
+            latency_source=latency_source(sink),
             raw={"sender": sent, "sink": sink, "sender_stderr": cp.stderr, "argv": argv,
-                 "receiver": receiver_facts(self.sink, self.sink_ready, sink),
+                 "receiver": facts,
                  "cores": {c: {k: round(u[k], 1) for k in ("softirq", "system", "busy")}
                            for c, u in cores.items()}},
+            window_s=w.window_s,
+            receiver_drops=facts["own_drops"],
+            receiver_saturated=facts["saturated"],
         )
 
     def close(self) -> None:

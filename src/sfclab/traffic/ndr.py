@@ -25,18 +25,30 @@ The search (after NFVbench and RFC 2544 binary search, with RFC 9971 (MLRsearch)
 4. Confirmation: a trial of ``confirm_duration`` at the found rate.  If it fails, the goal's
    ``hi`` drops to that rate, ``lo`` steps down by ``step_down`` (doubling on each retry) and
    the search resumes; after ``max_confirm_retries`` failures the goal is reported unconfirmed.
-5. Generator limits.  A generator-limited trial that *passes* a goal ends that goal: the chain
-   kept up with all the generator could send, so the figure is only a lower bound.  The same
-   holds when the rate found is the top of a range measured from the generator.  A trial that
-   fails counts at its effective rate.  ``generator_limited`` is true whenever a trial that
-   decided a goal (its ``lo`` or ``hi`` trial) was generator-limited or the figure is such a
-   lower bound; a lower bound is never reported as the chain's figure: ``ndr_pps`` is then
-   ``None`` and ``ndr_lower_bound_pps`` carries it.
+5. Trials that measured the tools.  A *search* or *confirm* trial that is measurement-limited
+   (:mod:`.limits`: the generator fell more than 2 % short of the offered rate, or the receiver
+   dropped frames itself or saturated) decides nothing: it is re-run, at most
+   ``limited_retries`` times (default 2).  A rate still limited then is out of this machine's
+   reach.  If it lay inside a goal's interval ``(lo, hi)``, that goal ends there, keeping the
+   ``lo`` it verified (``unresolved``).  If it was the top of the range, the top drops to 95 %
+   of the least of that rate, what the generator sent and what the receiver took
+   (:func:`.limits.measurable_below`) and the search goes on below it (a goal whose only
+   failures lie above the new top tries the top afresh), at most ``MAX_CAPS`` times; then, or
+   when the new top falls under the range's bottom, the search ends.
+   ``not_measurable_above_pps`` records the lowest such rate.  Limited trials stay in
+   ``trials`` with their reason (``measurement_limited``), for the record.
+6. Lower bounds.  A goal that passes at the top of a range that is the generator's own maximum
+   (a max-rate trial) or that was cut by unmeasurable rates is only a lower bound: the chain
+   kept up with all that could be measured.  A lower bound is never reported as the chain's
+   figure: ``ndr_pps`` is then ``None`` and ``ndr_lower_bound_pps`` carries it.
+   ``generator_limited`` is true whenever a goal is such a lower bound or a trial that decided
+   it (its ``lo`` or ``hi`` trial) fell short of the offered rate.
 
 Ramp.  ``ramp_s`` goes to the generator's ``trial()`` (the interface has it): the offered rate
 climbs from 0 over the first ``ramp_s`` seconds of each trial, so a trial does not start with a
-burst that fills the chain's queues at once.  ``pause_s`` separates trials.  ``progress`` (a callable taking a dict) is called after
-every trial with the trial and the current intervals.
+burst that fills the chain's queues at once.  ``pause_s`` separates trials.  ``progress`` (a
+callable taking a dict) is called after every trial with the trial and the current intervals.
+Latency at shares of the NDR found is :mod:`.ndrlatency`'s.
 """
 
 from __future__ import annotations
@@ -50,10 +62,17 @@ from typing import Any
 
 from ..errors import MeasurementError, SpecError
 from .environment import environment
+from . import limits
 from .generator import PacketGenerator, Trial
 from .result import Measurement
 
 DEFAULT_LOSS_GOALS = "0.001%,0.1%"
+#: re-runs of a measurement-limited trial before its rate counts as unmeasurable
+LIMITED_RETRIES = 2
+#: at most this many cuts of the range before the search gives up
+MAX_CAPS = 5
+#: trial purposes whose outcome decides a goal (the others never do)
+DECIDING = ("search", "confirm")
 Progress = Callable[[dict[str, Any]], None]
 
 _PCT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%\s*$")
@@ -105,7 +124,7 @@ def goal_labels(goals: Sequence[float]) -> list[str]:
     return ["ndr"] + [f"goal{i}" for i in range(1, len(goals) - 1)] + ["pdr"]
 
 
-def _positive(name: str, value: float | None, *, allow_none: bool = False) -> None:
+def positive(name: str, value: float | None, *, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -139,23 +158,31 @@ class SearchTrial:
                 "sent_pps": t.sent_pps, "received_pps": t.received_pps, "sent": t.sent,
                 "received": t.received, "lost": t.lost, "loss_ratio": t.loss_ratio,
                 "duration_s": t.duration_s, "size": t.size,
+                "window_s": t.window_s if t.window_s is not None else t.duration_s,
                 "generator_limited": t.generator_limited,
+                "measurement_limited": t.measurement_limited or False,
+                "generator_bound": t.generator_bound,
+                **({"receiver_drops": t.receiver_drops} if t.receiver_drops is not None else {}),
+                **({"cores": t.cores} if t.cores is not None else {}),
                 **({"latency_us": dict(t.latency_us)} if t.latency_us else {}),
                 **({"located": t.located} if t.located is not None else {}),
                 **({"pairs": [{"pair": p.raw.get("pair"), "offered_pps": p.offered_pps,
                                "sent_pps": p.sent_pps, "received_pps": p.received_pps,
                                "sent": p.sent, "received": p.received,
                                "loss_ratio": p.loss_ratio,
-                               "generator_limited": p.generator_limited}
+                               "generator_limited": p.generator_limited,
+                               "measurement_limited": p.measurement_limited or False}
                               for p in t.pairs]} if t.pairs else {})}
 
 
-class _Runner:
-    """Runs trials on a generator: pause between them, ramp if supported, budget, progress."""
+class TrialRunner:
+    """Runs trials on a generator: pause between them, ramp if supported, budget, progress;
+    a deciding trial that is measurement-limited is re-run (see the module's step 5)."""
 
     def __init__(self, gen: PacketGenerator, size: int | str, *, pause_s: float,
                  ramp_s: float | None, max_trials: int, progress: Progress | None,
-                 status: Callable[[], dict[str, Any]] | None = None):
+                 status: Callable[[], dict[str, Any]] | None = None,
+                 limited_retries: int = LIMITED_RETRIES):
         self.gen = gen
         self.size = size
         self.pause_s = pause_s
@@ -163,16 +190,32 @@ class _Runner:
         self.max_trials = max_trials
         self.progress = progress
         self.status = status
+        self.limited_retries = limited_retries
         self.trials: list[SearchTrial] = []
 
     def run(self, rate: float | None, duration: float, purpose: str,
             goal: str | None = None) -> SearchTrial:
+        """One trial; a deciding one (:data:`DECIDING`) that is measurement-limited is run
+        again, at most ``limited_retries`` times, then :class:`Unmeasurable` is raised."""
+        attempts = [self._once(rate, duration, purpose, goal)]
+        if purpose not in DECIDING:
+            return attempts[0]
+        while attempts[-1].trial.measurement_limited and len(attempts) <= self.limited_retries:
+            if self.pause_s > 0:
+                time.sleep(self.pause_s)  # twice the pause: let a passing load go by
+            attempts.append(self._once(rate, duration, purpose, goal))
+        if attempts[-1].trial.measurement_limited:
+            raise Unmeasurable(attempts)
+        return attempts[-1]
+
+    def _once(self, rate: float | None, duration: float, purpose: str,
+              goal: str | None) -> SearchTrial:
         if len(self.trials) >= self.max_trials:
             raise _OutOfTrials()
         if self.trials and self.pause_s > 0:
             time.sleep(self.pause_s)
         t = self.gen.trial(rate, duration, self.size, ramp_s=self.ramp_s)
-        if t.sent <= 0:
+        if t.sent <= 0 and purpose not in DECIDING:  # a deciding one is limited: re-run
             raise MeasurementError(f"the generator sent nothing in a trial at "
                                    f"{'maximum rate' if rate is None else f'{rate:.0f} pps'}")
         st = SearchTrial(len(self.trials), purpose, goal, t)
@@ -189,6 +232,27 @@ class _OutOfTrials(Exception):
     pass
 
 
+class Unmeasurable(Exception):
+    """A rate whose trials stayed measurement-limited after their re-runs (``attempts``)."""
+
+    def __init__(self, attempts: list[SearchTrial]):
+        super().__init__(attempts[-1].trial.measurement_limited)
+        self.attempts = attempts
+        self.st = attempts[-1]
+
+    @property
+    def rate_pps(self) -> float:
+        t = self.st.trial
+        return t.offered_pps if t.offered_pps is not None else t.sent_pps
+
+    def new_top(self, measured_below: float = 0.0) -> float:
+        """The range's top below this rate: the best of the attempts'
+        :func:`.limits.measurable_below`, and at least ``measured_below`` (the highest rate
+        below it that a trial did measure: one bad moment does not unmake it)."""
+        best = max(limits.measurable_below(a.trial) for a in self.attempts)
+        return min(max(best, measured_below), self.rate_pps)
+
+
 # ---------------------------------------------------------------------------------------------
 # the NDR/PDR search
 
@@ -201,9 +265,9 @@ class _Goal:
     hi: float | None = None
     hi_trial: SearchTrial | None = None
     done: bool = False
-    gen_bound: bool = False  # a generator-limited trial passed: lo is a lower bound
     below_min: bool = False
     converged: bool = False
+    unresolved: bool = False  # a rate inside [lo, hi) stayed measurement-limited
     confirmed: bool | None = None
     retries: int = 0
     history: list[tuple[float, float | None]] = field(default_factory=list)
@@ -225,11 +289,11 @@ class NdrPdrSearch:
                  ramp_s: float | None = 0.5, confirm: bool = True,
                  confirm_duration: float | None = None, max_confirm_retries: int = 3,
                  step_down: float = 0.02, pause_s: float = 0.5, max_trials: int = 80,
-                 progress: Progress | None = None):
-        _positive("duration", duration)
-        _positive("min_rate_pps", min_rate_pps, allow_none=True)
-        _positive("max_rate_pps", max_rate_pps, allow_none=True)
-        _positive("confirm_duration", confirm_duration, allow_none=True)
+                 limited_retries: int = LIMITED_RETRIES, progress: Progress | None = None):
+        positive("duration", duration)
+        positive("min_rate_pps", min_rate_pps, allow_none=True)
+        positive("max_rate_pps", max_rate_pps, allow_none=True)
+        positive("confirm_duration", confirm_duration, allow_none=True)
         if not (isinstance(precision, (int, float)) and 0 < precision < 0.5):
             raise SpecError(f"precision must be a ratio in (0, 0.5), not {precision!r}",
                             place="precision")
@@ -237,9 +301,10 @@ class NdrPdrSearch:
             raise SpecError(f"step_down must be in (0, 1), not {step_down!r}", place="step_down")
         if min_rate_pps is not None and max_rate_pps is not None and min_rate_pps >= max_rate_pps:
             raise SpecError("min_rate_pps must be below max_rate_pps", place="min_rate_pps")
-        if warmup_s < 0 or pause_s < 0 or max_trials < 1 or max_confirm_retries < 0:
+        if warmup_s < 0 or pause_s < 0 or max_trials < 1 or max_confirm_retries < 0 \
+                or not 0 <= limited_retries <= 10:
             raise SpecError("warmup_s and pause_s must be >= 0, max_trials >= 1, "
-                            "max_confirm_retries >= 0")
+                            "max_confirm_retries >= 0, limited_retries in 0..10")
         if isinstance(size, int) and size <= 0:
             raise SpecError(f"frame size must be positive, not {size}", place="size")
         self.gen = gen
@@ -256,13 +321,19 @@ class NdrPdrSearch:
         self.step_down = step_down
         self.goals = [_Goal(label, loss, lo=0.0)
                       for label, loss in zip(goal_labels(self.loss_goals), self.loss_goals)]
-        self.runner = _Runner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=max_trials,
-                              progress=progress, status=self._status)
+        self.runner = TrialRunner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=max_trials,
+                              progress=progress, status=self._status,
+                              limited_retries=limited_retries)
         self.upper = 0.0
         self.lower = 0.0
         self.upper_from_generator = False
         self.generator_max_pps: float | None = None
         self.out_of_trials = False
+        #: the lowest rate whose trials stayed measurement-limited, and why
+        self.not_measurable_above: float | None = None
+        self.unmeasurable: list[dict[str, Any]] = []
+        self.capped = False  # the range's top was cut below an unmeasurable rate
+        self.ended_unmeasurable = False  # no measurable range was left
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -271,12 +342,12 @@ class NdrPdrSearch:
                 "done": [g.label for g in self.goals if g.done]}
 
     def _evidence(self) -> list[SearchTrial]:
-        return [s for s in self.runner.trials if s.purpose in ("search", "confirm")]
+        return [s for s in self.runner.trials
+                if s.purpose in DECIDING and not s.trial.measurement_limited]
 
     def _apply(self, st: SearchTrial) -> None:
         """Update every unfinished goal with one trial's outcome."""
         e = st.effective_pps
-        limited = st.trial.generator_limited
         for g in self.goals:
             if g.done:
                 continue
@@ -288,9 +359,6 @@ class NdrPdrSearch:
                              and s.effective_pps > e]
                     best = min(fails, key=lambda s: s.effective_pps, default=None)
                     g.hi, g.hi_trial = (best.effective_pps, best) if best else (None, None)
-                if limited:
-                    g.gen_bound = True
-                    g.done = True
             else:
                 if g.hi is None or e < g.hi:
                     g.hi, g.hi_trial = e, st
@@ -306,7 +374,7 @@ class NdrPdrSearch:
 
     def _next_rate(self, g: _Goal) -> float | None:
         """The next rate to try for ``g``, or None when its interval is resolved."""
-        if g.hi is None:
+        if g.hi is None or self._no_fail_in_range(g):
             if g.lo_trial is not None and g.lo >= self.upper * (1 - self.precision):
                 return None  # passes at the top of the range
             return self.upper
@@ -321,10 +389,40 @@ class NdrPdrSearch:
 
     # -- phases ----------------------------------------------------------------------------
 
-    def _at_generator_top(self, g: _Goal) -> bool:
-        """The goal passed at the top of a range that is the generator's own maximum."""
-        return (self.upper_from_generator and g.hi is None and g.lo_trial is not None
+    def _no_fail_in_range(self, g: _Goal) -> bool:
+        """No measurable failure: none at all, or only above a top cut since."""
+        return g.hi is None or g.hi > self.upper
+
+    def _passed_at_top(self, g: _Goal) -> bool:
+        return (self._no_fail_in_range(g) and g.lo_trial is not None
                 and g.lo >= self.upper * (1 - self.precision))
+
+    def _at_generator_top(self, g: _Goal) -> bool:
+        """The goal passed at the top of a range that is the generator's own maximum, or that
+        was cut below an unmeasurable rate: a lower bound."""
+        return (self.upper_from_generator or self.capped) and self._passed_at_top(g)
+
+    def _note_unmeasurable(self, u: Unmeasurable) -> None:
+        rate = u.rate_pps
+        self.unmeasurable.append({"rate_pps": rate, "trial": u.st.index,
+                                  "reason": u.st.trial.measurement_limited})
+        if self.not_measurable_above is None or rate < self.not_measurable_above:
+            self.not_measurable_above = rate
+
+    def _cap(self, u: Unmeasurable) -> bool:
+        """Cut the range below a rate that stayed measurement-limited; False: nothing is left
+        to measure (the search ends)."""
+        self._note_unmeasurable(u)
+        measured = [s.effective_pps for s in self._evidence() if s.effective_pps < u.rate_pps]
+        top = u.new_top(max(measured, default=0.0))
+        if len(self.unmeasurable) > MAX_CAPS or top <= self.lower:
+            self.ended_unmeasurable = True
+            for g in self.goals:
+                g.done = True
+            return False
+        self.upper = min(self.upper, top)
+        self.capped = True
+        return True
 
     def _range(self) -> None:
         if self.max_rate_req is None:
@@ -332,6 +430,12 @@ class NdrPdrSearch:
             self.generator_max_pps = st.trial.sent_pps
             self.upper = st.trial.sent_pps
             self.upper_from_generator = True
+            if st.trial.measurement_limited:  # e.g. the receiver dropped: start below that
+                self.upper = limits.measurable_below(st.trial)
+                self.capped = True
+                self.not_measurable_above = st.trial.sent_pps
+                self.unmeasurable.append({"rate_pps": st.trial.sent_pps, "trial": st.index,
+                                          "reason": st.trial.measurement_limited})
         else:
             self.upper = float(self.max_rate_req)
             if self.warmup_s > 0:
@@ -350,7 +454,7 @@ class NdrPdrSearch:
                 self._apply(self.runner.run(rate, self.duration, "search", g.label))
                 continue
             g.converged = True
-            if g.below_min or g.gen_bound or g.lo_trial is None or not self.confirm \
+            if g.below_min or g.lo_trial is None or not self.confirm \
                     or self._at_generator_top(g):
                 g.done = True
                 break
@@ -383,7 +487,15 @@ class NdrPdrSearch:
         try:
             self._range()
             for g in self.goals:
-                self._search_goal(g)
+                while not g.done:
+                    try:
+                        self._search_goal(g)
+                    except Unmeasurable as u:
+                        if g.hi is not None and u.rate_pps < g.hi:
+                            self._note_unmeasurable(u)
+                            g.unresolved = g.done = True  # inside its interval: keep lo
+                        elif not self._cap(u):
+                            break
         except _OutOfTrials:
             self.out_of_trials = True
             for g in self.goals:
@@ -393,10 +505,10 @@ class NdrPdrSearch:
     # -- result --------------------------------------------------------------------------------
 
     def _goal_result(self, g: _Goal) -> dict[str, Any]:
-        at_top = (g.lo_trial is not None and g.hi is None
-                  and g.lo >= self.upper * (1 - self.precision))
+        at_top = self._passed_at_top(g)
         deciding = [s for s in (g.lo_trial, g.hi_trial) if s is not None]
-        lower_bound = g.gen_bound or (at_top and self.upper_from_generator)
+        unfinished = self.ended_unmeasurable and not g.converged
+        lower_bound = self._at_generator_top(g) or (unfinished and g.lo_trial is not None)
         gen_limited = lower_bound or any(s.trial.generator_limited for s in deciding)
         rate = g.lo if g.lo_trial is not None and not g.below_min else None
         return {
@@ -404,12 +516,13 @@ class NdrPdrSearch:
             "rate_pps": rate,
             "chain_rate_pps": None if lower_bound else rate,
             "interval_pps": [g.lo, g.hi],
-            "converged": g.converged and not self.out_of_trials,
+            "converged": g.converged and not self.out_of_trials and not g.unresolved,
+            "unresolved": g.unresolved,
             "confirmed": g.confirmed,
             "confirm_retries": g.retries,
             "generator_limited": gen_limited,
             "lower_bound": lower_bound,
-            "at_max_rate": at_top and not self.upper_from_generator,
+            "at_max_rate": at_top and not self.upper_from_generator and not self.capped,
             "below_min": g.below_min,
             "lo_trial": g.lo_trial.index if g.lo_trial else None,
             "hi_trial": g.hi_trial.index if g.hi_trial else None,
@@ -425,6 +538,9 @@ class NdrPdrSearch:
             "traffic_time_s": sum(s.trial.duration_s for s in self.runner.trials),
             "generator_max_pps": self.generator_max_pps,
             "range_max_pps": self.upper,
+            "measurement_limited_trials": sum(1 for s in self.runner.trials
+                                              if s.trial.measurement_limited),
+            "not_measurable_above_pps": self.not_measurable_above,
         }
         for r in goals:
             metrics[f"{r['label']}_pps"] = r["chain_rate_pps"]
@@ -438,6 +554,7 @@ class NdrPdrSearch:
             "confirm_duration": self.confirm_duration,
             "max_confirm_retries": self.max_confirm_retries, "step_down": self.step_down,
             "pause_s": self.runner.pause_s, "max_trials": self.runner.max_trials,
+            "limited_retries": self.runner.limited_retries,
             "generator": type(self.gen).__name__,
         }
         trials = [s.to_dict() for s in self.runner.trials]
@@ -448,9 +565,12 @@ class NdrPdrSearch:
             "converged": all(r["converged"] for r in goals),
             "goals": goals,
             "trials": trials,
+            "not_measurable_above_pps": self.not_measurable_above,
             "search": {"range_pps": [self.lower, self.upper],
                        "range_from_generator": self.upper_from_generator,
-                       "out_of_trials": self.out_of_trials},
+                       "out_of_trials": self.out_of_trials,
+                       "unmeasurable": self.unmeasurable,
+                       "ended_unmeasurable": self.ended_unmeasurable},
         }
         return Measurement(type="ndr_pdr", params=params, metrics=metrics,  # type: ignore[arg-type]  # None: not measured, dropped by Measurement
                            environment=environment(), cpu={},
@@ -479,9 +599,9 @@ def rate_curve(gen: PacketGenerator, rates: Iterable[float], size: int | str, du
     if not rates:
         raise SpecError("no rate given", place="rates")
     for r in rates:
-        _positive("rate", r)
-    _positive("duration", duration)
-    runner = _Runner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=len(rates),
+        positive("rate", r)
+    positive("duration", duration)
+    runner = TrialRunner(gen, size, pause_s=pause_s, ramp_s=ramp_s, max_trials=len(rates),
                      progress=progress)
     points = []
     for r in rates:
@@ -503,7 +623,7 @@ def rate_curve(gen: PacketGenerator, rates: Iterable[float], size: int | str, du
                        extra={"points": points})
 
 
-def _metric_name(pct: str) -> str:
+def metric_name(pct: str) -> str:
     return "latency_" + pct.replace(".", "_") + "_us"  # p99.9 -> latency_p99_9_us
 
 
@@ -514,18 +634,21 @@ def latency(gen: PacketGenerator, rate: float, size: int | str, duration: float,
     Metrics: ``latency_p50_us``, ``latency_p90_us``, ``latency_p99_us``, ``latency_p99_9_us``,
     ``latency_max_us`` (whichever the generator measured), plus loss and ``generator_limited``.
     """
-    _positive("rate", rate)
-    _positive("duration", duration)
-    runner = _Runner(gen, size, pause_s=0.0, ramp_s=ramp_s, max_trials=1, progress=None)
+    positive("rate", rate)
+    positive("duration", duration)
+    runner = TrialRunner(gen, size, pause_s=0.0, ramp_s=ramp_s, max_trials=1, progress=None)
     st = runner.run(rate, duration, "latency")
     t = st.trial
     if not t.latency_us:
         raise MeasurementError(f"{type(gen).__name__} reported no latency")
-    metrics: dict[str, float] = {_metric_name(k): v for k, v in t.latency_us.items()}
+    metrics: dict[str, float] = {metric_name(k): v for k, v in t.latency_us.items()}
     metrics.update(loss_ratio=t.loss_ratio, sent_pps=t.sent_pps, received_pps=t.received_pps,
-                   generator_limited=t.generator_limited)
+                   generator_limited=t.generator_limited,
+                   measurement_limited=bool(t.measurement_limited))
     return Measurement(type="latency",
                        params={"rate_pps": rate, "size": size, "duration": duration,
                                "ramp_s": runner.ramp_s, "generator": type(gen).__name__},
                        metrics=metrics, environment=environment(), raw=t.raw,
-                       extra={"trial": st.to_dict(), "generator_limited": t.generator_limited})
+                       extra={"trial": st.to_dict(), "generator_limited": t.generator_limited,
+                              "measurement_limited": t.measurement_limited or False,
+                              "latency_source": t.latency_source})

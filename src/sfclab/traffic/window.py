@@ -15,14 +15,17 @@ trial read 5.07 kpps through a 3.30 kpps shaper).  So a trial's figures come fro
   whenever they arrive (a queue may hold them into the drain): the loss ratio is
   ``1 - received_window / sent_window``, exact for the window's probes (a probe lost in the ramp
   neither dilutes nor adds to it).
-- the received rate is what the sink saw arrive while the window's probes arrived: every probe
-  received from the first marked probe's arrival to the latest one's (``rx_window_received``),
-  over that span (``rx_window_s``): ``(rx_window_received - 1) / rx_window_s``.  Marked probes
-  divided by ``window_s`` would not do: a queue that is shorter when the window starts than when
-  it ends (an HTB leaf of 1000 packets still filling at the ramp's end) lets more of the window's
-  probes through than the element's rate times the window (4.1 kpps read through a 3.30 kpps
-  shaper).  The arrival span is the element's own output over the window's probes; it is capped at
-  the offered rate (arrival jitter at the span's ends must not read as more than was sent).
+- the received rate is the window's received probes over the same window:
+  ``received_window / window_s`` (RFC 2544: frames received over the offered duration).  Every
+  figure of the trial is over this one interval, so ``received_pps <= sent_pps`` and
+  ``received_pps / sent_pps = received / sent = 1 - loss_ratio`` hold exactly.  (Before, the
+  received rate was the arrivals' own span, ``rx_window_s``: under overload a starved sink's
+  arrivals bunch up, the span shrinks, and the rate read up to 40 % above received / window,
+  disagreeing with the loss.)  One limit stays, and is the element's, not the arithmetic's: a
+  queue that grows during the window (an HTB leaf of 1000 packets still filling at the ramp's
+  end) lets through more of the window's probes than its rate times the window, by the growth
+  over the window (1000 packets over a 0.5 s window: up to 2 kpps); a longer trial shrinks it.
+  The arrivals' span stays in the sink's report (``rx_window_s``) for re-analysis.
 The whole trial's counts (ramp and drain included) stay in the trial as ``sent_total`` and
 ``received_total``: they are what kernel drop counters (a loss locator) see.
 """
@@ -38,8 +41,9 @@ from ..errors import MeasurementError
 
 @dataclass(frozen=True)
 class WindowCounts:
-    """Probes sent and received (distinct) inside the measured window, its length, and the
-    arrivals over the span from the window's first to its latest probe."""
+    """Probes sent and received (distinct) inside the measured window and its length; the
+    arrivals over the span from the window's first to its latest probe are kept apart
+    (``rx_received``, ``rx_window_s``), never divided into a rate."""
 
     sent: int
     received: int
@@ -53,9 +57,7 @@ class WindowCounts:
 
     @property
     def received_pps(self) -> float:
-        if self.rx_received < 2 or self.rx_window_s <= 0:
-            return 0.0
-        return min((self.rx_received - 1) / self.rx_window_s, self.sent_pps)
+        return self.received / self.window_s
 
 
 def window_counts(sender: Mapping[str, Any], sink: Mapping[str, Any]) -> WindowCounts:
@@ -66,8 +68,8 @@ def window_counts(sender: Mapping[str, Any], sink: Mapping[str, Any]) -> WindowC
         sent = int(sender["sent_window"])
         window_s = float(sender["window_s"])
         received = int(sink["received_window"])
-        rx_received = int(sink["rx_window_received"])
-        rx_window_s = float(sink["rx_window_s"])
+        rx_received = int(sink.get("rx_window_received", 0))
+        rx_window_s = float(sink.get("rx_window_s", 0.0))
     except (KeyError, TypeError, ValueError) as e:
         raise MeasurementError(
             f"sfcgen reported no measured window ({e}): rebuild it (make -C native)") from e

@@ -7,16 +7,23 @@ rate curve and the NDR/PDR searches use them unchanged:
 - :class:`LocatedGenerator`: each trial watched by a :class:`~sfclab.traffic.loss.LossLocator`,
   so it says where its lost packets died (``located``);
 - :class:`PlacedGenerator`: each trial's ``raw["placement"]`` says on which cores the
-  generator, the receiver and the first hop ran (:class:`~sfclab.traffic.cores.CoreLayout`).
+  generator, the receiver and the first hop ran (:class:`~sfclab.traffic.cores.CoreLayout`);
+- :class:`CoreWatchedGenerator`: each trial says which cores the generator, the receiver and
+  the chain ran on and how busy they were (``cores``, from ``/proc/stat`` around the trial), for
+  the trial's self-check and the record, unless the generator already reported it;
+- :class:`CeilingGenerator`: each trial carries the calibrated ceiling for its frame size
+  (``ceiling_pps``, see :mod:`.calibrate`), so it can say it was ``generator_bound``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import MeasurementError
 from .cores import CoreLayout
+from .cpu import read_proc_stat, usage
 from .generator import PacketGenerator, Trial
 from .loss import LossLocator
 
@@ -112,6 +119,58 @@ class PlacedGenerator(PacketGenerator):
               ramp_s: float | None = None) -> Trial:
         t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
         t.raw = {**t.raw, "placement": self.layout.placement()}
+        return t
+
+    def close(self) -> None:
+        self.gen.close()
+
+
+class CoreWatchedGenerator(PacketGenerator):
+    """``roles``: role ("generator", "receiver", "chain") -> the cores it was given.  Each
+    trial's ``cores`` is role -> ``{"cpus", "busy_pct", "softirq_pct"}``, the mean over the
+    role's cores between the trial's start and end (the drain included)."""
+
+    def __init__(self, gen: PacketGenerator, roles: dict[str, list[int]]):
+        self.gen = gen
+        self.roles = {k: list(v) for k, v in roles.items()}
+
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
+        before = read_proc_stat()
+        t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
+        if t.cores is None:
+            t.cores = role_shares(usage(before, read_proc_stat())["cores"], self.roles)
+        return t
+
+    def close(self) -> None:
+        self.gen.close()
+
+
+def role_shares(per_core: dict[str, dict[str, float]],
+                roles: dict[str, list[int]]) -> dict[str, Any]:
+    """Mean busy and softirq percentages of each role's cores (a core gone is left out)."""
+    out: dict[str, Any] = {}
+    for role, cpus in roles.items():
+        seen = [per_core[f"cpu{c}"] for c in cpus if f"cpu{c}" in per_core]
+        n = max(len(seen), 1)
+        out[role] = {"cpus": list(cpus),
+                     "busy_pct": round(sum(c["busy"] for c in seen) / n, 1),
+                     "softirq_pct": round(sum(c["softirq"] for c in seen) / n, 1)}
+    return out
+
+
+class CeilingGenerator(PacketGenerator):
+    """``ceiling(size)``: the calibrated ceiling for a frame size, or None."""
+
+    def __init__(self, gen: PacketGenerator, ceiling: Callable[[int | str], float | None]):
+        self.gen = gen
+        self.ceiling = ceiling
+
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
+        t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
+        if t.ceiling_pps is None:
+            t.ceiling_pps = self.ceiling(size)
         return t
 
     def close(self) -> None:

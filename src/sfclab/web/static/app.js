@@ -160,8 +160,9 @@
           state.job = j;
           out.textContent = "measurement " + j.id + ": " + j.status + ", " +
             j.progress.length + " trials\n" + j.progress.map(p => JSON.stringify(
-              {offered_pps: (p.trial || p).offered_pps, received_pps: (p.trial || p).received_pps,
-               loss_ratio: (p.trial || p).loss_ratio})).join("\n") +
+              {offered_pps: (p.trial || p).offered_pps, sent_pps: (p.trial || p).sent_pps,
+               received_pps: (p.trial || p).received_pps, loss_ratio: (p.trial || p).loss_ratio,
+               measurement_limited: (p.trial || p).measurement_limited})).join("\n") +
             (j.error ? "\n" + j.error.error : "") +
             (j.result ? "\nmetrics: " + JSON.stringify(j.result.metrics) : "");
           if (j.status !== "running") { clearInterval(t); stopB.disabled = true; loss(); }

@@ -1,0 +1,124 @@
+"""Does a trial measure the chain, or the measuring tools?  The checks a trial makes of itself.
+
+A trial is *measurement-limited* when something other than the system under test set its
+figures.  The reasons, each one row of :data:`CHECKS` (a check is a function of the trial's
+facts returning a reason or None), in the order they are reported:
+
+=====================  ==========================================================================
+check                  the trial is limited when
+=====================  ==========================================================================
+``generator``          the generator sent below ``GENERATOR_TOLERANCE`` (98 %) of the offered
+                       rate over the measured window: the chain was never offered the rate
+``generator_over``     it sent above ``2 - GENERATOR_TOLERANCE`` (102 %) of it (a sender that
+                       fell behind and caught up in a burst): the chain was offered more
+``receiver_drops``     the receiver dropped frames itself (a socket sink's full receive buffer,
+                       ``SO_RXQ_OVFL``; the kernel sink's own drop count): loss that is the
+                       receiver's, not the chain's
+``receiver_saturated`` the receiver says it could not keep up (its own busy-core test)
+=====================  ==========================================================================
+
+The facts come from the generator (``Trial.sent_pps``, ``receiver_drops``,
+``receiver_saturated``); absent facts (``None``) do not limit.  The reason is one sentence with
+the numbers (``"generator sent 912,000 of 1,000,000 pps offered (91.2 %, below 98 %)"``); several
+reasons are joined by ``"; "``.
+
+Apart from these, ``generator_bound`` warns that the offered rate is above
+``CEILING_SHARE`` (90 %) of the generator-to-receiver ceiling calibrated for the frame size
+(:mod:`.calibrate`): such a trial may have reached its rate, but close to what the tools
+themselves can do.  It is a warning, not a limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+#: a generator that sent less than this share of the offered rate did not offer it
+GENERATOR_TOLERANCE = 0.98
+#: an offered rate above this share of the calibrated ceiling is ``generator_bound``
+CEILING_SHARE = 0.90
+#: below a limited trial, the rate worth trying next: this share of what the tools managed
+BACKOFF = 0.95
+
+
+class TrialFacts(Protocol):
+    """What the checks read of a trial (a :class:`~sfclab.traffic.generator.Trial`)."""
+
+    offered_pps: float | None
+    duration_s: float
+    window_s: float | None
+    sent: int
+    sent_pps: float
+    receiver_drops: int | None
+    receiver_saturated: bool | None
+
+
+def generator_short(t: TrialFacts) -> str | None:
+    if t.offered_pps is None or t.offered_pps <= 0:
+        return None  # "as fast as possible": nothing was promised
+    share = t.sent_pps / t.offered_pps
+    if share >= GENERATOR_TOLERANCE:
+        return None
+    return (f"generator sent {t.sent_pps:,.0f} of {t.offered_pps:,.0f} pps offered "
+            f"({share * 100:.1f} %, below {GENERATOR_TOLERANCE * 100:.0f} %)")
+
+
+def generator_over(t: TrialFacts) -> str | None:
+    if t.offered_pps is None or t.offered_pps <= 0:
+        return None
+    share = t.sent_pps / t.offered_pps
+    if share <= 2 - GENERATOR_TOLERANCE:
+        return None
+    return (f"generator sent {t.sent_pps:,.0f} of {t.offered_pps:,.0f} pps offered "
+            f"({share * 100:.1f} %, above {(2 - GENERATOR_TOLERANCE) * 100:.0f} %)")
+
+
+def receiver_dropped(t: TrialFacts) -> str | None:
+    if not t.receiver_drops:
+        return None
+    return f"receiver dropped {t.receiver_drops:,} frames itself"
+
+
+def receiver_saturated(t: TrialFacts) -> str | None:
+    return "receiver saturated" if t.receiver_saturated else None
+
+
+#: check name -> function; the reasons are reported in this order
+CHECKS: dict[str, Callable[[TrialFacts], str | None]] = {
+    "generator": generator_short,
+    "generator_over": generator_over,
+    "receiver_drops": receiver_dropped,
+    "receiver_saturated": receiver_saturated,
+}
+
+
+def reasons(t: TrialFacts) -> list[str]:
+    """Every reason the trial is measurement-limited (empty: it measured the chain)."""
+    return [r for check in CHECKS.values() if (r := check(t)) is not None]
+
+
+def limited_reason(t: TrialFacts) -> str | None:
+    """The reasons as one string, or None for a trial that measured the chain."""
+    found = reasons(t)
+    return "; ".join(found) if found else None
+
+
+def measurable_below(t: TrialFacts) -> float:
+    """The rate worth trying below a limited trial: ``BACKOFF`` of the least of the offered
+    rate, what the generator sent and what the receiver took (sent less its own drops)."""
+    rates = [t.sent_pps]
+    if t.offered_pps is not None:
+        rates.append(t.offered_pps)
+    window = t.window_s or t.duration_s
+    if t.receiver_drops and window > 0:
+        rates.append(max(t.sent - t.receiver_drops, 0) / window)
+    return BACKOFF * min(rates)
+
+
+def generator_bound(offered_pps: float | None, ceiling_pps: float | None) -> bool:
+    """Offered above ``CEILING_SHARE`` of the calibrated ceiling (False without a ceiling)."""
+    if ceiling_pps is None or ceiling_pps <= 0:
+        return False
+    if offered_pps is None:
+        return True  # as fast as possible is the ceiling itself
+    return offered_pps > CEILING_SHARE * ceiling_pps

@@ -1,0 +1,164 @@
+"""A trial checks itself (sfclab.traffic.limits), and the NDR/PDR searches never decide on a
+measurement-limited trial: they re-run it, or cut the range below a rate this machine cannot
+measure.  All against FakeGenerator, the fake behind the PacketGenerator interface."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sfclab.traffic import limits
+from sfclab.traffic.fake import FakeGenerator
+from sfclab.traffic.generator import Trial
+from sfclab.traffic.mlr import mlr_search
+from sfclab.traffic.ndr import ndr_pdr
+
+NDR, PDR = 400_000.0, 600_000.0
+
+
+def trial(offered=100_000.0, sent_pps=100_000.0, **kw):
+    return Trial(offered_pps=offered, duration_s=1.0, size=64, sent=int(sent_pps),
+                 received=int(sent_pps), sent_pps=sent_pps, received_pps=sent_pps, **kw)
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("sent", "limited"), [(98_000.0, False), (97_990.0, True),
+                                               (100_000.0, False), (50_000.0, True)])
+def test_generator_tolerance_is_two_percent(sent, limited):
+    t = trial(sent_pps=sent)
+    assert (t.measurement_limited is not None) is limited
+    assert t.generator_limited is limited
+    if limited:
+        assert "generator sent" in t.measurement_limited and "below 98 %" in t.measurement_limited
+
+
+@pytest.mark.parametrize(("sent", "limited"), [(102_000.0, False), (102_010.0, True)])
+def test_a_generator_that_caught_up_in_a_burst_offered_too_much(sent, limited):
+    t = trial(sent_pps=sent)
+    assert (t.measurement_limited is not None) is limited
+    assert not t.generator_limited  # it did reach the rate; it offered more
+    if limited:
+        assert "above 102 %" in t.measurement_limited
+
+
+def test_a_rate_given_up_cuts_the_range_at_the_best_attempt_not_the_worst():
+    from sfclab.traffic.ndr import SearchTrial, Unmeasurable
+
+    # one bad moment: the attempts at 40 kpps sent 38.5k, 0 and 2.4k (seen under load)
+    attempts = [SearchTrial(i, "search", None, trial(offered=40_000.0, sent_pps=s))
+                for i, s in enumerate((38_500.0, 0.0, 2_400.0))]
+    u = Unmeasurable(attempts)
+    assert u.rate_pps == 40_000 and u.st is attempts[-1]
+    assert u.new_top() == pytest.approx(0.95 * 38_500)
+    # a rate below it that a trial did measure stays in range
+    assert u.new_top(39_600.0) == 39_600.0
+    assert u.new_top(50_000.0) == 40_000.0  # never above the rate given up
+
+
+def test_receiver_drops_and_saturation_limit_with_their_reason():
+    t = trial(receiver_drops=1234, receiver_saturated=True)
+    assert t.measurement_limited == "receiver dropped 1,234 frames itself; receiver saturated"
+    assert not t.generator_limited  # the generator reached its rate: the receiver is to blame
+    d = t.to_dict()
+    assert d["measurement_limited"] == t.measurement_limited
+    assert trial().to_dict()["measurement_limited"] is False
+    assert trial(receiver_drops=0).measurement_limited is None
+
+
+def test_as_fast_as_possible_promises_no_rate():
+    assert trial(offered=None, sent_pps=10.0).measurement_limited is None
+
+
+def test_pairs_name_the_pair_that_was_limited():
+    a, b = trial(), trial(receiver_drops=5)
+    b.raw = {"pair": "h2:h3"}
+    t = trial(pairs=[a, b])
+    assert t.measurement_limited == "h2:h3: receiver dropped 5 frames itself"
+
+
+@pytest.mark.parametrize(("offered", "ceiling", "bound"), [
+    (90_000.0, 100_000.0, False), (90_001.0, 100_000.0, True), (None, 100_000.0, True),
+    (1e9, None, False)])
+def test_generator_bound_above_ninety_percent_of_the_ceiling(offered, ceiling, bound):
+    assert limits.generator_bound(offered, ceiling) is bound
+    t = trial(offered=offered, ceiling_pps=ceiling)
+    assert t.to_dict()["generator_bound"] is bound
+
+
+# -- the searches -------------------------------------------------------------------------------
+
+def search(gen, **kw):
+    kw.setdefault("duration", 1.0)
+    kw.setdefault("pause_s", 0.0)
+    return ndr_pdr(gen, 64, **kw).to_dict()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_binary_search_never_decides_on_a_limited_trial(seed):
+    gen = FakeGenerator(NDR, PDR, receiver_stalls=0.3, seed=seed)
+    r = search(gen)
+    limited = [t for t in r["trials"] if t["measurement_limited"]]
+    assert limited, "the fake's receiver must have stalled in some trials"
+    for g in r["goals"]:
+        for idx in (g["lo_trial"], g["hi_trial"]):
+            if idx is not None:
+                assert r["trials"][idx]["measurement_limited"] is False
+    given_up = {u["trial"] for u in r["search"]["unmeasurable"]}
+    for t in limited:  # each was re-run at the same rate, unless its rate was given up
+        if t["index"] not in given_up:
+            nxt = r["trials"][t["index"] + 1]
+            assert nxt["offered_pps"] == t["offered_pps"] and nxt["purpose"] == t["purpose"]
+    for g, truth in zip(r["goals"], (NDR, PDR)):
+        # a figure found is never above the truth; resolved, it is within the precision
+        assert g["rate_pps"] <= truth
+        if not g["unresolved"]:
+            assert g["rate_pps"] >= truth * 0.995
+    assert r["metrics"]["measurement_limited_trials"] == len(limited)
+    json.dumps(r)
+
+
+def test_a_receiver_slower_than_the_chain_ends_not_measurable():
+    gen = FakeGenerator(NDR, PDR, receiver_ceiling_pps=250_000)
+    r = search(gen)
+    assert r["ndr_pps"] is None and r["pdr_pps"] is None  # never the receiver's rate as the chain's
+    above = r["not_measurable_above_pps"]
+    assert above is not None and above > 250_000
+    low = r["metrics"]["ndr_lower_bound_pps"]
+    assert low <= 250_000  # what was measured without the receiver dropping
+    for g in r["goals"]:
+        assert g["lower_bound"] is True
+        assert r["trials"][g["lo_trial"]]["measurement_limited"] is False
+    assert "receiver dropped" in r["search"]["unmeasurable"][0]["reason"]
+
+
+def test_limited_retries_are_bounded():
+    gen = FakeGenerator(NDR, PDR, receiver_stalls=1.0)  # every trial limited
+    r = search(gen, limited_retries=1)
+    assert r["ndr_pps"] is None and r["search"]["ended_unmeasurable"] is True
+    assert all(t["measurement_limited"] for t in r["trials"] if t["purpose"] == "search")
+    assert len(r["trials"]) <= 1 + 2 * 6  # max-rate + (1 + 1 re-run) x (MAX_CAPS + 1)
+
+
+def test_mlr_never_passes_a_limited_trial_to_the_search():
+    gen = FakeGenerator(300_000, 350_000, line_rate_pps=1_000_000, receiver_stalls=0.2, seed=3)
+    m = mlr_search(gen, 64, duration=1.0, loss_goals=[0.0, 0.005], precision=0.01, ramp_s=None,
+                   rerun_pause_s=0)
+    trials = m.extra["trials"]
+    limited = [t for t in trials if t["measurement_limited"]]
+    assert limited
+    given_up = {u["trial"] for u in m.extra["search"]["unmeasurable"]}
+    for t in limited:
+        if t["index"] not in given_up:
+            assert trials[t["index"] + 1]["offered_pps"] == t["offered_pps"]
+    assert 300_000 * 0.99 <= m.extra["ndr_pps"] <= 300_000
+    assert 350_000 * 0.99 <= m.extra["pdr_pps"] <= 350_000
+
+
+def test_mlr_with_a_slow_receiver_reports_a_lower_bound():
+    gen = FakeGenerator(300_000, 350_000, line_rate_pps=1_000_000, receiver_ceiling_pps=200_000)
+    m = mlr_search(gen, 64, duration=1.0, loss_goals=[0.0, 0.005], precision=0.01, ramp_s=None,
+                   rerun_pause_s=0)
+    assert m.extra["ndr_pps"] is None and m.extra["not_measurable_above_pps"] > 200_000
+    assert m.metrics["ndr_lower_bound_pps"] <= 200_000
