@@ -32,7 +32,8 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from .names import NAME_WORDS, node_name_ok
-from .sfc import MAX_FUNCTIONS, MAX_GROUP_INSTANCES, ClassifierSpec
+from .limits import MAX_FUNCTIONS, MAX_GROUP_INSTANCES
+from .sfc import ClassifierSpec, growth_problem
 from .source import Document
 from .strict import Strict
 from .wording import pydantic_error
@@ -116,4 +117,7 @@ def parse(doc: Document) -> ChainFile:
                             ("functions", i, "weight"))
         if any(w < 1 or w > 1000 for w in f.weights()):
             raise doc.error("expected weights from 1 to 1000", ("functions", i, "weight"))
+    problem = growth_problem([f.instances for f in chain.functions])
+    if problem:
+        raise doc.error(problem, ("functions",))
     return chain

@@ -24,19 +24,20 @@ of direct links between its stops) is checked by the planner (:mod:`sfclab.plan.
 
 from __future__ import annotations
 
+import math
 from ipaddress import IPv4Network
 from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from .limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_FUNCTIONS, MAX_GROUP_INSTANCES,
+                     MAX_LABELS)
 from .names import NAME_WORDS, node_name_ok
 from .source import Document
 from .strict import Strict
 from .wording import pydantic_error
 
-MAX_GROUP_INSTANCES = 64
 M = TypeVar("M", bound=Strict)
-MAX_FUNCTIONS = 16
 
 
 def port_range(v: Any) -> tuple[int, int]:
@@ -186,4 +187,29 @@ def validate(doc: Document, chains: Any, groups: Any, nodes: dict[str, Any]
         if spec.egress in spec.functions:
             raise doc.error(f"'{spec.egress}' is one of the chain's functions, not its egress",
                             ("chains", c, "egress"))
+    _check_growth(doc, out_chains, out_groups)
     return out_chains, out_groups
+
+
+def growth_problem(stops: list[int]) -> str | None:
+    """What is wrong with a chain whose stops have ``stops`` instances each (1: a function,
+    n: a group of n), counted before the planner makes a single path: labels per stack (each
+    stop takes a proxy and a forward label) and paths (the product of the counts)."""
+    if LABELS_PER_FUNCTION * len(stops) > MAX_LABELS:
+        return (f"expected at most {MAX_LABELS // LABELS_PER_FUNCTION} functions: each takes at "
+                f"least {LABELS_PER_FUNCTION} labels and a stack holds at most {MAX_LABELS}, "
+                f"got {len(stops)}")
+    paths = math.prod(stops)
+    if paths > MAX_CHAIN_PATHS:
+        return (f"the groups make {paths:,} paths (the product of their instance counts); at "
+                f"most {MAX_CHAIN_PATHS} per chain")
+    return None
+
+
+def _check_growth(doc: Document, chains: dict[str, SfcChainSpec],
+                  groups: dict[str, GroupSpec]) -> None:
+    for c, spec in chains.items():
+        problem = growth_problem([len(groups[f].instances) if f in groups else 1
+                                  for f in spec.functions])
+        if problem:
+            raise doc.error(problem, ("chains", c, "functions"))
