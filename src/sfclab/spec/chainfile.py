@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from .names import NAME_WORDS, node_name_ok
-from .limits import MAX_FUNCTIONS, MAX_GROUP_INSTANCES
+from .limits import MAX_FUNCTIONS, MAX_GROUP_INSTANCES, MAX_HOST_CPUS
 from .sfc import ClassifierSpec, growth_problem
 from .source import Document
 from .strict import Strict
@@ -47,7 +47,7 @@ class FunctionEntry(Strict):
     kind: str
     instances: int = Field(default=1, ge=1, le=MAX_GROUP_INSTANCES)
     weight: int | list[int] = 1
-    cpu: float = Field(default=0.1, gt=0, le=1024)
+    cpu: float = Field(default=0.1, gt=0, le=MAX_HOST_CPUS)
     memory: int | str = "16M"
     params: dict[str, Any] = Field(default_factory=dict)
 
