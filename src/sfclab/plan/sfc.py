@@ -294,7 +294,7 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
                      ("chains",))
     sp.hops = list(labels.hops.values())
     if len(sp.hops) > MAX_HOPS:
-        raise _error(lab, f"{len(sp.hops)} labels; at most {MAX_HOPS}", ("chains",))
+        raise _error(lab, f"{len(sp.hops):,} labels; at most {MAX_HOPS:,}", ("chains",))
     masks = {mask_key(e) for d in sp.directions for c in d.classifiers for e in c["entries"]}
     if len(masks) > MAX_MASKS:
         raise _error(lab, f"the classifiers need {len(masks)} distinct wildcard masks (port "
