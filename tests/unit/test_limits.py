@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 from sfclab.cli import main
 from sfclab.cli.status import ExitStatus
 from sfclab.errors import SpecError
-from sfclab.realize.kinds import load_lab
+from sfclab.realize.kinds import load_lab, load_lab_dict
 from sfclab.realize.lifecycle import plan_for
 from sfclab.realize.state import LabState
 from sfclab.spec import chainfile, limits
@@ -236,3 +236,26 @@ def test_the_api_refuses_the_same_inputs_with_422_and_leaves_no_lock(
                     headers={"content-type": "application/yaml"})
     assert r.status_code == 422 and "plain key" in r.text, r.text
     assert not (state / "labs" / "grow").exists() and not (state / "labs" / "grow.lock").exists()
+
+
+# ------------------------------------------------------- classifier entries in lab and chain files
+def test_classifier_entries_and_masks_are_counted_before_they_are_made() -> None:
+    # ports 1-14 are 6 prefixes of 3 lengths: 36 entries and 9 masks, both ways of a
+    # symmetric chain: 72 entries per classifier
+    cls = [{"ingress": "src", "proto": "udp", "src": f"10.0.{i >> 8}.{i & 255}/32",
+            "sport": "1-14", "dport": "1-14"} for i in range(3700)]
+    doc = Document(json.dumps({"name": "v", "classifiers": cls, "egress": "dst",
+                               "symmetric": True,
+                               "functions": [{"name": "f", "kind": "firewall"}]}), "chain.json")
+    with pytest.raises(SpecError) as ei:
+        chainfile.parse(doc)
+    first_over = limits.MAX_CLASSES // 72
+    assert ei.value.place == f"classifiers[{first_over}]"
+    assert f"at most {limits.MAX_CLASSES:,}" in ei.value.message
+    wide = [{"ingress": "src", "proto": "tcp", "sport": "1-65534", "dport": "1-65534"}]
+    d = group_lab(2, 1)
+    d["chains"]["c"]["classifiers"] = [{"ingress": "src", "proto": "udp"}] + wide
+    with pytest.raises(SpecError) as ei:
+        load_lab_dict(d, "lab.yaml")
+    assert ei.value.place == "chains.c.classifiers[1]"
+    assert f"at most {limits.MAX_MASKS}" in ei.value.message

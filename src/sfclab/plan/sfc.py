@@ -42,7 +42,7 @@ from ..errors import SpecError
 from ..spec.lab import Lab
 from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,  # noqa: F401
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
-from ..spec.sfc import ClassifierSpec, SfcChainSpec
+from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
 from .model import InterfacePlan, Plan
 
 FIRST_LABEL = 16
@@ -135,18 +135,6 @@ class SteeringPlan:
 def lse(label: int, ttl: int, bottom: bool) -> int:
     """An RFC 3032 label stack entry: label, traffic class 0, bottom of stack, TTL."""
     return (label << 12) | (int(bottom) << 8) | ttl
-
-
-def port_prefixes(lo: int, hi: int) -> list[tuple[int, int]]:
-    """The range lo..hi as (value, prefix length) blocks of 16-bit ports (ranges to prefixes)."""
-    out: list[tuple[int, int]] = []
-    while lo <= hi:
-        size = lo & -lo if lo else 1 << 16
-        while size > hi - lo + 1:
-            size //= 2
-        out.append((lo, 16 - size.bit_length() + 1))
-        lo += size
-    return out
 
 
 def _error(lab: Lab, msg: str, loc: tuple[Any, ...]) -> SpecError:

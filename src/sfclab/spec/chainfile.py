@@ -33,7 +33,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from .names import NAME_WORDS, node_name_ok
 from .limits import MAX_FUNCTIONS, MAX_GROUP_INSTANCES, MAX_HOST_CPUS
-from .sfc import ClassifierSpec, growth_problem
+from .sfc import ClassifierSpec, EntryCounter, growth_problem
 from .source import Document
 from .strict import Strict
 from .wording import pydantic_error
@@ -120,4 +120,9 @@ def parse(doc: Document) -> ChainFile:
     problem = growth_problem([f.instances for f in chain.functions])
     if problem:
         raise doc.error(problem, ("functions",))
+    counter = EntryCounter()
+    for i, c in enumerate(chain.classifiers):
+        problem = counter.add(c, chain.symmetric)
+        if problem:
+            raise doc.error(problem, ("classifiers", i))
     return chain
