@@ -192,3 +192,25 @@ def test_up_counts_a_chain_before_it_plans_it(tmp_path: Path) -> None:
         assert "chains.c.functions: " in cp.stderr and "at most 8 functions" in cp.stderr
     assert not (labs_dir() / name).exists() and not list(labs_dir().glob(f"{name}*"))
     assert netns_list(name) == set()
+
+
+def test_chain_add_checks_the_live_mask_table_before_it_makes_anything(
+        lab: Lab, tmp_path: Path) -> None:
+    # 32 masks of its own (one per source prefix length) fit the table alone, not with the lab's
+    f = tmp_path / "masks.yaml"
+    f.write_text(yaml.safe_dump({
+        "name": "wide", "egress": "dst",
+        "classifiers": [{"ingress": "src", "proto": "udp", "src": f"0.0.0.0/{n}", "dport": 5004}
+                        for n in range(1, 33)],
+        "functions": [{"name": "w", "kind": "firewall", "rules": [], "cpu": 0.01,
+                       "memory": "8M"}]}))
+    state = LabState(lab.name)
+    plan_before = (state.dir / "plan.json").read_bytes()
+    spaces = netns_list(lab.name)
+    before = maps(lab)
+    cp = sfclab("chain", "add", lab.name, str(f), timeout=60)
+    assert cp.returncode == 2, cp.stderr
+    assert f"{f}: classifiers: " in cp.stderr and f"at most {MAX_MASKS}" in cp.stderr, cp.stderr
+    assert record.load_addition(state, "wide") is None
+    assert (state.dir / "plan.json").read_bytes() == plan_before
+    assert netns_list(lab.name) == spaces and maps(lab) == before
