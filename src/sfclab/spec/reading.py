@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
-from itertools import accumulate
+from itertools import accumulate, repeat
 
 import yaml
 
@@ -148,8 +148,9 @@ def _at(ev: yaml.Event, message: str, source: str, place: str | None) -> SpecErr
                      column=m.column + 1 if m else None)
 
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+#: ASCII that is neither a bracket nor a quote, deleted by str.translate
+_NOT_STRUCTURE = {c: None for c in range(128) if chr(c) not in '[]{}"'}
+_PLAIN_STRING = re.compile(r'"[^"]*"')
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
@@ -159,8 +160,11 @@ def scan_json(text: str, source: str) -> None:
     strings, no recursion)."""
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
-    if max(accumulate(map(_STEP.__getitem__, brackets)), default=0) <= MAX_DEPTH:
+    # escaped backslashes and quotes out, then all but brackets and quotes, then the strings
+    # (now plain "..."; what is left of them outside ASCII goes with them): C speed throughout
+    plain = text.replace("\\\\", "").replace('\\"', "").translate(_NOT_STRUCTURE)
+    brackets = _PLAIN_STRING.sub("", plain)
+    if max(accumulate(map(_STEP.get, brackets, repeat(0))), default=0) <= MAX_DEPTH:
         return
     depth = 0
     for m in _BRACKET_OR_STRING.finditer(text):  # the error's place: stops at the culprit

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RealizeError, SpecError
-from ..plan.classifier_rows import Row, entry_count, masks_of, rows_of
+from ..plan.classifier_rows import Mask, Row, entry_count, masks_of, rows_of
 from ..plan.sfc import DirectionPlan, SteeringPlan, mask_key
 from ..realize import remote_sfc
 from ..realize.dataplane import DataPlane, Undo
@@ -64,7 +64,7 @@ def classify(lab: str, chain: str, path: str,
     fwd = {d.ingress: d for d in dirs if not d.reverse}
     back = {d.ingress: [r for r in dirs if r.reverse and r.egress == d.ingress]
             for d in fwd.values()}
-    total = check_counts(rules, fwd, back, _plan_masks(sp), source)
+    total, masks = check_counts(rules, fwd, back, _plan_masks(sp), source)
     by_dir: dict[int, list[Row]] = {}
     for c in rules:
         by_dir.setdefault(fwd[c.ingress].index, []).extend(rows_of(c))
@@ -82,7 +82,7 @@ def classify(lab: str, chain: str, path: str,
                 raise
         else:
             with DataPlane(lab) as dp:
-                undo = _check_live(dp, rules, fwd, back, total, source)
+                undo = _check_live(dp, rules, fwd, back, total, masks, source)
                 note = record.save_classifiers(state, chain, source, data, len(rules), total,
                                                "writing")
                 written = _write(dp, sp, by_dir, note, undo)
@@ -93,43 +93,56 @@ def classify(lab: str, chain: str, path: str,
 
 def check_counts(rules: list[Rule], fwd: dict[str, DirectionPlan],
                  back: dict[str, list[DirectionPlan]],
-                 masks_in_use: set[tuple[int, int, int, int, bool]], source: str) -> int:
+                 masks_in_use: set[Mask], source: str) -> tuple[int, set[Mask]]:
     """Every classifier's ingress, and its entries and masks counted (not made) against the
-    map sizes; the number of entries (a refusal names the classifier that passes a limit)."""
+    map sizes; the number of entries and the masks with ``masks_in_use`` (a refusal names
+    the classifier that passes a limit)."""
     total = 0
     masks = set(masks_in_use)
+    # what a classifier makes depends on its prefix lengths, ports and protocol only: each
+    # such shape is counted once (a file of 100,000 sources has a handful of shapes)
+    shapes: dict[tuple[Any, ...], tuple[int, set[Mask]]] = {}
     for i, c in enumerate(rules):
         d = fwd.get(c.ingress)
         if d is None:
             raise SpecError(f"expected one of the chain's ingress nodes "
                             f"({', '.join(fwd)}), got {c.ingress!r}", file=source,
                             place=f"[{i}].ingress")
-        reverse = back[c.ingress]
-        total += entry_count(c) * (1 + len(reverse))
+        both = bool(back[c.ingress])
+        shape = (c.src[1] if c.src else -1, c.dst[1] if c.dst else -1, c.sport, c.dport,
+                 c.proto, both)
+        got = shapes.get(shape)
+        if got is None:
+            got = shapes[shape] = (entry_count(c) * (1 + len(back[c.ingress])),
+                                   masks_of(c) | (masks_of(c, reverse=True) if both else set()))
+        total += got[0]
         if total > MAX_CLASSES:
             raise SpecError(f"the classifiers up to here make {total:,} entries (port ranges "
                             f"make one per prefix, in each direction); the lab's classifier "
                             f"map holds at most {MAX_CLASSES:,}", file=source, place=f"[{i}]")
-        masks |= masks_of(c)
-        if reverse:
-            masks |= masks_of(c, reverse=True)
+        if got[1] <= masks:
+            continue
+        masks |= got[1]
         if len(masks) > MAX_MASKS:
             raise SpecError(f"the classifiers up to here need {len(masks)} distinct wildcard "
                             f"masks with the lab's own (port ranges need one per prefix "
                             f"length); at most {MAX_MASKS}", file=source, place=f"[{i}]")
-    return total
+    return total, masks
 
 
-def _plan_masks(sp: SteeringPlan) -> set[tuple[int, int, int, int, bool]]:
+def _plan_masks(sp: SteeringPlan) -> set[Mask]:
     """The masks of the entries the lab's plan holds (lab-file and added chains)."""
     return {mask_key(e) for d in sp.directions for c in d.classifiers for e in c["entries"]}
 
 
 def _check_live(dp: DataPlane, rules: list[Rule], fwd: dict[str, DirectionPlan],
-                back: dict[str, list[DirectionPlan]], total: int, source: str) -> Undo:
+                back: dict[str, list[DirectionPlan]], total: int, masks: set[Mask],
+                source: str) -> Undo:
     """The counts of :func:`check_counts` against the live maps: the masks in use now, and
     the entries there now (the map read once; the same read serves to undo)."""
-    check_counts(rules, fwd, back, set(dp.masks()), source)
+    live_masks = set(dp.masks())
+    if len(live_masks | masks) > dp.maps["sfc_masks"].max_entries:
+        check_counts(rules, fwd, back, live_masks, source)  # names the classifier, raises
     classes = dp.maps["sfc_classes"]
     undo = Undo(before=classes.items())
     live = len(undo.before or ())
