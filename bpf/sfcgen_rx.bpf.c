@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sfcgen's XDP sink (`sfcgen sink --xdp`): counts sfcgen probes where they enter the receiving
- * node and drops them there, so a high packet rate costs the receiver no socket buffers, no
- * IP/UDP stack and no copy to user space.
+ * sfcgen's in-kernel receiver: counts sfcgen probes where they enter the receiving node and
+ * drops them there, in the softirq that delivers them, so a high packet rate costs the receiver
+ * no socket buffers, no IP/UDP stack and no copy to user space, and no user-space thread can be
+ * starved of its core by the chain's receive processing (receive livelock).
+ *
+ * One counting step, two hooks: `sfcgen_rx` at XDP (`sfcgen sink --xdp`), and `sfcgen_rx_tc`
+ * at tcx ingress (`--tc`), which runs after any XDP program of the interface (the SFC data
+ * plane's, on a steered lab's egress) has passed the frame to the stack.  `sfcgen sink
+ * --kernel` (the default of `sfclab traffic`) takes XDP where the interface has no XDP program
+ * and tcx ingress where it has one.  A probe dropped at tcx ingress is freed with drop reason
+ * TC_INGRESS, one dropped by XDP on a veth with NOT_SPECIFIED: the loss locator knows both as
+ * the receiver's.
  *
  * It keeps exactly what the socket sink keeps, with the same code (flow_account() in
  * sfcgen_shared.h): totals and a latency histogram per CPU (`totals`), and per flow the received,
@@ -42,10 +51,11 @@ struct {
 	__type(value, struct flow_state);
 } flow_states SEC(".maps");
 
-SEC("xdp")
-int sfcgen_rx(struct xdp_md *ctx)
+enum verdict { NOT_OURS, COUNTED };
+
+/* Count the frame from `data` to `end` if it is a probe to the sink's port. */
+static __always_inline enum verdict count_probe(void *data, void *end)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct xdp_sink_totals *t;
 	struct flow_state *f;
@@ -57,15 +67,15 @@ int sfcgen_rx(struct xdp_md *ctx)
 
 	ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
-		return XDP_PASS;
+		return NOT_OURS;
 	if (ip->ihl != 5 || ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(0x3fff)))
-		return XDP_PASS;
+		return NOT_OURS;
 	udp = (void *)(ip + 1);
 	if ((void *)(udp + 1) > end || udp->dest != port_be)
-		return XDP_PASS;
+		return NOT_OURS;
 	t = bpf_map_lookup_elem(&totals, &zero);
 	if (!t)
-		return XDP_PASS;
+		return NOT_OURS;
 	now = bpf_ktime_get_ns();
 	if (!t->first_ns)
 		t->first_ns = now;
@@ -74,13 +84,13 @@ int sfcgen_rx(struct xdp_md *ctx)
 	if ((void *)(p + 1) > end || (p->magic != PROBE_MAGIC && p->magic != PROBE_MAGIC_WINDOW) ||
 	    p->flow >= flows) {
 		t->invalid++;
-		return XDP_DROP;
+		return COUNTED;
 	}
 	flow = p->flow;
 	f = bpf_map_lookup_elem(&flow_states, &flow);
 	if (!f) {
 		t->invalid++;
-		return XDP_DROP;
+		return COUNTED;
 	}
 	len = (__u64)(end - data);
 	t->received++;
@@ -106,7 +116,35 @@ int sfcgen_rx(struct xdp_md *ctx)
 		t->lat_max_ns = lat;
 	if (!t->lat_min_ns || lat < t->lat_min_ns)
 		t->lat_min_ns = lat;
-	return XDP_DROP;
+	return COUNTED;
+}
+
+SEC("xdp")
+int sfcgen_rx(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+
+	return count_probe(data, end) == COUNTED ? XDP_DROP : XDP_PASS;
+}
+
+#define TCX_NEXT (-1)
+#define TCX_DROP 2
+/* Ethernet, IPv4 without options, UDP and the probe: what count_probe() reads. */
+#define PROBE_HEADROOM (14 + 20 + 8 + 18)
+
+SEC("tc")
+int sfcgen_rx_tc(struct __sk_buff *skb)
+{
+	void *data, *end;
+
+	if (skb->len < PROBE_HEADROOM)
+		return TCX_NEXT;
+	if ((long)skb->data_end - (long)skb->data < PROBE_HEADROOM &&
+	    bpf_skb_pull_data(skb, PROBE_HEADROOM))
+		return TCX_NEXT;
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	return count_probe(data, end) == COUNTED ? TCX_DROP : TCX_NEXT;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -255,7 +255,7 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 	       ",\"reordered\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"rx_span_s\":%.6f,"
 	       "\"received_window\":%" PRIu64 ",\"rx_window_received\":%" PRIu64
 	       ",\"rx_window_s\":%.9f,",
-	       event, k->xdp ? "xdp" : "socket", number, (double)(now - *since) / NSEC, all->received, all->bytes, all->invalid,
+	       event, k->xdp ? xdp_sink_mode(k->xdp) : "socket", number, (double)(now - *since) / NSEC, all->received, all->bytes, all->invalid,
 	       all->socket_drops, tot_reo, tot_dup,
 	       all->first_ns ? (double)(all->last_ns - all->first_ns) / NSEC : 0.0,
 	       all->received_window, all->win_rx_last - all->win_rx_before,
@@ -308,12 +308,15 @@ int cmd_sink(int argc, char **argv)
 		{"bind", required_argument, NULL, 'a'},
 		{"cpus", required_argument, NULL, 'c'},
 		{"xdp", no_argument, NULL, 'X'},
+		{"tc", no_argument, NULL, 'T'},
+		{"kernel", no_argument, NULL, 'K'},
 		{"xdp-dev", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct sink k;
 	bool xdp = false;
+	enum sink_hook hook = SINK_XDP;
 	const char *xdp_dev = NULL;
 	char why[256] = "";
 	struct in_addr bind_addr = {.s_addr = htonl(INADDR_ANY)};
@@ -359,6 +362,15 @@ int cmd_sink(int argc, char **argv)
 			break;
 		case 'X':
 			xdp = true;
+			hook = SINK_XDP;
+			break;
+		case 'T':
+			xdp = true;
+			hook = SINK_TC;
+			break;
+		case 'K':
+			xdp = true;
+			hook = SINK_KERNEL;
 			break;
 		case 'D':
 			xdp = true;
@@ -366,11 +378,13 @@ int cmd_sink(int argc, char **argv)
 			break;
 		case 'h':
 			printf("usage: sfcgen sink --port PORT [--flows N] [--threads N] [--bind IP] [--cpus LIST]\n"
-			       "       sfcgen sink --port PORT [--flows N] --xdp [--xdp-dev IFNAME[,IFNAME]]\n"
+			       "       sfcgen sink --port PORT [--flows N] --xdp|--tc|--kernel [--xdp-dev IFNAME[,IFNAME]]\n"
 			       "  SIGUSR1: print a JSON snapshot and reset; SIGUSR2: print one, no reset;\n"
 			       "  SIGTERM/SIGINT: print and exit\n"
 			       "  --xdp: count and drop the probes in an XDP program on the receiving\n"
-			       "  interfaces (default: every one but loopback) instead of a UDP socket\n");
+			       "  interfaces (default: every one but loopback) instead of a UDP socket;\n"
+			       "  --tc: the same at tcx ingress (after the interface's XDP program);\n"
+			       "  --kernel: XDP where the interface has no XDP program, else tcx\n");
 			return 0;
 		default:
 			return 2;
@@ -395,7 +409,7 @@ int cmd_sink(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	if (xdp) {
-		k.xdp = xdp_sink_open(k.port, k.flows, xdp_dev, why, sizeof(why));
+		k.xdp = xdp_sink_open(hook, k.port, k.flows, xdp_dev, why, sizeof(why));
 		if (!k.xdp) {
 			fprintf(stderr, "sfcgen sink: Failed to set up the XDP sink: %s\n", why);
 			goto cleanup;
@@ -466,7 +480,7 @@ int cmd_sink(int argc, char **argv)
 	}
 	since = now_ns();
 	printf("{\"event\":\"ready\",\"mode\":\"%s\",\"port\":%u,\"flows\":%u,\"threads\":%u,"
-	       "\"pid\":%d", k.xdp ? "xdp" : "socket", k.port, k.flows, k.threads, (int)getpid());
+	       "\"pid\":%d", k.xdp ? xdp_sink_mode(k.xdp) : "socket", k.port, k.flows, k.threads, (int)getpid());
 	if (k.xdp)
 		printf(",\"xdp\":%s", xdp_sink_where(k.xdp));
 	printf("}\n");

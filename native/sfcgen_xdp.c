@@ -189,10 +189,14 @@ int veth_peer_rx_packets(const char *ifname, uint64_t *packets)
 
 #define SINK_MAX_IFACES 64
 
+#define ATTACH_TCX_INGRESS 46 /* enum bpf_attach_type, from the running kernel */
+
 struct xdp_sink {
 	struct sfcgen_rx *skel;
-	struct bpf_link *links[SINK_MAX_IFACES];
-	unsigned nlinks;
+	enum sink_hook hook;
+	struct bpf_link *links[SINK_MAX_IFACES]; /* XDP attachments */
+	int tcx_fds[SINK_MAX_IFACES];            /* tcx ingress links (libbpf 1.1 knows no tcx) */
+	unsigned nlinks, ntcx;
 	unsigned flows;
 	struct flow_state *flow_map; /* mmap of flow_states */
 	size_t flow_map_len;
@@ -215,39 +219,73 @@ static bool is_loopback(const char *name)
 	return lo;
 }
 
+/* 1 if `ifindex` already runs an XDP program (the data plane's), 0 if not. */
+static int has_xdp(int ifindex)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+	if (bpf_xdp_query(ifindex, 0, &q))
+		return 0;
+	return q.attach_mode != XDP_ATTACHED_NONE;
+}
+
+/* Count at tcx ingress of `ifindex`, after the programs already there; the link is the fd. */
+static int sink_attach_tcx(struct xdp_sink *k, const char *name, int ifindex, char *why,
+			   size_t whylen)
+{
+	int fd = bpf_link_create(bpf_program__fd(k->skel->progs.sfcgen_rx_tc), ifindex,
+				 ATTACH_TCX_INGRESS, NULL);
+
+	if (fd < 0) {
+		snprintf(why, whylen, "cannot attach to tcx ingress of %s: %s", name,
+			 strerror(errno));
+		return -1;
+	}
+	k->tcx_fds[k->ntcx++] = fd;
+	return 0;
+}
+
 static int sink_attach(struct xdp_sink *k, const char *name, char *why, size_t whylen)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	int ifindex = (int)if_nametoindex(name), err;
 	size_t used = strlen(k->where);
 	struct bpf_link *link;
+	const char *mode;
 
 	if (!ifindex) {
 		snprintf(why, whylen, "no interface %s", name);
 		return -1;
 	}
-	if (k->nlinks == SINK_MAX_IFACES) {
+	if (k->nlinks + k->ntcx == SINK_MAX_IFACES) {
 		snprintf(why, whylen, "more than %d interfaces", SINK_MAX_IFACES);
 		return -1;
 	}
-	link = bpf_program__attach_xdp(k->skel->progs.sfcgen_rx, ifindex);
-	err = libbpf_get_error(link);
-	if (err) {
-		snprintf(why, whylen, "cannot attach to %s: %s%s", name, strerror(-err),
-			 err == -EBUSY || err == -EEXIST ? " (it has another XDP program)" : "");
-		return -1;
+	if (k->hook == SINK_TC || (k->hook == SINK_KERNEL && has_xdp(ifindex))) {
+		if (sink_attach_tcx(k, name, ifindex, why, whylen))
+			return -1;
+		mode = "tcx";
+	} else {
+		link = bpf_program__attach_xdp(k->skel->progs.sfcgen_rx, ifindex);
+		err = libbpf_get_error(link);
+		if (err) {
+			snprintf(why, whylen, "cannot attach to %s: %s%s", name, strerror(-err),
+				 err == -EBUSY || err == -EEXIST ?
+				 " (it has another XDP program: --tc or --kernel count behind it)" : "");
+			return -1;
+		}
+		k->links[k->nlinks++] = link;
+		bpf_xdp_query(ifindex, 0, &q);
+		mode = q.attach_mode == XDP_ATTACHED_DRV ? "native" :
+		       q.attach_mode == XDP_ATTACHED_SKB ? "generic" : "other";
 	}
-	k->links[k->nlinks++] = link;
-	bpf_xdp_query(ifindex, 0, &q);
 	snprintf(k->where + used, sizeof(k->where) - used, "%s{\"dev\":\"%s\",\"mode\":\"%s\"}",
-		 k->nlinks > 1 ? "," : "", name,
-		 q.attach_mode == XDP_ATTACHED_DRV ? "native" :
-		 q.attach_mode == XDP_ATTACHED_SKB ? "generic" : "other");
+		 k->nlinks + k->ntcx > 1 ? "," : "", name, mode);
 	return 0;
 }
 
-struct xdp_sink *xdp_sink_open(unsigned port, unsigned flows, const char *ifnames, char *why,
-			       size_t whylen)
+struct xdp_sink *xdp_sink_open(enum sink_hook hook, unsigned port, unsigned flows,
+			       const char *ifnames, char *why, size_t whylen)
 {
 	struct xdp_sink *k = calloc(1, sizeof(*k));
 	size_t value_size;
@@ -259,6 +297,7 @@ struct xdp_sink *xdp_sink_open(unsigned port, unsigned flows, const char *ifname
 		return NULL;
 	}
 	k->flows = flows;
+	k->hook = hook;
 	libbpf_quiet();
 	k->skel = sfcgen_rx__open();
 	if (!k->skel) {
@@ -305,7 +344,7 @@ struct xdp_sink *xdp_sink_open(unsigned port, unsigned flows, const char *ifname
 			}
 		}
 		if_freenameindex(all);
-		if (!k->nlinks) {
+		if (!k->nlinks && !k->ntcx) {
 			snprintf(why, whylen, "no interface other than loopback");
 			goto fail;
 		}
@@ -323,7 +362,7 @@ struct xdp_sink *xdp_sink_open(unsigned port, unsigned flows, const char *ifname
 			}
 		}
 		free(list);
-		if (!k->nlinks) {
+		if (!k->nlinks && !k->ntcx) {
 			snprintf(why, whylen, "no interface named");
 			goto fail;
 		}
@@ -338,6 +377,14 @@ fail:
 const char *xdp_sink_where(const struct xdp_sink *k)
 {
 	return k->where;
+}
+
+const char *xdp_sink_mode(const struct xdp_sink *k)
+{
+	static const char *const names[] = {[SINK_XDP] = "xdp", [SINK_TC] = "tc",
+					    [SINK_KERNEL] = "kernel"};
+
+	return names[k->hook];
 }
 
 int xdp_sink_read(struct xdp_sink *k, struct xdp_sink_totals *sum, struct flow_state *flows,
@@ -404,6 +451,8 @@ void xdp_sink_close(struct xdp_sink *k)
 		return;
 	for (unsigned i = 0; i < k->nlinks; i++)
 		bpf_link__destroy(k->links[i]);
+	for (unsigned i = 0; i < k->ntcx; i++)
+		close(k->tcx_fds[i]);
 	if (k->flow_map)
 		munmap(k->flow_map, k->flow_map_len);
 	sfcgen_rx__destroy(k->skel);

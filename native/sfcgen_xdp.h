@@ -45,18 +45,27 @@ int dev_xdp_tx_lost(const char *ifname, uint64_t *lost);
  */
 int veth_peer_rx_packets(const char *ifname, uint64_t *packets);
 
-/* ---- sink: an XDP program on the receiving interfaces ---- */
+/* ---- sink: an eBPF counter on the receiving interfaces (bpf/sfcgen_rx.bpf.c) ---- */
 struct xdp_sink;
 
+/* Where the counter runs on each interface. */
+enum sink_hook {
+	SINK_XDP,    /* XDP; fails where the interface has an XDP program already */
+	SINK_TC,     /* tcx ingress, after the interface's own XDP and tcx programs */
+	SINK_KERNEL, /* XDP where the interface has no XDP program, tcx ingress where it has */
+};
+
 /*
- * Attach the sink for UDP `port` to the interfaces named in `ifnames` (comma-separated), or to
- * every non-loopback interface when it is NULL or "auto".  The program is attached through BPF
- * links, so it goes away with the process, however that ends.
+ * Attach the sink for UDP `port` at `hook` to the interfaces named in `ifnames`
+ * (comma-separated), or to every non-loopback interface when it is NULL or "auto".  The program
+ * is attached through BPF links, so it goes away with the process, however that ends.
  */
-struct xdp_sink *xdp_sink_open(unsigned port, unsigned flows, const char *ifnames, char *why,
-			       size_t whylen);
-/* Names and XDP modes of the attached interfaces, as a JSON array ("[{...},...]"). */
+struct xdp_sink *xdp_sink_open(enum sink_hook hook, unsigned port, unsigned flows,
+			       const char *ifnames, char *why, size_t whylen);
+/* Names and hooks (native, generic: XDP; tcx) of the attached interfaces, as a JSON array ("[{...},...]"). */
 const char *xdp_sink_where(const struct xdp_sink *k);
+/* The hook asked for: "xdp", "tc" or "kernel". */
+const char *xdp_sink_mode(const struct xdp_sink *k);
 /* Sum the totals over CPUs; copy the flow states when `flows` is not NULL; zero all if `reset`. */
 int xdp_sink_read(struct xdp_sink *k, struct xdp_sink_totals *sum, struct flow_state *flows,
 		  bool reset);

@@ -62,7 +62,9 @@ sfclab report --db "$out/results.db" --out "$out/report"
 echo
 echo "The report is at $PWD/$out/report/report.md (and report.html)."
 echo
-echo "To see the demo's lab and its results in a browser (http://127.0.0.1:8470/; Ctrl-C stops the"
-echo "server, then 'sfclab down chain6' removes the lab):"
+echo "To see the demo's lab and its results in a browser (Ctrl-C stops the server, then"
+echo "'sfclab down chain6' removes the lab):"
 echo "  sfclab up scenarios/chain6.yaml && sfclab serve --db $PWD/$out/results.db"
-echo "  then open http://127.0.0.1:8470/#/lab/chain6 and http://127.0.0.1:8470/#/results"
+echo "  then open, once, the address with its token that serve prints"
+echo "  (http://127.0.0.1:8470/?token=...), then #/lab/chain6 and #/results on that page"
+echo "  (programs: curl -H \"Authorization: Bearer \$(cat /run/sfclab/serve.token)\" ...)"

@@ -197,12 +197,9 @@ def test_kill_9_of_a_real_host_add_then_down_leaves_nothing(lab_name: str,
 
 
 def test_hosts_and_chains_through_the_api(lab_name: str, tmp_path: Path) -> None:
-    from fastapi.testclient import TestClient
+    from tests.webclient import api_client
 
-    from sfclab.web.app import create_app
-
-    with running(named(lab_name)) as lab, \
-            TestClient(create_app(), raise_server_exceptions=False) as c:
+    with running(named(lab_name)) as lab, api_client() as c:
         base = f"/api/labs/{lab.name}"
         r = c.post(f"{base}/hosts", json={"name": "edge2", "cpus": 1, "memory": "128M"})
         assert r.status_code == 201, r.text

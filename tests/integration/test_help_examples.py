@@ -52,10 +52,15 @@ def run_server(cmd: str, argv: list[str], env: dict[str, str]) -> None:
     listen = argv[argv.index("--listen") + 1] if "--listen" in argv else "127.0.0.1:8470"
     proc = subprocess.Popen([sys.executable, "-m", "sfclab.cli", *argv[1:]], cwd=ROOT, env=env,
                             stderr=subprocess.PIPE, text=True)
+    # the token: the example's --token-file, or the one serve makes in the state directory
+    token_file = Path(argv[argv.index("--token-file") + 1] if "--token-file" in argv
+                      else Path(env["SFCLAB_STATE_DIR"]) / "serve.token")
     try:
         for _ in range(300):
             try:
-                urllib.request.urlopen(f"http://{listen}/api/labs", timeout=1).read()
+                req = urllib.request.Request(f"http://{listen}/api/labs", headers={
+                    "Authorization": f"Bearer {token_file.read_text().strip()}"})
+                urllib.request.urlopen(req, timeout=1).read()
                 break
             except OSError:
                 assert proc.poll() is None, f"{cmd}\n{proc.stderr.read() if proc.stderr else ''}"

@@ -82,7 +82,7 @@ def test_packet_engine_into_xdp_sink_and_a_second_trial_starts_from_zero(pair):
 def test_xdp_engine_turns_gro_on_at_the_peer_for_its_life_only(pair):
     src, dst = pair
     assert not gro_on(dst)
-    with NativeGenerator(src, dst, DST_IP, port=7304, engine="xdp") as gen:
+    with NativeGenerator(src, dst, DST_IP, port=7304, engine="xdp", sink="socket") as gen:
         assert gro_on(dst)
         t = gen.trial(20_000, 0.5, 64)
         gen.engine = "packet"
@@ -190,7 +190,8 @@ def test_cli_rate_through_a_chain_into_the_xdp_sink(running_lab, capsys):
     assert not xdp_attached(lab.netns("dst"))
     assert main(["traffic", "rate", lab.name, "--size", "64", "--rates", "1k",
                  "--sink", "nic"]) == 2
-    assert "--sink: expected one of 'socket' or 'xdp', got 'nic'" in capsys.readouterr().err
+    assert ("--sink: expected one of 'kernel', 'xdp', 'tc' or 'socket', got 'nic'"
+            in capsys.readouterr().err)
     assert not netns.pids_in([lab.netns("src"), lab.netns("dst")])
 
 

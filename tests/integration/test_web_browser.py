@@ -50,6 +50,9 @@ def new_page(browser: Browser) -> Page:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    # what the server's Content-Security-Policy blocked would be a console error
+    page.on("console", lambda m: m.type == "error" and "Content Security Policy" in m.text
+            and errors.append(m.text))
     page.errors = errors  # type: ignore[attr-defined]
     return page
 
@@ -81,10 +84,11 @@ def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab
     assert plan is not None
     db = make_results_db(tmp_path / "r.db")
     ping: subprocess.Popen[bytes] | None = None
-    with serving(db) as url:
+    with serving(db) as served:
+        url = served.url
         page = new_page(browser)
-        page.goto(f"{url}#/lab/{lab_name}")
-        page.wait_for_function(f"document.body.dataset.ready === 'lab/{lab_name}'")
+        page.goto(served.page(f"#/lab/{lab_name}"))
+        page.wait_for_function(f"() => document.body.dataset.ready === 'lab/{lab_name}'")
         nodes, links = drawn(page)
         assert [n["id"] for n in nodes] == [ns["node"] for ns in plan["namespaces"]]
         assert all(n["visible"] and n["inside"] and n["w"] > 10 for n in nodes), nodes
@@ -100,11 +104,11 @@ def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab
         ping = lab.popen("src", ["ping", "-q", "-i", "0.005", "-c", "4000",
                                  str(lab.address("dst"))], stdout=subprocess.DEVNULL)
         try:
-            page.wait_for_function("sfclab.links.l0 && sfclab.links.l0.pps > 50",
+            page.wait_for_function("() => sfclab.links.l0 && sfclab.links.l0.pps > 50",
                                    timeout=20000)
             first = page.evaluate("sfclab.samples")
             rx1 = int(page.get_attribute("#rates tr[data-node=dst]", "data-rx-packets") or 0)
-            page.wait_for_function(f"sfclab.samples >= {first + 2}", timeout=10000)
+            page.wait_for_function(f"() => sfclab.samples >= {first + 2}", timeout=10000)
             rx2 = int(page.get_attribute("#rates tr[data-node=dst]", "data-rx-packets") or 0)
             assert rx2 > rx1 + 100
             pps = page.evaluate("sfclab.links")
@@ -118,8 +122,9 @@ def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab
                 {"type": "rate", "from": "src", "to": "dst", "rates": ["2k", "40k"],
                  "duration": 1}))
             page.click("#measure-start")
-            page.wait_for_function("sfclab.job && sfclab.job.status === 'done'", timeout=120000)
-            page.wait_for_function("sfclab.loss && sfclab.loss.loss_by_node.sh > 0",
+            page.wait_for_function("() => sfclab.job && sfclab.job.status === 'done'",
+                                   timeout=120000)
+            page.wait_for_function("() => sfclab.loss && sfclab.loss.loss_by_node.sh > 0",
                                    timeout=10000)
             nodes, _ = drawn(page)
             sh = next(n for n in nodes if n["id"] == "sh")
@@ -135,8 +140,8 @@ def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab
 
         # the results view: figures with intervals and fits, and the report's tables
         page.goto(f"{url}?db={db}#/results/1")
-        page.wait_for_function("document.body.dataset.ready === 'results/1'")
-        page.wait_for_function("document.querySelectorAll('.plot .main-svg').length >= 2")
+        page.wait_for_function("() => document.body.dataset.ready === 'results/1'")
+        page.wait_for_function("() => document.querySelectorAll('.plot .main-svg').length >= 2")
         traces = page.evaluate("""() => [...document.querySelectorAll('.plot')].map(d =>
             [d.dataset.title, d.data.map(t => [t.name, !!(t.error_y && t.error_y.array)])])""")
         tp = dict(traces)["throughput_bps"]
@@ -167,7 +172,7 @@ def test_graph_html_opens_from_a_file(browser: Browser, running_lab: Any, lab_na
     fetched: list[str] = []
     page.on("request", lambda r: fetched.append(r.url))
     page.goto((tmp_path / "copy.html").as_uri())
-    page.wait_for_function("window.sfclab && sfclab.cy.nodes('.lab-node').length > 0")
+    page.wait_for_function("() => window.sfclab && sfclab.cy.nodes('.lab-node').length > 0")
     nodes, links = drawn(page)
     assert sorted(n["id"] for n in nodes) == sorted(web_lab(lab_name)["nodes"])
     assert all(n["visible"] and n["inside"] for n in nodes) and len(links) == 8
@@ -188,7 +193,7 @@ def test_graph_html_draws_a_migrated_node_as_transit(browser: Browser, tmp_path:
     out.write_text(html_page(p, moved))
     page = new_page(browser)
     page.goto(out.as_uri())
-    page.wait_for_function("window.sfclab && sfclab.cy.nodes('.lab-node').length > 0")
+    page.wait_for_function("() => window.sfclab && sfclab.cy.nodes('.lab-node').length > 0")
     nodes = {n["id"]: n for n in drawn(page)[0]}
     assert nodes["fw1"]["label"] == "fw1\ntransit, moved to fw1.m1", nodes["fw1"]
     assert "transit" in nodes["fw1"]["classes"]
@@ -201,20 +206,21 @@ def test_graph_html_draws_a_migrated_node_as_transit(browser: Browser, tmp_path:
     page.close()
 
 
-def test_the_page_with_a_token(browser: Browser, running_lab: Any, lab_name: str,
-                               tmp_path: Path) -> None:
-    """Opened once as /?token=..., the page and everything it loads pass; without, 401."""
+def test_the_page_gets_its_token_once_and_never_shows_it(browser: Browser, running_lab: Any,
+                                                         lab_name: str, tmp_path: Path) -> None:
+    """Opened once as /?token=..., the page is redirected to an address without the token, and
+    it and everything it loads pass on the cookie, which no script can read; without, 401."""
     running_lab(web_lab(lab_name))
-    token = tmp_path / "token"
-    token.write_text("a-token-of-the-test-0123456789\n")
-    with serving(tmp_path / "none.db", token) as url:
+    with serving(tmp_path / "none.db") as served:
         with pytest.raises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(url + "api/labs", timeout=5)
+            urllib.request.urlopen(served.url + "api/labs", timeout=5)
         assert e.value.code == 401
         page = new_page(browser)
-        page.goto(f"{url}?token=a-token-of-the-test-0123456789#/lab/{lab_name}")
-        page.wait_for_function(f"document.body.dataset.ready === 'lab/{lab_name}'")
-        page.wait_for_function("sfclab.samples >= 1", timeout=10000)
+        page.goto(served.page(f"#/lab/{lab_name}"))
+        page.wait_for_function(f"() => document.body.dataset.ready === 'lab/{lab_name}'")
+        page.wait_for_function("() => sfclab.samples >= 1", timeout=10000)
+        assert served.token not in page.url and page.url.endswith(f"/#/lab/{lab_name}")
+        assert served.token not in page.evaluate("document.cookie")  # HTTP-only
         nodes, links = drawn(page)
         assert len(nodes) == 8 and len(links) == 8
         assert not page.errors  # type: ignore[attr-defined]
@@ -224,11 +230,12 @@ def test_the_page_with_a_token(browser: Browser, running_lab: Any, lab_name: str
 def test_the_api_page_is_served_from_here(browser: Browser, tmp_path: Path) -> None:
     """/docs: the OpenAPI document in Swagger UI, every route listed, nothing fetched from
     anywhere but the server."""
-    with serving(tmp_path / "none.db") as url:
+    with serving(tmp_path / "none.db") as served:
+        url = served.url
         page = new_page(browser)
         fetched: list[str] = []
         page.on("request", lambda r: fetched.append(r.url))
-        page.goto(url + "docs")
+        page.goto(served.page("docs"))
         page.wait_for_selector(".opblock", timeout=20000)
         paths = page.eval_on_selector_all(".opblock-summary-path", "els => els.map(e => "
                                           "e.getAttribute('data-path'))")

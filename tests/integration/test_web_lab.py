@@ -19,13 +19,13 @@ from fastapi.testclient import TestClient
 
 from sfclab.kernel import cpus, netns
 from sfclab.realize.state import LabState
-from sfclab.web.app import create_app
 from tests.integration.weblab import serving, web_lab
+from tests.webclient import YAML, api_client
 
 
 @pytest.fixture
 def client() -> Iterator[TestClient]:
-    with TestClient(create_app(), raise_server_exceptions=False) as c:
+    with api_client() as c:
         yield c
 
 
@@ -46,7 +46,7 @@ def test_a_lab_through_the_api(client: TestClient, lab_name: str) -> None:
         assert r.status_code == 201, r.text
         assert r.json() == {"name": lab_name, "namespaces": 8, "links": 8, "ovs_bridges": 0,
                             "routes": r.json()["routes"]}
-        again = client.post("/api/labs", content=text)
+        again = client.post("/api/labs", content=text, headers=YAML)
         assert again.status_code == 409 and "already up" in again.json()["error"]
         assert lab_name in [x["name"] for x in client.get("/api/labs").json()]
 
@@ -133,11 +133,11 @@ def test_stopping_the_server_mid_measurement_leaves_the_lab_as_it_was(
     lab = running_lab(web_lab(lab_name))
     spaces = [lab.netns(n) for n in web_lab(lab_name)["nodes"]]
     rps_before = cpus.rps_mask(lab.netns("r1"), "eth0")
-    with serving(tmp_path / "none.db") as url:
+    with serving(tmp_path / "none.db") as served:
         req = urllib.request.Request(
-            f"{url}api/labs/{lab_name}/measurements", method="POST",
+            f"{served.url}api/labs/{lab_name}/measurements", method="POST",
             data=json.dumps({"type": "rate", "rates": ["2k"], "duration": 60}).encode(),
-            headers={"content-type": "application/json"})
+            headers={"content-type": "application/json", **served.auth})
         assert json.load(urllib.request.urlopen(req, timeout=30))["status"] == "running"
         deadline = time.monotonic() + 30
         while not netns.pids_in(spaces):  # the generator and its sink have started

@@ -1,11 +1,13 @@
 """The lab of the web tests: two chains (web over a weighted pool of two firewalls and a NAT;
 dns over one firewall) and, off the chains' classifiers (TCP 80-8080, UDP 53), a 5 Mbit/s
 shaper before ``dst`` that drops most of a 40 kpps stream of 64-byte frames; and ``sfclab serve``
-run as a command for the tests that need a server of their own."""
+run as a command, with a token, for the tests that need a server of their own."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -13,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,26 +49,53 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running ``sfclab serve``: its address and the token every request needs."""
+
+    url: str
+    token: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def page(self, rest: str = "") -> str:
+        """The address a person opens once: the page, with the token (then a cookie)."""
+        path, _, fragment = rest.partition("#")
+        sep = "&" if "?" in path else "?"
+        return f"{self.url}{path}{sep}token={self.token}" + (f"#{fragment}" if fragment else "")
+
+
+def token_file(directory: Path, token: str | None = None) -> Path:
+    """A token file as ``serve`` takes it: the server's user's, mode 0600."""
+    path = directory / f"token-{secrets.token_hex(3)}"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (token or secrets.token_urlsafe(24)).encode() + b"\n")
+    os.close(fd)
+    return path
+
+
 @contextlib.contextmanager
-def serving(db: Path, token_file: Path | None = None) -> Iterator[str]:
-    """``sfclab serve`` on a free loopback port; SIGTERM at the end must stop it cleanly."""
+def serving(db: Path, token_path: Path | None = None) -> Iterator[Served]:
+    """``sfclab serve`` on a free loopback port, with a token (``token_path``, or a new file
+    beside ``db``); SIGTERM at the end must stop it cleanly."""
     port = free_port()
-    extra = ["--token-file", str(token_file)] if token_file else []
+    token_path = token_path or token_file(db.parent)
+    token = token_path.read_text().strip()
     proc = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "serve", "--listen",
-                             f"127.0.0.1:{port}", "--db", str(db), *extra], cwd=ROOT,
-                            stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}/"
+                             f"127.0.0.1:{port}", "--db", str(db), "--token-file",
+                             str(token_path)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    served = Served(f"http://127.0.0.1:{port}/", token)
     try:
         for _ in range(200):
             with contextlib.suppress(OSError):
-                req = urllib.request.Request(url + "api/labs")
-                if token_file:
-                    req.add_header("Authorization", f"Bearer {token_file.read_text().strip()}")
+                req = urllib.request.Request(served.url + "api/labs", headers=served.auth)
                 urllib.request.urlopen(req, timeout=1).read()
                 break
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.05)
-        yield url
+        yield served
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -76,4 +106,4 @@ def serving(db: Path, token_file: Path | None = None) -> Iterator[str]:
             raise
         err = proc.stderr.read() if proc.stderr else ""
         assert code == 0, err
-        assert "serving " + url in err
+        assert "serving " + served.url in err

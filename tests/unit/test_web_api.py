@@ -1,5 +1,6 @@
 """The HTTP API in process (FastAPI's TestClient), without root: every route, bad input (422 with
-the place), clashes (409), unknown things (404), bugs (500) and the token (401).
+the place), clashes (409), unknown things (404), bugs (500); the token and the origin checks are
+in ``test_web_guard.py``.
 
 Labs here are "up" only in the state directory (their plan and meta written as ``up`` writes
 them, no kernel object made), which is all the routes that read plans need; the routes that
@@ -29,15 +30,14 @@ from sfclab.realize.kinds import load_lab
 from sfclab.realize.lifecycle import plan_for
 from sfclab.realize.state import LabState
 from sfclab.web import server
-from sfclab.web.app import create_app
 from sfclab.web.jobs import Jobs
 from sfclab.web.services import Services
+from tests.webclient import YAML, api_client
 from tests.webresults import LOSS_PER_HOP, make_results_db
 
 ROOT = Path(__file__).resolve().parents[2]
 SFC = ROOT / "scenarios" / "sfc-web.yaml"
 CHAIN5 = ROOT / "scenarios" / "chain5.yaml"
-TOKEN = "t0ken-for-the-tests-0123456789"
 
 
 @pytest.fixture(autouse=True)
@@ -49,8 +49,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    app = create_app(db=str(tmp_path / "none.db"))
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with api_client(db=str(tmp_path / "none.db")) as c:
         yield c
 
 
@@ -88,9 +87,10 @@ def test_openapi_names_every_route(client: TestClient) -> None:
     assert set(paths["/api/labs"]) == {"get", "post"}
     assert set(paths["/api/labs/{lab}"]) == {"get", "delete"}
     docs = client.get("/docs")
-    assert docs.status_code == 200 and "/openapi.json" in docs.text
+    assert docs.status_code == 200 and '<script src="/static/docs.js">' in docs.text
+    assert "/openapi.json" in client.get("/static/docs.js").text
     assets = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
-    assert assets and all(a.startswith("/vendor/") for a in assets), assets  # nothing remote
+    assert assets and all(a.startswith(("/vendor/", "/static/")) for a in assets), assets
     for a in assets:
         assert client.get(a).status_code == 200, a
 
@@ -130,7 +130,7 @@ def test_a_bad_lab_name_is_bad_input(client: TestClient) -> None:
 ])
 def test_up_refuses_a_bad_lab_file_with_its_place(client: TestClient, state: Path, text: str,
                                                   place: str | None, line: int) -> None:
-    body = error(client.post("/api/labs", content=text.encode()), 422)
+    body = error(client.post("/api/labs", headers=YAML, content=text.encode()), 422)
     assert body["file"] == "<posted lab>" and body["line"] == line
     if place:
         assert body["place"] and body["place"].startswith(place), body
@@ -138,20 +138,20 @@ def test_up_refuses_a_bad_lab_file_with_its_place(client: TestClient, state: Pat
 
 
 def test_up_refuses_bytes_that_are_not_utf8(client: TestClient) -> None:
-    body = error(client.post("/api/labs?source=lab.yaml", content=b"name: x\n\xff\n"), 422)
+    body = error(client.post("/api/labs?source=lab.yaml", headers=YAML, content=b"name: x\n\xff\n"), 422)
     assert body["file"] == "lab.yaml" and body["line"] == 2 and "UTF-8" in body["error"]
 
 
 def test_up_of_a_lab_that_is_up_is_a_clash(client: TestClient) -> None:
     name = fake_up(CHAIN5)
-    body = error(client.post("/api/labs", content=CHAIN5.read_bytes()), 409)
+    body = error(client.post("/api/labs", headers=YAML, content=CHAIN5.read_bytes()), 409)
     assert "already up" in body["error"]
     assert [r["name"] for r in client.get("/api/labs").json()] == [name]
 
 
 def test_up_while_the_lock_is_held_is_a_clash(client: TestClient) -> None:
     with LabState("chain5").locked():
-        body = error(client.post("/api/labs", content=CHAIN5.read_bytes()), 409)
+        body = error(client.post("/api/labs", headers=YAML, content=CHAIN5.read_bytes()), 409)
     assert "busy" in body["error"]
 
 
@@ -321,8 +321,7 @@ def fake_worker_client(tmp_path: Path) -> TestClient:
     prog = tmp_path / "worker"
     prog.write_text(WORKER.format(python=sys.executable))
     prog.chmod(prog.stat().st_mode | stat.S_IXUSR)
-    app = create_app(services=Services(db=str(tmp_path / "none.db"), jobs=Jobs(str(prog))))
-    return TestClient(app, raise_server_exceptions=False)
+    return api_client(services=Services(db=str(tmp_path / "none.db"), jobs=Jobs(str(prog))))
 
 
 def wait_for(c: TestClient, job: int, status: str) -> dict:
@@ -480,33 +479,7 @@ def test_a_bad_parameter_is_422_in_sfclabs_words(client: TestClient, path: str, 
     assert body["place"] == place and body["error"] == f"{place}: {words}", body
 
 
-def test_every_request_needs_the_token_when_one_is_set(tmp_path: Path) -> None:
-    app = create_app(token=TOKEN, db=str(tmp_path / "none.db"))
-    with TestClient(app, raise_server_exceptions=False) as c:
-        for path in ("/api/labs", "/", "/openapi.json", "/vendor/cytoscape.min.js",
-                     "/static/app.js"):
-            assert c.get(path).status_code == 401, path
-            c.cookies.clear()
-        assert c.get("/api/labs", headers={"Authorization": "Bearer wrong"}).status_code == 401
-        assert c.post("/api/labs", content=CHAIN5.read_bytes()).status_code == 401
-        assert not LabState("chain5").exists
-        assert c.get("/api/labs", headers={"Authorization": f"Bearer {TOKEN}"}).json() == []
-        r = c.get("/", params={"token": TOKEN})  # the page opened with its token ...
-        assert r.status_code == 200 and "sfclab-token" in r.headers["set-cookie"]
-        assert c.get("/vendor/cytoscape.min.js").status_code == 200  # ... its own requests pass
-
-
-def test_token_file_rules(tmp_path: Path) -> None:
-    good = tmp_path / "token"
-    good.write_text(TOKEN + "\n")
-    assert server.check(server.listen("0.0.0.0:8470"), str(good)) == TOKEN
-    assert server.check(server.listen(None), None) is None
-    short = tmp_path / "short"
-    short.write_text("abc")
-    for f in (short, tmp_path / "missing"):
-        with pytest.raises(SpecError) as e:
-            server.check(server.listen(None), str(f))
-        assert e.value.place == "--token-file"
+# the token, the origin checks and the token file: tests/unit/test_web_guard.py
 
 
 def test_listen_addresses() -> None:

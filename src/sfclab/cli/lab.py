@@ -76,9 +76,11 @@ REASONS = {"refused": "connection refused", "timeout": "timed out",
 DOWN_EXIT = """\
 exit status: 0 when the lab is removed completely; 1 when some of it is left: a host reached
 over SSH that could not be reached (or whose agent failed) keeps its part journaled, the lab
-stays (status 'removing') and running down again retries exactly those hosts; 2 for an
-unknown lab.  With --json, a lab on SSH hosts has 'complete' and 'hosts' (per host: host,
-address, removed, and for a host whose part is left: reason, error)."""
+stays (status 'removing') and running down again retries exactly those hosts; also 1 when
+a journal line was damaged or named what the lab cannot prove is its own: each such line is
+named with why, left alone, and the rest removed; 2 for an unknown lab.  With --json, a
+lab on SSH hosts has 'complete' and 'hosts' (per host: host, address, removed, and for a host
+whose part is left: reason, error)."""
 
 
 def _down_text(name: str, r: dict) -> str:

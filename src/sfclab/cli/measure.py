@@ -169,8 +169,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
             sp.add_argument("--threads", help="sending threads (default 1)")
         sp.add_argument("--engine", help=f"sender: one of {', '.join(ENGINES)} (default auto: "
                         "AF_PACKET; xdp: BPF_PROG_RUN live frames, the fastest)")
-        sp.add_argument("--sink", help=f"receiver: one of {', '.join(SINKS)} (default socket; "
-                        "xdp: an XDP program that counts and drops)")
+        sp.add_argument("--sink", help=f"receiver: one of {', '.join(SINKS)} (default kernel: "
+                        "counted and dropped in the receiving namespace's softirq, at XDP or "
+                        "tcx ingress; socket: a UDP socket read in user space)")
 
     sp = common("iperf", cmd_iperf, "N independent iperf3 pairs on distinct ports",
                 "sfclab traffic iperf chain5 --from src --to dst --flows 4 --zerocopy --json")

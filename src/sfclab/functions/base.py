@@ -93,20 +93,30 @@ class FunctionContext:
     def owns_pid(self, pid: int) -> bool:
         """True if ``pid`` still runs inside the node's namespace (a recycled PID never is)."""
         try:
-            return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(netns.path(self.netns)).st_ino
+            ino = os.stat(netns.path(self.netns)).st_ino
         except OSError:
             return False
+        return ino != netns.root_inode() and netns.in_namespace(pid, ino)
 
     def end_processes(self, pids: list[int]) -> list[int]:
-        """End those of ``pids`` that still run in the namespace, by PID; return the ended."""
-        return netns.end_processes([p for p in pids if self.owns_pid(p)])
+        """End those of ``pids`` that still run in the namespace, through a pidfd checked
+        after it was opened (a reused PID is never signalled); return the ended."""
+        return netns.end_processes(pids, owned=self.owns_pid)
 
     def recorded_pids(self) -> list[int]:
+        out = []
         try:
             with open(self.state_dir / "pids") as f:
-                return [json.loads(line)["pid"] for line in f if line.strip()]
+                for line in f:
+                    try:
+                        pid = json.loads(line)["pid"]
+                    except (ValueError, TypeError, KeyError):
+                        continue  # a torn or damaged line names no process
+                    if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1:
+                        out.append(pid)
         except FileNotFoundError:
-            return []
+            pass
+        return out
 
 
 class NetworkFunction(abc.ABC):

@@ -5,8 +5,18 @@ iproute2 makes them, so ``ip netns exec NAME`` works on ours.  We make it with `
 the calling thread and go back with ``setns(2)``; a netlink socket opened while inside stays bound
 to that namespace, which is how :func:`iproute` hands out a per-namespace ``IPRoute``.
 
+Ownership mark: :func:`create` writes the namespace's own name as the alias of its ``lo``
+inside the new namespace, before the namespace is bind-mounted (so no namespace of ours is ever
+visible without it).  :func:`marked` reads it back without side effects (an ``RTM_GETLINK``
+from a thread that entered the namespace): only a namespace made by :func:`create` under that
+name carries it; a journal line, a namespace made by hand under the same name or a bind mount
+of another namespace (``/proc/self/ns/net``) does not.  The root namespace (PID 1's) and the
+caller's own are never reported as marked.
+
 Processes inside a namespace are found through ``/proc/PID/ns/net`` (device and inode equal to
-the bind mount's), never by name.
+the bind mount's), never by name, and ended through a pidfd opened first and checked after it
+was opened (:func:`end_processes`), so a PID reused meanwhile by another process is never
+signalled.
 """
 
 from __future__ import annotations
@@ -16,13 +26,18 @@ import ctypes
 import errno as _errno
 import functools
 import os
+import select
 import signal
+import socket
+import stat
+import struct
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..errors import ToolError
+from . import nlbatch
 
 if TYPE_CHECKING:
     from pyroute2 import IPRoute
@@ -107,6 +122,7 @@ def create(name: str, sysctls: dict[str, str] | None = None, *,
     try:
         with _home():
             _check(_lib().unshare(CLONE_NEWNET), f"unshare for namespace {name}")
+            _write_mark(name)
             _check(_lib().mount(b"/proc/thread-self/ns/net", p.encode(), b"none", MS_BIND, None),
                    f"bind mount {p}")
             for key, value in (sysctls or {}).items():
@@ -122,6 +138,108 @@ def create(name: str, sysctls: dict[str, str] | None = None, *,
             _lib().umount2(p.encode(), MNT_DETACH)
             os.unlink(p)
         raise
+
+
+#: ifindex of ``lo``, the first device of every namespace
+LO_INDEX = 1
+RTM_GETLINK = 18
+
+
+def _write_mark(name: str) -> None:
+    """Set the alias of ``lo`` in the calling thread's (new) namespace to ``name``."""
+    batch = nlbatch.Batch()
+    batch.link(LO_INDEX, f"mark on {name}/lo", up=False, alias=name)
+    sock = nlbatch.open_socket()
+    try:
+        batch.send(sock)
+    finally:
+        sock.close()
+
+
+def _lo_alias() -> str | None:
+    """The alias of ``lo`` in the calling thread's namespace (None: none)."""
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
+                       nlbatch.NETLINK_ROUTE) as s:
+        s.bind((0, 0))
+        body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, LO_INDEX, 0, 0)
+        s.send(struct.pack("IHHII", 16 + len(body), RTM_GETLINK, nlbatch.NLM_F_REQUEST, 1, 0)
+               + body)
+        data = s.recv(1 << 16)
+    length, kind = struct.unpack_from("IH", data, 0)
+    if kind != nlbatch.RTM_NEWLINK:
+        return None
+    off = 16 + 16  # nlmsghdr, ifinfomsg
+    while off + 4 <= length:
+        alen, akind = struct.unpack_from("HH", data, off)
+        if alen < 4:
+            break
+        if akind == nlbatch.IFLA_IFALIAS:
+            return data[off + 4:off + alen].split(b"\0", 1)[0].decode(errors="replace")
+        off += (alen + 3) & ~3
+    return None
+
+
+def _ns_inode(p: str) -> int | None:
+    try:
+        return os.stat(p).st_ino
+    except OSError:
+        return None
+
+
+#: what :func:`marked` says of the empty file :func:`create` makes before it mounts the
+#: namespace there (a process killed in between leaves it)
+PLACEHOLDER = "an empty file where a namespace was being made"
+
+
+def remove_placeholder(name: str) -> bool:
+    """Unlink ``/run/netns/NAME`` if it is (still) an empty regular file, not a namespace: what
+    a :func:`create` killed before its bind mount leaves.  True if one was removed."""
+    p = path(name)
+    try:
+        st = os.lstat(p)
+        nsfs = os.stat("/proc/self/ns/net")
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != 0 or st.st_dev == nsfs.st_dev:
+        return False
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(p)
+    return True
+
+
+def marked(name: str) -> tuple[int | None, str]:
+    """``(inode, "")`` if ``/run/netns/NAME`` is a namespace that :func:`create` made under
+    that name (its ``lo`` carries the name as alias); else ``(None, why not)``.  Reads only:
+    the path is opened without following a symbolic link, a file that is not a namespace is
+    never entered, and the root and the caller's own namespace are refused."""
+    if not name or "/" in name or "\0" in name or name in (".", ".."):
+        return None, "not a plain namespace name"
+    p = path(name)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, "absent"
+    except OSError as e:
+        return None, f"cannot be opened: {e.strerror}"
+    try:
+        st = os.fstat(fd)
+        nsfs = os.stat("/proc/self/ns/net")
+        if st.st_dev != nsfs.st_dev:
+            if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                return None, PLACEHOLDER
+            return None, f"{p} is not a network namespace"
+        if st.st_ino in (_ns_inode("/proc/1/ns/net"), _ns_inode("/proc/thread-self/ns/net")):
+            return None, "it is the root namespace (or sfclab's own)"
+        with _home():
+            if _lib().setns(fd, CLONE_NEWNET) != 0:
+                return None, f"{p} is not a network namespace"
+            alias = _lo_alias()
+    finally:
+        os.close(fd)
+    if alias != name:
+        return None, ("it carries no mark of sfclab (made by something else)" if not alias
+                      else f"its mark is {alias!r}, not {name!r}")
+    return st.st_ino, ""
 
 
 @contextlib.contextmanager
@@ -169,6 +287,33 @@ def inode(name: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def pids_in_inodes(inodes: dict[int, str]) -> dict[int, str]:
+    """Map each PID whose network namespace inode is a key of ``inodes`` to its value (the
+    namespace's name); the root namespace (PID 1's) is never one of them."""
+    wanted = {i: n for i, n in inodes.items() if i != root_inode()}
+    if not wanted:
+        return {}
+    found: dict[int, str] = {}
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        ino = _ns_inode(f"/proc/{entry}/ns/net")
+        if ino is not None and ino in wanted:
+            found[int(entry)] = wanted[ino]
+    return found
+
+
+def root_inode() -> int | None:
+    """The inode of the root network namespace (PID 1's)."""
+    return _ns_inode("/proc/1/ns/net")
+
+
+def in_namespace(pid: int, inode: int) -> bool:
+    """True if process ``pid`` runs in the network namespace with ``inode``."""
+    return _ns_inode(f"/proc/{pid}/ns/net") == inode
+
+
 def pids_in(names: list[str]) -> dict[int, str]:
     """Map each PID whose network namespace is one of ``names`` to that namespace's name."""
     wanted: dict[int, str] = {}
@@ -195,23 +340,54 @@ def pids_in(names: list[str]) -> dict[int, str]:
     return found
 
 
-def end_processes(pids: list[int], grace: float = 1.0) -> list[int]:
-    """SIGTERM each PID, wait up to ``grace`` seconds, then SIGKILL the rest.  Returns the PIDs ended."""
-    ended = []
+def end_processes(pids: list[int], grace: float = 1.0, *,
+                  owned: Callable[[int], bool] | None = None) -> list[int]:
+    """SIGTERM each PID, wait up to ``grace`` seconds, then SIGKILL the rest.  Returns the PIDs
+    ended.
+
+    Each process is held by a pidfd before anything is sent, and ``owned(pid)`` (when given)
+    is asked only after the pidfd was opened: a PID that was reused by another process before
+    the pidfd was opened fails the check (it is that other process), and one reused after it
+    is never reached (signals go through the pidfd, to the process it was opened on)."""
+    held: dict[int, int] = {}
     for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-            ended.append(pid)
-    deadline = time.monotonic() + grace
-    alive = list(ended)
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if _alive(p)]
-        if alive:
-            time.sleep(0.02)
-    for pid in alive:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+        try:
+            fd = os.pidfd_open(pid)
+        except (ProcessLookupError, OSError):
+            continue
+        if owned is not None and not owned(pid):
+            os.close(fd)
+            continue
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGTERM)
+        except ProcessLookupError:
+            os.close(fd)
+            continue
+        held[pid] = fd
+    ended = list(held)
+    try:
+        deadline = time.monotonic() + grace
+        alive = dict(held)
+        while alive and time.monotonic() < deadline:
+            alive = {p: fd for p, fd in alive.items() if not _exited(p, fd)}
+            if alive:
+                time.sleep(0.02)
+        for fd in alive.values():
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+    finally:
+        for fd in held.values():
+            os.close(fd)
     return ended
+
+
+def _exited(pid: int, fd: int) -> bool:
+    """The process behind pidfd ``fd`` has exited (a zombie child of ours is reaped)."""
+    if select.select([fd], [], [], 0)[0]:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+        return True
+    return not _alive(pid)
 
 
 def _alive(pid: int) -> bool:
@@ -227,10 +403,13 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def delete(name: str) -> bool:
-    """Unmount and remove namespace ``name``; the kernel frees its interfaces.  False if absent."""
+def delete(name: str, inode: int | None = None) -> bool:
+    """Unmount and remove namespace ``name``; the kernel frees its interfaces.  False if absent,
+    or (``inode`` given: the one :func:`marked` checked) if it is no longer that namespace."""
     p = path(name)
     if not os.path.exists(p):
+        return False
+    if inode is not None and _ns_inode(p) != inode:
         return False
     rc = _lib().umount2(p.encode(), MNT_DETACH)
     if rc != 0 and ctypes.get_errno() not in (_errno.EINVAL, _errno.ENOENT):

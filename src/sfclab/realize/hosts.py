@@ -22,6 +22,7 @@ from ..kernel import netns
 from ..hosts.context import EmulatedHost, HostContext, OwnRoot
 from ..plan.model import Plan
 from .nodes.namespace import BASE_SYSCTLS
+from . import ownership
 from .part import Part
 from .step import step
 
@@ -114,8 +115,9 @@ class Hosts(Part):
         for e in journal:
             if e.get("op") != "host-cgroup":
                 continue
-            if not e["name"].startswith(f"sfclab:{state.name}:@"):
-                report.errors.append(f"cgroup {e['name']}: not this lab's; left alone")
+            problem = ownership.cgroup_problem(state.name, e["name"])
+            if problem:  # read_journal checks it too; checked again where it is removed
+                report.errors.append(f"cgroup {e['name']}: {problem}; left alone")
                 continue
             report.errors += host_cgroups.remove(e["name"])
 

@@ -12,6 +12,9 @@ survive a reboot, and neither do namespaces)::
 
 ``down`` works from ``plan.json`` + ``journal`` alone, so it needs neither the lab file nor the
 process that built the lab, and a ``kill -9`` at any moment leaves enough to remove everything.
+It never trusts a line of the journal by itself: :meth:`LabState.read_journal` hands back only
+entries that are well formed and name this lab's objects (:mod:`sfclab.realize.ownership`),
+and says why of every other line.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..errors import LabError
+from . import ownership
 from ..spec.names import check_lab_name, lab_name_problem
 
 
@@ -94,13 +98,37 @@ class LabState:
             os.fsync(f.fileno())
 
     def journal(self) -> list[dict[str, Any]]:
-        out = []
+        """The journal's entries that are well formed and name this lab's objects."""
+        return self.read_journal()[0]
+
+    def read_journal(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The journal's usable entries, and one report per line that is not (not JSON, not
+        an object, a field missing, an object that is not this lab's), naming the line and
+        why; such a line is left alone.  A torn last line (a crash while appending) is one."""
+        entries: list[dict[str, Any]] = []
+        problems: list[str] = []
         with contextlib.suppress(FileNotFoundError):
-            with open(self.dir / "journal") as f:
-                for line in f:
-                    with contextlib.suppress(json.JSONDecodeError):
-                        out.append(json.loads(line))  # a torn last line is skipped
-        return out
+            with open(self.dir / "journal", errors="replace") as f:
+                for n, line in enumerate(_lines(f), start=1):
+                    if line is None:
+                        problems.append(f"journal line {n}: longer than {JOURNAL_LINE_MAX} "
+                                        "characters (no entry is); skipped")
+                        continue
+                    if not line.strip():
+                        continue
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        problems.append(f"journal line {n} {ownership.quote(line)}: not JSON; "
+                                        "skipped")
+                        continue
+                    why = ownership.entry_problem(self.name, entry)
+                    if why:
+                        problems.append(f"journal line {n} {ownership.quote(entry)}: {why}; "
+                                        "left alone")
+                    else:
+                        entries.append(entry)
+        return entries, problems
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -129,6 +157,26 @@ class LabState:
                     self.lock_path.unlink(missing_ok=True)
         finally:
             os.close(fd)
+
+
+#: the longest journal line read (an entry is a few hundred characters; a remote host's, with
+#: its SSH target, a few thousand)
+JOURNAL_LINE_MAX = 64 * 1024
+
+
+def _lines(f: TextIO) -> Iterator[str | None]:
+    """The lines of ``f``; ``None`` for one longer than :data:`JOURNAL_LINE_MAX` (never held
+    whole in memory)."""
+    while True:
+        line = f.readline(JOURNAL_LINE_MAX + 1)
+        if not line:
+            return
+        if len(line) > JOURNAL_LINE_MAX and not line.endswith("\n"):
+            while line and not line.endswith("\n"):
+                line = f.readline(JOURNAL_LINE_MAX)
+            yield None
+            continue
+        yield line
 
 
 def all_labs() -> list[LabState]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RealizeError
 from ..plan.sfc import SteeringPlan
 from ..plan.sfc_hosts import interface_mac, remote_host
-from . import dataplane
+from . import dataplane, ownership
 from .part import Part
 from .step import step
 
@@ -118,10 +118,11 @@ class Steering(Part):
                 continue
             path = Path(e["path"])
             top = dataplane.lab_dir(state.name)
-            share = path.parent == top and path.name.startswith("@")  # a host's share
-            if path != top and not share:
-                report.errors.append(f"bpffs {path}: not this lab's directory; left alone")
+            problem = ownership.bpffs_problem(e["path"], top)  # the journal was read with it
+            if problem:
+                report.errors.append(f"bpffs {path}: {problem}; left alone")
                 continue
+            share = path != top  # a host's share
             try:
                 dataplane.remove_dir(path)
                 if share:  # then the lab's directory, and sfclab's, when no other uses them

@@ -11,7 +11,7 @@ and one set of defaults (documented in ``docs/measure.md``)::
     duration: 2                   # seconds per trial (iperf: of the whole run)
     size: 64                      # frame bytes, 64 .. path MTU + 18, or imix
     engine: auto                  # auto | packet | ring | udp | xdp (the sender)
-    sink: socket                  # socket | xdp (the receiver)
+    sink: kernel                  # kernel | xdp | tc | socket (the receiver)
     flows: 1                      # UDP flows (distinct source ports); iperf: parallel pairs
     threads: 1                    # sending threads
     rates: [100k, 200k, max]      # rate: offered packet rates; 'max' is what the sender reaches
@@ -40,8 +40,10 @@ from .wording import pydantic_error
 
 #: every sender engine of the native generator (sfcgen send --engine)
 ENGINES = ("auto", "packet", "ring", "udp", "xdp")
-#: every receiver of the native generator
-SINKS = ("socket", "xdp")
+#: every receiver of the native generator: ``kernel`` (the default) counts in the receiving
+#: namespace's softirq, at XDP or, where the interface runs an XDP program, at tcx ingress;
+#: ``xdp`` and ``tc`` ask for one hook; ``socket`` counts in user space (can be starved)
+SINKS = ("kernel", "xdp", "tc", "socket")
 #: NDR/PDR search methods
 METHODS = ("mlr", "binary")
 MEASURE_TYPES = ("iperf", "rate", "ndr", "latency")
@@ -191,7 +193,7 @@ class PacketRequest(Request):
     flows: int = Field(default=1, ge=1, le=50000)
     threads: int = Field(default=1, ge=1, le=64)
     engine: Literal["auto", "packet", "ring", "udp", "xdp"] = "auto"
-    sink: Literal["socket", "xdp"] = "socket"
+    sink: Literal["kernel", "xdp", "tc", "socket"] = "kernel"
     pairs: list[Pair] = Field(default_factory=list, max_length=16)
 
     @field_validator("size")

@@ -57,7 +57,7 @@ from ..plan.sfc_hosts import interface_mac, remote_host
 from ..plan.split import host_part
 from ..plan import tunnels as plan_tunnels
 from ..plan.tunnels import attach_host, names
-from ..realize import agent, dataplane
+from ..realize import agent, dataplane, ownership
 from ..realize.dataplane import DataPlane, Iface
 from ..realize.links import hosted
 from ..realize.links.hosted import context_mark
@@ -393,8 +393,14 @@ def _remove_end(n: NewNode) -> list[str]:
 
 
 def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
+    """The end of ``n``'s link in its attach node, if that namespace is the lab's and carries
+    its mark (:mod:`sfclab.realize.ownership`)."""
     try:
-        ipr = netns.iproute(plan.netns_of(n.attach))
+        at = plan.netns_of(n.attach)
+        _ino, why = ownership.namespace_problem(plan.lab, at)
+        if why:
+            return [f"link {n.attach}/{n.attach_ifname}: namespace {at}: {why}; left alone"]
+        ipr = netns.iproute(at)
         try:
             idx = ipr.link_lookup(ifname=n.attach_ifname)
             if idx:

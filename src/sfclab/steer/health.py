@@ -50,7 +50,7 @@ from ..kernel import netns
 from ..plan.model import Plan
 from ..plan.sfc import DirectionPlan, SteeringPlan
 from ..plan.sfc_hosts import remote_host
-from ..realize import lifecycle
+from ..realize import lifecycle, ownership
 from ..realize.dataplane import DataPlane, share_dir
 from ..realize.functions import instantiate
 from ..realize.state import LabState, pid_alive
@@ -363,6 +363,14 @@ def watcher_pid(state: LabState) -> int | None:
     return pid if pid_alive(pid) and same else None
 
 
+def _watcher_netns_owned(state: LabState) -> bool:
+    try:
+        ns = json.loads((state.dir / "watcher.json").read_text()).get("netns")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return False
+    return isinstance(ns, str) and ownership.namespace_problem(state.name, ns)[0] is not None
+
+
 def ensure_watcher(state: LabState, plan: Plan, node: str,
                    peer_sock: socket.socket | None = None) -> int:
     """Start the lab's watcher in ``node``'s namespace unless it runs; journaled first.
@@ -401,11 +409,13 @@ def watcher_talks(state: LabState) -> bool:
 
 
 def stop_watcher(state: LabState, wait_s: float = 2.0) -> int | None:
-    """End the lab's watcher by its PID (SIGTERM; SIGKILL if it is still there after
-    ``wait_s``), if it runs; its PID."""
+    """End the lab's watcher (SIGTERM; SIGKILL if it is still there after ``wait_s``), if it
+    runs in a namespace of the lab that carries its mark; its PID.  It is held by a pidfd
+    first, then checked again, so a PID reused meanwhile is never signalled."""
     pid = watcher_pid(state)
     if pid:
-        netns.end_processes([pid], wait_s)
+        netns.end_processes([pid], wait_s, owned=lambda p: watcher_pid(state) == p
+                            and _watcher_netns_owned(state))
     (state.dir / "watcher.json").unlink(missing_ok=True)
     return pid
 

@@ -36,7 +36,7 @@ from ..realize import lifecycle
 from ..realize.hosts import inspect_links
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
-from ..realize import remote_hosts
+from ..realize import ownership, remote_hosts, teardown
 from ..spec.limits import MAX_HOST_CPUS, machine_cpus, machine_memory
 from ..spec.quantities import MAX_SIZE
 from . import record, sshhealth, sshhost, underlay
@@ -109,7 +109,7 @@ def add_host(lab: str, name: str, cpus: int, memory: int,
             plan.hosts.append(h)
             record.save_plan(state, plan)
         except BaseException:
-            _unmake(h)
+            _unmake(lab, h)
             save_added_hosts(state, [x for x in added_hosts(state) if x != name])
             raise
         record.event(state, "host-added", host=name, cpus=h.cpus, memory=memory)
@@ -149,13 +149,13 @@ def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None, port: in
     return {**d, "seconds": round(time.monotonic() - t0, 3)}
 
 
-def _unmake(h: HostPlan) -> list[str]:
-    errors = host_cgroups.remove(h.cgroup)
-    try:
-        netns.delete(h.netns)
-    except OSError as e:
-        errors.append(f"namespace {h.netns}: {e}")
-    return errors
+def _unmake(lab: str, h: HostPlan) -> list[str]:
+    """Remove an emulated host's cgroups and namespace, each only if it is the lab's
+    (:mod:`sfclab.realize.ownership`); the errors, naming what was left and why."""
+    problem = ownership.cgroup_problem(lab, h.cgroup)
+    errors = [f"cgroup {h.cgroup}: {problem}; left alone"] if problem else \
+        host_cgroups.remove(h.cgroup)
+    return errors + teardown.remove_namespace(lab, h.netns)
 
 
 def remove_host(lab: str, name: str, drain: bool = False,
@@ -188,7 +188,7 @@ def remove_host(lab: str, name: str, drain: bool = False,
         _, plan = lifecycle.load_plan(lab)
         h = next(x for x in plan.hosts if x.name == name)
         # a host driven over SSH: its agent removes its part, then it leaves the journal
-        errors = _unmake(h) if h.emulated else remote_hosts.leave(state, name)
+        errors = _unmake(lab, h) if h.emulated else remote_hosts.leave(state, name)
         if errors and not h.emulated:
             raise LabError(f"host '{name}' could not be removed: {'; '.join(errors)}")
         underlay.forget_host(state, name)

@@ -35,6 +35,7 @@ from ..plan.chainadd import NewNode
 from ..plan.model import HostLinkPlan, Plan
 from ..plan.names import UNDERLAY_NODE, host_netns, netns_name
 from ..plan.tunnels import LOCAL, attach_host
+from ..realize import ownership
 from ..realize.links.hosted import remove_live
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
@@ -199,12 +200,13 @@ def tunnel(state: LabState, plan: Plan, n: NewNode, labelled_mtu: int) -> Tunnel
 
 
 def contexts(plan: Plan, hosts: list[str]) -> dict[str, HostContext]:
-    """The contexts of ``hosts`` that exist now (emulated: the lab's namespaces)."""
+    """The contexts of ``hosts`` that exist now (emulated: the lab's namespaces, each only if
+    it carries the lab's mark: :mod:`sfclab.realize.ownership`)."""
     out: dict[str, HostContext] = {}
     for host in hosts:
         hp = next((h for h in plan.hosts if h.name == host), None)
         ns = hp.netns if hp is not None else host_netns(plan.lab, host)
-        if netns.exists(ns):
+        if ownership.namespace_problem(plan.lab, ns)[0] is not None:
             out[host] = EmulatedHost(host, ns)
     return out
 

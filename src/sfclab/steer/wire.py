@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from ipaddress import IPv4Interface
 
-from ..errors import RealizeError
+from ..errors import LabError, RealizeError
 from ..kernel import ethtool, netns
 from ..plan.chainadd import BASE_MTU, NewNode
 from ..plan.model import Plan
 from ..plan.sfc import LABEL_ROOM
-from ..realize import dataplane
+from ..realize import dataplane, ownership, teardown
 from ..realize.functions import instantiate
 from ..realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
 from ..realize.state import LabState
@@ -123,8 +123,14 @@ def start_function(state: LabState, plan: Plan, node: str) -> None:
 
 
 def stop_function(state: LabState, plan: Plan, node: str) -> list[str]:
-    """Stop ``node``'s function (processes, cgroups); the errors, if any."""
-    if node not in plan.functions or not state.node_dir(node).exists():
+    """Stop ``node``'s function (processes, cgroups), if its namespace is the lab's and carries
+    its mark (:func:`~sfclab.realize.ownership.function_problem`); the errors, if any."""
+    if node not in plan.functions:
+        return []
+    problem = ownership.function_problem(state.name, plan, node)
+    if problem:
+        return [f"function {node}: {problem}; not stopped"]
+    if not state.node_dir(node).exists():
         return []
     try:
         instantiate(state, plan, node).stop()
@@ -145,7 +151,11 @@ def remove_node(state: LabState, plan: Plan, node: str, ns: str,
         errors += remove_tunnel(plan, added)
     if attach is not None:
         try:
-            ipr = netns.iproute(plan.netns_of(attach[0]))
+            at = plan.netns_of(attach[0])
+            _ino, why = ownership.namespace_problem(state.name, at)
+            if why:
+                raise LabError(f"namespace {at}: {why}; left alone")
+            ipr = netns.iproute(at)
             try:
                 idx = ipr.link_lookup(ifname=attach[1])
                 if idx:
@@ -154,12 +164,7 @@ def remove_node(state: LabState, plan: Plan, node: str, ns: str,
                 ipr.close()
         except Exception as e:  # the namespace's removal takes it anyway
             errors.append(f"link {attach[0]}/{attach[1]}: {e}")
-    try:
-        netns.end_processes(sorted(netns.pids_in([ns])))
-        netns.delete(ns)
-    except OSError as e:
-        errors.append(f"namespace {ns}: {e}")
-    return errors
+    return errors + teardown.remove_namespace(state.name, ns)
 
 
 def load_programs(plan: Plan, node: str, node_id: int,

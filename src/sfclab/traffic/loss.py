@@ -11,7 +11,10 @@ A :class:`LossLocator` watches every namespace of a lab while traffic runs:
 ``mark()`` takes a snapshot; ``since(mark)`` says what was dropped in between, as a
 :class:`LossReport`: ``loss_by_node`` and ``loss_by_reason`` (JSON keys of every trial), the
 per-interface detail, and ``located`` (the packets placed on a node).  The caller compares it
-with the packets it lost (``unaccounted`` = lost - located).  Drops of packets that are not the
+with the packets it lost (``unaccounted`` = lost - located).  Drops that are the measurement's
+own, not the chain's (a socket receiver's buffer overflowing: ``SOCKET_RCVBUFF`` in the
+receiving node) are kept apart in ``receiver_drops``: they are neither located loss nor
+unaccounted, and the trial is a measurement of the receiver there, not of the chain.  Drops of packets that are not the
 measurement's (a stray ARP) are counted too: the lab has no other traffic, so they are few.
 """
 
@@ -55,6 +58,8 @@ class LossReport:
     interfaces: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     backlog_drops: int = 0
     overflow: int = 0
+    #: node -> reason -> packets the receiver dropped itself (the measurement's, not loss)
+    receiver_drops: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def located(self) -> int:
@@ -64,9 +69,11 @@ class LossReport:
         out: dict[str, Any] = {"loss_by_node": self.loss_by_node,
                                "loss_by_reason": self.loss_by_reason,
                                "loss_by_interface": self.interfaces,
-                               "located": self.located, "backlog_drops": self.backlog_drops}
+                               "located": self.located, "backlog_drops": self.backlog_drops,
+                               "receiver_drops": self.receiver_drops}
         if lost is not None:
-            out["unaccounted"] = max(lost - self.located, 0)
+            own = sum(n for per in self.receiver_drops.values() for n in per.values())
+            out["unaccounted"] = max(lost - self.located - own, 0)
         return out
 
 
@@ -91,15 +98,24 @@ class LossLocator:
     def mark(self) -> Snapshot:
         return Snapshot(self.trace.counts(), self._counters(), _backlog())
 
-    def since(self, before: Snapshot, ignore: set[tuple[str, str]] | None = None) -> LossReport:
+    def since(self, before: Snapshot, ignore: set[tuple[str, str]] | None = None,
+              receiver: set[tuple[str, str]] | None = None) -> LossReport:
         """What was dropped since ``before``; drops of a (node, reason) in ``ignore`` are
-        someone's intent, not loss (the XDP sink drops every probe it counts)."""
+        someone's intent, not loss (an in-kernel sink drops every probe it counts); those of a
+        (node, reason) in ``receiver`` are the receiver's own (``receiver_drops``)."""
         now = self.mark()
         drops = now.drops.minus(before.drops)
         if ignore:
             drops.drops = [d for d in drops.drops if (d.netns, d.reason) not in ignore]
+        own: dict[str, dict[str, int]] = {}
+        if receiver:
+            for d in drops.drops:
+                if (d.netns, d.reason) in receiver:
+                    per = own.setdefault(d.netns, {})
+                    per[d.reason] = per.get(d.reason, 0) + d.packets
+            drops.drops = [d for d in drops.drops if (d.netns, d.reason) not in receiver]
         rep = LossReport(loss_by_node=drops.by("netns"), loss_by_reason=drops.by("reason"),
-                         overflow=drops.overflow)
+                         overflow=drops.overflow, receiver_drops=own)
         for d in drops.drops:
             ifname = self.names.get((d.netns, d.ifindex), f"if{d.ifindex}" if d.ifindex else "-")
             per = rep.interfaces.setdefault(d.netns, {}).setdefault(ifname, {})

@@ -22,10 +22,11 @@ from ..spec.measurement import (MAX, AnyRequest, IperfRequest, LatencyRequest, N
 from ..kernel import cpus
 from . import cores
 from .cpu import CpuMonitor
+from .first_hop import FirstHopPinning
 from .generator import PacketGenerator
 from .loss import LossLocator, droptrace_binary
 from .result import Measurement
-from .wrappers import LocatedGenerator, PairedGenerator
+from .wrappers import LocatedGenerator, PairedGenerator, PlacedGenerator
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -159,13 +160,7 @@ class PacketSetup:
 
         try:
             if self.layout.separated:
-                done = set()
-                for e in self.ends:
-                    for node, ns, ifname in e.first_hop_ingress():
-                        if (ns, ifname) not in done:
-                            self.stack.enter_context(cpus.steered(ns, ifname, self.layout.chain))
-                            self.layout.steered.append(f"{node}/{ifname}")
-                            done.add((ns, ifname))
+                self._place_first_hop()
             sep = self.layout.separated
             gens: list[PacketGenerator] = [
                 self.stack.enter_context(NativeGenerator(
@@ -175,14 +170,44 @@ class PacketSetup:
                     send_cpus=cpus.cpu_list(self.layout.generator) if sep else None,
                     sink_cpus=cpus.cpu_list(self.layout.sink) if sep else None))
                 for i, e in enumerate(self.ends)]
-            gen = gens[0] if len(gens) == 1 else PairedGenerator(gens, self.names)
+            gen = gen0 = gens[0] if len(gens) == 1 else PairedGenerator(gens, self.names)
             locator = self._locator()
-            xdp_sinks = [e.dst for e in self.ends] if self.r.sink == "xdp" else []
-            self.gen = LocatedGenerator(gen, locator, xdp_sinks) if locator is not None else gen
+            receivers = {e.dst: self.r.sink for e in self.ends}
+            if locator is not None:
+                gen = LocatedGenerator(gen0, locator, receivers)
+            self.gen = PlacedGenerator(gen, self.layout)
         except BaseException:
             self.stack.close()
             raise
         return self
+
+    def _place_first_hop(self) -> None:
+        """The first hop's receive processing on the chain's cores: RPS on its ingress
+        interfaces, and their NAPI threaded and pinned there (:mod:`.first_hop`); with a core
+        for the receiver, the receiving interfaces' NAPI pinned to it.  Undone on exit."""
+        done: set[tuple[str, str]] = set()
+        targets = []
+        for e in self.ends:
+            for node, ns, ifname in e.first_hop_ingress():
+                if (ns, ifname) not in done:
+                    self.stack.enter_context(cpus.steered(ns, ifname, self.layout.chain))
+                    self.layout.steered.append(f"{node}/{ifname}")
+                    targets.append((node, ns, ifname))
+                    done.add((ns, ifname))
+        pins = [(targets, self.layout.chain, "first_hop")]
+        if self.layout.sink != self.layout.chain:
+            rx = [(e.dst, e.dst_netns, i.name) for e in self.ends
+                  for i in e.plan.interfaces_of(e.dst) if (e.dst_netns, i.name) not in done]
+            pins.append((rx, self.layout.sink, "receiver"))
+        for where, on, role in pins:
+            pin = FirstHopPinning(where, on)
+            self.stack.callback(self._record_restored, pin)
+            self.stack.enter_context(pin)
+            self.layout.napi += [{**d, "role": role} for d in pin.describe()]
+            self.layout.notes += pin.notes
+
+    def _record_restored(self, pin: FirstHopPinning) -> None:
+        self.layout.restored += pin.restored
 
     def _locator(self) -> LossLocator | None:
         if not os.access(droptrace_binary(), os.X_OK):

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import MeasurementError
 from ..spec import measurement
 from ..kernel import netns
+from .cpu import read_proc_stat, usage
 from .generator import PacketGenerator, Trial
 from .window import window_counts
 
@@ -67,6 +68,17 @@ def sfcgen_binary() -> str:
     return str(path)
 
 
+def receiver_facts(sink: str, ready: dict[str, Any], snap: dict[str, Any]) -> dict[str, Any]:
+    """What a trial's consumer needs to know of the receiver itself: its kind, where it counted,
+    the probes it dropped on its own (the socket's buffer overflows, read from the kernel by
+    ``SO_RXQ_OVFL``: the measurement's loss, never the chain's) and whether it was saturated
+    (it dropped any).  The in-kernel sinks count in the softirq that delivers the frame: they
+    have no buffer of their own to overflow."""
+    own = int(snap.get("socket_drops", 0)) if sink == "socket" else 0
+    return {"sink": sink, "where": ready.get("xdp", "socket"), "own_drops": own,
+            "saturated": own > 0}
+
+
 class _LineReader:
     """Whole lines from a pipe, with a deadline (a process that stops talking must not hang us)."""
 
@@ -101,8 +113,11 @@ class NativeGenerator(PacketGenerator):
     frames: the fastest, skips the sender's qdisc and egress hooks; GRO is turned on at the first
     hop's veth peer for the generator's life, see :mod:`.xdp_path`).  ``qdisc_bypass`` skips the
     sender device's qdisc (faster, but a shaper on the sender's own interface is then ignored).
-    ``sink`` is ``socket`` (a UDP socket, counted in user space) or ``xdp`` (an XDP program on the
-    receiving interfaces counts and drops the probes: the receiver then costs almost nothing).
+    ``sink`` is ``kernel`` (the default: an eBPF program counts and drops the probes in the
+    receiving namespace's softirq, at XDP, or at tcx ingress where the interface already runs an
+    XDP program, so no user-space thread can be starved of them), ``xdp`` or ``tc`` (one of those
+    hooks only), or ``socket`` (a UDP socket read in user space; its own buffer drops are
+    reported as the receiver's, ``raw["receiver"]``).
     ``send_cpus`` and ``sink_cpus`` pin threads (``"0-1"``), as ``taskset`` would.
     """
 
@@ -112,7 +127,7 @@ class NativeGenerator(PacketGenerator):
     def __init__(self, src_netns: str, dst_netns: str, dst_ip: str, flows: int = 1,
                  threads: int = 1, port: int = DEFAULT_PORT, drain_s: float = DEFAULT_DRAIN_S,
                  *, src_ip: str | None = None, sink_threads: int | None = None,
-                 engine: str = "auto", qdisc_bypass: bool = False, sink: str = "socket",
+                 engine: str = "auto", qdisc_bypass: bool = False, sink: str = "kernel",
                  send_cpus: str | None = None, sink_cpus: str | None = None,
                  binary: str | None = None, ready_timeout_s: float = 5.0):
         if flows < 1 or threads < 1:
@@ -144,8 +159,8 @@ class NativeGenerator(PacketGenerator):
                 "--threads", str(sink_threads or threads)]
         if sink_cpus:
             argv += ["--cpus", sink_cpus]
-        if sink == "xdp":
-            argv.append("--xdp")
+        if sink != "socket":
+            argv.append(f"--{sink}")
         try:
             self._proc = netns.popen(dst_netns, argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self._stderr)
@@ -262,6 +277,7 @@ class NativeGenerator(PacketGenerator):
             raise ValueError("offered_pps must be positive (or None for the maximum)")
         self._check_sink()
         argv = self.send_argv(offered_pps, duration_s, size, ramp_s)
+        cpu_before = read_proc_stat()
         try:
             cp = netns.run(self.src_netns, argv, check=False, timeout=duration_s + 30)
         except subprocess.TimeoutExpired as e:
@@ -276,6 +292,7 @@ class NativeGenerator(PacketGenerator):
                 self.snapshot()  # start the next trial from zero all the same
             raise MeasurementError(f"sfcgen send exited with status {cp.returncode}: "
                                    f"{cp.stderr.strip() or cp.stdout.strip() or '(no output)'}")
+        cores = usage(cpu_before, read_proc_stat())["cores"]
         self._drain(int(sent.get("sent_window", 0)))
         sink = self.snapshot()
         w = window_counts(sent, sink)
@@ -293,7 +310,10 @@ class NativeGenerator(PacketGenerator):
             reordered=int(sink["reordered"]),
             duplicated=int(sink["duplicated"]),
             latency_us={k: float(lat[k]) for k in PERCENTILES if k in lat},
-            raw={"sender": sent, "sink": sink, "sender_stderr": cp.stderr, "argv": argv},
+            raw={"sender": sent, "sink": sink, "sender_stderr": cp.stderr, "argv": argv,
+                 "receiver": receiver_facts(self.sink, self.sink_ready, sink),
+                 "cores": {c: {k: round(u[k], 1) for k in ("softirq", "system", "busy")}
+                           for c, u in cores.items()}},
         )
 
     def close(self) -> None:

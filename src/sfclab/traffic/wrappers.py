@@ -5,15 +5,18 @@ rate curve and the NDR/PDR searches use them unchanged:
   time; the trial's totals are the pairs' sums, its ``pairs`` each pair's own counters, and its
   loss ratio the worst pair's (a loss goal then holds for every pair at once);
 - :class:`LocatedGenerator`: each trial watched by a :class:`~sfclab.traffic.loss.LossLocator`,
-  so it says where its lost packets died (``located``).
+  so it says where its lost packets died (``located``);
+- :class:`PlacedGenerator`: each trial's ``raw["placement"]`` says on which cores the
+  generator, the receiver and the first hop ran (:class:`~sfclab.traffic.cores.CoreLayout`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..errors import MeasurementError
+from .cores import CoreLayout
 from .generator import PacketGenerator, Trial
 from .loss import LossLocator
 
@@ -63,20 +66,52 @@ class PairedGenerator(PacketGenerator):
             g.close()
 
 
-class LocatedGenerator(PacketGenerator):
-    """``xdp_sinks``: the receiving nodes whose sink is the XDP program, which frees every
-    probe it counts (drop reason NOT_SPECIFIED there is the sink's, not loss)."""
+#: drop reasons under which each receiver frees the probes it counted (not loss)
+COUNTED_AS = {"kernel": ("NOT_SPECIFIED", "TC_INGRESS"), "xdp": ("NOT_SPECIFIED",),
+              "tc": ("TC_INGRESS",), "socket": ()}
+#: drop reasons that are a receiver's own failure to take what arrived (the measurement's)
+RECEIVER_OWN = {"socket": ("SOCKET_RCVBUFF",)}
 
-    def __init__(self, gen: PacketGenerator, locator: LossLocator, xdp_sinks: Sequence[str] = ()):
+
+class LocatedGenerator(PacketGenerator):
+    """``receivers``: receiving node -> its sink (``kernel``, ``xdp``, ``tc``, ``socket``).
+    An in-kernel sink frees every probe it counts (at XDP with drop reason NOT_SPECIFIED, at
+    tcx ingress with TC_INGRESS): those are not loss.  A socket sink's buffer overflows
+    (SOCKET_RCVBUFF there) are the receiver's own drops, reported as ``receiver_drops``."""
+
+    def __init__(self, gen: PacketGenerator, locator: LossLocator,
+                 receivers: Mapping[str, str] | None = None):
         self.gen = gen
         self.locator = locator
-        self.ignore = {(node, "NOT_SPECIFIED") for node in xdp_sinks}
+        receivers = receivers or {}
+        self.ignore = {(node, why) for node, sink in receivers.items()
+                       for why in COUNTED_AS.get(sink, ())}
+        self.receiver = {(node, why) for node, sink in receivers.items()
+                         for why in RECEIVER_OWN.get(sink, ())}
 
     def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
               ramp_s: float | None = None) -> Trial:
         before = self.locator.mark()
         t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
-        t.located = self.locator.since(before, self.ignore).to_dict(lost=t.lost_total)
+        t.located = self.locator.since(before, self.ignore, self.receiver).to_dict(
+            lost=t.lost_total)
+        return t
+
+    def close(self) -> None:
+        self.gen.close()
+
+
+class PlacedGenerator(PacketGenerator):
+    """Adds to every trial where its parts ran, as the layout placed them."""
+
+    def __init__(self, gen: PacketGenerator, layout: CoreLayout):
+        self.gen = gen
+        self.layout = layout
+
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
+        t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
+        t.raw = {**t.raw, "placement": self.layout.placement()}
         return t
 
     def close(self) -> None:

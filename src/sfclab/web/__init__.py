@@ -5,7 +5,12 @@ Objects and how they relate:
 - :mod:`.app` makes the FastAPI application: the routes of :mod:`.routes` (labs, chains,
   measurements, results, live counters, the page), the error mapping of :mod:`.errors`
   (``SpecError`` -> 422 with the place in the document, a clash -> 409, an unknown lab -> 404,
-  anything else -> 500) and the token check of :mod:`.auth`.
+  a body of another media type -> 415, anything else -> 500), and :mod:`.guard` around it all:
+  the Host, Origin, Referer and Sec-Fetch-Site checks (403), the token of :mod:`.auth` (401;
+  the page's cookie), bounded bodies (413) and the safety headers.
+- :mod:`.tokenfile` reads the token file (the server's user's, mode 0600, at most 4 KiB) or
+  makes ``serve.token`` in the state directory once; :mod:`.contract` is what the OpenAPI
+  document declares: every status each route answers, the token, the request bodies' schemas.
 - Every route calls the library (``realize.lifecycle``, ``realize.inspect``, ``steer.chains``,
   ``traffic.measure`` with the typed request of ``spec.measurement``, ``experiments.store``),
   never the command line.
@@ -19,8 +24,8 @@ Objects and how they relate:
   that view as one self-contained HTML file (``sfclab graph LAB --format html``).
 - :mod:`.results` shapes a results database for the page's plots (series with confidence
   intervals, power-law fits, offered-vs-received curves) and the report's tables.
-- :mod:`.server` listens (loopback by default; elsewhere only with a token) until Ctrl-C or
-  SIGTERM, and leaves every lab as it found it.
+- :mod:`.server` listens (loopback by default; elsewhere only with ``--token-file``; a token
+  always) until Ctrl-C or SIGTERM, and leaves every lab as it found it.
 """
 
 DEFAULT_HOST = "127.0.0.1"

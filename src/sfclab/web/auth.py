@@ -1,70 +1,56 @@
-"""The token: required on every request when ``serve`` was given ``--token-file`` (and it must
-be given to listen anywhere but loopback).  Clients send ``Authorization: Bearer TOKEN``; the
-page, opened as ``/?token=TOKEN``, keeps it and sends it the same way; ``?token=`` is accepted
-on any request too, and answering one sets the token as a strict same-site, HTTP-only cookie so
-the browser's own requests (scripts, download links) carry it.  Requests without it get 401."""
+"""The token: required on every request, also on loopback.
+
+Programs send ``Authorization: Bearer TOKEN``.  A person opens the URL ``serve`` prints,
+``/?token=TOKEN``, once: the server answers with a redirect to the same address without the
+token, setting it as a cookie that is HTTP-only (the page's scripts never see it) and
+``SameSite=Strict`` (no other site's page makes the browser send it), named after the port
+(cookies do not tell ports apart, so two servers on one machine keep their own).  The page's own
+requests then carry the cookie.  A request without a good token gets 401.
+
+A cookie is sent by the browser on its own, so the token alone does not stop a page of another
+origin on the same host (``http://127.0.0.1:9999``, which is "same site") from using it: the
+Host, Origin, Referer, Sec-Fetch-Site and Content-Type checks of :mod:`.guard` do, before this
+check runs.
+"""
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
-from collections.abc import Awaitable, Callable
-from pathlib import Path
+from urllib.parse import urlencode
 
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from ..errors import SpecError
-
-MIN_TOKEN = 16
-COOKIE = "sfclab-token"
+QUERY = "token"
 
 
-def read_token(path: str) -> str:
-    """The token in ``path`` (surrounding white space removed); a missing, unreadable or short
-    token is bad input on ``--token-file``."""
-    try:
-        token = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"expected a readable text file holding the token, got {path!r} "
-                        f"({getattr(e, 'strerror', None) or e})", place="--token-file") from None
-    if len(token) < MIN_TOKEN or any(c.isspace() for c in token):
-        raise SpecError(f"expected a token of at least {MIN_TOKEN} characters without spaces in "
-                        f"{path!r}", place="--token-file")
-    return token
+class Token:
+    def __init__(self, token: str, port: int):
+        self.want = token.encode()
+        self.cookie = f"sfclab-token-{port}"
 
+    def _good(self, got: str | None) -> bool:
+        return got is not None and hmac.compare_digest(got.encode(), self.want)
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    def presented(self, request: Request) -> str | None:
+        h = request.headers.get("authorization", "")
+        if h[:7].lower() == "bearer ":
+            return h[7:].strip()
+        return request.cookies.get(self.cookie)
 
-
-def presented(request: Request) -> str | None:
-    h = request.headers.get("authorization", "")
-    if h.lower().startswith("bearer "):
-        return h[7:].strip()
-    return request.query_params.get("token") or request.cookies.get(COOKIE)
-
-
-def install(app: FastAPI, token: str | None) -> None:
-    """Refuse every request without ``token`` (no check at all when it is None)."""
-    if token is None:
-        return
-    want = token.encode()
-
-    @app.middleware("http")
-    async def check(request: Request,
-                    call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        got = presented(request)
-        if got is None or not hmac.compare_digest(got.encode(), want):
-            return JSONResponse({"error": "expected a token (Authorization: Bearer TOKEN)",
-                                 "type": "Unauthorized"}, status_code=401,
-                                headers={"WWW-Authenticate": "Bearer"})
-        response = await call_next(request)
-        if request.query_params.get("token") and request.cookies.get(COOKIE) != got:
-            response.set_cookie(COOKIE, got, httponly=True, samesite="strict")
-        return response
+    def refusal(self, request: Request) -> Response | None:
+        """401 without a good token; for ``GET ?token=GOOD``, the redirect that sets the
+        cookie and drops the token from the address."""
+        query = request.query_params.get(QUERY)
+        if query is not None and request.method in ("GET", "HEAD") and self._good(query):
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != QUERY]
+            url = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+            r = RedirectResponse(url, status_code=303)
+            r.set_cookie(self.cookie, query, httponly=True, samesite="strict", path="/")
+            return r
+        if self._good(self.presented(request)):
+            return None
+        return JSONResponse({"error": "expected the server's token (Authorization: Bearer "
+                             "TOKEN, or open the address 'sfclab serve' printed)",
+                             "type": "Unauthorized"}, status_code=401,
+                            headers={"WWW-Authenticate": "Bearer"})

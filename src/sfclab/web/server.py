@@ -1,7 +1,9 @@
 """``serve``: listen until Ctrl-C or SIGTERM, then stop what the server started; labs stay.
 
-``listen("127.0.0.1:8470")`` parses and checks the address (anything but loopback needs a
-token); :func:`serve` binds the socket itself, so a port in use is one clear error, then runs
+``listen("127.0.0.1:8470")`` parses and checks the address; :func:`token` is the token every
+request must carry: from ``--token-file`` (required to listen anywhere but loopback), or the
+state directory's ``serve.token``, made at the first start (:mod:`.tokenfile`).
+:func:`serve` binds the socket itself, so a port in use is one clear error, then runs
 uvicorn in the foreground.  uvicorn turns SIGINT and SIGTERM into a graceful shutdown: requests
 in flight finish, then the application's services close (running measurements are interrupted
 and unwind), and ``serve`` returns.  It never brings a lab up or down on its own.
@@ -16,7 +18,8 @@ from dataclasses import dataclass
 
 from ..errors import SfclabError, SpecError
 from . import DEFAULT_HOST, DEFAULT_PORT
-from .auth import is_loopback, read_token
+from . import tokenfile
+from .guard import Origins, is_loopback
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,22 @@ class Listen:
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
+        if host in ("0.0.0.0", "[::]"):
+            host = "127.0.0.1" if host == "0.0.0.0" else "[::1]"
         return f"http://{host}:{self.port}/"
+
+    @property
+    def origins(self) -> Origins:
+        return Origins(self.host, self.port)
+
+
+@dataclass(frozen=True)
+class Secret:
+    """The token, the file it is in, and whether this start made that file."""
+
+    token: str
+    path: str
+    made: bool
 
 
 def listen(text: str | None) -> Listen:
@@ -44,15 +62,18 @@ def listen(text: str | None) -> Listen:
     return Listen(host, int(port))
 
 
-def check(where: Listen, token_file: str | None) -> str | None:
-    """The token to require (None: none), refusing a non-loopback address without one."""
+def token(where: Listen, token_file: str | None) -> Secret:
+    """The token to require: ``token_file``'s, or the state directory's (made if missing);
+    a non-loopback address needs ``token_file`` (a token chosen to be shared)."""
     if token_file is None:
         if not is_loopback(where.host):
             raise SpecError(f"expected --token-file to listen on {where.host}, which is not "
                             "loopback (anyone who reaches it could build and remove labs)",
                             place="--listen")
-        return None
-    return read_token(token_file)
+        path = tokenfile.default_path()
+        secret, made = tokenfile.ensure(path)
+        return Secret(secret, str(path), made)
+    return Secret(tokenfile.read(token_file), token_file, False)
 
 
 def bind(where: Listen) -> socket.socket:
@@ -69,7 +90,7 @@ def bind(where: Listen) -> socket.socket:
     return sock
 
 
-def serve(where: Listen, token: str | None, db: str,
+def serve(where: Listen, token: str, db: str,
           ready: Callable[[Listen], None] | None = None) -> None:
     """Serve in the foreground until SIGINT or SIGTERM."""
     import uvicorn  # light start-up: only serve needs the server
@@ -77,7 +98,7 @@ def serve(where: Listen, token: str | None, db: str,
     from .app import create_app
 
     sock = bind(where)
-    app = create_app(token=token, db=db)
+    app = create_app(token, where.origins, db=db)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     server = uvicorn.Server(config)
     if ready is not None:

@@ -250,12 +250,14 @@ class Hosted(LinkForm):
                         report.errors.append(f"ovs-vswitchd of host {e['host']} did not clean "
                                              f"up: {cp.stderr.strip()[-200:]}")
                     _wait_gone(vswitchd, odir)
-            pids = []
+            daemon_of: dict[int, str] = {}
             for d in OVS_DAEMONS:
                 pid = _owned_pid(odir / f"{d}.pid", d, odir)
                 if pid is not None:
-                    pids.append(pid)
-            report.processes += len(netns.end_processes(pids))
+                    daemon_of[pid] = d
+            report.processes += len(netns.end_processes(  # checked again once held by pidfd
+                list(daemon_of), owned=lambda p: _owned_pid(
+                    odir / f"{daemon_of[p]}.pid", daemon_of[p], odir) == p))
 
     @staticmethod
     def _detach_tunnels(journal: list[dict[str, Any]], report: TeardownReport) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ... import functions
+from .. import ownership
 from ..step import step
 from .namespace import NamespaceNode
 
@@ -76,6 +77,10 @@ class FunctionNode(NamespaceNode):
         if plan is None:
             return
         for node in self.nodes(plan):
+            problem = ownership.function_problem(state.name, plan, node)
+            if problem:
+                report.errors.append(f"function {node}: {problem}; not stopped")
+                continue
             if not state.node_dir(node).exists():
                 continue  # only functions that left state (processes, cgroups) need a stop
             try:

@@ -2,8 +2,9 @@
 
 Its namespace is made with the lab's base sysctls written inside (no IPv6 chatter in counters,
 TTL 255 so long chains pass traffic; forwarding nodes also get ``ip_forward``), journaled by
-name (the name is the ownership mark), brought up (``lo``) in stage 6, and shown by ``inspect``
-with its interfaces and routes.
+name, marked as it is made (``lo``'s alias is its name: :func:`sfclab.kernel.netns.marked`,
+what ``down`` checks before it deletes it), brought up (``lo``) in stage 6, and shown by
+``inspect`` with its interfaces and routes.
 """
 
 from __future__ import annotations

@@ -20,12 +20,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...steer import add as chain_add
 from ...steer import capacity, chains, migrate, record, request
-from ..errors import NotFound
+from ..contract import ChainName, LabName, Wait, WITH_BODY, answers, chain_file_schema, json_body
+from ..errors import NotFound, validating
+from ..guard import takes
 from ..services import known_lab, lab_plan
 
 router = APIRouter(prefix="/api/labs/{lab}/chains", tags=["chains"])
@@ -38,31 +40,35 @@ EXAMPLE = {"name": "video", "attach": "r1",
                           "memory": "32M"}]}
 
 
-def _chain_names(lab: str) -> list[str]:
+def _chain_names(lab: LabName) -> list[str]:
     plan = known_lab(lab).plan() or {}
     steering = plan.get("steering") or {}
     return sorted({d["chain"] for d in steering.get("directions", [])})
 
 
-@router.get("", summary="the lab's chains: functions, directions, paths, classifier entries")
-def list_chains(lab: str) -> list[dict[str, Any]]:
+@router.get("", summary="the lab's chains: functions, directions, paths, classifier entries",
+            responses=answers(404, 502))
+def list_chains(lab: LabName) -> list[dict[str, Any]]:
     if not _chain_names(lab):
         return []  # a lab without chains has none to list
     return chains.listing(lab)
 
 
 @router.post("", status_code=201, summary="add a chain of new functions (a chain file as "
-             "JSON): placed on the lab's hosts, wired, then switched on")
-def add_chain(lab: str, body: dict[str, Any] = Body(..., examples=[EXAMPLE]),
-              wait: float = WAIT_S) -> dict[str, Any]:
+             "JSON): placed on the lab's hosts, wired, then switched on",
+             openapi_extra=json_body(chain_file_schema()),
+             responses=answers(404, 409, 502, *WITH_BODY), dependencies=[Depends(takes())])
+def add_chain(lab: LabName, body: dict[str, Any] = Body(..., examples=[EXAMPLE]),
+              wait: Wait = WAIT_S) -> dict[str, Any]:
     known_lab(lab)
-    req = request.chain_from_dict(lab, body, source="<posted chain>")
+    with validating("a chain file", "<posted chain>"):
+        req = request.chain_from_dict(lab, body, source="<posted chain>")
     return chain_add.add_chain(replace(req, wait_s=wait))
 
 
 @router.get("/{chain}", summary="a chain's classifiers, label stacks, per-hop counters and "
-            "shares")
-def inspect_chain(lab: str, chain: str) -> dict[str, Any]:
+            "shares", responses=answers(404, 502))
+def inspect_chain(lab: LabName, chain: ChainName) -> dict[str, Any]:
     names = _chain_names(lab)
     if chain not in names:
         raise NotFound(f"lab '{lab}' has no chain '{chain}' (chains: "
@@ -71,8 +77,8 @@ def inspect_chain(lab: str, chain: str) -> dict[str, Any]:
 
 
 @router.delete("/{chain}", summary="remove a chain added on the running lab, and its "
-               "functions")
-def remove_chain(lab: str, chain: str, wait: float = WAIT_S) -> dict[str, Any]:
+               "functions", responses=answers(404, 409, 502))
+def remove_chain(lab: LabName, chain: ChainName, wait: Wait = WAIT_S) -> dict[str, Any]:
     names = _chain_names(lab)
     if chain not in names:
         raise NotFound(f"lab '{lab}' has no chain '{chain}' (chains: "
@@ -90,9 +96,10 @@ class Migration(BaseModel):
 
 
 @router.post("/{chain}/migrate", summary="move an instance make-before-break (clone, switch, "
-             "drain, stop)")
-def migrate_instance(lab: str, chain: str, body: Migration,
-                     wait: float = WAIT_S) -> dict[str, Any]:
+             "drain, stop)", responses=answers(404, 409, 502, *WITH_BODY),
+             dependencies=[Depends(takes())])
+def migrate_instance(lab: LabName, chain: ChainName, body: Migration,
+                     wait: Wait = WAIT_S) -> dict[str, Any]:
     state = known_lab(lab)
     got = record.load_addition(state, chain)
     if got is None:

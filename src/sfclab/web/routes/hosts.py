@@ -13,39 +13,49 @@ or its lock held 409.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import SpecError
 from ...spec.quantities import parse_size
 from ...steer import capacity, hostops
+from ..contract import HostName, LabName, Wait, WITH_BODY, answers
 from ..errors import NotFound
+from ..guard import takes
 from ..services import known_lab, lab_plan
 
 router = APIRouter(prefix="/api/labs/{lab}/hosts", tags=["hosts"])
 
 WAIT_S = 10.0
+#: more CPUs than any machine sfclab runs on has: a request beyond is a mistake, refused at once
+MAX_CPUS = 4096
 
 
 class NewHost(BaseModel):
     """An emulated host to add."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(description="the host's name (letters, digits, '-', '_')")
-    cpus: int = Field(description="CPUs (a count)")
-    memory: str | int = Field(description="memory: bytes, or a size such as '256M'")
+    name: str = Field(max_length=32, description="the host's name (letters, digits, '-', "
+                      "'_')")
+    # the declared bounds of the API's schema; the library checks the request again
+    # (steer.hostops.check_host_request, as for 'sfclab host add')
+    cpus: int = Field(ge=1, le=MAX_CPUS, description="CPUs (a count)")
+    memory: Annotated[int, Field(ge=1, le=1 << 50)] | Annotated[str, Field(max_length=32)] = \
+        Field(description="memory: bytes, or a size such as '256M'")
 
 
-@router.get("", summary="the lab's hosts: capacity, use, free, functions on each")
-def list_hosts(lab: str) -> list[dict[str, Any]]:
+@router.get("", summary="the lab's hosts: capacity, use, free, functions on each",
+            responses=answers(404, 409, 502))
+def list_hosts(lab: LabName) -> list[dict[str, Any]]:
     known_lab(lab)
     return hostops.list_hosts(lab)
 
 
-@router.post("", status_code=201, summary="add an emulated host with its CPUs and memory")
-def add_host(lab: str, body: NewHost, wait: float = WAIT_S) -> dict[str, Any]:
+@router.post("", status_code=201, summary="add an emulated host with its CPUs and memory",
+             responses=answers(404, 409, 502, *WITH_BODY), dependencies=[Depends(takes())])
+def add_host(lab: LabName, body: NewHost, wait: Wait = WAIT_S) -> dict[str, Any]:
     known_lab(lab)
     try:
         memory = parse_size(body.memory)
@@ -55,9 +65,9 @@ def add_host(lab: str, body: NewHost, wait: float = WAIT_S) -> dict[str, Any]:
 
 
 @router.delete("/{host}", summary="remove a host 'host add' made (drain: migrate its "
-               "functions first)")
-def remove_host(lab: str, host: str, drain: bool = False,
-                wait: float = WAIT_S) -> dict[str, Any]:
+               "functions first)", responses=answers(404, 409, 502))
+def remove_host(lab: LabName, host: HostName, drain: bool = False,
+                wait: Wait = WAIT_S) -> dict[str, Any]:
     state = known_lab(lab)
     names = [h.name for h in capacity.hosts_of(state, lab_plan(lab))]
     if host not in names:

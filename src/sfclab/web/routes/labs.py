@@ -1,34 +1,33 @@
 """``/api/labs``: list, inspect, up (from a posted lab file), down; a lab's topology, its live
 interface counters and the per-node loss of its last measurement.
 
-``POST /api/labs`` takes the lab file itself as the body (YAML, or JSON, which is YAML too),
-validated exactly as ``sfclab up FILE`` validates it: a bad file is 422 with the file, line and
-place; a lab of that name already up, or one being built or removed, is 409.
+``POST /api/labs`` takes the lab file itself as the body (``Content-Type: application/yaml``, or
+``application/json``: anything else is 415), validated exactly as ``sfclab up FILE`` validates
+it: a bad file is 422 with the file, line and place; a lab of that name already up, or one being
+built or removed, is 409.  Its declared schema is :func:`..contract.lab_file_schema`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
 from ...realize import lifecycle
 from ...realize.inspect import inspect
 from ...realize.kinds import load_lab_text
 from ...realize.moved import moved_nodes
-from ...spec.source import MAX_BYTES, decode
-from ...errors import SpecError
-from ..errors import Clash
+from ...spec.source import decode
+from ..contract import LabName, WITH_BODY, answers, json_body, lab_file_schema
+from ..errors import Clash, validating
+from ..guard import JSON, YAML, takes
 from ..services import Services, known_lab, services
 from ..topology import topology
 
 router = APIRouter(prefix="/api/labs", tags=["labs"])
 
-LAB_FILE = {"requestBody": {"required": True, "content": {
-    "application/yaml": {"schema": {"type": "string"}},
-    "application/json": {"schema": {"type": "object"}},
-    "text/plain": {"schema": {"type": "string"}}}}}
+LAB_FILE = json_body(lab_file_schema(), YAML, JSON)
 
 
 @router.get("", summary="list labs")
@@ -37,7 +36,8 @@ def list_labs() -> list[dict[str, Any]]:
 
 
 def _up(text: str, source: str) -> dict[str, Any]:
-    lab = load_lab_text(text, source)
+    with validating("a lab file", source):
+        lab = load_lab_text(text, source)
     plan = lifecycle.up(lab)
     return {"name": plan.lab, "namespaces": len(plan.namespaces),
             "links": len({i.link for i in plan.interfaces}),
@@ -45,25 +45,23 @@ def _up(text: str, source: str) -> dict[str, Any]:
 
 
 @router.post("", status_code=201, summary="build a lab from a posted lab file",
-             openapi_extra=LAB_FILE)
-async def up(request: Request, source: str = "<posted lab>") -> dict[str, Any]:
-    data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > MAX_BYTES:
-            raise SpecError(f"expected a lab file of at most {MAX_BYTES // (1024 * 1024)} MiB",
-                            file=source)
-    return await run_in_threadpool(_up, decode(bytes(data), source), source)
+             openapi_extra=LAB_FILE, responses=answers(409, 502, *WITH_BODY),
+             dependencies=[Depends(takes(YAML, JSON))])
+async def up(request: Request, source: Annotated[str, Query(
+        max_length=200, description="the file name errors give")] = "<posted lab>") -> dict[str, Any]:
+    data = await request.body()  # bounded by the guard (spec.source.MAX_BYTES)
+    return await run_in_threadpool(_up, decode(data, source), source)
 
 
-@router.get("/{lab}", summary="a lab's nodes, interfaces, addresses, routes and bridges")
-def inspect_lab(lab: str) -> dict[str, Any]:
+@router.get("/{lab}", summary="a lab's nodes, interfaces, addresses, routes and bridges",
+            responses=answers(404, 502))
+def inspect_lab(lab: LabName) -> dict[str, Any]:
     known_lab(lab)
     return inspect(lab)
 
 
-@router.delete("/{lab}", summary="remove a lab completely")
-def down(lab: str, s: Services = Depends(services)) -> dict[str, Any]:
+@router.delete("/{lab}", summary="remove a lab completely", responses=answers(404, 409, 502))
+def down(lab: LabName, s: Services = Depends(services)) -> dict[str, Any]:
     known_lab(lab)
     job = s.jobs.running(lab)
     if job is not None:
@@ -74,8 +72,9 @@ def down(lab: str, s: Services = Depends(services)) -> dict[str, Any]:
 
 
 @router.get("/{lab}/topology", summary="the lab as a graph: nodes, groups, links, chains "
-            "(a migrated lab-file node as transit, moved to its clone)")
-def lab_topology(lab: str) -> dict[str, Any]:
+            "(a migrated lab-file node as transit, moved to its clone)",
+            responses=answers(404, 409))
+def lab_topology(lab: LabName) -> dict[str, Any]:
     state = known_lab(lab)
     plan = state.plan()
     if plan is None:
@@ -84,8 +83,8 @@ def lab_topology(lab: str) -> dict[str, Any]:
 
 
 @router.get("/{lab}/counters", summary="cumulative packet, byte and drop counters of every "
-            "interface of the lab, with the time they were read")
-def counters(lab: str, s: Services = Depends(services)) -> dict[str, Any]:
+            "interface of the lab, with the time they were read", responses=answers(404, 502))
+def counters(lab: LabName, s: Services = Depends(services)) -> dict[str, Any]:
     known_lab(lab)
     return s.counters.read(lab)
 
@@ -95,8 +94,8 @@ def trials(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @router.get("/{lab}/loss", summary="where the last finished measurement's packets were lost, "
-            "per node (summed over its trials)")
-def loss(lab: str, s: Services = Depends(services)) -> dict[str, Any]:
+            "per node (summed over its trials)", responses=answers(404))
+def loss(lab: LabName, s: Services = Depends(services)) -> dict[str, Any]:
     known_lab(lab)
     job = s.jobs.last_done(lab)
     if job is None or job.result is None:

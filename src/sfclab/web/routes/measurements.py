@@ -20,10 +20,12 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends
 
 from ...errors import LabError, SpecError
-from ...spec.measurement import AnyRequest, PacketRequest, RequestInvalid, to_file_form, validate
+from ...spec.measurement import MODELS, AnyRequest, PacketRequest, RequestInvalid, to_file_form, validate
 from ...spec.source import format_place
 from ...traffic.measure import Endpoints
-from ..errors import Clash, NotFound
+from ..contract import LabName, WITH_BODY, answers, json_body, measurement_schema
+from ..errors import Clash, NotFound, validating
+from ..guard import takes
 from ..services import Services, known_lab, services
 
 router = APIRouter(tags=["measurements"])
@@ -32,10 +34,14 @@ EXAMPLE = {"type": "rate", "from": "src", "to": "dst", "size": 64, "rates": ["50
            "duration": 1}
 
 
-def check(lab: str, body: Any) -> AnyRequest:
+def check(lab: LabName, body: Any) -> AnyRequest:
     """The request, valid and possible on ``lab`` (or 422 with the place, 404 for the lab)."""
+    if not isinstance(body.get("type"), str):  # validate() looks the type up in a table
+        raise SpecError(f"expected one of {', '.join(MODELS)}, got {body.get('type')!r}",
+                        place="type")
     try:
-        r = validate(body)
+        with validating("a measurement request"):
+            r = validate(body)
     except RequestInvalid as e:
         raise SpecError(e.message, place=format_place(e.loc) or None) from None
     plan = known_lab(lab).plan() or {}
@@ -56,24 +62,28 @@ def check(lab: str, body: Any) -> AnyRequest:
     return r
 
 
-@router.post("/api/labs/{lab}/measurements", status_code=202, summary="start a measurement")
-def start(lab: str, body: dict[str, Any] = Body(..., examples=[EXAMPLE]),
+@router.post("/api/labs/{lab}/measurements", status_code=202, summary="start a measurement",
+             openapi_extra=json_body(measurement_schema()),
+             responses=answers(404, 409, 502, *WITH_BODY), dependencies=[Depends(takes())])
+def start(lab: LabName, body: dict[str, Any] = Body(..., examples=[EXAMPLE]),
           s: Services = Depends(services)) -> dict[str, Any]:
     r = check(lab, body)
     return s.jobs.start(lab, to_file_form(r)).to_dict()
 
 
 @router.get("/api/measurements", summary="measurements started by this server")
-def listing(lab: str | None = None, s: Services = Depends(services)) -> list[dict[str, Any]]:
+def listing(lab: LabName | None = None, s: Services = Depends(services)) -> list[dict[str, Any]]:
     return [j.to_dict(full=False) for j in s.jobs.listing(lab)]
 
 
-@router.get("/api/measurements/{job}", summary="a measurement's status, progress and result")
+@router.get("/api/measurements/{job}", summary="a measurement's status, progress and result",
+            responses=answers(404))
 def get(job: int, s: Services = Depends(services)) -> dict[str, Any]:
     return s.jobs.get(job).to_dict()
 
 
-@router.get("/api/measurements/{job}/result", summary="a finished measurement's result")
+@router.get("/api/measurements/{job}/result", summary="a finished measurement's result",
+            responses=answers(404, 409))
 def result(job: int, s: Services = Depends(services)) -> dict[str, Any]:
     j = s.jobs.get(job)
     if j.status == "running":
@@ -84,6 +94,7 @@ def result(job: int, s: Services = Depends(services)) -> dict[str, Any]:
     return j.result
 
 
-@router.delete("/api/measurements/{job}", summary="stop a running measurement (as Ctrl-C)")
+@router.delete("/api/measurements/{job}", summary="stop a running measurement (as Ctrl-C)",
+               responses=answers(404))
 def stop(job: int, s: Services = Depends(services)) -> dict[str, Any]:
     return s.jobs.stop(job).to_dict(full=False)

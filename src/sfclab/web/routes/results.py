@@ -8,15 +8,18 @@ is 422, as ``sfclab results`` says.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import PlainTextResponse, Response
 
 from .. import results
+from ..contract import answers
 from ..services import Services, services
 
-router = APIRouter(prefix="/api/results", tags=["results"])
+DbPath = Annotated[str | None, Query(max_length=4096, description="a results database (default: "
+                                   "the one 'serve --db' names)")]
+router = APIRouter(prefix="/api/results", tags=["results"], responses=answers(404))
 
 
 def _db(db: str | None, s: Services) -> str:
@@ -24,14 +27,14 @@ def _db(db: str | None, s: Services) -> str:
 
 
 @router.get("/experiments", summary="experiments with their run counts")
-def experiments(db: str | None = None, s: Services = Depends(services)) -> dict[str, Any]:
+def experiments(db: DbPath = None, s: Services = Depends(services)) -> dict[str, Any]:
     path = _db(db, s)
     with results.open_store(path) as st:
         return {"db": path, "experiments": [results.describe(st, e) for e in st.experiments()]}
 
 
 @router.get("/experiments/{experiment}", summary="an experiment (id or name) and its runs")
-def experiment(experiment: str, db: str | None = None,
+def experiment(experiment: str, db: DbPath = None,
                s: Services = Depends(services)) -> dict[str, Any]:
     with results.open_store(_db(db, s)) as st:
         e = results.experiment(st, experiment)
@@ -41,7 +44,7 @@ def experiment(experiment: str, db: str | None = None,
 
 @router.get("/experiments/{experiment}/plots", summary="series with 95 % intervals, fits and "
             "offered-vs-received curves of an experiment")
-def plots(experiment: str, db: str | None = None,
+def plots(experiment: str, db: DbPath = None,
           s: Services = Depends(services)) -> dict[str, Any]:
     with results.open_store(_db(db, s)) as st:
         return results.plots(st, results.experiment(st, experiment))
@@ -49,7 +52,7 @@ def plots(experiment: str, db: str | None = None,
 
 @router.get("/experiments/{experiment}/tables", summary="the report's tables and notes of an "
             "experiment")
-def tables(experiment: str, db: str | None = None,
+def tables(experiment: str, db: DbPath = None,
            s: Services = Depends(services)) -> list[dict[str, Any]]:
     with results.open_store(_db(db, s)) as st:
         return results.tables(st, results.experiment(st, experiment))
@@ -57,7 +60,7 @@ def tables(experiment: str, db: str | None = None,
 
 @router.get("/runs/{run}", summary="one run in full: parameters, metrics, environment, raw "
             "outputs")
-def run(run: int, db: str | None = None, s: Services = Depends(services)) -> dict[str, Any]:
+def run(run: int, db: DbPath = None, s: Services = Depends(services)) -> dict[str, Any]:
     with results.open_store(_db(db, s)) as st:
         r = results.run(st, run)
         return results.clean({**r.to_dict(), "measure": r.measure, "lab": r.lab,
@@ -66,7 +69,7 @@ def run(run: int, db: str | None = None, s: Services = Depends(services)) -> dic
 
 @router.get("/export", summary="every run (or one experiment's) as JSON or CSV")
 def export(format: Literal["json", "csv"] = "json", experiment: str | None = None,
-           db: str | None = None, s: Services = Depends(services)) -> Response:
+           db: DbPath = None, s: Services = Depends(services)) -> Response:
     with results.open_store(_db(db, s)) as st:
         if experiment is not None:
             results.experiment(st, experiment)

@@ -3,17 +3,15 @@
  * drawing only through Cytoscape.js (graph.js) and Plotly.  State for tests: window.sfclab. */
 (function () {
   "use strict";
+  // The token is an HTTP-only cookie the server set when this page was opened with ?token=
+  // (then redirected away from it): the browser sends it, no script here ever sees it.
   const params = new URLSearchParams(location.search);
-  if (params.get("token")) sessionStorage.setItem("sfclab-token", params.get("token"));
-  const token = sessionStorage.getItem("sfclab-token");
   const state = window.sfclab = {graph: null, topology: null, rates: {}, links: {},
                                  loss: null, job: null, plots: []};
   let timers = [];
 
   async function api(path, init) {
-    init = init || {};
-    init.headers = Object.assign({}, init.headers || {},
-                                 token ? {"Authorization": "Bearer " + token} : {});
+    init = Object.assign({credentials: "same-origin"}, init || {});
     const r = await fetch(path, init);
     const text = await r.text();
     let body = null;
@@ -23,10 +21,6 @@
       throw new Error(msg);
     }
     return body;
-  }
-  function withToken(url) {
-    return token ? url + (url.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token)
-                 : url;
   }
   function say(msg) { document.getElementById("status").textContent = msg || ""; }
   function cell(tr, text, cls) {
@@ -292,9 +286,9 @@
       }
       async function pick() {
         const exp = sel.value;
-        document.getElementById("export-csv").href = withToken(
+        document.getElementById("export-csv").href = (
           "/api/results/export?format=csv&experiment=" + exp + (db ? "&db=" + encodeURIComponent(db) : ""));
-        document.getElementById("export-json").href = withToken(
+        document.getElementById("export-json").href = (
           "/api/results/export?format=json&experiment=" + exp + (db ? "&db=" + encodeURIComponent(db) : ""));
         await drawResults(db, exp);
       }
