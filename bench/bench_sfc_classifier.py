@@ -27,7 +27,7 @@ from ipaddress import IPv4Address
 from pathlib import Path
 
 from sfclab.api import Lab
-from sfclab.steer import chains
+from sfclab.steer import classify
 
 SENDER = r"""
 import socket, sys, time
@@ -110,7 +110,7 @@ def main() -> int:
                             load[form].append(wall)
                             cpu[form].append(used)
                     else:
-                        chains.classify(lab.name, "c", str(files[n]))
+                        classify.classify(lab.name, "c", str(files[n]))
                 for n in sizes:  # side by side: one trial per size, in turn
                     lab = labs[n]
                     cp = lab.exec("src", [sys.executable, "-c", SENDER, str(lab.address("dst")),

@@ -29,6 +29,9 @@
 #define SFC_MAX_CHAINS 256    /* chain directions (a symmetric chain uses two) */
 #define SFC_MAX_PATHS 4096
 #define SFC_MAX_STACKS 65536  /* distinct remaining stacks parked by proxies */
+#define SFC_MAX_CLASSES 262144 /* classifier entries (sfc_classes) */
+#define SFC_MAX_HOPS 65536    /* labels (sfc_labels) */
+#define SFC_MAX_FLOWS 65536   /* flows pinned to a path (sfc_flows, LRU) */
 #define SFC_MARK_BASE 0x5fc00000u
 #define SFC_MARK_MASK 0xfff00000u
 #define SFC_ID_MASK 0x000fffffu
@@ -129,7 +132,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 262144);
+	__uint(max_entries, SFC_MAX_CLASSES);
 	__type(key, struct sfc_tuple);
 	__type(value, struct sfc_match);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -154,7 +157,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, SFC_MAX_HOPS);
 	__type(key, __u32);
 	__type(value, struct sfc_hop);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -186,7 +189,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, SFC_MAX_FLOWS);
 	__type(key, struct sfc_tuple);
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

@@ -29,7 +29,7 @@ from sfclab.kernel import netns
 from sfclab.realize.dataplane import DataPlane, lab_dir
 from sfclab.realize.state import LabState
 from sfclab.steer import add as chain_add
-from sfclab.steer import chains, health, migrate, record, request
+from sfclab.steer import chains, classify, health, migrate, record, request
 from sfclab.traffic.native import NativeGenerator
 
 from .chains import TCP_CLIENT, TCP_SERVER
@@ -423,11 +423,11 @@ def test_classify_entries_are_saved_shown_and_go_with_an_added_chain(tmp_path: P
         chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, VIDEO)))
         more = tmp_path / "more.yaml"
         more.write_text("- {ingress: src, proto: udp, dport: 6100-6103}\n")
-        got = chains.classify(lab.name, "video", str(more))
+        got = classify.classify(lab.name, "video", str(more))
         assert got["entries"] == 1
         base_more = tmp_path / "base-more.yaml"
         base_more.write_text("- {ingress: src, proto: udp, dport: 7001}\n")
-        chains.classify(lab.name, "base", str(base_more))
+        classify.classify(lab.name, "base", str(base_more))
         state = LabState(lab.name)
         saved = record.saved_classifiers(state, "video")
         assert saved[0]["classifiers"] == 1 and saved[0]["source"] == str(more)

@@ -21,7 +21,7 @@ import pytest
 from sfclab.api import Lab
 from sfclab.plan.sfc import SteeringPlan
 from sfclab.realize.dataplane import lab_dir
-from sfclab.steer import chains
+from sfclab.steer import chains, classify
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = [sys.executable, "-m", "tests.integration.sfcprobe"]
@@ -331,7 +331,7 @@ def test_classify_from_file_on_a_running_lab(tmp_path: Path) -> None:
     with running(d) as lab:
         f = tmp_path / "more.yaml"
         f.write_text("- {ingress: src, proto: udp, dport: 9000-9099}\n")
-        res = chains.classify(lab.name, "c", str(f))
+        res = classify.classify(lab.name, "c", str(f))
         assert res["classifiers"] == 1 and res["entries"] > 0
         server = echo(lab, "dst", 9050, 3)
         before = node_counters(lab)["f1"]["proxy_in"]

@@ -30,7 +30,7 @@ from sfclab.realize.dataplane import lab_dir
 from sfclab.realize.inspect import inspect
 from sfclab.realize.kinds import load_lab_dict
 from sfclab.realize.state import LabState
-from sfclab.steer import chains, hostops
+from sfclab.steer import chains, classify, hostops
 
 from .labtools import nothing_left
 from .sshd import ADDRESSES, SPARE, ssh_machines
@@ -157,7 +157,7 @@ def test_chain_across_three_ssh_hosts_is_the_chain_emulated(machines, lab_name, 
             # classify through the ingress's agent: port 8000 now rides the chain
             cf = tmp_path / "more.json"
             cf.write_text(json.dumps([{"ingress": "src", "proto": "udp", "dport": 8000}]))
-            assert chains.classify(lab_name, "web", str(cf))["entries"] == 1
+            assert classify.classify(lab_name, "web", str(cf))["entries"] == 1
             assert send(splan, 8000, 30, sport=41001) == 30
             last = chains.inspect(lab_name)["chains"]["web"]
             for f in ("f1", "f2"):

@@ -107,9 +107,9 @@ def cmd_inspect(a: argparse.Namespace) -> int:
 
 
 def cmd_classify(a: argparse.Namespace) -> int:
-    from ..steer import chains  # light start-up: load only what this command needs
+    from ..steer import classify  # light start-up: load only what this command needs
 
-    emit(chains.classify(a.name, a.chain, a.from_file), a.json,
+    emit(classify.classify(a.name, a.chain, a.from_file), a.json,
          lambda d: f"chain {d['chain']}: {d['classifiers']} classifiers added as "
                    f"{d['entries']:,} entries in {d['seconds']:.3f} s")
     return ExitStatus.OK
@@ -135,7 +135,8 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     p = one("classify", cmd_classify, "add classifier entries to a chain from a file",
             "sfclab chain classify sfcweb web --from-file scenarios/sfc-web-classifiers.yaml")
     p.add_argument("chain")
-    p.add_argument("--from-file", required=True, metavar="FILE")
+    p.add_argument("--from-file", required=True, metavar="FILE",
+                   help="a YAML or JSON list of classifiers; '-' reads standard input")
     p = one("trace", cmd_trace, "one probe per path, hashed onto it: the hops it really takes",
             "sfclab chain trace sfcweb web --path 1 --json")
     p.add_argument("chain")

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..spec.experiment import LabValidator, expand, load_experiment
+from ..spec.limits import MAX_RUNS
 from ..traffic.environment import environment as host_environment
 from .report import build_report
 from .runner import Calibrate, LabUp, Measure, Progress, Runner, RunSummary, TextProgress
@@ -42,8 +43,10 @@ def run_experiment(path: str | os.PathLike[str], db: str | os.PathLike[str] | No
     torn down."""
     exp = load_experiment(path)
     if repetitions is not None:
-        if repetitions < 1:
-            raise SpecError(f"expected a number of repetitions of at least 1, got {repetitions}",
+        if not 1 <= repetitions <= MAX_RUNS // exp.points():
+            raise SpecError(f"expected a number of repetitions from 1 to "
+                            f"{MAX_RUNS // exp.points():,} (at most {MAX_RUNS:,} runs of "
+                            f"{exp.points():,} run points), got {repetitions}",
                             place="--repetitions")
         exp = exp.model_copy(update={"repetitions": repetitions})
     expand(exp, validate_lab)  # every point valid before the results database is touched

@@ -63,6 +63,7 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError
+from ..spec.reading import read_text, scan_yaml
 from .stats import Summary, summarize
 from .store import RunRow, Store
 
@@ -222,9 +223,11 @@ def _unit(d: Mapping[str, Any], path: str, place: str) -> str:
 def load_findings(path: str | Path) -> Findings:
     """Read and check the findings file; a :class:`SpecError` names the file and the place."""
     p = str(path)
+    text = read_text(p)  # bounded, like every input file
+    scan_yaml(text, p)  # nesting and keys checked before PyYAML recurses
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as e:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
         raise SpecError(f"expected a readable YAML file ({e})", file=p) from None
     if not isinstance(data, dict):
         raise SpecError("expected a mapping with 'findings' and 'tables'", file=p)

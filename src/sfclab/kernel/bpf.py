@@ -22,7 +22,7 @@ from ..errors import RealizeError
 #: the bpf(2) system call's number, by machine
 _NR_BPF = {"x86_64": 321, "aarch64": 280}
 _OBJ_GET, _MAP_LOOKUP, _MAP_UPDATE, _MAP_DELETE, _MAP_NEXT_KEY = 7, 1, 2, 3, 4
-_OBJ_INFO, _MAP_UPDATE_BATCH = 15, 26
+_OBJ_INFO, _MAP_LOOKUP_BATCH, _MAP_UPDATE_BATCH = 15, 24, 26
 _PERCPU_TYPES = {5, 6, 10}  # PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH
 BPF_ANY, BPF_NOEXIST, BPF_EXIST = 0, 1, 2
 
@@ -67,6 +67,15 @@ def _attr(u32: dict[int, int] | None = None,
 
 def _u64(buf: ctypes.Array[ctypes.c_char] | bytes | None) -> int:
     return ctypes.addressof(buf) if isinstance(buf, ctypes.Array) else 0
+
+
+class BatchError(RealizeError):
+    """A batch write stopped by the kernel: ``done`` is the index of the first item not
+    written (those before it were)."""
+
+    def __init__(self, message: str, *, obj: str, errno: int | None, done: int):
+        super().__init__(message, obj=obj, errno=errno)
+        self.done = done
 
 
 class PinnedMap:
@@ -178,8 +187,40 @@ class PinnedMap:
                 _bpf(_MAP_UPDATE_BATCH, attr)
             except OSError as e:
                 done = ctypes.c_uint32.from_buffer(attr, 32).value
-                raise RealizeError(f"batch update failed after {start + done} of {len(items)} "
-                                   f"entries: {e.strerror}", obj=self.path) from None
+                raise BatchError(f"batch update failed after {start + done} of {len(items)} "
+                                 f"entries: {e.strerror}", obj=self.path, errno=e.errno,
+                                 done=start + done) from None
+
+    def items(self, chunk: int = 65536) -> dict[bytes, bytes]:
+        """Every (key, value) of the map, ``chunk`` per system call (BPF_MAP_LOOKUP_BATCH):
+        a map of 262,144 entries is read in a few calls."""
+        out: dict[bytes, bytes] = {}
+        ks, vs = self.key_size, self.value_bytes
+        token = [ctypes.create_string_buffer(max(ks, 8)) for _ in range(2)]
+        first = True
+        while True:
+            keys = ctypes.create_string_buffer(chunk * ks)
+            values = ctypes.create_string_buffer(chunk * vs)
+            attr = _attr(u32={32: chunk, 36: self.fd},
+                         u64={0: 0 if first else ctypes.addressof(token[0]),
+                              8: ctypes.addressof(token[1]), 16: ctypes.addressof(keys),
+                              24: ctypes.addressof(values)})
+            end = False
+            try:
+                _bpf(_MAP_LOOKUP_BATCH, attr)
+            except OSError as e:
+                if e.errno != 2:  # ENOENT: this was the last batch
+                    raise RealizeError(f"batch lookup failed: {e.strerror}",
+                                       obj=self.path) from None
+                end = True
+            n = ctypes.c_uint32.from_buffer(attr, 32).value
+            kr, vr = keys.raw, values.raw
+            for i in range(n):
+                out[kr[i * ks:(i + 1) * ks]] = vr[i * vs:(i + 1) * vs]
+            if end or n == 0:
+                return out
+            ctypes.memmove(token[0], token[1], len(token[1]))
+            first = False
 
     def percpu_sum_u64(self, key: bytes) -> int:
         """A per-CPU map's u64 value under ``key``, summed over CPUs (0 if absent)."""

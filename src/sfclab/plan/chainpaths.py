@@ -14,11 +14,11 @@ from collections import deque
 from ipaddress import IPv4Interface, IPv4Network
 
 from ..errors import SpecError
+from ..spec.limits import MAX_PATHS
 from .model import Plan
 from .sfc import (FIRST_LABEL, DirectionPlan, Hop, SteeringPlan, _slots, assemble,
                   shortest_path)
 
-MAX_PATHS = 4096
 #: the path index never handed out: its table entry stays empty (depth 0)
 NO_PATH = MAX_PATHS - 1
 #: new links' addresses: /30s from the top down (a lab's own segments come from the bottom up)

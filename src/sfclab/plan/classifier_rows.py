@@ -39,6 +39,28 @@ def rows_of(r: Rule, *, reverse_at: str | None = None) -> list[Row]:
             for sp, spl in _blocks(sport) for dp, dpl in _blocks(dport)]
 
 
-def mask_of(row: Row) -> tuple[int, int, int, int, bool]:
+#: a wildcard mask: prefix lengths of source, destination, ports, and whether proto is matched
+Mask = tuple[int, int, int, int, bool]
+
+
+def mask_of(row: Row) -> Mask:
     """A row's wildcard mask, as :func:`sfclab.plan.sfc.mask_key` gives an entry's."""
     return (row[2], row[4], row[6], row[8], row[9] != 0)
+
+
+def entry_count(r: Rule) -> int:
+    """How many rows :func:`rows_of` makes of ``r`` (either direction), without making them."""
+    return len(_blocks(r.sport)) * len(_blocks(r.dport))
+
+
+def masks_of(r: Rule, *, reverse: bool = False) -> set[Mask]:
+    """The wildcard masks (:func:`mask_of`) of ``r``'s rows, without making them; ``reverse``:
+    those of the reverse direction of a symmetric chain."""
+    sl = r.src[1] if r.src else 0
+    dl = r.dst[1] if r.dst else 0
+    sps = {n for _, n in _blocks(r.sport)}
+    dps = {n for _, n in _blocks(r.dport)}
+    proto = PROTOS[r.proto] != 0
+    if reverse:
+        sl, dl, sps, dps = dl, sl, dps, sps
+    return {(sl, dl, a, b, proto) for a in sps for b in dps}

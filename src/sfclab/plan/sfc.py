@@ -30,6 +30,7 @@ packet (realized as ``gso_max_segs 1``).  Lab-file settings win over all of thes
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -39,15 +40,14 @@ from typing import Any
 
 from ..errors import SpecError
 from ..spec.lab import Lab
-from ..spec.sfc import ClassifierSpec, SfcChainSpec
+from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,  # noqa: F401
+                           MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
+from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
 from .model import InterfacePlan, Plan
 
-MAX_LABELS = 16
 FIRST_LABEL = 16
-SLOTS = 256
 LABEL_ROOM = 4 * MAX_LABELS
 PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "any": 0}
-MAX_MASKS = 32
 
 
 @dataclass
@@ -137,18 +137,6 @@ def lse(label: int, ttl: int, bottom: bool) -> int:
     return (label << 12) | (int(bottom) << 8) | ttl
 
 
-def port_prefixes(lo: int, hi: int) -> list[tuple[int, int]]:
-    """The range lo..hi as (value, prefix length) blocks of 16-bit ports (ranges to prefixes)."""
-    out: list[tuple[int, int]] = []
-    while lo <= hi:
-        size = lo & -lo if lo else 1 << 16
-        while size > hi - lo + 1:
-            size //= 2
-        out.append((lo, 16 - size.bit_length() + 1))
-        lo += size
-    return out
-
-
 def _error(lab: Lab, msg: str, loc: tuple[Any, ...]) -> SpecError:
     if lab.doc is not None:
         return lab.doc.error(msg, loc)
@@ -225,6 +213,12 @@ class _Labels:
         return known.label
 
 
+def path_count(stages: list[list[str]]) -> int:
+    """Paths of a direction through ``stages`` (each a stop's instances), counted without
+    making them (the product of the instance counts: at most 16 factors, plain arithmetic)."""
+    return math.prod(len(s) for s in stages)
+
+
 def _weights(instances: list[list[str]], weights: list[list[int]]) -> list[tuple[list[str], int]]:
     combos = []
     for pick in product(*[range(len(x)) for x in instances]):
@@ -283,11 +277,12 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
                     first_hops.add((p.nodes[0], p.ifname))
                 ingress_used.add(d.ingress)
                 edges_used.update(_path_ifaces(d, labels))
-    if len(sp.directions) > 256:
-        raise _error(lab, f"{len(sp.directions)} chain directions; at most 256", ("chains",))
+    if len(sp.directions) > MAX_DIRECTIONS:
+        raise _error(lab, f"{len(sp.directions)} chain directions; at most {MAX_DIRECTIONS}",
+                     ("chains",))
     sp.hops = list(labels.hops.values())
-    if len(sp.hops) > 65536:
-        raise _error(lab, "more than 65536 labels", ("chains",))
+    if len(sp.hops) > MAX_HOPS:
+        raise _error(lab, f"{len(sp.hops):,} labels; at most {MAX_HOPS:,}", ("chains",))
     masks = {mask_key(e) for d in sp.directions for c in d.classifiers for e in c["entries"]}
     if len(masks) > MAX_MASKS:
         raise _error(lab, f"the classifiers need {len(masks)} distinct wildcard masks (port "
@@ -372,9 +367,14 @@ def assemble(cname: str, start: str, end: str, stages: list[list[str]],
     and its RFC 8595 stack (per inner node, a function instance's proxy label, then its
     forward label), labels from ``label``.  Shared by a lab file's chains (:func:`build`) and
     those added to a running lab (:mod:`.chainpaths`); ``error`` makes their errors."""
+    count = path_count(stages)
+    if count > MAX_CHAIN_PATHS:
+        raise error(f"the groups make {count:,} paths; at most {MAX_CHAIN_PATHS} per chain "
+                    "(the product of the groups' instance counts)")
+    if LABELS_PER_FUNCTION * len(stages) > MAX_LABELS:
+        raise error(f"chain '{cname}' visits {len(stages)} functions, each taking at least "
+                    f"{LABELS_PER_FUNCTION} labels; at most {MAX_LABELS} labels per stack")
     combos = _weights(stages, weights)
-    if len(combos) > 64:
-        raise error(f"the groups make {len(combos)} paths; at most 64 per chain")
     paths = []
     for k, (instances, w) in enumerate(combos):
         stops = [start, *instances, end]

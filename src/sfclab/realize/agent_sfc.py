@@ -25,7 +25,7 @@ from ..kernel import netns
 from ..plan.model import Plan
 from ..plan.sfc import SteeringPlan
 from ..plan.sfc_hosts import remote_host
-from .dataplane import DataPlane, Iface, encode_path, path_base, share_dir
+from .dataplane import DataPlane, Iface, Undo, encode_path, path_base, share_dir
 from .state import LabState
 
 
@@ -58,12 +58,18 @@ def read(req: dict[str, Any]) -> dict[str, Any]:
 def classify(req: dict[str, Any]) -> dict[str, Any]:
     _plan, sp, local, dp = _share(str(req["lab"]))
     written = 0
+    todo = {int(d): [tuple(r) for r in rows] for d, rows in dict(req["rows"]).items()}
+    if any(r[0] not in local for rows in todo.values() for r in rows):
+        raise LabError("a classifier entry for an ingress node not placed on this host")
+    undo = Undo()  # this host's share all or nothing
     with dp:
-        for direction, rows in dict(req["rows"]).items():
-            here = [tuple(r) for r in rows]
-            if any(r[0] not in local for r in here):
-                raise LabError("a classifier entry for an ingress node not placed on this host")
-            written += dp.add_rows(sp.node_ids, int(direction), here, int(req["order"]))
+        try:
+            for direction, here in todo.items():
+                written += dp.add_rows(sp.node_ids, direction, here,
+                                       int(req["order"]), undo=undo)
+        except BaseException:
+            dp.undo(undo)
+            raise
     return {"entries": written}
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any, Self
@@ -92,6 +92,19 @@ def encode_hop(node: int, action: str, iface: Iface | None, dmac: bytes | None) 
         (iface.mac if iface else b"\0" * 6) + (dmac or b"\0" * 6)
 
 
+@dataclass
+class Undo:
+    """What :meth:`DataPlane.add_rows` wrote, to take it out again: classifier keys it added,
+    (key, old value) of keys it replaced, and indices of masks it added."""
+
+    keys: list[bytes] = field(default_factory=list)
+    old: list[tuple[bytes, bytes]] = field(default_factory=list)
+    masks: list[int] = field(default_factory=list)
+    #: the classifier map before the first write (read once, :meth:`bpf.PinnedMap.items`)
+    before: dict[bytes, bytes] | None = None
+    seen: set[bytes] = field(default_factory=set)
+
+
 class DataPlane:
     """The pinned maps of a lab's data plane; a context manager (closes them)."""
 
@@ -148,21 +161,36 @@ class DataPlane:
         return self.add_rows(node_ids, direction, rows, order)
 
     def add_rows(self, node_ids: dict[str, int], direction: int, rows: Iterable[Row],
-                 order: int) -> int:
-        """:meth:`add_entries` for entries in integers (``plan.classifier_rows``), in one
-        batched map update: the bulk path of ``chain classify``."""
+                 order: int, undo: Undo | None = None) -> int:
+        """:meth:`add_entries` for entries in integers (``plan.classifier_rows``), in batched
+        map updates: the bulk path of ``chain classify``.  All or nothing: what it wrote is
+        kept in ``undo`` (new masks, new keys, the old values of keys it replaced); on a
+        failure it is taken out again before the error is raised -- by the caller when it
+        passed ``undo`` (several calls undone together), else here."""
+        own = Undo() if undo is None else undo
+        try:
+            return self._add_rows(node_ids, direction, rows, order, own)
+        except BaseException:
+            if undo is None:
+                self.undo(own)
+            raise
+
+    def _add_rows(self, node_ids: dict[str, int], direction: int, rows: Iterable[Row],
+                  order: int, undo: Undo) -> int:
         masks = self.masks()
         index = {mk: i for i, mk in enumerate(masks)}
         tie = (1 << ORDER_BITS) - 1 - min(order, 4095)
         items: dict[bytes, int] = {}
         le, be = _KEY_HEAD.pack, _KEY_TAIL.pack
+        room = self.maps["sfc_masks"].max_entries
         for row in rows:
             mk = mask_of(row)
             mi = index.get(mk)
             if mi is None:
-                if len(masks) == MAX_MASKS:
-                    raise RealizeError(f"more than {MAX_MASKS} distinct wildcard masks",
+                if len(masks) >= room:
+                    raise RealizeError(f"more than {room} distinct wildcard masks",
                                        obj=str(self.dir / "sfc_masks"))
+                undo.masks.append(len(masks))
                 self.maps["sfc_masks"].update(struct.pack("<I", len(masks)), encode_mask(*mk))
                 mi = index[mk] = len(masks)
                 masks.append(mk)
@@ -171,10 +199,55 @@ class DataPlane:
             if items.get(key, -1) < prio:
                 items[key] = prio
         values: dict[int, bytes] = {}
-        self.maps["sfc_classes"].update_batch(
-            [(k, values.get(p) or values.setdefault(p, struct.pack("<iI", p, direction)))
-             for k, p in items.items()])
+        pairs = [(k, values.get(p) or values.setdefault(p, struct.pack("<iI", p, direction)))
+                 for k, p in items.items()]
+        classes = self.maps["sfc_classes"]
+        before = undo.before if undo.before is not None else classes.items()
+        undo.before = before
+        try:
+            classes.update_batch(pairs)
+            done = len(pairs)
+        except bpf.BatchError as e:
+            done = e.done
+            raise
+        finally:  # what was written: a new key goes again, a replaced one gets its value back
+            for k, _ in pairs[:done]:
+                if k in undo.seen:
+                    continue
+                undo.seen.add(k)
+                if k in before:
+                    undo.old.append((k, before[k]))
+                else:
+                    undo.keys.append(k)
         return len(items)
+
+    def undo(self, undo: Undo) -> list[str]:
+        """Take out what :meth:`add_rows` recorded in ``undo``, newest first: keys it added
+        deleted, keys it replaced given their old values back, masks it added cleared.
+        Returns what could not be undone (empty: all of it)."""
+        errors: list[str] = []
+        classes = self.maps["sfc_classes"]
+        for k, old in reversed(undo.old):
+            try:
+                classes.update(k, old)
+            except RealizeError as e:
+                errors.append(str(e))
+        for k in reversed(undo.keys):
+            try:
+                classes.delete(k)
+            except RealizeError as e:
+                errors.append(str(e))
+        zero = bytes(self.maps["sfc_masks"].value_size)
+        for i in reversed(undo.masks):
+            try:
+                self.maps["sfc_masks"].update(struct.pack("<I", i), zero)
+            except RealizeError as e:
+                errors.append(str(e))
+        undo.keys.clear()
+        undo.old.clear()
+        undo.masks.clear()
+        undo.seen.clear()
+        return errors
 
     # --- the whole plan -------------------------------------------------------------------
     def load(self, sp: SteeringPlan, ifaces: dict[tuple[str, str], Iface],

@@ -32,7 +32,8 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from .names import NAME_WORDS, node_name_ok
-from .sfc import MAX_FUNCTIONS, MAX_GROUP_INSTANCES, ClassifierSpec
+from .limits import MAX_FUNCTIONS, MAX_GROUP_INSTANCES, MAX_HOST_CPUS
+from .sfc import ClassifierSpec, EntryCounter, growth_problem
 from .source import Document
 from .strict import Strict
 from .wording import pydantic_error
@@ -46,7 +47,7 @@ class FunctionEntry(Strict):
     kind: str
     instances: int = Field(default=1, ge=1, le=MAX_GROUP_INSTANCES)
     weight: int | list[int] = 1
-    cpu: float = Field(default=0.1, gt=0, le=1024)
+    cpu: float = Field(default=0.1, gt=0, le=MAX_HOST_CPUS)
     memory: int | str = "16M"
     params: dict[str, Any] = Field(default_factory=dict)
 
@@ -116,4 +117,12 @@ def parse(doc: Document) -> ChainFile:
                             ("functions", i, "weight"))
         if any(w < 1 or w > 1000 for w in f.weights()):
             raise doc.error("expected weights from 1 to 1000", ("functions", i, "weight"))
+    problem = growth_problem([f.instances for f in chain.functions])
+    if problem:
+        raise doc.error(problem, ("functions",))
+    counter = EntryCounter()
+    for i, c in enumerate(chain.classifiers):
+        problem = counter.add(c, chain.symmetric)
+        if problem:
+            raise doc.error(problem, ("classifiers", i))
     return chain

@@ -41,7 +41,8 @@ from pydantic import ValidationError
 
 from ..errors import SpecError
 from .sfc import ClassifierSpec
-from .source import MAX_BYTES, Document, decode, format_place
+from .reading import decode, read_bytes, scan_json, scan_yaml, source_name
+from .source import Document, format_place
 from .wording import pydantic_error
 
 
@@ -273,18 +274,10 @@ def _unwrap(data: Any) -> tuple[Any, tuple[str, ...]]:
     return data, ()
 
 
-def _read(path: str) -> _Items | None:
+def _read(text: str, path: str) -> _Items | None:
     """The fast readers; None: the file needs the careful reader (positions, every check)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise SpecError(f"cannot read: {e.strerror}", file=path) from None
-    if len(raw) > MAX_BYTES:
-        raise SpecError(f"expected a file of at most {MAX_BYTES // (1024 * 1024)} MiB",
-                        file=path)
-    text = decode(raw, path)
     if text.lstrip()[:1] in ("[", "{"):  # JSON (also YAML)
+        scan_json(text, path)  # json recurses in C: its depth is bounded first
         try:
             data, prefix = _unwrap(json.loads(text))
         except ValueError:
@@ -302,6 +295,7 @@ def _read(path: str) -> _Items | None:
                         line=line) from None
     if "&" in text or "*" in text:  # aliases: the careful (bounded) reader
         return None
+    scan_yaml(text, path)  # libyaml's loader recurses in C: depth and keys bounded first
     try:
         data, prefix = _unwrap(yaml.load(text, Loader=getattr(yaml, "CSafeLoader",  # noqa: S506
                                                               yaml.SafeLoader)))
@@ -311,11 +305,18 @@ def _read(path: str) -> _Items | None:
 
 
 def read(path: str) -> list[Rule]:
-    """Every classifier of the file at ``path``, validated; a located
-    :class:`~sfclab.errors.SpecError` (file, place, line) for the first bad one."""
-    got = _read(path)
+    """Every classifier of the file at ``path`` (``-``: stdin), read once and bounded
+    (:func:`.reading.read_bytes`), validated; a located :class:`~sfclab.errors.SpecError`
+    (file, place, line) for the first bad one."""
+    return parse(read_bytes(path), source_name(path))
+
+
+def parse(data: bytes, path: str) -> list[Rule]:
+    """:func:`read` of bytes already read; ``path`` names them in messages."""
+    text = decode(data, path)
+    got = _read(text, path)
     if got is None:
-        return _careful(path)
+        return _careful(text, path)
     out: list[Rule] = []
     append = out.append
     for i, c in enumerate(got.items):
@@ -326,7 +327,7 @@ def read(path: str) -> list[Rule]:
             except ValidationError as e:
                 loc, msg = pydantic_error(e)
                 if got.line_of is None:
-                    return _careful(path)
+                    return _careful(text, path)
                 key = loc[0] if loc and isinstance(loc[0], str) else None
                 raise SpecError(msg, file=path, place=format_place((*got.prefix, i, *loc)),
                                 line=got.line_of(i, key)) from None
@@ -334,10 +335,10 @@ def read(path: str) -> list[Rule]:
     return out
 
 
-def _careful(path: str) -> list[Rule]:
+def _careful(text: str, path: str) -> list[Rule]:
     """The lab file's way: a YAML tree with positions (duplicate keys, aliases, nesting
     bounded), a model per entry."""
-    doc = Document.from_file(path)
+    doc = Document(text, path)
     data, prefix = _unwrap(doc.data)
     if not isinstance(data, list):
         raise doc.error("expected a list of classifiers (or a mapping with 'classifiers')",

@@ -56,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import SpecError
 from . import measurement
 from .names import NAME_WORDS
+from .limits import MAX_RUNS, MAX_SWEEP_POINTS
 from .source import Document, format_place, parse_place
 from .wording import pydantic_error
 
@@ -120,8 +121,12 @@ class Experiment(BaseModel):
                                                     "repetitions"}))
 
     def size(self) -> int:
-        """Number of run points (sweep product × repetitions)."""
-        n = self.repetitions * max(1, len(self.variants))
+        """Number of runs (sweep product × variants × repetitions)."""
+        return self.repetitions * self.points()
+
+    def points(self) -> int:
+        """Number of run points (sweep product × variants)."""
+        n = max(1, len(self.variants))
         for values in self.sweep.values():
             n *= len(values)
         return n
@@ -262,6 +267,7 @@ def experiment_from_document(doc: Document) -> Experiment:
     except _MeasureInvalid as e:
         raise doc.error(e.message, ("measure",) + e.loc) from None
 
+    _check_size(doc, f)
     sweep: dict[str, list[Any]] = {}
     written: dict[str, str] = {}
     for key, values in f.sweep.items():
@@ -319,6 +325,22 @@ def experiment_from_document(doc: Document) -> Experiment:
     return Experiment(name=f.name, description=f.description, source=doc.source, lab=lab,
                       lab_source=lab_source, measure=measure, sweep=sweep, variants=variants,
                       repetitions=f.repetitions, seed=seed, warmup=f.warmup, cooldown=f.cooldown)
+
+
+def _check_size(doc: Document, f: ExperimentFile) -> None:
+    """The run points (the product of the sweep's value counts, times the variants) and the
+    runs (times the repetitions), counted before a single point is made."""
+    points = max(1, len(f.variants))
+    for key, values in f.sweep.items():
+        points *= max(1, len(values))
+        if points > MAX_SWEEP_POINTS:
+            raise doc.error(f"the sweep makes {points:,} run points up to here (the product of "
+                            f"its value counts, times the variants); at most "
+                            f"{MAX_SWEEP_POINTS:,}", ("sweep", key))
+    if points * f.repetitions > MAX_RUNS:
+        raise doc.error(f"{points:,} run points times {f.repetitions:,} repetitions make "
+                        f"{points * f.repetitions:,} runs; at most {MAX_RUNS:,}",
+                        ("repetitions",))
 
 
 def _check_sweep_value(doc: Document, canon: str, key: str, i: int, value: Any,

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
+from .limits import MAX_HOST_CPUS
 from .names import NAME_RE, NAME_WORDS
 from .quantities import parse_rate, parse_size
 from .strict import Strict as _Model
@@ -73,7 +74,7 @@ class SshSpec(_Model):
 
 
 class HostSpec(_Model):
-    cpus: int | None = Field(default=None, ge=1, le=1024)
+    cpus: int | None = Field(default=None, ge=1, le=MAX_HOST_CPUS)
     memory: Size | None = None
     address: IPv4Address | None = None
     ssh: SshSpec | None = None

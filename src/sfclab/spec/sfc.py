@@ -24,19 +24,20 @@ of direct links between its stops) is checked by the planner (:mod:`sfclab.plan.
 
 from __future__ import annotations
 
+import math
 from ipaddress import IPv4Network
 from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from .limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_CLASSES, MAX_FUNCTIONS,
+                     MAX_GROUP_INSTANCES, MAX_LABELS, MAX_MASKS)
 from .names import NAME_WORDS, node_name_ok
 from .source import Document
 from .strict import Strict
 from .wording import pydantic_error
 
-MAX_GROUP_INSTANCES = 64
 M = TypeVar("M", bound=Strict)
-MAX_FUNCTIONS = 16
 
 
 def port_range(v: Any) -> tuple[int, int]:
@@ -59,6 +60,22 @@ def port_range(v: Any) -> tuple[int, int]:
     return lo, hi
 
 
+def port_prefixes(lo: int, hi: int) -> list[tuple[int, int]]:
+    """The range lo..hi as (value, prefix length) blocks of 16-bit ports (ranges to prefixes):
+    at most 32 blocks, one data-plane entry each."""
+    out: list[tuple[int, int]] = []
+    while lo <= hi:
+        size = lo & -lo if lo else 1 << 16
+        while size > hi - lo + 1:
+            size //= 2
+        out.append((lo, 16 - size.bit_length() + 1))
+        lo += size
+    return out
+
+
+Mask = tuple[int, int, int, int, bool]
+
+
 class ClassifierSpec(Strict):
     ingress: str
     proto: Literal["tcp", "udp", "icmp", "any"] = "any"
@@ -78,6 +95,25 @@ class ClassifierSpec(Strict):
         if (self.sport or self.dport) and self.proto not in ("tcp", "udp"):
             raise ValueError("ports only with proto tcp or udp")
         return self
+
+    def entry_count(self) -> int:
+        """Data-plane entries of this classifier (one per combination of port prefixes),
+        counted without making them."""
+        return len(self._lengths(self.sport)) * len(self._lengths(self.dport))
+
+    def masks(self, *, reverse: bool = False) -> set[Mask]:
+        """The wildcard masks of its entries (as ``plan.sfc.mask_key``), without making them;
+        ``reverse``: those of the reverse direction of a symmetric chain (ends swapped)."""
+        sl = self.src.prefixlen if self.src else 0
+        dl = self.dst.prefixlen if self.dst else 0
+        sps, dps = set(self._lengths(self.sport)), set(self._lengths(self.dport))
+        if reverse:
+            sl, dl, sps, dps = dl, sl, dps, sps
+        return {(sl, dl, a, b, self.proto != "any") for a in sps for b in dps}
+
+    @staticmethod
+    def _lengths(r: tuple[int, int] | None) -> list[int]:
+        return [0] if r is None else [n for _, n in port_prefixes(*r)]
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"ingress": self.ingress, "proto": self.proto}
@@ -186,4 +222,60 @@ def validate(doc: Document, chains: Any, groups: Any, nodes: dict[str, Any]
         if spec.egress in spec.functions:
             raise doc.error(f"'{spec.egress}' is one of the chain's functions, not its egress",
                             ("chains", c, "egress"))
+    _check_growth(doc, out_chains, out_groups)
     return out_chains, out_groups
+
+
+def growth_problem(stops: list[int]) -> str | None:
+    """What is wrong with a chain whose stops have ``stops`` instances each (1: a function,
+    n: a group of n), counted before the planner makes a single path: labels per stack (each
+    stop takes a proxy and a forward label) and paths (the product of the counts)."""
+    if LABELS_PER_FUNCTION * len(stops) > MAX_LABELS:
+        return (f"expected at most {MAX_LABELS // LABELS_PER_FUNCTION} functions: each takes at "
+                f"least {LABELS_PER_FUNCTION} labels and a stack holds at most {MAX_LABELS}, "
+                f"got {len(stops)}")
+    paths = math.prod(stops)
+    if paths > MAX_CHAIN_PATHS:
+        return (f"the groups make {paths:,} paths (the product of their instance counts); at "
+                f"most {MAX_CHAIN_PATHS} per chain")
+    return None
+
+
+def _check_growth(doc: Document, chains: dict[str, SfcChainSpec],
+                  groups: dict[str, GroupSpec]) -> None:
+    for c, spec in chains.items():
+        problem = growth_problem([len(groups[f].instances) if f in groups else 1
+                                  for f in spec.functions])
+        if problem:
+            raise doc.error(problem, ("chains", c, "functions"))
+    counter = EntryCounter()
+    for c, spec in chains.items():
+        for i, cl in enumerate(spec.classifiers):
+            problem = counter.add(cl, spec.symmetric)
+            if problem:
+                raise doc.error(problem, ("chains", c, "classifiers", i))
+
+
+class EntryCounter:
+    """Classifier entries and wildcard masks counted, classifier by classifier, against the
+    data plane's map sizes before any entry is made (port ranges make one entry per prefix,
+    in each direction of a symmetric chain)."""
+
+    def __init__(self, masks: set[Mask] | None = None, entries: int = 0):
+        self.masks: set[Mask] = set(masks or ())
+        self.entries = entries
+
+    def add(self, c: ClassifierSpec, symmetric: bool) -> str | None:
+        """Count ``c``; what is wrong once it is counted (None: it fits)."""
+        self.entries += c.entry_count() * (2 if symmetric else 1)
+        if self.entries > MAX_CLASSES:
+            return (f"the classifiers up to here make {self.entries:,} entries (port ranges "
+                    f"make one per prefix, in each direction); the lab's classifier map holds "
+                    f"at most {MAX_CLASSES:,}")
+        self.masks |= c.masks()
+        if symmetric:
+            self.masks |= c.masks(reverse=True)
+        if len(self.masks) > MAX_MASKS:
+            return (f"the classifiers up to here need {len(self.masks)} distinct wildcard masks "
+                    f"(port ranges need one per prefix length); at most {MAX_MASKS}")
+        return None

@@ -8,6 +8,8 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError
+from .limits import MAX_BYTES, MAX_DEPTH, MAX_VALUES  # noqa: F401 - read here by others
+from .reading import decode, read_bytes, scan_yaml, source_name  # noqa: F401 - decode: ditto
 
 
 def format_place(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -19,29 +21,6 @@ def format_place(loc: tuple[Any, ...] | list[Any]) -> str:
         else:
             out += ("." if out else "") + str(part)
     return out
-
-
-#: a lab or experiment file is read up to this many bytes
-MAX_BYTES = 16 * 1024 * 1024
-#: YAML aliases may make a document at most this many values once expanded (an alias bomb is
-#: refused in well under a second, before anything walks the expanded tree)
-MAX_VALUES = 1_000_000
-#: nesting deeper than this is refused (no recursion limit is ever reached)
-MAX_DEPTH = 64
-
-
-def decode(data: bytes, source: str) -> str:
-    """UTF-8 text, or a located error: binary and UTF-16 files are refused by name."""
-    if b"\x00" in data:
-        line = data[:data.index(b"\x00")].count(b"\n") + 1
-        raise SpecError("expected UTF-8 text, got a NUL byte (a binary or UTF-16 file)",
-                        file=source, line=line)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise SpecError(f"expected UTF-8 text, got byte 0x{data[e.start]:02x}", file=source,
-                        line=line) from None
 
 
 def parse_place(place: str) -> tuple[Any, ...]:
@@ -58,13 +37,15 @@ def parse_place(place: str) -> tuple[Any, ...]:
 class Document:
     """A parsed YAML document that remembers where each value came from.
 
-    Reading is bounded: at most :data:`MAX_BYTES`, UTF-8 only (the place of a bad byte is
-    named), nesting at most :data:`MAX_DEPTH`, aliases at most :data:`MAX_VALUES` values once
-    expanded and never recursive; duplicate keys are refused.
+    Reading is bounded: at most :data:`MAX_BYTES` (:func:`.reading.read_bytes`), UTF-8 only
+    (the place of a bad byte is named), nesting at most :data:`MAX_DEPTH` and keys plain
+    scalars (both checked before PyYAML recurses: :func:`.reading.scan_yaml`), aliases at most
+    :data:`MAX_VALUES` values once expanded and never recursive; duplicate keys are refused.
     """
 
     def __init__(self, text: str, source: str):
         self.source = source
+        scan_yaml(text, source)
         try:
             self.root = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.YAMLError as e:
@@ -83,51 +64,51 @@ class Document:
 
     @classmethod
     def from_file(cls, path: str) -> Document:
-        try:
-            with open(path, "rb") as f:
-                data = f.read(MAX_BYTES + 1)
-        except OSError as e:
-            raise SpecError(f"cannot read: {e.strerror}", file=path) from None
-        if len(data) > MAX_BYTES:
-            raise SpecError(f"expected a file of at most {MAX_BYTES // (1024 * 1024)} MiB",
-                            file=path)
-        return cls(decode(data, path), path)
+        """The document in file ``path`` (``-``: stdin), read once and bounded."""
+        return cls(decode(read_bytes(path), source_name(path)), source_name(path))
 
     def _check(self, root: yaml.Node | None) -> None:
         """Duplicate keys, depth, recursive aliases and the expanded size, in one walk that
         visits each distinct node once (aliases share nodes, so this is linear in the file)."""
-        sizes: dict[int, int] = {}
+        sizes: dict[int, tuple[int, int]] = {}  # node -> (values, levels below it)
         open_nodes: set[int] = set()
 
-        def walk(node: yaml.Node, loc: tuple[Any, ...]) -> int:
+        def walk(node: yaml.Node, loc: tuple[Any, ...]) -> tuple[int, int]:
             key = id(node)
-            if key in sizes:
+            if key in sizes:  # an alias: the same node again, maybe deeper than before
+                if len(loc) + sizes[key][1] > MAX_DEPTH:
+                    raise self._at(node, f"expected at most {MAX_DEPTH} levels of nesting "
+                                   "once YAML aliases are expanded", loc[:1])
                 return sizes[key]
             if key in open_nodes:
                 raise self._at(node, "a YAML alias refers to a value that contains it", loc)
             if len(loc) > MAX_DEPTH:
                 raise self._at(node, f"expected at most {MAX_DEPTH} levels of nesting", loc[:1])
             open_nodes.add(key)
-            size = 1
+            size, below = 1, 0
             if isinstance(node, yaml.MappingNode):
                 seen: set[str] = set()
                 for k, v in node.value:
+                    if not isinstance(k, yaml.ScalarNode):  # scan_yaml refused it already
+                        raise self._at(k, "expected a plain key", loc)
                     if k.value in seen:
                         raise SpecError(f"duplicate key '{k.value}'", file=self.source,
                                         place=format_place(loc + (k.value,)) or None,
                                         line=k.start_mark.line + 1,
                                         column=k.start_mark.column + 1)
                     seen.add(k.value)
-                    size += walk(v, loc + (k.value,))
+                    n, b = walk(v, loc + (k.value,))
+                    size, below = size + n, max(below, b + 1)
             elif isinstance(node, yaml.SequenceNode):
                 for i, v in enumerate(node.value):
-                    size += walk(v, loc + (i,))
+                    n, b = walk(v, loc + (i,))
+                    size, below = size + n, max(below, b + 1)
             open_nodes.discard(key)
             if size > MAX_VALUES:
                 raise self._at(node, f"expected at most {MAX_VALUES:,} values once YAML aliases "
                                "are expanded", loc)
-            sizes[key] = size
-            return size
+            sizes[key] = (size, below)
+            return size, below
 
         if root is not None:
             walk(root, ())

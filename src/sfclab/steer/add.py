@@ -85,6 +85,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
                 raise req.error(e.message, n.function, e.place) from None
         if plan.steering and not remote:  # the lab's maps exist: refuse entries another chain holds
             with DataPlane(req.lab) as dp:
+                tables.check_room(dp, add.directions, req.source)
                 for d in add.directions:
                     tables.check_free(dp, msp, d, req.source)
         elif plan.steering:  # each ingress host's agent looks in its share's maps

@@ -22,9 +22,8 @@ import time
 from ipaddress import IPv4Address
 from typing import Any
 
-from ..errors import LabError, SpecError
+from ..errors import LabError
 from ..kernel import netns
-from ..plan.classifier_rows import Row, rows_of
 from ..plan import flowhash
 from ..plan.sfc import SLOTS, DirectionPlan, PathPlan, SteeringPlan
 from ..realize import lifecycle, remote_sfc
@@ -142,48 +141,6 @@ def read_classifiers(path: str) -> list[ClassifierSpec]:
     """A YAML or JSON file holding a list of classifiers (the lab file's form), validated
     (:mod:`sfclab.spec.classifier_file`; bad input: a located SpecError)."""
     return [r.spec() for r in classifier_file.read(path)]
-
-
-def classify(lab: str, chain: str, path: str) -> dict[str, Any]:
-    """Add the classifiers of file ``path`` to ``chain`` of a running lab (both directions of a
-    symmetric chain).  Each classifier's ingress must be one the chain already has.  The bulk
-    path: the file read and checked without a model per entry, the entries made in integers
-    and written in batched map updates (100,000 in well under 2 s)."""
-    _plan, sp = _steering(lab)
-    dirs = _chain_dirs(sp, lab, chain)
-    t0 = time.monotonic()
-    rules = classifier_file.read(path)
-    fwd = {d.ingress: d for d in dirs if not d.reverse}
-    back = {d.ingress: [r for r in dirs if r.reverse and r.egress == d.ingress] for d in fwd.values()}
-    by_dir: dict[int, list[Row]] = {}
-    for i, c in enumerate(rules):
-        d = fwd.get(c.ingress)
-        if d is None:
-            raise SpecError(f"expected one of the chain's ingress nodes "
-                            f"({', '.join(fwd)}), got {c.ingress!r}", file=path,
-                            place=f"[{i}].ingress")
-        by_dir.setdefault(d.index, []).extend(rows_of(c))
-        for r in back[c.ingress]:
-            by_dir.setdefault(r.index, []).extend(rows_of(c, reverse_at=r.ingress))
-    written = 0
-    state = LabState(lab)
-    if remote_sfc.is_remote(state):  # each ingress's host writes its entries
-        written = remote_sfc.classify(state, _plan, by_dir, order=4000)
-    else:
-        with DataPlane(lab) as dp:
-            for di, rows in by_dir.items():
-                written += dp.add_rows(sp.node_ids, di, rows, order=4000)
-    _remember(lab, chain, len(rules), written, path)
-    return {"lab": lab, "chain": chain, "classifiers": len(rules), "entries": written,
-            "seconds": round(time.monotonic() - t0, 3)}
-
-
-def _remember(lab: str, chain: str, classifiers: int, entries: int, path: str) -> None:
-    """Write what ``classify`` added into the lab's saved state (issue 12): inspect shows it,
-    ``chain rm`` and ``down`` know it."""
-    from . import record  # light start-up: only classify writes it
-
-    record.save_classifiers(LabState(lab), chain, path, classifiers, entries)
 
 
 # --------------------------------------------------------------------------------- trace

@@ -37,6 +37,8 @@ from ..realize.hosts import inspect_links
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
 from ..realize import ownership, remote_hosts, teardown
+from ..spec.limits import MAX_HOST_CPUS, machine_cpus, machine_memory
+from ..spec.quantities import MAX_SIZE
 from . import record, sshhealth, sshhost, underlay
 from .capacity import (LOCAL, added_hosts, has_local, hosts_of, instances_by_host,
                        save_added_hosts)
@@ -55,16 +57,24 @@ def _up(state: LabState) -> Plan:
     return plan
 
 
-def check_host_request(name: str, cpus: int, memory: int) -> None:
-    """Bad input raises :class:`SpecError` naming the place (exit 2)."""
+def check_host_request(name: str, cpus: int, memory: int, *, emulated: bool = True) -> None:
+    """Bad input raises :class:`SpecError` naming the place (exit 2).  An emulated host gets
+    a share of this machine: at most its CPUs (:func:`~sfclab.spec.limits.machine_cpus`) and
+    its memory; a host over SSH at most :data:`~sfclab.spec.limits.MAX_HOST_CPUS` and
+    :data:`~sfclab.spec.quantities.MAX_SIZE` here (its scan bounds it further)."""
     if not isinstance(name, str) or not HOST_NAME_RE.match(name):
         raise SpecError(f"expected a host name of letters, digits, '-' and '_' (at most 32), "
                         f"got {name!r}", place="name")
-    if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1:
-        raise SpecError(f"expected a count of CPUs of at least 1, got {cpus!r}", place="cpus")
-    if isinstance(memory, bool) or not isinstance(memory, int) or memory < MIN_MEMORY:
-        raise SpecError(f"expected a memory size of at least 8M, got {memory!r}",
-                        place="memory")
+    most_cpus = machine_cpus() if emulated else MAX_HOST_CPUS
+    where = " (this machine's)" if emulated else ""
+    if isinstance(cpus, bool) or not isinstance(cpus, int) or not 1 <= cpus <= most_cpus:
+        raise SpecError(f"expected a count of CPUs from 1 to {most_cpus}{where}, got {cpus!r}",
+                        place="cpus")
+    most_memory = machine_memory() if emulated else MAX_SIZE
+    if isinstance(memory, bool) or not isinstance(memory, int) or \
+            not MIN_MEMORY <= memory <= most_memory:
+        raise SpecError(f"expected a memory size from 8M to {most_memory >> 20}M{where}, got "
+                        f"{memory!r}", place="memory")
 
 
 def _cpus_for(plan: Plan, count: int) -> list[int]:
@@ -117,7 +127,7 @@ def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None, port: in
     the watchers already running accept the new host's reports once an instance lands there
     (``chain migrate --to`` or ``chain add`` start its own watcher)."""
     check_host_request(name, 1 if cpus is None else cpus,
-                       MIN_MEMORY if memory is None else memory)
+                       MIN_MEMORY if memory is None else memory, emulated=False)
     sshhost.check_request(ssh, key, port)
     assert ssh is not None
     state = LabState(lab)

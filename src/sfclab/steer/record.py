@@ -25,7 +25,6 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,20 +173,44 @@ def classify_dir(state: LabState, chain: str) -> Path:
     return state.dir / "classify" / chain
 
 
-def save_classifiers(state: LabState, chain: str, path: str, classifiers: int,
-                     entries: int) -> Path:
-    """Keep what ``chain classify`` wrote to the maps: a copy of its (validated) file, byte for
-    byte (cheap even for 100,000 classifiers), and a note of its source and counts, one pair
-    per command, so inspect, ``chain rm`` and a rebuild know them."""
+def save_classifiers(state: LabState, chain: str, source: str, data: bytes, classifiers: int,
+                     entries: int, status: str) -> Path:
+    """Keep what ``chain classify`` writes to the maps, *before* it writes: the bytes it read
+    and validated (a file's or a pipe's, read once), and a note of their source, counts and
+    ``status`` (writing, written, failed), one pair per command, so inspect, ``chain rm`` and
+    a rebuild know them.  Returns the note (:func:`update_classifiers`,
+    :func:`drop_classifiers`)."""
     d = classify_dir(state, chain)
     d.mkdir(parents=True, exist_ok=True)
-    n = len(list(d.glob("*.json")))
+    n = max([int(p.stem) for p in d.glob("*.json") if p.stem.isdigit()], default=-1) + 1
     copy = d / f"{n:04d}.classifiers"
-    shutil.copyfile(path, copy)
+    _write_bytes(copy, data)
     note = d / f"{n:04d}.json"
-    _atomic_write(note, json.dumps({"source": os.path.abspath(path), "file": str(copy),
-                                    "classifiers": classifiers, "entries": entries}))
+    _atomic_write(note, json.dumps({"source": source if source.startswith("<")
+                                    else os.path.abspath(source), "file": str(copy),
+                                    "classifiers": classifiers, "entries": entries,
+                                    "status": status}))
     return note
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def update_classifiers(note: Path, **fields: Any) -> None:
+    """Change fields of a note of :func:`save_classifiers` (its status, the entries written)."""
+    _atomic_write(note, json.dumps(json.loads(note.read_text()) | fields))
+
+
+def drop_classifiers(note: Path) -> None:
+    """Forget a :func:`save_classifiers` whose entries were all taken out again."""
+    note.unlink(missing_ok=True)
+    note.with_suffix(".classifiers").unlink(missing_ok=True)
 
 
 def saved_classifiers(state: LabState, chain: str) -> list[dict[str, Any]]:

@@ -130,6 +130,25 @@ def check_free(dp: DataPlane, sp: SteeringPlan, d: DirectionPlan, source: str) -
                                 "not enough", file=source, place=f"classifiers[{c['index']}]")
 
 
+def check_room(dp: DataPlane, dirs: list[DirectionPlan], source: str) -> None:
+    """Refuse, before anything is made, directions whose classifier entries would not fit
+    the live maps: their masks with those in use past the mask table, or their entries with
+    those in the classifier map past its size."""
+    entries = [e for d in dirs for c in d.classifiers for e in c["entries"]]
+    masks = set(dp.masks()) | {mask_key(e) for e in entries}
+    room = dp.maps["sfc_masks"].max_entries
+    if len(masks) > room:
+        raise SpecError(f"the chain's classifiers need {len(masks)} distinct wildcard masks "
+                        f"with those the lab uses; at most {room}", file=source,
+                        place="classifiers")
+    classes = dp.maps["sfc_classes"]
+    held = len(classes.items())
+    if held + len(entries) > classes.max_entries:
+        raise SpecError(f"the lab's classifier map holds {held:,} entries; the chain's "
+                        f"{len(entries):,} more would pass its size of "
+                        f"{classes.max_entries:,}", file=source, place="classifiers")
+
+
 def write_classifiers(dp: DataPlane, sp: SteeringPlan, d: DirectionPlan) -> int:
     n = 0
     for c in d.classifiers:
