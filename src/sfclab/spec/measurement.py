@@ -261,8 +261,9 @@ def validate(d: Any) -> AnyRequest:
     if not isinstance(d, dict):
         raise RequestInvalid("expected a mapping with 'type'", ())
     kind = d.get("type")
-    if kind not in MODELS:
-        raise RequestInvalid(f"expected one of {', '.join(MEASURE_TYPES)}, got {kind!r}",
+    if not isinstance(kind, str) or kind not in MODELS:  # a list or mapping cannot be looked up
+        got = repr(kind) if kind is None or isinstance(kind, str) else f"a {type(kind).__name__}"
+        raise RequestInvalid(f"expected one of {', '.join(MEASURE_TYPES)}, got {got}",
                              ("type",))
     try:
         return MODELS[kind].model_validate(d)  # type: ignore[return-value]
