@@ -139,3 +139,16 @@ def test_a_chain_add_file_whose_egress_is_its_ingress_is_refused() -> None:
     with pytest.raises(SpecError) as e:
         chainfile.parse(doc)
     assert e.value.place == "classifiers[0].ingress"
+
+
+@pytest.mark.parametrize("to", ["", "..", "a/b", "h\0"])
+def test_chain_migrate_to_an_empty_or_bad_host_name_is_refused(
+        to: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Was: ``--to ''`` read as "the same host", exit 0, and the instance migrated."""
+    from sfclab.steer.request import MigrateInstance
+
+    with pytest.raises(SpecError) as e:
+        MigrateInstance("lab", "meter-1", to)
+    assert e.value.place == "--to"
+    assert main(["chain", "migrate", "refuse-no-such-lab", "meter-1", "--to", to]) == 2
+    assert "--to" in capsys.readouterr().err

@@ -147,6 +147,20 @@ class DataPlane:
                          e["proto"], e["priority"]))
         return self.add_rows(node_ids, direction, rows, order)
 
+    def holders(self, node_ids: dict[str, int], rows: Iterable[Row]) -> list[int | None]:
+        """For each row, the chain direction whose classifier entry has the row's key now
+        (None: no entry; a mask no entry uses yet cannot have one)."""
+        index = {mk: i for i, mk in enumerate(self.masks())}
+        table = self.maps["sfc_classes"]
+        out: list[int | None] = []
+        for row in rows:
+            mi = index.get(mask_of(row))
+            raw = None if mi is None else table.lookup(
+                _KEY_HEAD.pack(node_ids[row[0]], mi) +
+                _KEY_TAIL.pack(row[1], row[3], row[5], row[7], row[9]))
+            out.append(None if raw is None else struct.unpack("<iI", raw)[1])
+        return out
+
     def add_rows(self, node_ids: dict[str, int], direction: int, rows: Iterable[Row],
                  order: int) -> int:
         """:meth:`add_entries` for entries in integers (``plan.classifier_rows``), in one

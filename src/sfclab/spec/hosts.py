@@ -121,9 +121,14 @@ def _located(doc: Document, model: Any, value: Any, place: tuple[Any, ...]) -> A
         raise doc.error(msg, place + loc) from None
 
 
+#: the longest host or tenant name
+HOST_NAME_MAX = 32
+
+
 def _name(doc: Document, name: Any, place: tuple[Any, ...], what: str) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 32:
-        raise doc.error(f"expected a {what} name of {NAME_WORDS}, at most 32 characters, "
+    if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > HOST_NAME_MAX:
+        raise doc.error(f"expected a {what} name of {NAME_WORDS}, at most {HOST_NAME_MAX} "
+                        "characters, "
                         f"got {name!r}", place)
     return name
 
