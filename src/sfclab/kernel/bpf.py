@@ -22,7 +22,7 @@ from ..errors import RealizeError
 #: the bpf(2) system call's number, by machine
 _NR_BPF = {"x86_64": 321, "aarch64": 280}
 _OBJ_GET, _MAP_LOOKUP, _MAP_UPDATE, _MAP_DELETE, _MAP_NEXT_KEY = 7, 1, 2, 3, 4
-_OBJ_INFO, _MAP_UPDATE_BATCH = 15, 26
+_OBJ_INFO, _MAP_LOOKUP_BATCH, _MAP_UPDATE_BATCH = 15, 24, 26
 _PERCPU_TYPES = {5, 6, 10}  # PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH
 BPF_ANY, BPF_NOEXIST, BPF_EXIST = 0, 1, 2
 
@@ -180,6 +180,37 @@ class PinnedMap:
                 done = ctypes.c_uint32.from_buffer(attr, 32).value
                 raise RealizeError(f"batch update failed after {start + done} of {len(items)} "
                                    f"entries: {e.strerror}", obj=self.path) from None
+
+    def items(self, chunk: int = 65536) -> Iterator[tuple[bytes, bytes]]:
+        """Every (key, value) of a hash map, ``chunk`` per system call (BPF_MAP_LOOKUP_BATCH):
+        a whole classifier table in a few calls where :meth:`keys` takes one per entry."""
+        keys = ctypes.create_string_buffer(chunk * self.key_size)
+        values = ctypes.create_string_buffer(chunk * self.value_bytes)
+        token_in = ctypes.create_string_buffer(max(self.key_size, 8))
+        token_out = ctypes.create_string_buffer(max(self.key_size, 8))
+        first = True
+        while True:
+            attr = _attr(u32={32: chunk, 36: self.fd},
+                         u64={0: 0 if first else ctypes.addressof(token_in),
+                              8: ctypes.addressof(token_out), 16: ctypes.addressof(keys),
+                              24: ctypes.addressof(values)})
+            done = False
+            try:
+                _bpf(_MAP_LOOKUP_BATCH, attr)
+            except OSError as e:
+                if e.errno != 2:  # ENOENT: this was the last part
+                    raise RealizeError(f"batch lookup failed: {e.strerror}",
+                                       obj=self.path) from None
+                done = True
+            n = ctypes.c_uint32.from_buffer(attr, 32).value
+            kraw, vraw = keys.raw, values.raw
+            ks, vs = self.key_size, self.value_bytes
+            for i in range(n):
+                yield kraw[i * ks:(i + 1) * ks], vraw[i * vs:(i + 1) * vs]
+            if done:
+                return
+            ctypes.memmove(token_in, token_out, len(token_out))
+            first = False
 
     def percpu_sum_u64(self, key: bytes) -> int:
         """A per-CPU map's u64 value under ``key``, summed over CPUs (0 if absent)."""

@@ -171,7 +171,7 @@ def classify(lab: str, chain: str, path: str) -> dict[str, Any]:
         written = remote_sfc.classify(state, _plan, by_dir, order=4000)
     else:
         with DataPlane(lab) as dp:
-            _refuse_shadowing(dp, sp, {d.index for d in dirs}, rules, fwd, back, path)
+            _refuse_shadowing(dp, sp, {d.index for d in dirs}, by_dir, rules, back, path)
             for di, rows in by_dir.items():
                 written += dp.add_rows(sp.node_ids, di, rows, order=4000)
     _remember(lab, chain, len(rules), written, path)
@@ -180,20 +180,27 @@ def classify(lab: str, chain: str, path: str) -> dict[str, Any]:
 
 
 def _refuse_shadowing(dp: DataPlane, sp: SteeringPlan, mine: set[int],
-                      rules: list[classifier_file.Rule], fwd: dict[str, DirectionPlan],
+                      by_dir: dict[int, list[Row]], rules: list[classifier_file.Rule],
                       back: dict[str, list[DirectionPlan]], path: str) -> None:
     """Refuse, before anything is written, a classifier whose entry another chain holds: the
     write would take the entry over (one chain would shadow the other), as ``chain add`` and
-    the lab file refuse.  The chain's own entries may be written again."""
+    the lab file refuse.  The chain's own entries may be written again.  One read of the whole
+    table; the rule at fault is looked for only once there is one."""
+    rows = [r for rs in by_dir.values() for r in rs]
+    taken = {r for r, held in zip(rows, dp.holders(sp.node_ids, rows))
+             if held is not None and held not in mine}
+    if not taken:
+        return
     for i, c in enumerate(rules):
-        rows = rows_of(c) + [r for d in back[c.ingress]
-                             for r in rows_of(c, reverse_at=d.ingress)]
-        for held in dp.holders(sp.node_ids, rows):
-            if held is not None and held not in mine:
-                other = next((d.chain for d in sp.directions if d.index == held), "?")
-                raise SpecError(f"this classifier makes an entry chain '{other}' holds (one "
-                                "would shadow the other, whatever the priorities)", file=path,
-                                place=f"[{i}]")
+        hit = [r for r in rows_of(c) + [x for d in back[c.ingress]
+                                        for x in rows_of(c, reverse_at=d.ingress)]
+               if r in taken]
+        if hit:
+            held = dp.holders(sp.node_ids, hit[:1])[0]
+            other = next((d.chain for d in sp.directions if d.index == held), "?")
+            raise SpecError(f"this classifier makes an entry chain '{other}' holds (one would "
+                            "shadow the other, whatever the priorities)", file=path,
+                            place=f"[{i}]")
 
 
 def _remember(lab: str, chain: str, classifiers: int, entries: int, path: str) -> None:
