@@ -152,3 +152,9 @@ def test_chain_migrate_to_an_empty_or_bad_host_name_is_refused(
     assert e.value.place == "--to"
     assert main(["chain", "migrate", "refuse-no-such-lab", "meter-1", "--to", to]) == 2
     assert "--to" in capsys.readouterr().err
+
+
+def test_a_measurement_request_with_a_nul_is_refused_at_its_place() -> None:
+    with pytest.raises(measurement.RequestInvalid) as e:
+        measurement.validate({"type": "iperf", "from": "src\0dst", "to": "dst"})
+    assert e.value.loc == ("from",) and "NUL" in e.value.message
