@@ -158,3 +158,15 @@ def test_a_measurement_request_with_a_nul_is_refused_at_its_place() -> None:
     with pytest.raises(measurement.RequestInvalid) as e:
         measurement.validate({"type": "iperf", "from": "src\0dst", "to": "dst"})
     assert e.value.loc == ("from",) and "NUL" in e.value.message
+
+
+def test_host_add_refuses_a_key_file_that_is_no_key(tmp_path: Path) -> None:
+    from sfclab.steer.sshhost import check_request
+
+    key = tmp_path / "id"
+    key.write_text("hello\n")
+    with pytest.raises(SpecError) as e:
+        check_request("root@198.19.255.9", str(key), None)
+    assert e.value.place == "--key" and "private key" in e.value.message
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+    assert check_request("root@198.19.255.9", str(key), None) == ("root", "198.19.255.9")
