@@ -15,7 +15,7 @@ from .source import Document
 
 
 def nul_place(data: Any) -> tuple[Any, ...] | None:
-    """The place of the first string (key or value) in ``data`` holding a NUL, or None."""
+    """The place of a string (key or value) in ``data`` holding a NUL, or None."""
     todo: list[tuple[tuple[Any, ...], Any]] = [((), data)]
     while todo:
         place, v = todo.pop()
@@ -33,7 +33,7 @@ def nul_place(data: Any) -> tuple[Any, ...] | None:
 
 
 def refuse_nul(doc: Document, data: Any, prefix: tuple[Any, ...] = ()) -> None:
-    """Raise a located SpecError at the first string of ``data`` that holds a NUL."""
+    """Raise a located SpecError at a string of ``data`` that holds a NUL."""
     place = nul_place(data)
     if place is not None:
         raise doc.error("expected text without a NUL character (\\0)", prefix + place)
