@@ -16,6 +16,14 @@
  *   proxy (XDP + tc at a function node): takes the rest of the stack off, parks it under a
  *       stack id carried by skb->mark through the function (NAT-safe: the mark survives address
  *       rewriting), and puts it back on whatever leaves the function.
+ *
+ * The packet mark in a node has two owners, each with its own bits; neither writes the other's
+ * (the same layout is in src/sfclab/plan/marks.py, checked against this header by a test):
+ *
+ *   bits 31..28  SFC_MARK_TAG_MASK     the proxy's tag, SFC_MARK_TAG: a stack id is parked
+ *   bits 27..12  SFC_MARK_ID_*         the parked stack's id (SFC_MAX_STACKS ids)
+ *   bits 11..0   SFC_MARK_TENANT_MASK  the tenancy rules' (nftables, ip rules): the tenant's
+ *                                      routing table in a node shared by tenants
  */
 #ifndef SFCLAB_SFC_H
 #define SFCLAB_SFC_H
@@ -32,9 +40,12 @@
 #define SFC_MAX_CLASSES 262144 /* classifier entries (sfc_classes) */
 #define SFC_MAX_HOPS 65536    /* labels (sfc_labels) */
 #define SFC_MAX_FLOWS 65536   /* flows pinned to a path (sfc_flows, LRU) */
-#define SFC_MARK_BASE 0x5fc00000u
-#define SFC_MARK_MASK 0xfff00000u
-#define SFC_ID_MASK 0x000fffffu
+#define SFC_MARK_PROXY_MASK 0xfffff000u  /* every bit the proxy owns */
+#define SFC_MARK_TAG_MASK 0xf0000000u
+#define SFC_MARK_TAG 0x50000000u
+#define SFC_MARK_ID_SHIFT 12
+#define SFC_MARK_ID_MASK 0xffffu          /* SFC_MAX_STACKS - 1 */
+#define SFC_MARK_TENANT_MASK 0x00000fffu /* the tenancy's; never written by a BPF program */
 #define SFC_ETH_P_MPLS_UC 0x8847
 #define SFC_ETH_P_IP 0x0800
 #define SFC_FLOW_MASK 0xffffffffu /* sfc_tuple.mask of a whole flow (sfc_flows) */
@@ -256,6 +267,21 @@ static __always_inline __u32 sfc_flow_hash(__be32 src, __be32 dst, __be16 sport,
 	h ^= h >> 13;
 	h *= 0xc2b2ae35u;
 	return h ^ (h >> 16);
+}
+
+/* the proxy's bits of a mark carrying parked stack `id` */
+static __always_inline __u32 sfc_mark_of(__u32 id)
+{
+	return SFC_MARK_TAG | ((id & SFC_MARK_ID_MASK) << SFC_MARK_ID_SHIFT);
+}
+
+/* the parked stack id in `mark`, or -1 if the proxy's tag is not there */
+static __always_inline int sfc_mark_id(__u32 mark, __u32 *id)
+{
+	if ((mark & SFC_MARK_TAG_MASK) != SFC_MARK_TAG)
+		return -1;
+	*id = (mark >> SFC_MARK_ID_SHIFT) & SFC_MARK_ID_MASK;
+	return 0;
 }
 
 /* the IPv4 5-tuple of the packet whose IP header starts at `ip`; ports 0 for other protocols

@@ -87,7 +87,7 @@ static __always_inline int proxy(struct xdp_md *ctx, __u32 ttl)
 	meta = (void *)(long)ctx->data_meta;
 	if ((void *)(meta + 1) > data || data + sizeof(eth) > end)
 		goto bad;
-	*meta = SFC_MARK_BASE | (id & SFC_ID_MASK);
+	*meta = sfc_mark_of(id);
 	__builtin_memcpy(data, &eth, sizeof(eth));
 	/* for functions that lose the mark (a program reading a TUN device): the flow */
 	fk.node = node_id;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The SFC proxy's outer half, behind a function (tcx egress of every interface of the function
- * node): whatever leaves the function with a parked stack's id in skb->mark (or, for a function
+ * node): whatever leaves the function with a parked stack's id in the proxy's bits of skb->mark
+ * (SFC_MARK_PROXY_MASK in sfc.h; the tenancy's bits are never touched) (or, for a function
  * that loses the mark, whose 5-tuple sfc_forward saw enter) gets its stack back.  The top entry
  * is this node's own forwarding label: it is popped here and the packet goes to its next hop
  * with the rest, or as plain IPv4 if nothing is left.
@@ -30,9 +31,7 @@ int sfc_proxy_out(struct __sk_buff *skb)
 
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
 		return TC_ACT_OK;
-	if ((skb->mark & SFC_MARK_MASK) == SFC_MARK_BASE) {
-		id = skb->mark & SFC_ID_MASK;
-	} else {
+	if (sfc_mark_id(skb->mark, &id)) {
 		struct sfc_tuple fk = {};
 		__u8 proto;
 		__u32 *have;
@@ -49,7 +48,7 @@ int sfc_proxy_out(struct __sk_buff *skb)
 		}
 		id = *have;
 	}
-	skb->mark = 0;
+	skb->mark &= ~SFC_MARK_PROXY_MASK; /* the tenancy's bits stay */
 	st = bpf_map_lookup_elem(&sfc_stacks, &id);
 	if (!st || !st->depth) {
 		/* the function was the chain's last stop: its routes deliver the packet */

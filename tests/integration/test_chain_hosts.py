@@ -125,7 +125,8 @@ def test_bad_host_commands_exit_2_and_change_nothing(lab_name: str, tmp_path: Pa
 
         before = mine()
         key = tmp_path / "id"
-        key.write_text("not used: refused before any connection\n")
+        key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nnot used: refused before any "
+                       "connection\n-----END OPENSSH PRIVATE KEY-----\n")
         bad = [["host", "add", lab.name, "bad:name", "--cpus", "1", "--memory", "64M"],
                ["host", "add", lab.name, "h2", "--cpus", "0", "--memory", "64M"],
                ["host", "add", lab.name, "h2", "--cpus", "1", "--memory", "1M"],

@@ -166,8 +166,30 @@ def test_a_shared_nodes_tenancy_rules_zone_and_mark_each_tenant():
     [tp] = plan(TENANTS).tenancy
     text = ruleset(tp)
     assert 'iifname { "eth0" } ct original zone set 100' in text
-    assert 'ct state new iifname { "eth1" } ct mark set 101' in text
-    assert text.count("meta mark set ct mark") == 2  # forwarded and the node's own packets
+    assert 'ct state new iifname { "eth1" } ct mark set ct mark and 0xfffff000 or 101' in text
+    # the tenant field only: the proxy's bits of the mark are kept (sfclab.plan.marks)
+    restore = "ct mark and 0xfff == 101 meta mark set meta mark and 0xfffff000 or 101"
+    assert text.count(restore) == 2  # forwarded and the node's own packets
+    assert "meta mark set ct mark\n" not in text
+
+
+def test_the_mark_layout_is_the_one_in_sfc_h():
+    """plan/marks.py and bpf/sfc.h name the same bits, and the two owners' fields are
+    disjoint and cover the word."""
+    import re
+    from pathlib import Path
+
+    from sfclab.plan import marks
+
+    header = (Path(__file__).resolve().parents[2] / "bpf" / "sfc.h").read_text()
+    c = {k: int(v, 0) for k, v in re.findall(r"#define SFC_MARK_(\w+) (0x[0-9a-f]+|\d+)u?",
+                                              header)}
+    assert c == {"PROXY_MASK": marks.PROXY_MASK, "TAG_MASK": marks.TAG_MASK, "TAG": marks.TAG,
+                 "ID_SHIFT": marks.ID_SHIFT, "ID_MASK": marks.ID_MASK,
+                 "TENANT_MASK": marks.TENANT_MASK}
+    assert marks.PROXY_MASK & marks.TENANT_MASK == 0
+    assert marks.PROXY_MASK | marks.TENANT_MASK == 0xFFFFFFFF
+    assert marks.TAG_MASK | (marks.ID_MASK << marks.ID_SHIFT) == marks.PROXY_MASK
 
 
 def test_inspect_text_shows_hosts_links_and_tenants():
@@ -255,3 +277,17 @@ def test_a_public_chain_between_shared_nodes_routes_replies_back_to_the_tenants(
     dpi_ip = {i.address.split("/")[0] for i in p.interfaces_of("dpi") if i.address}
     assert len(fw) == 1 and fw[0].gateway in dpi_ip and fw[0].table is None
     assert not [r for r in p.routes if r.node == "dst" and r.dst == tenant_net]
+
+
+def test_more_tenants_than_the_mark_holds_are_refused_before_addressing():
+    import pytest
+
+    from sfclab.errors import SpecError
+    from sfclab.plan import marks
+    from sfclab.plan.tenancy import TABLE_BASE
+
+    n = marks.TENANT_MASK - TABLE_BASE + 2
+    nodes = "".join(f"  h{i}: {{kind: host, tenant: t{i}}}\n" for i in range(n))
+    with pytest.raises(SpecError) as e:
+        plan(f"name: x\nnodes:\n{nodes}links: []\n")
+    assert e.value.place == "tenants" and f"at most {n - 1}" in e.value.message

@@ -97,7 +97,9 @@ def test_unsplittable_plans_are_refused():
 
 def test_ssh_keys_resolve_against_the_lab_files_folder(tmp_path):
     (tmp_path / "keys").mkdir()
-    (tmp_path / "keys" / "id").write_text("not checked here\n")
+    (tmp_path / "keys" / "id").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n"
+                                          "(only the first line is checked here)\n"
+                                          "-----END OPENSSH PRIVATE KEY-----\n")
     f = tmp_path / "lab.yaml"
     f.write_text("name: s\nhosts:\n  h1: {address: 198.19.255.9, ssh: {key: keys/id, port: "
                  "2222, python: /opt/sfclab/bin/python}}\nnodes:\n  a: {kind: host}\n")

@@ -26,12 +26,12 @@ JSON object of counters to ``SFCLAB_STATS``, which ``inspect`` reports under ``p
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from pydantic import Field, field_validator
 
 from ..errors import SpecError
+from ..spec.names import ifname_problem
 from . import cgroups
 from .base import register
 from .params import Argv, resolve_executable
@@ -48,8 +48,9 @@ class TunParams(cgroups.LimitParams):
     @field_validator("device")
     @classmethod
     def _ifname(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,15}", v):
-            raise ValueError("an interface name of 1 to 15 letters, digits, '_', '.' or '-'")
+        problem = ifname_problem(v)
+        if problem:
+            raise ValueError(problem)
         return v
 
     @field_validator("table")

@@ -116,6 +116,7 @@ def build_plan(lab: Lab, *, ovs_datapath: str = "netdev", cpus: list[int] | None
     subnets, addrs = tenancy.assign(lab, segs)
     p = Planner(lab, ovs_datapath, addrs)
     if lab.hosts:
+        plan_hosts.check_underlay(lab, subnets.values())
         p.plan.hosts, p.plan.underlay = plan_hosts.plan_hosts(lab, cpus or [0])
     for n in lab.nodes.values():
         cast(NodePlanner, n.kind_ref).plan_node(p, n)

@@ -23,8 +23,10 @@
 from __future__ import annotations
 
 from ipaddress import IPv4Interface, IPv4Network
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..errors import SpecError
 from ..spec.hosts import VXLAN_OVERHEAD
 from . import names
 from .model import HostEndPlan, HostLinkPlan, HostPlan, Plan, UnderlayPlan
@@ -35,6 +37,21 @@ if TYPE_CHECKING:
 VNI_BASE = 1000
 UNDERLAY_IF = "ul0"
 DEFAULT_ATTACH = "bridge"
+
+
+def check_underlay(lab: Lab, subnets: Iterable[IPv4Network | None]) -> None:
+    """The underlay joins the hosts' own contexts; a lab subnet that overlaps it would make a
+    node's address and a host's underlay address one route apart.  Refused at the
+    ``underlay.subnet`` place (``validate`` plans too, so it refuses what ``up`` would)."""
+    if lab.underlay is None:
+        return
+    u = lab.underlay.subnet
+    for net in subnets:
+        if net is not None and net.overlaps(u):
+            msg = (f"the underlay subnet {u} overlaps the lab's subnet {net}; choose an "
+                   "underlay outside the lab's address plan")
+            raise lab.doc.error(msg, ("underlay", "subnet")) if lab.doc is not None \
+                else SpecError(msg, file=lab.source, place="underlay.subnet")
 
 
 def is_hosted(lab: Lab, spec: LinkSpec) -> bool:

@@ -283,6 +283,7 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
     sp.hops = list(labels.hops.values())
     if len(sp.hops) > MAX_HOPS:
         raise _error(lab, f"{len(sp.hops):,} labels; at most {MAX_HOPS:,}", ("chains",))
+    _refuse_shadowing(lab, sp.directions)
     masks = {mask_key(e) for d in sp.directions for c in d.classifiers for e in c["entries"]}
     if len(masks) > MAX_MASKS:
         raise _error(lab, f"the classifiers need {len(masks)} distinct wildcard masks (port "
@@ -357,6 +358,27 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
         seen = reversed_classifier(c, start) if reverse else c
         d.classifiers.append({"index": i, **seen.as_dict(), "entries": entries_of(seen)})
     return d
+
+
+def entry_key(e: dict[str, Any]) -> tuple[Any, ...]:
+    """What the classifier table is keyed by: the ingress and the masked 5-tuple (the mask
+    follows from the prefix lengths); the priority is in the value, not the key."""
+    return (e["ingress"], e["src"], e["dst"], tuple(e["sport"]), tuple(e["dport"]), e["proto"])
+
+
+def _refuse_shadowing(lab: Lab, directions: list[DirectionPlan]) -> None:
+    """Two chains' classifiers that make one table entry: one would shadow the other whatever
+    the priorities (the table holds one chain per entry), as ``chain add`` refuses too."""
+    owner: dict[tuple[Any, ...], tuple[str, int]] = {}
+    for d in directions:
+        for c in d.classifiers:
+            for e in c["entries"]:
+                had = owner.setdefault(entry_key(e), (d.chain, c["index"]))
+                if had[0] != d.chain:
+                    raise _error(lab, f"this classifier makes the same classifier entry as "
+                                 f"chains.{had[0]}.classifiers[{had[1]}] (one would shadow the "
+                                 "other, whatever the priorities): make them differ",
+                                 ("chains", d.chain, "classifiers", c["index"]))
 
 
 def assemble(cname: str, start: str, end: str, stages: list[list[str]],

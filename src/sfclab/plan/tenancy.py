@@ -19,8 +19,9 @@ from __future__ import annotations
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import TYPE_CHECKING
 
+from ..errors import SpecError
 from ..spec.hosts import spaces
-from . import addressing, routing
+from . import addressing, marks, routing
 from .model import Plan, TenancyPlan
 
 if TYPE_CHECKING:
@@ -43,9 +44,20 @@ def segment_space(lab: Lab, seg: Segment) -> str | None:
     return None
 
 
+def _check_room(lab: Lab) -> None:
+    """A tenant's table number is also its value in the packet mark's tenant field
+    (:mod:`sfclab.plan.marks`): no more tenants than that field holds."""
+    most = marks.TENANT_MASK - TABLE_BASE + 1
+    if len(lab.tenants) > most:
+        msg = f"{len(lab.tenants)} tenants; at most {most} (the packet mark's tenant field)"
+        raise lab.doc.error(msg, ("tenants",)) if lab.doc is not None \
+            else SpecError(msg, file=lab.source, place="tenants")
+
+
 def assign(lab: Lab, segs: list[Segment]
            ) -> tuple[dict[int, IPv4Network | None], dict[tuple[int, int], IPv4Interface]]:
     """Subnets and addresses, space by space (one space when the lab has no tenants)."""
+    _check_room(lab)
     subnets: dict[int, IPv4Network | None] = {}
     addrs: dict[tuple[int, int], IPv4Interface] = {}
     groups: list[str | None] = [None, *lab.tenants]

@@ -160,6 +160,24 @@ class DataPlane:
                          e["proto"], e["priority"]))
         return self.add_rows(node_ids, direction, rows, order)
 
+    def holders(self, node_ids: dict[str, int], rows: Iterable[Row],
+                table: dict[bytes, bytes] | None = None) -> list[int | None]:
+        """For each row, the chain direction whose classifier entry has the row's key now
+        (None: no entry; a mask no entry uses yet cannot have one).  ``table``: the classifier
+        map as just read, else it is read here."""
+        index = {mk: i for i, mk in enumerate(self.masks())}
+        # the whole table in a few batched calls: one lookup per row would take seconds for
+        # the 100,000 rows of a large ``chain classify`` file
+        held = self.maps["sfc_classes"].items() if table is None else table
+        out: list[int | None] = []
+        for row in rows:
+            mi = index.get(mask_of(row))
+            raw = None if mi is None else held.get(
+                _KEY_HEAD.pack(node_ids[row[0]], mi) +
+                _KEY_TAIL.pack(row[1], row[3], row[5], row[7], row[9]))
+            out.append(None if raw is None else struct.unpack_from("<iI", raw)[1])
+        return out
+
     def add_rows(self, node_ids: dict[str, int], direction: int, rows: Iterable[Row],
                  order: int, undo: Undo | None = None) -> int:
         """:meth:`add_entries` for entries in integers (``plan.classifier_rows``), in batched

@@ -9,7 +9,11 @@ A node shared by tenants (:class:`~sfclab.plan.model.TenancyPlan`) gets, at ``pr
 - ``table ip sfclab_tenancy``: each tenant's incoming interfaces put new connections in the
   tenant's conntrack zone (original direction only, so replies from the public side still find
   them; identical tenant flows never merge) and mark them with the tenant's number; every
-  packet then carries its connection's mark.
+  packet then carries its connection's tenant in the mark's tenant field.
+
+The tenancy writes only the mark's tenant bits (:mod:`sfclab.plan.marks`): the SFC proxy keeps
+a parked label stack's id in the other bits of the same mark, through this very node.  nftables
+cannot OR one register into another here, so the restore is one masked rule per tenant.
 
 The node's function (a NAT, a router) runs unchanged on top.  All of it lives in the node's
 namespace and goes with it.
@@ -20,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..kernel import netns
+from ..plan import marks
 from ..plan.model import Plan, TenancyPlan
 from .part import Part
 from .step import step
@@ -33,20 +38,24 @@ RULE_PRIORITY = 1000
 
 
 def ruleset(tp: TenancyPlan) -> str:
-    zone, mark = [], []
+    keep, field = f"{marks.PROXY_MASK:#010x}", f"{marks.TENANT_MASK:#05x}"
+    zone, mark, restore = [], [], []
     for t in tp.tenants.values():
         ifs = ", ".join(f'"{i}"' for i in t["ifaces"])
         if not ifs:
             continue
         zone.append(f"    iifname {{ {ifs} }} ct original zone set {t['id']}")
-        mark.append(f"    ct state new iifname {{ {ifs} }} ct mark set {t['id']}")
+        mark.append(f"    ct state new iifname {{ {ifs} }} "
+                    f"ct mark set ct mark and {keep} or {t['id']}")
+        restore.append(f"    ct mark and {field} == {t['id']} "
+                       f"meta mark set meta mark and {keep} or {t['id']}")
     return "\n".join([
         f"table ip {NFT_TABLE}", f"delete table ip {NFT_TABLE}", f"table ip {NFT_TABLE} {{",
         "  chain zones {", "    type filter hook prerouting priority raw;", *zone, "  }",
         "  chain tag {", "    type filter hook prerouting priority mangle;", *mark,
-        "    meta mark set ct mark", "  }",
+        *restore, "  }",
         "  chain own {", "    type route hook output priority mangle;",
-        "    meta mark set ct mark", "  }", "}"]) + "\n"
+        *restore, "  }", "}"]) + "\n"
 
 
 class Tenancy(Part):
@@ -75,7 +84,8 @@ class Tenancy(Part):
             for ifname in t["ifaces"]:
                 ipr.rule("add", iifname=ifname, table=t["id"], priority=prio)
                 prio += 1
-            ipr.rule("add", fwmark=t["id"], table=t["id"], priority=prio)
+            ipr.rule("add", fwmark=t["id"], fwmask=marks.TENANT_MASK, table=t["id"],
+                     priority=prio)
             prio += 1
         netns.run(tp.netns, ["nft", "-f", "-"], input=ruleset(tp))
 

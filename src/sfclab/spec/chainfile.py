@@ -36,6 +36,7 @@ from .limits import MAX_FUNCTIONS, MAX_GROUP_INSTANCES, MAX_HOST_CPUS
 from .sfc import ClassifierSpec, EntryCounter, growth_problem
 from .source import Document
 from .strict import Strict
+from .text import refuse_nul
 from .wording import pydantic_error
 
 #: keys of a function entry that are the chain file's own; every other key is the kind's
@@ -86,6 +87,7 @@ def parse(doc: Document) -> ChainFile:
     if not isinstance(data, dict):
         raise doc.error("expected a mapping (a chain file: name, classifiers, functions, "
                         "egress)", ())
+    refuse_nul(doc, data)
     raw = dict(data)
     fns = raw.get("functions")
     if isinstance(fns, list):
@@ -107,6 +109,10 @@ def parse(doc: Document) -> ChainFile:
         if len(loc) > 2 and loc[0] == "functions" and loc[2] == "params":
             loc = loc[:2] + loc[3:]
         raise doc.error(msg, loc) from None
+    for i, c in enumerate(chain.classifiers):
+        if c.ingress == chain.egress:
+            raise doc.error(f"'{c.ingress}' is the chain's egress too; a chain leads from its "
+                            "ingress to another node", ("classifiers", i, "ingress"))
     names = [f.name for f in chain.functions]
     for i, f in enumerate(chain.functions):
         if names.index(f.name) != i:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
+from .addresses import address_problem
 from .limits import MAX_HOST_CPUS
 from .names import NAME_RE, NAME_WORDS
 from .quantities import parse_rate, parse_size
@@ -72,6 +73,13 @@ class SshSpec(_Model):
     netns: str | None = None
     known_hosts: str | None = None
 
+    @field_validator("state")
+    @classmethod
+    def _state(cls, v: str) -> str:
+        if any(part in (".", "..") for part in v.split("/")):
+            raise ValueError("an absolute folder path without '.' or '..' parts")
+        return v
+
 
 class HostSpec(_Model):
     cpus: int | None = Field(default=None, ge=1, le=MAX_HOST_CPUS)
@@ -94,6 +102,9 @@ class UnderlaySpec(_Model):
     @field_validator("subnet")
     @classmethod
     def _subnet(cls, v: IPv4Network) -> IPv4Network:
+        problem = address_problem(v) or address_problem(v.network_address)
+        if problem:
+            raise ValueError(f"a subnet of unicast addresses, not {problem}")
         if v.prefixlen > 29 or not v.is_private and not v.subnet_of(IPv4Network("198.18.0.0/15")):
             raise ValueError("a private subnet of /29 or larger, e.g. 198.19.255.0/24")
         return v
@@ -111,9 +122,14 @@ def _located(doc: Document, model: Any, value: Any, place: tuple[Any, ...]) -> A
         raise doc.error(msg, place + loc) from None
 
 
+#: the longest host or tenant name
+HOST_NAME_MAX = 32
+
+
 def _name(doc: Document, name: Any, place: tuple[Any, ...], what: str) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 32:
-        raise doc.error(f"expected a {what} name of {NAME_WORDS}, at most 32 characters, "
+    if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > HOST_NAME_MAX:
+        raise doc.error(f"expected a {what} name of {NAME_WORDS}, at most {HOST_NAME_MAX} "
+                        "characters, "
                         f"got {name!r}", place)
     return name
 
@@ -159,6 +175,24 @@ def validate_hosts(doc: Document, raw: Any, underlay_raw: Any) -> tuple[dict[str
     return hosts, underlay
 
 
+#: the largest private key file read (an RSA 16384-bit key in PEM is about 13 kB)
+MAX_KEY_BYTES = 64 * 1024
+
+
+def key_problem(f: Path) -> str | None:
+    """Why ``f`` is not a private key file ssh can use (PEM or OpenSSH format), or None.  Only
+    the head is read, and only a file of at most :data:`MAX_KEY_BYTES`."""
+    size = f.stat().st_size
+    if size > MAX_KEY_BYTES:
+        return f"{size} bytes; a key file is at most {MAX_KEY_BYTES}"
+    with f.open("rb") as fh:
+        head = fh.read(MAX_KEY_BYTES)
+    first = head.lstrip().split(b"\n", 1)[0].strip()
+    if not (first.startswith(b"-----BEGIN ") and first.endswith(b"PRIVATE KEY-----")):
+        return "its first line is not '-----BEGIN ... PRIVATE KEY-----'"
+    return None
+
+
 def _check_ssh(doc: Document, spec: HostSpec, place: tuple[Any, ...]) -> HostSpec:
     """A real host: it needs its underlay ``address``; its key must be a readable file (made
     absolute here, relative to the lab file's folder)."""
@@ -180,6 +214,11 @@ def _check_ssh(doc: Document, spec: HostSpec, place: tuple[Any, ...]) -> HostSpe
                             f"{'a folder' if f.is_dir() else 'missing'})", place + ("ssh", field))
         if not os.access(f, os.R_OK):
             raise doc.error(f"the file {f} cannot be read", place + ("ssh", field))
+        if field == "key":
+            problem = key_problem(f)
+            if problem:
+                raise doc.error(f"expected a private key file, got {given!r} ({problem})",
+                                place + ("ssh", field))
         files[field] = str(f.resolve())
     ns = spec.ssh.netns
     if ns is not None and (not re.fullmatch(r"[A-Za-z0-9_:@-][A-Za-z0-9_:@.-]{0,254}", ns)):

@@ -27,7 +27,7 @@ Model (containerlab's words)::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from ipaddress import IPv4Interface, IPv4Network
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
@@ -35,12 +35,14 @@ from pydantic import Field, ValidationError, field_validator
 from ..errors import SpecError
 import yaml
 
-from . import chain, checks, hosts as hosts_spec, sfc
+from . import chain, checks, hosts as hosts_spec, sfc, text
+from .addresses import address_problem
 from .chain import ChainSpec
 from .hosts import Attach, HostSpec, Rate, UnderlaySpec
 from .sfc import GroupSpec, SfcChainSpec
 from .kinds import KindTable, LinkForm, NodeKind
-from .names import IFNAME_RE, LAB_NAME_MAX, NAME_RE, NAME_WORDS, NODE_NAME_MAX, node_name_ok
+from .names import (LAB_NAME_MAX, NAME_RE, NAME_WORDS, NODE_NAME_MAX, ifname_problem,
+                    node_name_ok)
 from .source import Document, format_place
 from .strict import Strict as _Model
 from .wording import pydantic_error
@@ -59,8 +61,9 @@ class EndpointSpec(_Model):
     @field_validator("interface")
     @classmethod
     def _ifname(cls, v: str | None) -> str | None:
-        if v is not None and not IFNAME_RE.match(v):
-            raise ValueError("an interface name of 1 to 15 letters, digits, '_', '.' or '-'")
+        problem = None if v is None else ifname_problem(v)
+        if problem:
+            raise ValueError(problem)
         return v
 
     @field_validator("address")
@@ -112,22 +115,6 @@ class AddressingSpec(_Model):
         if problem:
             raise ValueError(f"a pool of unicast addresses, not {problem}")
         return v
-
-
-def address_problem(a: IPv4Address | IPv4Network) -> str | None:
-    """Why ``a`` cannot be put on a lab's link, or None."""
-    for test, what in ((lambda x: x.is_loopback, "a loopback address"),
-                       (lambda x: x.is_multicast, "a multicast address"),
-                       (lambda x: x.is_unspecified, "the unspecified address"),
-                       (lambda x: x.is_link_local, "a link-local address"),
-                       (lambda x: x.is_reserved, "a reserved address")):
-        if test(a):
-            return what
-    if isinstance(a, IPv4Network) and a.prefixlen == 0:
-        return "the whole address space"
-    if isinstance(a, IPv4Address) and a in IPv4Network("0.0.0.0/8"):
-        return "an address of 'this network' (0.0.0.0/8)"
-    return None
 
 
 class LabFile(_Model):
@@ -268,6 +255,7 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error("expected a mapping with 'name', 'nodes' and 'links'", ())
+    text.refuse_nul(doc, data)
     try:
         top = LabFile.model_validate(data)
     except ValidationError as e:

@@ -36,6 +36,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator, m
 
 from ..errors import SpecError
 from .strict import Strict
+from .text import nul_place
 from .wording import pydantic_error
 
 #: every sender engine of the native generator (sfcgen send --engine)
@@ -264,9 +265,13 @@ def validate(d: Any) -> AnyRequest:
     options); raises :class:`RequestInvalid` with the place inside the request."""
     if not isinstance(d, dict):
         raise RequestInvalid("expected a mapping with 'type'", ())
+    nul = nul_place(d)
+    if nul is not None:
+        raise RequestInvalid("expected text without a NUL character (\\0)", nul)
     kind = d.get("type")
-    if kind not in MODELS:
-        raise RequestInvalid(f"expected one of {', '.join(MEASURE_TYPES)}, got {kind!r}",
+    if not isinstance(kind, str) or kind not in MODELS:  # a list or mapping cannot be looked up
+        got = repr(kind) if kind is None or isinstance(kind, str) else f"a {type(kind).__name__}"
+        raise RequestInvalid(f"expected one of {', '.join(MEASURE_TYPES)}, got {got}",
                              ("type",))
     try:
         return MODELS[kind].model_validate(d)  # type: ignore[return-value]

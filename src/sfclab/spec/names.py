@@ -6,6 +6,11 @@ separator of the names sfclab derives from them (namespaces ``sfclab:<lab>:<node
 ``sfclab:<lab>:<node>:link<N>``), so two different (lab, node) pairs never derive one name.
 Every name that arrives from outside (a file, the command line) is checked here before any path
 or kernel name is built from it.
+
+An interface name follows the kernel's rule (``dev_valid_name``: 1 to 15 bytes, not ``.`` or
+``..``, no ``/``, ``:`` or white space), narrowed to :data:`IFNAME_RE`, and is none of
+:data:`RESERVED_IFNAMES`: ``lo`` is in every namespace already, and a device named ``all`` or
+``default`` cannot register (its sysctl folder ``net/ipv4/conf/<name>`` is the kernel's own).
 """
 
 from __future__ import annotations
@@ -19,6 +24,16 @@ IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
 LAB_NAME_MAX = 32
 NODE_NAME_MAX = 48
 NAME_WORDS = "letters, digits, '_', '.' or '-', starting with a letter or digit"
+RESERVED_IFNAMES = frozenset({"lo", "all", "default"})
+IFNAME_WORDS = (f"an interface name of 1 to 15 {NAME_WORDS}, other than "
+                f"{', '.join(sorted(RESERVED_IFNAMES))}")
+
+
+def ifname_problem(name: object) -> str | None:
+    """What is wrong with ``name`` as an interface name sfclab makes, or None."""
+    if not isinstance(name, str) or not IFNAME_RE.match(name) or name in RESERVED_IFNAMES:
+        return IFNAME_WORDS
+    return None
 
 
 def lab_name_problem(name: str) -> str | None:

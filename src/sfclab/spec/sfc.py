@@ -205,6 +205,10 @@ def validate(doc: Document, chains: Any, groups: Any, nodes: dict[str, Any]
             if n is None or n.is_bridge:
                 raise doc.error(f"expected a host or function node, got {cl.ingress!r}",
                                 ("chains", c, "classifiers", i, "ingress"))
+            if cl.ingress == spec.egress:
+                raise doc.error(f"'{cl.ingress}' is the chain's egress too; a chain leads from "
+                                "its ingress to another node",
+                                ("chains", c, "classifiers", i, "ingress"))
         for i, f in enumerate(spec.functions):
             if f in out_groups:
                 continue

@@ -21,6 +21,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..errors import LabError, SpecError
@@ -109,8 +110,10 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
                     sshadd.unmake(state, merged, add, DRAIN_S)
                 else:
                     _unmake(state, merged, add)
+                    _forget_nodes(state, add)
                 record.save_plan(state, plan)  # the plan as it was before
                 record.drop_addition(state, add.chain)
+                _rmdir_if_empty(record.added_dir(state))
                 raise
         record.save_addition(state, add, "up")
         record.event(state, "chain-added", chain=add.chain,
@@ -208,6 +211,24 @@ def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
         errors += wire.remove_node(state, merged, n.node, n.netns,
                                     (n.attach, n.attach_ifname), n)
     return errors
+
+
+def _forget_nodes(state: LabState, add: Addition) -> None:
+    """A refused addition's nodes leave no state behind: each one's folder in the lab's state
+    (pids, the function's log) goes.  The nodes are the addition's own: the plan refused any
+    name the lab already had, so no other node's folder is touched."""
+    for n in add.nodes:
+        d = state.node_dir(n.node)
+        if d.parent == state.dir / "nodes" and d.is_dir() and not d.is_symlink():
+            shutil.rmtree(d)
+    _rmdir_if_empty(state.dir / "nodes")
+
+
+def _rmdir_if_empty(d: Path) -> None:
+    try:
+        d.rmdir()
+    except OSError:  # not empty (another node's, another chain's) or gone: it stays as it is
+        pass
 
 
 def _classified_later(state: LabState, add: Addition) -> dict[int, list[dict[str, Any]]]:

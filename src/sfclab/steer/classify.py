@@ -83,6 +83,8 @@ def classify(lab: str, chain: str, path: str,
         else:
             with DataPlane(lab) as dp:
                 undo = _check_live(dp, rules, fwd, back, total, masks, source)
+                _refuse_shadowing(dp, sp, {d.index for d in dirs}, by_dir, rules, back,
+                                  source, undo.before or {})
                 note = record.save_classifiers(state, chain, source, data, len(rules), total,
                                                "writing")
                 written = _write(dp, sp, by_dir, note, undo)
@@ -150,6 +152,32 @@ def _check_live(dp: DataPlane, rules: list[Rule], fwd: dict[str, DirectionPlan],
         raise SpecError(f"the lab's classifier map holds {live:,} entries; {total:,} more "
                         f"would pass its size of {classes.max_entries:,}", file=source)
     return undo
+
+
+def _refuse_shadowing(dp: DataPlane, sp: SteeringPlan, mine: set[int],
+                      by_dir: dict[int, list[Row]], rules: list[Rule],
+                      back: dict[str, list[DirectionPlan]], source: str,
+                      table: dict[bytes, bytes]) -> None:
+    """Refuse, before anything is written, a classifier whose entry another chain holds: the
+    write would take the entry over (one chain would shadow the other), as ``chain add`` and
+    the lab file refuse.  The chain's own entries may be written again.  ``table`` is the
+    classifier map as read for the counts; the rule at fault is looked for only once there
+    is one."""
+    rows = [r for rs in by_dir.values() for r in rs]
+    taken = {r for r, held in zip(rows, dp.holders(sp.node_ids, rows, table))
+             if held is not None and held not in mine}
+    if not taken:
+        return
+    for i, c in enumerate(rules):
+        hit = [r for r in rows_of(c) + [x for d in back[c.ingress]
+                                        for x in rows_of(c, reverse_at=d.ingress)]
+               if r in taken]
+        if hit:
+            held = dp.holders(sp.node_ids, hit[:1], table)[0]
+            other = next((d.chain for d in sp.directions if d.index == held), "?")
+            raise SpecError(f"this classifier makes an entry chain '{other}' holds (one would "
+                            "shadow the other, whatever the priorities)", file=source,
+                            place=f"[{i}]")
 
 
 def _write(dp: DataPlane, sp: SteeringPlan, by_dir: dict[int, list[Row]], note: Path,

@@ -22,6 +22,8 @@ from ..plan.chainadd import Instance
 from ..plan.chainpaths import Topology
 from ..realize import lifecycle
 from ..spec.chainfile import ChainFile, parse
+from ..spec.hosts import HOST_NAME_MAX
+from ..spec.names import NAME_RE, NAME_WORDS
 from ..spec.source import Document, format_place, parse_place
 from ..spec.wording import pydantic_error
 
@@ -82,6 +84,14 @@ class MigrateInstance:
     drain_s: float = 0.2
     conntrack: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """``to`` is a host's name or None: an empty or malformed name is refused here, for
+        every entry point, rather than read as "the same host"."""
+        if self.to is not None and (not isinstance(self.to, str) or not NAME_RE.match(self.to)
+                                    or len(self.to) > HOST_NAME_MAX):
+            raise SpecError(f"expected a host name of {NAME_WORDS}, at most {HOST_NAME_MAX} "
+                            f"characters, got {self.to!r}", place="--to")
 
 
 def _function(doc: Document, i: int, chain: ChainFile, attach_hint: str | None) -> Function:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from pathlib import Path
 from typing import Any
 
 from ..errors import LabError, SpecError
@@ -27,6 +28,7 @@ from ..plan.model import HostPlan, Plan
 from ..plan.names import host_cgroup, host_netns
 from ..realize import remote, remote_hosts
 from ..realize.state import LabState
+from ..spec.hosts import key_problem
 
 SSH_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.:_-]+$")
 
@@ -43,6 +45,9 @@ def check_request(ssh: str | None, key: str | None, port: int | None) -> tuple[s
                         place="--ssh") from None
     if key is not None and (not os.path.isfile(key) or not os.access(key, os.R_OK)):
         raise SpecError(f"expected a readable private key file, got {key!r}", place="--key")
+    problem = None if key is None else key_problem(Path(key))
+    if problem:
+        raise SpecError(f"expected a private key file, got {key!r} ({problem})", place="--key")
     if port is not None and not 0 < port < 65536:
         raise SpecError(f"expected a port from 1 to 65535, got {port}", place="--port")
     return user, address
