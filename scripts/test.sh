@@ -12,4 +12,4 @@ grep -E "KEPT|BROKEN" build/lint-imports.log
 echo "types: mypy"
 mypy --no-error-summary --cache-dir build/mypy-cache
 echo "tests: pytest"
-exec pytest -q -p no:cacheprovider "$@" tests
+exec pytest -q -p no:cacheprovider --durations=20 "$@" tests
