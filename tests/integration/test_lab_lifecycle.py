@@ -116,13 +116,16 @@ def test_bad_input_exits_2_and_creates_nothing(tmp_path, capsys, lab_name, case)
 
 
 def test_kernel_error_rolls_back_and_names_the_object(tmp_path, capsys, lab_name):
-    # the kernel refuses a second interface called "lo" in src's namespace
-    f = write(tmp_path, "lab.yaml", f"name: {lab_name}\nnodes:\n  r: {{kind: router}}\n"
-              "  src: {kind: host}\n  dst: {kind: host}\n"
-              "links:\n  - endpoints: [r, dst]\n  - endpoints: ['src:lo', r]\n")
+    # the kernel refuses native XDP (the data plane's first hop) on a veth whose peer's MTU
+    # passes what one page holds; everything made before is rolled back
+    f = write(tmp_path, "lab.yaml", f"name: {lab_name}\nmtu: 9000\nnodes:\n"
+              "  src: {kind: host}\n  f1: {kind: firewall, rules: []}\n  dst: {kind: host}\n"
+              "links:\n  - endpoints: [src, f1]\n  - endpoints: [f1, dst]\n"
+              "chains:\n  c:\n    classifiers: [{ingress: src, proto: udp, dport: 7000}]\n"
+              "    functions: [f1]\n    egress: dst\n")
     status, _, err = sfclab(capsys, "up", f)
     assert status == 1
-    assert "veth" in err and "/lo" in err and "exists" in err.lower()
+    assert "src" in err and "eth0" in err and "MTU" in err, err
     assert nothing_left(lab_name)
     assert not os.path.exists(os.path.join(os.environ["SFCLAB_STATE_DIR"], "labs", lab_name))
 

@@ -63,6 +63,10 @@ def test_chain5_default_receiver_never_reports_zero(running_lab):
         m = measure.run(lab.name, RateRequest(size=64, rates=[450e3, 1e6], duration=1.0))
         for p in m.extra["points"]:
             assert p["received"] > 0 and p["received_pps"] > 0, p
+            # every rate over the one trial window (RFC 2544), the same in the JSON
+            assert abs(p["received_pps"] - p["received"] / p["window_s"]) <= \
+                0.02 * p["received_pps"], p
+            assert p["received"] <= p["sent"] and p["received_pps"] <= p["sent_pps"], p
             assert p["located"]["loss_by_node"].get("dst", 0) == 0, p["located"]
             assert "SOCKET_RCVBUFF" not in p["located"]["loss_by_reason"], p["located"]
             assert not p["located"].get("receiver_drops"), p["located"]
@@ -85,6 +89,8 @@ def test_overloaded_htb_shaper_holds_the_loss_not_the_receiver(running_lab):
     assert at_shaper >= 0.9 * p["lost"], where
     assert where["loss_by_node"].get("dst", 0) == 0, where
     assert where["receiver_drops"] == {}, where
+    # what arrives is what the shaper passes (its queue's growth over the window included)
+    assert abs(p["received_pps"] - SHAPER_PPS) <= 0.05 * SHAPER_PPS, p
 
 
 def test_socket_receiver_drops_are_the_measurements_own(running_lab):

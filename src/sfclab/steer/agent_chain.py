@@ -41,7 +41,6 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from collections.abc import Generator
@@ -274,9 +273,9 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
                 same = n.vni is None
                 errors += wire.remove_node(state, merged, n.node, n.netns,
                                            (n.attach, n.attach_ifname) if same else None)
-                errors += _remove_end(n)
+                errors += _remove_end(merged.lab, me, n)
             elif attach_host(merged, n.attach) == me:
-                errors += _remove_end(n)
+                errors += _remove_end(merged.lab, me, n)
                 errors += _remove_attach_end(merged, n)
         after = Plan.from_dict(req["after"])
         new = _new_part(part, after, me)
@@ -376,20 +375,31 @@ def retire(req: dict[str, Any]) -> dict[str, Any]:
     return {"errors": errors}
 
 
-def _remove_end(n: NewNode) -> list[str]:
-    """The tunnel devices of ``n`` in this host's context (absent ones skipped)."""
+def _remove_end(lab: str, me: str, n: NewNode) -> list[str]:
+    """The tunnel devices of ``n`` in this host's context, each only if it carries the mark
+    :func:`~sfclab.realize.links.hosted.make_live_end` gave it (``sfclab:<lab>:@<host>:<dev>``
+    as its alias): a device of that name without it is someone else's and is left, said so
+    (absent ones skipped)."""
     if n.vni is None:
         return []
     from pyroute2 import IPRoute
 
+    errors = []
     try:
         with IPRoute() as ipr:
             for dev in names(n.vni):
-                with contextlib.suppress(IndexError):
-                    ipr.link("del", index=ipr.link_lookup(ifname=dev)[0])
+                idx = ipr.link_lookup(ifname=dev)
+                if not idx:
+                    continue
+                alias = ipr.get_links(idx[0])[0].get_attr("IFLA_IFALIAS")
+                if alias != context_mark(lab, me, dev):
+                    errors.append(f"tunnel {n.vni}: interface {dev} does not carry the lab's "
+                                  f"mark (alias {alias!r}); left alone")
+                    continue
+                ipr.link("del", index=idx[0])
     except Exception as e:
-        return [f"tunnel {n.vni}: {e}"]
-    return []
+        return [*errors, f"tunnel {n.vni}: {e}"]
+    return errors
 
 
 def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:

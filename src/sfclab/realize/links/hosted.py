@@ -132,6 +132,9 @@ def make_live_end(lab: str, hl: HostLinkPlan, e: HostEndPlan, ctx: HostContext,
                 os.close(fd)
             join_context(ctx, ipr, hl, [e], lab=lab, underlay_if=underlay_if,
                          vxlan_port=vxlan_port, odir=Path("/"), xdp_nodes=True, real=real)
+            if real:  # the port too: removal checks every device's mark
+                ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0],
+                         ifalias=context_mark(lab, e.host, e.port))
         finally:
             ipr.close()
 
