@@ -50,8 +50,9 @@ def port_range(v: Any) -> tuple[int, int]:
         if not a.strip().isdigit() or (sep and not b.strip().isdigit()):
             raise ValueError("a port or a range lo-hi")
         lo, hi = int(a), int(b) if sep else int(a)
-    elif isinstance(v, (list, tuple)) and len(v) == 2:
-        lo, hi = int(v[0]), int(v[1])
+    elif isinstance(v, (list, tuple)) and len(v) == 2 and \
+            all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        lo, hi = v
     else:
         raise ValueError("a port or a range lo-hi")
     if not 0 <= lo <= hi <= 65535:
