@@ -315,8 +315,8 @@ LATER = ("ingress", "egress", "attach", "outside", "toward", "from", "to", "pair
 def insane_strings(names: list[Any], doc: Any, later: tuple[str, ...] = ()) -> list[str]:
     """What an accepted document must not hold: a name (of a lab, node, chain, group,
     function ...) that breaks the name rule, a NUL or a line break in any string (but in the
-    values of the keys ``later``), a float that is not finite.  Returns the problems found
-    (empty: sane)."""
+    values of the keys ``later``, and in a free text: a description), a float that is not
+    finite.  Returns the problems found (empty: sane)."""
     out = [f"name {n!r}" for n in names if not (isinstance(n, str) and NAME.fullmatch(n))]
 
     def walk(v: Any, at: str) -> None:
@@ -328,7 +328,7 @@ def insane_strings(names: list[Any], doc: Any, later: tuple[str, ...] = ()) -> l
             for i, x in enumerate(v):
                 walk(x, f"{at}[{i}]")
         elif isinstance(v, str) and not re.sub(r"(\[\d+\])+$", "", at).endswith(
-                later + ("description", "comment")) and ("\x00" in v or "\n" in v):
+                later + ("description",)) and ("\x00" in v or "\n" in v):
             out.append(f"string {v!r} at {at}")
         elif isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
             out.append(f"number {v!r} at {at}")
