@@ -130,8 +130,9 @@ def _run(kind: str, path: str, data: Any) -> tuple[list[Any], Any]:
         from sfclab.spec.experiment import expand, load_experiment
 
         exp = load_experiment(path)
-        expand(exp, load_lab_dict)
-        return [exp.name, *exp.variants], data
+        points = expand(exp, load_lab_dict)
+        # what runs: each point's lab and measurement (a swept value replaces the file's)
+        return [exp.name, *exp.variants], [[p.lab, p.measure] for p in points[:50]]
     raise ValueError(kind)
 
 
@@ -182,7 +183,8 @@ def judge(case: Case, tmp: Path) -> Failure | None:
     except Exception as e:  # noqa: BLE001 - the promise: nothing but SpecError
         return _failure(case, e, case.text)
     later = LATER if case.kind in ("chain", "classifiers") else ()
-    insane = insane_strings(names, data if data is not None else accepted, later)
+    judged = accepted if case.kind == "experiment" or data is None else data
+    insane = insane_strings(names, judged, later)
     if insane:
         return Failure(case.kind, "accepted", insane[0], "; ".join(insane)[:300], case.text)
     return judge_cli(case, path, refused=False)

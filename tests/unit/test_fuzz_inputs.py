@@ -43,6 +43,9 @@ KNOWN: list[Known] = [
           r"spec/source\.py:walk", "? {k: v}\n: c\nname: e\n"),
     Known("measure-type-list", MEASURE_TYPE, "measure", "TypeError",
           r"spec/measurement\.py:validate", '{"type": [], "flows": 1}'),
+    Known("experiment-measure-type-mapping", MEASURE_TYPE, "experiment", "TypeError",
+          r"spec/measurement\.py:validate",
+          "name: e\nlab: {name: l, chain: {length: 2}}\nmeasure: {type: {a: 1}}\n"),
 ]
 
 #: failures the fuzzer found and this branch fixed, each its smallest input: held to the promise
