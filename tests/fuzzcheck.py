@@ -136,15 +136,39 @@ def _run(kind: str, path: str, data: Any) -> tuple[list[Any], Any]:
     raise ValueError(kind)
 
 
+def _measure_body(lab: str, body: Any) -> None:
+    from sfclab.web.routes.measurements import check
+
+    check(lab, body)
+
+
+def _host_body(lab: str, body: Any) -> None:
+    """What ``POST /api/labs/{lab}/hosts`` checks before it adds a host."""
+    from sfclab.spec.quantities import parse_size
+    from sfclab.steer.hostops import check_host_request
+    from sfclab.web.routes.hosts import NewHost
+
+    h = NewHost.model_validate(body)
+    check_host_request(h.name, h.cpus, parse_size(h.memory))
+
+
+def _migrate_body(lab: str, body: Any) -> None:
+    from sfclab.web.routes.chains import Migration
+
+    Migration.model_validate(body)
+
+
+#: the API bodies that are no file: how the route checks each before it acts
+BODIES = {"measure": _measure_body, "host": _host_body, "migrate": _migrate_body}
+
+
 def refusal(case: Case, path: Path, lab: str = "fz-nolab") -> BaseException | None:
     """What the library raises for ``case`` (written to ``path``), or None if it accepts it;
     chain files are read as a request for running lab ``lab``, measurement bodies are checked
     against it (the nodes it has) as the API checks them."""
-    if case.kind == "measure":
-        from sfclab.web.routes.measurements import check as check_body
-
+    if case.kind in BODIES:
         try:
-            check_body(lab, case.data)
+            BODIES[case.kind](lab, case.data)
         except Exception as e:  # noqa: BLE001 - any refusal; the caller judges its type
             return e
         return None

@@ -4,8 +4,9 @@ Objects and names:
 
 * a *kind* of input: ``lab`` (a lab file), ``chain`` (a chain file for ``chain add`` and the
   body of ``POST /api/labs/{lab}/chains``), ``classifiers`` (``chain classify --from-file``),
-  ``experiment`` (``sfclab run``) and ``measure`` (an experiment's ``measure:`` and the body of
-  ``POST /api/labs/{lab}/measurements``);
+  ``experiment`` (``sfclab run``), ``measure`` (an experiment's ``measure:`` and the body of
+  ``POST /api/labs/{lab}/measurements``), ``host`` and ``migrate`` (the bodies of
+  ``POST /api/labs/{lab}/hosts`` and ``.../chains/{chain}/migrate``);
 * a *seed*: a valid document of a kind, taken from ``scenarios/`` (and the experiments' inline
   labs and measurements), loaded as plain YAML data;
 * a *mutation*: one change that tends to make a document bad -- a value of the wrong type, a
@@ -37,7 +38,7 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
 
-KINDS = ("lab", "chain", "classifiers", "experiment", "measure")
+KINDS = ("lab", "chain", "classifiers", "experiment", "measure", "host", "migrate")
 
 #: the name rule of labs, nodes, chains, groups and functions, matched as a whole string
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -91,6 +92,10 @@ def _load_seeds() -> dict[str, list[tuple[str, Any]]]:
             "dst": {"kind": "host"}},
         "links": [{"endpoints": ["src", "fw"]}, {"endpoints": ["fw", "sh"]},
                   {"endpoints": ["sh", "r"]}, {"endpoints": ["r", "dst"]}]}))
+    # the API's other bodies: a host to add, an instance to move
+    out["host"].append(("inline:host", {"name": "h9", "cpus": 1, "memory": "64M"}))
+    out["migrate"].append(("inline:migrate", {"instance": "fw-1", "to": "h1",
+                                              "conntrack": True}))
     out["classifiers"].append(("inline:wrapped", {"classifiers": [
         {"ingress": "src", "proto": "tcp", "src": "10.0.0.0/8", "dst": "198.18.4.0/24",
          "sport": 1024, "dport": "80-8080", "priority": 7}]}))

@@ -271,7 +271,8 @@ def post(api: TestClient, case: Case, lab: str) -> Any:
     if case.kind == "lab":  # the lab file itself, as YAML text
         return api.post("/api/labs", content=case.text.encode(),
                         headers={"Content-Type": "application/yaml"})
-    route = {"chain": "chains", "measure": "measurements"}[case.kind]
+    route = {"chain": "chains", "measure": "measurements", "host": "hosts",
+             "migrate": "chains/web/migrate"}[case.kind]
     return api.post(f"/api/labs/{lab}/{route}", content=case.json_body().encode())
 
 
@@ -307,9 +308,10 @@ def try_post(state: Path, running: str, api: TestClient, case: Case,
     return refused_by_api(case, r, before, machine(state, labs))
 
 
-@fuzz_settings(30)
-@given(case=st.one_of(cases("lab", lab_name=LAB), cases("chain", text_mutations=False),
-                      cases("measure", text_mutations=False)))
+@fuzz_settings(40)
+@given(case=st.one_of(cases("lab", lab_name=LAB), *(cases(k, text_mutations=False)
+                                                     for k in ("chain", "measure", "host",
+                                                               "migrate"))))
 def test_api_refuses_bad_bodies(state: Path, running: str, api: TestClient,
                                 tmp_path_factory: pytest.TempPathFactory, case: Case) -> None:
     holds(try_post(state, running, api, case,
