@@ -205,7 +205,8 @@ def mutate(draw: st.DrawFn, doc: Any) -> tuple[Any, str]:
             doc = put(doc, where, {new if k == old else k: v for k, v in here.items()})
             return doc, f"rename key {shown}.{old} to {new!r}"
     if op == "dangling" and isinstance(here, str):
-        doc = put(doc, where, draw(st.sampled_from(["ghost", "", "src:", ":eth0", "dst:a/b"])))
+        doc = put(doc, where, draw(st.sampled_from(["ghost", "", "src:", ":eth0", "dst:a/b",
+                                                   "src:e0\n", "src:e\x00"])))
         return doc, f"dangling {shown}"
     if op == "swap-ref" and isinstance(here, str):
         others = [s for s in strings(doc) if s != here] or ["ghost"]

@@ -30,6 +30,7 @@ from tests.fuzzgrammar import Case, cases
 
 COMPLEX_KEYS = "input bounds: YAML complex keys"
 MEASURE_TYPE = "validation refusal classes: measure.type type checks"
+IFNAMES = "validation refusal classes: interface names"
 
 #: failures found by fuzzing, left to the class of work that owns them (trim at merge)
 KNOWN: list[Known] = [
@@ -41,6 +42,9 @@ KNOWN: list[Known] = [
           r"spec/source\.py:walk", "[a]: 1\nclassifiers: []\n"),
     Known("experiment-complex-key", COMPLEX_KEYS, "experiment", "TypeError",
           r"spec/source\.py:walk", "? {k: v}\n: c\nname: e\n"),
+    Known("ifname-final-line-break", IFNAMES, "lab", "accepted", r"endpoints",
+          'name: x\nnodes: {a: {kind: host}, b: {kind: host}}\n'
+          'links: [{endpoints: ["a:e0\\n", b]}]\n'),
     Known("measure-type-list", MEASURE_TYPE, "measure", "TypeError",
           r"spec/measurement\.py:validate", '{"type": [], "flows": 1}'),
     Known("experiment-measure-type-mapping", MEASURE_TYPE, "experiment", "TypeError",
