@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from sfclab.errors import SpecError
+from sfclab.spec.source import format_place
 from tests.fuzzgrammar import LATER, Case, insane_strings
 
 #: a long run by hand: append each failure here (JSON lines) instead of failing the test
@@ -245,8 +246,9 @@ def judge_measure(case: Case) -> Failure | None:
     except measurement.RequestInvalid as e:
         if not e.loc and isinstance(case.data, dict) and "type" in case.data:
             return Failure(case.kind, "unlocated", "-", e.message, text)
-        if "\n" in e.message or not e.message.strip():
-            return Failure(case.kind, "unlocated", str(e.loc), e.message, text)
+        shown = str(SpecError(e.message, place=format_place(e.loc) or None))  # as said
+        if "\n" in shown or not e.message.strip():
+            return Failure(case.kind, "unlocated", str(e.loc), shown, text)
         return None
     except Exception as e:  # noqa: BLE001 - the promise: nothing but RequestInvalid
         return _failure(case, e, text)

@@ -74,11 +74,15 @@ def fuzz_settings(examples: int) -> settings:
 # ------------------------------------------------------------------ what this module owns
 
 def _tree(path: Path) -> list[str]:
-    """Every file and directory below ``path``, relative, with the size of each file."""
-    if not path.exists():
-        return []
-    return sorted(f"{p.relative_to(path)}:{p.stat().st_size if p.is_file() else 'dir'}"
-                  for p in path.rglob("*"))
+    """Every file and directory below ``path``, relative, with the size of each file (one
+    removed while it is listed is left out)."""
+    out = []
+    for p in path.rglob("*") if path.exists() else []:
+        try:
+            out.append(f"{p.relative_to(path)}:{'dir' if p.is_dir() else p.stat().st_size}")
+        except OSError:
+            continue
+    return sorted(out)
 
 
 def machine(state: Path, labs: set[str]) -> dict[str, list[str]]:

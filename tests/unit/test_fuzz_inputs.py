@@ -68,6 +68,9 @@ FIXED: list[tuple[str, str, str]] = [
     ("port-pair-of-lists-in-a-lab", "lab",
      "name: x\nchain: {length: 3}\nchains: {c: {classifiers: [{ingress: src, proto: udp, "
      "dport: [[1], [2]]}], functions: [r1], egress: dst}}\n"),
+    ("lab-keys-number-and-string", "experiment",
+     "name: e\nlab: {name: l, chain: {length: 2}, tenants: {3: {nodes: [src]}, t: {nodes: "
+     "[dst]}}}\nmeasure: {type: iperf}\n"),
     ("variant-null-past-a-list", "experiment",
      "name: e\nlab: {name: l, nodes: {a: {kind: host}, b: {kind: host}}, "
      "links: [{endpoints: [a, b]}]}\nmeasure: {type: iperf, from: a, to: b}\n"
@@ -79,8 +82,9 @@ EXAMPLES = int(os.environ.get("SFCLAB_FUZZ_EXAMPLES", "0"))
 
 def fuzz_settings(examples: int) -> settings:
     """``examples`` per run (``SFCLAB_FUZZ_EXAMPLES`` overrides), derandomized unless
-    ``SFCLAB_FUZZ_RANDOM=1``, no example database, 5 s per example at most."""
-    return settings(max_examples=EXAMPLES or examples, deadline=timedelta(seconds=5),
+    ``SFCLAB_FUZZ_RANDOM=1``, no example database, 15 s per example at most (a valid lab
+    of a few hundred nodes takes seconds to plan on a loaded 2-core machine)."""
+    return settings(max_examples=EXAMPLES or examples, deadline=timedelta(seconds=15),
                     derandomize=os.environ.get("SFCLAB_FUZZ_RANDOM") != "1", database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much],

@@ -147,9 +147,19 @@ class RunPoint:
 # --------------------------------------------------------------------------- helpers
 
 def stable_hash(obj: Any) -> str:
-    """SHA-256 (hex, 16 digits) of the canonical JSON of ``obj``."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    """SHA-256 (hex, 16 digits) of the canonical JSON of ``obj`` (keys as JSON writes them, so
+    a mapping whose keys mix numbers and strings, as a bad file's may, sorts too)."""
+    text = json.dumps(_json_keys(obj), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _json_keys(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k if isinstance(k, str) else json.dumps(k, default=str): _json_keys(v)
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_keys(v) for v in obj]
+    return obj
 
 
 def canonical_path(path: str) -> str:
