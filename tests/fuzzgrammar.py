@@ -321,11 +321,16 @@ def cases(draw: st.DrawFn, kind: str, text_mutations: bool = True,
 LATER = ("ingress", "egress", "attach", "outside", "toward", "from", "to", "pairs")
 
 
+#: keys whose values are written as text: an accepted document has a string there
+TEXT_KEYS = ("src", "dst", "address", "pool", "subnet")
+
+
 def insane_strings(names: list[Any], doc: Any, later: tuple[str, ...] = ()) -> list[str]:
     """What an accepted document must not hold: a name (of a lab, node, chain, group,
     function ...) that breaks the name rule, a NUL or a line break in any string (but in the
     values of the keys ``later``, and in a free text: a description), a float that is not
-    finite.  Returns the problems found (empty: sane)."""
+    finite, a number or boolean where an address or prefix is written (``TEXT_KEYS``).
+    Returns the problems found (empty: sane)."""
     out = [f"name {n!r}" for n in names if not (isinstance(n, str) and NAME.fullmatch(n))]
 
     def walk(v: Any, at: str) -> None:
@@ -341,6 +346,9 @@ def insane_strings(names: list[Any], doc: Any, later: tuple[str, ...] = ()) -> l
             out.append(f"string {v!r} at {at}")
         elif isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
             out.append(f"number {v!r} at {at}")
+        if not isinstance(v, (str, dict, list)) and v is not None and \
+                at.rsplit(".", 1)[-1] in TEXT_KEYS:
+            out.append(f"{type(v).__name__} {v!r} taken as an address at {at}")
 
     walk(doc, "")
     return out

@@ -71,6 +71,10 @@ FIXED: list[tuple[str, str, str]] = [
     ("lab-keys-number-and-string", "experiment",
      "name: e\nlab: {name: l, chain: {length: 2}, tenants: {3: {nodes: [src]}, t: {nodes: "
      "[dst]}}}\nmeasure: {type: iperf}\n"),
+    ("classifier-prefix-true", "classifiers", "- {ingress: src, src: true}\n"),
+    ("classifier-prefix-number", "lab",
+     "name: x\nchain: {length: 3}\nchains: {c: {classifiers: [{ingress: src, dst: 5}], "
+     "functions: [r1], egress: dst}}\n"),
     ("variant-null-past-a-list", "experiment",
      "name: e\nlab: {name: l, nodes: {a: {kind: host}, b: {kind: host}}, "
      "links: [{endpoints: [a, b]}]}\nmeasure: {type: iperf, from: a, to: b}\n"

@@ -74,6 +74,14 @@ class ClassifierSpec(Strict):
     def _ports(cls, v: Any) -> Any:
         return None if v is None else port_range(v)
 
+    @field_validator("src", "dst", mode="before")
+    @classmethod
+    def _prefix_written(cls, v: Any) -> Any:
+        """A prefix is written as one (a number or true would be taken as an address)."""
+        if v is not None and not isinstance(v, (str, IPv4Network)):
+            raise ValueError("an IPv4 prefix such as '198.18.0.0/16'")
+        return v
+
     @model_validator(mode="after")
     def _ports_need_tcp_udp(self) -> ClassifierSpec:
         if (self.sport or self.dport) and self.proto not in ("tcp", "udp"):
