@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzzcheck import Failure, Known, known_case, refusal, verdict
@@ -191,18 +191,22 @@ def test_machine_sees_what_a_case_would_leave(state: Path) -> None:
 
 def try_up(state: Path, running: str, case: Case, f: Path) -> Failure | None:
     if refusal(case, f) is None:
+        event("skipped: valid")
         return None  # valid: 'up' would build it
     labs = names_in(case)
     before = machine(state, labs)
     cp = sfclab(state, "up", str(f))
+    event(f"up exit {cp.returncode}")
     return refused_by_cli(case, cp, "up", before, machine(state, labs))
 
 
 def try_chain_add(state: Path, running: str, case: Case, f: Path) -> Failure | None:
     if refusal(case, f, running) is None:
+        event("skipped: valid")
         return None  # valid: 'chain add' would add it
     before = machine(state, names_in(case))
     cp = sfclab(state, "chain", "add", running, str(f), "--wait", "10")
+    event(f"chain add exit {cp.returncode}")
     return refused_by_cli(case, cp, "chain add", before, machine(state, names_in(case)))
 
 
@@ -222,7 +226,9 @@ def try_classify(state: Path, running: str, case: Case, f: Path) -> Failure | No
     f.write_text(case.text, encoding="utf-8")
     before = {**machine(state, names_in(case)), "web": [classifiers_of(running)]}
     cp = sfclab(state, "chain", "classify", running, "web", "--from-file", str(f))
+    event(f"chain classify exit {cp.returncode}")
     if cp.returncode == 0 and refusal(case, f) is None:
+        event("skipped: valid")
         return None  # valid: added
     after = {**machine(state, names_in(case)), "web": [classifiers_of(running)]}
     return refused_by_cli(case, cp, "chain classify", before, after)
@@ -305,10 +311,12 @@ def try_post(state: Path, running: str, api: TestClient, case: Case,
     if case.kind == "chain":
         case.text = case.json_body()  # the library reads the posted JSON as this text
     if refusal(case, f, running) is None:
+        event("skipped: valid")
         return None  # valid: the API would build, add or start it
     labs = names_in(case)
     before = machine(state, labs)
     r = post(api, case, running)
+    event(f"POST {case.kind} {r.status_code}")
     return refused_by_api(case, r, before, machine(state, labs))
 
 
