@@ -21,7 +21,7 @@ from ..errors import SpecError
 
 #: ``\Z``, not ``$``: ``$`` also matches before a final line break, and ``"a\n"`` is no name
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
+IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}\Z")
 LAB_NAME_MAX = 32
 NODE_NAME_MAX = 48
 NAME_WORDS = "letters, digits, '_', '.' or '-', starting with a letter or digit"
