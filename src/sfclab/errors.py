@@ -1,7 +1,8 @@
 """Typed exceptions of the library.  The CLI maps them to exit codes; nothing else does.
 
 ``SpecError`` (bad input, exit status 2) carries the file, the place in the document
-(``links[3].endpoints[1]``), the line where known, and what was expected.
+(``links[3].endpoints[1]``), the line where known, and what was expected; it always reads as
+one line (control characters of a name it quotes are shown escaped).
 ``LabError`` covers lifecycle misuse (a lab already up, an unknown lab: exit 2).
 ``RealizeError`` is a kernel or OVSDB failure while building (exit 1, after rollback).
 """
@@ -40,7 +41,15 @@ class SpecError(SfclabError):
             where.append(loc)
         if self.place:
             where.append(self.place)
-        return ": ".join(where + [self.message])
+        return _one_line(": ".join(where + [self.message]))
+
+
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters shown escaped (``\\n``), so a
+    name from a file that holds them never splits the one line of an error."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class LabError(SfclabError):

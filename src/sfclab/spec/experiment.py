@@ -60,8 +60,8 @@ from .limits import MAX_RUNS, MAX_SWEEP_POINTS
 from .source import Document, format_place, parse_place
 from .wording import pydantic_error
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-PATH_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+PATH_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\Z")
 
 #: ``validate_lab(lab_dict, source)``: raises SpecError when the lab is not valid
 LabValidator = Callable[[dict[str, Any], str], Any]
@@ -152,9 +152,19 @@ class RunPoint:
 # --------------------------------------------------------------------------- helpers
 
 def stable_hash(obj: Any) -> str:
-    """SHA-256 (hex, 16 digits) of the canonical JSON of ``obj``."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    """SHA-256 (hex, 16 digits) of the canonical JSON of ``obj`` (keys as JSON writes them, so
+    a mapping whose keys mix numbers and strings, as a bad file's may, sorts too)."""
+    text = json.dumps(_json_keys(obj), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _json_keys(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k if isinstance(k, str) else json.dumps(k, default=str): _json_keys(v)
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_keys(v) for v in obj]
+    return obj
 
 
 def canonical_path(path: str) -> str:
@@ -193,15 +203,22 @@ def set_path(doc: dict[str, Any], path: str, value: Any) -> None:
 
 
 def apply_path(doc: dict[str, Any], path: str, value: Any) -> None:
-    """:func:`set_path`, except that ``None`` removes the key (a variant's ``null``)."""
+    """:func:`set_path`, except that ``None`` removes the key (a variant's ``null``); a key
+    that is not there is nothing to remove, a list item that is not there is an error."""
     if value is not None:
         set_path(doc, path, value)
         return
     head, _, last = path.rpartition(".")
     cur: Any = doc
-    for part in head.split(".") if head else []:
-        cur = cur[int(part)] if isinstance(cur, list) and part.isdigit() else (
-            cur.get(part) if isinstance(cur, dict) else None)
+    parts = head.split(".") if head else []
+    for i, part in enumerate(parts):
+        if isinstance(cur, list):  # a list's items are counted, as set_path counts them
+            if not part.isdigit() or int(part) >= len(cur):
+                where = ".".join(parts[: i + 1])
+                raise ValueError(f"'{where}': no item {part} in a list of {len(cur)}")
+            cur = cur[int(part)]
+        else:
+            cur = cur.get(part) if isinstance(cur, dict) else None
         if cur is None:
             return  # nothing there to remove
     if isinstance(cur, dict):

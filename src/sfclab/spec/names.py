@@ -19,8 +19,9 @@ import re
 
 from ..errors import SpecError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
+#: ``\Z``, not ``$``: ``$`` also matches before a final line break, and ``"a\n"`` is no name
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}\Z")
 LAB_NAME_MAX = 32
 NODE_NAME_MAX = 48
 NAME_WORDS = "letters, digits, '_', '.' or '-', starting with a letter or digit"

@@ -51,8 +51,9 @@ def port_range(v: Any) -> tuple[int, int]:
         if not a.strip().isdigit() or (sep and not b.strip().isdigit()):
             raise ValueError("a port or a range lo-hi")
         lo, hi = int(a), int(b) if sep else int(a)
-    elif isinstance(v, (list, tuple)) and len(v) == 2:
-        lo, hi = int(v[0]), int(v[1])
+    elif isinstance(v, (list, tuple)) and len(v) == 2 and \
+            all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        lo, hi = v
     else:
         raise ValueError("a port or a range lo-hi")
     if not 0 <= lo <= hi <= 65535:
@@ -89,6 +90,14 @@ class ClassifierSpec(Strict):
     @classmethod
     def _ports(cls, v: Any) -> Any:
         return None if v is None else port_range(v)
+
+    @field_validator("src", "dst", mode="before")
+    @classmethod
+    def _prefix_written(cls, v: Any) -> Any:
+        """A prefix is written as one (a number or true would be taken as an address)."""
+        if v is not None and not isinstance(v, (str, IPv4Network)):
+            raise ValueError("an IPv4 prefix such as '198.18.0.0/16'")
+        return v
 
     @model_validator(mode="after")
     def _ports_need_tcp_udp(self) -> ClassifierSpec:

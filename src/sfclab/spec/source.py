@@ -59,8 +59,11 @@ class Document:
         self._check(self.root)
         try:
             self.data = yaml.safe_load(text)
-        except yaml.YAMLError as e:  # pragma: no cover - compose already parsed it
-            raise SpecError(f"not valid YAML: {e}", file=source) from None
+        except yaml.YAMLError as e:  # composed, but not made into values: a tag it refuses
+            mark = getattr(e, "problem_mark", None)
+            raise SpecError(f"not valid YAML: {getattr(e, 'problem', None) or e}", file=source,
+                            line=mark.line + 1 if mark else None,
+                            column=mark.column + 1 if mark else None) from None
 
     @classmethod
     def from_file(cls, path: str) -> Document:

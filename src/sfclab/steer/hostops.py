@@ -45,7 +45,7 @@ from .capacity import (LOCAL, added_hosts, has_local, hosts_of, instances_by_hos
 from .migrate import migrate_locked
 from .request import MigrateInstance
 
-HOST_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+HOST_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}\Z")
 MIN_MEMORY = 8 << 20
 DEFAULT_WAIT_S = 60.0
 

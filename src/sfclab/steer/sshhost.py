@@ -30,7 +30,7 @@ from ..realize import remote, remote_hosts
 from ..realize.state import LabState
 from ..spec.hosts import key_problem
 
-SSH_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.:_-]+$")
+SSH_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.:_-]+\Z")
 
 
 def check_request(ssh: str | None, key: str | None, port: int | None) -> tuple[str, str]:
