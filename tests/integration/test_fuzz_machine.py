@@ -29,7 +29,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, Phase, event, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import event as _event
+from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 
 from tests.fuzzcheck import Failure, Known, known_case, refusal, verdict
@@ -62,7 +64,6 @@ ROOT = Path(__file__).resolve().parents[2]
 #: this module's lab: every case's lab is renamed to it, the running lab is it with a suffix
 LAB = f"fz{secrets.token_hex(3)}"
 RUNNING = f"{LAB}r"
-TOKEN = "fuzz-token-0123456789abcdef"
 EXAMPLES = int(os.environ.get("SFCLAB_FUZZ_EXAMPLES", "0"))
 
 
@@ -75,13 +76,24 @@ def fuzz_settings(examples: int) -> settings:
                     suppress_health_check=list(HealthCheck), print_blob=False)
 
 
+def event(what: str) -> None:
+    """What an example did, for ``--hypothesis-show-statistics``; a reproducer run as a plain
+    test (outside Hypothesis) records nothing."""
+    if currently_in_test_context():
+        _event(what)
+
+
 # ------------------------------------------------------------------ what this module owns
 
 def _tree(path: Path) -> list[str]:
     """Every file and directory below ``path``, relative, with the size of each file (one
     removed while it is listed is left out)."""
     out = []
-    for p in path.rglob("*") if path.exists() else []:
+    try:
+        there = path.exists()
+    except OSError:  # a case's lab name too long to be a file name: nothing can be there
+        there = False
+    for p in path.rglob("*") if there else []:
         try:
             out.append(f"{p.relative_to(path)}:{'dir' if p.is_dir() else p.stat().st_size}")
         except OSError:
@@ -265,14 +277,13 @@ def test_chain_classify_refuses_bad_classifier_files(
 # ----------------------------------------------------------------------------------- the API
 
 def api_client() -> TestClient:
-    """The one place the API client is set up (adjust here at merge): a token the app
-    requires, a loopback Host, JSON bodies."""
-    from sfclab.web.app import create_app
+    """The one place the API client is set up: the tests' app and token
+    (:mod:`tests.webclient`: a loopback Host the server listens on), JSON bodies."""
+    from tests import webclient
 
-    return TestClient(create_app(token=TOKEN), base_url="http://localhost",
+    return TestClient(webclient.make_app(), base_url=webclient.BASE,
                       raise_server_exceptions=False,
-                      headers={"Authorization": f"Bearer {TOKEN}",
-                               "Content-Type": "application/json"})
+                      headers={**webclient.AUTH, "Content-Type": "application/json"})
 
 
 @pytest.fixture(scope="module")

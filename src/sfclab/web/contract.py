@@ -32,8 +32,9 @@ from ..spec.measurement import MODELS
 from ..spec.names import LAB_NAME_MAX, NAME_RE, NODE_NAME_MAX
 
 #: the name rule of labs, nodes, chains and hosts, as a JSON-schema pattern (checked by
-#: pydantic, whose ``$`` is the end of the text: no trailing newline slips through)
-NAME_PATTERN = NAME_RE.pattern
+#: pydantic, whose ``$`` is the end of the text as in JSON Schema's ECMA dialect: no trailing
+#: newline slips through; Python's own spelling of that, ``\Z``, neither of them knows)
+NAME_PATTERN = NAME_RE.pattern.replace(r"\Z", "$")
 LabName = Annotated[str, Path(pattern=NAME_PATTERN, min_length=1, max_length=LAB_NAME_MAX,
                               description="a lab's name")]
 ChainName = Annotated[str, Path(pattern=NAME_PATTERN, min_length=1, max_length=NODE_NAME_MAX,
