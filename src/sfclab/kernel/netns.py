@@ -318,26 +318,11 @@ def pids_in(names: list[str]) -> dict[int, str]:
     """Map each PID whose network namespace is one of ``names`` to that namespace's name."""
     wanted: dict[int, str] = {}
     for n in names:
-        st = None
         try:
-            st = os.stat(path(n))
+            wanted[os.stat(path(n)).st_ino] = n
         except FileNotFoundError:
             continue
-        wanted[st.st_ino] = n
-    if not wanted:
-        return {}
-    found: dict[int, str] = {}
-    me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            st = os.stat(f"/proc/{entry}/ns/net")
-        except OSError:
-            continue
-        if st.st_ino in wanted:
-            found[int(entry)] = wanted[st.st_ino]
-    return found
+    return pids_in_inodes(wanted)
 
 
 def end_processes(pids: list[int], grace: float = 1.0, *,

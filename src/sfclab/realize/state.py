@@ -199,10 +199,11 @@ def pid_alive(pid: int | None) -> bool:
     return True
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str | bytes) -> None:
+    """``path`` holds ``text`` whole or not at all (written beside, synced, renamed)."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
+    with open(tmp, "wb") as f:
+        f.write(text.encode() if isinstance(text, str) else text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -184,22 +184,13 @@ def save_classifiers(state: LabState, chain: str, source: str, data: bytes, clas
     d.mkdir(parents=True, exist_ok=True)
     n = max([int(p.stem) for p in d.glob("*.json") if p.stem.isdigit()], default=-1) + 1
     copy = d / f"{n:04d}.classifiers"
-    _write_bytes(copy, data)
+    _atomic_write(copy, data)
     note = d / f"{n:04d}.json"
     _atomic_write(note, json.dumps({"source": source if source.startswith("<")
                                     else os.path.abspath(source), "file": str(copy),
                                     "classifiers": classifiers, "entries": entries,
                                     "status": status}))
     return note
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def update_classifiers(note: Path, **fields: Any) -> None:
