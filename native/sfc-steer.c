@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <net/if.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,13 @@ static void usage(FILE *f)
 		   "  HOOK: xdp | tcx-ingress | tcx-egress\n");
 }
 
+/* libbpf's warnings only: its info lines (for instance that it skips the objects' .sfc_contract
+ * section, which carries the data-plane contract's BTF and nothing a program reads) are noise */
+static int libbpf_warnings(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *maps = NULL, *ns = NULL, *maps_of = NULL;
@@ -188,6 +196,7 @@ int main(int argc, char **argv)
 	int nat = 0, rc = 1;
 
 	log_init(argv[0]);
+	libbpf_set_print(libbpf_warnings);
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 

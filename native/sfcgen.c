@@ -26,7 +26,7 @@
  * sink port receives every flow.
  *
  * The sink counts in user space from a UDP socket, or with --xdp in bpf/sfcgen_rx.bpf.c on the
- * receiving interfaces (same accounting: flow_account() in bpf/sfcgen_shared.h).
+ * receiving interfaces (same accounting: flow_account() in include/sfcgen_shared.h).
  * The sink prints {"event":"ready",...} once bound, one JSON snapshot per SIGUSR1 (and then
  * resets its counters), the same without a reset per SIGUSR2 ("peek"), and a final JSON line on
  * SIGTERM/SIGINT before exiting 0.

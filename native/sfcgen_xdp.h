@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../bpf/sfcgen_shared.h"
+#include "sfcgen_shared.h"
 
 /* ---- sender: BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES ---- */
 struct xdp_tx;

@@ -1,5 +1,5 @@
 """A symmetric chain through a NAT shared by two tenants, then a second function: the tenancy
-rules and the SFC proxy share the packet mark (bpf/sfc.h, :mod:`sfclab.plan.marks`), so the
+rules and the SFC proxy share the packet mark (include/sfc.h, :mod:`sfclab.plan.marks`), so the
 parked label stack survives the shared node and the chain's hops stay in order both ways.
 
     a1 (red) ──┐

@@ -174,14 +174,14 @@ def test_a_shared_nodes_tenancy_rules_zone_and_mark_each_tenant():
 
 
 def test_the_mark_layout_is_the_one_in_sfc_h():
-    """plan/marks.py and bpf/sfc.h name the same bits, and the two owners' fields are
+    """plan/marks.py and include/sfc.h name the same bits, and the two owners' fields are
     disjoint and cover the word."""
     import re
     from pathlib import Path
 
     from sfclab.plan import marks
 
-    header = (Path(__file__).resolve().parents[2] / "bpf" / "sfc.h").read_text()
+    header = (Path(__file__).resolve().parents[2] / "include" / "sfc.h").read_text()
     c = {k: int(v, 0) for k, v in re.findall(r"#define SFC_MARK_(\w+) (0x[0-9a-f]+|\d+)u?",
                                               header)}
     assert c == {"PROXY_MASK": marks.PROXY_MASK, "TAG_MASK": marks.TAG_MASK, "TAG": marks.TAG,

@@ -9,7 +9,6 @@ the test instead of taking the machine down with it.
 from __future__ import annotations
 
 import json
-import re
 import resource
 import subprocess
 import sys
@@ -57,21 +56,6 @@ def run_capped(code: str, timeout: float = 20) -> subprocess.CompletedProcess[st
                + "\nexcept SpecError as e:\n    print(e)\n    sys.exit(2)\n")
     return subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True,
                           timeout=timeout, preexec_fn=_capped, cwd=ROOT)
-
-
-# ---------------------------------------------------------------- one copy of the map sizes
-def test_the_map_sizes_are_those_of_bpf_sfc_h() -> None:
-    header = (ROOT / "bpf" / "sfc.h").read_text()
-    defined = {m[1]: int(m[2]) for m in re.finditer(r"#define (SFC_MAX_\w+) (\d+)", header)}
-    assert defined == {"SFC_MAX_LABELS": limits.MAX_LABELS, "SFC_MAX_MASKS": limits.MAX_MASKS,
-                       "SFC_MAX_SLOTS": limits.SLOTS, "SFC_MAX_NODES": 256,
-                       "SFC_MAX_CHAINS": limits.MAX_DIRECTIONS,
-                       "SFC_MAX_PATHS": limits.MAX_PATHS, "SFC_MAX_STACKS": 65536,
-                       "SFC_MAX_CLASSES": limits.MAX_CLASSES, "SFC_MAX_HOPS": limits.MAX_HOPS,
-                       "SFC_MAX_FLOWS": 65536}
-    # every map sized by a number is sized by one of these names
-    sizes = re.findall(r"__uint\(max_entries, ([^)]*)\)", header)
-    assert all(not s.strip().isdigit() or s.strip() == "1" for s in sizes), sizes
 
 
 # ----------------------------------------------------------------------- nesting, keys, bytes

@@ -1,5 +1,5 @@
 """The classifier's flow hash, as the data plane computes it (``sfc_flow_hash`` in
-``bpf/sfc.h``), so a probe can be made to land on a chosen path (``chain trace``).
+``include/sfc.h``), so a probe can be made to land on a chosen path (``chain trace``).
 
 Pure.  The data plane hashes header fields as it loads them on this little-endian machine:
 addresses and ports in network byte order read as native integers.  A symmetric chain hashes

@@ -12,7 +12,7 @@ tenant                  11..0        the tenancy rules (realize/tenancy.py): the
                                      routing table in a node shared by tenants
 ======================  ===========  ==================================================
 
-The C side is ``bpf/sfc.h`` (``SFC_MARK_*``); a unit test reads the header and fails if the
+The C side is ``include/sfc.h`` (``SFC_MARK_*``); a unit test reads the header and fails if the
 two drift apart.  The tenancy rules set the tenant field with masked nftables statements
 (``meta mark set meta mark and PROXY_MASK or N``) and route by ``fwmark N/TENANT_MASK``; the
 BPF programs read and write only ``PROXY_MASK``.

@@ -25,7 +25,7 @@ from ..kernel import netns
 from ..plan.model import Plan
 from ..plan.sfc import SteeringPlan
 from ..plan.sfc_hosts import remote_host
-from .dataplane import DataPlane, Iface, Undo, encode_path, path_base, share_dir
+from .dataplane import DataPlane, Undo, decode_path, encode_path, path_base, share_dir
 from .state import LabState
 
 
@@ -84,8 +84,7 @@ def probe(req: dict[str, Any]) -> dict[str, Any]:
         raw = dp.maps["sfc_paths"].lookup(key)
         if raw is None:
             raise LabError(f"path {req['index']} is not in this host's share")
-        first = Iface(struct.unpack_from("<I", raw, 4)[0], raw[8:14])
-        dmac = raw[14:20]
+        first, dmac = decode_path(raw)
         try:
             dp.maps["sfc_paths"].update(key, encode_path(stack, int(req["ttl"]), first, dmac))
             with netns.entered(plan.netns_of(node)):

@@ -2,12 +2,13 @@
 
 Layout (one directory per lab, its path journaled before anything is pinned)::
 
-    /sys/fs/bpf/sfclab/<lab>/maps/sfc_*          the lab-wide maps (bpf/sfc.h)
+    /sys/fs/bpf/sfclab/<lab>/maps/sfc_*          the lab-wide maps (include/sfc.h)
 
 (The programs are attached to interfaces inside the lab's namespaces and go with them: this
 kernel refuses to pin BPF links.)
 
-The encodings here are the C structures of ``bpf/sfc.h``, byte for byte.  :class:`DataPlane`
+The encodings here are the C structures of ``include/sfc.h``, byte for byte, packed by the
+data-plane contract (:mod:`sfclab.realize.contract`, checked against the objects' BTF).  :class:`DataPlane`
 writes a plan's tables (classifier masks and entries, chains, paths, labels) and reads the
 counters back; ``sfclab chain classify`` adds entries through it on a running lab.
 """
@@ -26,12 +27,12 @@ from ..errors import RealizeError
 from ..kernel import bpf
 from ..plan.classifier_rows import Row, mask_of
 from ..plan.sfc import MAX_LABELS, MAX_MASKS, SLOTS, SteeringPlan, lse
+from .contract import ACTIONS, COUNTERS, NCOUNTERS, packer
 
 BPFFS = Path("/sys/fs/bpf")
-COUNTERS = ("classified", "popped", "forwarded", "delivered", "ttl_expired", "unknown_label",
-            "proxy_in", "proxy_out", "proxy_miss", "errors", "gso", "no_instance")
-NCOUNTERS = 16
-ACTIONS = {"forward": 1, "proxy": 2}
+__all__ = ["ACTIONS", "COUNTERS", "NCOUNTERS", "DataPlane", "Iface", "Undo"]
+_TUPLE, _MASK, _MATCH = packer("sfc_tuple"), packer("sfc_mask"), packer("sfc_match")
+_CHAIN, _PATH, _HOP = packer("sfc_chain"), packer("sfc_path"), packer("sfc_hop")
 #: the classifier's effective priority: the lab file's priority, then the earlier classifier
 ORDER_BITS = 12
 
@@ -63,33 +64,55 @@ def _mask_bytes(plen: int, bits: int) -> int:
 
 def encode_mask(src_plen: int, dst_plen: int, sport_plen: int, dport_plen: int,
                 proto: bool) -> bytes:
-    return struct.pack("<I", 1) + struct.pack(
-        ">IIHHB3x", _mask_bytes(src_plen, 32), _mask_bytes(dst_plen, 32),
-        _mask_bytes(sport_plen, 16), _mask_bytes(dport_plen, 16), 0xff if proto else 0)
+    return _MASK.pack(1, _mask_bytes(src_plen, 32), _mask_bytes(dst_plen, 32),
+                      _mask_bytes(sport_plen, 16), _mask_bytes(dport_plen, 16),
+                      0xff if proto else 0)
 
 
-_KEY_HEAD = struct.Struct("<II")  # node, mask index
-_KEY_TAIL = struct.Struct(">IIHHB3x")  # src, dst, sport, dport, proto: network order
+# struct sfc_tuple in its two runs: node, mask index (host order); src, dst, sport, dport,
+# proto (network order) -- one call each in the bulk path
+_KEY_HEAD, _KEY_TAIL = _TUPLE.parts
 
 
 def encode_tuple(node: int, mask: int, src: IPv4Network, dst: IPv4Network, sport: int,
                  dport: int, proto: int) -> bytes:
     """One classifier key (the layout of :meth:`DataPlane.add_rows`), e.g. to delete it."""
-    return _KEY_HEAD.pack(node, mask) + _KEY_TAIL.pack(int(src.network_address),
-                                                       int(dst.network_address), sport, dport,
-                                                       proto)
+    return _TUPLE.pack(node, mask, int(src.network_address), int(dst.network_address), sport,
+                       dport, proto)
 
 
 def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes) -> bytes:
     entries = [lse(lbl, ttl, i == len(stack) - 1) for i, lbl in enumerate(stack)]
     entries += [0] * (MAX_LABELS - len(entries))
-    return struct.pack("<II", len(stack), iface.index) + iface.mac + dmac + \
-        struct.pack(f">{MAX_LABELS}I", *entries)
+    return _PATH.pack(len(stack), iface.index, iface.mac, dmac, *entries)
+
+
+def decode_path(raw: bytes) -> tuple[Iface, bytes]:
+    """The ingress interface (index, MAC) and the first hop's MAC of an encoded struct sfc_path
+    (what :func:`encode_path` needs to rewrite its stack or TTL)."""
+    _, ifindex, smac, dmac, *_ = _PATH.unpack(raw)
+    return Iface(int(ifindex), bytes(smac)), bytes(dmac)
+
+
+def encode_chain(nslots: int, symmetric: int, slots: list[int]) -> bytes:
+    """A chain direction's slot table (struct sfc_chain); ``slots`` padded with path 0."""
+    return _CHAIN.pack(nslots, symmetric, *slots, *[0] * (SLOTS - len(slots)))
+
+
+def decode_chain(raw: bytes) -> tuple[int, int, list[int]]:
+    """(slots in use, symmetric, the slots in use) of an encoded struct sfc_chain."""
+    nslots, sym, *slots = _CHAIN.unpack(raw)
+    return int(nslots), int(sym), [int(s) for s in slots[:nslots]]
+
+
+def match_chain(raw: bytes) -> int:
+    """The chain direction of an encoded classifier value (struct sfc_match)."""
+    return int(_MATCH.unpack(raw)[1])
 
 
 def encode_hop(node: int, action: str, iface: Iface | None, dmac: bytes | None) -> bytes:
-    return struct.pack("<III", node, ACTIONS[action], iface.index if iface else 0) + \
-        (iface.mac if iface else b"\0" * 6) + (dmac or b"\0" * 6)
+    return _HOP.pack(node, ACTIONS[action], iface.index if iface else 0,
+                     iface.mac if iface else b"\0" * 6, dmac or b"\0" * 6)
 
 
 @dataclass
@@ -140,9 +163,9 @@ class DataPlane:
         m = self.maps["sfc_masks"]
         for i in range(MAX_MASKS):
             raw = m.lookup(struct.pack("<I", i))
-            if raw is None or struct.unpack_from("<I", raw)[0] == 0:
+            used, src, dst, sp, dp, proto = _MASK.unpack(raw) if raw is not None else (0,) * 6
+            if used == 0:
                 break
-            src, dst, sp, dp, proto = struct.unpack_from(">IIHHB", raw, 4)
             out.append((bin(src).count("1"), bin(dst).count("1"), bin(sp).count("1"),
                         bin(dp).count("1"), proto != 0))
         return out
@@ -175,7 +198,7 @@ class DataPlane:
             raw = None if mi is None else held.get(
                 _KEY_HEAD.pack(node_ids[row[0]], mi) +
                 _KEY_TAIL.pack(row[1], row[3], row[5], row[7], row[9]))
-            out.append(None if raw is None else struct.unpack_from("<iI", raw)[1])
+            out.append(None if raw is None else match_chain(raw))
         return out
 
     def add_rows(self, node_ids: dict[str, int], direction: int, rows: Iterable[Row],
@@ -217,7 +240,7 @@ class DataPlane:
             if items.get(key, -1) < prio:
                 items[key] = prio
         values: dict[int, bytes] = {}
-        pairs = [(k, values.get(p) or values.setdefault(p, struct.pack("<iI", p, direction)))
+        pairs = [(k, values.get(p) or values.setdefault(p, _MATCH.pack(p, direction)))
                  for k, p in items.items()]
         classes = self.maps["sfc_classes"]
         before = undo.before if undo.before is not None else classes.items()
@@ -286,10 +309,9 @@ class DataPlane:
                 dmac = ifaces[(p.next, p.next_ifname)].mac
                 self.maps["sfc_paths"].update(struct.pack("<I", first_path + p.index),
                                               encode_path(p.stack, d.ttl, iface, dmac))
-            slots = [first_path + s for s in d.slots] + [0] * (SLOTS - len(d.slots))
-            self.maps["sfc_chains"].update(struct.pack("<I", d.index), struct.pack(
-                f"<II{SLOTS}I", len(d.slots), (2 if d.reverse else 1) if d.symmetric else 0,
-                *slots))
+            self.maps["sfc_chains"].update(struct.pack("<I", d.index), encode_chain(
+                len(d.slots), (2 if d.reverse else 1) if d.symmetric else 0,
+                [first_path + s for s in d.slots]))
             for c in d.classifiers:
                 self.add_entries(ids, d.index, c["entries"], order + c["index"])
             first_path += len(d.paths)

@@ -6,8 +6,9 @@ sweep of 8 keys by 40 values is 40^8 runs, a port range is many classifier entri
 that can grow is counted arithmetically against its limit here *before* it allocates, and a
 refusal names the place and the limit (:class:`~sfclab.errors.SpecError`, exit status 2).
 
-The data plane's map sizes are those of ``bpf/sfc.h`` (the ``SFC_MAX_*`` macros); this module
-is their one copy on the Python side, and a unit test fails when the two drift.  docs/labs.md
+The data plane's map sizes are those of ``include/sfc.h`` (``enum sfc_limit``); this module is
+their one copy on the Python side, and :mod:`sfclab.realize.contract` checks it against the
+compiled objects' BTF (a unit test fails when the two drift).  docs/labs.md
 lists every limit in one table.
 """
 
@@ -24,7 +25,7 @@ MAX_DEPTH = 64
 #: values a YAML document may hold once its aliases are expanded
 MAX_VALUES = 1_000_000
 
-# ------------------------------------------------- the data plane (bpf/sfc.h, one copy)
+# ------------------------------------ the data plane (include/sfc.h's enum sfc_limit, one copy)
 #: labels in one stack (``SFC_MAX_LABELS``): a path's labels, pushed at once
 MAX_LABELS = 16
 #: distinct wildcard masks in a lab's classifier entries (``SFC_MAX_MASKS``)

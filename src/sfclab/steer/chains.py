@@ -25,9 +25,9 @@ from typing import Any
 from ..errors import LabError
 from ..kernel import netns
 from ..plan import flowhash
-from ..plan.sfc import SLOTS, DirectionPlan, PathPlan, SteeringPlan
+from ..plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ..realize import lifecycle, remote_sfc
-from ..realize.dataplane import DataPlane, Iface, encode_path, path_base
+from ..realize.dataplane import DataPlane, decode_chain, decode_path, encode_path, path_base
 from ..realize.state import LabState
 from ..spec import classifier_file
 from ..spec.sfc import ClassifierSpec
@@ -238,8 +238,7 @@ def _trace_direction(lab: str, plan: Any, sp: SteeringPlan, chain: str, d: Direc
     with DataPlane(lab) as dp:
         raw = dp.maps["sfc_chains"].lookup(struct.pack("<I", d.index))
         assert raw is not None
-        nslots, sym = struct.unpack_from("<II", raw)
-        slots = list(struct.unpack_from(f"<{SLOTS}I", raw, 8))[:nslots]
+        _, sym, slots = decode_chain(raw)
         ports = probe_ports(spec, IPv4Address(src), IPv4Address(dst), sym,
                             slots, {base + p.index for p in wanted})
         out = []
@@ -298,9 +297,7 @@ def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, pa
     hops: list[dict[str, Any]] = []
     raw = dp.maps["sfc_paths"].lookup(struct.pack("<I", index))
     assert raw is not None
-    ifindex = struct.unpack_from("<I", raw, 4)[0]
-    first = Iface(ifindex, raw[8:14])
-    dmac = raw[14:20]
+    first, dmac = decode_path(raw)
     try:
         for k in range(1, len(path.stack) + 1):
             dp.maps["sfc_paths"].update(struct.pack("<I", index),

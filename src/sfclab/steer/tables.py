@@ -19,8 +19,8 @@ from ..errors import LabError, SpecError
 from ..kernel import netns
 from ..plan.chainpaths import NO_PATH
 from ..plan.sfc import SLOTS, DirectionPlan, Hop, SteeringPlan, _slots, mask_key
-from ..realize.dataplane import (DataPlane, Iface, encode_hop, encode_path, encode_tuple,
-                                 path_base)
+from ..realize.dataplane import (DataPlane, Iface, encode_chain, encode_hop, encode_path,
+                                 encode_tuple, match_chain, path_base)
 
 
 def interfaces(netns_of: dict[str, str], nodes: Iterable[str]) -> dict[tuple[str, str], Iface]:
@@ -68,10 +68,9 @@ def clear_paths(dp: DataPlane, base: int, count: int) -> None:
 
 def write_slots(dp: DataPlane, d: DirectionPlan, slot_paths: list[int]) -> None:
     """Direction ``d``'s slot table: slot -> path-table index (all :data:`NO_PATH`: drop)."""
-    slots = list(slot_paths) + [0] * (SLOTS - len(slot_paths))
     sym = (2 if d.reverse else 1) if d.symmetric else 0
     dp.maps["sfc_chains"].update(struct.pack("<I", d.index),
-                                 struct.pack(f"<II{SLOTS}I", len(slot_paths), sym, *slots))
+                                 encode_chain(len(slot_paths), sym, list(slot_paths)))
 
 
 def clear_slots(dp: DataPlane, index: int) -> None:
@@ -163,7 +162,7 @@ def delete_classifiers(dp: DataPlane, sp: SteeringPlan, d: DirectionPlan,
     n = 0
     for k in _keys(dp, sp, entries):
         raw = dp.maps["sfc_classes"].lookup(k)
-        if raw is not None and struct.unpack("<iI", raw)[1] == d.index:
+        if raw is not None and match_chain(raw) == d.index:
             n += dp.maps["sfc_classes"].delete(k)
     return n
 

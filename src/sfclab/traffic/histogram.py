@@ -1,6 +1,6 @@
 """Latency statistics: a log-linear (HDR-style) histogram of one-way delays in nanoseconds.
 
-The bucket layout is the receiver's own (``native/lib/hist.h``, shared by the socket sink and
+The bucket layout is the receiver's own (``include/hist.h``, shared by the socket sink and
 the XDP/tcx sink's eBPF program), so the sink can hand its bucket counts over unchanged:
 
 - a value below ``2**SUB_BITS`` ns (128 ns) has a bucket of its own;

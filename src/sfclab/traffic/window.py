@@ -8,7 +8,7 @@ trial read 5.07 kpps through a 3.30 kpps shaper).  So a trial's figures come fro
 *send time*, ``[end of ramp, end of sending]``, in which the sender ran at the asked rate:
 
 - the sender stamps each probe with its send time and marks the probes it stamps inside the window
-  (``PROBE_MAGIC_WINDOW``, bpf/sfcgen_shared.h); it reports how many it sent so
+  (``PROBE_MAGIC_WINDOW``, include/sfcgen_shared.h); it reports how many it sent so
   (``sent_window``) and the window's length (``window_s``, CLOCK_MONOTONIC, the same clock the
   probes carry).  Offered rate = ``sent_window / window_s``.
 - the sink (socket or XDP) counts the distinct marked probes that arrived (``received_window``),

@@ -30,7 +30,7 @@ struct __attribute__((packed)) probe {
 	__u64 ts_ns; /* CLOCK_MONOTONIC send time (bpf_ktime_get_ns() is the same clock) */
 };
 
-/* The latency histogram (layout and bucket index) is native/lib/hist.h, shared with C. */
+/* The latency histogram (layout and bucket index) is include/hist.h, shared with C. */
 #include "hist.h"
 
 /*

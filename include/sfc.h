@@ -30,16 +30,21 @@
 
 #include <linux/types.h>
 
-#define SFC_MAX_LABELS 16     /* deepest stack pushed at once */
-#define SFC_MAX_MASKS 32      /* distinct wildcard masks in a lab's classifiers */
-#define SFC_MAX_SLOTS 256     /* load-balancing slots per chain */
-#define SFC_MAX_NODES 256
-#define SFC_MAX_CHAINS 256    /* chain directions (a symmetric chain uses two) */
-#define SFC_MAX_PATHS 4096
-#define SFC_MAX_STACKS 65536  /* distinct remaining stacks parked by proxies */
-#define SFC_MAX_CLASSES 262144 /* classifier entries (sfc_classes) */
-#define SFC_MAX_HOPS 65536    /* labels (sfc_labels) */
-#define SFC_MAX_FLOWS 65536   /* flows pinned to a path (sfc_flows, LRU) */
+/* The limits: an enum, not macros, so that they are in the objects' BTF, where user space reads
+ * them (src/sfclab/realize/contract.py; the objects are built with every declared type kept). */
+enum sfc_limit {
+	SFC_MAX_LABELS = 16,      /* deepest stack pushed at once */
+	SFC_MAX_MASKS = 32,       /* distinct wildcard masks in a lab's classifiers */
+	SFC_MAX_SLOTS = 256,      /* load-balancing slots per chain */
+	SFC_MAX_NODES = 256,
+	SFC_MAX_CHAINS = 256,     /* chain directions (a symmetric chain uses two) */
+	SFC_MAX_PATHS = 4096,
+	SFC_MAX_STACKS = 65536,   /* distinct remaining stacks parked by proxies */
+	SFC_MAX_CLASSES = 262144, /* classifier entries (sfc_classes) */
+	SFC_MAX_HOPS = 65536,     /* labels (sfc_labels) */
+	SFC_MAX_FLOWS = 65536,    /* flows pinned to a path (sfc_flows, LRU) */
+};
+
 #define SFC_MARK_PROXY_MASK 0xfffff000u  /* every bit the proxy owns */
 #define SFC_MARK_TAG_MASK 0xf0000000u
 #define SFC_MARK_TAG 0x50000000u
@@ -132,6 +137,15 @@ struct sfc_stack {            /* a parked remaining stack (top first) */
 #include <bpf/bpf_endian.h>
 
 const volatile __u32 node_id = 0;
+
+/* The contract's anchors: a type is in an object's BTF only if something typed uses it.  These
+ * constants live in a section of their own, which libbpf skips (no map is made, nothing is
+ * loaded, and node_id stays the only variable in .rodata); user space reads their types'
+ * layouts and values from the object (src/sfclab/realize/contract.py). */
+#define SFC_CONTRACT __attribute__((section(".sfc_contract"), used))
+const enum sfc_limit sfc_contract_limit SFC_CONTRACT = SFC_MAX_LABELS;
+const enum sfc_counter sfc_contract_counter SFC_CONTRACT = SFC_NCOUNTERS;
+const enum sfc_action sfc_contract_action SFC_CONTRACT = SFC_A_FORWARD;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -1,0 +1,123 @@
+"""The data-plane contract (sfclab.realize.contract) against the compiled SFC objects' BTF.
+
+The objects are built from include/sfc.h by native/Makefile (no root needed); a header edited in
+a copy and compiled the same way shows that a drift is caught and named.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from ipaddress import IPv4Network
+from pathlib import Path
+
+import pytest
+
+from sfclab.kernel import btf
+from sfclab.realize import contract, dataplane
+
+ROOT = Path(__file__).resolve().parents[2]
+OBJECTS = ("sfc_forward", "sfc_classify", "sfc_proxy_in", "sfc_proxy_out")
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    """native/build with the SFC objects made (make does nothing if they are current)."""
+    targets = [f"build/{o}.bpf.o" for o in OBJECTS]
+    cp = subprocess.run(["make", "-s", "-C", str(ROOT / "native"), *targets],
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    return ROOT / "native" / "build"
+
+
+def compile_with(built: Path, tmp: Path, old: str, new: str) -> btf.Btf:
+    """sfc_forward.bpf.c compiled against a copy of include/ with ``old`` replaced by ``new``
+    in sfc.h, with the Makefile's flags."""
+    inc = tmp / "include"
+    shutil.copytree(ROOT / "include", inc)
+    header = (inc / "sfc.h").read_text()
+    assert header.count(old) == 1, old
+    (inc / "sfc.h").write_text(header.replace(old, new))
+    multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    obj = tmp / "sfc_forward.bpf.o"
+    subprocess.run(["clang", "-O2", "-g", "-Wall", "-target", "bpf", "-mcpu=v3",
+                    f"-I/usr/include/{multiarch}", f"-I{inc}", f"-I{built}", "-c", "-o",
+                    str(obj), str(ROOT / "bpf" / "sfc_forward.bpf.c")],
+                   check=True, capture_output=True, timeout=120)
+    return btf.read(str(obj))
+
+
+@pytest.mark.parametrize("obj", OBJECTS)
+def test_every_sfc_object_agrees_with_the_python_layouts(built: Path, obj: str) -> None:
+    b = btf.read(str(built / f"{obj}.bpf.o"))
+    assert contract.drift(b) == []
+    # what the check leans on is really there: the structs, the limits, the maps
+    assert set(contract.LAYOUTS) <= set(b.structs)
+    assert b.enums["sfc_limit"]["SFC_MAX_LABELS"] == 16
+    assert b.maps["sfc_classes"].max_entries == b.enums["sfc_limit"]["SFC_MAX_CLASSES"]
+
+
+def test_the_map_sizes_are_the_limits_in_btf(built: Path) -> None:
+    """Every map sized by a limit has the size the Python side bounds its input by."""
+    b = btf.read(str(built / "sfc_forward.bpf.o"))
+    lim = b.enums["sfc_limit"]
+    assert {m: d.max_entries for m, d in b.maps.items()} == {
+        "sfc_masks": lim["SFC_MAX_MASKS"], "sfc_classes": lim["SFC_MAX_CLASSES"],
+        "sfc_chains": lim["SFC_MAX_CHAINS"], "sfc_paths": lim["SFC_MAX_PATHS"],
+        "sfc_labels": lim["SFC_MAX_HOPS"], "sfc_stack_ids": lim["SFC_MAX_STACKS"],
+        "sfc_stacks": lim["SFC_MAX_STACKS"], "sfc_next_stack": 1,
+        "sfc_flows": lim["SFC_MAX_FLOWS"],
+        "sfc_counters": lim["SFC_MAX_NODES"] * contract.NCOUNTERS,
+        "sfc_path_counts": lim["SFC_MAX_PATHS"]}
+    for m, d in b.maps.items():
+        key, value = contract.MAPS[m]
+        assert d.key_size == (b.structs[key].size if key in b.structs else int(key[-2:]) // 8)
+        assert d.value_size == (b.structs[value].size if value in b.structs
+                                else int(value[-2:]) // 8)
+
+
+@pytest.mark.parametrize("old, new, says", [
+    ("\t__be16 sport;\n\t__be16 dport;\n\t__u8 proto;\n\t__u8 pad[3];\n};\n\nstruct sfc_mask",
+     "\t__be32 sport;\n\t__be16 dport;\n\t__u8 proto;\n\t__u8 pad[3];\n};\n\nstruct sfc_mask",
+     "struct sfc_tuple.sport"),
+    ("\t__u32 ifindex;        /* forward", "\t__be32 ifindex;        /* forward",
+     "struct sfc_hop.ifindex: __be32 in C, host order"),
+    ("\t__s32 priority;", "\t__u32 priority;", "struct sfc_match.priority"),
+    ("\t__u32 depth;\n\t__u32 ifindex;", "\t__u32 ifindex;\n\t__u32 depth;", "struct sfc_path"),
+    ("SFC_MAX_LABELS = 16,", "SFC_MAX_LABELS = 12,", "enum sfc_limit"),
+    ("SFC_MAX_MASKS = 32,", "SFC_MAX_MASKS = 64,", "enum sfc_limit"),
+    ("\tSFC_C_NO_INSTANCE,", "\tSFC_C_NO_INSTANCE,\n\tSFC_C_NEW,", "enum sfc_counter"),
+    ("SFC_A_PROXY = 2", "SFC_A_PROXY = 3", "enum sfc_action"),
+    ("__type(key, struct sfc_tuple);\n\t__type(value, __u32);",
+     "__type(key, struct sfc_stack);\n\t__type(value, __u32);", "map sfc_flows"),
+], ids=["member-size", "byte-order", "signedness", "member-order", "limit", "mask-limit",
+        "counter", "action", "map-key"])
+def test_a_header_edited_in_a_copy_is_caught_as_drift(built: Path, tmp_path: Path, old: str,
+                                                      new: str, says: str) -> None:
+    drift = contract.drift(compile_with(built, tmp_path, old, new))
+    assert any(d.startswith(says) for d in drift), drift
+
+
+def test_the_packers_write_the_bytes_the_hand_packed_formats_wrote() -> None:
+    """The layouts in the contract give the bytes the earlier hand-written formats gave."""
+    iface = dataplane.Iface(7, bytes.fromhex("020000000001"))
+    dmac = bytes.fromhex("020000000002")
+    assert dataplane.encode_tuple(3, 1, IPv4Network("10.0.0.0/8"), IPv4Network("10.1.2.3/32"),
+                                  80, 443, 6) == \
+        struct.pack("<II", 3, 1) + struct.pack(">IIHHB3x", 0x0A000000, 0x0A010203, 80, 443, 6)
+    assert dataplane.encode_mask(8, 32, 0, 16, True) == struct.pack("<I", 1) + struct.pack(
+        ">IIHHB3x", 0xFF000000, 0xFFFFFFFF, 0, 0xFFFF, 0xFF)
+    raw = dataplane.encode_path([100, 200], 64, iface, dmac)
+    lses = [dataplane.lse(100, 64, False), dataplane.lse(200, 64, True)] + [0] * 14
+    assert raw == struct.pack("<II", 2, 7) + iface.mac + dmac + struct.pack(">16I", *lses)
+    assert dataplane.decode_path(raw) == (iface, dmac)
+    assert dataplane.encode_hop(5, "proxy", iface, dmac) == \
+        struct.pack("<III", 5, 2, 7) + iface.mac + dmac
+    assert dataplane.encode_hop(5, "forward", None, None) == struct.pack("<III", 5, 1, 0) + \
+        bytes(12)
+    chain = dataplane.encode_chain(3, 2, [4, 5, 6])
+    assert chain == struct.pack("<II256I", 3, 2, 4, 5, 6, *[0] * 253)
+    assert dataplane.decode_chain(chain) == (3, 2, [4, 5, 6])
+    assert dataplane.match_chain(struct.pack("<iI", -5, 9)) == 9
