@@ -36,6 +36,19 @@
  * sink received_window (distinct marked probes) and rx_window_received / rx_window_s (everything
  * that arrived from the first marked probe to the latest one, and that span), so rates hold over
  * a span where the sender ran at the asked rate (src/sfclab/traffic/window.py).
+ *
+ * Structure: both commands run in four stages, each a function of its own.
+ *   stage    send (sfcgen_send.c)                  sink (sfcgen_sink.c)
+ *   parse    send_parse: option table send_opttab   sink_parse: option table sink_opttab
+ *   set-up   send_setup: engine, next hop, state    sink_setup, sink_start: sockets or XDP,
+ *                                                   threads
+ *   run      send_run: threads, start gate, join    sink_serve: "ready", a snapshot per signal
+ *   report   send_collect, send_report              sink_report (also on SIGTERM), sink_stop
+ * An option table (lib/opttab.c) names a setter per long option; the setter checks its value
+ * with lib/opt.c.  Every engine is one entry of the engines[] table in sfcgen_engines.c
+ * (open, burst, close), all run by one loop, send_loop(): open, the start gate, then pace()
+ * says how many packets are due and the engine's burst() sends them, until the plan or the
+ * duration is done.
  */
 #define _GNU_SOURCE
 #include "sfcgen.h"

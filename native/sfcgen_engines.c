@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The sending engines (packet, ring, udp, xdp), their pacing and the start gate. */
+/* The sending engines (packet, ring, udp, xdp) as table entries, the one send loop that runs
+ * them (send_loop), their pacing and the start gate. */
 #define _GNU_SOURCE
 #include "sfcgen.h"
 
@@ -198,398 +199,484 @@ static void ring_reap(struct send_thread *t, struct ring *r, unsigned from, unsi
 	}
 }
 
-static int send_loop_packet(struct send_thread *t)
-{
-	struct sender *s = t->s;
-	const unsigned hdr_off = TPACKET_ALIGN(sizeof(struct tpacket2_hdr));
-	struct sockaddr_ll to = {
-		.sll_family = AF_PACKET,
-		.sll_protocol = htons(ETH_P_IP),
-		.sll_ifindex = s->path.ifindex,
-		.sll_halen = 6,
-	};
+/*
+ * The send-loop skeleton and the engines as table entries.  send_loop() runs every engine the
+ * same way: open (sockets, templates), the start gate, then until pace() says done: ask pace()
+ * how many packets are due and hand them to the engine's burst(); then the gate again (a
+ * thread that failed early must not hold the others), the end time, and close.  An engine is one struct send_engine.
+ */
+struct ring_state {
+	struct ring r;
+	struct sockaddr_ll to;
 	uint8_t templ[3][64];
-	unsigned templ_size[3], ntempl = s->cfg.size ? 1 : 3;
-	double rate = s->cfg.rate / s->cfg.threads;
-	uint64_t planned = 0, n = 0;
-	unsigned owned = 0;
-	struct ring r = {.fd = -1};
-	int ret = -1;
+	unsigned templ_size[3], ntempl;
+	unsigned owned; /* the owned flow of the next frame */
+};
 
-	memcpy(to.sll_addr, s->path.dst_mac, 6);
-	if (ntempl == 1) {
-		templ_size[0] = s->cfg.size;
+struct mmsg_state {
+	struct sockaddr_ll to; /* packet engine; unused by udp */
+	struct mmsghdr msgs[MAX_BATCH];
+	struct iovec iov[MAX_BATCH];
+	uint8_t (*bufs)[MAX_FRAME];
+	unsigned msg_flow[MAX_BATCH];
+	int fd;   /* packet engine */
+	int *fds; /* udp engine: one connected socket per owned flow */
+	unsigned owned; /* the owned flow of the next packet (udp: of the next batch) */
+};
+
+struct xdp_state {
+	uint8_t *frame;
+	unsigned size;
+};
+
+union engine_state {
+	struct ring_state ring;
+	struct mmsg_state mmsg;
+	struct xdp_state xdp;
+};
+
+struct send_engine {
+	/* Make what the loop needs; 0, or -1 after th_fail(). */
+	int (*open)(struct send_thread *t, union engine_state *e);
+	/*
+	 * Send up to want packets (want >= 1) stamped at now, starting with the thread's packet
+	 * n; returns how many packets of the plan this burst used up (0: none, try again), or -1
+	 * after th_fail().  Counting sent, bytes, sent_window and per-flow figures is its job.
+	 */
+	int64_t (*burst)(struct send_thread *t, union engine_state *e, uint64_t want, uint64_t n,
+			 int64_t now);
+	/* Undo open (also after a failed open); the skeleton has already set end_ns. */
+	void (*close)(struct send_thread *t, union engine_state *e);
+};
+
+/* The next owned flow's index, round-robin. */
+static inline unsigned next_owned(const struct send_thread *t, unsigned owned)
+{
+	return owned + 1 == t->nflows ? 0 : owned + 1;
+}
+
+/* Stamp a probe: flow, its sequence number, the send time and whether inside the window. */
+static inline void stamp_probe(struct probe *p, const struct sender *s, unsigned flow,
+			       uint32_t seq, int64_t now)
+{
+	p->magic = now >= s->win_start ? PROBE_MAGIC_WINDOW : PROBE_MAGIC;
+	p->run = s->cfg.run;
+	p->flow = (uint16_t)flow;
+	p->seq = seq;
+	p->ts_ns = (uint64_t)now;
+}
+
+static void link_dst(const struct sender *s, struct sockaddr_ll *to)
+{
+	memset(to, 0, sizeof(*to));
+	to->sll_family = AF_PACKET;
+	to->sll_protocol = htons(ETH_P_IP);
+	to->sll_ifindex = s->path.ifindex;
+	to->sll_halen = 6;
+	memcpy(to->sll_addr, s->path.dst_mac, 6);
+}
+
+/* ---- ring: AF_PACKET with a TX_RING ---------------------------------------------------- */
+
+static int ring_engine_open(struct send_thread *t, union engine_state *u)
+{
+	struct ring_state *e = &u->ring;
+	const struct sender *s = t->s;
+
+	e->r.fd = -1;
+	link_dst(s, &e->to);
+	e->ntempl = s->cfg.size ? 1 : 3;
+	if (e->ntempl == 1) {
+		e->templ_size[0] = s->cfg.size;
 	} else {
-		templ_size[0] = 64;
-		templ_size[1] = 594;
-		templ_size[2] = 1518;
+		e->templ_size[0] = 64;
+		e->templ_size[1] = 594;
+		e->templ_size[2] = 1518;
 	}
-	for (unsigned i = 0; i < ntempl; i++)
-		build_headers(templ[i], s, templ_size[i]);
-	if (ring_open(t, &r))
-		goto cleanup;
-	if (rate > 0)
-		planned = planned_packets(s, rate);
+	for (unsigned i = 0; i < e->ntempl; i++)
+		build_headers(e->templ[i], s, e->templ_size[i]);
+	return ring_open(t, &e->r);
+}
 
-	gate_wait(t);
-	for (;;) {
-		int64_t now = now_ns(), w;
-		uint64_t want;
-		unsigned first = r.head, filled = 0;
+/* Fill free ring slots with up to want frames; returns how many (0: the ring is full). */
+static unsigned ring_fill(struct send_thread *t, struct ring_state *e, uint64_t want, uint64_t n,
+			  int64_t now, unsigned *owned)
+{
+	const struct sender *s = t->s;
+	const unsigned hdr_off = TPACKET_ALIGN(sizeof(struct tpacket2_hdr));
+	struct ring *r = &e->r;
+	unsigned filled = 0;
 
-		w = pace(s, rate, n, planned, now);
-		if (w < 0)
-			break;
-		if (w == 0)
-			continue;
-		want = (uint64_t)w;
-		for (; filled < want; filled++) {
-			unsigned i = r.head;
-			struct tpacket2_hdr *h = ring_frame(&r, i);
-			uint8_t *f = (uint8_t *)h + hdr_off;
-			unsigned size = frame_size_at(&s->cfg, n), ti = 0;
-			unsigned flow = t->index + owned * s->cfg.threads;
-			struct probe *p = (struct probe *)(f + 42);
+	for (; filled < want; filled++) {
+		unsigned i = r->head;
+		struct tpacket2_hdr *h = ring_frame(r, i);
+		uint8_t *f = (uint8_t *)h + hdr_off;
+		unsigned size = frame_size_at(&s->cfg, n + filled), ti = 0;
+		unsigned flow = t->index + *owned * s->cfg.threads;
 
-			if (h->tp_status != TP_STATUS_AVAILABLE)
-				break; /* still owned by the kernel */
-			if (ntempl == 3)
-				ti = size == 64 ? 0 : size == 594 ? 1 : 2;
-			memcpy(f, templ[ti], 42);
-			((struct udphdr *)(f + 34))->source = htons((uint16_t)(SPORT_BASE + flow));
-			p->magic = now >= s->win_start ? PROBE_MAGIC_WINDOW : PROBE_MAGIC;
-			p->run = s->cfg.run;
-			p->flow = (uint16_t)flow;
-			p->seq = t->flow_seq[owned]++;
-			p->ts_ns = (uint64_t)now;
-			h->tp_len = size - 4;
-			r.slot_flow[i] = (int16_t)owned;
-			__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
-			r.head = (i + 1) % r.nframes;
-			n++;
-			if (++owned == t->nflows)
-				owned = 0;
-		}
-		if (!filled) {
-			struct pollfd pfd = {.fd = r.fd, .events = POLLOUT};
+		if (h->tp_status != TP_STATUS_AVAILABLE)
+			break; /* still owned by the kernel */
+		if (e->ntempl == 3)
+			ti = size == 64 ? 0 : size == 594 ? 1 : 2;
+		memcpy(f, e->templ[ti], 42);
+		((struct udphdr *)(f + 34))->source = htons((uint16_t)(SPORT_BASE + flow));
+		stamp_probe((struct probe *)(f + 42), s, flow, t->flow_seq[*owned]++, now);
+		h->tp_len = size - 4;
+		r->slot_flow[i] = (int16_t)*owned;
+		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+		r->head = (i + 1) % r->nframes;
+		*owned = next_owned(t, *owned);
+	}
+	return filled;
+}
 
-			poll(&pfd, 1, 1);
-			continue;
-		}
-		if (sendto(r.fd, NULL, 0, 0, (struct sockaddr *)&to, sizeof(to)) < 0 &&
-		    errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
-			th_fail(t, errno, "send frames on the packet socket");
-			goto cleanup;
-		}
-		/* blocking sendto returns once the kernel has taken the frames */
-		for (unsigned k = 0; k < filled; k++) {
-			struct tpacket2_hdr *h = ring_frame(&r, (first + k) % r.nframes);
-			int spins = 0;
+static int64_t ring_engine_burst(struct send_thread *t, union engine_state *u, uint64_t want,
+				 uint64_t n, int64_t now)
+{
+	struct ring_state *e = &u->ring;
+	struct ring *r = &e->r;
+	unsigned first = r->head, filled = ring_fill(t, e, want, n, now, &e->owned);
+	uint64_t before = t->sent;
 
-			while (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
-			       (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)) {
-				if (++spins > 1000) {
-					struct pollfd pfd = {.fd = r.fd, .events = POLLOUT};
+	if (!filled) {
+		struct pollfd pfd = {.fd = r->fd, .events = POLLOUT};
 
-					poll(&pfd, 1, 1);
-					sendto(r.fd, NULL, 0, MSG_DONTWAIT, (struct sockaddr *)&to,
-					       sizeof(to));
-				}
+		poll(&pfd, 1, 1);
+		return 0;
+	}
+	if (sendto(r->fd, NULL, 0, 0, (struct sockaddr *)&e->to, sizeof(e->to)) < 0 &&
+	    errno != ENOBUFS && errno != EAGAIN && errno != EINTR) {
+		th_fail(t, errno, "send frames on the packet socket");
+		return -1;
+	}
+	/* blocking sendto returns once the kernel has taken the frames */
+	for (unsigned k = 0; k < filled; k++) {
+		struct tpacket2_hdr *h = ring_frame(r, (first + k) % r->nframes);
+		int spins = 0;
+
+		while (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
+		       (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)) {
+			if (++spins > 1000) {
+				struct pollfd pfd = {.fd = r->fd, .events = POLLOUT};
+
+				poll(&pfd, 1, 1);
+				sendto(r->fd, NULL, 0, MSG_DONTWAIT, (struct sockaddr *)&e->to,
+				       sizeof(e->to));
 			}
 		}
-		{
-			uint64_t before = t->sent;
+	}
+	ring_reap(t, r, first, filled);
+	if (now >= t->s->win_start)
+		t->sent_window += t->sent - before;
+	return filled;
+}
 
-			ring_reap(t, &r, first, filled);
-			if (now >= s->win_start)
-				t->sent_window += t->sent - before;
+static void ring_engine_close(struct send_thread *t, union engine_state *u)
+{
+	(void)t;
+	ring_close(&u->ring.r);
+}
+
+/* ---- packet: AF_PACKET with sendmmsg --------------------------------------------------- */
+
+/* The batch's messages over bufs, each addressed to `to` (NULL: a connected socket). */
+static int mmsg_prepare(struct send_thread *t, struct mmsg_state *e, struct sockaddr_ll *to)
+{
+	e->bufs = calloc(t->s->cfg.batch, sizeof(*e->bufs));
+	if (!e->bufs) {
+		th_fail(t, errno, "allocate send buffers");
+		return -1;
+	}
+	for (unsigned i = 0; i < t->s->cfg.batch; i++) {
+		memset(&e->msgs[i], 0, sizeof(e->msgs[i]));
+		e->iov[i].iov_base = e->bufs[i];
+		e->msgs[i].msg_hdr.msg_iov = &e->iov[i];
+		e->msgs[i].msg_hdr.msg_iovlen = 1;
+		if (to) {
+			e->msgs[i].msg_hdr.msg_name = to;
+			e->msgs[i].msg_hdr.msg_namelen = sizeof(*to);
 		}
 	}
-	ret = 0;
-cleanup:
-	gate_wait(t);
-	t->end_ns = now_ns();
-	ring_close(&r);
-	return ret;
+	return 0;
+}
+
+static int packet_engine_open(struct send_thread *t, union engine_state *u)
+{
+	struct mmsg_state *e = &u->mmsg;
+	const struct sender *s = t->s;
+	int one = 1, sndbuf = 4 << 20;
+
+	e->fd = -1;
+	link_dst(s, &e->to);
+	if (mmsg_prepare(t, e, &e->to))
+		return -1;
+	e->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0); /* protocol 0: never receives */
+	if (e->fd < 0) {
+		th_fail(t, errno, "create packet socket");
+		return -1;
+	}
+	if (s->cfg.qdisc_bypass &&
+	    setsockopt(e->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one))) {
+		th_fail(t, errno, "set PACKET_QDISC_BYPASS");
+		return -1;
+	}
+	if (setsockopt(e->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
+		setsockopt(e->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	return 0;
 }
 
 /*
- * AF_PACKET with sendmmsg: prebuilt frames, one syscall per batch.  A frame that a qdisc of
- * the egress device drops (ENOBUFS) counts as sent and lost, as it does for UDP sockets.
+ * Prebuilt frames, one syscall per batch.  A frame that a qdisc of the egress device drops
+ * (ENOBUFS) counts as sent and lost, as it does for UDP sockets.
  */
-static int send_loop_packet_mmsg(struct send_thread *t)
+static int64_t packet_engine_burst(struct send_thread *t, union engine_state *u, uint64_t want,
+				   uint64_t n, int64_t now)
 {
-	struct sender *s = t->s;
-	struct sockaddr_ll to = {
-		.sll_family = AF_PACKET,
-		.sll_protocol = htons(ETH_P_IP),
-		.sll_ifindex = s->path.ifindex,
-		.sll_halen = 6,
-	};
-	struct mmsghdr msgs[MAX_BATCH];
-	struct iovec iov[MAX_BATCH];
-	uint8_t (*bufs)[MAX_FRAME] = NULL;
-	unsigned msg_flow[MAX_BATCH];
-	double rate = s->cfg.rate / s->cfg.threads;
-	uint64_t planned = 0, n = 0;
-	unsigned owned = 0;
-	int fd = -1, one = 1, sndbuf = 4 << 20, ret = -1;
+	struct mmsg_state *e = &u->mmsg;
+	const struct sender *s = t->s;
+	unsigned off = 0, owned = e->owned;
 
-	memcpy(to.sll_addr, s->path.dst_mac, 6);
-	bufs = calloc(s->cfg.batch, sizeof(*bufs));
-	if (!bufs) {
-		th_fail(t, errno, "allocate send buffers");
-		goto cleanup;
-	}
-	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0); /* protocol 0: never receives */
-	if (fd < 0) {
-		th_fail(t, errno, "create packet socket");
-		goto cleanup;
-	}
-	if (s->cfg.qdisc_bypass && setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one))) {
-		th_fail(t, errno, "set PACKET_QDISC_BYPASS");
-		goto cleanup;
-	}
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-	for (unsigned i = 0; i < s->cfg.batch; i++) {
-		memset(&msgs[i], 0, sizeof(msgs[i]));
-		iov[i].iov_base = bufs[i];
-		msgs[i].msg_hdr.msg_iov = &iov[i];
-		msgs[i].msg_hdr.msg_iovlen = 1;
-		msgs[i].msg_hdr.msg_name = &to;
-		msgs[i].msg_hdr.msg_namelen = sizeof(to);
-	}
-	if (rate > 0)
-		planned = planned_packets(s, rate);
-
-	gate_wait(t);
-	for (;;) {
-		int64_t now = now_ns(), w;
-		uint64_t want;
-		unsigned off = 0;
-
-		w = pace(s, rate, n, planned, now);
-		if (w < 0)
-			break;
-		if (w == 0)
-			continue;
-		want = (uint64_t)w;
-		for (unsigned i = 0; i < want; i++) {
-			unsigned size = frame_size_at(&s->cfg, n + i);
-			unsigned flow = t->index + owned * s->cfg.threads;
-			struct probe *p = (struct probe *)(bufs[i] + 42);
-
-			build_headers(bufs[i], s, size);
-			((struct udphdr *)(bufs[i] + 34))->source = htons((uint16_t)(SPORT_BASE + flow));
-			p->magic = now >= s->win_start ? PROBE_MAGIC_WINDOW : PROBE_MAGIC;
-			p->run = s->cfg.run;
-			p->flow = (uint16_t)flow;
-			p->seq = t->flow_seq[owned]++;
-			p->ts_ns = (uint64_t)now;
-			iov[i].iov_len = size - 4;
-			msg_flow[i] = owned;
-			if (++owned == t->nflows)
-				owned = 0;
-		}
-		while (off < want) {
-			int done = sendmmsg(fd, msgs + off, (unsigned)(want - off), 0);
-
-			if (done < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno != ENOBUFS && errno != EAGAIN) {
-					th_fail(t, errno, "send frames on the packet socket");
-					goto cleanup;
-				}
-				/* the first frame was refused by the local qdisc: it is lost */
-				t->local_drops++;
-				done = 1;
-			}
-			for (int i = 0; i < done; i++) {
-				t->flow_sent[msg_flow[off + i]]++;
-				t->bytes += iov[off + i].iov_len + 4;
-			}
-			t->sent += (uint64_t)done;
-			if (now >= s->win_start)
-				t->sent_window += (uint64_t)done;
-			off += (unsigned)done;
-		}
-		n += want;
-	}
-	ret = 0;
-cleanup:
-	gate_wait(t);
-	t->end_ns = now_ns();
-	if (fd >= 0)
-		close(fd);
-	free(bufs);
-	return ret;
-}
-
-static int send_loop_udp(struct send_thread *t)
-{
-	struct sender *s = t->s;
-	struct mmsghdr msgs[MAX_BATCH];
-	struct iovec iov[MAX_BATCH];
-	uint8_t (*bufs)[MAX_FRAME] = NULL;
-	int *fds = NULL;
-	double rate = s->cfg.rate / s->cfg.threads;
-	uint64_t planned = 0, n = 0;
-	unsigned owned = 0;
-	int ret = -1;
-
-	fds = calloc(t->nflows, sizeof(*fds));
-	bufs = calloc(s->cfg.batch, sizeof(*bufs));
-	if (!fds || !bufs) {
-		th_fail(t, errno, "allocate send buffers");
-		goto cleanup;
-	}
-	for (unsigned k = 0; k < t->nflows; k++)
-		fds[k] = -1;
-	for (unsigned k = 0; k < t->nflows; k++) {
-		unsigned flow = t->index + k * s->cfg.threads;
-		struct sockaddr_in src = {.sin_family = AF_INET,
-					  .sin_port = htons((uint16_t)(SPORT_BASE + flow))};
-		struct sockaddr_in dst = {.sin_family = AF_INET,
-					  .sin_port = htons((uint16_t)s->cfg.dport),
-					  .sin_addr = s->cfg.dst};
-		int one = 1, sndbuf = 4 << 20;
-
-		if (s->cfg.have_src)
-			src.sin_addr = s->cfg.src;
-		fds[k] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (fds[k] < 0) {
-			th_fail(t, errno, "create UDP socket");
-			goto cleanup;
-		}
-		setsockopt(fds[k], SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(fds[k], IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
-		if (setsockopt(fds[k], SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
-			setsockopt(fds[k], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-		if (bind(fds[k], (struct sockaddr *)&src, sizeof(src))) {
-			th_fail(t, errno, "bind UDP source port");
-			goto cleanup;
-		}
-		if (connect(fds[k], (struct sockaddr *)&dst, sizeof(dst))) {
-			th_fail(t, errno, "connect UDP socket");
-			goto cleanup;
-		}
-	}
-	for (unsigned i = 0; i < s->cfg.batch; i++) {
-		memset(&msgs[i], 0, sizeof(msgs[i]));
-		iov[i].iov_base = bufs[i];
-		msgs[i].msg_hdr.msg_iov = &iov[i];
-		msgs[i].msg_hdr.msg_iovlen = 1;
-	}
-	if (rate > 0)
-		planned = planned_packets(s, rate);
-
-	gate_wait(t);
-	for (;;) {
-		int64_t now = now_ns(), w;
-		uint64_t want;
+	for (unsigned i = 0; i < want; i++) {
+		unsigned size = frame_size_at(&s->cfg, n + i);
 		unsigned flow = t->index + owned * s->cfg.threads;
-		int done;
 
-		w = pace(s, rate, n, planned, now);
-		if (w < 0)
-			break;
-		if (w == 0)
-			continue;
-		want = (uint64_t)w;
-		/* one batch per flow: a connected socket carries one source port */
-		for (unsigned i = 0; i < want; i++) {
-			unsigned size = frame_size_at(&s->cfg, n + i);
-			struct probe *p = (struct probe *)bufs[i];
+		build_headers(e->bufs[i], s, size);
+		((struct udphdr *)(e->bufs[i] + 34))->source = htons((uint16_t)(SPORT_BASE + flow));
+		stamp_probe((struct probe *)(e->bufs[i] + 42), s, flow, t->flow_seq[owned]++, now);
+		e->iov[i].iov_len = size - 4;
+		e->msg_flow[i] = owned;
+		owned = next_owned(t, owned);
+	}
+	while (off < want) {
+		int done = sendmmsg(e->fd, e->msgs + off, (unsigned)(want - off), 0);
 
-			p->magic = now >= s->win_start ? PROBE_MAGIC_WINDOW : PROBE_MAGIC;
-			p->run = s->cfg.run;
-			p->flow = (uint16_t)flow;
-			p->seq = t->flow_seq[owned] + i;
-			p->ts_ns = (uint64_t)now;
-			iov[i].iov_len = size - WIRE_OVERHEAD;
-		}
-		done = sendmmsg(fds[owned], msgs, (unsigned)want, 0);
 		if (done < 0) {
-			if (errno == ENOBUFS || errno == EAGAIN || errno == ECONNREFUSED ||
-			    errno == EINTR) {
-				t->errors++;
+			if (errno == EINTR)
 				continue;
+			if (errno != ENOBUFS && errno != EAGAIN) {
+				th_fail(t, errno, "send frames on the packet socket");
+				return -1;
 			}
-			th_fail(t, errno, "send UDP datagrams");
-			goto cleanup;
+			/* the first frame was refused by the local qdisc: it is lost */
+			t->local_drops++;
+			done = 1;
 		}
-		for (int i = 0; i < done; i++)
-			t->bytes += iov[i].iov_len + WIRE_OVERHEAD;
-		t->flow_seq[owned] += (uint32_t)done;
-		t->flow_sent[owned] += (uint64_t)done;
+		for (int i = 0; i < done; i++) {
+			t->flow_sent[e->msg_flow[off + i]]++;
+			t->bytes += e->iov[off + i].iov_len + 4;
+		}
 		t->sent += (uint64_t)done;
 		if (now >= s->win_start)
 			t->sent_window += (uint64_t)done;
-		n += (uint64_t)done;
-		if (++owned == t->nflows)
-			owned = 0;
+		off += (unsigned)done;
 	}
-	ret = 0;
-cleanup:
-	gate_wait(t);
-	t->end_ns = now_ns();
-	if (fds)
-		for (unsigned k = 0; k < t->nflows; k++)
-			if (fds[k] >= 0)
-				close(fds[k]);
-	free(fds);
-	free(bufs);
-	return ret;
+	e->owned = owned;
+	return (int64_t)want;
 }
 
+static void packet_engine_close(struct send_thread *t, union engine_state *u)
+{
+	(void)t;
+	if (u->mmsg.fd >= 0)
+		close(u->mmsg.fd);
+	free(u->mmsg.bufs);
+}
+
+/* ---- udp: connected UDP sockets, one per flow, and sendmmsg ---------------------------- */
+
+static int udp_socket(struct send_thread *t, unsigned flow, int *fd)
+{
+	const struct sender *s = t->s;
+	struct sockaddr_in src = {.sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)(SPORT_BASE + flow))};
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)s->cfg.dport),
+				  .sin_addr = s->cfg.dst};
+	int one = 1, sndbuf = 4 << 20;
+
+	if (s->cfg.have_src)
+		src.sin_addr = s->cfg.src;
+	*fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (*fd < 0) {
+		th_fail(t, errno, "create UDP socket");
+		return -1;
+	}
+	setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(*fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
+	if (setsockopt(*fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
+		setsockopt(*fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	if (bind(*fd, (struct sockaddr *)&src, sizeof(src))) {
+		th_fail(t, errno, "bind UDP source port");
+		return -1;
+	}
+	if (connect(*fd, (struct sockaddr *)&dst, sizeof(dst))) {
+		th_fail(t, errno, "connect UDP socket");
+		return -1;
+	}
+	return 0;
+}
+
+static int udp_engine_open(struct send_thread *t, union engine_state *u)
+{
+	struct mmsg_state *e = &u->mmsg;
+
+	e->fd = -1;
+	e->fds = calloc(t->nflows, sizeof(*e->fds));
+	if (!e->fds) {
+		th_fail(t, errno, "allocate send buffers");
+		return -1;
+	}
+	for (unsigned k = 0; k < t->nflows; k++)
+		e->fds[k] = -1;
+	if (mmsg_prepare(t, e, NULL))
+		return -1;
+	for (unsigned k = 0; k < t->nflows; k++)
+		if (udp_socket(t, t->index + k * t->s->cfg.threads, &e->fds[k]))
+			return -1;
+	return 0;
+}
+
+/* One batch per flow: a connected socket carries one source port. */
+static int64_t udp_engine_burst(struct send_thread *t, union engine_state *u, uint64_t want,
+				uint64_t n, int64_t now)
+{
+	struct mmsg_state *e = &u->mmsg;
+	const struct sender *s = t->s;
+	unsigned owned = e->owned;
+	unsigned flow = t->index + owned * s->cfg.threads;
+	int done;
+
+	for (unsigned i = 0; i < want; i++) {
+		unsigned size = frame_size_at(&s->cfg, n + i);
+
+		stamp_probe((struct probe *)e->bufs[i], s, flow, t->flow_seq[owned] + i, now);
+		e->iov[i].iov_len = size - WIRE_OVERHEAD;
+	}
+	done = sendmmsg(e->fds[owned], e->msgs, (unsigned)want, 0);
+	if (done < 0) {
+		if (errno == ENOBUFS || errno == EAGAIN || errno == ECONNREFUSED || errno == EINTR) {
+			t->errors++;
+			return 0;
+		}
+		th_fail(t, errno, "send UDP datagrams");
+		return -1;
+	}
+	for (int i = 0; i < done; i++)
+		t->bytes += e->iov[i].iov_len + WIRE_OVERHEAD;
+	t->flow_seq[owned] += (uint32_t)done;
+	t->flow_sent[owned] += (uint64_t)done;
+	t->sent += (uint64_t)done;
+	if (now >= s->win_start)
+		t->sent_window += (uint64_t)done;
+	e->owned = next_owned(t, owned);
+	return done;
+}
+
+static void udp_engine_close(struct send_thread *t, union engine_state *u)
+{
+	if (u->mmsg.fds)
+		for (unsigned k = 0; k < t->nflows; k++)
+			if (u->mmsg.fds[k] >= 0)
+				close(u->mmsg.fds[k]);
+	free(u->mmsg.fds);
+	free(u->mmsg.bufs);
+}
+
+/* ---- xdp: BPF_PROG_RUN live frames ---------------------------------------------------- */
+
 /*
- * Engine xdp: the kernel transmits `w` copies of one template frame per BPF_PROG_RUN call in
+ * The kernel transmits `want` copies of one template frame per BPF_PROG_RUN call in
  * live-frames mode; bpf/sfcgen_tx.bpf.c stamps each copy (flow, sequence number, send time) as
  * it goes.  The template's IPv4 ID names this thread, so the program uses this thread's flows.
  * No qdisc and no egress hook of the device sees these frames.
  */
-static int send_loop_xdp(struct send_thread *t)
+static int xdp_engine_open(struct send_thread *t, union engine_state *u)
+{
+	static __thread uint8_t frame[MAX_FRAME];
+	struct xdp_state *e = &u->xdp;
+	const struct sender *s = t->s;
+	struct iphdr *ip = (struct iphdr *)(frame + 14);
+
+	e->frame = frame;
+	e->size = s->cfg.size ? s->cfg.size : MAX_FRAME; /* imix: the program trims */
+	memset(frame, 0, sizeof(frame));
+	build_headers(frame, s, e->size);
+	ip->id = htons((uint16_t)t->index);
+	ip->check = 0;
+	ip->check = ip_checksum(ip, 20);
+	return 0;
+}
+
+static int64_t xdp_engine_burst(struct send_thread *t, union engine_state *u, uint64_t want,
+				uint64_t n, int64_t now)
+{
+	const struct sender *s = t->s;
+	int err = xdp_tx_send(s->xdp, s->path.ifindex, u->xdp.frame, u->xdp.size - 4,
+			      (unsigned)want);
+
+	(void)n;
+	(void)now;
+	if (err) {
+		th_fail(t, -err, "send frames with BPF_PROG_RUN");
+		return -1;
+	}
+	return (int64_t)want;
+}
+
+/* The program counted what this thread sent. */
+static void xdp_engine_close(struct send_thread *t, union engine_state *u)
+{
+	(void)u;
+	if (xdp_tx_thread_sent(t->s->xdp, t->index, &t->sent, &t->bytes, &t->sent_window))
+		th_fail(t, errno, "read the generator's counters");
+}
+
+/* ---- the table and the skeleton ------------------------------------------------------- */
+
+static const struct send_engine engines[] = {
+	[ENGINE_RING] = {ring_engine_open, ring_engine_burst, ring_engine_close},
+	[ENGINE_PACKET] = {packet_engine_open, packet_engine_burst, packet_engine_close},
+	[ENGINE_UDP] = {udp_engine_open, udp_engine_burst, udp_engine_close},
+	[ENGINE_XDP] = {xdp_engine_open, xdp_engine_burst, xdp_engine_close},
+};
+
+static int send_loop(struct send_thread *t, const struct send_engine *eng)
 {
 	struct sender *s = t->s;
-	static __thread uint8_t frame[MAX_FRAME];
-	struct iphdr *ip = (struct iphdr *)(frame + 14);
-	unsigned size = s->cfg.size ? s->cfg.size : MAX_FRAME; /* imix: the program trims */
+	union engine_state *e = calloc(1, sizeof(*e));
 	double rate = s->cfg.rate / s->cfg.threads;
 	uint64_t planned = 0, n = 0;
 	int ret = -1;
 
-	memset(frame, 0, sizeof(frame));
-	build_headers(frame, s, size);
-	ip->id = htons((uint16_t)t->index);
-	ip->check = 0;
-	ip->check = ip_checksum(ip, 20);
+	if (!e) {
+		th_fail(t, errno, "allocate send state");
+		goto cleanup;
+	}
+	if (eng->open(t, e))
+		goto cleanup;
 	if (rate > 0)
 		planned = planned_packets(s, rate);
 
 	gate_wait(t);
 	for (;;) {
-		int64_t w = pace(s, rate, n, planned, now_ns());
-		int err;
+		int64_t now = now_ns(), w = pace(s, rate, n, planned, now), used;
 
 		if (w < 0)
 			break;
 		if (w == 0)
 			continue;
-		err = xdp_tx_send(s->xdp, s->path.ifindex, frame, size - 4, (unsigned)w);
-		if (err) {
-			th_fail(t, -err, "send frames with BPF_PROG_RUN");
+		used = eng->burst(t, e, (uint64_t)w, n, now);
+		if (used < 0)
 			goto cleanup;
-		}
-		n += (uint64_t)w;
+		n += (uint64_t)used;
 	}
 	ret = 0;
 cleanup:
 	gate_wait(t);
 	t->end_ns = now_ns();
-	if (xdp_tx_thread_sent(s->xdp, t->index, &t->sent, &t->bytes, &t->sent_window))
-		th_fail(t, errno, "read the generator's counters");
+	if (e)
+		eng->close(t, e);
+	free(e);
 	return ret;
 }
 
@@ -598,14 +685,7 @@ void *send_thread_main(void *arg)
 	struct send_thread *t = arg;
 
 	pin_thread(&t->s->cfg.cpus, t->index);
-	if (t->s->engine == ENGINE_RING)
-		send_loop_packet(t);
-	else if (t->s->engine == ENGINE_PACKET)
-		send_loop_packet_mmsg(t);
-	else if (t->s->engine == ENGINE_XDP)
-		send_loop_xdp(t);
-	else
-		send_loop_udp(t);
+	send_loop(t, &engines[t->s->engine]);
 	return NULL;
 }
 

@@ -1,7 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-/* `sfcgen send`: options, the next hop and its MAC, the threads, the JSON report. */
+/*
+ * `sfcgen send` in four stages, each its own function called by cmd_send():
+ *   parse   send_parse(): the option table (send_opttab) into a struct send_cfg, then the
+ *           checks between options
+ *   set-up  send_setup(): the engine and its next hop (resolve_l2), the xdp program, the
+ *           per-thread and per-flow state
+ *   run     send_run(): the threads through the start gate, the send loops, the join
+ *   report  send_collect() and send_report(): the threads' counters summed (the xdp engine's
+ *           corrected by the device's), one {"event":"sent",...} line
+ * send_job_free() undoes whatever set-up made.
+ */
 #define _GNU_SOURCE
 #include "sfcgen.h"
+#include "opttab.h"
 
 static bool arp_lookup(struct in_addr nexthop, const char *ifname, uint8_t mac[6])
 {
@@ -132,162 +143,206 @@ void print_u64_array(const uint64_t *v, unsigned n)
 	putchar(']');
 }
 
-int cmd_send(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"dst", required_argument, NULL, 'd'},
-		{"src", required_argument, NULL, 's'},
-		{"dport", required_argument, NULL, 'p'},
-		{"flows", required_argument, NULL, 'f'},
-		{"size", required_argument, NULL, 'z'},
-		{"rate", required_argument, NULL, 'r'},
-		{"duration", required_argument, NULL, 't'},
-		{"threads", required_argument, NULL, 'j'},
-		{"ramp", required_argument, NULL, 'R'},
-		{"batch", required_argument, NULL, 'b'},
-		{"engine", required_argument, NULL, 'e'},
-		{"dev", required_argument, NULL, 'i'},
-		{"dst-mac", required_argument, NULL, 'm'},
-		{"qdisc-bypass", no_argument, NULL, 'Q'},
-		{"cpus", required_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	struct sender s;
-	struct send_cfg *c = &s.cfg;
-	uint64_t *flow_sent = NULL, sent = 0, sent_window = 0, bytes = 0, errors = 0, local_drops = 0;
-	unsigned started = 0;
-	unsigned long v;
-	bool gate = false, have_dst = false, have_port = false, have_batch = false;
-	uint64_t xmit_errors = 0, peer_rx = 0;
-	bool have_peer_rx = false;
-	char why[256] = "", note[256] = "";
-	int64_t end = 0;
-	int opt, ret = 1;
+/* ---- parse --------------------------------------------------------------------------- */
 
-	memset(&s, 0, sizeof(s));
+/* The command line as parsed: the configuration and which required options were given. */
+struct send_args {
+	struct send_cfg cfg;
+	bool have_dst, have_port, have_batch;
+};
+
+static int set_dst(void *p, const char *arg)
+{
+	struct send_args *a = p;
+
+	if (!inet_aton(arg, &a->cfg.dst)) {
+		fprintf(stderr, "sfcgen: invalid --dst '%s'\n", arg);
+		return -1;
+	}
+	a->have_dst = true;
+	return 0;
+}
+
+static int set_src(void *p, const char *arg)
+{
+	struct send_args *a = p;
+
+	if (!inet_aton(arg, &a->cfg.src)) {
+		fprintf(stderr, "sfcgen: invalid --src '%s'\n", arg);
+		return -1;
+	}
+	a->cfg.have_src = true;
+	return 0;
+}
+
+static int set_uint(const char *arg, const char *what, unsigned long min, unsigned long max,
+		    unsigned *out)
+{
+	unsigned long v;
+
+	if (opt_uint(arg, what, min, max, &v))
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int set_dport(void *p, const char *arg)
+{
+	struct send_args *a = p;
+
+	a->have_port = true;
+	return set_uint(arg, "--dport", 1, 65535, &a->cfg.dport);
+}
+
+static int set_flows(void *p, const char *arg)
+{
+	return set_uint(arg, "--flows", 1, MAX_FLOWS, &((struct send_args *)p)->cfg.flows);
+}
+
+static int set_size(void *p, const char *arg)
+{
+	struct send_cfg *c = &((struct send_args *)p)->cfg;
+
+	if (!strcmp(arg, "imix")) {
+		c->size = 0;
+		return 0;
+	}
+	return set_uint(arg, "--size", MIN_FRAME, MAX_FRAME, &c->size);
+}
+
+static int set_rate(void *p, const char *arg)
+{
+	struct send_cfg *c = &((struct send_args *)p)->cfg;
+
+	if (!strcmp(arg, "max")) {
+		c->rate = 0;
+		return 0;
+	}
+	return opt_double(arg, "--rate", 1, &c->rate);
+}
+
+static int set_duration(void *p, const char *arg)
+{
+	return opt_double(arg, "--duration", 0.001, &((struct send_args *)p)->cfg.duration);
+}
+
+static int set_threads(void *p, const char *arg)
+{
+	return set_uint(arg, "--threads", 1, MAX_THREADS, &((struct send_args *)p)->cfg.threads);
+}
+
+static int set_ramp(void *p, const char *arg)
+{
+	return opt_double(arg, "--ramp", 0, &((struct send_args *)p)->cfg.ramp);
+}
+
+static int set_batch(void *p, const char *arg)
+{
+	struct send_args *a = p;
+
+	a->have_batch = true;
+	return set_uint(arg, "--batch", 1, MAX_BATCH, &a->cfg.batch);
+}
+
+static int set_engine(void *p, const char *arg)
+{
+	struct send_cfg *c = &((struct send_args *)p)->cfg;
+
+	for (int e = ENGINE_AUTO; e <= ENGINE_XDP; e++)
+		if (!strcmp(arg, engine_names[e])) {
+			c->engine = (enum engine)e;
+			return 0;
+		}
+	fprintf(stderr, "sfcgen: invalid --engine '%s' (auto|packet|ring|udp|xdp)\n", arg);
+	return -1;
+}
+
+static int set_dev(void *p, const char *arg)
+{
+	struct send_cfg *c = &((struct send_args *)p)->cfg;
+
+	snprintf(c->dev, sizeof(c->dev), "%s", arg);
+	return 0;
+}
+
+static int set_dst_mac(void *p, const char *arg)
+{
+	struct send_cfg *c = &((struct send_args *)p)->cfg;
+	unsigned m[6];
+
+	if (sscanf(arg, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) {
+		fprintf(stderr, "sfcgen: invalid --dst-mac '%s'\n", arg);
+		return -1;
+	}
+	for (int i = 0; i < 6; i++)
+		c->dst_mac[i] = (uint8_t)m[i];
+	c->have_dst_mac = true;
+	return 0;
+}
+
+static int set_qdisc_bypass(void *p, const char *arg)
+{
+	(void)arg;
+	((struct send_args *)p)->cfg.qdisc_bypass = true;
+	return 0;
+}
+
+static int set_cpus(void *p, const char *arg)
+{
+	return parse_cpus(arg, &((struct send_args *)p)->cfg.cpus);
+}
+
+static int send_help(void *p, const char *arg)
+{
+	(void)p;
+	(void)arg;
+	printf("usage: sfcgen send --dst IP [--src IP] --dport PORT [--flows N]\n"
+	       "         [--size 64..1518|imix] [--rate PPS|max] [--duration S]\n"
+	       "         [--threads N] [--ramp S] [--batch N]\n"
+	       "         [--engine auto|packet|ring|udp|xdp]\n"
+	       "         [--dev IFNAME] [--dst-mac MAC] [--qdisc-bypass]\n"
+	       "         [--cpus LIST]\n"
+	       "  engine xdp: BPF_PROG_RUN live frames; the next hop's interface must take\n"
+	       "  XDP frames (an XDP program on it, or GRO turned on for a veth)\n");
+	return OPTTAB_DONE;
+}
+
+static const struct opttab send_opttab[] = {
+	{"dst", true, set_dst},
+	{"src", true, set_src},
+	{"dport", true, set_dport},
+	{"flows", true, set_flows},
+	{"size", true, set_size},
+	{"rate", true, set_rate},
+	{"duration", true, set_duration},
+	{"threads", true, set_threads},
+	{"ramp", true, set_ramp},
+	{"batch", true, set_batch},
+	{"engine", true, set_engine},
+	{"dev", true, set_dev},
+	{"dst-mac", true, set_dst_mac},
+	{"qdisc-bypass", false, set_qdisc_bypass},
+	{"cpus", true, set_cpus},
+	{"help", false, send_help},
+};
+
+/* Returns 0 to go on, or the exit status: 0 after --help, 2 for bad input. */
+static int send_parse(int argc, char **argv, struct send_args *a)
+{
+	struct send_cfg *c = &a->cfg;
+	int r;
+
+	memset(a, 0, sizeof(*a));
 	c->flows = 1;
 	c->size = 64;
 	c->duration = 1;
 	c->threads = 1;
 	c->batch = DEFAULT_BATCH;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'd':
-			if (!inet_aton(optarg, &c->dst)) {
-				fprintf(stderr, "sfcgen: invalid --dst '%s'\n", optarg);
-				return 2;
-			}
-			have_dst = true;
-			break;
-		case 's':
-			if (!inet_aton(optarg, &c->src)) {
-				fprintf(stderr, "sfcgen: invalid --src '%s'\n", optarg);
-				return 2;
-			}
-			c->have_src = true;
-			break;
-		case 'p':
-			if (opt_uint(optarg, "--dport", 1, 65535, &v))
-				return 2;
-			c->dport = (unsigned)v;
-			have_port = true;
-			break;
-		case 'f':
-			if (opt_uint(optarg, "--flows", 1, MAX_FLOWS, &v))
-				return 2;
-			c->flows = (unsigned)v;
-			break;
-		case 'z':
-			if (!strcmp(optarg, "imix"))
-				c->size = 0;
-			else if (opt_uint(optarg, "--size", MIN_FRAME, MAX_FRAME, &v))
-				return 2;
-			else
-				c->size = (unsigned)v;
-			break;
-		case 'r':
-			if (!strcmp(optarg, "max"))
-				c->rate = 0;
-			else if (opt_double(optarg, "--rate", 1, &c->rate))
-				return 2;
-			break;
-		case 't':
-			if (opt_double(optarg, "--duration", 0.001, &c->duration))
-				return 2;
-			break;
-		case 'j':
-			if (opt_uint(optarg, "--threads", 1, MAX_THREADS, &v))
-				return 2;
-			c->threads = (unsigned)v;
-			break;
-		case 'R':
-			if (opt_double(optarg, "--ramp", 0, &c->ramp))
-				return 2;
-			break;
-		case 'b':
-			if (opt_uint(optarg, "--batch", 1, MAX_BATCH, &v))
-				return 2;
-			c->batch = (unsigned)v;
-			have_batch = true;
-			break;
-		case 'e': {
-			int found = -1;
-
-			for (int e = ENGINE_AUTO; e <= ENGINE_XDP; e++)
-				if (!strcmp(optarg, engine_names[e]))
-					found = e;
-			if (found < 0) {
-				fprintf(stderr, "sfcgen: invalid --engine '%s' (auto|packet|ring|udp|xdp)\n",
-					optarg);
-				return 2;
-			}
-			c->engine = (enum engine)found;
-			break;
-		}
-		case 'i':
-			snprintf(c->dev, sizeof(c->dev), "%s", optarg);
-			break;
-		case 'm': {
-			unsigned m[6];
-
-			if (sscanf(optarg, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4],
-				   &m[5]) != 6) {
-				fprintf(stderr, "sfcgen: invalid --dst-mac '%s'\n", optarg);
-				return 2;
-			}
-			for (int i = 0; i < 6; i++)
-				c->dst_mac[i] = (uint8_t)m[i];
-			c->have_dst_mac = true;
-			break;
-		}
-		case 'Q':
-			c->qdisc_bypass = true;
-			break;
-		case 'c':
-			if (parse_cpus(optarg, &c->cpus))
-				return 2;
-			break;
-		case 'h':
-			printf("usage: sfcgen send --dst IP [--src IP] --dport PORT [--flows N]\n"
-			       "         [--size 64..1518|imix] [--rate PPS|max] [--duration S]\n"
-			       "         [--threads N] [--ramp S] [--batch N]\n"
-			       "         [--engine auto|packet|ring|udp|xdp]\n"
-			       "         [--dev IFNAME] [--dst-mac MAC] [--qdisc-bypass]\n"
-			       "         [--cpus LIST]\n"
-			       "  engine xdp: BPF_PROG_RUN live frames; the next hop's interface must take\n"
-			       "  XDP frames (an XDP program on it, or GRO turned on for a veth)\n");
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "sfcgen: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
-	if (!have_dst || !have_port) {
+	r = opttab_parse("sfcgen", argc, argv, send_opttab,
+			 sizeof(send_opttab) / sizeof(send_opttab[0]), a);
+	if (r)
+		return r == OPTTAB_DONE ? 0 : 2;
+	if (!a->have_dst || !a->have_port) {
 		fprintf(stderr, "sfcgen send: --dst and --dport are required\n");
 		return 2;
 	}
@@ -305,59 +360,92 @@ int cmd_send(int argc, char **argv)
 			c->flows, c->flows);
 		c->threads = c->flows;
 	}
-	c->run = (uint16_t)(now_ns() ^ getpid());
+	return -1;
+}
 
-	s.engine = c->engine;
-	if (s.engine != ENGINE_UDP && resolve_l2(&s, why, sizeof(why))) {
-		if (s.engine != ENGINE_AUTO) {
-			fprintf(stderr, "sfcgen send: Failed to set up the packet engine: %s\n", why);
-			return 1;
+/* ---- set-up ------------------------------------------------------------------------- */
+
+/* One `sfcgen send`: the sender and what the stages hand on to each other. */
+struct send_job {
+	struct sender s;
+	bool have_batch;
+	bool gate;            /* gate_lock and gate_cond exist */
+	unsigned started;     /* threads running or joined */
+	char why[256];        /* why auto fell back to udp, or why a set-up failed */
+	char note[256];       /* what the xdp engine wants the caller to know */
+	uint64_t xmit_errors; /* the device's XDP transmit losses before sending (engine xdp) */
+	uint64_t peer_rx;     /* the veth peer's received packets before sending (engine xdp) */
+	bool have_peer_rx;
+	/* the totals, summed by send_collect() */
+	uint64_t *flow_sent;
+	uint64_t sent, sent_window, bytes, errors, local_drops;
+	int64_t end;
+};
+
+/* Choose the engine and resolve its path: auto falls back to udp when the packet engine
+ * cannot be set up; a named engine that cannot is an error.  Returns 0 or -1. */
+static int send_choose_engine(struct send_job *j)
+{
+	struct sender *s = &j->s;
+	struct send_cfg *c = &s->cfg;
+
+	s->engine = c->engine;
+	if (s->engine != ENGINE_UDP && resolve_l2(s, j->why, sizeof(j->why))) {
+		if (s->engine != ENGINE_AUTO) {
+			fprintf(stderr, "sfcgen send: Failed to set up the packet engine: %s\n",
+				j->why);
+			return -1;
 		}
-		s.engine = ENGINE_UDP;
-	} else if (s.engine != ENGINE_UDP) {
+		s->engine = ENGINE_UDP;
+	} else if (s->engine != ENGINE_UDP) {
 		unsigned largest = c->size ? c->size : MAX_FRAME;
 
-		if (largest - 18 > s.path.mtu) {
+		if (largest - 18 > s->path.mtu) {
 			fprintf(stderr, "sfcgen send: %u-byte frames exceed the MTU %u of %s\n",
-				largest, s.path.mtu, s.path.ifname);
-			return 1;
+				largest, s->path.mtu, s->path.ifname);
+			return -1;
 		}
-		if (s.engine == ENGINE_AUTO)
-			s.engine = ENGINE_PACKET;
+		if (s->engine == ENGINE_AUTO)
+			s->engine = ENGINE_PACKET;
 	}
-	s.chunk = c->batch;
-	if (s.engine == ENGINE_XDP) {
-		s.xdp = xdp_tx_open(s.path.ifindex, c->flows, c->threads, c->size == 0, c->run, why,
-				    sizeof(why), note, sizeof(note));
-		if (!s.xdp) {
-			fprintf(stderr, "sfcgen send: Failed to set up the xdp engine: %s\n", why);
-			return 1;
-		}
-		if (!have_batch)
-			s.chunk = XDP_DEFAULT_CHUNK;
-		dev_xdp_tx_lost(s.path.ifname, &xmit_errors);
-		have_peer_rx = !veth_peer_rx_packets(s.path.ifname, &peer_rx);
+	s->chunk = c->batch;
+	if (s->engine != ENGINE_XDP)
+		return 0;
+	s->xdp = xdp_tx_open(s->path.ifindex, c->flows, c->threads, c->size == 0, c->run, j->why,
+			     sizeof(j->why), j->note, sizeof(j->note));
+	if (!s->xdp) {
+		fprintf(stderr, "sfcgen send: Failed to set up the xdp engine: %s\n", j->why);
+		return -1;
 	}
+	if (!j->have_batch)
+		s->chunk = XDP_DEFAULT_CHUNK;
+	dev_xdp_tx_lost(s->path.ifname, &j->xmit_errors);
+	j->have_peer_rx = !veth_peer_rx_packets(s->path.ifname, &j->peer_rx);
+	return 0;
+}
 
-	{
-		struct rlimit rl;
+/* The process limits, the per-thread and per-flow state.  Returns 0 or -1. */
+static int send_alloc(struct send_job *j)
+{
+	struct sender *s = &j->s;
+	const struct send_cfg *c = &s->cfg;
+	struct rlimit rl;
 
-		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	prctl(PR_SET_TIMERSLACK, 1UL);
-	s.th = calloc(c->threads, sizeof(*s.th));
-	flow_sent = calloc(c->flows, sizeof(*flow_sent));
-	if (!s.th || !flow_sent) {
+	s->th = calloc(c->threads, sizeof(*s->th));
+	j->flow_sent = calloc(c->flows, sizeof(*j->flow_sent));
+	if (!s->th || !j->flow_sent) {
 		fprintf(stderr, "sfcgen send: Failed to allocate thread state: %s\n", strerror(errno));
-		goto cleanup;
+		return -1;
 	}
 	for (unsigned i = 0; i < c->threads; i++) {
-		struct send_thread *t = &s.th[i];
+		struct send_thread *t = &s->th[i];
 
-		t->s = &s;
+		t->s = s;
 		t->index = i;
 		t->nflows = (c->flows - i + c->threads - 1) / c->threads;
 		t->flow_sent = calloc(t->nflows, sizeof(*t->flow_sent));
@@ -365,129 +453,193 @@ int cmd_send(int argc, char **argv)
 		if (!t->flow_sent || !t->flow_seq) {
 			fprintf(stderr, "sfcgen send: Failed to allocate flow state: %s\n",
 				strerror(errno));
-			goto cleanup;
+			return -1;
 		}
 	}
-	pthread_mutex_init(&s.gate_lock, NULL);
-	pthread_cond_init(&s.gate_cond, NULL);
-	gate = true;
-	for (; started < c->threads; started++) {
-		int err = pthread_create(&s.th[started].tid, NULL, send_thread_main, &s.th[started]);
+	pthread_mutex_init(&s->gate_lock, NULL);
+	pthread_cond_init(&s->gate_cond, NULL);
+	j->gate = true;
+	return 0;
+}
+
+static int send_setup(struct send_job *j)
+{
+	j->s.cfg.run = (uint16_t)(now_ns() ^ getpid());
+	if (send_choose_engine(j))
+		return -1;
+	return send_alloc(j);
+}
+
+/* ---- run ---------------------------------------------------------------------------- */
+
+/* Start the threads, open the gate at t0 once all wait at it, join them.  Returns 0, or -1
+ * when a thread could not start (the others are let go at once with no time left). */
+static int send_run(struct send_job *j)
+{
+	struct sender *s = &j->s;
+	const struct send_cfg *c = &s->cfg;
+
+	for (; j->started < c->threads; j->started++) {
+		int err = pthread_create(&s->th[j->started].tid, NULL, send_thread_main,
+					 &s->th[j->started]);
 
 		if (err) {
 			fprintf(stderr, "sfcgen send: Failed to start a thread: %s\n", strerror(err));
 			break;
 		}
 	}
-	pthread_mutex_lock(&s.gate_lock);
-	while (s.gate_ready < started)
-		pthread_cond_wait(&s.gate_cond, &s.gate_lock);
-	/* a failed start: let the others go at once with no time left */
-	s.t0 = now_ns() + (started < c->threads ? -(int64_t)(c->duration * NSEC) - NSEC : 100000);
-	s.win_start = s.t0 + (int64_t)(c->ramp * NSEC);
-	if (s.xdp)
-		xdp_tx_set_window(s.xdp, s.win_start);
-	s.gate_open = true;
-	pthread_cond_broadcast(&s.gate_cond);
-	pthread_mutex_unlock(&s.gate_lock);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(s.th[i].tid, NULL);
-	if (started < c->threads)
-		goto cleanup;
+	pthread_mutex_lock(&s->gate_lock);
+	while (s->gate_ready < j->started)
+		pthread_cond_wait(&s->gate_cond, &s->gate_lock);
+	s->t0 = now_ns() +
+		(j->started < c->threads ? -(int64_t)(c->duration * NSEC) - NSEC : 100000);
+	s->win_start = s->t0 + (int64_t)(c->ramp * NSEC);
+	if (s->xdp)
+		xdp_tx_set_window(s->xdp, s->win_start);
+	s->gate_open = true;
+	pthread_cond_broadcast(&s->gate_cond);
+	pthread_mutex_unlock(&s->gate_lock);
+	for (unsigned i = 0; i < j->started; i++)
+		pthread_join(s->th[i].tid, NULL);
+	return j->started < c->threads ? -1 : 0;
+}
 
-	for (unsigned i = 0; i < started; i++) {
-		struct send_thread *t = &s.th[i];
+/* ---- report ------------------------------------------------------------------------- */
+
+/* The xdp engine's counts, corrected by what the device and its peer saw.  Returns 0 or -1. */
+static int send_collect_xdp(struct send_job *j)
+{
+	struct sender *s = &j->s;
+	uint64_t after = 0;
+
+	/* frames the device could not pass on: the peer's queue was full */
+	if (!dev_xdp_tx_lost(s->path.ifname, &after) && after > j->xmit_errors)
+		j->local_drops = after - j->xmit_errors;
+	if (xdp_tx_flow_sent(s->xdp, j->flow_sent, s->cfg.flows)) {
+		fprintf(stderr, "sfcgen send: Failed to read the per-flow counters: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	if (j->have_peer_rx) {
+		uint64_t rx = j->peer_rx;
+
+		/* a veth whose peer runs no NAPI drops XDP frames without counting them */
+		usleep(20000);
+		if (!veth_peer_rx_packets(s->path.ifname, &rx) && rx == j->peer_rx && j->sent)
+			j->local_drops = j->sent;
+	}
+	if (j->sent && j->local_drops >= j->sent) {
+		fprintf(stderr, "sfcgen send: %s transmitted none of the %" PRIu64 " XDP frames: "
+			"the interface at its other end takes XDP frames only with an XDP program "
+			"or, for a veth, with GRO on (ethtool -K PEER gro on); or use --engine packet\n",
+			s->path.ifname, j->sent);
+		return -1;
+	}
+	return 0;
+}
+
+/* Sum the threads' counters.  Returns 0, or -1 when a thread failed. */
+static int send_collect(struct send_job *j)
+{
+	struct sender *s = &j->s;
+	const struct send_cfg *c = &s->cfg;
+
+	for (unsigned i = 0; i < j->started; i++) {
+		struct send_thread *t = &s->th[i];
 
 		if (t->err) {
 			fprintf(stderr, "sfcgen send: %s\n", t->errmsg);
-			goto cleanup;
+			return -1;
 		}
 		for (unsigned k = 0; k < t->nflows; k++)
-			flow_sent[i + k * c->threads] = t->flow_sent[k];
-		sent += t->sent;
-		sent_window += t->sent_window;
-		bytes += t->bytes;
-		errors += t->errors;
-		local_drops += t->local_drops;
-		if (t->end_ns > end)
-			end = t->end_ns;
+			j->flow_sent[i + k * c->threads] = t->flow_sent[k];
+		j->sent += t->sent;
+		j->sent_window += t->sent_window;
+		j->bytes += t->bytes;
+		j->errors += t->errors;
+		j->local_drops += t->local_drops;
+		if (t->end_ns > j->end)
+			j->end = t->end_ns;
 	}
-	if (s.engine == ENGINE_XDP) {
-		uint64_t after = 0;
-
-		/* frames the device could not pass on: the peer's queue was full */
-		if (!dev_xdp_tx_lost(s.path.ifname, &after) && after > xmit_errors)
-			local_drops = after - xmit_errors;
-		if (xdp_tx_flow_sent(s.xdp, flow_sent, c->flows)) {
-			fprintf(stderr, "sfcgen send: Failed to read the per-flow counters: %s\n",
-				strerror(errno));
-			goto cleanup;
-		}
-		if (have_peer_rx) {
-			uint64_t rx = peer_rx;
-
-			/* a veth whose peer runs no NAPI drops XDP frames without counting them */
-			usleep(20000);
-			if (!veth_peer_rx_packets(s.path.ifname, &rx) && rx == peer_rx && sent)
-				local_drops = sent;
-		}
-		if (sent && local_drops >= sent) {
-			fprintf(stderr, "sfcgen send: %s transmitted none of the %" PRIu64 " XDP frames: "
-				"the interface at its other end takes XDP frames only with an XDP program "
-				"or, for a veth, with GRO on (ethtool -K PEER gro on); or use --engine packet\n",
-				s.path.ifname, sent);
-			goto cleanup;
-		}
-	}
-	{
-		double dur = (double)(end - s.t0) / NSEC;
-
-		if (dur <= 0)
-			dur = 1e-9;
-		printf("{\"event\":\"sent\",\"engine\":\"%s\",\"sent\":%" PRIu64 ",\"bytes\":%" PRIu64
-		       ",\"errors\":%" PRIu64 ",\"local_drops\":%" PRIu64
-		       ",\"duration_s\":%.6f,\"achieved_pps\":%.1f,\"qdisc_bypass\":%s,",
-		       engine_names[s.engine], sent, bytes, errors, local_drops, dur, (double)sent / dur,
-		       (c->qdisc_bypass && s.engine != ENGINE_UDP) || s.engine == ENGINE_XDP ? "true"
-											     : "false");
-		if (c->rate > 0)
-			printf("\"offered_pps\":%.1f,", c->rate);
-		else
-			printf("\"offered_pps\":null,");
-		if (c->size)
-			printf("\"size\":%u,", c->size);
-		else
-			printf("\"size\":\"imix\",");
-		printf("\"threads\":%u,\"flows\":%u,\"ramp_s\":%g,\"run\":%u,", c->threads, c->flows,
-		       c->ramp, c->run);
-		/* the measured window: from the end of the ramp to the end of sending */
-		printf("\"sent_window\":%" PRIu64 ",\"window_s\":%.6f,", sent_window,
-		       end > s.win_start ? (double)(end - s.win_start) / NSEC : 0.0);
-		if (s.engine != ENGINE_UDP)
-			printf("\"dev\":\"%s\",", s.path.ifname);
-		if (why[0])
-			printf("\"fallback\":\"%s\",", why);
-		if (note[0])
-			printf("\"note\":\"%s\",", note);
-		printf("\"per_flow_sent\":");
-		print_u64_array(flow_sent, c->flows);
-		printf("}\n");
-		fflush(stdout);
-	}
-	ret = 0;
-cleanup:
-	if (gate) {
-		pthread_cond_destroy(&s.gate_cond);
-		pthread_mutex_destroy(&s.gate_lock);
-	}
-	if (s.th)
-		for (unsigned i = 0; i < c->threads; i++) {
-			free(s.th[i].flow_sent);
-			free(s.th[i].flow_seq);
-		}
-	free(s.th);
-	free(flow_sent);
-	xdp_tx_close(s.xdp);
-	return ret;
+	return s->engine == ENGINE_XDP ? send_collect_xdp(j) : 0;
 }
 
+/* One JSON line: {"event":"sent",...} (docs/traffic.md lists the fields). */
+static void send_report(const struct send_job *j)
+{
+	const struct sender *s = &j->s;
+	const struct send_cfg *c = &s->cfg;
+	double dur = (double)(j->end - s->t0) / NSEC;
+
+	if (dur <= 0)
+		dur = 1e-9;
+	printf("{\"event\":\"sent\",\"engine\":\"%s\",\"sent\":%" PRIu64 ",\"bytes\":%" PRIu64
+	       ",\"errors\":%" PRIu64 ",\"local_drops\":%" PRIu64
+	       ",\"duration_s\":%.6f,\"achieved_pps\":%.1f,\"qdisc_bypass\":%s,",
+	       engine_names[s->engine], j->sent, j->bytes, j->errors, j->local_drops, dur,
+	       (double)j->sent / dur,
+	       (c->qdisc_bypass && s->engine != ENGINE_UDP) || s->engine == ENGINE_XDP ? "true"
+										      : "false");
+	if (c->rate > 0)
+		printf("\"offered_pps\":%.1f,", c->rate);
+	else
+		printf("\"offered_pps\":null,");
+	if (c->size)
+		printf("\"size\":%u,", c->size);
+	else
+		printf("\"size\":\"imix\",");
+	printf("\"threads\":%u,\"flows\":%u,\"ramp_s\":%g,\"run\":%u,", c->threads, c->flows,
+	       c->ramp, c->run);
+	/* the measured window: from the end of the ramp to the end of sending */
+	printf("\"sent_window\":%" PRIu64 ",\"window_s\":%.6f,", j->sent_window,
+	       j->end > s->win_start ? (double)(j->end - s->win_start) / NSEC : 0.0);
+	if (s->engine != ENGINE_UDP)
+		printf("\"dev\":\"%s\",", s->path.ifname);
+	if (j->why[0])
+		printf("\"fallback\":\"%s\",", j->why);
+	if (j->note[0])
+		printf("\"note\":\"%s\",", j->note);
+	printf("\"per_flow_sent\":");
+	print_u64_array(j->flow_sent, c->flows);
+	printf("}\n");
+	fflush(stdout);
+}
+
+/* Undo what send_setup() made, whichever stage it reached. */
+static void send_job_free(struct send_job *j)
+{
+	struct sender *s = &j->s;
+
+	if (j->gate) {
+		pthread_cond_destroy(&s->gate_cond);
+		pthread_mutex_destroy(&s->gate_lock);
+	}
+	if (s->th)
+		for (unsigned i = 0; i < s->cfg.threads; i++) {
+			free(s->th[i].flow_sent);
+			free(s->th[i].flow_seq);
+		}
+	free(s->th);
+	free(j->flow_sent);
+	xdp_tx_close(s->xdp);
+}
+
+int cmd_send(int argc, char **argv)
+{
+	static struct send_job j; /* large (struct sender holds a CPU list): not on the stack */
+	struct send_args a;
+	int ret = send_parse(argc, argv, &a);
+
+	if (ret >= 0)
+		return ret;
+	memset(&j, 0, sizeof(j));
+	j.s.cfg = a.cfg;
+	j.have_batch = a.have_batch;
+	ret = 1;
+	if (!send_setup(&j) && !send_run(&j) && !send_collect(&j)) {
+		send_report(&j);
+		ret = 0;
+	}
+	send_job_free(&j);
+	return ret;
+}

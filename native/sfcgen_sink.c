@@ -2,10 +2,17 @@
 /*
  * `sfcgen sink`: receiving threads or the XDP sink, snapshots on SIGUSR1 (SIGUSR2: the same
  * counters without a reset, so a caller can watch a queue drain), percentiles.
+ *
+ * cmd_sink() in four stages: parse (sink_parse: the option table sink_opttab), set-up
+ * (sink_setup: signals, the XDP sink or one SO_REUSEPORT socket per thread; sink_start: the
+ * receiving threads), run (sink_serve: the "ready" line, then a snapshot per signal) and report
+ * (sink_report: the counters collected and printed as one JSON line); sink_stop() and
+ * sink_free() undo set-up.
  */
 #define _GNU_SOURCE
 #include "sfcgen.h"
 #include "hist.h"
+#include "opttab.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Sink                                                                                       */
@@ -31,6 +38,57 @@ static void stats_reset(struct sink_stats *st)
 
 #define RX_BATCH 64u
 #define RX_BUF 2048u
+
+/* The socket's drop count from the datagram's SO_RXQ_OVFL, since it was made. */
+static void sink_count_overflow(struct sink_thread *t, struct msghdr *h)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
+			uint32_t d;
+
+			/* the kernel sends none while it is 0: count from 0 */
+			memcpy(&d, CMSG_DATA(cm), sizeof(d));
+			t->st.socket_drops += (uint32_t)(d - t->last_ovfl);
+			t->last_ovfl = d;
+		}
+	}
+}
+
+/* Count one datagram that arrived at now (t->lock held): the probe, its flow, its latency. */
+static inline void sink_account(struct sink_thread *t, const struct sink *k, struct mmsghdr *m,
+				const uint8_t *buf, int64_t now)
+{
+	const struct probe *p = (const struct probe *)buf;
+	unsigned len = m->msg_len;
+	uint64_t lat;
+
+	sink_count_overflow(t, &m->msg_hdr);
+	if (len < sizeof(struct probe) ||
+	    (p->magic != PROBE_MAGIC && p->magic != PROBE_MAGIC_WINDOW) || p->flow >= k->flows) {
+		t->st.invalid++;
+		return;
+	}
+	t->st.received++;
+	t->st.bytes += len + WIRE_OVERHEAD;
+	if (p->magic == PROBE_MAGIC_WINDOW) {
+		if (!t->st.win_first_ns) {
+			t->st.win_first_ns = now;
+			t->st.win_rx_before = t->st.received - 1;
+		}
+		t->st.win_last_ns = now;
+		t->st.win_rx_last = t->st.received;
+	}
+	if (!flow_account(&t->flows[p->flow], p->run, p->seq) && p->magic == PROBE_MAGIC_WINDOW)
+		t->st.received_window++;
+	lat = (int64_t)p->ts_ns < now ? (uint64_t)(now - (int64_t)p->ts_ns) : 0;
+	t->st.hist[hist_index(lat)]++;
+	t->st.lat_count++;
+	t->st.lat_sum += (double)lat;
+	if (lat > t->st.lat_max)
+		t->st.lat_max = lat;
+	if (lat < t->st.lat_min)
+		t->st.lat_min = lat;
+}
 
 static void *sink_thread_main(void *arg)
 {
@@ -72,51 +130,8 @@ static void *sink_thread_main(void *arg)
 		if (!t->st.first_ns)
 			t->st.first_ns = now;
 		t->st.last_ns = now;
-		for (int i = 0; i < n; i++) {
-			const struct probe *p = (const struct probe *)bufs[i];
-			unsigned len = msgs[i].msg_len;
-			struct cmsghdr *cm;
-			uint64_t lat;
-
-			for (cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm;
-			     cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm)) {
-				if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
-					uint32_t d;
-
-					/* the socket's drop count since it was made (the
-					 * kernel sends none while it is 0): count from 0 */
-					memcpy(&d, CMSG_DATA(cm), sizeof(d));
-					t->st.socket_drops += (uint32_t)(d - t->last_ovfl);
-					t->last_ovfl = d;
-				}
-			}
-			if (len < sizeof(struct probe) || (p->magic != PROBE_MAGIC && p->magic != PROBE_MAGIC_WINDOW) ||
-			    p->flow >= k->flows) {
-				t->st.invalid++;
-				continue;
-			}
-			t->st.received++;
-			t->st.bytes += len + WIRE_OVERHEAD;
-			if (p->magic == PROBE_MAGIC_WINDOW) {
-				if (!t->st.win_first_ns) {
-					t->st.win_first_ns = now;
-					t->st.win_rx_before = t->st.received - 1;
-				}
-				t->st.win_last_ns = now;
-				t->st.win_rx_last = t->st.received;
-			}
-			if (!flow_account(&t->flows[p->flow], p->run, p->seq) &&
-			    p->magic == PROBE_MAGIC_WINDOW)
-				t->st.received_window++;
-			lat = (int64_t)p->ts_ns < now ? (uint64_t)(now - (int64_t)p->ts_ns) : 0;
-			t->st.hist[hist_index(lat)]++;
-			t->st.lat_count++;
-			t->st.lat_sum += (double)lat;
-			if (lat > t->st.lat_max)
-				t->st.lat_max = lat;
-			if (lat < t->st.lat_min)
-				t->st.lat_min = lat;
-		}
+		for (int i = 0; i < n; i++)
+			sink_account(t, k, &msgs[i], bufs[i], now);
 		pthread_mutex_unlock(&t->lock);
 	}
 	return NULL;
@@ -180,64 +195,86 @@ out:
 	return ret;
 }
 
-/* Print one JSON line of every counter since the last reset, then reset if asked. */
-static int sink_report(struct sink *k, const char *event, uint64_t number, int64_t *since,
-		       bool reset)
-{
-	struct sink_stats *all = NULL;
-	uint64_t *received = NULL, *reordered = NULL, *duplicated = NULL, *highest = NULL;
-	uint64_t tot_reo = 0, tot_dup = 0;
-	int64_t now = now_ns();
-	int ret = -1;
+/* Every counter since the last reset, summed over the threads (or read from the XDP sink). */
+struct sink_snapshot {
+	struct sink_stats all;
+	uint64_t *received, *reordered, *duplicated, *highest; /* per flow; highest: seq + 1 */
+};
 
-	all = calloc(1, sizeof(*all));
-	received = calloc(k->flows, sizeof(*received));
-	reordered = calloc(k->flows, sizeof(*reordered));
-	duplicated = calloc(k->flows, sizeof(*duplicated));
-	highest = calloc(k->flows, sizeof(*highest));
-	if (!all || !received || !reordered || !duplicated || !highest) {
-		fprintf(stderr, "sfcgen sink: Failed to allocate a snapshot: %s\n", strerror(errno));
-		goto cleanup;
+static void snapshot_free(struct sink_snapshot *sn)
+{
+	if (!sn)
+		return;
+	free(sn->received);
+	free(sn->reordered);
+	free(sn->duplicated);
+	free(sn->highest);
+	free(sn);
+}
+
+static struct sink_snapshot *snapshot_alloc(unsigned flows)
+{
+	struct sink_snapshot *sn = calloc(1, sizeof(*sn));
+
+	if (!sn)
+		return NULL;
+	sn->received = calloc(flows, sizeof(*sn->received));
+	sn->reordered = calloc(flows, sizeof(*sn->reordered));
+	sn->duplicated = calloc(flows, sizeof(*sn->duplicated));
+	sn->highest = calloc(flows, sizeof(*sn->highest));
+	if (!sn->received || !sn->reordered || !sn->duplicated || !sn->highest) {
+		snapshot_free(sn);
+		return NULL;
 	}
-	stats_reset(all);
-	if (k->xdp && sink_collect_xdp(k, all, received, reordered, duplicated, highest, reset))
-		goto cleanup;
-	for (unsigned i = 0; !k->xdp && i < k->threads; i++) {
+	stats_reset(&sn->all);
+	return sn;
+}
+
+/* Add one thread's counters to all. */
+static void stats_add(struct sink_stats *all, const struct sink_stats *st)
+{
+	all->received += st->received;
+	all->received_window += st->received_window;
+	if (st->win_first_ns) {
+		all->win_rx_last += st->win_rx_last - st->win_rx_before;
+		if (!all->win_first_ns || st->win_first_ns < all->win_first_ns)
+			all->win_first_ns = st->win_first_ns;
+		if (st->win_last_ns > all->win_last_ns)
+			all->win_last_ns = st->win_last_ns;
+	}
+	all->bytes += st->bytes;
+	all->invalid += st->invalid;
+	all->socket_drops += st->socket_drops;
+	all->lat_count += st->lat_count;
+	all->lat_sum += st->lat_sum;
+	if (st->lat_max > all->lat_max)
+		all->lat_max = st->lat_max;
+	if (st->lat_min < all->lat_min)
+		all->lat_min = st->lat_min;
+	if (st->first_ns && (!all->first_ns || st->first_ns < all->first_ns))
+		all->first_ns = st->first_ns;
+	if (st->last_ns > all->last_ns)
+		all->last_ns = st->last_ns;
+	for (unsigned b = 0; b < HIST_BUCKETS; b++)
+		all->hist[b] += st->hist[b];
+}
+
+/* Sum the receiving threads' counters into sn, resetting them if asked. */
+static void sink_collect_threads(struct sink *k, struct sink_snapshot *sn, bool reset)
+{
+	for (unsigned i = 0; i < k->threads; i++) {
 		struct sink_thread *t = &k->th[i];
 
 		pthread_mutex_lock(&t->lock);
-		all->received += t->st.received;
-		all->received_window += t->st.received_window;
-		if (t->st.win_first_ns) {
-			all->win_rx_last += t->st.win_rx_last - t->st.win_rx_before;
-			if (!all->win_first_ns || t->st.win_first_ns < all->win_first_ns)
-				all->win_first_ns = t->st.win_first_ns;
-			if (t->st.win_last_ns > all->win_last_ns)
-				all->win_last_ns = t->st.win_last_ns;
-		}
-		all->bytes += t->st.bytes;
-		all->invalid += t->st.invalid;
-		all->socket_drops += t->st.socket_drops;
-		all->lat_count += t->st.lat_count;
-		all->lat_sum += t->st.lat_sum;
-		if (t->st.lat_max > all->lat_max)
-			all->lat_max = t->st.lat_max;
-		if (t->st.lat_min < all->lat_min)
-			all->lat_min = t->st.lat_min;
-		if (t->st.first_ns && (!all->first_ns || t->st.first_ns < all->first_ns))
-			all->first_ns = t->st.first_ns;
-		if (t->st.last_ns > all->last_ns)
-			all->last_ns = t->st.last_ns;
-		for (unsigned b = 0; b < HIST_BUCKETS; b++)
-			all->hist[b] += t->st.hist[b];
+		stats_add(&sn->all, &t->st);
 		for (unsigned f = 0; f < k->flows; f++) {
 			struct flow_state *fs = &t->flows[f];
 
-			received[f] += fs->received;
-			reordered[f] += fs->reordered;
-			duplicated[f] += fs->duplicated;
-			if (fs->seen && fs->max_seq + 1ull > highest[f])
-				highest[f] = fs->max_seq + 1ull; /* stored +1: 0 means none seen */
+			sn->received[f] += fs->received;
+			sn->reordered[f] += fs->reordered;
+			sn->duplicated[f] += fs->duplicated;
+			if (fs->seen && fs->max_seq + 1ull > sn->highest[f])
+				sn->highest[f] = fs->max_seq + 1ull; /* stored +1: 0 means none seen */
 			if (reset)
 				memset(fs, 0, sizeof(*fs));
 		}
@@ -245,21 +282,11 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 			stats_reset(&t->st);
 		pthread_mutex_unlock(&t->lock);
 	}
-	for (unsigned f = 0; f < k->flows; f++) {
-		tot_reo += reordered[f];
-		tot_dup += duplicated[f];
-	}
-	printf("{\"event\":\"%s\",\"mode\":\"%s\",\"number\":%" PRIu64
-	       ",\"interval_s\":%.6f,\"received\":%" PRIu64
-	       ",\"bytes\":%" PRIu64 ",\"invalid\":%" PRIu64 ",\"socket_drops\":%" PRIu64
-	       ",\"reordered\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"rx_span_s\":%.6f,"
-	       "\"received_window\":%" PRIu64 ",\"rx_window_received\":%" PRIu64
-	       ",\"rx_window_s\":%.9f,",
-	       event, k->xdp ? xdp_sink_mode(k->xdp) : "socket", number, (double)(now - *since) / NSEC, all->received, all->bytes, all->invalid,
-	       all->socket_drops, tot_reo, tot_dup,
-	       all->first_ns ? (double)(all->last_ns - all->first_ns) / NSEC : 0.0,
-	       all->received_window, all->win_rx_last - all->win_rx_before,
-	       all->win_first_ns ? (double)(all->win_last_ns - all->win_first_ns) / NSEC : 0.0);
+}
+
+/* "latency_us" (count, min, mean, percentiles, max) and the sparse "latency_hist". */
+static void print_latency(const struct sink_stats *all)
+{
 	if (all->lat_count) {
 		printf("\"latency_us\":{\"count\":%" PRIu64 ",\"min\":%.3f,\"mean\":%.3f,\"p50\":%.3f,"
 		       "\"p90\":%.3f,\"p99\":%.3f,\"p99.9\":%.3f,\"max\":%.3f},",
@@ -281,248 +308,394 @@ static int sink_report(struct sink *k, const char *event, uint64_t number, int64
 		first = 0;
 	}
 	printf("],");
-	printf("\"flows\":%u,\"per_flow\":{\"received\":", k->flows);
-	print_u64_array(received, k->flows);
+}
+
+/* "flows" and "per_flow": received, reordered, duplicated, highest_seq (null: none seen). */
+static void print_per_flow(const struct sink_snapshot *sn, unsigned flows)
+{
+	printf("\"flows\":%u,\"per_flow\":{\"received\":", flows);
+	print_u64_array(sn->received, flows);
 	printf(",\"reordered\":");
-	print_u64_array(reordered, k->flows);
+	print_u64_array(sn->reordered, flows);
 	printf(",\"duplicated\":");
-	print_u64_array(duplicated, k->flows);
+	print_u64_array(sn->duplicated, flows);
 	printf(",\"highest_seq\":[");
-	for (unsigned f = 0; f < k->flows; f++) {
-		if (highest[f])
-			printf(f ? ",%" PRIu64 : "%" PRIu64, highest[f] - 1);
+	for (unsigned f = 0; f < flows; f++) {
+		if (sn->highest[f])
+			printf(f ? ",%" PRIu64 : "%" PRIu64, sn->highest[f] - 1);
 		else
 			printf(f ? ",null" : "null");
 	}
-	printf("]}}\n");
+	printf("]}");
+}
+
+/* Print one JSON line of every counter since the last reset, then reset if asked. */
+static int sink_report(struct sink *k, const char *event, uint64_t number, int64_t *since,
+		       bool reset)
+{
+	struct sink_snapshot *sn = snapshot_alloc(k->flows);
+	const struct sink_stats *all;
+	uint64_t tot_reo = 0, tot_dup = 0;
+	int64_t now = now_ns();
+
+	if (!sn) {
+		fprintf(stderr, "sfcgen sink: Failed to allocate a snapshot: %s\n", strerror(errno));
+		return -1;
+	}
+	all = &sn->all;
+	if (k->xdp) {
+		if (sink_collect_xdp(k, &sn->all, sn->received, sn->reordered, sn->duplicated,
+				     sn->highest, reset)) {
+			snapshot_free(sn);
+			return -1;
+		}
+	} else {
+		sink_collect_threads(k, sn, reset);
+	}
+	for (unsigned f = 0; f < k->flows; f++) {
+		tot_reo += sn->reordered[f];
+		tot_dup += sn->duplicated[f];
+	}
+	printf("{\"event\":\"%s\",\"mode\":\"%s\",\"number\":%" PRIu64
+	       ",\"interval_s\":%.6f,\"received\":%" PRIu64
+	       ",\"bytes\":%" PRIu64 ",\"invalid\":%" PRIu64 ",\"socket_drops\":%" PRIu64
+	       ",\"reordered\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"rx_span_s\":%.6f,"
+	       "\"received_window\":%" PRIu64 ",\"rx_window_received\":%" PRIu64
+	       ",\"rx_window_s\":%.9f,",
+	       event, k->xdp ? xdp_sink_mode(k->xdp) : "socket", number,
+	       (double)(now - *since) / NSEC, all->received, all->bytes, all->invalid,
+	       all->socket_drops, tot_reo, tot_dup,
+	       all->first_ns ? (double)(all->last_ns - all->first_ns) / NSEC : 0.0,
+	       all->received_window, all->win_rx_last - all->win_rx_before,
+	       all->win_first_ns ? (double)(all->win_last_ns - all->win_first_ns) / NSEC : 0.0);
+	print_latency(all);
+	print_per_flow(sn, k->flows);
+	printf("}\n");
 	fflush(stdout);
 	if (reset)
 		*since = now;
-	ret = 0;
-cleanup:
-	free(all);
-	free(received);
-	free(reordered);
-	free(duplicated);
-	free(highest);
-	return ret;
+	snapshot_free(sn);
+	return 0;
 }
 
-int cmd_sink(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{"port", required_argument, NULL, 'p'},
-		{"flows", required_argument, NULL, 'f'},
-		{"threads", required_argument, NULL, 'j'},
-		{"bind", required_argument, NULL, 'a'},
-		{"cpus", required_argument, NULL, 'c'},
-		{"xdp", no_argument, NULL, 'X'},
-		{"tc", no_argument, NULL, 'T'},
-		{"kernel", no_argument, NULL, 'K'},
-		{"xdp-dev", required_argument, NULL, 'D'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	struct sink k;
-	bool xdp = false;
-	enum sink_hook hook = SINK_XDP;
-	const char *xdp_dev = NULL;
-	char why[256] = "";
-	struct in_addr bind_addr = {.s_addr = htonl(INADDR_ANY)};
-	unsigned long v;
-	unsigned started = 0, opened = 0;
-	bool have_port = false;
-	sigset_t sigs;
-	int64_t since;
-	uint64_t number = 0;
-	int opt, ret = 1;
+/* ---- parse --------------------------------------------------------------------------- */
 
-	memset(&k, 0, sizeof(k));
-	k.flows = 1;
-	k.threads = 1;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			if (opt_uint(optarg, "--port", 1, 65535, &v))
-				return 2;
-			k.port = (unsigned)v;
-			have_port = true;
-			break;
-		case 'f':
-			if (opt_uint(optarg, "--flows", 1, MAX_FLOWS, &v))
-				return 2;
-			k.flows = (unsigned)v;
-			break;
-		case 'j':
-			if (opt_uint(optarg, "--threads", 1, MAX_THREADS, &v))
-				return 2;
-			k.threads = (unsigned)v;
-			break;
-		case 'a':
-			if (!inet_aton(optarg, &bind_addr)) {
-				fprintf(stderr, "sfcgen: invalid --bind '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 'c':
-			if (parse_cpus(optarg, &k.cpus))
-				return 2;
-			break;
-		case 'X':
-			xdp = true;
-			hook = SINK_XDP;
-			break;
-		case 'T':
-			xdp = true;
-			hook = SINK_TC;
-			break;
-		case 'K':
-			xdp = true;
-			hook = SINK_KERNEL;
-			break;
-		case 'D':
-			xdp = true;
-			xdp_dev = optarg;
-			break;
-		case 'h':
-			printf("usage: sfcgen sink --port PORT [--flows N] [--threads N] [--bind IP] [--cpus LIST]\n"
-			       "       sfcgen sink --port PORT [--flows N] --xdp|--tc|--kernel [--xdp-dev IFNAME[,IFNAME]]\n"
-			       "  SIGUSR1: print a JSON snapshot and reset; SIGUSR2: print one, no reset;\n"
-			       "  SIGTERM/SIGINT: print and exit\n"
-			       "  --xdp: count and drop the probes in an XDP program on the receiving\n"
-			       "  interfaces (default: every one but loopback) instead of a UDP socket;\n"
-			       "  --tc: the same at tcx ingress (after the interface's XDP program);\n"
-			       "  --kernel: XDP where the interface has no XDP program, else tcx\n");
-			return 0;
-		default:
-			return 2;
-		}
+/* The command line as parsed: the sink's settings and how to receive. */
+struct sink_args {
+	struct sink *k;
+	bool xdp;
+	enum sink_hook hook;
+	const char *xdp_dev;
+	struct in_addr bind_addr;
+	bool have_port;
+};
+
+static int sink_set_uint(const char *arg, const char *what, unsigned long max, unsigned *out)
+{
+	unsigned long v;
+
+	if (opt_uint(arg, what, 1, max, &v))
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int set_port(void *p, const char *arg)
+{
+	struct sink_args *a = p;
+
+	a->have_port = true;
+	return sink_set_uint(arg, "--port", 65535, &a->k->port);
+}
+
+static int set_flows(void *p, const char *arg)
+{
+	return sink_set_uint(arg, "--flows", MAX_FLOWS, &((struct sink_args *)p)->k->flows);
+}
+
+static int set_threads(void *p, const char *arg)
+{
+	return sink_set_uint(arg, "--threads", MAX_THREADS, &((struct sink_args *)p)->k->threads);
+}
+
+static int set_bind(void *p, const char *arg)
+{
+	if (!inet_aton(arg, &((struct sink_args *)p)->bind_addr)) {
+		fprintf(stderr, "sfcgen: invalid --bind '%s'\n", arg);
+		return -1;
 	}
-	if (optind < argc) {
-		fprintf(stderr, "sfcgen: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
-	if (!have_port) {
+	return 0;
+}
+
+static int set_cpus(void *p, const char *arg)
+{
+	return parse_cpus(arg, &((struct sink_args *)p)->k->cpus);
+}
+
+static int set_hook(struct sink_args *a, enum sink_hook hook)
+{
+	a->xdp = true;
+	a->hook = hook;
+	return 0;
+}
+
+static int set_xdp(void *p, const char *arg)
+{
+	(void)arg;
+	return set_hook(p, SINK_XDP);
+}
+
+static int set_tc(void *p, const char *arg)
+{
+	(void)arg;
+	return set_hook(p, SINK_TC);
+}
+
+static int set_kernel(void *p, const char *arg)
+{
+	(void)arg;
+	return set_hook(p, SINK_KERNEL);
+}
+
+static int set_xdp_dev(void *p, const char *arg)
+{
+	struct sink_args *a = p;
+
+	a->xdp = true;
+	a->xdp_dev = arg;
+	return 0;
+}
+
+static int sink_help(void *p, const char *arg)
+{
+	(void)p;
+	(void)arg;
+	printf("usage: sfcgen sink --port PORT [--flows N] [--threads N] [--bind IP] [--cpus LIST]\n"
+	       "       sfcgen sink --port PORT [--flows N] --xdp|--tc|--kernel [--xdp-dev IFNAME[,IFNAME]]\n"
+	       "  SIGUSR1: print a JSON snapshot and reset; SIGUSR2: print one, no reset;\n"
+	       "  SIGTERM/SIGINT: print and exit\n"
+	       "  --xdp: count and drop the probes in an XDP program on the receiving\n"
+	       "  interfaces (default: every one but loopback) instead of a UDP socket;\n"
+	       "  --tc: the same at tcx ingress (after the interface's XDP program);\n"
+	       "  --kernel: XDP where the interface has no XDP program, else tcx\n");
+	return OPTTAB_DONE;
+}
+
+static const struct opttab sink_opttab[] = {
+	{"port", true, set_port},
+	{"flows", true, set_flows},
+	{"threads", true, set_threads},
+	{"bind", true, set_bind},
+	{"cpus", true, set_cpus},
+	{"xdp", false, set_xdp},
+	{"tc", false, set_tc},
+	{"kernel", false, set_kernel},
+	{"xdp-dev", true, set_xdp_dev},
+	{"help", false, sink_help},
+};
+
+/* Returns -1 to go on, or the exit status: 0 after --help, 2 for bad input. */
+static int sink_parse(int argc, char **argv, struct sink_args *a, struct sink *k)
+{
+	int r;
+
+	memset(k, 0, sizeof(*k));
+	k->flows = 1;
+	k->threads = 1;
+	memset(a, 0, sizeof(*a));
+	a->k = k;
+	a->hook = SINK_XDP;
+	a->bind_addr.s_addr = htonl(INADDR_ANY);
+	r = opttab_parse("sfcgen", argc, argv, sink_opttab,
+			 sizeof(sink_opttab) / sizeof(sink_opttab[0]), a);
+	if (r)
+		return r == OPTTAB_DONE ? 0 : 2;
+	if (!a->have_port) {
 		fprintf(stderr, "sfcgen sink: --port is required\n");
 		return 2;
 	}
+	return -1;
+}
 
-	/* every thread inherits this mask; only the main thread takes these signals */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGUSR1);
-	sigaddset(&sigs, SIGUSR2);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+/* ---- set-up ------------------------------------------------------------------------- */
 
-	if (xdp) {
-		k.xdp = xdp_sink_open(hook, k.port, k.flows, xdp_dev, why, sizeof(why));
-		if (!k.xdp) {
+/* What set-up made, for sink_stop() and sink_free(). */
+struct sink_made {
+	unsigned opened;  /* threads whose socket, lock and flow state exist */
+	unsigned started; /* threads running */
+};
+
+/* One receiving thread's socket (SO_REUSEPORT on the shared port), lock and flow state. */
+static int sink_open_socket(struct sink *k, struct sink_thread *t, struct in_addr bind_addr,
+			    struct sink_made *m)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)k->port),
+				.sin_addr = bind_addr};
+	struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
+	int one = 1, rcvbuf = 16 << 20;
+
+	t->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (t->fd < 0) {
+		fprintf(stderr, "sfcgen sink: Failed to create a UDP socket: %s\n", strerror(errno));
+		return -1;
+	}
+	pthread_mutex_init(&t->lock, NULL);
+	stats_reset(&t->st);
+	m->opened++;
+	t->flows = calloc(k->flows, sizeof(*t->flows));
+	if (!t->flows) {
+		fprintf(stderr, "sfcgen sink: Failed to allocate flow state: %s\n", strerror(errno));
+		return -1;
+	}
+	if (setsockopt(t->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+	    setsockopt(t->fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) ||
+	    setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))) {
+		fprintf(stderr, "sfcgen sink: Failed to set socket options: %s\n", strerror(errno));
+		return -1;
+	}
+	if (setsockopt(t->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
+		setsockopt(t->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (bind(t->fd, (struct sockaddr *)&a, sizeof(a))) {
+		fprintf(stderr, "sfcgen sink: Failed to bind UDP port %u: %s\n", k->port,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Block the signals the main thread waits for (every thread inherits the mask), then open
+ * the XDP sink or the sockets.  Returns 0 or -1. */
+static int sink_setup(struct sink *k, const struct sink_args *a, sigset_t *sigs,
+		      struct sink_made *m)
+{
+	char why[256] = "";
+
+	sigemptyset(sigs);
+	sigaddset(sigs, SIGUSR1);
+	sigaddset(sigs, SIGUSR2);
+	sigaddset(sigs, SIGTERM);
+	sigaddset(sigs, SIGINT);
+	sigaddset(sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, sigs, NULL);
+	if (a->xdp) {
+		k->xdp = xdp_sink_open(a->hook, k->port, k->flows, a->xdp_dev, why, sizeof(why));
+		if (!k->xdp) {
 			fprintf(stderr, "sfcgen sink: Failed to set up the XDP sink: %s\n", why);
-			goto cleanup;
+			return -1;
 		}
-		k.threads = 0;
+		k->threads = 0;
 	}
-	k.th = calloc(k.threads ? k.threads : 1, sizeof(*k.th));
-	if (!k.th) {
+	k->th = calloc(k->threads ? k->threads : 1, sizeof(*k->th));
+	if (!k->th) {
 		fprintf(stderr, "sfcgen sink: Failed to allocate thread state: %s\n", strerror(errno));
-		goto cleanup;
+		return -1;
 	}
-	for (; opened < k.threads; opened++) {
-		struct sink_thread *t = &k.th[opened];
-		struct sockaddr_in a = {.sin_family = AF_INET,
-					.sin_port = htons((uint16_t)k.port),
-					.sin_addr = bind_addr};
-		struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
-		int one = 1, rcvbuf = 16 << 20;
+	while (m->opened < k->threads)
+		if (sink_open_socket(k, &k->th[m->opened], a->bind_addr, m))
+			return -1;
+	return 0;
+}
 
-		t->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (t->fd < 0) {
-			fprintf(stderr, "sfcgen sink: Failed to create a UDP socket: %s\n",
-				strerror(errno));
-			goto cleanup;
-		}
-		pthread_mutex_init(&t->lock, NULL);
-		stats_reset(&t->st);
-		t->flows = calloc(k.flows, sizeof(*t->flows));
-		if (!t->flows) {
-			fprintf(stderr, "sfcgen sink: Failed to allocate flow state: %s\n",
-				strerror(errno));
-			opened++;
-			goto cleanup;
-		}
-		if (setsockopt(t->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
-		    setsockopt(t->fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) ||
-		    setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))) {
-			fprintf(stderr, "sfcgen sink: Failed to set socket options: %s\n",
-				strerror(errno));
-			opened++;
-			goto cleanup;
-		}
-		if (setsockopt(t->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
-			setsockopt(t->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-		if (bind(t->fd, (struct sockaddr *)&a, sizeof(a))) {
-			fprintf(stderr, "sfcgen sink: Failed to bind UDP port %u: %s\n", k.port,
-				strerror(errno));
-			opened++;
-			goto cleanup;
-		}
-	}
-	for (; started < k.threads; started++) {
+static int sink_start(struct sink *k, struct sink_made *m)
+{
+	for (; m->started < k->threads; m->started++) {
 		void **arg = malloc(2 * sizeof(void *));
 		int err;
 
 		if (!arg) {
 			fprintf(stderr, "sfcgen sink: Failed to allocate: %s\n", strerror(errno));
-			goto cleanup;
+			return -1;
 		}
-		arg[0] = &k.th[started];
-		arg[1] = &k;
-		err = pthread_create(&k.th[started].tid, NULL, sink_thread_main, arg);
+		arg[0] = &k->th[m->started];
+		arg[1] = k;
+		err = pthread_create(&k->th[m->started].tid, NULL, sink_thread_main, arg);
 		if (err) {
 			free(arg);
 			fprintf(stderr, "sfcgen sink: Failed to start a thread: %s\n", strerror(err));
-			goto cleanup;
+			return -1;
 		}
 	}
-	since = now_ns();
+	return 0;
+}
+
+/* Stop and join the receiving threads that run. */
+static void sink_stop(struct sink *k, struct sink_made *m)
+{
+	atomic_store(&k->stop, true);
+	for (unsigned i = 0; i < m->started; i++)
+		shutdown(k->th[i].fd, SHUT_RDWR); /* wakes a blocked recvmmsg */
+	for (unsigned i = 0; i < m->started; i++)
+		pthread_join(k->th[i].tid, NULL);
+	m->started = 0;
+}
+
+static void sink_free(struct sink *k, struct sink_made *m)
+{
+	if (m->started)
+		sink_stop(k, m);
+	for (unsigned i = 0; i < m->opened; i++) {
+		if (k->th[i].fd >= 0)
+			close(k->th[i].fd);
+		free(k->th[i].flows);
+		pthread_mutex_destroy(&k->th[i].lock);
+	}
+	free(k->th);
+	xdp_sink_close(k->xdp);
+}
+
+/* ---- run ---------------------------------------------------------------------------- */
+
+/* Print the "ready" line, then a snapshot per SIGUSR1 (reset) or SIGUSR2 (peek) until
+ * SIGTERM, SIGINT or SIGHUP.  Returns 0, or -1 when a report or the wait failed. */
+static int sink_serve(struct sink *k, const sigset_t *sigs, uint64_t *number, int64_t *since)
+{
+	*since = now_ns();
 	printf("{\"event\":\"ready\",\"mode\":\"%s\",\"port\":%u,\"flows\":%u,\"threads\":%u,"
-	       "\"pid\":%d", k.xdp ? xdp_sink_mode(k.xdp) : "socket", k.port, k.flows, k.threads, (int)getpid());
-	if (k.xdp)
-		printf(",\"xdp\":%s", xdp_sink_where(k.xdp));
+	       "\"pid\":%d", k->xdp ? xdp_sink_mode(k->xdp) : "socket", k->port, k->flows,
+	       k->threads, (int)getpid());
+	if (k->xdp)
+		printf(",\"xdp\":%s", xdp_sink_where(k->xdp));
 	printf("}\n");
 	fflush(stdout);
-
 	for (;;) {
 		siginfo_t si;
-		int sig = sigwaitinfo(&sigs, &si);
+		int sig = sigwaitinfo(sigs, &si);
 
 		if (sig < 0) {
 			if (errno == EINTR)
 				continue;
 			fprintf(stderr, "sfcgen sink: Failed to wait for signals: %s\n", strerror(errno));
-			goto cleanup;
+			return -1;
 		}
-		if (sig == SIGUSR1) {
-			if (sink_report(&k, "snapshot", ++number, &since, true))
-				goto cleanup;
+		if (sig == SIGUSR1 || sig == SIGUSR2) {
+			bool reset = sig == SIGUSR1;
+
+			if (sink_report(k, reset ? "snapshot" : "peek", ++*number, since, reset))
+				return -1;
 			continue;
 		}
-		if (sig == SIGUSR2) {
-			if (sink_report(&k, "peek", ++number, &since, false))
-				goto cleanup;
-			continue;
-		}
-		break; /* SIGTERM, SIGINT, SIGHUP */
+		return 0; /* SIGTERM, SIGINT, SIGHUP */
 	}
-	atomic_store(&k.stop, true);
-	for (unsigned i = 0; i < started; i++)
-		shutdown(k.th[i].fd, SHUT_RDWR); /* wakes a blocked recvmmsg */
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(k.th[i].tid, NULL);
-	started = 0;
+}
+
+int cmd_sink(int argc, char **argv)
+{
+	static struct sink k; /* large (a CPU list): not on the stack */
+	struct sink_args a;
+	struct sink_made m = {0};
+	sigset_t sigs;
+	int64_t since;
+	uint64_t number = 0;
+	int ret = sink_parse(argc, argv, &a, &k);
+
+	if (ret >= 0)
+		return ret;
+	ret = 1;
+	if (sink_setup(&k, &a, &sigs, &m) || sink_start(&k, &m) ||
+	    sink_serve(&k, &sigs, &number, &since))
+		goto cleanup;
+	sink_stop(&k, &m);
 	if (sink_report(&k, "final", ++number, &since, false))
 		goto cleanup;
 	for (unsigned i = 0; i < k.threads; i++)
@@ -530,21 +703,6 @@ int cmd_sink(int argc, char **argv)
 			fprintf(stderr, "sfcgen sink: receive failed: %s\n", strerror(k.th[i].err));
 	ret = 0;
 cleanup:
-	if (started) {
-		atomic_store(&k.stop, true);
-		for (unsigned i = 0; i < started; i++)
-			shutdown(k.th[i].fd, SHUT_RDWR);
-		for (unsigned i = 0; i < started; i++)
-			pthread_join(k.th[i].tid, NULL);
-	}
-	for (unsigned i = 0; i < opened; i++) {
-		if (k.th[i].fd >= 0)
-			close(k.th[i].fd);
-		free(k.th[i].flows);
-		pthread_mutex_destroy(&k.th[i].lock);
-	}
-	free(k.th);
-	xdp_sink_close(k.xdp);
+	sink_free(&k, &m);
 	return ret;
 }
-

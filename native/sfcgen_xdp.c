@@ -284,6 +284,52 @@ static int sink_attach(struct xdp_sink *k, const char *name, char *why, size_t w
 	return 0;
 }
 
+/* Attach the sink to every named interface (a comma-separated list), or with NULL or "auto"
+ * to every interface but loopback.  Returns 0, or -1 with why set. */
+static int sink_attach_all(struct xdp_sink *k, const char *ifnames, char *why, size_t whylen)
+{
+	if (!ifnames || !strcmp(ifnames, "auto")) {
+		struct if_nameindex *all = if_nameindex(), *i;
+
+		if (!all) {
+			snprintf(why, whylen, "cannot list interfaces: %s", strerror(errno));
+			return -1;
+		}
+		for (i = all; i->if_index; i++) {
+			if (is_loopback(i->if_name))
+				continue;
+			if (sink_attach(k, i->if_name, why, whylen)) {
+				if_freenameindex(all);
+				return -1;
+			}
+		}
+		if_freenameindex(all);
+		if (!k->nlinks && !k->ntcx) {
+			snprintf(why, whylen, "no interface other than loopback");
+			return -1;
+		}
+	} else {
+		char *list = strdup(ifnames), *save = NULL, *name;
+
+		if (!list) {
+			snprintf(why, whylen, "out of memory");
+			return -1;
+		}
+		for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+			if (sink_attach(k, name, why, whylen)) {
+				free(list);
+				return -1;
+			}
+		}
+		free(list);
+		if (!k->nlinks && !k->ntcx) {
+			snprintf(why, whylen, "no interface named");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 struct xdp_sink *xdp_sink_open(enum sink_hook hook, unsigned port, unsigned flows,
 			       const char *ifnames, char *why, size_t whylen)
 {
@@ -328,45 +374,8 @@ struct xdp_sink *xdp_sink_open(enum sink_hook hook, unsigned port, unsigned flow
 		goto fail;
 	}
 	strcpy(k->where, "[");
-	if (!ifnames || !strcmp(ifnames, "auto")) {
-		struct if_nameindex *all = if_nameindex(), *i;
-
-		if (!all) {
-			snprintf(why, whylen, "cannot list interfaces: %s", strerror(errno));
-			goto fail;
-		}
-		for (i = all; i->if_index; i++) {
-			if (is_loopback(i->if_name))
-				continue;
-			if (sink_attach(k, i->if_name, why, whylen)) {
-				if_freenameindex(all);
-				goto fail;
-			}
-		}
-		if_freenameindex(all);
-		if (!k->nlinks && !k->ntcx) {
-			snprintf(why, whylen, "no interface other than loopback");
-			goto fail;
-		}
-	} else {
-		char *list = strdup(ifnames), *save = NULL, *name;
-
-		if (!list) {
-			snprintf(why, whylen, "out of memory");
-			goto fail;
-		}
-		for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-			if (sink_attach(k, name, why, whylen)) {
-				free(list);
-				goto fail;
-			}
-		}
-		free(list);
-		if (!k->nlinks && !k->ntcx) {
-			snprintf(why, whylen, "no interface named");
-			goto fail;
-		}
-	}
+	if (sink_attach_all(k, ifnames, why, whylen))
+		goto fail;
 	strcat(k->where, "]");
 	return k;
 fail:
