@@ -25,14 +25,12 @@ from fastapi.testclient import TestClient
 from sfclab.cli import main
 from sfclab.cli.status import ExitStatus
 from sfclab.errors import SpecError
-from sfclab.realize.kinds import load_lab, load_lab_dict
-from sfclab.realize.lifecycle import plan_for
-from sfclab.realize.state import LabState
+from sfclab.realize.kinds import load_lab_dict
 from sfclab.spec import chainfile, limits
 from sfclab.spec.experiment import load_experiment_text
 from sfclab.spec.reading import read_bytes
 from sfclab.spec.source import Document
-from tests.webclient import YAML, api_client
+from tests.webclient import YAML, api_client, fake_up
 
 ROOT = Path(__file__).resolve().parents[2]
 SFC = ROOT / "scenarios" / "sfc-web.yaml"
@@ -186,13 +184,6 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield c
 
 
-def fake_up(path: Path) -> str:
-    """A lab's state as ``up`` writes it (plan, file, meta), nothing made in the kernel."""
-    lab = load_lab(str(path))
-    st = LabState(lab.name)
-    st.begin(plan_for(lab).to_dict(), yaml.safe_dump(lab.to_dict()), str(path))
-    st.set_meta(status="up")
-    return lab.name
 
 
 def test_the_api_refuses_the_same_inputs_with_422_and_leaves_no_lock(

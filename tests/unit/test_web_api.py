@@ -20,19 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from fastapi.testclient import TestClient
 
 from sfclab.cli import main
 from sfclab.cli.status import ExitStatus
 from sfclab.errors import SpecError
-from sfclab.realize.kinds import load_lab
-from sfclab.realize.lifecycle import plan_for
 from sfclab.realize.state import LabState
 from sfclab.web import server
 from sfclab.web.jobs import Jobs
 from sfclab.web.services import Services
-from tests.webclient import YAML, api_client
+from tests.webclient import YAML, api_client, fake_up
 from tests.webresults import LOSS_PER_HOP, make_results_db
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,13 +50,6 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield c
 
 
-def fake_up(path: Path, status: str = "up") -> str:
-    """Write a lab's state as ``up`` does (plan, expanded file, meta), making nothing."""
-    lab = load_lab(str(path))
-    st = LabState(lab.name)
-    st.begin(plan_for(lab).to_dict(), yaml.safe_dump(lab.to_dict()), str(path))
-    st.set_meta(status=status)
-    return lab.name
 
 
 def error(r: object, status: int) -> dict:

@@ -12,17 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from sfclab.cli import main
 from sfclab.cli.status import ExitStatus
 from sfclab.errors import SpecError
-from sfclab.realize.kinds import load_lab
-from sfclab.realize.lifecycle import plan_for
 from sfclab.realize.state import LabState
 from sfclab.web import server, tokenfile
 from sfclab.web.guard import Origins
-from tests.webclient import AUTH, TOKEN, YAML, api_client
+from tests.webclient import AUTH, TOKEN, YAML, api_client, fake_up
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAIN5 = ROOT / "scenarios" / "chain5.yaml"
@@ -37,12 +34,6 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
-def fake_up(path: Path) -> str:
-    lab = load_lab(str(path))
-    st = LabState(lab.name)
-    st.begin(plan_for(lab).to_dict(), yaml.safe_dump(lab.to_dict()), str(path))
-    st.set_meta(status="up")
-    return lab.name
 
 
 def state_changing(lab: str) -> list[tuple[str, str]]:
