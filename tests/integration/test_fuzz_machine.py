@@ -21,6 +21,7 @@ import json
 import os
 import secrets
 import subprocess
+import time
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
@@ -191,6 +192,11 @@ def test_machine_sees_what_a_case_would_leave(state: Path) -> None:
     (state / "probe").write_text("x")
     proc = subprocess.Popen(["sleep", "30"], env={**os.environ, "SFCLAB_STATE_DIR": str(state)})
     try:
+        comm = Path(f"/proc/{proc.pid}/comm")
+        for _ in range(500):  # until the child has exec'd (its environment is sleep's then)
+            if comm.read_text().strip() == "sleep":
+                break
+            time.sleep(0.01)
         after = machine(state, labs)
         assert after["netns"] == before["netns"] + [ns]
         assert after["state"] == sorted(before["state"] + ["probe:1"])
