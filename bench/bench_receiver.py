@@ -73,7 +73,7 @@ def _ndr(m: Any) -> tuple[float, bool]:
 def run(reps: int, trial: float, rate: float, ndr: bool) -> dict[str, Any]:
     runs: dict[str, dict[str, dict[str, list[Any]]]] = {
         lab: {s: {"received_pps": [], "sent_pps": [], "lost_at_dst": [], "receiver_drops": [],
-                  "ndr_pps": [], "ndr_lower_bound": []} for s in SINKS} for lab in LABS}
+                  "limited": [], "ndr_pps": [], "ndr_lower_bound": []} for s in SINKS} for lab in LABS}
     with ExitStack() as stack:
         labs = {k: stack.enter_context(Lab.from_dict(build(), "bench"))
                 for k, build in LABS.items()}
@@ -91,9 +91,11 @@ def run(reps: int, trial: float, rate: float, ndr: bool) -> dict[str, Any]:
                     r["sent_pps"].append(float(p["sent_pps"]))
                     r["lost_at_dst"].append(int(where.get("loss_by_node", {}).get("dst", 0)))
                     r["receiver_drops"].append(own)
+                    r["limited"].append(p.get("measurement_limited") or False)
                     line = (f"  rep {rep + 1} {key:15} {sink:7}: sent {p['sent_pps']:>9,.0f} "
                             f"received {p['received_pps']:>9,.0f} pps, lost at dst "
-                            f"{r['lost_at_dst'][-1]:,}, receiver's own {own:,}")
+                            f"{r['lost_at_dst'][-1]:,}, receiver's own {own:,}"
+                            + (f" [limited: {r['limited'][-1]}]" if r["limited"][-1] else ""))
                     if ndr:
                         m = measure.run(lab.name, NdrRequest(size=64, duration=trial,
                                                              sink=sink))
@@ -106,7 +108,9 @@ def run(reps: int, trial: float, rate: float, ndr: bool) -> dict[str, Any]:
                            "summary": {}}
     for key, per in runs.items():
         out["summary"][key] = {
-            s: {"received_pps": _spread(r["received_pps"]),
+            s: {"sent_pps": _spread(r["sent_pps"]),
+                "measurement_limited": sum(1 for x in r["limited"] if x),
+                "received_pps": _spread(r["received_pps"]),
                 "zero_received": sum(1 for x in r["received_pps"] if x == 0),
                 "lost_at_dst": _spread([float(x) for x in r["lost_at_dst"]]),
                 **({"ndr_pps": _spread(r["ndr_pps"]),
@@ -120,8 +124,10 @@ def _text(r: dict[str, Any]) -> str:
              f"64-byte frames, rate trials at {r['rate_pps']:,.0f} pps; median (min..max)"]
     for key, per in r["summary"].items():
         for sink, s in per.items():
-            rx = s["received_pps"]
-            line = (f"  {key:15} {sink:7} received {rx['median']:>9,.0f} "
+            rx, tx = s["received_pps"], s["sent_pps"]
+            line = (f"  {key:15} {sink:7} sent {tx['median']:>9,.0f} "
+                    f"({tx['min']:,.0f}..{tx['max']:,.0f}), {s['measurement_limited']} of "
+                    f"{r['reps']} measurement-limited; received {rx['median']:>9,.0f} "
                     f"({rx['min']:,.0f}..{rx['max']:,.0f}) pps, {s['zero_received']} trials "
                     f"with 0; lost at dst {s['lost_at_dst']['median']:,.0f}")
             if "ndr_pps" in s:

@@ -52,6 +52,18 @@ class Failure:
         return f"{self.signature()}: {self.detail}\ninput: {self.text!r}"
 
 
+#: the classes of work that fixed failures the fuzzer found (its ``Known`` entries' owners)
+COMPLEX_KEYS = "input bounds: YAML complex keys"
+MEASURE_TYPE = "validation refusal classes: measure.type type checks"
+IFNAMES = "validation refusal classes: interface names"
+
+#: the smallest inputs of those failures, shared by the root-free and the root tier
+COMPLEX_KEY_LAB = "? [a, b]\n: c\nname: x\nchain: {length: 2}\n"
+COMPLEX_KEY_CHAIN = "? [a, b]\n: c\nname: video\n"
+COMPLEX_KEY_CLASSIFIERS = "[a]: 1\nclassifiers: []\n"
+MEASURE_TYPE_LIST = '{"type": [], "flows": 1}'
+
+
 @dataclass(frozen=True)
 class Known:
     """A failure found before and left to its owner (see the test file's list)."""

@@ -35,27 +35,27 @@ from hypothesis import event as _event
 from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
 
-from tests.fuzzcheck import Failure, Known, known_case, refusal, verdict
+from tests.fuzzcheck import (COMPLEX_KEY_CHAIN, COMPLEX_KEY_CLASSIFIERS, COMPLEX_KEY_LAB,
+                             COMPLEX_KEYS, MEASURE_TYPE, MEASURE_TYPE_LIST, Failure, Known,
+                             known_case, refusal, verdict)
 from tests.fuzzgrammar import NAME, Case, cases
 from tests.integration.weblab import web_lab
 
-COMPLEX_KEYS = "input bounds: YAML complex keys"
-MEASURE_TYPE = "validation refusal classes: measure.type type checks"
 
 #: failures found by fuzzing whose fix came from another class of work; each reproducer is
 #: held to the promise by ``test_known_reproducers``; the
 #: pattern starts with the command ('up', 'chain add', 'chain classify') or 'POST'
 KNOWN: list[Known] = [
     Known("up-complex-key", COMPLEX_KEYS, "lab", "exit 1", r"^up .*unhashable",
-          "? [a, b]\n: c\nname: x\nchain: {length: 2}\n"),
+          COMPLEX_KEY_LAB),
     Known("chain-add-complex-key", COMPLEX_KEYS, "chain", "exit 1", r"^chain add .*unhashable",
-          "? [a, b]\n: c\nname: video\n"),
+          COMPLEX_KEY_CHAIN),
     Known("classify-complex-key", COMPLEX_KEYS, "classifiers", "exit 1",
-          r"^chain classify .*unhashable", "[a]: 1\nclassifiers: []\n"),
+          r"^chain classify .*unhashable", COMPLEX_KEY_CLASSIFIERS),
     Known("post-lab-complex-key", COMPLEX_KEYS, "lab", "status 500", r"^POST ",
-          "? [a, b]\n: c\nname: x\nchain: {length: 2}\n"),
+          COMPLEX_KEY_LAB),
     Known("post-measure-type-list", MEASURE_TYPE, "measure", "status 500", r"^POST ",
-          '{"type": [], "flows": 1}'),
+          MEASURE_TYPE_LIST),
 ]
 
 #: failures the fuzz tests let pass (none: every one found is fixed)

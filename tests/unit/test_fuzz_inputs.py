@@ -25,29 +25,27 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.fuzzcheck import Known, judge, known_case, verdict
+from tests.fuzzcheck import (COMPLEX_KEY_CHAIN, COMPLEX_KEY_CLASSIFIERS, COMPLEX_KEY_LAB,
+                             COMPLEX_KEYS, IFNAMES, MEASURE_TYPE, MEASURE_TYPE_LIST, Known,
+                             judge, known_case, verdict)
 from tests.fuzzgrammar import Case, cases
-
-COMPLEX_KEYS = "input bounds: YAML complex keys"
-MEASURE_TYPE = "validation refusal classes: measure.type type checks"
-IFNAMES = "validation refusal classes: interface names"
 
 #: failures found by fuzzing whose fix came from another class of work; each reproducer is
 #: held to the promise by ``test_known_reproducers``
 KNOWN: list[Known] = [
     Known("lab-complex-key", COMPLEX_KEYS, "lab", "TypeError", r"spec/source\.py:walk",
-          "? [a, b]\n: c\nname: x\nchain: {length: 2}\n"),
+          COMPLEX_KEY_LAB),
     Known("chain-complex-key", COMPLEX_KEYS, "chain", "TypeError", r"spec/source\.py:walk",
-          "? [a, b]\n: c\nname: video\n"),
+          COMPLEX_KEY_CHAIN),
     Known("classifiers-complex-key", COMPLEX_KEYS, "classifiers", "TypeError",
-          r"spec/source\.py:walk", "[a]: 1\nclassifiers: []\n"),
+          r"spec/source\.py:walk", COMPLEX_KEY_CLASSIFIERS),
     Known("experiment-complex-key", COMPLEX_KEYS, "experiment", "TypeError",
           r"spec/source\.py:walk", "? {k: v}\n: c\nname: e\n"),
     Known("ifname-final-line-break", IFNAMES, "lab", "accepted", r"endpoints",
           'name: x\nnodes: {a: {kind: host}, b: {kind: host}}\n'
           'links: [{endpoints: ["a:e0\\n", b]}]\n'),
     Known("measure-type-list", MEASURE_TYPE, "measure", "TypeError",
-          r"spec/measurement\.py:validate", '{"type": [], "flows": 1}'),
+          r"spec/measurement\.py:validate", MEASURE_TYPE_LIST),
     Known("experiment-measure-type-mapping", MEASURE_TYPE, "experiment", "TypeError",
           r"spec/measurement\.py:validate",
           "name: e\nlab: {name: l, chain: {length: 2}}\nmeasure: {type: {a: 1}}\n"),

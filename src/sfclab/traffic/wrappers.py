@@ -128,7 +128,8 @@ class PlacedGenerator(PacketGenerator):
 class CoreWatchedGenerator(PacketGenerator):
     """``roles``: role ("generator", "receiver", "chain") -> the cores it was given.  Each
     trial's ``cores`` is role -> ``{"cpus", "busy_pct", "softirq_pct"}``, the mean over the
-    role's cores between the trial's start and end (the drain included)."""
+    role's cores: from the per-core figures the generator read over its sending
+    (``raw["cores"]``), else between the trial's start and end (the drain included)."""
 
     def __init__(self, gen: PacketGenerator, roles: dict[str, list[int]]):
         self.gen = gen
@@ -139,7 +140,11 @@ class CoreWatchedGenerator(PacketGenerator):
         before = read_proc_stat()
         t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
         if t.cores is None:
-            t.cores = role_shares(usage(before, read_proc_stat())["cores"], self.roles)
+            # the native generator already read every core over its sending (``raw["cores"]``)
+            per_core = t.raw.get("cores")
+            if not isinstance(per_core, dict):
+                per_core = usage(before, read_proc_stat())["cores"]
+            t.cores = role_shares(per_core, self.roles)
         return t
 
     def close(self) -> None:
