@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from .. import __version__
 from ..errors import SfclabError
+from ..kernel import process
 from . import chain, experiments, host, lab, measure, serve
 from .output import fail
 from .status import ExitStatus
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(a, "fn", None):
         parser.print_help()
         return ExitStatus.BAD_INPUT
+    process.interrupts_never_lost()  # Ctrl-C while a tool is forked still stops the command
     try:
         return a.fn(a)
     except SfclabError as e:

@@ -5,6 +5,7 @@
 - :mod:`sfclab.kernel.nlbatch`  rtnetlink requests batched into one ``sendmsg`` per namespace
 - :mod:`sfclab.kernel.ethtool`  offloads (tso, gso, gro, tx-checksum) by ioctl
 - :mod:`sfclab.kernel.ovs`      Open vSwitch daemons and ``ovs-vsctl`` transactions
+- :mod:`sfclab.kernel.process`  this process: the children it ends on exit, interrupts never lost
 
 Nothing here imports any other part of sfclab but :mod:`sfclab.errors`; everything above reaches
 the kernel through these modules.
