@@ -139,7 +139,7 @@ def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab
         assert not page.errors  # type: ignore[attr-defined]
 
         # the results view: figures with intervals and fits, and the report's tables
-        page.goto(f"{url}?db={db}#/results/1")
+        page.goto(f"{url}?db={db.name}#/results/1")
         page.wait_for_function("() => document.body.dataset.ready === 'results/1'")
         page.wait_for_function("() => document.querySelectorAll('.plot .main-svg').length >= 2")
         traces = page.evaluate("""() => [...document.querySelectorAll('.plot')].map(d =>

@@ -380,17 +380,17 @@ def db(tmp_path: Path) -> Path:
 
 
 def test_results_experiments_and_runs(client: TestClient, db: Path) -> None:
-    d = client.get("/api/results/experiments", params={"db": str(db)}).json()
+    d = client.get("/api/results/experiments", params={"db": db.name}).json()
     assert [e["name"] for e in d["experiments"]] == ["chains", "curve"]
     assert d["experiments"][0]["counts"]["done"] == 30
     for ref in ("1", "chains"):
-        e = client.get(f"/api/results/experiments/{ref}", params={"db": str(db)}).json()
+        e = client.get(f"/api/results/experiments/{ref}", params={"db": db.name}).json()
         assert e["id"] == 1 and len(e["runs"]) == 30
     run_id = e["runs"][0]["id"]
-    run = client.get(f"/api/results/runs/{run_id}", params={"db": str(db)}).json()
+    run = client.get(f"/api/results/runs/{run_id}", params={"db": db.name}).json()
     assert run["metrics"]["throughput_bps"] > 0 and run["measure"]["type"] == "iperf"
-    error(client.get("/api/results/experiments/nosuch", params={"db": str(db)}), 404)
-    error(client.get("/api/results/runs/999", params={"db": str(db)}), 404)
+    error(client.get("/api/results/experiments/nosuch", params={"db": db.name}), 404)
+    error(client.get("/api/results/runs/999", params={"db": db.name}), 404)
 
 
 def test_results_from_a_missing_or_foreign_database(client: TestClient, tmp_path: Path) -> None:
@@ -398,24 +398,38 @@ def test_results_from_a_missing_or_foreign_database(client: TestClient, tmp_path
     assert "none.db" in body["error"]
     foreign = tmp_path / "foreign.db"
     foreign.write_text("not sqlite at all, just text " * 100)
-    body = error(client.get("/api/results/experiments", params={"db": str(foreign)}), 422)
+    body = error(client.get("/api/results/experiments", params={"db": foreign.name}), 422)
     assert body["file"] == str(foreign)
 
 
+@pytest.mark.parametrize("name", ["/etc/passwd", "../r.db", "sub/r.db", ".hidden.db", "r db",
+                                  "x" * 129])
+def test_results_name_a_database_beside_the_served_one_never_a_path(
+        client: TestClient, db: Path, name: str) -> None:
+    body = error(client.get("/api/results/experiments", params={"db": name}), 422)
+    assert body["place"] == "db"
+    assert "file name of a results database" in body["error"] or "at most 128" in body["error"]
+    assert "root:" not in json.dumps(body)  # nothing of the named file is read
+
+
+def test_results_name_a_database_by_its_file_name(client: TestClient, db: Path) -> None:
+    assert client.get("/api/results/experiments", params={"db": db.name}).status_code == 200
+
+
 def test_results_export(client: TestClient, db: Path) -> None:
-    csv = client.get("/api/results/export", params={"db": str(db), "format": "csv",
+    csv = client.get("/api/results/export", params={"db": db.name, "format": "csv",
                                                     "experiment": "curve"})
     assert csv.headers["content-type"].startswith("text/csv")
     assert len(csv.text.strip().splitlines()) == 3  # header + 2 runs
-    js = client.get("/api/results/export", params={"db": str(db)}).json()
+    js = client.get("/api/results/export", params={"db": db.name}).json()
     assert len(js) == 32
-    body = error(client.get("/api/results/export", params={"db": str(db), "format": "xml"}), 422)
+    body = error(client.get("/api/results/export", params={"db": db.name, "format": "xml"}), 422)
     assert body["place"] == "format"
-    error(client.get("/api/results/export", params={"db": str(db), "experiment": "x"}), 404)
+    error(client.get("/api/results/export", params={"db": db.name, "experiment": "x"}), 404)
 
 
 def test_results_plots_carry_intervals_and_the_fit(client: TestClient, db: Path) -> None:
-    p = client.get("/api/results/experiments/chains/plots", params={"db": str(db)}).json()
+    p = client.get("/api/results/experiments/chains/plots", params={"db": db.name}).json()
     assert p["x"] == "lab.chain.length"
     tp = next(m for m in p["metrics"] if m["metric"] == "throughput_bps")
     assert tp["unit"] == "Gbit/s" and [s["name"] for s in tp["series"]] == [
@@ -429,14 +443,14 @@ def test_results_plots_carry_intervals_and_the_fit(client: TestClient, db: Path)
         10, rel=0.03)
     retr = next(m for m in p["metrics"] if m["metric"] == "retransmits")
     assert retr["series"][0]["fit"] is None  # only throughput is fitted
-    curve = client.get("/api/results/experiments/curve/plots", params={"db": str(db)}).json()
+    curve = client.get("/api/results/experiments/curve/plots", params={"db": db.name}).json()
     assert curve["curves_unit"] == "kpps"
     c2 = next(c for c in curve["curves"] if c["name"].startswith("chain.length=2"))
     assert c2["offered"] == [50, 100, 200, 400] and c2["received"] == [50, 100, 200, 300]
 
 
 def test_results_tables_are_the_reports(client: TestClient, db: Path) -> None:
-    blocks = client.get("/api/results/experiments/chains/tables", params={"db": str(db)}).json()
+    blocks = client.get("/api/results/experiments/chains/tables", params={"db": db.name}).json()
     tables = [b for b in blocks if "header" in b]
     heads = [b["text"] for b in blocks if "heading" in b]
     assert "Experiment `chains` (id 1)" in heads

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 import threading
 from pathlib import Path
@@ -46,6 +47,21 @@ def clean(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
         return [clean(x) for x in v]
     return v
+
+
+#: a results database the API may name: a plain file name, never a path
+DB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def beside(served: str, name: str) -> str:
+    """The database ``name`` names, in the directory of the one ``serve --db`` serves: a
+    request names a file there and never reaches any other file of the machine."""
+    where = Path(served).resolve().parent
+    if not DB_NAME.fullmatch(name):
+        raise SpecError(f"expected the file name of a results database in {where} (the "
+                        "directory of 'serve --db'): letters, digits, '.', '_' and '-', at "
+                        f"most 128, no path; got {name[:80]!r}", place="db")
+    return str(where / name)
 
 
 def open_store(db: str) -> Store:

@@ -1,8 +1,8 @@
 """``/api/results``: experiments and runs of a results database (list, show, export), and what
 the page draws from them (plot data, the report's tables).
 
-Every route takes ``db`` (default: the database ``serve --db`` names); the file is opened
-read-only.  A missing file, experiment or run is 404; a file that is not an sfclab database
+Every route takes ``db``: the file name of a results database in the directory of the one
+``serve --db`` names (that one by default), never a path; the file is opened read-only.  A missing file, experiment or run is 404; a file that is not an sfclab database
 is 422, as ``sfclab results`` says.
 """
 
@@ -17,24 +17,25 @@ from .. import results
 from ..contract import answers
 from ..services import Services, services
 
-DbPath = Annotated[str | None, Query(max_length=4096, description="a results database (default: "
-                                   "the one 'serve --db' names)")]
+DbName = Annotated[str | None, Query(max_length=128, description="the file name of a results "
+                                   "database beside the one 'serve --db' names (default: that "
+                                   "one); never a path")]
 router = APIRouter(prefix="/api/results", tags=["results"], responses=answers(404))
 
 
 def _db(db: str | None, s: Services) -> str:
-    return db or s.db
+    return s.db if db is None else results.beside(s.db, db)
 
 
 @router.get("/experiments", summary="experiments with their run counts")
-def experiments(db: DbPath = None, s: Services = Depends(services)) -> dict[str, Any]:
+def experiments(db: DbName = None, s: Services = Depends(services)) -> dict[str, Any]:
     path = _db(db, s)
     with results.open_store(path) as st:
         return {"db": path, "experiments": [results.describe(st, e) for e in st.experiments()]}
 
 
 @router.get("/experiments/{experiment}", summary="an experiment (id or name) and its runs")
-def experiment(experiment: str, db: DbPath = None,
+def experiment(experiment: str, db: DbName = None,
                s: Services = Depends(services)) -> dict[str, Any]:
     with results.open_store(_db(db, s)) as st:
         e = results.experiment(st, experiment)
@@ -44,7 +45,7 @@ def experiment(experiment: str, db: DbPath = None,
 
 @router.get("/experiments/{experiment}/plots", summary="series with 95 % intervals, fits and "
             "offered-vs-received curves of an experiment")
-def plots(experiment: str, db: DbPath = None,
+def plots(experiment: str, db: DbName = None,
           s: Services = Depends(services)) -> dict[str, Any]:
     with results.open_store(_db(db, s)) as st:
         return results.plots(st, results.experiment(st, experiment))
@@ -52,7 +53,7 @@ def plots(experiment: str, db: DbPath = None,
 
 @router.get("/experiments/{experiment}/tables", summary="the report's tables and notes of an "
             "experiment")
-def tables(experiment: str, db: DbPath = None,
+def tables(experiment: str, db: DbName = None,
            s: Services = Depends(services)) -> list[dict[str, Any]]:
     with results.open_store(_db(db, s)) as st:
         return results.tables(st, results.experiment(st, experiment))
@@ -60,7 +61,7 @@ def tables(experiment: str, db: DbPath = None,
 
 @router.get("/runs/{run}", summary="one run in full: parameters, metrics, environment, raw "
             "outputs")
-def run(run: int, db: DbPath = None, s: Services = Depends(services)) -> dict[str, Any]:
+def run(run: int, db: DbName = None, s: Services = Depends(services)) -> dict[str, Any]:
     with results.open_store(_db(db, s)) as st:
         r = results.run(st, run)
         return results.clean({**r.to_dict(), "measure": r.measure, "lab": r.lab,
@@ -69,7 +70,7 @@ def run(run: int, db: DbPath = None, s: Services = Depends(services)) -> dict[st
 
 @router.get("/export", summary="every run (or one experiment's) as JSON or CSV")
 def export(format: Literal["json", "csv"] = "json", experiment: str | None = None,
-           db: DbPath = None, s: Services = Depends(services)) -> Response:
+           db: DbName = None, s: Services = Depends(services)) -> Response:
     with results.open_store(_db(db, s)) as st:
         if experiment is not None:
             results.experiment(st, experiment)
