@@ -26,6 +26,11 @@ struct vxlan_outer {
 #define VXLAN_FLAG_VNI 0x08000000
 #define TCX_NEXT -1
 
+/* the room for a decapsulation program's owner mark ("sfclab:LAB:tunnel:VNI", NUL-terminated),
+ * a load-time constant of its .rodata: a real host's underlay interface outlives the lab, and
+ * its teardown takes off only the program that carries the lab's mark */
+#define VXLAN_OWNER_LEN 64
+
 /* what a tunnel end has seen, its only zero-initialised global (so its whole .bss map),
  * read by sfc-shortbridge --counters */
 struct vxlan_counts {

@@ -5,7 +5,7 @@
  *
  *   sfc-shortbridge --netns NAME [--via-egress] IFACE_A IFACE_B
  *   sfc-shortbridge --netns NAME [--via-egress] --underlay UL --vni N --local ADDR \
- *                   --remote ADDR --remote-mac MAC [--udp-port P] PORT
+ *                   --remote ADDR --remote-mac MAC [--udp-port P] --owner MARK PORT
  *
  * NAME '-' is the namespace the tool runs in (a real host's root context, where its agent runs).
  *
@@ -22,9 +22,12 @@
  * frames and hands the inner frame to the node (into its end of PORT, or through PORT's
  * egress with --via-egress), and passes everything else on.
  *
+ * The decapsulation carries MARK (the lab's, at most VXLAN_OWNER_LEN - 1 bytes) in its .rodata.
+ *
  * --detach IFACE takes these programs (by name) off tcx ingress of IFACE (tests); with --vni,
- * --local and --remote (and --udp-port) only the vxlan_decap loaded for that tunnel (a real
- * host's underlay interface outlives the lab: its teardown); --show IFACE lists the names of
+ * --local, --remote and --owner (and --udp-port) only the vxlan_decap loaded for that tunnel
+ * that carries that mark (a real host's underlay interface outlives the lab: its teardown
+ * removes only what proves to be the lab's); --show IFACE lists the names of
  * the programs there (bpftool 7.1 does not list tcx); --counters IFACE prints what each tunnel
  * end there has counted (struct vxlan_counts), one JSON object a line.
  *
@@ -114,13 +117,14 @@ cleanup:
 
 struct tunnel {
 	const char *underlay;
+	const char *owner; /* the lab's mark, carried by the decapsulation */
 	unsigned int vni, udp_port;
 	struct in_addr local, remote;
 	__u8 remote_mac[ETH_ALEN];
 };
 
-/* 1 if program `fd` is a vxlan_decap loaded for tunnel `t` (its load-time settings, read from
- * its .rodata map), 0 if not */
+/* 1 if program `fd` is a vxlan_decap loaded for tunnel `t` with its owner's mark (its
+ * load-time settings, read from its .rodata map), 0 if not */
 static int decap_of(int fd, const struct tunnel *t)
 {
 	__u32 ids[8], len;
@@ -146,7 +150,8 @@ static int decap_of(int fd, const struct tunnel *t)
 			memset(&ro, 0, sizeof(ro));
 			memcpy(&ro, buf, mi.value_size < sizeof(ro) ? mi.value_size : sizeof(ro));
 			found = ro.vni == t->vni && ro.local_addr == t->local.s_addr &&
-				ro.remote_addr == t->remote.s_addr && ro.udp_port == t->udp_port;
+				ro.remote_addr == t->remote.s_addr && ro.udp_port == t->udp_port &&
+				!strncmp((const char *)ro.owner, t->owner, VXLAN_OWNER_LEN);
 		}
 		close(mfd);
 	}
@@ -201,6 +206,7 @@ static int terminate(const struct tunnel *t, const char *port, unsigned int port
 	dec->rodata->remote_addr = t->remote.s_addr;
 	dec->rodata->vni = t->vni;
 	dec->rodata->udp_port = (__u16)t->udp_port;
+	snprintf((char *)dec->rodata->owner, VXLAN_OWNER_LEN, "%s", t->owner);
 	err = vxlan_encap__load(enc);
 	if (!err)
 		err = vxlan_decap__load(dec);
@@ -304,9 +310,10 @@ static int detach(const char *ifname, unsigned int idx, int show, const struct t
 #define USAGE                                                                                   \
 	"usage: sfc-shortbridge --netns NAME [--via-egress] IFACE_A IFACE_B\n"                  \
 	"       sfc-shortbridge --netns NAME [--via-egress] --underlay UL --vni N --local ADDR\n" \
-	"                       --remote ADDR --remote-mac MAC [--udp-port P] PORT\n"       \
+	"                       --remote ADDR --remote-mac MAC [--udp-port P] --owner MARK PORT\n" \
 	"       sfc-shortbridge --netns NAME {--detach|--show|--counters} IFACE\n"            \
-	"       sfc-shortbridge --netns NAME --detach UL --vni N --local ADDR --remote ADDR\n"
+	"       sfc-shortbridge --netns NAME --detach UL --vni N --local ADDR --remote ADDR\n" \
+	"                       [--udp-port P] --owner MARK\n"
 
 static const struct option options[] = {
 	{"help", no_argument, NULL, 'h'},
@@ -318,6 +325,7 @@ static const struct option options[] = {
 	{"remote", required_argument, NULL, 'r'},
 	{"remote-mac", required_argument, NULL, 'm'},
 	{"udp-port", required_argument, NULL, 'p'},
+	{"owner", required_argument, NULL, 'o'},
 	{"detach", required_argument, NULL, 'd'},
 	{"show", required_argument, NULL, 's'},
 	{"counters", required_argument, NULL, 'c'},
@@ -382,6 +390,12 @@ int main(int argc, char **argv)
 				return bad("MAC address", optarg);
 			have |= 8;
 			break;
+		case 'o':
+			if (!*optarg || strlen(optarg) >= VXLAN_OWNER_LEN)
+				return bad("owner mark (1 to 63 bytes)", optarg);
+			t.owner = optarg;
+			have |= 16;
+			break;
 		case 'p':
 			t.udp_port = (unsigned int)strtoul(optarg, &endp, 10);
 			if (*endp || !t.udp_port || t.udp_port > 65535)
@@ -392,6 +406,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (ns && off && optind == argc && have && have != 23) {
+		fprintf(stderr, "sfc-shortbridge: --detach of one tunnel needs --vni, --local, "
+				"--remote and --owner\n" USAGE);
+		return 2;
+	}
 	if (ns && off && optind == argc) {
 		libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
 		if (netns_enter(ns))
@@ -401,9 +420,9 @@ int main(int argc, char **argv)
 			log_err("Failed to find interface %s: %s", off, strerror(errno));
 			return 1;
 		}
-		return detach(off, a, listing, have == 7 ? &t : NULL) ? 1 : 0;
+		return detach(off, a, listing, have == 23 ? &t : NULL) ? 1 : 0;
 	}
-	if (!ns || off || argc - optind != (t.underlay ? 1 : 2) || (t.underlay && have != 15)) {
+	if (!ns || off || argc - optind != (t.underlay ? 1 : 2) || (t.underlay && have != 31)) {
 		fprintf(stderr, USAGE);
 		return 2;
 	}

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from ipaddress import IPv4Interface
 
-from sfclab.hosts.attach import shortbridge_binary
+from sfclab.hosts.attach import shortbridge_binary, tunnel_mark
 from sfclab.kernel import netns
 
 from .labtools import iperf3, nothing_left, ping
@@ -54,6 +54,33 @@ def test_shortbridge_ends_the_tunnel_itself(running_lab, lab_name):
     # inspect reports both ends present (there is no tunnel device to look for)
     ends = lab.inspect()["host_links"][0]["ends"] if "host_links" in lab.inspect() else []
     assert all(x.get("present", True) for x in ends)
+
+
+def test_a_tunnels_decapsulation_is_taken_off_only_with_its_labs_mark(running_lab, lab_name):
+    """What ``down`` does on a real host's underlay interface (which outlives the lab), here on
+    an emulated host's: the decapsulation is detached only when its VNI, addresses and the
+    lab's mark all match; another lab's mark, or a missing mark, leaves it where it is."""
+    lab = running_lab(two_hosts(lab_name, "shortbridge"))
+    plan = lab.plan
+    hl = plan.host_links[0]
+    e = end_of(plan, "b")
+    h2 = host_of(plan, e.host)
+    tool = str(shortbridge_binary())
+
+    def detach(*extra: str) -> subprocess.CompletedProcess:
+        return netns.run(h2.netns, [tool, "--netns", h2.netns, "--detach", h2.underlay_if,
+                                    "--vni", str(hl.vni), "--local", e.local, "--remote",
+                                    e.remote, "--udp-port", str(plan.underlay.vxlan_port),
+                                    *extra], check=False)
+
+    assert "vxlan_decap" in tcx_programs(h2.netns, h2.underlay_if)
+    assert detach().returncode == 2  # no mark: refused as bad input, nothing taken off
+    assert detach("--owner", tunnel_mark("another", hl.vni)).returncode == 0
+    assert detach("--owner", tunnel_mark(lab_name, hl.vni + 1)).returncode == 0
+    assert "vxlan_decap" in tcx_programs(h2.netns, h2.underlay_if)
+    assert ping(lab.netns("a"), str(lab.address("b")), 2).returncode == 0  # still carried
+    assert detach("--owner", tunnel_mark(lab_name, hl.vni)).returncode == 0
+    assert "vxlan_decap" not in tcx_programs(h2.netns, h2.underlay_if)
 
 
 def test_the_planned_inner_mtu_passes_and_one_byte_more_does_not(running_lab, lab_name):

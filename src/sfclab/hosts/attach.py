@@ -54,6 +54,13 @@ IFF_MULTICAST = 0x1000
 NO_TX_CSUM = {"tx-checksum": False}
 
 
+def tunnel_mark(lab: str, vni: int) -> str:
+    """The mark a shortbridged tunnel's decapsulation carries in its load-time constants: on a
+    real host it sits on the underlay interface, which outlives the lab, and ``down`` takes off
+    only the program that carries this mark (``sfc-shortbridge --detach ... --owner``)."""
+    return f"sfclab:{lab}:tunnel:{vni}"
+
+
 def shortbridge_binary() -> Path:
     """``$SFCLAB_SHORTBRIDGE``, else ``native/build/sfc-shortbridge`` of this checkout."""
     env = os.environ.get(ENV_BINARY)
@@ -194,7 +201,7 @@ class Shortbridge(ShortbridgeVxlanDev):
         j.ctx.run([str(shortbridge_binary()), "--netns", j.ctx.tool_netns, *via_egress(j),
                    "--underlay", j.underlay_if, "--vni", str(j.link.vni), "--local", e.local,
                    "--remote", e.remote, "--remote-mac", mac, "--udp-port", str(j.udp_port),
-                   e.port])
+                   "--owner", tunnel_mark(j.lab, j.link.vni), e.port])
 
 
 #: an emulated underlay interface puts complete frames on its "wire": UDP tunnel GSO frames

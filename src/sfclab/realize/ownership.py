@@ -23,6 +23,9 @@ entry           checked before removal
 ``host-cgroup`` a plain name ``sfclab:<lab>:@<host>``
 ``host-ovs``    a host name (it becomes a directory under the lab's state directory); the
                 daemons are ended only while their command line names that directory
+``tcx-tunnel``  an interface name, VNI, addresses and UDP port; the decapsulation program
+                found at the interface's tcx ingress must carry them and the lab's mark
+                ``sfclab:<lab>:tunnel:<vni>`` in its load-time constants (``.rodata``)
 ``function``    a node name; its stop runs only for a node whose namespace is the lab's and
                 carries the mark (:func:`function_problem`)
 ``container``   not supported yet: reported and left (:func:`container_problem`, the hook)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...hosts import ovs, shaping
-from ...hosts.attach import ATTACH_KINDS, Joint, shortbridge_binary
+from ...hosts.attach import ATTACH_KINDS, Joint, shortbridge_binary, tunnel_mark
 from ...kernel import netns
 from ...plan import hosts as plan_hosts
 from ...plan.model import InterfacePlan
@@ -200,7 +200,7 @@ class Hosted(LinkForm):
         outlive every namespace of the lab: journaled (``host-ovs``, its directory) and ended
         by the PIDs of their pid files there (see :meth:`teardown`).  A shortbridged tunnel's
         decapsulation sits on the host's own underlay interface: journaled (``tcx-tunnel``)
-        by its VNI and addresses."""
+        by its VNI and addresses, and taken off only if it carries the lab's mark."""
         real = {h.name: h for h in plan.hosts if not h.emulated}
         out: list[dict[str, Any]] = []
         ovs_hosts: list[str] = []
@@ -215,7 +215,7 @@ class Hosted(LinkForm):
             if ATTACH_KINDS[hl.attach].kernel_tunnel or hl.vni is None:
                 continue
             # the tunnel's decapsulation sits on the host's own underlay interface, which
-            # outlives the lab: it is taken off by its tunnel (VNI and addresses)
+            # outlives the lab: it is taken off by its tunnel (VNI and addresses) and mark
             assert plan.underlay is not None
             out += [{"op": "tcx-tunnel", "dev": real[h].underlay_if, "vni": hl.vni,
                      "local": es[0].local, "remote": es[0].remote,
@@ -229,10 +229,11 @@ class Hosted(LinkForm):
         and devices (in the root namespace, they would outlive it); then the PIDs in the
         daemons' pid files in the host's OVS directory are ended, each only while it still
         runs that daemon with that directory.  Then the shortbridge's decapsulation programs
-        of this lab's tunnels, off the underlay interface (found by their load-time VNI and
-        addresses, nothing else)."""
+        of this lab's tunnels, off the underlay interface: each only if its load-time
+        constants carry the tunnel's VNI and addresses and the lab's mark
+        (:func:`sfclab.hosts.attach.tunnel_mark`, made from the lab's name, not the journal)."""
         self._end_host_ovs(state, journal, report)
-        self._detach_tunnels(journal, report)
+        self._detach_tunnels(state.name, journal, report)
 
     @staticmethod
     def _end_host_ovs(state: LabState, journal: list[dict[str, Any]],
@@ -263,13 +264,13 @@ class Hosted(LinkForm):
                     odir / f"{daemon_of[p]}.pid", daemon_of[p], odir) == p))
 
     @staticmethod
-    def _detach_tunnels(journal: list[dict[str, Any]], report: TeardownReport) -> None:
+    def _detach_tunnels(lab: str, journal: list[dict[str, Any]], report: TeardownReport) -> None:
         for e in journal:
             if e.get("op") != "tcx-tunnel":
                 continue
             argv = [str(shortbridge_binary()), "--netns", "-", "--detach", e["dev"], "--vni",
                     str(e["vni"]), "--local", e["local"], "--remote", e["remote"],
-                    "--udp-port", str(e["udp_port"])]
+                    "--udp-port", str(e["udp_port"]), "--owner", tunnel_mark(lab, e["vni"])]
             cp = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
             if cp.returncode != 0:
                 report.errors.append(f"tunnel {e['vni']} on {e['dev']}: {cp.stderr.strip()}")
