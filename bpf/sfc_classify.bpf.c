@@ -18,26 +18,15 @@
 
 #include "sfc.h"
 
-static __always_inline int classify(struct __sk_buff *skb, int at_egress)
+/* the entry of best priority over every wildcard mask in use (tuple-space search), or 0 */
+static __always_inline struct sfc_match *best_match(__be32 src, __be32 dst, __be16 sport,
+						    __be16 dport, __u8 proto)
 {
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
 	struct sfc_tuple key = {};
 	struct sfc_match *best = 0;
-	struct sfc_chain *chain;
-	struct sfc_path *path;
-	__be32 src, dst;
-	__be16 sport, dport;
-	__u8 proto;
-	__u32 i, pi, h;
-	struct ethhdr neth;
 
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
-		return TC_ACT_OK;
-	if (sfc_parse_ip(eth + 1, end, &src, &dst, &sport, &dport, &proto))
-		return TC_ACT_OK;
 	key.node = node_id;
-	for (i = 0; i < SFC_MAX_MASKS; i++) {
+	for (__u32 i = 0; i < SFC_MAX_MASKS; i++) {
 		__u32 k = i;
 		struct sfc_mask *m = bpf_map_lookup_elem(&sfc_masks, &k);
 		struct sfc_match *hit;
@@ -54,6 +43,61 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 		if (hit && (!best || hit->priority > best->priority))
 			best = hit;
 	}
+	return best;
+}
+
+/* the path's label stack pushed and the frame readdressed to its first hop: 0, or -1 (the
+ * counter of why already counted) */
+static __always_inline int push_stack(struct __sk_buff *skb, struct sfc_path *path)
+{
+	struct ethhdr neth;
+
+	if (skb->gso_size) {
+		/* labels cannot be pushed onto a GSO packet (the kernel would segment the labels as
+		 * if they were the IP header): the lab turns GSO off where classifiers push */
+		sfc_count(SFC_C_GSO);
+		return -1;
+	}
+	if (bpf_skb_adjust_room(skb, (__s32)(4 * path->depth), BPF_ADJ_ROOM_MAC, 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
+	}
+	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
+		if (i >= path->depth)
+			break;
+		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + 4 * i, &path->lse[i], 4, 0)) {
+			sfc_count(SFC_C_ERRORS);
+			return -1;
+		}
+	}
+	__builtin_memcpy(neth.h_dest, path->dmac, ETH_ALEN);
+	__builtin_memcpy(neth.h_source, path->smac, ETH_ALEN);
+	neth.h_proto = bpf_htons(SFC_ETH_P_MPLS_UC);
+	if (bpf_skb_store_bytes(skb, 0, &neth, sizeof(neth), 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
+	}
+	return 0;
+}
+
+static __always_inline int classify(struct __sk_buff *skb, int at_egress)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct sfc_match *best;
+	struct sfc_chain *chain;
+	struct sfc_path *path;
+	__be32 src, dst;
+	__be16 sport, dport;
+	__u8 proto;
+	__u32 pi, h;
+	__u64 *n;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
+		return TC_ACT_OK;
+	if (sfc_parse_ip(eth + 1, end, &src, &dst, &sport, &dport, &proto))
+		return TC_ACT_OK;
+	best = best_match(src, dst, sport, dport, proto);
 	if (!best)
 		return TC_ACT_OK;
 	pi = best->chain;
@@ -73,38 +117,12 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 		sfc_count(SFC_C_ERRORS);
 		return TC_ACT_SHOT;
 	}
-	if (skb->gso_size) {
-		/* labels cannot be pushed onto a GSO packet (the kernel would segment the labels as
-		 * if they were the IP header): the lab turns GSO off where classifiers push */
-		sfc_count(SFC_C_GSO);
+	if (push_stack(skb, path))
 		return TC_ACT_SHOT;
-	}
-	if (bpf_skb_adjust_room(skb, (__s32)(4 * path->depth), BPF_ADJ_ROOM_MAC, 0)) {
-		sfc_count(SFC_C_ERRORS);
-		return TC_ACT_SHOT;
-	}
-	for (i = 0; i < SFC_MAX_LABELS; i++) {
-		if (i >= path->depth)
-			break;
-		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + 4 * i, &path->lse[i], 4, 0)) {
-			sfc_count(SFC_C_ERRORS);
-			return TC_ACT_SHOT;
-		}
-	}
-	__builtin_memcpy(neth.h_dest, path->dmac, ETH_ALEN);
-	__builtin_memcpy(neth.h_source, path->smac, ETH_ALEN);
-	neth.h_proto = bpf_htons(SFC_ETH_P_MPLS_UC);
-	if (bpf_skb_store_bytes(skb, 0, &neth, sizeof(neth), 0)) {
-		sfc_count(SFC_C_ERRORS);
-		return TC_ACT_SHOT;
-	}
 	sfc_count(SFC_C_CLASSIFIED);
-	{
-		__u64 *n = bpf_map_lookup_elem(&sfc_path_counts, &pi);
-
-		if (n)
-			*n += 1;
-	}
+	n = bpf_map_lookup_elem(&sfc_path_counts, &pi);
+	if (n)
+		*n += 1;
 	if (at_egress && path->ifindex == skb->ifindex)
 		return TC_ACT_OK;
 	return bpf_redirect(path->ifindex, 0);

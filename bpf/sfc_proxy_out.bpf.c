@@ -19,6 +19,66 @@
 
 #include "sfc.h"
 
+/* the parked stack id of this packet into `id`: from its mark, or else from its flow (a
+ * function that rewrote the mark kept the flow's 5-tuple); 1 if found, 0 if the packet is no
+ * chain's (then it passes untouched) */
+static __always_inline int parked_id(struct __sk_buff *skb, struct ethhdr *eth, void *end,
+				     __u32 *id)
+{
+	struct sfc_tuple fk = {};
+	__u8 proto;
+	__u32 *have;
+
+	if (!sfc_mark_id(skb->mark, id))
+		return 1;
+	fk.node = node_id;
+	fk.mask = SFC_FLOW_MASK;
+	if (sfc_parse_ip(eth + 1, end, &fk.src, &fk.dst, &fk.sport, &fk.dport, &proto))
+		return 0;
+	fk.proto = proto;
+	have = bpf_map_lookup_elem(&sfc_flows, &fk);
+	if (!have) {
+		sfc_count(SFC_C_PROXY_MISS);
+		return 0;
+	}
+	*id = *have;
+	return 1;
+}
+
+/* the stack below its top label written back (the first with TTL `ttl` - 1) and the frame
+ * readdressed to `hop`: 0, or -1 (counted) */
+static __always_inline int restore_stack(struct __sk_buff *skb, struct sfc_stack *st,
+					 struct sfc_hop *hop, __u32 n, __u32 ttl)
+{
+	struct ethhdr neth;
+
+	if (n && bpf_skb_adjust_room(skb, (__s32)(4 * n), BPF_ADJ_ROOM_MAC, 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
+	}
+	for (__u32 i = 0; i < SFC_MAX_LABELS - 1; i++) {
+		__be32 e;
+
+		if (i >= n)
+			break;
+		e = st->lse[(i + 1) & (SFC_MAX_LABELS - 1)];
+		if (i == 0)
+			e = bpf_htonl((bpf_ntohl(e) & ~0xffu) | (ttl - 1));
+		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + 4 * i, &e, 4, 0)) {
+			sfc_count(SFC_C_ERRORS);
+			return -1;
+		}
+	}
+	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
+	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
+	neth.h_proto = bpf_htons(n ? SFC_ETH_P_MPLS_UC : SFC_ETH_P_IP);
+	if (bpf_skb_store_bytes(skb, 0, &neth, sizeof(neth), 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
+	}
+	return 0;
+}
+
 SEC("tc")
 int sfc_proxy_out(struct __sk_buff *skb)
 {
@@ -26,28 +86,12 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	struct ethhdr *eth = data;
 	struct sfc_stack *st;
 	struct sfc_hop *hop;
-	struct ethhdr neth;
-	__u32 id, v, ttl, label, n, i;
+	__u32 id, v, ttl, label, n;
 
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
 		return TC_ACT_OK;
-	if (sfc_mark_id(skb->mark, &id)) {
-		struct sfc_tuple fk = {};
-		__u8 proto;
-		__u32 *have;
-
-		fk.node = node_id;
-		fk.mask = SFC_FLOW_MASK;
-		if (sfc_parse_ip(eth + 1, end, &fk.src, &fk.dst, &fk.sport, &fk.dport, &proto))
-			return TC_ACT_OK;
-		fk.proto = proto;
-		have = bpf_map_lookup_elem(&sfc_flows, &fk);
-		if (!have) {
-			sfc_count(SFC_C_PROXY_MISS);
-			return TC_ACT_OK;
-		}
-		id = *have;
-	}
+	if (!parked_id(skb, eth, end, &id))
+		return TC_ACT_OK;
 	skb->mark &= ~SFC_MARK_PROXY_MASK; /* the tenancy's bits stay */
 	st = bpf_map_lookup_elem(&sfc_stacks, &id);
 	if (!st || !st->depth) {
@@ -74,30 +118,8 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	n = st->depth - 1;
 	if (n > SFC_MAX_LABELS - 1)
 		return TC_ACT_SHOT;
-	if (n && bpf_skb_adjust_room(skb, (__s32)(4 * n), BPF_ADJ_ROOM_MAC, 0)) {
-		sfc_count(SFC_C_ERRORS);
+	if (restore_stack(skb, st, hop, n, ttl))
 		return TC_ACT_SHOT;
-	}
-	for (i = 0; i < SFC_MAX_LABELS - 1; i++) {
-		__be32 e;
-
-		if (i >= n)
-			break;
-		e = st->lse[(i + 1) & (SFC_MAX_LABELS - 1)];
-		if (i == 0)
-			e = bpf_htonl((bpf_ntohl(e) & ~0xffu) | (ttl - 1));
-		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + 4 * i, &e, 4, 0)) {
-			sfc_count(SFC_C_ERRORS);
-			return TC_ACT_SHOT;
-		}
-	}
-	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
-	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
-	neth.h_proto = bpf_htons(n ? SFC_ETH_P_MPLS_UC : SFC_ETH_P_IP);
-	if (bpf_skb_store_bytes(skb, 0, &neth, sizeof(neth), 0)) {
-		sfc_count(SFC_C_ERRORS);
-		return TC_ACT_SHOT;
-	}
 	sfc_count(SFC_C_PROXY_OUT);
 	sfc_count(SFC_C_POPPED);
 	sfc_count(n ? SFC_C_FORWARDED : SFC_C_DELIVERED);

@@ -305,7 +305,8 @@ static void usage(const char *prog)
 		prog);
 }
 
-int main(int argc, char **argv)
+/* parse the command line into `st` and `interval`: -1 to go on, else the exit status */
+static int parse_args(int argc, char **argv, struct state *st, double *interval)
 {
 	static const struct option opts[] = {
 		{ "queue", required_argument, NULL, 'q' },
@@ -316,83 +317,83 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct state st = { .maxflows = 65536, .maxpkts = 64 };
-	struct nfq_handle *h = NULL;
-	struct nfq_q_handle *qh = NULL;
-	NDPI_PROTOCOL_BITMASK all;
-	struct sigaction sa;
-	double interval = 1.0;
-	uint64_t next_dump;
-	char buf[65536 + 4096];
-	int opt, fd, err = 1;
-
 	unsigned long v;
+	int opt;
 
-	log_init(argv[0]);
 	while ((opt = getopt_long(argc, argv, "q:o:i:n:m:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'q':
 			if (opt_uint(optarg, "--queue", 0, 65535, &v))
 				return 2;
-			st.queue = (int)v;
+			st->queue = (int)v;
 			break;
-		case 'o': st.out = optarg; break;
+		case 'o': st->out = optarg; break;
 		case 'i':
-			if (opt_double(optarg, "--interval", 0.001, &interval))
+			if (opt_double(optarg, "--interval", 0.001, interval))
 				return 2;
 			break;
 		case 'n':
 			if (opt_uint(optarg, "--max-packets", 1, 1000000, &v))
 				return 2;
-			st.maxpkts = (unsigned)v;
+			st->maxpkts = (unsigned)v;
 			break;
 		case 'm':
 			if (opt_uint(optarg, "--max-flows", 1, 100000000, &v))
 				return 2;
-			st.maxflows = v;
+			st->maxflows = v;
 			break;
 		case 'h': usage(argv[0]); return 0;
 		default: usage(argv[0]); return 2;
 		}
 	}
+	return -1;
+}
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;     /* no SA_RESTART: poll() returns EINTR */
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
+/* nDPI with every protocol, and nfqueue `st->queue` bound to on_packet: 0 or -1 */
+static int open_classifier(struct state *st, struct nfq_handle **h, struct nfq_q_handle **qh)
+{
+	NDPI_PROTOCOL_BITMASK all;
 
-	st.ndpi = ndpi_init_detection_module(ndpi_no_prefs);
-	if (!st.ndpi) {
+	st->ndpi = ndpi_init_detection_module(ndpi_no_prefs);
+	if (!st->ndpi) {
 		log_err("Failed to initialise nDPI");
-		goto cleanup;
+		return -1;
 	}
 	NDPI_BITMASK_SET_ALL(all);
-	ndpi_set_protocol_detection_bitmask2(st.ndpi, &all);
-	ndpi_finalize_initialization(st.ndpi);
+	ndpi_set_protocol_detection_bitmask2(st->ndpi, &all);
+	ndpi_finalize_initialization(st->ndpi);
 
-	h = nfq_open();
-	if (!h) {
+	*h = nfq_open();
+	if (!*h) {
 		log_err("Failed to open nfqueue: %s", strerror(errno));
-		goto cleanup;
+		return -1;
 	}
-	qh = nfq_create_queue(h, (uint16_t)st.queue, on_packet, &st);
-	if (!qh) {
-		log_err("Failed to bind queue %d: %s", st.queue, strerror(errno));
-		goto cleanup;
+	*qh = nfq_create_queue(*h, (uint16_t)st->queue, on_packet, st);
+	if (!*qh) {
+		log_err("Failed to bind queue %d: %s", st->queue, strerror(errno));
+		return -1;
 	}
-	if (nfq_set_mode(qh, NFQNL_COPY_PACKET, 0xffff) < 0) {
+	if (nfq_set_mode(*qh, NFQNL_COPY_PACKET, 0xffff) < 0) {
 		log_err("Failed to set copy mode: %s", strerror(errno));
-		goto cleanup;
+		return -1;
 	}
 	/* when the queue is full the kernel accepts instead of dropping */
-	nfq_set_queue_flags(qh, NFQA_CFG_F_FAIL_OPEN, NFQA_CFG_F_FAIL_OPEN);
-	nfq_set_queue_maxlen(qh, 4096);
-	nfnl_rcvbufsiz(nfq_nfnlh(h), 8 << 20);
-	fd = nfq_fd(h);
+	nfq_set_queue_flags(*qh, NFQA_CFG_F_FAIL_OPEN, NFQA_CFG_F_FAIL_OPEN);
+	nfq_set_queue_maxlen(*qh, 4096);
+	nfnl_rcvbufsiz(nfq_nfnlh(*h), 8 << 20);
+	return 0;
+}
 
-	st.started_ms = now_ms();
-	dump(&st, 0);
+/* classify what the queue hands over, dumping every `interval` s (and on SIGUSR1) until
+ * SIGTERM or SIGINT; then finish every flow and dump the last time: 0 or -1 */
+static int run(struct state *st, struct nfq_handle *h, double interval)
+{
+	static char buf[65536 + 4096];
+	int fd = nfq_fd(h);
+	uint64_t next_dump;
+
+	st->started_ms = now_ms();
+	dump(st, 0);
 	next_dump = now_ms() + (uint64_t)(interval * 1000);
 	while (!want_exit) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -406,22 +407,42 @@ int main(int argc, char **argv)
 				nfq_handle_packet(h, buf, (int)rv);
 			else if (rv < 0 && errno != EAGAIN && errno != EINTR && errno != ENOBUFS) {
 				log_err("Failed to receive from nfqueue: %s", strerror(errno));
-				goto cleanup;
+				return -1;
 			}
 		}
 		if (want_dump || now_ms() >= next_dump) {
 			want_dump = 0;
-			dump(&st, 0);
+			dump(st, 0);
 			next_dump = now_ms() + (uint64_t)(interval * 1000);
 		}
 	}
 	for (unsigned i = 0; i < HASH_BUCKETS; i++)
-		for (struct flow *f = st.buckets[i]; f; f = f->next)
-			finish(&st, f);
-	dump(&st, 1);
-	err = 0;
+		for (struct flow *f = st->buckets[i]; f; f = f->next)
+			finish(st, f);
+	dump(st, 1);
+	return 0;
+}
 
-cleanup:
+int main(int argc, char **argv)
+{
+	static struct state st = { .maxflows = 65536, .maxpkts = 64 };
+	struct nfq_handle *h = NULL;
+	struct nfq_q_handle *qh = NULL;
+	struct sigaction sa;
+	double interval = 1.0;
+	int err = 1, rc;
+
+	log_init(argv[0]);
+	rc = parse_args(argc, argv, &st, &interval);
+	if (rc >= 0)
+		return rc;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;     /* no SA_RESTART: poll() returns EINTR */
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (!open_classifier(&st, &h, &qh) && !run(&st, h, interval))
+		err = 0;
 	if (qh)
 		nfq_destroy_queue(qh);
 	if (h)

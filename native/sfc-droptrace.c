@@ -104,12 +104,61 @@ static int dump(struct droptrace *skel, const struct watch *w, const struct btf 
 	return 0;
 }
 
+/* each NAME=PATH argument as a watched namespace (its name and inode): 0, or the exit
+ * status (2: bad input) */
+static int parse_watches(int nw, char **args, struct watch *w)
+{
+	for (int i = 0; i < nw; i++) {
+		char *eq = strchr(args[i], '=');
+		struct stat st;
+
+		if (!eq || eq == args[i]) {
+			log_err("expected NAME=PATH, got '%s'", args[i]);
+			return 2;
+		}
+		*eq = '\0';
+		if (stat(eq + 1, &st) != 0) {
+			log_err("Failed to stat %s: %s", eq + 1, strerror(errno));
+			return 2;
+		}
+		w[i].name = args[i];
+		w[i].inum = (__u32)st.st_ino;
+	}
+	return 0;
+}
+
+/* the program loaded, told which namespaces to watch, attached: the skeleton, or NULL */
+static struct droptrace *start_tracing(const struct watch *w, int nw)
+{
+	struct droptrace *skel = droptrace__open_and_load();
+
+	if (!skel) {
+		log_err("Failed to load the BPF program: %s", strerror(errno));
+		return NULL;
+	}
+	for (__u32 i = 0; i < (__u32)nw; i++) {
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.watched), &w[i].inum, &i, BPF_ANY)) {
+			log_err("Failed to watch %s: %s", w[i].name, strerror(errno));
+			droptrace__destroy(skel);
+			return NULL;
+		}
+	}
+	if (droptrace__attach(skel)) {
+		log_err("Failed to attach to skb:kfree_skb: %s\n", strerror(errno));
+		droptrace__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
 int main(int argc, char **argv)
 {
 	struct droptrace *skel = NULL;
 	struct btf *btf = NULL;
 	struct watch *w = NULL;
-	int nw = argc - 1, err = 1;
+	int nw = argc - 1, err = 1, ncpus;
+	__s32 enum_id;
+	char line[256];
 
 	log_init(argv[0]);
 	if (nw < 1 || nw > DROPTRACE_MAX_NETNS || strcmp(argv[1], "--help") == 0) {
@@ -120,58 +169,28 @@ int main(int argc, char **argv)
 	w = calloc(nw, sizeof(*w));
 	if (!w)
 		return 1;
-	for (int i = 0; i < nw; i++) {
-		char *eq = strchr(argv[i + 1], '=');
-		struct stat st;
-		if (!eq || eq == argv[i + 1]) {
-			log_err("expected NAME=PATH, got '%s'", argv[i + 1]);
-			err = 2;
-			goto cleanup;
-		}
-		*eq = '\0';
-		if (stat(eq + 1, &st) != 0) {
-			log_err("Failed to stat %s: %s", eq + 1, strerror(errno));
-			err = 2;
-			goto cleanup;
-		}
-		w[i].name = argv[i + 1];
-		w[i].inum = (__u32)st.st_ino;
-	}
-
-	int ncpus = libbpf_num_possible_cpus();
+	err = parse_watches(nw, argv + 1, w);
+	if (err)
+		goto cleanup;
+	err = 1;
+	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0) {
 		log_err("Failed to count CPUs: %s", strerror(-ncpus));
 		goto cleanup;
 	}
 	btf = btf__load_vmlinux_btf();
-	__s32 enum_id = btf ? btf__find_by_name_kind(btf, "skb_drop_reason", BTF_KIND_ENUM) : -1;
-
-	skel = droptrace__open_and_load();
-	if (!skel) {
-		log_err("Failed to load the BPF program: %s", strerror(errno));
+	enum_id = btf ? btf__find_by_name_kind(btf, "skb_drop_reason", BTF_KIND_ENUM) : -1;
+	skel = start_tracing(w, nw);
+	if (!skel)
 		goto cleanup;
-	}
-	for (__u32 i = 0; i < (__u32)nw; i++) {
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.watched), &w[i].inum, &i, BPF_ANY)) {
-			log_err("Failed to watch %s: %s", w[i].name,
-				strerror(errno));
-			goto cleanup;
-		}
-	}
-	if (droptrace__attach(skel)) {
-		log_err("Failed to attach to skb:kfree_skb: %s\n",
-			strerror(errno));
-		goto cleanup;
-	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	printf("ready\n");
 	fflush(stdout);
-
-	char line[256];
 	while (!stop) {
 		struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
 		int r = poll(&p, 1, 200);
+
 		if (r < 0 && errno != EINTR)
 			break;
 		if (r <= 0)

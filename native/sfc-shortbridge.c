@@ -338,114 +338,144 @@ static int bad(const char *what, const char *value)
 	return 2;
 }
 
-int main(int argc, char **argv)
+/* the command line: a tunnel (`have`: which of its settings were given, see below), the
+ * namespace, and what to do */
+struct args {
+	struct tunnel t;
+	const char *ns, *off; /* --netns; --detach/--show/--counters IFACE */
+	int via_egress, listing, have; /* have: 1 vni, 2 local, 4 remote, 8 remote-mac, 16 owner */
+};
+
+/* one option into `a`: 0, or the exit status */
+static int take_option(int opt, struct args *a)
 {
-	struct tunnel t = {.udp_port = 4789};
-	const char *ns = NULL, *ia, *ib, *off = NULL;
-	unsigned int a, b;
-	int via_egress = 0, va, vb, opt, have = 0, listing = 0;
 	char *endp;
 
-	log_init(argv[0]);
-	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			printf(USAGE);
-			return 0;
-		case 'n':
-			ns = optarg;
-			break;
-		case 'c':
-			listing = 2;
-			off = optarg;
-			break;
-		case 's':
-			listing = 1;
-			/* fall through */
-		case 'd':
-			off = optarg;
-			break;
-		case 'e':
-			via_egress = 1;
-			break;
-		case 'u':
-			t.underlay = optarg;
-			break;
-		case 'v':
-			t.vni = (unsigned int)strtoul(optarg, &endp, 10);
-			if (*endp || !t.vni || t.vni >= (1u << 24))
-				return bad("VNI", optarg);
-			have |= 1;
-			break;
-		case 'l':
-		case 'r':
-			if (inet_pton(AF_INET, optarg, opt == 'l' ? &t.local : &t.remote) != 1)
-				return bad("IPv4 address", optarg);
-			have |= opt == 'l' ? 2 : 4;
-			break;
-		case 'm':
-			if (sscanf(optarg, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &t.remote_mac[0],
-				   &t.remote_mac[1], &t.remote_mac[2], &t.remote_mac[3],
-				   &t.remote_mac[4], &t.remote_mac[5]) != ETH_ALEN)
-				return bad("MAC address", optarg);
-			have |= 8;
-			break;
-		case 'o':
-			if (!*optarg || strlen(optarg) >= VXLAN_OWNER_LEN)
-				return bad("owner mark (1 to 63 bytes)", optarg);
-			t.owner = optarg;
-			have |= 16;
-			break;
-		case 'p':
-			t.udp_port = (unsigned int)strtoul(optarg, &endp, 10);
-			if (*endp || !t.udp_port || t.udp_port > 65535)
-				return bad("UDP port", optarg);
-			break;
-		default:
-			fprintf(stderr, USAGE);
-			return 2;
-		}
+	switch (opt) {
+	case 'h':
+		printf(USAGE);
+		return -1;
+	case 'n':
+		a->ns = optarg;
+		return 0;
+	case 'c':
+		a->listing = 2;
+		a->off = optarg;
+		return 0;
+	case 's':
+		a->listing = 1;
+		/* fall through */
+	case 'd':
+		a->off = optarg;
+		return 0;
+	case 'e':
+		a->via_egress = 1;
+		return 0;
+	case 'u':
+		a->t.underlay = optarg;
+		return 0;
+	case 'v':
+		a->t.vni = (unsigned int)strtoul(optarg, &endp, 10);
+		if (*endp || !a->t.vni || a->t.vni >= (1u << 24))
+			return bad("VNI", optarg);
+		a->have |= 1;
+		return 0;
+	case 'l':
+	case 'r':
+		if (inet_pton(AF_INET, optarg, opt == 'l' ? &a->t.local : &a->t.remote) != 1)
+			return bad("IPv4 address", optarg);
+		a->have |= opt == 'l' ? 2 : 4;
+		return 0;
+	case 'm':
+		if (sscanf(optarg, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &a->t.remote_mac[0],
+			   &a->t.remote_mac[1], &a->t.remote_mac[2], &a->t.remote_mac[3],
+			   &a->t.remote_mac[4], &a->t.remote_mac[5]) != ETH_ALEN)
+			return bad("MAC address", optarg);
+		a->have |= 8;
+		return 0;
+	case 'o':
+		if (!*optarg || strlen(optarg) >= VXLAN_OWNER_LEN)
+			return bad("owner mark (1 to 63 bytes)", optarg);
+		a->t.owner = optarg;
+		a->have |= 16;
+		return 0;
+	case 'p':
+		a->t.udp_port = (unsigned int)strtoul(optarg, &endp, 10);
+		if (*endp || !a->t.udp_port || a->t.udp_port > 65535)
+			return bad("UDP port", optarg);
+		return 0;
+	default:
+		fprintf(stderr, USAGE);
+		return 2;
 	}
-	if (ns && off && optind == argc && have && have != 23) {
+}
+
+/* --detach, --show or --counters IFACE in namespace `a->ns`: the exit status */
+static int off_or_show(const struct args *a)
+{
+	unsigned int idx;
+
+	if (a->have && a->have != 23) {
 		fprintf(stderr, "sfc-shortbridge: --detach of one tunnel needs --vni, --local, "
 				"--remote and --owner\n" USAGE);
 		return 2;
 	}
-	if (ns && off && optind == argc) {
-		libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
-		if (netns_enter(ns))
-			return 1;
-		a = if_nametoindex(off);
-		if (!a) {
-			log_err("Failed to find interface %s: %s", off, strerror(errno));
-			return 1;
-		}
-		return detach(off, a, listing, have == 23 ? &t : NULL) ? 1 : 0;
+	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+	if (netns_enter(a->ns))
+		return 1;
+	idx = if_nametoindex(a->off);
+	if (!idx) {
+		log_err("Failed to find interface %s: %s", a->off, strerror(errno));
+		return 1;
 	}
-	if (!ns || off || argc - optind != (t.underlay ? 1 : 2) || (t.underlay && have != 31)) {
+	return detach(a->off, idx, a->listing, a->have == 23 ? &a->t : NULL) ? 1 : 0;
+}
+
+/* the two devices' shortbridge, or the tunnel end at PORT and UL: the exit status */
+static int bridge(const struct args *a, const char *ia, const char *ib)
+{
+	unsigned int x, y;
+	int vx, vy;
+
+	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+	if (netns_enter(a->ns))
+		return 1;
+	x = if_nametoindex(ia);
+	y = if_nametoindex(ib);
+	if (!x || !y) {
+		log_err("Failed to find interface %s: %s", x ? ib : ia, strerror(errno));
+		return 1;
+	}
+	vx = is_veth(ia);
+	vy = is_veth(ib);
+	if (vx < 0 || vy < 0) {
+		log_err("Failed to read the driver of %s: %s", vx < 0 ? ia : ib, strerror(errno));
+		return 1;
+	}
+	if (a->t.underlay)
+		return terminate(&a->t, ia, x, y, vx && !a->via_egress) ? 1 : 0;
+	if (join(ia, x, ib, y, vy && !a->via_egress) || join(ib, y, ia, x, vx && !a->via_egress))
+		return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = {.t = {.udp_port = 4789}};
+	int opt, rc;
+
+	log_init(argv[0]);
+	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		rc = take_option(opt, &a);
+		if (rc)
+			return rc < 0 ? 0 : rc;
+	}
+	if (a.ns && a.off && optind == argc)
+		return off_or_show(&a);
+	if (!a.ns || a.off || argc - optind != (a.t.underlay ? 1 : 2) ||
+	    (a.t.underlay && a.have != 31)) {
 		fprintf(stderr, USAGE);
 		return 2;
 	}
-	ia = argv[optind];
-	ib = t.underlay ? t.underlay : argv[optind + 1];
-	libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
-	if (netns_enter(ns))
-		return 1;
-	a = if_nametoindex(ia);
-	b = if_nametoindex(ib);
-	if (!a || !b) {
-		log_err("Failed to find interface %s: %s", a ? ib : ia, strerror(errno));
-		return 1;
-	}
-	va = is_veth(ia);
-	vb = is_veth(ib);
-	if (va < 0 || vb < 0) {
-		log_err("Failed to read the driver of %s: %s", va < 0 ? ia : ib, strerror(errno));
-		return 1;
-	}
-	if (t.underlay)
-		return terminate(&t, ia, a, b, va && !via_egress) ? 1 : 0;
-	if (join(ia, a, ib, b, vb && !via_egress) || join(ib, b, ia, a, va && !via_egress))
-		return 1;
-	return 0;
+	return bridge(&a, argv[optind], a.t.underlay ? a.t.underlay : argv[optind + 1]);
 }

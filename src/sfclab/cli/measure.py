@@ -241,8 +241,6 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
 
 
 def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
-    from ..spec.measurement import ENGINES, SINKS  # noqa: F401 (choices named in the help)
-
     tp = sub.add_parser("traffic", help="measure: iperf3 flows, packet rates, NDR/PDR, latency",
                         description="Measure a running lab.",
                         epilog="examples:\n"
@@ -256,29 +254,48 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     ts = tp.add_subparsers(dest="traffic_cmd", metavar="MEASUREMENT",
                            parser_class=sub._parser_class)
     tp.set_defaults(fn=lambda a: (tp.print_help(), ExitStatus.BAD_INPUT)[1])
+    for parser in (_iperf, _rate, _ndr, _calibrate, _latency):  # in the order --help lists
+        parser(ts)
 
-    def common(name: str, fn: Callable, help: str, example: str) -> argparse.ArgumentParser:
-        sp = ts.add_parser(name, help=help, description=help, epilog="example:\n  " + example,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
-        sp.set_defaults(fn=fn)
-        sp.add_argument("lab")
-        sp.add_argument("--from", dest="src", metavar="NODE", help="sender (default src)")
-        sp.add_argument("--to", dest="dst", metavar="NODE", help="receiver (default dst)")
-        sp.add_argument("--json", action="store_true", help="print JSON")
-        return sp
 
-    def generator_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
-        sp.add_argument("--flows", help="UDP flows (distinct source ports; default 1)")
-        if threads:
-            sp.add_argument("--threads", help="sending threads (default 1)")
-        sp.add_argument("--engine", help=f"sender: one of {', '.join(ENGINES)} (default auto: "
-                        "AF_PACKET; xdp: BPF_PROG_RUN live frames, the fastest)")
-        sp.add_argument("--sink", help=f"receiver: one of {', '.join(SINKS)} (default kernel: "
-                        "counted and dropped in the receiving namespace's softirq, at XDP or "
-                        "tcx ingress; socket: a UDP socket read in user space)")
+def _common(ts: Any, name: str, fn: Callable, help: str,
+            example: str) -> argparse.ArgumentParser:
+    sp = ts.add_parser(name, help=help, description=help, epilog="example:\n  " + example,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.set_defaults(fn=fn)
+    sp.add_argument("lab")
+    sp.add_argument("--from", dest="src", metavar="NODE", help="sender (default src)")
+    sp.add_argument("--to", dest="dst", metavar="NODE", help="receiver (default dst)")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+    return sp
 
-    sp = common("iperf", cmd_iperf, "N independent iperf3 pairs on distinct ports",
-                "sfclab traffic iperf chain5 --from src --to dst --flows 4 --zerocopy --json")
+
+def _generator_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
+    from ..spec.measurement import ENGINES, SINKS  # the choices named in the help
+
+    sp.add_argument("--flows", help="UDP flows (distinct source ports; default 1)")
+    if threads:
+        sp.add_argument("--threads", help="sending threads (default 1)")
+    sp.add_argument("--engine", help=f"sender: one of {', '.join(ENGINES)} (default auto: "
+                    "AF_PACKET; xdp: BPF_PROG_RUN live frames, the fastest)")
+    sp.add_argument("--sink", help=f"receiver: one of {', '.join(SINKS)} (default kernel: "
+                    "counted and dropped in the receiving namespace's softirq, at XDP or "
+                    "tcx ingress; socket: a UDP socket read in user space)")
+
+
+def _packet_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
+    sp.add_argument("--size", help="frame bytes (64..MTU+18) or imix (default 64)")
+    sp.add_argument("--pair", dest="pairs", action="append", metavar="FROM:TO",
+                    help="a sender:receiver pair; repeat for several at once (instead of "
+                    "--from/--to)")
+    sp.add_argument("--explain", action="store_true",
+                    help="say where each trial's lost packets died (node, reason)")
+    _generator_options(sp, threads)
+
+
+def _iperf(ts: Any) -> None:
+    sp = _common(ts, "iperf", cmd_iperf, "N independent iperf3 pairs on distinct ports",
+                 "sfclab traffic iperf chain5 --from src --to dst --flows 4 --zerocopy --json")
     sp.add_argument("--flows", help="parallel iperf3 pairs (default 1)")
     sp.add_argument("--udp", action="store_true", default=None)
     sp.add_argument("--length", help="bytes per write (UDP: datagram payload)")
@@ -289,24 +306,19 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--affinity", help="auto (default: client and server on their own cores) "
                     "or none")
 
-    def packet_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
-        sp.add_argument("--size", help="frame bytes (64..MTU+18) or imix (default 64)")
-        sp.add_argument("--pair", dest="pairs", action="append", metavar="FROM:TO",
-                        help="a sender:receiver pair; repeat for several at once (instead of "
-                        "--from/--to)")
-        sp.add_argument("--explain", action="store_true",
-                        help="say where each trial's lost packets died (node, reason)")
-        generator_options(sp, threads)
 
-    sp = common("rate", cmd_rate, "offered-vs-received packet-rate curve (native generator)",
-                "sfclab traffic rate chain5 --size 64 --rates 50k,100k,200k,max")
+def _rate(ts: Any) -> None:
+    sp = _common(ts, "rate", cmd_rate, "offered-vs-received packet-rate curve (native generator)",
+                 "sfclab traffic rate chain5 --size 64 --rates 50k,100k,200k,max")
     sp.add_argument("--rates", required=True,
                     help="comma-separated pps (k/M suffixes); 'max' is what the sender reaches")
     sp.add_argument("--duration", metavar="S", help="seconds per trial (default 2)")
-    packet_options(sp)
+    _packet_options(sp)
 
-    sp = common("ndr", cmd_ndr, "NDR/PDR search: MLRsearch (default) or binary",
-                "sfclab traffic ndr chain5 --size 64 --loss 0%,0.5% --trial 2")
+
+def _ndr(ts: Any) -> None:
+    sp = _common(ts, "ndr", cmd_ndr, "NDR/PDR search: MLRsearch (default) or binary",
+                 "sfclab traffic ndr chain5 --size 64 --loss 0%,0.5% --trial 2")
     sp.add_argument("--loss", help="loss goals NDR,PDR in percent (default 0%%,0.5%%)")
     sp.add_argument("--trial", "--duration", dest="duration", metavar="S",
                     help="seconds per trial (default 2)")
@@ -317,8 +329,10 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--method", help="mlr (MLRsearch, RFC 9971; default) or binary")
     sp.add_argument("--latency", action="store_true", default=None,
                     help="then measure latency at 10, 50 and 90 %% of the NDR")
-    packet_options(sp)
+    _packet_options(sp)
 
+
+def _calibrate(ts: Any) -> None:
     sp = ts.add_parser(
         "calibrate", help="measure what the generator and receiver can do by themselves",
         description="Measure the generator-to-receiver ceiling (packet rate per frame size) and "
@@ -336,8 +350,10 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("--duration", metavar="S", help="seconds per trial (default 1)")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
-    sp = common("latency", cmd_latency, "latency percentiles at one offered rate",
-                "sfclab traffic latency chain5 --rate 50k --size 64")
+
+def _latency(ts: Any) -> None:
+    sp = _common(ts, "latency", cmd_latency, "latency percentiles at one offered rate",
+                 "sfclab traffic latency chain5 --rate 50k --size 64")
     sp.add_argument("--rate", required=True, help="offered pps (k/M suffixes)")
     sp.add_argument("--duration", metavar="S", help="seconds (default 2)")
-    packet_options(sp, threads=False)
+    _packet_options(sp, threads=False)

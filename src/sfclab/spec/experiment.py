@@ -265,26 +265,40 @@ def experiment_from_document(doc: Document) -> Experiment:
         # pydantic reports union members ('lab', 'dict[str,any]'): keep the document path only
         loc = tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("str",))))
         raise doc.error(msg, loc) from None
-
-    # the lab: inline mapping, or a file relative to the experiment file
-    if isinstance(f.lab, str):
-        base = os.path.dirname(os.path.abspath(doc.source)) if doc.source else os.getcwd()
-        lab_path = f.lab if os.path.isabs(f.lab) else os.path.normpath(os.path.join(base, f.lab))
-        if not os.path.isfile(lab_path):
-            raise doc.error(f"no lab file '{f.lab}' (looked for {lab_path})", ("lab",))
-        lab_doc = Document.from_file(lab_path)
-        if not isinstance(lab_doc.data, dict):
-            raise lab_doc.error("expected a mapping with 'name', 'nodes' and 'links'", ())
-        lab, lab_source = lab_doc.data, lab_path
-    else:
-        lab, lab_source = f.lab, doc.source
-
+    lab, lab_source = _lab_of(doc, f)
     try:
         measure = validate_measure(f.measure)
     except _MeasureInvalid as e:
         raise doc.error(e.message, ("measure",) + e.loc) from None
-
     _check_size(doc, f)
+    sweep, written = _sweep(doc, f, lab)
+    variants = {vname: _variant(doc, f, lab, vname, settings, sweep, written)
+                for vname, settings in f.variants.items()}
+    seed = f.seed
+    if seed is None:
+        seed = int(hashlib.sha256(f.name.encode()).hexdigest()[:8], 16)
+    return Experiment(name=f.name, description=f.description, source=doc.source, lab=lab,
+                      lab_source=lab_source, measure=measure, sweep=sweep, variants=variants,
+                      repetitions=f.repetitions, seed=seed, warmup=f.warmup, cooldown=f.cooldown)
+
+
+def _lab_of(doc: Document, f: ExperimentFile) -> tuple[Any, str]:
+    """The lab: inline mapping, or a file relative to the experiment file; and its source."""
+    if not isinstance(f.lab, str):
+        return f.lab, doc.source
+    base = os.path.dirname(os.path.abspath(doc.source)) if doc.source else os.getcwd()
+    lab_path = f.lab if os.path.isabs(f.lab) else os.path.normpath(os.path.join(base, f.lab))
+    if not os.path.isfile(lab_path):
+        raise doc.error(f"no lab file '{f.lab}' (looked for {lab_path})", ("lab",))
+    lab_doc = Document.from_file(lab_path)
+    if not isinstance(lab_doc.data, dict):
+        raise lab_doc.error("expected a mapping with 'name', 'nodes' and 'links'", ())
+    return lab_doc.data, lab_path
+
+
+def _sweep(doc: Document, f: ExperimentFile, lab: Any
+           ) -> tuple[dict[str, list[Any]], dict[str, str]]:
+    """The swept paths (canonical) with their values, and how each path was written."""
     sweep: dict[str, list[Any]] = {}
     written: dict[str, str] = {}
     for key, values in f.sweep.items():
@@ -304,44 +318,41 @@ def experiment_from_document(doc: Document) -> Experiment:
             _check_sweep_value(doc, canon, key, i, v, lab, f.measure)
         sweep[canon] = list(values)
         written[canon] = key
+    return sweep, written
 
-    variants: dict[str, dict[str, Any]] = {}
-    for vname, settings in f.variants.items():
-        if not NAME_RE.match(vname):
-            raise doc.error(f"expected a variant name of {NAME_WORDS}", ("variants", vname))
-        if not settings:
-            raise doc.error("expected at least one 'path: value'", ("variants", vname))
-        canon_settings: dict[str, Any] = {}
-        for key, value in settings.items():
-            place = ("variants", vname, key)
-            if not PATH_RE.match(key):
-                raise doc.error("expected a dotted path such as 'links.0.attach'", place)
-            canon = canonical_path(key)
-            if canon in sweep:
-                raise doc.error(f"also swept (as '{written[canon]}'): set it in one place", place)
-            if canon in canon_settings:
-                raise doc.error("set twice in this variant", place)
-            canon_settings[canon] = value
-        lab_v, measure_v = copy.deepcopy(lab), copy.deepcopy(f.measure)
-        for canon, value in canon_settings.items():
-            area, rest = canon.split(".", 1)
-            try:
-                apply_path(lab_v if area == "lab" else measure_v, rest, copy.deepcopy(value))
-            except ValueError as e:
-                raise doc.error(str(e), ("variants", vname, _written(settings, canon))) from None
+
+def _variant(doc: Document, f: ExperimentFile, lab: Any, vname: str, settings: dict[str, Any],
+             sweep: dict[str, list[Any]], written: dict[str, str]) -> dict[str, Any]:
+    """Variant ``vname``'s settings by canonical path, each applied to a copy of the lab or
+    the measurement to show it lands, and the measurement it leaves validated."""
+    if not NAME_RE.match(vname):
+        raise doc.error(f"expected a variant name of {NAME_WORDS}", ("variants", vname))
+    if not settings:
+        raise doc.error("expected at least one 'path: value'", ("variants", vname))
+    canon_settings: dict[str, Any] = {}
+    for key, value in settings.items():
+        place = ("variants", vname, key)
+        if not PATH_RE.match(key):
+            raise doc.error("expected a dotted path such as 'links.0.attach'", place)
+        canon = canonical_path(key)
+        if canon in sweep:
+            raise doc.error(f"also swept (as '{written[canon]}'): set it in one place", place)
+        if canon in canon_settings:
+            raise doc.error("set twice in this variant", place)
+        canon_settings[canon] = value
+    lab_v, measure_v = copy.deepcopy(lab), copy.deepcopy(f.measure)
+    for canon, value in canon_settings.items():
+        area, rest = canon.split(".", 1)
         try:
-            validate_measure(measure_v)
-        except _MeasureInvalid as e:
-            raise doc.error(f"then measure.{format_place(e.loc)}: {e.message}",
-                            ("variants", vname)) from None
-        variants[vname] = canon_settings
-
-    seed = f.seed
-    if seed is None:
-        seed = int(hashlib.sha256(f.name.encode()).hexdigest()[:8], 16)
-    return Experiment(name=f.name, description=f.description, source=doc.source, lab=lab,
-                      lab_source=lab_source, measure=measure, sweep=sweep, variants=variants,
-                      repetitions=f.repetitions, seed=seed, warmup=f.warmup, cooldown=f.cooldown)
+            apply_path(lab_v if area == "lab" else measure_v, rest, copy.deepcopy(value))
+        except ValueError as e:
+            raise doc.error(str(e), ("variants", vname, _written(settings, canon))) from None
+    try:
+        validate_measure(measure_v)
+    except _MeasureInvalid as e:
+        raise doc.error(f"then measure.{format_place(e.loc)}: {e.message}",
+                        ("variants", vname)) from None
+    return canon_settings
 
 
 def _check_size(doc: Document, f: ExperimentFile) -> None:

@@ -260,60 +260,14 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
         top = LabFile.model_validate(data)
     except ValidationError as e:
         raise _pydantic_error(doc, e, ()) from None
-
-    nodes_raw: dict[str, dict[str, Any]] = {}
-    links_raw: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-    if top.chain is not None:
-        gen_nodes, gen_links = chain.expand(top.chain, doc)
-        nodes_raw.update(gen_nodes)
-        links_raw += [(("chain",), lk) for lk in gen_links]
-    for name, n in top.nodes.items():
-        nodes_raw[name] = {**nodes_raw.get(name, {}), **n} if name in nodes_raw and "kind" not in n \
-            else n
-    links_raw += [(("links", i), lk) for i, lk in enumerate(top.links)]
-
-    if not nodes_raw:
-        raise doc.error("expected at least one node (under 'nodes', or a 'chain')", ("nodes",))
+    nodes_raw, links_raw = _raw_nodes_and_links(doc, top)
     hosts, underlay = hosts_spec.validate_hosts(doc, top.hosts, top.underlay)
     placement = hosts_spec.node_placement(doc, hosts, nodes_raw)
     tenancy = hosts_spec.validate_tenants(doc, top.tenants, nodes_raw)
-    nodes: dict[str, NodeSpec] = {}
-    for name, n in nodes_raw.items():
-        place = ("nodes", name)
-        if not node_name_ok(str(name)):
-            raise doc.error(f"expected a node name of {NAME_WORDS}, at most {NODE_NAME_MAX} "
-                            f"characters, got {name!r}", place)
-        if not isinstance(n, dict):
-            raise doc.error("expected a mapping with 'kind'", place)
-        kind = n.get("kind")
-        known = ", ".join(kinds.node_kind_names())
-        if kind is None:
-            raise doc.error(f"missing key 'kind' (one of: {known})", place)
-        ref = kinds.node_kind(str(kind))
-        if ref is None:
-            raise doc.error(f"unknown kind '{kind}' (expected one of: {known})", place + ("kind",))
-        own = {k: v for k, v in n.items() if k not in NODE_PLACEMENT_KEYS}
-        try:
-            params = ref.params_model().model_validate(ref.params_input(own))
-        except ValidationError as e:
-            raise _pydantic_error(doc, e, place) from None
-        nodes[name] = NodeSpec(name, ref, params, placement[name], tenancy[name])
-
-    links: list[LinkSpec] = []
-    places: list[tuple[Any, ...]] = []
-    default_mtu = top.mtu
-    for place, lk in links_raw:
-        if not isinstance(lk, dict):
-            raise doc.error("expected a mapping with 'endpoints'", place)
-        try:
-            spec = LinkSpec.model_validate(lk)
-        except ValidationError as e:
-            raise _pydantic_error(doc, e, place) from None
-        if spec.mtu is None and default_mtu is not None:
-            spec = spec.model_copy(update={"mtu": default_mtu})
-        links.append(spec)
-        places.append(place)
-
+    nodes = {name: NodeSpec(name, *_node_kind_and_params(doc, kinds, name, n), placement[name],
+                            tenancy[name])
+             for name, n in nodes_raw.items()}
+    links, places = _links(doc, links_raw, top.mtu)
     forms = checks.check_links(doc, kinds, nodes, links, places)
     hosts_spec.check_hosted(doc, hosts, nodes, links, places)
     link_spaces = [hosts_spec.link_space(doc, nodes, lk, place)
@@ -337,6 +291,67 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
         raw["chains"] = {c: s.as_dict() for c, s in chains.items()}
     return Lab(top.name, nodes, links, top.addressing, doc.source, raw, forms, doc, chains,
                groups, hosts, underlay, link_spaces)
+
+
+def _raw_nodes_and_links(doc: Document, top: LabFile
+                         ) -> tuple[dict[str, Any], list[tuple[tuple[Any, ...], Any]]]:
+    """The nodes and links as written, a ``chain:`` expanded first (a node written under
+    ``nodes`` without a kind adds to the chain's node of that name), each link with its place."""
+    nodes_raw: dict[str, Any] = {}
+    links_raw: list[tuple[tuple[Any, ...], Any]] = []
+    if top.chain is not None:
+        gen_nodes, gen_links = chain.expand(top.chain, doc)
+        nodes_raw.update(gen_nodes)
+        links_raw += [(("chain",), lk) for lk in gen_links]
+    for name, n in top.nodes.items():
+        nodes_raw[name] = {**nodes_raw.get(name, {}), **n} if name in nodes_raw and "kind" not in n \
+            else n
+    links_raw += [(("links", i), lk) for i, lk in enumerate(top.links)]
+    if not nodes_raw:
+        raise doc.error("expected at least one node (under 'nodes', or a 'chain')", ("nodes",))
+    return nodes_raw, links_raw
+
+
+def _node_kind_and_params(doc: Document, kinds: KindTable, name: str, n: Any
+                          ) -> tuple[Any, Any]:
+    """Node ``name``'s kind (from the table) and its parameters, validated by that kind."""
+    place = ("nodes", name)
+    if not node_name_ok(str(name)):
+        raise doc.error(f"expected a node name of {NAME_WORDS}, at most {NODE_NAME_MAX} "
+                        f"characters, got {name!r}", place)
+    if not isinstance(n, dict):
+        raise doc.error("expected a mapping with 'kind'", place)
+    kind = n.get("kind")
+    known = ", ".join(kinds.node_kind_names())
+    if kind is None:
+        raise doc.error(f"missing key 'kind' (one of: {known})", place)
+    ref = kinds.node_kind(str(kind))
+    if ref is None:
+        raise doc.error(f"unknown kind '{kind}' (expected one of: {known})", place + ("kind",))
+    own = {k: v for k, v in n.items() if k not in NODE_PLACEMENT_KEYS}
+    try:
+        return ref, ref.params_model().model_validate(ref.params_input(own))
+    except ValidationError as e:
+        raise _pydantic_error(doc, e, place) from None
+
+
+def _links(doc: Document, links_raw: list[tuple[tuple[Any, ...], Any]], default_mtu: int | None
+           ) -> tuple[list[LinkSpec], list[tuple[Any, ...]]]:
+    """Each link validated, with the lab's ``mtu`` where it sets none, and its place."""
+    links: list[LinkSpec] = []
+    places: list[tuple[Any, ...]] = []
+    for place, lk in links_raw:
+        if not isinstance(lk, dict):
+            raise doc.error("expected a mapping with 'endpoints'", place)
+        try:
+            spec = LinkSpec.model_validate(lk)
+        except ValidationError as e:
+            raise _pydantic_error(doc, e, place) from None
+        if spec.mtu is None and default_mtu is not None:
+            spec = spec.model_copy(update={"mtu": default_mtu})
+        links.append(spec)
+        places.append(place)
+    return links, places
 
 
 def _dump_link(lk: LinkSpec) -> dict[str, Any]:

@@ -381,107 +381,147 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
     version = tool_version(IPERF3)
     if version == "absent":
         raise MeasurementError("iperf3 is not installed")
-    modern = _version_at_least(version, (3, 9))
-    plan = core_plan(total, affinity)
-    ports = [base_port + i for i in range(total)]
-    owner = [pairs[i // flows] for i in range(total)]  # flow i belongs to this target
-    idle = int(duration + omit + 30)
-
+    flow = _Flows(
+        modern=_version_at_least(version, (3, 9)), plan=core_plan(total, affinity),
+        ports=[base_port + i for i in range(total)],
+        owner=[pairs[i // flows] for i in range(total)],  # flow i belongs to this target
+        udp=udp, length=length, bitrate=bitrate, zerocopy=zerocopy, duration=duration,
+        omit=omit)
     params: dict[str, Any] = {
         "src_netns": src_netns, "dst_netns": dst_netns, "dst_ip": dst_ip, "flows": flows,
         "udp": udp, "length": length, "bitrate": bitrate, "zerocopy": zerocopy,
         "duration": duration, "omit": omit, "affinity": affinity, "base_port": base_port,
-        "cores": [{"client": c, "server": s} for c, s in plan],
+        "cores": [{"client": c, "server": s} for c, s in flow.plan],
     }
-
     servers: list[_Proc] = []
     clients: list[_Proc] = []
     mon = CpuMonitor()
     try:
-        for i, (port, (_, score)) in enumerate(zip(ports, plan)):
-            argv = [IPERF3, "-s", "-1", "-J", "-p", str(port)]
-            if modern:
-                argv += ["--idle-timeout", str(idle)]
-            if score is not None:
-                argv += ["-A", str(score)]
-            _Proc(f"server {i} (port {port})", owner[i].dst_netns, argv, servers)
-        for ns in dict.fromkeys(t.dst_netns for t in owner):
-            mine = [i for i in range(total) if owner[i].dst_netns == ns]
-            _wait_listening(ns, [servers[i] for i in mine], [ports[i] for i in mine])
-
+        _start_servers(flow, servers)
         with mon:
-            for i, (port, (ccore, _)) in enumerate(zip(ports, plan)):
-                argv = [IPERF3, "-c", owner[i].dst_ip, "-p", str(port), "-J",
-                        "-t", _num(duration), "-O", _num(omit)]
-                if modern:
-                    argv += ["--connect-timeout", str(CONNECT_TIMEOUT_MS)]
-                if udp:
-                    argv.append("-u")
-                if length is not None:
-                    argv += ["-l", str(length)]
-                if bitrate is not None:
-                    argv += ["-b", _num(bitrate) if not isinstance(bitrate, str) else bitrate]
-                if zerocopy:
-                    argv.append("-Z")
-                if ccore is not None:
-                    argv += ["-A", str(ccore)]
-                _Proc(f"flow {i} (port {port})", owner[i].src_netns, argv, clients)
-
-            deadline = (time.monotonic() + duration + omit + CLIENT_SLACK_S
-                        + CONNECT_TIMEOUT_MS / 1e3)
-            while not all(c.poll() for c in clients):
-                if time.monotonic() > deadline:
-                    raise MeasurementError(f"iperf3 clients still running {CLIENT_SLACK_S:.0f} s "
-                                           "after the test should have ended")
-                time.sleep(POLL_S)
-
-        docs, errors = [], []
-        for c in clients:
-            out, err = c.output()
-            try:
-                docs.append(load_client_output(out, err, c.returncode or 0))
-            except MeasurementError as e:
-                errors.append(f"iperf3 {c.label}: {e}")
-        if errors:
-            raise MeasurementError("; ".join(errors))
-
+            _run_clients(flow, clients)
+        docs = _client_docs(clients)
         # one-off servers exit once their client is done; give them a moment, then end them
         grace = time.monotonic() + SERVER_GRACE_S
-        while not all(s.poll() for s in servers) and time.monotonic() < grace:
+        while not all(srv.poll() for srv in servers) and time.monotonic() < grace:
             time.sleep(POLL_S)
         _end(servers)
-
-        flow_results = [parse_flow(d) for d in docs]
-        metrics = summarize(flow_results)
-        if targets:
-            for t in targets:
-                metrics[f"pair.{t.name}.throughput_bps"] = sum(
-                    fr.received_bps for fr, o in zip(flow_results, owner) if o is t)
-            params["pairs"] = [asdict(t) for t in targets]
-        per_flow = []
-        for i, (fr, (cc, sc)) in enumerate(zip(flow_results, plan)):
-            d = fr.to_dict()
-            d.update(port=ports[i], client_core=cc, server_core=sc, pair=owner[i].name or None,
-                     client_cpu_s=clients[i].cpu_s, server_cpu_s=servers[i].cpu_s)
-            per_flow.append(d)
-        for i, (c, s) in enumerate(zip(clients, servers)):
-            mon.add_process(f"client{i}", c.pid, c.cpu_s)
-            mon.add_process(f"server{i}", s.pid, s.cpu_s)
-        server_docs = []
-        for s in servers:
-            out, _ = s.output()
-            try:
-                server_docs.append(json.loads(out))
-            except json.JSONDecodeError:
-                server_docs.append({"unparsed": out[-4000:]})
-        return Measurement(
-            type="iperf3", params=params, metrics=metrics, environment=environment(),
-            cpu=mon.result, raw={"clients": docs, "servers": server_docs},
-            extra={"per_flow_bps": [f.received_bps for f in flow_results], "per_flow": per_flow})
+        return _measurement(flow, params, targets, docs, clients, servers, mon)
     finally:
         _end(clients + servers)
-        for p in clients + servers:
-            p.close()
+        for proc in clients + servers:
+            proc.close()
+
+
+@dataclass
+class _Flows:
+    """One trial's flows: flow ``i`` runs on ``ports[i]`` with the cores ``plan[i]`` (client,
+    server) for the target ``owner[i]``; the rest are iperf3's options, the same for all."""
+    modern: bool  # iperf3 3.9 or later: idle and connect timeouts
+    plan: list[tuple[int | None, int | None]]
+    ports: list[int]
+    owner: list[Target]
+    udp: bool
+    length: int | None
+    bitrate: str | int | float | None
+    zerocopy: bool
+    duration: float
+    omit: float
+
+    def server_argv(self, i: int) -> list[str]:
+        argv = [IPERF3, "-s", "-1", "-J", "-p", str(self.ports[i])]
+        if self.modern:
+            argv += ["--idle-timeout", str(int(self.duration + self.omit + 30))]
+        if self.plan[i][1] is not None:
+            argv += ["-A", str(self.plan[i][1])]
+        return argv
+
+    def client_argv(self, i: int) -> list[str]:
+        argv = [IPERF3, "-c", self.owner[i].dst_ip, "-p", str(self.ports[i]), "-J",
+                "-t", _num(self.duration), "-O", _num(self.omit)]
+        if self.modern:
+            argv += ["--connect-timeout", str(CONNECT_TIMEOUT_MS)]
+        if self.udp:
+            argv.append("-u")
+        if self.length is not None:
+            argv += ["-l", str(self.length)]
+        if self.bitrate is not None:
+            argv += ["-b", self.bitrate if isinstance(self.bitrate, str) else _num(self.bitrate)]
+        if self.zerocopy:
+            argv.append("-Z")
+        if self.plan[i][0] is not None:
+            argv += ["-A", str(self.plan[i][0])]
+        return argv
+
+
+def _start_servers(flow: _Flows, servers: list[_Proc]) -> None:
+    """A one-off server per flow, in its target's namespace; return once all listen."""
+    for i, port in enumerate(flow.ports):
+        _Proc(f"server {i} (port {port})", flow.owner[i].dst_netns, flow.server_argv(i), servers)
+    for ns in dict.fromkeys(t.dst_netns for t in flow.owner):
+        mine = [i for i in range(len(flow.ports)) if flow.owner[i].dst_netns == ns]
+        _wait_listening(ns, [servers[i] for i in mine], [flow.ports[i] for i in mine])
+
+
+def _run_clients(flow: _Flows, clients: list[_Proc]) -> None:
+    """Start every client together and wait for all to end (bounded)."""
+    for i, port in enumerate(flow.ports):
+        _Proc(f"flow {i} (port {port})", flow.owner[i].src_netns, flow.client_argv(i), clients)
+    deadline = (time.monotonic() + flow.duration + flow.omit + CLIENT_SLACK_S
+                + CONNECT_TIMEOUT_MS / 1e3)
+    while not all(c.poll() for c in clients):
+        if time.monotonic() > deadline:
+            raise MeasurementError(f"iperf3 clients still running {CLIENT_SLACK_S:.0f} s "
+                                   "after the test should have ended")
+        time.sleep(POLL_S)
+
+
+def _client_docs(clients: list[_Proc]) -> list[dict[str, Any]]:
+    """Each client's JSON report; every flow that failed is named in one error."""
+    docs, errors = [], []
+    for c in clients:
+        out, err = c.output()
+        try:
+            docs.append(load_client_output(out, err, c.returncode or 0))
+        except MeasurementError as e:
+            errors.append(f"iperf3 {c.label}: {e}")
+    if errors:
+        raise MeasurementError("; ".join(errors))
+    return docs
+
+
+def _measurement(flow: _Flows, params: dict[str, Any], targets: list[Target] | None,
+                 docs: list[dict[str, Any]], clients: list[_Proc], servers: list[_Proc],
+                 mon: CpuMonitor) -> Measurement:
+    """The trial's measurement: totals, per target and per flow, with the processes' CPU."""
+    flow_results = [parse_flow(d) for d in docs]
+    metrics = summarize(flow_results)
+    if targets:
+        for t in targets:
+            metrics[f"pair.{t.name}.throughput_bps"] = sum(
+                fr.received_bps for fr, o in zip(flow_results, flow.owner) if o is t)
+        params["pairs"] = [asdict(t) for t in targets]
+    per_flow = []
+    for i, (fr, (cc, sc)) in enumerate(zip(flow_results, flow.plan)):
+        d = fr.to_dict()
+        d.update(port=flow.ports[i], client_core=cc, server_core=sc,
+                 pair=flow.owner[i].name or None, client_cpu_s=clients[i].cpu_s,
+                 server_cpu_s=servers[i].cpu_s)
+        per_flow.append(d)
+    for i, (c, srv) in enumerate(zip(clients, servers)):
+        mon.add_process(f"client{i}", c.pid, c.cpu_s)
+        mon.add_process(f"server{i}", srv.pid, srv.cpu_s)
+    server_docs = []
+    for srv in servers:
+        out, _ = srv.output()
+        try:
+            server_docs.append(json.loads(out))
+        except json.JSONDecodeError:
+            server_docs.append({"unparsed": out[-4000:]})
+    return Measurement(
+        type="iperf3", params=params, metrics=metrics, environment=environment(),
+        cpu=mon.result, raw={"clients": docs, "servers": server_docs},
+        extra={"per_flow_bps": [f.received_bps for f in flow_results], "per_flow": per_flow})
 
 
 def _num(x: float | int) -> str:

@@ -98,36 +98,15 @@ def mlr_search(gen: PacketGenerator, size: int | str, *, duration: float = 2.0,
                progress: Progress | None = None) -> Measurement:
     """Search the highest loads meeting ``loss_goals`` (ratios; default NDR 0, PDR 0.005)."""
     goals = sorted(set(loss_goals if loss_goals is not None else [0.0, 0.005]))
-    labels = goal_labels(goals)
     m = _Measurer(gen, size, ramp_s, progress, limited_retries, rerun_pause_s)
     unmeasurable: list[dict[str, Any]] = []
     t0 = time.monotonic()
-    top = max_rate_pps
-    if top is None:  # the most the sender reaches is the top of the search
-        first = m.run(None, duration, "max-rate")
-        top = first.sent_pps
-        if first.measurement_limited:  # e.g. the receiver dropped: start below that
-            top = limits.measurable_below(first)
-            unmeasurable.append({"rate_pps": first.sent_pps, "trial": 0,
-                                 "reason": first.measurement_limited})
+    top = max_rate_pps if max_rate_pps is not None else _top_of_range(m, duration, unmeasurable)
     if not top or top <= 0:
         raise MeasurementError("the generator sent nothing: no search range")
     bottom = min_rate_pps or max(top / 1000.0, 10.0)
-    results = None
-    while results is None:
-        search_goals = _goals(goals, duration, precision)
-        try:
-            results = _search(search_goals, bottom, top, m)
-        except Unmeasurable as u:
-            unmeasurable.append({"rate_pps": u.rate_pps, "trial": u.st.index,
-                                 "reason": u.st.trial.measurement_limited})
-            measured = [s.trial.offered_pps for s in m.trials
-                        if s.purpose == "search" and not s.trial.measurement_limited
-                        and s.trial.offered_pps is not None
-                        and s.trial.offered_pps < u.rate_pps]
-            top = min(top, u.new_top(max(measured, default=0.0)))
-            if len(unmeasurable) > MAX_CAPS or top <= bottom:
-                break
+    search_goals = _goals(goals, duration, precision)
+    results, top = _search_below_the_unmeasurable(search_goals, bottom, top, m, unmeasurable)
     elapsed = time.monotonic() - t0
     not_measurable = min((u["rate_pps"] for u in unmeasurable), default=None)
     metrics: dict[str, float] = {"trials": len(m.trials), "search_time_s": elapsed,
@@ -137,40 +116,80 @@ def mlr_search(gen: PacketGenerator, size: int | str, *, duration: float = 2.0,
                                      1 for s in m.trials if s.trial.measurement_limited)}
     if not_measurable is not None:
         metrics["not_measurable_above_pps"] = not_measurable
-    goal_rows: list[dict[str, Any]] = []
     extra: dict[str, Any] = {"not_measurable_above_pps": not_measurable,
                              "search": {"range_pps": [bottom, top],
                                         "unmeasurable": unmeasurable,
                                         "ended_unmeasurable": results is None}}
-    limited_any = any(s.trial.generator_limited for s in m.trials)
-    for label, goal, sg in zip(labels, goals, search_goals):
-        r = results[sg] if results is not None else None
-        low = r.relevant_lower_bound if r is not None else None
-        rate = float(low.float_load) if low is not None else None
-        lower_bound = rate is not None and (
-            rate >= GENERATOR_LIMIT_TOLERANCE * m.max_sent_pps or
-            ((max_rate_pps is None or unmeasurable) and rate >= top * (1 - precision)))
-        high = r.relevant_upper_bound if r is not None else None
-        goal_rows.append({"label": label, "loss_goal": goal, "loss_goal_pct": goal * 100.0,
-                          "rate_pps": rate, "chain_rate_pps": None if lower_bound else rate,
-                          "interval_pps": [rate, float(high.float_load) if high else None],
-                          "generator_limited": lower_bound, "lower_bound": lower_bound})
-        if rate is not None and not lower_bound:
-            metrics[f"{label}_pps"] = rate
-        elif rate is not None:
-            metrics[f"{label}_lower_bound_pps"] = rate
-        extra[f"{label}_pps"] = None if lower_bound else rate
+    # a rate at the generator's most (or at the top of a range it set) is a lower bound only
+    capped = max_rate_pps is None or bool(unmeasurable)
+    goal_rows = []
+    for label, goal, sg in zip(goal_labels(goals), goals, search_goals):
+        row = _goal_row(label, goal, results[sg] if results is not None else None,
+                        m.max_sent_pps, top * (1 - precision) if capped else None)
+        goal_rows.append(row)
+        if row["rate_pps"] is not None:
+            metrics[f"{label}_lower_bound_pps" if row["lower_bound"] else f"{label}_pps"] = \
+                row["rate_pps"]
+        extra[f"{label}_pps"] = row["chain_rate_pps"]
     limited = any(g["generator_limited"] for g in goal_rows)
     metrics["generator_limited"] = float(limited)
     extra.update(generator_limited=limited, goals=goal_rows,
                  trials=[s.to_dict() for s in m.trials],
-                 any_trial_generator_limited=limited_any)
+                 any_trial_generator_limited=any(s.trial.generator_limited for s in m.trials))
     params = {"method": "mlr", "size": size, "duration": duration, "loss_goals": goals,
               "precision": precision, "min_rate_pps": bottom, "max_rate_pps": max_rate_pps,
               "ramp_s": ramp_s, "duration_sum_s": DURATION_SUM_TRIALS * duration,
               "limited_retries": limited_retries, "generator": type(gen).__name__}
     return Measurement(type="ndr_pdr", params=params, metrics=metrics, environment=environment(),
                        raw={"generator_output": [s.trial.raw for s in m.trials]}, extra=extra)
+
+
+def _top_of_range(m: _Measurer, duration: float, unmeasurable: list[dict[str, Any]]) -> float:
+    """The most the sender reaches is the top of the search; if that trial was limited by the
+    measurement (the receiver dropped), the top is set below it and the rate noted."""
+    first = m.run(None, duration, "max-rate")
+    if not first.measurement_limited:
+        return first.sent_pps
+    unmeasurable.append({"rate_pps": first.sent_pps, "trial": 0,
+                         "reason": first.measurement_limited})
+    return limits.measurable_below(first)
+
+
+def _search_below_the_unmeasurable(search_goals: list[SearchGoal], bottom: float, top: float,
+                                   m: _Measurer, unmeasurable: list[dict[str, Any]]
+                                   ) -> tuple[Any, float]:
+    """Search; each time a rate proves not measurable here, lower the top below it and search
+    again (at most ``MAX_CAPS`` times).  The results (``None`` if it ended unmeasurable) and
+    the top of the range searched last."""
+    while True:
+        try:
+            return _search(search_goals, bottom, top, m), top
+        except Unmeasurable as u:
+            unmeasurable.append({"rate_pps": u.rate_pps, "trial": u.st.index,
+                                 "reason": u.st.trial.measurement_limited})
+            measured = [s.trial.offered_pps for s in m.trials
+                        if s.purpose == "search" and not s.trial.measurement_limited
+                        and s.trial.offered_pps is not None
+                        and s.trial.offered_pps < u.rate_pps]
+            top = min(top, u.new_top(max(measured, default=0.0)))
+            if len(unmeasurable) > MAX_CAPS or top <= bottom:
+                return None, top
+
+
+def _goal_row(label: str, goal: float, r: Any, max_sent_pps: float,
+              cap_pps: float | None) -> dict[str, Any]:
+    """One loss goal's row: its rate, and whether that rate is only a lower bound (at the
+    generator's most, or at ``cap_pps``, the top of a range the search itself set)."""
+    low = r.relevant_lower_bound if r is not None else None
+    rate = float(low.float_load) if low is not None else None
+    lower_bound = rate is not None and (
+        rate >= GENERATOR_LIMIT_TOLERANCE * max_sent_pps
+        or (cap_pps is not None and rate >= cap_pps))
+    high = r.relevant_upper_bound if r is not None else None
+    return {"label": label, "loss_goal": goal, "loss_goal_pct": goal * 100.0,
+            "rate_pps": rate, "chain_rate_pps": None if lower_bound else rate,
+            "interval_pps": [rate, float(high.float_load) if high else None],
+            "generator_limited": lower_bound, "lower_bound": lower_bound}
 
 
 def _goals(goals: list[float], duration: float, precision: float) -> list[SearchGoal]:
