@@ -54,7 +54,7 @@ def place(req: AddChain, hosts: list[placement.Host]) -> dict[str, str]:
 
 
 def _steering(plan: Plan) -> SteeringPlan:
-    return SteeringPlan.from_dict(plan.steering) if plan.steering else SteeringPlan()
+    return plan.steering.copy() if plan.steering else SteeringPlan()
 
 
 def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]:
