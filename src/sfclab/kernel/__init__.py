@@ -5,6 +5,8 @@
 - :mod:`sfclab.kernel.nlbatch`  rtnetlink requests batched into one ``sendmsg`` per namespace
 - :mod:`sfclab.kernel.ethtool`  offloads (tso, gso, gro, tx-checksum) by ioctl
 - :mod:`sfclab.kernel.ovs`      Open vSwitch daemons and ``ovs-vsctl`` transactions
+- :mod:`sfclab.kernel.cgroups`  cgroup v1 controllers: make, write limits, move processes in,
+                                 read figures, remove (only what carries its owner's mark)
 - :mod:`sfclab.kernel.process`  this process: the children it ends on exit, interrupts never lost
 
 Nothing here imports any other part of sfclab but :mod:`sfclab.errors`; everything above reaches
