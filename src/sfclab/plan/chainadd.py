@@ -33,7 +33,7 @@ from .chainpaths import (NO_PATH, Labels, Topology, build_direction, free_ifname
                          free_path_base, free_subnets, path_ranges, used_ifaces)
 from .model import FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan, VethPlan
 from .names import netns_name
-from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, entries_of,
+from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, classifier_row,
                   reversed_classifier)
 
 __all__ = ["NO_PATH", "Addition", "Instance", "NewNode", "apply", "plan_addition", "withdraw",
@@ -182,8 +182,7 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
                 if c.ingress != ingress:
                     continue
                 seen = reversed_classifier(c, start) if reverse else c
-                d.classifiers.append({"index": i, **seen.as_dict(),
-                                      "entries": entries_of(seen)})
+                d.classifiers.append(classifier_row(i, seen))
             add.directions.append(d)
     add.hops = labels.new
     hops = {h.label: h for h in sp.hops + labels.new}

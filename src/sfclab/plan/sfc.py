@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
-from dataclasses import asdict
+from collections.abc import Callable, Mapping
 from ipaddress import IPv4Network
 from itertools import product
-from typing import Any
+from typing import Any, cast
 
 from ..errors import SpecError
 from ..spec.lab import Lab
@@ -44,7 +43,8 @@ from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
 from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
 from .model import InterfacePlan, Plan
-from .steering import DirectionPlan, Entry, Hop, PathPlan, SteeringPlan  # noqa: F401 - one copy
+from .steering import (ClassifierRow, DirectionPlan, Entry, EntryRow, Hop, PathPlan,  # noqa: F401
+                       SteeringPlan)
 
 FIRST_LABEL = 16
 LABEL_ROOM = 4 * MAX_LABELS
@@ -275,11 +275,11 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
         if c.ingress != ingress:
             continue
         seen = reversed_classifier(c, start) if reverse else c
-        d.classifiers.append({"index": i, **seen.as_dict(), "entries": entries_of(seen)})
+        d.classifiers.append(classifier_row(i, seen))
     return d
 
 
-def entry_key(e: dict[str, Any]) -> tuple[Any, ...]:
+def entry_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
     """What the classifier table is keyed by: the ingress and the masked 5-tuple (the mask
     follows from the prefix lengths); the priority is in the value, not the key."""
     return (e["ingress"], e["src"], e["dst"], tuple(e["sport"]), tuple(e["dport"]), e["proto"])
@@ -353,16 +353,23 @@ def reversed_classifier(c: ClassifierSpec, ingress: str) -> ClassifierSpec:
                                 "sport": c.dport, "dport": c.sport})
 
 
-def entries_of(c: ClassifierSpec) -> list[dict[str, Any]]:
-    """A classifier's data-plane entries: one per combination of port prefixes."""
+def classifier_row(index: int, c: ClassifierSpec) -> ClassifierRow:
+    """Classifier ``index`` of a chain as a direction holds it: its keys as the file wrote
+    them (:meth:`ClassifierSpec.as_dict`) and its data-plane entries."""
+    return cast(ClassifierRow, {"index": index, **c.as_dict(), "entries": entries_of(c)})
+
+
+def entries_of(c: ClassifierSpec) -> list[EntryRow]:
+    """A classifier's data-plane entries: one per combination of port prefixes (each an
+    :class:`Entry`, as a row)."""
     any_net = IPv4Network("0.0.0.0/0")
-    return [asdict(Entry(c.ingress, str(c.src or any_net), str(c.dst or any_net), s, t,
-                         PROTOS[c.proto], c.priority))
+    return [EntryRow(ingress=c.ingress, src=str(c.src or any_net), dst=str(c.dst or any_net),
+                     sport=s, dport=t, proto=PROTOS[c.proto], priority=c.priority)
             for s in (port_prefixes(*c.sport) if c.sport else [(0, 0)])
             for t in (port_prefixes(*c.dport) if c.dport else [(0, 0)])]
 
 
-def mask_key(e: dict[str, Any]) -> tuple[int, int, int, int, bool]:
+def mask_key(e: Mapping[str, Any]) -> tuple[int, int, int, int, bool]:
     """An entry's wildcard mask: prefix lengths of addresses and ports, and whether the
     protocol is matched."""
     return (IPv4Network(e["src"]).prefixlen, IPv4Network(e["dst"]).prefixlen,

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NotRequired, TypedDict
 
 
 @dataclass
@@ -61,6 +62,35 @@ class Entry:
     priority: int
 
 
+class EntryRow(TypedDict):
+    """An :class:`Entry` as a classifier row holds it (its port pairs read back from JSON as
+    lists)."""
+
+    ingress: str
+    src: str
+    dst: str
+    sport: Sequence[int]
+    dport: Sequence[int]
+    proto: int
+    priority: int
+
+
+class ClassifierRow(TypedDict):
+    """One classifier of a direction: its place in the chain's ``classifiers`` (``index``), the
+    keys the lab or chain file gave (as it wrote them: ``dport`` 80 or ``"7000-7100"``; as the
+    reverse direction sees them, for a symmetric chain's reverse), and its data-plane entries."""
+
+    index: int
+    ingress: str
+    proto: str
+    src: NotRequired[str]
+    dst: NotRequired[str]
+    sport: NotRequired[int | str]
+    dport: NotRequired[int | str]
+    priority: int
+    entries: list[EntryRow]
+
+
 @dataclass
 class DirectionPlan:
     index: int
@@ -72,7 +102,7 @@ class DirectionPlan:
     ttl: int
     paths: list[PathPlan] = field(default_factory=list)
     slots: list[int] = field(default_factory=list)  # slot -> index into paths
-    classifiers: list[dict[str, Any]] = field(default_factory=list)
+    classifiers: list[ClassifierRow] = field(default_factory=list)
     #: where its paths start in the path table; None: after the directions before it (the
     #: lab file's chains), set for chains added to a running lab (``sfclab chain add``)
     path_base: int | None = None
