@@ -43,7 +43,7 @@ from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
 from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
 from .model import InterfacePlan, Plan
-from .steering import (ClassifierRow, DirectionPlan, Entry, EntryRow, Hop, PathPlan,  # noqa: F401
+from .steering import (ClassifierRow, DirectionPlan, EntryRow, Hop, PathPlan,  # noqa: F401
                        SteeringPlan)
 
 FIRST_LABEL = 16
@@ -361,7 +361,7 @@ def classifier_row(index: int, c: ClassifierSpec) -> ClassifierRow:
 
 def entries_of(c: ClassifierSpec) -> list[EntryRow]:
     """A classifier's data-plane entries: one per combination of port prefixes (each an
-    :class:`Entry`, as a row)."""
+    :class:`EntryRow`)."""
     any_net = IPv4Network("0.0.0.0/0")
     return [EntryRow(ingress=c.ingress, src=str(c.src or any_net), dst=str(c.dst or any_net),
                      sport=s, dport=t, proto=PROTOS[c.proto], priority=c.priority)

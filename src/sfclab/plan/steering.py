@@ -8,20 +8,21 @@ A :class:`SteeringPlan` (``Plan.steering``; None for a lab without chains) is ma
   neighbour, or *proxy* to the node's function);
 - ``directions``: each chain direction (:class:`DirectionPlan`) with its paths
   (:class:`PathPlan`: nodes, function instances, label stack), the 256 slots shared among
-  them, and its classifier rows (the lab file's classifier as written, plus its data-plane
-  entries, each an :class:`Entry` as a dict);
+  them, and its classifier rows (:class:`ClassifierRow`: the classifier as its file wrote it,
+  plus its data-plane entries, each an :class:`EntryRow`);
 - ``attach``: per node, the programs to attach (program, interface, hook);
 - ``single_segment``: the (node, interface) pairs told to send one segment per packet.
 
 ``to_dict``/``from_dict`` write and read the JSON the state journal and the SSH agent keep:
-tuples become lists and come back as tuples.
+tuples become lists (``attach`` and ``single_segment`` come back as tuples, an entry's port
+pairs stay lists).  The classifier rows are typed dicts, so the JSON is the rows as they are.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, NotRequired, TypedDict
 
 
@@ -49,29 +50,16 @@ class PathPlan:
     weight: int = 1
 
 
-@dataclass
-class Entry:
-    """A classifier entry as the data plane holds it: one wildcard mask, prefix-aligned."""
-
-    ingress: str
-    src: str
-    dst: str
-    sport: tuple[int, int]  # (value, prefix length of 16)
-    dport: tuple[int, int]
-    proto: int
-    priority: int
-
-
 class EntryRow(TypedDict):
-    """An :class:`Entry` as a classifier row holds it (its port pairs read back from JSON as
-    lists)."""
+    """A classifier entry as the data plane holds it: one wildcard mask, prefix-aligned.  A
+    port is (value, prefix length of 16): a tuple when planned, a list once read from JSON."""
 
     ingress: str
-    src: str
+    src: str  # a prefix, "0.0.0.0/0" for any
     dst: str
     sport: Sequence[int]
     dport: Sequence[int]
-    proto: int
+    proto: int  # 6, 17, 1; 0 for any
     priority: int
 
 
