@@ -24,7 +24,6 @@ import yaml
 
 from sfclab.api import Lab
 from sfclab.errors import RealizeError
-from sfclab.plan.sfc import SteeringPlan
 from sfclab.realize.dataplane import DataPlane
 from sfclab.realize.state import LabState, labs_dir
 from sfclab.spec.limits import MAX_CLASSES, MAX_MASKS
@@ -133,7 +132,7 @@ def test_classify_from_a_pipe_reads_once_and_records_before_it_writes(
 
 
 def test_a_kernel_refusal_midway_takes_out_everything_the_write_made(lab: Lab) -> None:
-    sp = SteeringPlan.from_dict(lab._plan().steering)
+    sp = lab._plan().steering
     before, masks_before = maps(lab)
     room = MAX_CLASSES - len(before)
     # first the lab's own entry again (another priority: a replaced value), then one entry

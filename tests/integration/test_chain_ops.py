@@ -79,11 +79,10 @@ VIDEO = {"name": "video", "attach": "r1",
 
 
 def counters(lab: str) -> dict[str, dict[str, int]]:
-    from sfclab.plan.sfc import SteeringPlan
     from sfclab.realize import lifecycle
 
     _, plan = lifecycle.load_plan(lab)
-    sp = SteeringPlan.from_dict(plan.steering)
+    sp = plan.steering
     with DataPlane(lab) as dp:
         return {n: dp.counters(i) for n, i in sp.node_ids.items()}
 

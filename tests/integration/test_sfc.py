@@ -59,7 +59,7 @@ def running(d: dict[str, Any]) -> Iterator[Lab]:
 
 
 def steering(lab: Lab) -> SteeringPlan:
-    return SteeringPlan.from_dict(lab._plan().steering)
+    return lab._plan().steering
 
 
 def node_counters(lab: Lab) -> dict[str, dict[str, int]]:

@@ -167,10 +167,10 @@ def test_a_chain_crossing_hosts_over_shortbridged_tunnels_carries_tcp_and_udp(ru
         for fn in ("fw1", "fw2"):
             assert moved(a0, a1, fn, "proxy_in") > least, (fn, a1[fn]["sfc"])
     # in chain order: the forward direction's path visits fw1, then fw2, then the egress
-    fwd = next(d for d in lab.plan.steering["directions"] if not d["reverse"])
-    for p in fwd["paths"]:
-        assert p["instances"] == ["fw1", "fw2"]
-        assert p["nodes"].index("fw1") < p["nodes"].index("fw2") < p["nodes"].index("dst")
+    fwd = next(d for d in lab.plan.steering.directions if not d.reverse)
+    for p in fwd.paths:
+        assert p.instances == ["fw1", "fw2"]
+        assert p.nodes.index("fw1") < p.nodes.index("fw2") < p.nodes.index("dst")
     enc = encap_counts(lab)
     assert len(enc) == 6 and total(enc, "errors") == 0
     # GRO at the ports merged TCP segments (where the last label is off: labelled frames are

@@ -139,8 +139,8 @@ def test_chain_across_three_ssh_hosts_is_the_chain_emulated(machines, lab_name, 
             # the lab's inspect: each host's nodes with their data-plane counters
             nodes = inspect(lab_name)["nodes"]
             assert {n: nodes[n]["sfc"]["node_id"] for n in ("f1", "f2")} == \
-                {n: seen_id for n, seen_id in lifecycle.load_plan(lab_name)[1].steering[
-                    "node_ids"].items() if n in ("f1", "f2")}
+                {n: seen_id for n, seen_id in lifecycle.load_plan(lab_name)[1].steering
+                    .node_ids.items() if n in ("f1", "f2")}
             # classified traffic crosses both functions; unclassified traffic bypasses them
             before = chains.inspect(lab_name)["chains"]["web"]
             assert send(splan, 7999, 40) == 40

@@ -14,7 +14,6 @@ from sfclab.plan import placement
 from sfclab.plan.chainadd import Addition, Instance, apply, plan_addition, withdraw
 from sfclab.plan.chainpaths import NO_PATH, free_path_base, path_ranges
 from sfclab.plan.placement import Host, Need, NoRoom, place
-from sfclab.plan.sfc import SteeringPlan
 from sfclab.realize.kinds import load_lab_dict
 from sfclab.realize.lifecycle import plan_for
 from sfclab.spec.chainfile import parse
@@ -108,7 +107,7 @@ def _instances() -> list[Instance]:
 
 def test_an_added_chain_leaves_existing_labels_and_indices_alone() -> None:
     plan = plan_for(load_lab_dict(LAB))
-    before = SteeringPlan.from_dict(plan.steering)
+    before = plan.steering.copy()
     chain = parse(_doc({**GOOD, "symmetric": True}))
     add = plan_addition(plan, before, chain, _instances(), "chain.json")
     assert add.attach == "r1"  # the router nearest the ingress
@@ -137,19 +136,19 @@ def test_an_added_chain_leaves_existing_labels_and_indices_alone() -> None:
     # merged, then withdrawn: the plan is the lab's again
     merged = type(plan).from_dict(plan.to_dict())
     apply(merged, Addition.from_dict(json.loads(json.dumps(add.to_dict()))))
-    sp = SteeringPlan.from_dict(merged.steering)
+    sp = merged.steering
     assert {d.chain for d in sp.directions} == {"base", "video"}
     assert "fw-1" in merged.functions and merged.netns_of("n-1") == "sfclab:u1:n-1"
     freed = withdraw(merged, add)
     assert sorted(freed) == sorted(h.label for h in add.hops)
-    back = SteeringPlan.from_dict(merged.steering)
+    back = merged.steering
     assert back.hops == before.hops and back.directions == before.directions
     assert [n.node for n in merged.namespaces] == [n.node for n in plan.namespaces]
 
 
 def test_an_added_chain_refuses_what_the_lab_cannot_carry() -> None:
     plan = plan_for(load_lab_dict(LAB))
-    sp = SteeringPlan.from_dict(plan.steering)
+    sp = plan.steering.copy()
     for body, where in [({**GOOD, "name": "base"}, "name"),
                         ({**GOOD, "attach": "dst"}, "attach"),
                         ({**GOOD, "egress": "zz"}, "egress")]:

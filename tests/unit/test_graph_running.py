@@ -7,7 +7,6 @@ from __future__ import annotations
 from sfclab.plan import graph
 from sfclab.plan import tunnels as plan_tunnels
 from sfclab.plan.chainadd import apply, plan_addition
-from sfclab.plan.sfc import SteeringPlan
 from sfclab.realize.kinds import TABLE, load_lab_dict
 from sfclab.realize.lifecycle import plan_for
 from sfclab.spec.chainfile import parse
@@ -18,7 +17,7 @@ from .test_chain_add_plan import GOOD, LAB, _doc, _instances
 
 def _running():  # type: ignore[no-untyped-def]
     plan = plan_for(load_lab_dict(LAB))
-    add = plan_addition(plan, SteeringPlan.from_dict(plan.steering), parse(_doc(GOOD)),
+    add = plan_addition(plan, plan.steering, parse(_doc(GOOD)),
                         _instances(), "chain.json")
     fw2 = next(n for n in add.nodes if n.node == "fw-2")
     fw2.vni, fw2.mtu = 5000, 1564  # as if placed on another host

@@ -4,7 +4,6 @@ instance placed there (:func:`sfclab.steer.health.scope`)."""
 
 from __future__ import annotations
 
-from sfclab.plan.sfc import SteeringPlan
 from sfclab.plan.split import split
 from sfclab.steer import agent_chain, health, sshhealth
 
@@ -14,7 +13,7 @@ from .chainplans import line_chain_plan
 def _plan():
     plan = line_chain_plan({"src": "h1", "r1": "h1", "f1": "h1", "f2": "h2", "dst": "h2"})
     assert plan.steering is not None
-    return plan, SteeringPlan.from_dict(plan.steering)
+    return plan, plan.steering
 
 
 def test_a_lab_of_this_machine_watches_every_instance_and_direction():

@@ -11,7 +11,7 @@ import yaml
 
 from sfclab.cli import main
 from sfclab.errors import SpecError
-from sfclab.plan.sfc import MAX_LABELS, SLOTS, SteeringPlan, _slots, port_prefixes
+from sfclab.plan.sfc import MAX_LABELS, SLOTS, _slots, port_prefixes
 from sfclab.realize.kinds import load_lab_dict
 from sfclab.realize.lifecycle import plan_for
 
@@ -52,7 +52,7 @@ def test_slots_follow_the_weights() -> None:
 
 def test_stack_is_one_label_per_later_hop() -> None:
     p = plan_for(load_lab_dict(lab(chain()), "t"))
-    sp = SteeringPlan.from_dict(p.steering or {})
+    sp = p.steering
     path = sp.directions[0].paths[0]
     assert path.nodes == ["src", "r1", "fw", "dst"]
     owners = {h.label: (h.node, h.action) for h in sp.hops}
@@ -102,6 +102,6 @@ def test_bad_chain_sections_are_located(chains: dict, groups: dict | None, place
 def test_the_scenario_plans() -> None:
     p = plan_for(load_lab_dict(yaml.safe_load((ROOT / "scenarios/sfc-web.yaml").read_text()),
                                "t"))
-    sp = SteeringPlan.from_dict(p.steering or {})
+    sp = p.steering
     assert {d.chain for d in sp.directions} == {"web", "dns"}
     assert len([d for d in sp.directions if d.chain == "web"]) == 2  # symmetric

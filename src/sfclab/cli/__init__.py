@@ -1,10 +1,12 @@
 """The ``sfclab`` command: argument parsing, printing and exit codes; no logic.
 
 One module per command group: :mod:`.lab` (up, down, ls, inspect, exec, graph, validate,
-expand), :mod:`.chain` (chain ...), :mod:`.measure` (traffic ...), :mod:`.experiments` (run,
-results, report).  Exit
-statuses are :class:`~sfclab.cli.status.ExitStatus`; ``exec`` passes the command's own status
-through.
+expand), :mod:`.chain` (chain ...) and :mod:`.chain_ops` (chain add, rm, migrate, watch),
+:mod:`.host` (host add, rm, ls), :mod:`.measure` (traffic ...), :mod:`.experiments` (run,
+results, report), :mod:`.serve` (serve).  :mod:`.group` makes a command group's parser,
+:mod:`.output` what every command shares for talking to people (error lines, progress, JSON or
+text).  Exit statuses are :class:`~sfclab.cli.status.ExitStatus` (:mod:`.status`); ``exec``
+passes the command's own status through.
 """
 
 from __future__ import annotations

@@ -1,12 +1,20 @@
 """Experiments: sweeps of a lab and a measurement, run, stored, analysed and reported.
 
 - :mod:`.runner`       runs an experiment's points (build, warm up, measure, tear down, resume)
+- :mod:`.live`         the real lab, measurement and calibration the runner is given (its
+                       tests give it fakes)
 - :mod:`.store`        the SQLite results store (experiments, runs, metrics, environment, raw)
 - host facts come from :mod:`sfclab.traffic.environment`
 - :mod:`.stats`        mean, standard deviation, Student-t confidence intervals, series
 - :mod:`.fit`          the power law t(n) = (1 - l)^(n - 2) t(2) and where it stops holding
+- :mod:`.units`        units people read: a metric's quantity and the prefix that fits it
 - :mod:`.plots`        PNG and SVG figures (matplotlib, headless)
 - :mod:`.report`       report.md and a self-contained report.html
+- :mod:`.findings`     published findings as data, and their verdicts from a run's databases
+- :mod:`.page`         docs/reproduction.md filled from a run of scripts/reproduce.sh, with
+                       :mod:`.pagetables` (its "ours" tables, one renderer per kind),
+                       :mod:`.reprorun` (one invocation and its repetition rounds) and
+                       :mod:`.reprobudget` (the time added repetitions may take, per finding)
 - :mod:`.commands`     thin functions the CLI calls
 """
 

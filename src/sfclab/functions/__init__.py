@@ -5,6 +5,19 @@ subclass registered by name.  A function node forwards like a router and adds it
 imported the first time its kind is asked for (``get``), so commands that never touch a function
 (``down`` of a plain chain, ``ls``) do not pay for loading them.  To add a function kind, write
 its module here and add one line to :data:`KINDS`.
+
+- :mod:`.base`      the network-function model: context, parameters, lifecycle hooks
+- :mod:`.params`    parameter types the kinds share: rates, sizes, prefixes, port ranges, argv
+- :mod:`.router`    ``router``: forwarding and the lab's static routes, per-namespace settings
+- :mod:`.firewall`  ``firewall``: a router whose forward (and input) path is filtered, with
+                    :mod:`.rules` (rule lists as text for one-batch loading)
+- :mod:`.nat`       ``nat``: masquerade toward one neighbour, port forwards inward
+- :mod:`.shaper`    ``shaper``: a router whose egress is rate-limited by HTB or TBF
+- :mod:`.process`   a function whose behaviour is a program in its namespace (``dpi``, ``tun``),
+                    limited by :mod:`.cgroups` (which cgroups a node gets, and their limits)
+- :mod:`.dpi`       ``dpi``: deep packet inspection with nDPI on the forwarding path
+- :mod:`.tun`       ``tun``: transit traffic through a user-space program via a TUN device;
+                    :mod:`.examples` holds example programs for it
 """
 
 from __future__ import annotations

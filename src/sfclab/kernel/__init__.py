@@ -1,11 +1,17 @@
 """The ground floor: the kernel and OVSDB as sfclab talks to them.
 
-- :mod:`sfclab.kernel.netns`    network namespaces: make, enter, delete, run programs inside,
-                                 find and end their processes by PID
-- :mod:`sfclab.kernel.nlbatch`  rtnetlink requests batched into one ``sendmsg`` per namespace
-- :mod:`sfclab.kernel.ethtool`  offloads (tso, gso, gro, tx-checksum) by ioctl
-- :mod:`sfclab.kernel.ovs`      Open vSwitch daemons and ``ovs-vsctl`` transactions
-- :mod:`sfclab.kernel.process`  this process: the children it ends on exit, interrupts never lost
+- :mod:`sfclab.kernel.netns`      network namespaces: make, enter, delete, run programs inside,
+                                   find and end their processes by PID
+- :mod:`sfclab.kernel.nlbatch`    rtnetlink requests batched into one ``sendmsg`` per namespace
+- :mod:`sfclab.kernel.ethtool`    offloads (tso, gso, gro, tx-checksum) by ioctl
+- :mod:`sfclab.kernel.ovs`        Open vSwitch daemons and ``ovs-vsctl`` transactions
+- :mod:`sfclab.kernel.cgroups`    cgroup v1 controllers: make, write limits, move processes in,
+                                   read figures, remove (only what carries its owner's mark)
+- :mod:`sfclab.kernel.bpf`        eBPF maps through bpf(2): open a pinned map, read, write
+- :mod:`sfclab.kernel.btf`        the types a compiled eBPF object declares, read from its BTF
+- :mod:`sfclab.kernel.cpus`       online CPUs, and where a namespace's receive processing runs
+- :mod:`sfclab.kernel.droptrace`  the kernel's packet drops in given namespaces, by reason
+- :mod:`sfclab.kernel.process`    this process: the children it ends on exit, interrupts never lost
 
 Nothing here imports any other part of sfclab but :mod:`sfclab.errors`; everything above reaches
 the kernel through these modules.

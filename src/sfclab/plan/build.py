@@ -141,8 +141,7 @@ def build_plan(lab: Lab, *, ovs_datapath: str = "netdev", cpus: list[int] | None
         plan.routes.append(RoutePlan(node, p.netns(node), str(dst),
                                      str(gateway) if gateway else "", dev, table))
     tenancy.plan_tenants(lab, plan, segs, nets)
-    steering = sfc.build(lab, plan)
-    if steering is not None:
-        plan.steering = steering.to_dict()
+    plan.steering = sfc.build(lab, plan)
+    if plan.steering is not None:
         plan_hosts.refit(plan)
     return plan

@@ -31,9 +31,9 @@ from ..errors import SpecError
 from ..spec.chainfile import ChainFile
 from .chainpaths import (NO_PATH, Labels, Topology, build_direction, free_ifname,
                          free_path_base, free_subnets, path_ranges, used_ifaces)
-from .model import InterfacePlan, NamespacePlan, Plan, RoutePlan, VethPlan
+from .model import FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan, VethPlan
 from .names import netns_name
-from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, entries_of,
+from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, classifier_row,
                   reversed_classifier)
 
 __all__ = ["NO_PATH", "Addition", "Instance", "NewNode", "apply", "plan_addition", "withdraw",
@@ -182,8 +182,7 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
                 if c.ingress != ingress:
                     continue
                 seen = reversed_classifier(c, start) if reverse else c
-                d.classifiers.append({"index": i, **seen.as_dict(),
-                                      "entries": entries_of(seen)})
+                d.classifiers.append(classifier_row(i, seen))
             add.directions.append(d)
     add.hops = labels.new
     hops = {h.label: h for h in sp.hops + labels.new}
@@ -246,7 +245,7 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
 def apply(plan: Plan, add: Addition) -> None:
     """Merge ``add`` into ``plan`` (its steering included): the saved plan then names every
     object the chain made, so ``down``, ``inspect`` and ``chain ls`` know them."""
-    sp = SteeringPlan.from_dict(plan.steering) if plan.steering else SteeringPlan()
+    sp = plan.steering.copy() if plan.steering else SteeringPlan()
     for n in add.nodes:
         plan.namespaces.append(NamespacePlan(n.node, n.netns, n.kind, True))
         mine = InterfacePlan(n.node, n.netns, n.ifname, -1, n.attach, "veth", address=n.address,
@@ -261,7 +260,7 @@ def apply(plan: Plan, add: Addition) -> None:
         plan.veths.append(VethPlan(-1, mine, theirs))
         plan.routes.append(RoutePlan(n.node, n.netns, "0.0.0.0/0",
                                      str(IPv4Interface(n.gateway).ip), n.ifname))
-        plan.functions[n.node] = {"kind": n.kind, "params": n.params}
+        plan.functions[n.node] = FunctionPlan(n.kind, n.params)
         for h in plan.hosts:  # its host's cgroups (CPUs, memory); "local" is no plan host
             if h.name == n.host and n.node not in h.nodes:
                 h.nodes.append(n.node)
@@ -279,14 +278,14 @@ def apply(plan: Plan, add: Addition) -> None:
     for node, progs in add.attach_progs.items():
         sp.attach.setdefault(node, []).extend(progs)
     sp.single_segment += add.single_segment
-    plan.steering = sp.to_dict()
+    plan.steering = sp
 
 
 def withdraw(plan: Plan, add: Addition) -> list[int]:
     """Take ``add``'s chain out of ``plan``: its directions, its nodes and their links; labels
     no other direction uses.  Returns the labels freed.  (Node ids, attached programs on nodes
     that stay and interface settings stay: they harm no other chain.)"""
-    sp = SteeringPlan.from_dict(plan.steering) if plan.steering else SteeringPlan()
+    sp = plan.steering.copy() if plan.steering else SteeringPlan()
     gone = {n.node for n in add.nodes}
     sp.directions = [d for d in sp.directions if d.chain != add.chain]
     in_use = {lbl for d in sp.directions for p in d.paths for lbl in p.stack}
@@ -300,7 +299,7 @@ def withdraw(plan: Plan, add: Addition) -> list[int]:
         ifs = {n.attach_ifname for n in add.nodes}
         sp.attach[node] = [a for a in sp.attach.get(node, []) if a[1] not in ifs]
     drop_nodes(plan, gone)
-    plan.steering = sp.to_dict()
+    plan.steering = sp
     return freed
 
 

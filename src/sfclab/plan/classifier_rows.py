@@ -2,9 +2,9 @@
 
 The compact twin of :func:`sfclab.plan.sfc.entries_of`: one :data:`Row` per combination of
 port prefixes of a validated classifier (:class:`~sfclab.spec.classifier_file.Rule`), with the
-same meaning as an ``Entry`` -- addresses and prefix lengths, ports as (value, prefix length of
-16), the IP protocol number (0: any) and the priority -- but no strings to parse again, so
-100,000 of them are made in a fraction of a second.  Pure.
+same meaning as an :class:`~sfclab.plan.steering.EntryRow` -- addresses and prefix lengths,
+ports as (value, prefix length of 16), the IP protocol number (0: any) and the priority -- but
+no strings to parse again, so 100,000 of them are made in a fraction of a second.  Pure.
 """
 
 from __future__ import annotations

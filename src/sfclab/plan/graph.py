@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 from ..spec.quantities import format_rate
 from .model import Plan
-from .sfc import SteeringPlan
 
 #: the implicit host of a lab whose file names no hosts (its nodes, once hosts were added)
 LOCAL_HOST = "local"
@@ -48,9 +47,9 @@ class ChainHop:
 
 def chain_hops(plan: Plan) -> list[ChainHop]:
     """Every hop of every chain's forward paths, each (chain, a, b) once, in path order."""
-    if not plan.steering:
+    sp = plan.steering
+    if sp is None:
         return []
-    sp = SteeringPlan.from_dict(plan.steering)
     out: dict[tuple[str, str, str], ChainHop] = {}
     colours: dict[str, str] = {}
     for d in sp.directions:

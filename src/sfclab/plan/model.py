@@ -1,7 +1,11 @@
 """The plan: every kernel and OVSDB object a lab needs, named and addressed.
 
 ``Plan`` is plain data (dataclasses that round-trip through JSON), so the state journal can
-store it and ``down``/``inspect`` can work from it without the lab file.
+store it and ``down``/``inspect`` can work from it without the lab file.  Its network
+functions are :class:`FunctionPlan` entries (kind and parameters) keyed by node; its service
+chains are one :class:`~sfclab.plan.steering.SteeringPlan` (None without chains).
+``Plan.to_dict`` writes the JSON that state files and the SSH agent exchange, and
+``Plan.from_dict`` reads it back into these types.
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Any
+
+from .steering import SteeringPlan
 
 
 @dataclass
@@ -153,6 +159,19 @@ class TenancyPlan:
 
 
 @dataclass
+class FunctionPlan:
+    """The network function of a node: its kind (a name in :mod:`sfclab.functions`) and its
+    parameters as the lab file gave them (checked by the kind's ``Params`` when it starts)."""
+
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FunctionPlan:
+        return cls(kind=d["kind"], params=dict(d["params"]))
+
+
+@dataclass
 class SegmentPlan:
     index: int
     subnet: str | None
@@ -171,9 +190,9 @@ class Plan:
     linux_bridges: list[LinuxBridgePlan] = field(default_factory=list)
     routes: list[RoutePlan] = field(default_factory=list)
     segments: list[SegmentPlan] = field(default_factory=list)
-    functions: dict[str, dict[str, Any]] = field(default_factory=dict)  # node -> {kind, params}
-    #: the SFC data plane (sfclab.plan.sfc.SteeringPlan as a dict), None for a lab without chains
-    steering: dict[str, Any] | None = None
+    functions: dict[str, FunctionPlan] = field(default_factory=dict)  # node -> its function
+    #: the SFC data plane, None for a lab without chains
+    steering: SteeringPlan | None = None
     hosts: list[HostPlan] = field(default_factory=list)  # empty: this machine alone
     underlay: UnderlayPlan | None = None
     host_links: list[HostLinkPlan] = field(default_factory=list)
@@ -230,8 +249,8 @@ class Plan:
             linux_bridges=[LinuxBridgePlan(**x) for x in d["linux_bridges"]],
             routes=[RoutePlan(**x) for x in d["routes"]],
             segments=[SegmentPlan(**x) for x in d["segments"]],
-            functions=d.get("functions", {}),
-            steering=d.get("steering"),
+            functions={n: FunctionPlan.from_dict(f) for n, f in d.get("functions", {}).items()},
+            steering=SteeringPlan.from_dict(d["steering"]) if d.get("steering") else None,
             hosts=[HostPlan(**x) for x in d.get("hosts", [])],
             underlay=UnderlayPlan(**d["underlay"]) if d.get("underlay") else None,
             host_links=[HostLinkPlan(**{**x, "ends": [HostEndPlan(**e) for e in x["ends"]]})

@@ -32,11 +32,10 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
 from ipaddress import IPv4Network
 from itertools import product
-from typing import Any
+from typing import Any, cast
 
 from ..errors import SpecError
 from ..spec.lab import Lab
@@ -44,92 +43,12 @@ from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
 from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
 from .model import InterfacePlan, Plan
+from .steering import (ClassifierRow, DirectionPlan, EntryRow, Hop, PathPlan,  # noqa: F401
+                       SteeringPlan)
 
 FIRST_LABEL = 16
 LABEL_ROOM = 4 * MAX_LABELS
 PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "any": 0}
-
-
-@dataclass
-class Hop:
-    """One label: owned by ``node``; forward: out ``ifname`` to ``next`` (``next_ifname``)."""
-
-    label: int
-    node: str
-    action: str  # forward | proxy
-    ifname: str | None = None
-    next: str | None = None
-    next_ifname: str | None = None
-
-
-@dataclass
-class PathPlan:
-    index: int
-    nodes: list[str]  # ingress ... egress
-    instances: list[str]  # the function instances, in order
-    stack: list[int]  # labels, top first
-    ifname: str  # the ingress's interface toward the first hop
-    next: str
-    next_ifname: str
-    weight: int = 1
-
-
-@dataclass
-class Entry:
-    """A classifier entry as the data plane holds it: one wildcard mask, prefix-aligned."""
-
-    ingress: str
-    src: str
-    dst: str
-    sport: tuple[int, int]  # (value, prefix length of 16)
-    dport: tuple[int, int]
-    proto: int
-    priority: int
-
-
-@dataclass
-class DirectionPlan:
-    index: int
-    chain: str
-    reverse: bool
-    ingress: str
-    egress: str
-    symmetric: bool
-    ttl: int
-    paths: list[PathPlan] = field(default_factory=list)
-    slots: list[int] = field(default_factory=list)  # slot -> index into paths
-    classifiers: list[dict[str, Any]] = field(default_factory=list)
-    #: where its paths start in the path table; None: after the directions before it (the
-    #: lab file's chains), set for chains added to a running lab (``sfclab chain add``)
-    path_base: int | None = None
-
-
-@dataclass
-class SteeringPlan:
-    node_ids: dict[str, int] = field(default_factory=dict)
-    hops: list[Hop] = field(default_factory=list)
-    directions: list[DirectionPlan] = field(default_factory=list)
-    #: node -> [(program, interface, hook)]
-    attach: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
-    #: interfaces told to send one segment per packet: [(node, interface)]
-    single_segment: list[tuple[str, str]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SteeringPlan:
-        return cls(
-            node_ids=dict(d["node_ids"]),
-            hops=[Hop(**h) for h in d["hops"]],
-            directions=[DirectionPlan(**{**x, "paths": [PathPlan(**p) for p in x["paths"]]})
-                        for x in d["directions"]],
-            attach={k: [(a[0], a[1], a[2]) for a in v] for k, v in d["attach"].items()},
-            single_segment=[(x[0], x[1]) for x in d["single_segment"]],
-        )
-
-    def stack_of(self, chain: str) -> list[list[int]]:
-        return [p.stack for d in self.directions if d.chain == chain for p in d.paths]
 
 
 def lse(label: int, ttl: int, bottom: bool) -> int:
@@ -356,11 +275,11 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
         if c.ingress != ingress:
             continue
         seen = reversed_classifier(c, start) if reverse else c
-        d.classifiers.append({"index": i, **seen.as_dict(), "entries": entries_of(seen)})
+        d.classifiers.append(classifier_row(i, seen))
     return d
 
 
-def entry_key(e: dict[str, Any]) -> tuple[Any, ...]:
+def entry_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
     """What the classifier table is keyed by: the ingress and the masked 5-tuple (the mask
     follows from the prefix lengths); the priority is in the value, not the key."""
     return (e["ingress"], e["src"], e["dst"], tuple(e["sport"]), tuple(e["dport"]), e["proto"])
@@ -434,16 +353,23 @@ def reversed_classifier(c: ClassifierSpec, ingress: str) -> ClassifierSpec:
                                 "sport": c.dport, "dport": c.sport})
 
 
-def entries_of(c: ClassifierSpec) -> list[dict[str, Any]]:
-    """A classifier's data-plane entries: one per combination of port prefixes."""
+def classifier_row(index: int, c: ClassifierSpec) -> ClassifierRow:
+    """Classifier ``index`` of a chain as a direction holds it: its keys as the file wrote
+    them (:meth:`ClassifierSpec.as_dict`) and its data-plane entries."""
+    return cast(ClassifierRow, {"index": index, **c.as_dict(), "entries": entries_of(c)})
+
+
+def entries_of(c: ClassifierSpec) -> list[EntryRow]:
+    """A classifier's data-plane entries: one per combination of port prefixes (each an
+    :class:`EntryRow`)."""
     any_net = IPv4Network("0.0.0.0/0")
-    return [asdict(Entry(c.ingress, str(c.src or any_net), str(c.dst or any_net), s, t,
-                         PROTOS[c.proto], c.priority))
+    return [EntryRow(ingress=c.ingress, src=str(c.src or any_net), dst=str(c.dst or any_net),
+                     sport=s, dport=t, proto=PROTOS[c.proto], priority=c.priority)
             for s in (port_prefixes(*c.sport) if c.sport else [(0, 0)])
             for t in (port_prefixes(*c.dport) if c.dport else [(0, 0)])]
 
 
-def mask_key(e: dict[str, Any]) -> tuple[int, int, int, int, bool]:
+def mask_key(e: Mapping[str, Any]) -> tuple[int, int, int, int, bool]:
     """An entry's wildcard mask: prefix lengths of addresses and ports, and whether the
     protocol is matched."""
     return (IPv4Network(e["src"]).prefixlen, IPv4Network(e["dst"]).prefixlen,

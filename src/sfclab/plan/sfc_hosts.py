@@ -17,9 +17,9 @@ the tables are written, so every host computes every other host's MACs.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from .model import HostPlan, Plan
+from .steering import SteeringPlan
 
 
 def remote_host(plan: Plan) -> HostPlan | None:
@@ -42,7 +42,7 @@ def share_dir_name(host: str) -> str:
     return f"@{host}"
 
 
-def owner_hosts(plan: Plan, steering: dict[str, Any]) -> dict[str, str]:
+def owner_hosts(plan: Plan, steering: SteeringPlan) -> dict[str, str]:
     """Every chain node -> the host it is placed on."""
     where = {n: h.name for h in plan.hosts for n in h.nodes}
-    return {n: where[n] for n in steering.get("node_ids", {}) if n in where}
+    return {n: where[n] for n in steering.node_ids if n in where}

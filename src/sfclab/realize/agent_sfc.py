@@ -35,9 +35,9 @@ def _share(lab: str) -> tuple[Plan, SteeringPlan, set[str], DataPlane]:
         raise LabError(f"lab '{lab}' has no part on this host")
     plan = Plan.from_dict(d)
     host = remote_host(plan)
-    if host is None or not plan.steering:
+    sp = plan.steering
+    if host is None or sp is None:
         raise LabError(f"lab '{lab}' has no share of a chain data plane on this host")
-    sp = SteeringPlan.from_dict(plan.steering)
     local = {n for n in sp.node_ids if n in set(host.nodes)}
     return plan, sp, local, DataPlane(lab, share_dir(lab, host.name))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -171,7 +171,7 @@ class DataPlane:
         return out
 
     def add_entries(self, node_ids: dict[str, int], direction: int,
-                    entries: Iterable[dict[str, Any]], order: int) -> int:
+                    entries: Iterable[Mapping[str, Any]], order: int) -> int:
         """Write classifier entries (``plan.sfc`` Entry dicts) for chain direction
         ``direction``; ``order`` breaks priority ties (lower: earlier).  New masks are added
         after the ones in use.  Returns the number of entries written."""

@@ -29,5 +29,5 @@ def context(state: LabState, plan: Plan, node: str) -> FunctionContext:
 def instantiate(state: LabState, plan: Plan, node: str) -> NetworkFunction:
     """The function of ``node``, rebuilt from the plan (kind and validated keys)."""
     f = plan.functions[node]
-    cls = get(f["kind"])
-    return cls(context(state, plan, node), cls.Params.model_validate(f["params"]))
+    cls = get(f.kind)
+    return cls(context(state, plan, node), cls.Params.model_validate(f.params))

@@ -65,9 +65,9 @@ class Steering(Part):
         return [{"op": "bpffs", "path": str(_top(plan))}]
 
     def prepare(self, b: Builder) -> None:
-        if not b.plan.steering:
+        sp = b.plan.steering
+        if sp is None:
             return
-        sp = SteeringPlan.from_dict(b.plan.steering)
         binary = steer_binary()
         top = _top(b.plan)
         with step(f"bpffs directory {top}"):
@@ -133,9 +133,9 @@ class Steering(Part):
                 report.errors.append(f"bpffs {path}: {err}")
 
     def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
-        if not plan.steering:
+        sp = plan.steering
+        if sp is None:
             return
-        sp = SteeringPlan.from_dict(plan.steering)
         try:
             dp = dataplane.DataPlane(plan.lab, _top(plan))
         except RealizeError:

@@ -31,7 +31,7 @@ from ..plan.tunnels import LABELLED_MTU as LABELLED
 from ..plan.chainadd import Addition, NewNode, apply, plan_addition, withdraw
 from ..plan.model import Plan
 from ..plan.placement import Need, NoRoom
-from ..plan.sfc import SteeringPlan, entries_of, reversed_classifier
+from ..plan.sfc import EntryRow, SteeringPlan, entries_of, reversed_classifier
 from ..realize import dataplane, lifecycle
 from ..realize.dataplane import DataPlane
 from ..realize.functions import instantiate
@@ -54,7 +54,7 @@ def place(req: AddChain, hosts: list[placement.Host]) -> dict[str, str]:
 
 
 def _steering(plan: Plan) -> SteeringPlan:
-    return SteeringPlan.from_dict(plan.steering) if plan.steering else SteeringPlan()
+    return plan.steering.copy() if plan.steering else SteeringPlan()
 
 
 def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]:
@@ -231,9 +231,9 @@ def _rmdir_if_empty(d: Path) -> None:
         pass
 
 
-def _classified_later(state: LabState, add: Addition) -> dict[int, list[dict[str, Any]]]:
+def _classified_later(state: LabState, add: Addition) -> dict[int, list[EntryRow]]:
     """Entries ``chain classify`` added to ``add``'s chain, by direction (they go with it)."""
-    out: dict[int, list[dict[str, Any]]] = {}
+    out: dict[int, list[EntryRow]] = {}
     for saved in record.saved_classifiers(state, add.chain):
         for c in read_classifiers(saved["file"]):
             for d in add.directions:

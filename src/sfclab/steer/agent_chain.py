@@ -162,7 +162,7 @@ def make(req: dict[str, Any]) -> dict[str, Any]:
                     _set_mac(merged, node, ifname)
         for n in mine:
             wire.start_function(state, merged, n.node)
-        msp = SteeringPlan.from_dict(merged.steering or {})
+        msp = merged.steering or SteeringPlan()
         if any(node in local for node in add.attach_progs):
             dataplane.ensure_bpffs()
             (top / "maps").mkdir(parents=True, exist_ok=True)
@@ -202,7 +202,7 @@ def _ifaces(plan: Plan, sp: SteeringPlan, local: set[str]) -> dict[tuple[str, st
 def write_tables(req: dict[str, Any]) -> dict[str, Any]:
     state, part, me, merged, add = _load(req)
     local = set(part.hosts[0].nodes)
-    msp = SteeringPlan.from_dict(merged.steering or {})
+    msp = merged.steering or SteeringPlan()
     hops = [h for h in add.hops if h.node in local]
     mine = [d for d in add.directions if d.ingress in local]
     if not hops and not mine:
@@ -227,7 +227,7 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
     state, part, me, merged, add = _load(req)
     errors: list[str] = []
     local = set(part.hosts[0].nodes)
-    msp = SteeringPlan.from_dict(merged.steering or {})
+    msp = merged.steering or SteeringPlan()
     mine_d = [d for d in add.directions if d.ingress in local]
     freed = [int(x) for x in req.get("freed", [])]
     owned = {h.label for h in msp.hops if h.node in local}
@@ -297,7 +297,7 @@ def check(req: dict[str, Any]) -> dict[str, Any]:
     mine = [d for d in add.directions if d.ingress in local]
     if not mine or not part.steering:
         return {}
-    msp = SteeringPlan.from_dict(merged.steering or {})
+    msp = merged.steering or SteeringPlan()
     try:
         dp = DataPlane(merged.lab, dataplane.share_dir(merged.lab, me))
     except Exception:

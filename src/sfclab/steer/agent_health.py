@@ -54,7 +54,7 @@ def ensure(state: LabState, part: Plan) -> tuple[int | None, list[str]]:
     the first node that is no chain's instance, else of the first instance (a removed
     instance's namespace ends it: :func:`sfclab.steer.wire.remove_node`; the next call starts
     it again).  Its PID (None: none needed) and the instances it probes."""
-    sp = SteeringPlan.from_dict(part.steering) if part.steering else SteeringPlan()
+    sp = part.steering or SteeringPlan()
     dirs, watched = health.scope(part, sp)
     if not dirs and not watched:
         health.stop_watcher(state)

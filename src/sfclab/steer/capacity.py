@@ -78,8 +78,8 @@ def hosts_of(state: LabState, plan: Plan) -> list[placement.Host]:
         on = plan.host_of(node)
         held = by_name.get(on.name if on else LOCAL)
         if held is not None:
-            held.used_cpu += float(f["params"].get("cpu") or 0)
-            held.used_memory += int(f["params"].get("memory") or 0)
+            held.used_cpu += float(f.params.get("cpu") or 0)
+            held.used_memory += int(f.params.get("memory") or 0)
     return out
 
 

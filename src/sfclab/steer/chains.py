@@ -35,9 +35,9 @@ from ..spec.sfc import ClassifierSpec
 
 def _steering(lab: str) -> tuple[Any, SteeringPlan]:
     _, plan = lifecycle.load_plan(lab)
-    if not plan.steering:
+    if plan.steering is None:
         raise LabError(f"lab '{lab}' has no chains")
-    return plan, SteeringPlan.from_dict(plan.steering)
+    return plan, plan.steering
 
 
 def _chain_dirs(sp: SteeringPlan, lab: str, chain: str) -> list[DirectionPlan]:

@@ -115,7 +115,7 @@ def _reload(w: Watch, state: LabState) -> None:
     if d is None:
         return
     w.plan = Plan.from_dict(d)
-    w.sp = SteeringPlan.from_dict(w.plan.steering) if w.plan.steering else None
+    w.sp = w.plan.steering
     w.mtime = m
     w.reapply = True  # a writer may have put dead instances' paths back: take them out again
     w.programs = {}
@@ -439,7 +439,7 @@ def start(lab: str) -> dict[str, Any]:
     state = LabState(lab)
     with record.lab_lock(state, what="chain watch"):
         _, plan = lifecycle.load_plan(lab)
-        sp = SteeringPlan.from_dict(plan.steering) if plan.steering else None
+        sp = plan.steering
         if sp is None:
             raise LabError(f"lab '{lab}' has no chains to watch")
         if sshhealth.is_remote(state):  # one watcher on each host with a chain's ingress

@@ -114,11 +114,11 @@ def _lab_node(plan: Plan, d: DirectionPlan, node: str) -> NewNode:
         raise LabError(f"'{node}' has no forwarding neighbour on chain '{d.chain}' for its "
                        "clone to hang off")
     f = plan.functions[node]
-    params = dict(f["params"])
+    params = dict(f.params)
     if "outside" in params:  # one arm: the outside is the attach node, as for added NATs
         params["outside"] = attach
     on = plan.host_of(node)
-    return NewNode(node, plan.netns_of(node), f["kind"], params, node,
+    return NewNode(node, plan.netns_of(node), f.kind, params, node,
                    float(params.get("cpu") or 0), int(params.get("memory") or 0),
                    on.name if on else LOCAL, attach, "", "", "", "", "")
 
@@ -209,7 +209,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                               ("sfc_proxy_in", "eth0", "tcx-ingress"),
                               ("sfc_proxy_out", "eth0", "tcx-egress")]
     msp.attach.setdefault(old.attach, []).append(("sfc_forward", clone.attach_ifname, "xdp"))
-    merged.steering = msp.to_dict()
+    merged.steering = msp
     if remote:  # each host's agent makes and removes its share (:mod:`.sshmigrate`)
         return sshmigrate.migrate(state, req, plan, merged, own, clone, news, olds,
                                   labels.new, host, t0)
@@ -310,7 +310,7 @@ def switched_plan(merged: Plan, news: list[DirectionPlan]) -> Plan:
     ssp = _steering(switched)
     ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
                       for d in ssp.directions]
-    switched.steering = ssp.to_dict()
+    switched.steering = ssp
     return switched
 
 
@@ -339,7 +339,7 @@ def final_plan(switched: Plan, old: NewNode, lab_file: bool = False
         fsp.attach.pop(old.node, None)
         fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
                                   if a[1] != old.attach_ifname]
-    final.steering = fsp.to_dict()
+    final.steering = fsp
     if lab_file:
         final.functions.pop(old.node, None)
     else:

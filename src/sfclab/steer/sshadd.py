@@ -20,7 +20,7 @@ still reaches what it left, by the host's journal).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -78,7 +78,7 @@ def make(state: LabState, plan: Plan, merged: Plan, add: Addition,
 def unmake(state: LabState, merged: Plan, add: Addition, drain_s: float, *,
            freed: list[int] | None = None, after: Plan | None = None,
            clear: list[list[Any]] | None = None,
-           later: dict[int, list[dict[str, Any]]] | None = None) -> list[str]:
+           later: Mapping[int, Sequence[Mapping[str, Any]]] | None = None) -> list[str]:
     """Every host takes its share of ``add`` out; the errors (an unreachable host's too).
     ``freed``, ``after``: the labels to delete and the plan once it is gone (default: as
     ``chain rm`` has them); ``clear``: more path ranges (ingress, base, count) to clear;

@@ -74,7 +74,7 @@ MAX_DRAIN_S = 5.0
 
 
 def _sp(plan: Plan) -> SteeringPlan:
-    return SteeringPlan.from_dict(plan.steering) if plan.steering else SteeringPlan()
+    return plan.steering.copy() if plan.steering else SteeringPlan()
 
 
 def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,

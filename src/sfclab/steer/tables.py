@@ -11,7 +11,7 @@ sees the old table or the new one, each of whose paths is valid.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from ipaddress import IPv4Network
 from typing import Any
 
@@ -102,7 +102,7 @@ def slots_over(d: DirectionPlan, base: int, weights: list[int]) -> list[int]:
     return [base + d.paths[live[k]].index for k in picks]
 
 
-def _keys(dp: DataPlane, sp: SteeringPlan, entries: list[dict[str, Any]]) -> list[bytes]:
+def _keys(dp: DataPlane, sp: SteeringPlan, entries: Sequence[Mapping[str, Any]]) -> list[bytes]:
     masks = dp.masks()
     out = []
     for e in entries:
@@ -157,8 +157,9 @@ def write_classifiers(dp: DataPlane, sp: SteeringPlan, d: DirectionPlan) -> int:
 
 
 def delete_classifiers(dp: DataPlane, sp: SteeringPlan, d: DirectionPlan,
-                       extra: list[dict[str, Any]] | None = None) -> int:
-    entries = [e for c in d.classifiers for e in c["entries"]] + list(extra or [])
+                       extra: Sequence[Mapping[str, Any]] | None = None) -> int:
+    entries: list[Mapping[str, Any]] = [e for c in d.classifiers for e in c["entries"]]
+    entries += extra or []
     n = 0
     for k in _keys(dp, sp, entries):
         raw = dp.maps["sfc_classes"].lookup(k)

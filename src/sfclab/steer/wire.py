@@ -115,7 +115,7 @@ def fit_attach(plan: Plan, n: NewNode) -> None:
 
 
 def start_function(state: LabState, plan: Plan, node: str) -> None:
-    with step(f"function {node} ({plan.functions[node]['kind']})"):
+    with step(f"function {node} ({plan.functions[node].kind})"):
         f = instantiate(state, plan, node)
         f.check()
         f.configure()

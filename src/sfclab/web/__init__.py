@@ -14,16 +14,19 @@ Objects and how they relate:
 - Every route calls the library (``realize.lifecycle``, ``realize.inspect``, ``steer.chains``,
   ``traffic.measure`` with the typed request of ``spec.measurement``, ``experiments.store``),
   never the command line.
-- :class:`.jobs.Jobs` runs measurements in the background, one worker process each
+- :class:`.jobs.Jobs` (:mod:`.jobs`) runs measurements in the background, one worker process each
   (:mod:`.worker`), so stopping the server interrupts them the way Ctrl-C interrupts
   ``sfclab traffic``: generators end, steering is restored, the lab is left as it was.
-- :class:`.counters.Counters` reads the interface counters of a lab's namespaces over netlink
+- :class:`.counters.Counters` (:mod:`.counters`) reads the interface counters of a lab's namespaces over netlink
   sockets it keeps open, for the page's per-interface packet and drop rates.
 - :mod:`.topology` turns a lab's plan into the graph the page draws (nodes grouped by host and
   tenant when the plan has them, links with their kind, chains as paths); :mod:`.export` writes
   that view as one self-contained HTML file (``sfclab graph LAB --format html``).
 - :mod:`.results` shapes a results database for the page's plots (series with confidence
   intervals, power-law fits, offered-vs-received curves) and the report's tables.
+- :mod:`.services` holds what the routes share (the jobs, the counter readers, the default
+  results database), one per application; :mod:`.vendor` finds the page's JavaScript
+  libraries (npm packages in ``node_modules/``).
 - :mod:`.server` listens (loopback by default; elsewhere only with ``--token-file``; a token
   always) until Ctrl-C or SIGTERM, and leaves every lab as it found it.
 """

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ... import functions
+from ...plan.model import FunctionPlan
 from .. import ownership
 from ..step import step
 from .namespace import NamespaceNode
@@ -53,10 +54,10 @@ class FunctionNode(NamespaceNode):
     def plan_node(self, p: Planner, node: NodeSpec) -> None:
         super().plan_node(p, node)
         params = node.params.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        p.plan.functions[node.name] = {"kind": self.name, "params": params}
+        p.plan.functions[node.name] = FunctionPlan(self.name, params)
 
     def nodes(self, plan: Plan) -> list[str]:
-        return [n for n, f in plan.functions.items() if f["kind"] == self.name]
+        return [n for n, f in plan.functions.items() if f.kind == self.name]
 
     def journal(self, plan: Plan) -> list[dict[str, Any]]:
         return super().journal(plan) + [{"op": "function", "node": n, "kind": self.name}
