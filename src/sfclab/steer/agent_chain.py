@@ -1,10 +1,10 @@
-"""The agent with the verbs of ``chain add`` and ``chain rm`` on a lab of hosts driven over SSH
-(``python -m sfclab.steer.agent_chain VERB``): every verb of :mod:`sfclab.realize.agent`, and
-the "make it on this host" steps of :mod:`sfclab.steer.add`, run by the host's agent there.
+"""The agent's verbs of ``chain add`` and ``chain rm`` on a lab of hosts driven over SSH (in the
+agent's one table, :mod:`sfclab.steer.agent_verbs`): the "make it on this host" steps of
+:mod:`sfclab.steer.add`, run by the host's agent there.
 
 This machine plans the chain exactly as for emulated hosts (placement, wiring, labels,
 tunnels: :mod:`sfclab.plan.chainadd`) and sends every host the merged plan and the addition;
-each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks what):
+each host makes only what is its own (:mod:`sfclab.steer.live_ssh` says who asks what):
 
 - ``chain-make`` ``{"lab", "plan", "addition", "addresses"}``: journal first (the new
   namespaces; the tunnel devices in the host's context, by mark; the share's bpffs directory
@@ -27,7 +27,7 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
 - ``chain-switch`` ``{"lab", "plan", "addition", "slots", "after"}``: a migration's switch,
   the slot tables of the directions whose ingress is here (``chain-tables`` with ``slots:
   false`` wrote their new paths first), and the part saved with the new paths, under the
-  slot lock the host's watcher takes (:mod:`.sshhealth`).  Armed: it makes ready, answers
+  slot lock the host's watcher takes (:mod:`.live_ssh`).  Armed: it makes ready, answers
   ``armed`` and writes on ``go`` (:func:`sfclab.hosts.ssh.call_armed`), so the ingress hosts
   of both directions switch within one round trip of each other.
 - ``chain-ready`` ``{"lab", "plan", "addition", "node"}``: a migration's clone placed here
@@ -301,7 +301,7 @@ def check(req: dict[str, Any]) -> dict[str, Any]:
 
 
 def switch(req: dict[str, Any]) -> Generator[None, None, dict[str, Any]]:
-    """A migration's switch, armed (:data:`sfclab.realize.agent.ARMED`): the slot tables of
+    """A migration's switch, armed (:data:`.agent_verbs.ARMED`): the slot tables of
     the directions whose ingress is here, each in one map update (``{"lab", "plan",
     "addition", "slots": {INDEX: [PATH, ...]}, "after"}``), and the part saved as ``after``
     (the plan with the new paths) under the slot lock, so the host's watcher never acts on

@@ -1,4 +1,4 @@
-"""The agent's verbs for the health watcher on a host driven over SSH (:mod:`.sshhealth` says
+"""The agent's verbs for the health watcher on a host driven over SSH (:mod:`.live_ssh` says
 what such a watcher sees and does):
 
 - ``chain-watch`` ``{"lab", "peers", "port", "secret"}``: keep the lab's peers (host ->

@@ -28,7 +28,7 @@ instance, started there by the host's agent, reading that host's share of the ma
 the plan (:func:`scope`: the directions whose ingress is there, the instances placed there).
 It probes its own instances and tells the other hosts' watchers what it sees, and takes the
 instances of other hosts out of its directions when their watchers report them dead or fall
-silent (a :class:`~.peerwatch.PeerLink`; the model: :mod:`.peerwatch`, :mod:`.sshhealth`).
+silent (a :class:`~.peerwatch.PeerLink`; the model: :mod:`.peerwatch`, :mod:`.live_ssh`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``sfclab host add | rm | ls``: hosts added to and removed from a running lab (emulated
-hosts; on a lab whose hosts are driven over SSH, real machines: ``--ssh``, :mod:`.sshhost`).
+hosts; on a lab whose hosts are driven over SSH, real machines: ``--ssh``, :mod:`.live_ssh_join`).
 
 **What an added host is.**  Its context namespace ``sfclab:<lab>:@<host>`` and its cgroup
 ``sfclab:<lab>:@<host>`` (cpuset: ``cpus`` of the machine's online CPUs, handed out in turn
@@ -38,7 +38,7 @@ from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
 from ..spec.limits import MAX_HOST_CPUS, machine_cpus, machine_memory
 from ..spec.quantities import MAX_SIZE
-from . import record, sshhost, underlay
+from . import live_ssh_join, record, underlay
 from .live_table import live_for
 from .capacity import (LOCAL, added_hosts, has_local, hosts_of, instances_by_host,
                        save_added_hosts)
@@ -122,13 +122,13 @@ def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None, port: in
                  agent_state: str | None = None,
                  wait_s: float = DEFAULT_WAIT_S) -> dict[str, Any]:
     """``host add --ssh``: a real machine joins running ``lab`` (hosts driven over SSH only;
-    scanned, checked, journaled, placed on the underlay: :mod:`.sshhost`).  On a lab with
+    scanned, checked, journaled, placed on the underlay: :mod:`.live_ssh_join`).  On a lab with
     chains every host's agent is then given the new peers list (the runtime's ``watch``):
     the watchers already running accept the new host's reports once an instance lands there
     (``chain migrate --to`` or ``chain add`` start its own watcher)."""
     check_host_request(name, 1 if cpus is None else cpus,
                        MIN_MEMORY if memory is None else memory, emulated=False)
-    sshhost.check_request(ssh, key, port)
+    live_ssh_join.check_request(ssh, key, port)
     assert ssh is not None
     state = LabState(lab)
     t0 = time.monotonic()

@@ -31,7 +31,8 @@ host's agent the lab's peers (host -> underlay address), UDP port and secret
 record of the host whose watcher saw them; :meth:`SshLive.health` merges every host's record
 with this machine's (``chain-added``, ``migrated``), each host's event tagged with ``host``.
 
-``chain migrate``: :mod:`.live_ssh_migrate`.  ``host add --ssh``: :mod:`.sshhost`.
+``chain migrate``: :mod:`.live_ssh_migrate`; ``chain trace``: :mod:`.live_ssh_trace`;
+``host add --ssh``: :mod:`.live_ssh_join`.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from ..plan.sfc import DirectionPlan, Hop, PathPlan, SteeringPlan
 from ..plan.split import host_part
 from ..realize.runtime.base import Progress
 from ..realize.runtime.ssh import SshRuntime
-from . import live_ssh_migrate, peerwatch, record, sshhost, trace
+from . import live_ssh_join, live_ssh_migrate, live_ssh_trace, peerwatch, record
 from .classify_maps import ORDER, Classify
 from .live import DRAIN_S, LiveRuntime, classified_later
 
@@ -173,7 +174,7 @@ class SshLive(SshRuntime, LiveRuntime):
     def trace_paths(self, plan: Plan, sp: SteeringPlan, d: DirectionPlan,
                     wanted: list[PathPlan], base: int, spec: ClassifierSpec,
                     src: IPv4Address, dst: IPv4Address, wait: float) -> dict[str, Any]:
-        return trace.trace_over_ssh(self, plan, sp, d, wanted, base, spec, src, dst, wait)
+        return live_ssh_trace.trace_over_ssh(self, plan, sp, d, wanted, base, spec, src, dst, wait)
 
     # --- health ----------------------------------------------------------------------------
     def watch(self, plan: Plan, node: str | None = None) -> dict[str, Any]:
@@ -268,4 +269,4 @@ class SshLive(SshRuntime, LiveRuntime):
     def join_machine(self, plan: Plan, name: str, ssh: str, key: str | None,
                      port: int | None, cpus: int | None, memory: int | None,
                      agent_state: str | None) -> dict[str, Any]:
-        return sshhost.add(self, plan, name, ssh, key, port, cpus, memory, agent_state)
+        return live_ssh_join.add(self, plan, name, ssh, key, port, cpus, memory, agent_state)

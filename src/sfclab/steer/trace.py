@@ -1,6 +1,7 @@
-"""``chain trace``'s probes and label traceroutes (the model: :mod:`.chains`), on this machine's
-kernel (:func:`trace_here`) or through the hosts' agents (:func:`trace_over_ssh`); each
-runtime's ``trace_paths`` runs one (:mod:`.live`).
+"""``chain trace``'s probes and label traceroutes (the model: :mod:`.chains`): the probe packets
+(:func:`probe_packet`, :func:`probe_ports`) and the traceroute in this machine's kernel
+(:func:`trace_here`, the ``local`` runtime's ``trace_paths``; over SSH:
+:mod:`.live_ssh_trace`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from ..kernel import netns
 from ..plan import flowhash
 from ..plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ..realize.dataplane import DataPlane, decode_chain, decode_path, encode_path
-from ..realize.runtime.ssh import SshRuntime
 from ..spec.sfc import ClassifierSpec
 
 
-def _probe(c: ClassifierSpec, src: IPv4Address, dst: IPv4Address, sport: int | None = None,
-           dport: int | None = None) -> tuple[bytes, int]:
+def probe_packet(c: ClassifierSpec, src: IPv4Address, dst: IPv4Address,
+                 sport: int | None = None, dport: int | None = None) -> tuple[bytes, int]:
     """An IPv4 packet matching ``c`` (header included), and its IP protocol; ``sport``,
     ``dport``: the ports, else the classifier's first ones."""
     proto = {"tcp": 6, "udp": 17, "icmp": 1, "any": 17}[c.proto]
@@ -85,7 +85,7 @@ def trace_here(lab: str, plan: Any, sp: SteeringPlan, d: DirectionPlan,
                                     "(it holds no slot now, or the classifier fixes every "
                                     "hashed field)"})
                 continue
-            packet, _ = _probe(spec, src, dst, *got)
+            packet, _ = probe_packet(spec, src, dst, *got)
             out.append(_trace_path(dp, plan, sp, d, p, base + p.index, packet,
                                    dst, wait) |
                        {"probe": {"sport": got[0], "dport": got[1]}})
@@ -159,65 +159,3 @@ def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, pa
             "in_order": all(h["seen_at"] == h["expected"] for h in hops)}
 
 
-PROBE_TRIES = 3  # over SSH: tries of a step whose probe no host counted
-
-
-def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
-                  path: PathPlan, index: int, packet: bytes, dst: IPv4Address, wait: float
-                  ) -> tuple[list[dict[str, Any]], bool]:
-    """``trace`` on hosts driven over SSH: each step's probe sent by the ingress's host's
-    agent (which sets and puts back the path's TTL), the TTL expiries read on every host."""
-    hops_by_label = {h.label: h for h in sp.hops}
-
-    def expired() -> dict[str, int]:
-        snap = rt.data_plane(sp.node_ids)
-        return {n: snap.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
-
-    def step(ttl: int) -> None:
-        rt.probe(plan, {"index": index, "stack": path.stack, "ttl": ttl,
-                                       "restore": d.ttl, "node": d.ingress,
-                                       "packet": packet.hex(), "dst": str(dst),
-                                       "wait": wait})
-
-    hops: list[dict[str, Any]] = []
-    before = expired()
-    for k in range(1, len(path.stack) + 1):
-        for _ in range(PROBE_TRIES):  # a probe lost on a loaded host is sent again
-            step(k)
-            after = expired()
-            seen = [n for n in sp.node_ids if after[n] > before[n]]
-            if seen:
-                break
-        h = hops_by_label[path.stack[k - 1]]
-        hops.append({"hop": k, "label": h.label, "action": h.action, "expected": h.node,
-                     "seen_at": seen[0] if seen else None})
-        before = after
-    last = hops_by_label[path.stack[-1]].node
-    snap = rt.data_plane(sp.node_ids)
-    was = snap.counters(sp.node_ids[last])["delivered"]
-    step(d.ttl)
-    snap = rt.data_plane(sp.node_ids)
-    return hops, snap.counters(sp.node_ids[last])["delivered"] > was
-
-
-def trace_over_ssh(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
-                        wanted: list[PathPlan], base: int, spec: ClassifierSpec,
-                        src: IPv4Address, dst: IPv4Address, wait: float) -> dict[str, Any]:
-    """``trace`` over SSH: the slot table lives on the ingress's host, so probes are not
-    hashed onto paths; each wanted path is traced by the label traceroute with the default
-    probe (its TTL steps set in that path's own entry), which shows the path's hops."""
-    packet, _ = _probe(spec, src, dst)
-    probe = {"sport": spec.sport[0] if spec.sport else 40000,
-             "dport": spec.dport[0] if spec.dport else 33434}
-    out = []
-    for p in wanted:
-        hops, delivered = _trace_remote(rt, plan, sp, d, p, base + p.index, packet, dst,
-                                        wait)
-        out.append({"path": p.index, "nodes": p.nodes, "instances": p.instances,
-                    "probe": probe, "hops": hops, "delivered": delivered,
-                    "took_path": None,  # not read over SSH: the path's entry was set directly
-                    "instances_seen": [h["seen_at"] for h in hops if h["action"] == "proxy"],
-                    "in_order": all(h["seen_at"] == h["expected"] for h in hops)})
-    return {"lab": rt.state.name, "chain": d.chain, "ingress": d.ingress, "egress": d.egress,
-            "paths": out, "delivered": bool(out) and all(x["delivered"] for x in out),
-            "in_order": bool(out) and all(x["in_order"] for x in out)}
