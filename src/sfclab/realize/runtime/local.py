@@ -19,13 +19,13 @@ from ...kernel import netns, ovs
 from ...plan.model import HostPlan, Plan
 from ...plan.names import STAGING_NODE, netns_name
 from .. import ownership
-from ..dataplane import DataPlane
 from ..kinds import TABLE
 from ..teardown import TeardownReport, remove_namespace, teardown
 from .base import HostRuntime, Progress
 
 if TYPE_CHECKING:
     from ...spec.lab import Lab
+    from ..dataplane import DataPlane
 
 
 class LocalRuntime(HostRuntime):
@@ -107,6 +107,8 @@ class LocalRuntime(HostRuntime):
             return proc.wait()
 
     def data_plane(self, node_ids: dict[str, int]) -> DataPlane:
+        from ..dataplane import DataPlane  # light start-up: only labs with chains read it
+
         return DataPlane(self.state.name)
 
     def leave(self, host: HostPlan) -> list[str]:

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ...errors import LabError, RealizeError, ToolError
 from ...hosts.ssh import SshTarget, call
-from ...plan.classifier_rows import Row
 from ...plan.model import HostPlan, Plan
 from .. import remote
 from ..state import LabState
@@ -32,6 +31,7 @@ from ..teardown import TeardownReport
 from .base import HostRuntime, Progress
 
 if TYPE_CHECKING:
+    from ...plan.classifier_rows import Row
     from ...spec.lab import Lab
 
 
