@@ -7,8 +7,9 @@
 - :mod:`.add` (``add_chain``, ``remove_chain``), :mod:`.migrate` (``migrate``), :mod:`.hostops`
   (``host add``/``rm``/``ls``): the library entry points, each taking its request; they plan,
   then ask the lab's runtime (:mod:`.live_table`) to make it;
-- the runtimes' operations on a running lab: :mod:`.live` (the interface), :mod:`.live_local`
-  (this machine), :mod:`.live_ssh` with :mod:`.live_ssh_migrate`, :mod:`.live_ssh_trace`,
+- the runtimes' operations on a running lab: :mod:`.live` (the interface, with
+  :mod:`.live_table`), :mod:`.live_local` with :mod:`.live_local_migrate` (this machine),
+  :mod:`.live_ssh` with :mod:`.live_ssh_migrate`, :mod:`.live_ssh_trace`,
   :mod:`.live_ssh_join` (hosts driven over SSH), :mod:`.moves` (a migration's records and
   plans, whichever makes it);
 - :mod:`.health`: the lab's watcher, failover (:mod:`.watcher`: its process);

@@ -5,8 +5,7 @@ makes everything, in its own kernel, journaled in its journal.
   emulated hosts: :mod:`.underlay`), functions, programs, then labels, paths and slots
   (:mod:`.tables`), then classifier entries; ``chain rm`` and a rollback the other way;
 - health: one watcher for the lab (:mod:`.watcher`), its findings in the lab's state;
-- ``chain migrate``: the clone made, readied (:mod:`.handover`), connection-tracking state
-  copied (:mod:`.conntrack`), the slot tables switched, the old instance drained and removed;
+- ``chain migrate``: :mod:`.live_local_migrate`;
 - hosts: an emulated host joins (:mod:`.hostops` makes it); a machine (``--ssh``) cannot.
 """
 
@@ -23,17 +22,14 @@ from ..errors import LabError
 from ..plan.chainadd import Addition, NewNode, withdraw
 from ..plan.model import Plan
 from ..plan.sfc import DirectionPlan, Hop, PathPlan, SteeringPlan
-from ..plan.tunnels import LABELLED_MTU as LABELLED
 from ..realize import dataplane
-from ..realize.dataplane import DataPlane, path_base
+from ..realize.dataplane import DataPlane
 from ..realize.runtime.base import Progress
 from ..realize.runtime.local import LocalRuntime
 from ..realize.state import LabState
-from . import (classify_maps, conntrack, handover, moves, record, tables, trace, underlay,
-               watcher, wire)
+from . import classify_maps, live_local_migrate, record, tables, trace, watcher, wire
 from .classify_maps import Classify
 from .live import DRAIN_S, LiveRuntime, classified_later, steering_of
-from .record import slot_lock
 
 if TYPE_CHECKING:
     from ..spec.sfc import ClassifierSpec
@@ -65,7 +61,7 @@ class LocalLive(LocalRuntime, LiveRuntime):
             dataplane.make_dir(plan.lab)
         say(f"function nodes: {len(add.nodes)}")
         for n in add.nodes:
-            wire.make_node(merged, n, _tunnel(state, merged, n))
+            wire.make_node(merged, n, wire.planned_tunnel(state, merged, n))
         for node, ifname, mtu in add.mtu:
             wire.set_link(merged, node, ifname, mtu=mtu)
         for node, ifname, offl in add.offloads:
@@ -147,99 +143,8 @@ class LocalLive(LocalRuntime, LiveRuntime):
     def migrate(self, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,
                 clone: NewNode, news: list[DirectionPlan], olds: list[DirectionPlan],
                 new_hops: list[Hop], host: str, t0: float) -> dict[str, Any]:
-        """Make the clone, its paths and labels here; switch each direction's slot table in
-        one map update; drain and remove the old instance (:mod:`.migrate`'s steps)."""
-        state, add, old, lab_file = self.state, own.add, own.old, own.lab_file
-        msp, sp = steering_of(merged), steering_of(plan)
-        # --- journal, then make ------------------------------------------------------------
-        state.record([{"op": "netns", "name": clone.netns}])
-        add.nodes.append(clone)
-        moves.save(state, own, "migrating")
-        record.save_plan(state, merged)
-        moved = 0
-        errors: list[str] = []
-        seen: set[tuple[str, ...]] = set()
-        try:
-            wire.make_node(merged, clone, _tunnel(state, merged, clone))
-            wire.start_function(state, merged, clone.node)
-            wire.load_programs(merged, clone.node, msp.node_ids[clone.node],
-                               msp.attach[clone.node])
-            wire.load_programs(merged, old.attach, msp.node_ids[old.attach],
-                               [("sfc_forward", clone.attach_ifname, "xdp")])
-            handover.ready(state, merged, clone.node, clone.netns, clone.gateway, clone.attach)
-            nodes = {n for d in news for p in d.paths for n in p.nodes}
-            ifaces = tables.interfaces({n.node: n.name for n in merged.namespaces}, nodes)
-            with DataPlane(req.lab) as dp:
-                tables.write_labels(dp, msp, new_hops, ifaces)
-                for d in news:
-                    assert d.path_base is not None
-                    tables.write_paths(dp, d, d.path_base, ifaces)
-            if req.conntrack:
-                moved, seen, errors = conntrack.copy(old.netns, clone.netns)
-        except BaseException:
-            wire.remove_node(state, merged, clone.node, clone.netns,
-                             (clone.attach, clone.attach_ifname), clone)
-            add.nodes.remove(clone)
-            moves.save(state, own, "up")
-            record.save_plan(state, plan)
-            raise
-        # --- switch: slot tables and the plan together (the watcher waits for both) ----------
-        switched = moves.switched_plan(merged, news)
-        with DataPlane(req.lab) as dp, slot_lock(state):
-            # slot k keeps path k; paths through instances the watcher found dead stay out
-            gone = watcher.dead(state)
-            slotted = []
-            for d, nd in zip(olds, news):
-                assert nd.path_base is not None
-                if gone & {i for p in nd.paths for i in p.instances}:
-                    w = [0 if gone & set(p.instances) else p.weight for p in nd.paths]
-                    slotted.append(tables.slots_over(nd, nd.path_base, w))
-                else:
-                    slotted.append([nd.path_base + nd.paths[k].index for k in d.slots])
-            t_sw = time.perf_counter()
-            for nd, slots in zip(news, slotted):
-                tables.write_slots(dp, nd, slots)
-            switch_s = time.perf_counter() - t_sw
-            record.save_plan(state, switched)
-        add.directions = [next((nd for nd in news if nd.index == d.index), d)
-                          for d in add.directions]
-        add.hops += new_hops
-        moves.save(state, own, "migrating")
-        # --- drain: the old instance lets out what it holds -----------------------------------
-        with DataPlane(req.lab) as dp:
-            if req.conntrack:
-                n2, _, e2 = conntrack.copy(old.netns, clone.netns, skip=seen)
-                moved += n2
-                errors += e2
-            drained = moves.drain(dp, sp.node_ids[old.node], req.drain_s)
-        # --- break: the old instance goes ----------------------------------------------------
-        if lab_file:  # its namespace and links stay: the lab's routes and other paths cross it
-            errors += handover.retire(state, switched, old.node, old.netns)
-        else:
-            errors += wire.remove_node(state, switched, old.node, old.netns,
-                                       (old.attach, old.attach_ifname), old)
-        final, freed = moves.final_plan(switched, old, lab_file)
-        with DataPlane(req.lab) as dp:
-            for d in olds:
-                tables.clear_paths(dp, path_base(sp, d.index), len(d.paths))
-            tables.delete_labels(dp, freed)
-        if not lab_file:
-            add.nodes.remove(old)
-        if own.moved is not None:  # the lab-file node the instance stood for now has the clone
-            stood = next((k for k, v in own.moved.items() if v == old.node), old.node)
-            own.moved[stood] = clone.node
-        add.hops = [h for h in add.hops if h.label not in freed]
-        record.save_plan(state, final)
-        moves.save(state, own, "up")
-        record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
-                     host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
-                     drained=drained)
-        return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
-                "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
-                "conntrack_errors": errors[:5], "drained": drained,
-                "seconds": round(time.monotonic() - t0, 3)}
-
-
+        return live_local_migrate.migrate(self.state, req, plan, merged, own, clone, news,
+                                          olds, new_hops, host, t0)
 
     def refuse_emulated_join(self) -> None:
         return None  # emulated hosts join emulated hosts' underlay
@@ -257,16 +162,6 @@ def _no_machines(lab: str) -> LabError:
     return LabError(f"lab '{lab}' runs on emulated hosts: its underlay is a network sfclab "
                     "made inside this machine, which no real machine can join, so --ssh is "
                     "refused; add an emulated host with --cpus N --memory SIZE")
-
-
-def _tunnel(state: LabState, merged: Plan, n: NewNode) -> underlay.Tunnel | None:
-    """``n``'s tunnel, if it has one: its hosts joined, its hosted link put in the plan (and
-    the plan saved) before it is made."""
-    t = underlay.tunnel(state, merged, n, LABELLED)
-    if t is not None:
-        merged.host_links.append(t.link)
-        record.save_plan(state, merged)
-    return t
 
 
 def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
