@@ -5,7 +5,8 @@ instance placed there (:func:`sfclab.steer.health.scope`)."""
 from __future__ import annotations
 
 from sfclab.plan.split import split
-from sfclab.steer import agent_chain, health, sshhealth
+from sfclab.hosts.ssh import AGENT_MODULE
+from sfclab.steer import agent_verbs, health, live_ssh
 
 from .chainplans import line_chain_plan
 
@@ -34,10 +35,10 @@ def test_a_host_acts_on_its_ingress_directions_and_probes_its_own_instances():
     assert health.scope(parts["h2"], sp) == ([], ["f2"])
 
 
-def test_the_health_verbs_are_the_chain_agents():
-    assert sshhealth.AGENT == agent_chain.MODULE
+def test_the_health_verbs_are_in_the_agents_one_table():
+    assert AGENT_MODULE == agent_verbs.__name__  # what every call over SSH runs
     assert {"chain-watch", "chain-health", "conntrack-list", "conntrack-make"} <= \
-        set(agent_chain.VERBS)
+        set(agent_verbs.VERBS)
 
 
 def test_chain_inspect_merges_every_hosts_record(monkeypatch, tmp_path):
@@ -45,7 +46,7 @@ def test_chain_inspect_merges_every_hosts_record(monkeypatch, tmp_path):
     order, filtered by chain; a host that does not answer is named, not fatal."""
     from sfclab.errors import RealizeError
     from sfclab.hosts.ssh import SshTarget
-    from sfclab.realize import remote_sfc
+    from sfclab.realize.runtime.ssh import SshRuntime
     from sfclab.realize.state import LabState
     from sfclab.steer import record
 
@@ -55,7 +56,7 @@ def test_chain_inspect_merges_every_hosts_record(monkeypatch, tmp_path):
     record.event(state, "chain-added", chain="video")
     ts = {h: SshTarget(h, a) for h, a in (("h1", "198.18.0.1"), ("h2", "198.18.0.2"),
                                           ("h3", "198.18.0.3"))}
-    monkeypatch.setattr(remote_sfc, "targets", lambda _s: ts)
+    monkeypatch.setattr(SshRuntime, "targets", lambda _rt: ts)
     answers = {
         "h1": {"watcher": 41, "instances": {"m-1": {"alive": False, "stalled": False}},
                "events": [{"time": 0.0, "event": "instance-down", "instance": "m-1"},
@@ -70,8 +71,8 @@ def test_chain_inspect_merges_every_hosts_record(monkeypatch, tmp_path):
             raise RealizeError(f"host {t.host}: unreachable")
         return answers[t.host]
 
-    monkeypatch.setattr(sshhealth, "call", call)
-    got = sshhealth.status(state, "video", {"m-1"})
+    monkeypatch.setattr(live_ssh, "call", call)
+    got = live_ssh.SshLive(state).health("video", {"m-1"})
     assert got["watcher"] == {"h1": 41}
     assert got["instances"] == {"m-1": {"alive": False, "stalled": False, "host": "h1"}}
     assert [(e["event"], e.get("host")) for e in got["events"]] == \

@@ -161,7 +161,7 @@ def test_a_measurement_request_with_a_nul_is_refused_at_its_place() -> None:
 
 
 def test_host_add_refuses_a_key_file_that_is_no_key(tmp_path: Path) -> None:
-    from sfclab.steer.sshhost import check_request
+    from sfclab.steer.live_ssh_join import check_request
 
     key = tmp_path / "id"
     key.write_text("hello\n")

@@ -20,9 +20,12 @@ ovs-vsctl transaction), every object journaled before it is made and marked as t
                         :mod:`.dataplane` its bpffs directory, maps and entries, whose bytes
                         :mod:`.contract` holds against the C headers
 - :mod:`.moved`         lab-file function nodes whose function ``chain migrate`` moved
+- :mod:`.runtime`       the host runtime, one interface (``local``: this machine and hosts
+                        emulated in it; ``ssh``: real machines, each building its part with
+                        its agent); :mod:`.lifecycle` and :mod:`.inspect` ask it and never
+                        tell the runtimes apart themselves
 - :mod:`.remote`        a lab on real hosts driven over SSH: this machine's side of ``up`` and
-                        ``down``; :mod:`.remote_hosts` hosts joining and leaving,
-                        :mod:`.remote_sfc` the chains' data plane
+                        ``down``, called by the ``ssh`` runtime only
 - :mod:`.agent`         a real host's side, run there over SSH, with :mod:`.agent_scan` (what
                         the host offers) and :mod:`.agent_sfc` (its share of the data plane)
 """

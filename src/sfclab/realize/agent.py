@@ -1,4 +1,6 @@
-"""The agent: a real host's side of a lab, run there over SSH (``python -m sfclab.realize.agent``).
+"""The agent: a real host's side of a lab, run there over SSH (``python -m
+sfclab.steer.agent_verbs VERB``, whose table holds these verbs and those of the other agent
+modules).
 
 One verb per run, the request as JSON on stdin, the answer as JSON on stdout; a failure is one
 line on stderr and exit status 1 (2 for a bad request).  The namespace the agent runs in is the
@@ -31,14 +33,13 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import LabError, SfclabError
 from ..kernel import netns
 from ..plan.model import Plan
-from . import agent_scan, agent_sfc
 from .state import LabState
 
 
@@ -207,16 +208,18 @@ def inspect(req: dict[str, Any]) -> dict[str, Any]:
             "host_links": inspect_links(plan, live=True)}
 
 
-VERBS = {"check": check, "up": up, "down": down, "inspect": inspect}
-VERBS.update(agent_sfc.VERBS)  # a host's share of the chains' data plane
-VERBS.update(agent_scan.VERBS)  # what it offers, before 'host add --ssh'
+Verb = Callable[[dict[str, Any]], dict[str, Any]]
+#: this module's verbs (every verb of the agent, in one table: :mod:`sfclab.steer.agent_verbs`)
+VERBS: dict[str, Verb] = {"check": check, "up": up, "down": down, "inspect": inspect}
 
 
-#: armed verbs: a generator that makes everything ready, yields once, and acts only when
+#: an armed verb: a generator that makes everything ready, yields once, and acts only when
 #: resumed; closed instead, it has changed nothing.  The agent reads the request as one line,
 #: answers ``{"armed": true}``, then waits for a line ``go`` (anything else, or the end of
 #: its input, and it closes the verb and exits 1); see :func:`sfclab.hosts.ssh.call_armed`
-ARMED: dict[str, Callable[[dict[str, Any]], Generator[None, None, dict[str, Any]]]] = {}
+ArmedVerb = Callable[[dict[str, Any]], Generator[None, None, dict[str, Any]]]
+#: this module's armed verbs (none)
+ARMED: dict[str, ArmedVerb] = {}
 
 
 def _request(text: str) -> dict[str, Any]:
@@ -226,8 +229,8 @@ def _request(text: str) -> dict[str, Any]:
     return req
 
 
-def _armed(verb: str, req: dict[str, Any]) -> dict[str, Any]:
-    gen = ARMED[verb](req)
+def _armed(run: ArmedVerb, verb: str, req: dict[str, Any]) -> dict[str, Any]:
+    gen = run(req)
     next(gen)  # ready: nothing changed yet
     print(json.dumps({"armed": True}), flush=True)
     if sys.stdin.readline().strip() != "go":
@@ -240,26 +243,28 @@ def _armed(verb: str, req: dict[str, Any]) -> dict[str, Any]:
     raise LabError(f"{verb} yielded twice")
 
 
-def main(argv: list[str]) -> int:
-    verbs = [*VERBS, *ARMED]
-    if len(argv) != 1 or argv[0] not in verbs:
-        print(f"usage: python -m sfclab.realize.agent {{{'|'.join(verbs)}}} < request.json",
+def main(argv: list[str], table: Mapping[str, Verb] | None = None,
+         armed_table: Mapping[str, ArmedVerb] | None = None,
+         module: str = "sfclab.steer.agent_verbs") -> int:
+    """Run the one verb ``argv`` names, from ``table`` and ``armed_table`` (default: this
+    module's own); ``module``: how the agent is run, for the usage line."""
+    verbs: Mapping[str, Verb] = VERBS if table is None else table
+    armed_verbs: Mapping[str, ArmedVerb] = ARMED if armed_table is None else armed_table
+    names = [*verbs, *armed_verbs]
+    if len(argv) != 1 or argv[0] not in names:
+        print(f"usage: python -m {module} {{{'|'.join(names)}}} < request.json",
               file=sys.stderr)
         return 2
-    armed = argv[0] in ARMED
+    armed = argv[0] in armed_verbs
     try:
         req = _request(sys.stdin.readline() if armed else sys.stdin.read())
     except ValueError as e:
         print(f"agent: bad request: {e}", file=sys.stderr)
         return 2
     try:
-        answer = _armed(argv[0], req) if armed else VERBS[argv[0]](req)
+        answer = _armed(armed_verbs[argv[0]], argv[0], req) if armed else verbs[argv[0]](req)
     except (SfclabError, OSError, KeyError) as e:
         print(f"agent {argv[0]}: {e}", file=sys.stderr)
         return 1
     print(json.dumps(answer))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

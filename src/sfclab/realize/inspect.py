@@ -16,19 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import moved, remote
+from . import moved
 from .hosts import inspect_hosts, inspect_links
-from .kinds import TABLE
 from .lifecycle import load_plan
+from .runtime import runtime_for
 
 
 def inspect(name: str) -> dict[str, Any]:
     state, plan = load_plan(name)
     meta = state.meta()
     found: dict[str, Any] = {}
-    far = bool(remote.journaled(state))  # real hosts: nothing of the lab is on this machine
-    for part in [] if far else TABLE.parts():
-        part.inspect(state, plan, found)
+    rt = runtime_for(state)
+    rt.inspect(plan, found)
     order = [ns.node for ns in plan.namespaces] + [b.node for b in plan.ovs_bridges]
     nodes = {n: found[n] for n in order if n in found}
     for n, entry in nodes.items():
@@ -46,15 +45,14 @@ def inspect(name: str) -> dict[str, Any]:
         out["underlay"] = {"netns": plan.underlay.netns, "subnet": plan.underlay.subnet,
                            "mtu": plan.underlay.mtu, "mtu_note": plan.underlay.mtu_note} \
             if plan.underlay else None
-        out["host_links"] = inspect_links(plan, live=not far)
+        out["host_links"] = inspect_links(plan, live=rt.here)
     if plan.tenants:
         out["tenants"] = plan.tenants
-    if far:  # each host's part is read live there, by its agent
-        remote.inspect(state, out)
-        out["nodes"] = {n: out["nodes"][n] for n in order if n in out["nodes"]}
-        for n, entry in out["nodes"].items():
-            if plan.tenants:
-                entry["tenants"] = plan.tenants_of(n)
+    rt.inspect_far(out)  # over SSH: each host's part read live there, by its agent
+    out["nodes"] = {n: out["nodes"][n] for n in order if n in out["nodes"]}
+    for n, entry in out["nodes"].items():
+        if plan.tenants:
+            entry["tenants"] = plan.tenants_of(n)
     _show_moved(moved.moved_nodes(state), out["nodes"])
     return out
 

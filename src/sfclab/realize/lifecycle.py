@@ -10,19 +10,18 @@ then objects are made; any failure (or Ctrl-C) tears down what the journal names
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Callable
 from typing import Any
 from typing import TYPE_CHECKING
 
-from ..errors import LabError, RealizeError, SpecError, ToolError
+from ..errors import LabError, SpecError
 from ..plan.model import Plan
-from ..plan.names import HOST_PREFIX, STAGING_NODE, netns_name
-from ..kernel import netns, ovs
-from . import remote
-from .kinds import TABLE
+from ..plan.names import HOST_PREFIX
+from ..kernel import ovs
+from .runtime import runtime_for
+from .runtime.base import HostRuntime
 from .state import LabState, all_labs, pid_alive
-from .teardown import TeardownReport, teardown
+from .teardown import TeardownReport
 
 if TYPE_CHECKING:
     from ..spec.lab import Lab
@@ -56,94 +55,30 @@ def _refuse_existing(state: LabState) -> None:
                    "to remove what it made")
 
 
-def _preflight(plan: Plan) -> None:
-    extra = [h.netns for h in plan.hosts] + ([plan.underlay.netns] if plan.underlay else [])
-    for ns in [n.name for n in plan.namespaces] + [netns_name(plan.lab, STAGING_NODE)] + extra:
-        if netns.exists(ns):
-            raise LabError(f"namespace {ns} already exists and no lab of sfclab owns it; "
-                           "sfclab will not adopt it")
-    # everything that is or passes through the root namespace: root ends, OVS-made ports
-    roots = [i.name for i in plan.interfaces if i.netns is None]
-    roots += [p.name for b in plan.ovs_bridges for p in b.ports]
-    roots += [b.name for b in plan.ovs_bridges]
-    if roots:
-        from pyroute2 import IPRoute  # light start-up: pyroute2 only for labs with OVS
-
-        with IPRoute() as ipr:
-            for name in roots:
-                if ipr.link_lookup(ifname=name):
-                    raise LabError(f"interface {name} already exists in the root namespace; "
-                                   "sfclab will not adopt it")
-
-
 def check(lab: Lab) -> Plan:
     """Every check ``up`` makes short of touching the kernel: the plan, and each function's
     checks against its neighbours and the machine (programs that must exist ...), with the
     file and place named.  ``validate`` runs exactly this; ``up`` runs it first.  A node on a
     host reached over SSH is checked there, by that host's agent, at ``up``
     (:mod:`sfclab.realize.needs`), not on this machine."""
-    from .functions import instantiate  # light start-up: pydantic only when checking
-
     plan = plan_for(lab)
-    state = LabState(lab.name)
     for node in plan.functions:
-        host = plan.host_of(node)
-        if host is not None and not host.emulated:
-            continue
         try:
-            instantiate(state, plan, node).check()
+            runtime_for(plan, plan.host_of(node)).check_node(plan, node)
         except SpecError as e:
             raise lab.error_at(e, ("nodes", node)) from None
     return plan
 
 
 def up(lab: Lab, *, progress: Progress | None = None) -> Plan:
-    """Build ``lab``; return its plan.  On failure nothing of it is left."""
-    import yaml  # light start-up: down/ls/inspect never write YAML
-
-    from . import journal  # light start-up: only up journals
-    from .build import Builder  # light start-up: only up builds
-
+    """Build ``lab`` on its hosts' runtime (:mod:`sfclab.realize.runtime`); return its plan.
+    On failure nothing of it is left."""
     say = progress or (lambda _m: None)
     state = LabState(lab.name)
     with state.locked():
         _refuse_existing(state)
         plan = check(lab)
-        if remote.is_remote(lab):  # real hosts: each builds its own part (sfclab.realize.remote)
-            state.begin(plan.to_dict(), yaml.safe_dump(lab.to_dict(), sort_keys=False),
-                        lab.source)
-            t0 = time.monotonic()
-            try:
-                remote.up(lab, plan, state, say)
-            except BaseException:
-                if not remote.pending(state):
-                    state.remove()
-                else:
-                    state.set_meta(status="failed")
-                raise
-            state.set_meta(status="up", pid=None, up_seconds=round(time.monotonic() - t0, 4))
-            return plan
-        if plan.ovs_bridges:
-            ovs.ensure_running()
-        _preflight(plan)
-        state.begin(plan.to_dict(), yaml.safe_dump(lab.to_dict(), sort_keys=False), lab.source)
-        state.record(journal.entries(plan))
-        builder = Builder(plan, TABLE.parts(), state, say)
-        t0 = time.monotonic()
-        try:
-            builder.build()
-        except BaseException as e:
-            builder.close()
-            say("rolling back")
-            rep = teardown(state)
-            state.remove()
-            if isinstance(e, (RealizeError, SpecError, KeyboardInterrupt)):
-                raise
-            if rep.errors:
-                raise RealizeError(f"{e} (rollback: {'; '.join(rep.errors)})") from e
-            raise RealizeError(str(e) or type(e).__name__) from e
-        builder.close()
-        state.set_meta(status="up", pid=None, up_seconds=round(time.monotonic() - t0, 4))
+        runtime_for(lab).up(lab, plan, say)
         return plan
 
 
@@ -155,12 +90,10 @@ def down(name: str) -> TeardownReport:
         raise LabError(f"no lab named '{name}' (labs: {known})")
     with state.locked():
         state.set_meta(status="removing")
-        if remote.journaled(state):  # real hosts: each removes its own part
-            rep = remote.down(state)
-            if remote.pending(state):
-                return rep  # the unreachable hosts' parts stay journaled for a later down
-        else:
-            rep = teardown(state)
+        rt = runtime_for(state)
+        rep = rt.down()
+        if rt.left():
+            return rep  # the unreachable hosts' parts stay journaled for a later down
         state.remove()  # nothing of the lab is left; the lock file goes as the lock is released
         return rep
 
@@ -214,7 +147,8 @@ def node_place(name: str, node: str) -> tuple[str | None, str | None]:
         if host is None:
             hosts = ", ".join(HOST_PREFIX + h.name for h in plan.hosts) or "none"
             raise LabError(f"lab '{name}' has no host '{node[1:]}' (host contexts: {hosts})")
-        return (None, host.name) if not host.emulated else (host.netns, None)
+        rt = runtime_for(plan, host)
+        return rt.context(host), rt.reached_as(host)
     try:
         ns = plan.netns_of(node)
     except KeyError:
@@ -224,7 +158,7 @@ def node_place(name: str, node: str) -> tuple[str | None, str | None]:
         nodes = [n.node for n in plan.namespaces] + [b.node for b in plan.ovs_bridges]
         raise LabError(f"lab '{name}' has no node '{node}' (nodes: {', '.join(nodes)})") from None
     host = plan.host_of(node)
-    return ns, (host.name if host is not None and not host.emulated else None)
+    return ns, runtime_for(plan, host).reached_as(host)
 
 
 def run_in(name: str, node: str, argv: list[str], *, check: bool = True,
@@ -234,14 +168,7 @@ def run_in(name: str, node: str, argv: list[str], *, check: bool = True,
     captured; on a host reached over SSH, there.  ``check``: raise
     :class:`~sfclab.errors.ToolError` on a non-zero status."""
     ns, host = node_place(name, node)
-    if host is None:
-        assert ns is not None
-        return netns.run(ns, argv, check=check, timeout=timeout, input=input)
-    cp = remote.run_on(LabState(name), host, ns, argv, input=input,
-                       timeout=timeout if timeout is not None else 3600)
-    if check and cp.returncode != 0:
-        raise ToolError(argv, cp.returncode, cp.stderr)
-    return cp
+    return _runtime(name, host).run(host, ns, argv, check=check, input=input, timeout=timeout)
 
 
 def exec_in(name: str, node: str, argv: list[str]) -> int:
@@ -250,19 +177,10 @@ def exec_in(name: str, node: str, argv: list[str]) -> int:
     ns, host = node_place(name, node)
     if not argv:
         raise LabError("nothing to run: give a command after '--'")
-    if host is not None:
-        return remote.exec_on(LabState(name), host, ns, argv)
-    assert ns is not None
-    try:
-        proc = netns.popen(ns, argv)
-    except FileNotFoundError:
-        raise LabError(f"command not found: {argv[0]}") from None
-    except OSError as e:  # not executable, a directory ...
-        raise LabError(f"cannot run {argv[0]}: {e.strerror}") from None
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        return proc.wait()
+    return _runtime(name, host).exec(host, ns, argv)
 
 
+def _runtime(name: str, host: str | None) -> HostRuntime:
+    """The runtime of lab ``name``'s host ``host`` (``None``: this machine)."""
+    _state, plan = load_plan(name)
+    return runtime_for(plan, next((h for h in plan.hosts if h.name == host), None))

@@ -40,10 +40,6 @@ if TYPE_CHECKING:
 OP = "remote-host"
 
 
-def is_remote(lab: Lab) -> bool:
-    return any(h.ssh is not None for h in lab.hosts.values())
-
-
 def targets(lab: Lab, plan: Plan) -> dict[str, SshTarget]:
     out = {}
     for h in plan.hosts:

@@ -1,10 +1,10 @@
-"""The agent with the verbs of ``chain add`` and ``chain rm`` on a lab of hosts driven over SSH
-(``python -m sfclab.steer.agent_chain VERB``): every verb of :mod:`sfclab.realize.agent`, and
-the "make it on this host" steps of :mod:`sfclab.steer.add`, run by the host's agent there.
+"""The agent's verbs of ``chain add`` and ``chain rm`` on a lab of hosts driven over SSH (in the
+agent's one table, :mod:`sfclab.steer.agent_verbs`): the "make it on this host" steps of
+:mod:`sfclab.steer.add`, run by the host's agent there.
 
 This machine plans the chain exactly as for emulated hosts (placement, wiring, labels,
 tunnels: :mod:`sfclab.plan.chainadd`) and sends every host the merged plan and the addition;
-each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks what):
+each host makes only what is its own (:mod:`sfclab.steer.live_ssh` says who asks what):
 
 - ``chain-make`` ``{"lab", "plan", "addition", "addresses"}``: journal first (the new
   namespaces; the tunnel devices in the host's context, by mark; the share's bpffs directory
@@ -27,7 +27,7 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
 - ``chain-switch`` ``{"lab", "plan", "addition", "slots", "after"}``: a migration's switch,
   the slot tables of the directions whose ingress is here (``chain-tables`` with ``slots:
   false`` wrote their new paths first), and the part saved with the new paths, under the
-  slot lock the host's watcher takes (:mod:`.sshhealth`).  Armed: it makes ready, answers
+  slot lock the host's watcher takes (:mod:`.live_ssh`).  Armed: it makes ready, answers
   ``armed`` and writes on ``go`` (:func:`sfclab.hosts.ssh.call_armed`), so the ingress hosts
   of both directions switch within one round trip of each other.
 - ``chain-ready`` ``{"lab", "plan", "addition", "node"}``: a migration's clone placed here
@@ -41,7 +41,6 @@ each host makes only what is its own (:mod:`sfclab.steer.sshadd` says who asks w
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
@@ -53,7 +52,6 @@ from ..plan.chainadd import Addition, NewNode
 from ..plan.model import Plan
 from ..plan.sfc import SteeringPlan
 from ..plan.sfc_hosts import interface_mac, remote_host
-from ..plan.split import host_part
 from ..plan import tunnels as plan_tunnels
 from ..plan.tunnels import attach_host, names
 from ..realize import agent, dataplane, ownership
@@ -62,7 +60,8 @@ from ..realize.links import hosted
 from ..realize.links.hosted import context_mark
 from ..realize.state import LabState
 from ..realize.step import step
-from . import agent_conntrack, agent_health, handover, health, record, tables, wire
+from . import agent_health, handover, record, tables, watcher, wire
+from .live_ssh import part_of
 from .underlay import Joined
 
 VXLAN_PORT = 4789  # VXLAN's IANA port, when the plan names no underlay
@@ -70,7 +69,6 @@ VXLAN_PORT = 4789  # VXLAN's IANA port, when the plan names no underlay
 if TYPE_CHECKING:
     from pyroute2 import IPRoute
 
-MODULE = "sfclab.steer.agent_chain"
 
 
 def _load(req: dict[str, Any]) -> tuple[LabState, Plan, str, Plan, Addition]:
@@ -87,15 +85,6 @@ def _load(req: dict[str, Any]) -> tuple[LabState, Plan, str, Plan, Addition]:
         raise LabError(f"lab '{req['lab']}''s part here is not a host's part")
     return state, part, host.name, Plan.from_dict(req["plan"]), Addition.from_dict(
         req["addition"])
-
-
-def part_of(plan: Plan, host: str) -> Plan:
-    """Host ``host``'s part of a lab's plan with added instances (the plan models an
-    instance's tunnelled link as a veth: across hosts it is no veth of either part)."""
-    whole = Plan.from_dict(plan.to_dict())
-    where = {n: h.name for h in whole.hosts for n in h.nodes}
-    whole.veths = [v for v in whole.veths if where.get(v.a.node) == where.get(v.b.node)]
-    return host_part(whole, host)
 
 
 def _new_part(part: Plan, merged: Plan, me: str) -> Plan:
@@ -312,7 +301,7 @@ def check(req: dict[str, Any]) -> dict[str, Any]:
 
 
 def switch(req: dict[str, Any]) -> Generator[None, None, dict[str, Any]]:
-    """A migration's switch, armed (:data:`sfclab.realize.agent.ARMED`): the slot tables of
+    """A migration's switch, armed (:data:`.agent_verbs.ARMED`): the slot tables of
     the directions whose ingress is here, each in one map update (``{"lab", "plan",
     "addition", "slots": {INDEX: [PATH, ...]}, "after"}``), and the part saved as ``after``
     (the plan with the new paths) under the slot lock, so the host's watcher never acts on
@@ -334,7 +323,7 @@ def switch(req: dict[str, Any]) -> Generator[None, None, dict[str, Any]]:
         after = _new_part(part, Plan.from_dict(req["after"]), me) if req.get("after") else None
         yield  # the locks only after "go": held while waiting, they would stop the watcher
         with state.locked(), record.slot_lock(state):
-            gone = health.dead(state)
+            gone = watcher.dead(state)
             for d in mine:
                 assert d.path_base is not None
                 if gone & {i for p in d.paths for i in p.instances}:
@@ -422,20 +411,13 @@ def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
     return []
 
 
-VERBS = {**agent.VERBS, "chain-make": make, "chain-tables": write_tables,
-         "chain-unmake": unmake, "chain-check": check,
-         "chain-ready": ready, "chain-retire": retire,
-         **agent_conntrack.VERBS, **agent_health.VERBS}
+#: this module's verbs (every verb of the agent, in one table: :mod:`.agent_verbs`)
+VERBS = {"chain-make": make, "chain-tables": write_tables, "chain-unmake": unmake,
+         "chain-check": check, "chain-ready": ready, "chain-retire": retire}
 
 
 #: verbs that make ready, answer ``armed`` and act on ``go`` (:func:`sfclab.hosts.ssh.call_armed`)
 ARMED = {"chain-switch": switch}
-
-
-def main(argv: list[str]) -> int:
-    agent.VERBS.update(VERBS)  # one dispatcher: the realize agent's
-    agent.ARMED.update(ARMED)
-    return agent.main(argv)
 
 
 def _tunnel_end(merged: Plan, n: NewNode, me: str, here: Joined, there: Joined,
@@ -450,6 +432,3 @@ def _tunnel_end(merged: Plan, n: NewNode, me: str, here: Joined, there: Joined,
     port = merged.underlay.vxlan_port if merged.underlay is not None else VXLAN_PORT
     hosted.make_live_end(merged.lab, hl, e, OwnRoot(me), here.underlay_if, port, real=True)
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

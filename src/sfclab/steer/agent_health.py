@@ -1,4 +1,4 @@
-"""The agent's verbs for the health watcher on a host driven over SSH (:mod:`.sshhealth` says
+"""The agent's verbs for the health watcher on a host driven over SSH (:mod:`.live_ssh` says
 what such a watcher sees and does):
 
 - ``chain-watch`` ``{"lab", "peers", "port", "secret"}``: keep the lab's peers (host ->
@@ -21,7 +21,7 @@ from ..plan.model import Plan
 from ..plan.sfc import SteeringPlan
 from ..plan.sfc_hosts import remote_host
 from ..realize.state import LabState
-from . import health, peerwatch
+from . import health, peerwatch, watcher
 
 
 def watch(req: dict[str, Any]) -> dict[str, Any]:
@@ -38,9 +38,9 @@ def watch(req: dict[str, Any]) -> dict[str, Any]:
             peerwatch.write_private(state.dir / peerwatch.CONFIG, {
                 "host": host.name, "peers": dict(req.get("peers", {})),
                 "port": int(req["port"]), "secret": str(req["secret"])})
-        running = health.watcher_pid(state)
-        if running and req.get("secret") and not health.watcher_talks(state):
-            health.stop_watcher(state)  # started before this host knew its peers: again
+        running = watcher.watcher_pid(state)
+        if running and req.get("secret") and not watcher.watcher_talks(state):
+            watcher.stop_watcher(state)  # started before this host knew its peers: again
             running = None
         pid, watched = ensure(state, part)
     return {"host": host.name, "watcher": pid, "started": bool(pid) and not running,
@@ -57,13 +57,13 @@ def ensure(state: LabState, part: Plan) -> tuple[int | None, list[str]]:
     sp = part.steering or SteeringPlan()
     dirs, watched = health.scope(part, sp)
     if not dirs and not watched:
-        health.stop_watcher(state)
+        watcher.stop_watcher(state)
         return None, []
-    running = health.watcher_pid(state)
+    running = watcher.watcher_pid(state)
     if running:
         return running, watched
     host = part.hosts[0]
-    plain = [n for n in host.nodes if n not in set(health.instances(sp))]
+    plain = [n for n in host.nodes if n not in set(watcher.instances(sp))]
     node = (sorted(d.ingress for d in dirs) or sorted(plain) or watched)[0]
     sock = None
     try:
@@ -75,7 +75,7 @@ def ensure(state: LabState, part: Plan) -> tuple[int | None, list[str]]:
         raise LabError(f"lab '{state.name}': no socket for the health watcher on host "
                        f"'{host.name}' ({host.address}): {e}") from e
     try:
-        return health.ensure_watcher(state, part, node, sock), watched
+        return watcher.ensure_watcher(state, part, node, sock), watched
     finally:
         if sock is not None:
             sock.close()

@@ -28,7 +28,7 @@ instance, started there by the host's agent, reading that host's share of the ma
 the plan (:func:`scope`: the directions whose ingress is there, the instances placed there).
 It probes its own instances and tells the other hosts' watchers what it sees, and takes the
 instances of other hosts out of its directions when their watchers report them dead or fall
-silent (a :class:`~.peerwatch.PeerLink`; the model: :mod:`.peerwatch`, :mod:`.sshhealth`).
+silent (a :class:`~.peerwatch.PeerLink`; the model: :mod:`.peerwatch`, :mod:`.live_ssh`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ import os
 import select
 import signal
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -50,11 +49,13 @@ from ..kernel import netns
 from ..plan.model import Plan
 from ..plan.sfc import DirectionPlan, SteeringPlan
 from ..plan.sfc_hosts import remote_host
-from ..realize import lifecycle, ownership
+from ..realize import lifecycle
 from ..realize.dataplane import DataPlane, share_dir
 from ..realize.functions import instantiate
-from ..realize.state import LabState, pid_alive
-from . import record, sshhealth, tables
+from ..realize.state import LabState
+from . import record, tables
+from .live_table import live_for
+from .watcher import instances
 from .peerwatch import CONFIG, PeerLink
 
 PERIOD_S = 0.05
@@ -84,10 +85,6 @@ class Watch:
     link: PeerLink | None = None
     remote: dict[str, bool] = field(default_factory=dict)
     lost: set[str] = field(default_factory=set)
-
-
-def instances(sp: SteeringPlan) -> list[str]:
-    return sorted({i for d in sp.directions for p in d.paths for i in p.instances})
 
 
 def scope(plan: Plan, sp: SteeringPlan) -> tuple[list[DirectionPlan], list[str]]:
@@ -348,131 +345,26 @@ def _maps_dir(state: LabState) -> Path | None:
     return share_dir(state.name, host.name) if host else None
 
 
-# ------------------------------------------------------------------------ its life
-def watcher_pid(state: LabState) -> int | None:
-    try:
-        d = json.loads((state.dir / "watcher.json").read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    pid = d.get("pid")
-    ino = netns.inode(d.get("netns", ""))
-    try:
-        same = ino is not None and os.stat(f"/proc/{pid}/ns/net").st_ino == ino[1]
-    except OSError:
-        same = False
-    return pid if pid_alive(pid) and same else None
-
-
-def _watcher_netns_owned(state: LabState) -> bool:
-    try:
-        ns = json.loads((state.dir / "watcher.json").read_text()).get("netns")
-    except (FileNotFoundError, ValueError, AttributeError):
-        return False
-    return isinstance(ns, str) and ownership.namespace_problem(state.name, ns)[0] is not None
-
-
-def ensure_watcher(state: LabState, plan: Plan, node: str,
-                   peer_sock: socket.socket | None = None) -> int:
-    """Start the lab's watcher in ``node``'s namespace unless it runs; journaled first.
-    ``peer_sock``: over SSH, the socket it talks to other hosts' watchers through (it inherits
-    it; the caller closes its own copy)."""
-    pid = watcher_pid(state)
-    if pid:
-        return pid
-    ns = plan.netns_of(node)
-    argv = [sys.executable, "-m", "sfclab.steer.health", state.name]
-    fds: tuple[int, ...] = ()
-    if peer_sock is not None:
-        argv += ["--peer-fd", str(peer_sock.fileno())]
-        fds = (peer_sock.fileno(),)
-    log = open(state.dir / "watcher.log", "ab")
-    try:
-        p = netns.popen(ns, argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                        start_new_session=True, pass_fds=fds)
-    finally:
-        log.close()
-    state.record([{"op": "watcher", "pid": p.pid, "netns": ns}])
-    tmp = state.dir / "watcher.json.tmp"
-    tmp.write_text(json.dumps({"pid": p.pid, "netns": ns, "peers": peer_sock is not None}))
-    os.replace(tmp, state.dir / "watcher.json")
-    return p.pid
-
-
-def watcher_talks(state: LabState) -> bool:
-    """The running watcher was started with a socket to its peers (over SSH: a watcher
-    started before its host knew the lab's peers, e.g. by a migration onto a host that held
-    nothing, has none, and must be started again once it does)."""
-    try:
-        return bool(json.loads((state.dir / "watcher.json").read_text()).get("peers"))
-    except (FileNotFoundError, ValueError):
-        return False
-
-
-def stop_watcher(state: LabState, wait_s: float = 2.0) -> int | None:
-    """End the lab's watcher (SIGTERM; SIGKILL if it is still there after ``wait_s``), if it
-    runs in a namespace of the lab that carries its mark; its PID.  It is held by a pidfd
-    first, then checked again, so a PID reused meanwhile is never signalled."""
-    pid = watcher_pid(state)
-    if pid:
-        netns.end_processes([pid], wait_s, owned=lambda p: watcher_pid(state) == p
-                            and _watcher_netns_owned(state))
-    (state.dir / "watcher.json").unlink(missing_ok=True)
-    return pid
-
-
-def dead(state: LabState) -> set[str]:
-    """Instances the watcher last found dead or (over SSH) took as dead on other hosts'
-    reports (none without a watcher)."""
-    out: set[str] = set()
-    for f in ("health.json", "remote-health.json"):
-        try:
-            health = json.loads((state.dir / f).read_text())
-        except (FileNotFoundError, ValueError):
-            continue
-        out |= {i for i, h in health.items() if h.get("alive") is False}
-    return out
-
-
 def start(lab: str) -> dict[str, Any]:
-    """Start the lab's watcher (``sfclab chain watch``) unless it runs: in the namespace of
-    the first forwarding node on a chain's path."""
+    """Start the lab's watcher (``sfclab chain watch``) unless it runs: on this machine in the
+    namespace of the first forwarding node on a chain's path; over SSH one on each host with
+    a chain's ingress or instance (the runtime's ``watch``, :mod:`.live`)."""
     state = LabState(lab)
     with record.lab_lock(state, what="chain watch"):
         _, plan = lifecycle.load_plan(lab)
-        sp = plan.steering
-        if sp is None:
+        if not plan.steering:
             raise LabError(f"lab '{lab}' has no chains to watch")
-        if sshhealth.is_remote(state):  # one watcher on each host with a chain's ingress
-            got = sshhealth.start(state)
-            return {"lab": lab, "watcher": got["watchers"], "started": got["started"],
-                    "instances": got["instances"]}
-        fwd = {n.node for n in plan.namespaces if n.forwards}
-        node = next((n for d in sp.directions for p in d.paths for n in p.nodes if n in fwd),
-                    next(iter(sp.node_ids)))
-        running = watcher_pid(state)
-        pid = running or ensure_watcher(state, plan, node)
-    return {"lab": lab, "watcher": pid, "started": not running,
-            "instances": instances(sp)}
+        got = live_for(state).watch(plan)
+    return {"lab": lab, "watcher": got["watcher"], "started": got["started"],
+            "instances": got["instances"]}
 
 
 def status(lab: str, chain: str | None = None, only: set[str] | None = None
            ) -> dict[str, Any]:
     """What ``chain inspect`` shows: the watcher, each instance's health (``only`` those),
     the events (of ``chain`` and the lab's own).  On hosts driven over SSH, every host's
-    watcher and record merged (:func:`sfclab.steer.sshhealth.status`)."""
-    state = LabState(lab)
-    if sshhealth.is_remote(state):
-        return sshhealth.status(state, chain, only)
-    try:
-        health = json.loads((state.dir / "health.json").read_text())
-    except (FileNotFoundError, ValueError):
-        health = {}
-    if only is not None:
-        health = {i: h for i, h in health.items() if i in only}
-    ev = record.events(state)
-    if chain is not None:
-        ev = [e for e in ev if e.get("chain") in (None, chain)]
-    return {"watcher": watcher_pid(state), "instances": health, "events": ev[-50:]}
+    watcher and record merged (the runtime's ``health``, :mod:`.live`)."""
+    return live_for(LabState(lab)).health(chain, only)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """``sfclab host add | rm | ls``: hosts added to and removed from a running lab (emulated
-hosts; on a lab whose hosts are driven over SSH, real machines: ``--ssh``, :mod:`.sshhost`).
+hosts; on a lab whose hosts are driven over SSH, real machines: ``--ssh``, :mod:`.live_ssh_join`).
 
 **What an added host is.**  Its context namespace ``sfclab:<lab>:@<host>`` and its cgroup
 ``sfclab:<lab>:@<host>`` (cpuset: ``cpus`` of the machine's online CPUs, handed out in turn
@@ -36,10 +36,10 @@ from ..realize import lifecycle
 from ..realize.hosts import inspect_links
 from ..realize.nodes.namespace import BASE_SYSCTLS
 from ..realize.state import LabState
-from ..realize import ownership, remote_hosts, teardown
 from ..spec.limits import MAX_HOST_CPUS, machine_cpus, machine_memory
 from ..spec.quantities import MAX_SIZE
-from . import record, sshhealth, sshhost, underlay
+from . import live_ssh_join, record, underlay
+from .live_table import live_for
 from .capacity import (LOCAL, added_hosts, has_local, hosts_of, instances_by_host,
                        save_added_hosts)
 from .migrate import migrate_locked
@@ -91,7 +91,7 @@ def add_host(lab: str, name: str, cpus: int, memory: int,
     t0 = time.monotonic()
     with record.lab_lock(state, wait_s, "host add"):
         plan = _up(state)
-        sshhost.refuse_emulated_join(state)
+        live_for(state).refuse_emulated_join()
         taken = [h.name for h in hosts_of(state, plan)]
         if name in taken or (name == LOCAL and has_local(state, plan)):
             raise SpecError(f"lab '{lab}' already has a host '{name}' (hosts: "
@@ -109,7 +109,7 @@ def add_host(lab: str, name: str, cpus: int, memory: int,
             plan.hosts.append(h)
             record.save_plan(state, plan)
         except BaseException:
-            _unmake(lab, h)
+            live_for(state).leave(h)
             save_added_hosts(state, [x for x in added_hosts(state) if x != name])
             raise
         record.event(state, "host-added", host=name, cpus=h.cpus, memory=memory)
@@ -122,40 +122,32 @@ def add_ssh_host(lab: str, name: str, ssh: str | None, key: str | None, port: in
                  agent_state: str | None = None,
                  wait_s: float = DEFAULT_WAIT_S) -> dict[str, Any]:
     """``host add --ssh``: a real machine joins running ``lab`` (hosts driven over SSH only;
-    scanned, checked, journaled, placed on the underlay: :mod:`.sshhost`).  On a lab with
-    chains every host's agent is then given the new peers list (:func:`.sshhealth.start`):
+    scanned, checked, journaled, placed on the underlay: :mod:`.live_ssh_join`).  On a lab with
+    chains every host's agent is then given the new peers list (the runtime's ``watch``):
     the watchers already running accept the new host's reports once an instance lands there
     (``chain migrate --to`` or ``chain add`` start its own watcher)."""
     check_host_request(name, 1 if cpus is None else cpus,
                        MIN_MEMORY if memory is None else memory, emulated=False)
-    sshhost.check_request(ssh, key, port)
+    live_ssh_join.check_request(ssh, key, port)
     assert ssh is not None
     state = LabState(lab)
     t0 = time.monotonic()
     with record.lab_lock(state, wait_s, "host add"):
         plan = _up(state)
-        sshhost.refuse_emulated(lab, plan, state)
+        rt = live_for(state)
+        rt.refuse_machine_join(plan)
         taken = [h.name for h in hosts_of(state, plan)]
         if name in taken:
             raise SpecError(f"lab '{lab}' already has a host '{name}' (hosts: "
                             f"{', '.join(taken)})", place="name")
-        d = sshhost.add(state, plan, name, ssh, key, port, cpus, memory, agent_state)
+        d = rt.join_machine(plan, name, ssh, key, port, cpus, memory, agent_state)
         record.save_plan(state, plan)
         save_added_hosts(state, added_hosts(state) + [name])
         record.event(state, "host-added", host=name, cpus=d["cpus"], memory=d["memory"],
                      ssh=d["ssh"])
         if plan.steering:  # every host's watcher learns its new peer (it holds nothing yet)
-            d["watcher"] = sshhealth.start(state)["watchers"]
+            d["watcher"] = rt.watch(plan)["watcher"]
     return {**d, "seconds": round(time.monotonic() - t0, 3)}
-
-
-def _unmake(lab: str, h: HostPlan) -> list[str]:
-    """Remove an emulated host's cgroups and namespace, each only if it is the lab's
-    (:mod:`sfclab.realize.ownership`); the errors, naming what was left and why."""
-    problem = ownership.cgroup_problem(lab, h.cgroup)
-    errors = [f"cgroup {h.cgroup}: {problem}; left alone"] if problem else \
-        host_cgroups.remove(h.cgroup)
-    return errors + teardown.remove_namespace(lab, h.netns)
 
 
 def remove_host(lab: str, name: str, drain: bool = False,
@@ -187,10 +179,9 @@ def remove_host(lab: str, name: str, drain: bool = False,
                           "switch_seconds": d["switch_seconds"]})
         _, plan = lifecycle.load_plan(lab)
         h = next(x for x in plan.hosts if x.name == name)
-        # a host driven over SSH: its agent removes its part, then it leaves the journal
-        errors = _unmake(lab, h) if h.emulated else remote_hosts.leave(state, name)
-        if errors and not h.emulated:
-            raise LabError(f"host '{name}' could not be removed: {'; '.join(errors)}")
+        # an emulated host's cgroups and namespace go; a host driven over SSH: its agent
+        # removes its part, then it leaves the journal (refused while it could not)
+        errors = live_for(state).leave(h)
         underlay.forget_host(state, name)
         plan.hosts = [x for x in plan.hosts if x.name != name]
         record.save_plan(state, plan)

@@ -44,30 +44,28 @@ from __future__ import annotations
 import re
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..errors import LabError
 from ..plan import placement
 from ..plan import tunnels as plan_tunnels
-from ..plan.chainadd import Addition, NewNode, apply, drop_nodes
+from ..plan.chainadd import Addition, NewNode, apply
 from ..plan.chainpaths import (Labels, Topology, build_direction, free_ifname, free_path_base,
                                free_subnets, path_ranges)
 from ..plan.model import Plan
 from ..plan.names import netns_name
 from ..plan.tunnels import LABELLED_MTU as LABELLED
-from ..plan.sfc import DirectionPlan, SteeringPlan
+from ..plan.sfc import DirectionPlan
 from ..realize import lifecycle
-from ..realize.dataplane import DataPlane, path_base
 from ..realize.state import LabState
-from . import (conntrack, handover, health, record, sshadd, sshmigrate, tables, underlay,
-               wire)
-from .record import slot_lock
-from .add import _steering, _tunnel
+from . import record, underlay
+from .live import steering_of
+from .live_table import live_for
+from .moves import Owner
 from .capacity import LOCAL, hosts_of
 from .request import MigrateInstance
 
-MAX_DRAIN_S = 5.0
 
 
 def owner(state: LabState, plan: Plan, instance: str) -> Owner:
@@ -80,7 +78,7 @@ def owner(state: LabState, plan: Plan, instance: str) -> Owner:
     for add, moved in record.moves(state).values():
         if any(n.node == instance for n in add.nodes):
             return Owner(add, next(n for n in add.nodes if n.node == instance), moved)
-    sp = _steering(plan)
+    sp = steering_of(plan)
     for d in sp.directions:
         if any(instance in p.instances for p in d.paths):
             add, moved = record.moves(state).get(
@@ -88,18 +86,6 @@ def owner(state: LabState, plan: Plan, instance: str) -> Owner:
             return Owner(add, _lab_node(plan, d, instance), moved)
     raise LabError(f"'{instance}' is no function instance on a chain of lab '{state.name}' "
                    "(instances: 'sfclab chain ls' shows them)")
-
-
-@dataclass
-class Owner:
-    add: Addition  # the record the clone joins
-    old: NewNode  # the instance, as the record knows it
-    moved: dict[str, str] | None  # lab-file node -> clone (None: an added chain)
-
-    @property
-    def lab_file(self) -> bool:
-        """Whether ``old`` is a node of the lab file (not one of ``add.nodes``)."""
-        return self.moved is not None and all(n.node != self.old.node for n in self.add.nodes)
 
 
 def _lab_node(plan: Plan, d: DirectionPlan, node: str) -> NewNode:
@@ -161,7 +147,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     _, plan = lifecycle.load_plan(req.lab)
     own = owner(state, plan, req.instance)
     add, old = own.add, own.old
-    remote = sshadd.is_remote(state)  # hosts driven over SSH: their agents make it
+    rt = live_for(state)
     if req.conntrack and shutil.which("conntrack") is None:
         raise LabError("moving connection-tracking state needs the conntrack program "
                        "(Debian package conntrack; 'make setup' installs it); or migrate "
@@ -179,7 +165,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                         [h for h in hosts if h.name == host])
     except placement.NoRoom as e:
         raise LabError(f"no room for the clone: {e}") from None
-    sp = _steering(plan)
+    sp = steering_of(plan)
     name = clone_name(plan, old.node)
     net = free_subnets(plan, 1)[0]
     hs = list(net.hosts())
@@ -202,7 +188,7 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
         base = free_path_base(ranges, len(d.paths))
         ranges.append((base, len(d.paths)))
         news.append(_repath(topo, labels, d, old.node, clone.node, base))
-    msp = _steering(merged)
+    msp = steering_of(merged)
     msp.hops += labels.new
     msp.node_ids[clone.node] = max(msp.node_ids.values(), default=0) + 1
     msp.attach[clone.node] = [("sfc_forward", "eth0", "xdp"),
@@ -210,158 +196,5 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                               ("sfc_proxy_out", "eth0", "tcx-egress")]
     msp.attach.setdefault(old.attach, []).append(("sfc_forward", clone.attach_ifname, "xdp"))
     merged.steering = msp
-    if remote:  # each host's agent makes and removes its share (:mod:`.sshmigrate`)
-        return sshmigrate.migrate(state, req, plan, merged, own, clone, news, olds,
-                                  labels.new, host, t0)
-    # --- journal, then make ------------------------------------------------------------
-    state.record([{"op": "netns", "name": clone.netns}])
-    add.nodes.append(clone)
-    save(state, own, "migrating")
-    record.save_plan(state, merged)
-    moved = 0
-    errors: list[str] = []
-    seen: set[tuple[str, ...]] = set()
-    try:
-        wire.make_node(merged, clone, _tunnel(state, merged, clone))
-        wire.start_function(state, merged, clone.node)
-        wire.load_programs(merged, clone.node, msp.node_ids[clone.node],
-                           msp.attach[clone.node])
-        wire.load_programs(merged, old.attach, msp.node_ids[old.attach],
-                           [("sfc_forward", clone.attach_ifname, "xdp")])
-        handover.ready(state, merged, clone.node, clone.netns, clone.gateway, clone.attach)
-        nodes = {n for d in news for p in d.paths for n in p.nodes}
-        ifaces = tables.interfaces({n.node: n.name for n in merged.namespaces}, nodes)
-        with DataPlane(req.lab) as dp:
-            tables.write_labels(dp, msp, labels.new, ifaces)
-            for d in news:
-                assert d.path_base is not None
-                tables.write_paths(dp, d, d.path_base, ifaces)
-        if req.conntrack:
-            moved, seen, errors = conntrack.copy(old.netns, clone.netns)
-    except BaseException:
-        wire.remove_node(state, merged, clone.node, clone.netns,
-                         (clone.attach, clone.attach_ifname), clone)
-        add.nodes.remove(clone)
-        save(state, own, "up")
-        record.save_plan(state, plan)
-        raise
-    # --- switch: slot tables and the plan together (the watcher waits for both) ----------
-    switched = switched_plan(merged, news)
-    with DataPlane(req.lab) as dp, slot_lock(state):
-        # slot k keeps path k; paths through instances the watcher found dead stay out
-        gone = health.dead(state)
-        slotted = []
-        for d, nd in zip(olds, news):
-            assert nd.path_base is not None
-            if gone & {i for p in nd.paths for i in p.instances}:
-                w = [0 if gone & set(p.instances) else p.weight for p in nd.paths]
-                slotted.append(tables.slots_over(nd, nd.path_base, w))
-            else:
-                slotted.append([nd.path_base + nd.paths[k].index for k in d.slots])
-        t_sw = time.perf_counter()
-        for nd, slots in zip(news, slotted):
-            tables.write_slots(dp, nd, slots)
-        switch_s = time.perf_counter() - t_sw
-        record.save_plan(state, switched)
-    add.directions = [next((nd for nd in news if nd.index == d.index), d)
-                      for d in add.directions]
-    add.hops += labels.new
-    save(state, own, "migrating")
-    # --- drain: the old instance lets out what it holds -----------------------------------
-    with DataPlane(req.lab) as dp:
-        if req.conntrack:
-            n2, _, e2 = conntrack.copy(old.netns, clone.netns, skip=seen)
-            moved += n2
-            errors += e2
-        drained = _drain(dp, sp.node_ids[old.node], req.drain_s)
-    # --- break: the old instance goes ----------------------------------------------------
-    if lab_file:  # its namespace and links stay: the lab's routes and other paths cross it
-        errors += handover.retire(state, switched, old.node, old.netns)
-    else:
-        errors += wire.remove_node(state, switched, old.node, old.netns,
-                                   (old.attach, old.attach_ifname), old)
-    final, freed = final_plan(switched, old, lab_file)
-    with DataPlane(req.lab) as dp:
-        for d in olds:
-            tables.clear_paths(dp, _base(sp, d), len(d.paths))
-        tables.delete_labels(dp, freed)
-    if not lab_file:
-        add.nodes.remove(old)
-    if own.moved is not None:  # the lab-file node the instance stood for now has the clone
-        stood = next((k for k, v in own.moved.items() if v == old.node), old.node)
-        own.moved[stood] = clone.node
-    add.hops = [h for h in add.hops if h.label not in freed]
-    record.save_plan(state, final)
-    save(state, own, "up")
-    record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
-                 host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
-                 drained=drained)
-    return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
-            "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
-            "conntrack_errors": errors[:5], "drained": drained,
-            "seconds": round(time.monotonic() - t0, 3)}
-
-
-def switched_plan(merged: Plan, news: list[DirectionPlan]) -> Plan:
-    """``merged`` (the plan with the clone wired in) once switched: each direction of the
-    migrated chain replaced by its new one in ``news`` (same index), the others as they
-    are."""
-    switched = Plan.from_dict(merged.to_dict())
-    ssp = _steering(switched)
-    ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
-                      for d in ssp.directions]
-    switched.steering = ssp
-    return switched
-
-
-def save(state: LabState, own: Owner, status: str) -> None:
-    """Save ``own``'s record: an added chain's with ``status``, or the moved record of a
-    lab file's chain."""
-    if own.moved is None:
-        record.save_addition(state, own.add, status)
-    else:
-        record.save_moved(state, own.add, own.moved)
-
-
-def final_plan(switched: Plan, old: NewNode, lab_file: bool = False
-               ) -> tuple[Plan, list[int]]:
-    """The plan once ``old`` is gone (its node, ids, programs, labels nobody uses), and the
-    labels freed.  A lab file's node (``lab_file``) stays as transit: only its function goes
-    (no function to stop at down, none to count on its host)."""
-    final = Plan.from_dict(switched.to_dict())
-    fsp = _steering(final)
-    in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
-    freed = [h.label for h in fsp.hops if h.label not in in_use and
-             (h.node == old.node or (h.next == old.node))]
-    fsp.hops = [h for h in fsp.hops if h.label not in freed]
-    if not lab_file:
-        fsp.node_ids.pop(old.node, None)
-        fsp.attach.pop(old.node, None)
-        fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
-                                  if a[1] != old.attach_ifname]
-    final.steering = fsp
-    if lab_file:
-        final.functions.pop(old.node, None)
-    else:
-        drop_nodes(final, {old.node})
-    return final, freed
-
-
-def _base(sp: SteeringPlan, d: DirectionPlan) -> int:
-    return path_base(sp, d.index)
-
-
-def _drain(dp: DataPlane, node_id: int, quiet_s: float) -> bool:
-    """Wait until no packet entered node ``node_id``'s function for ``quiet_s`` (at most
-    :data:`MAX_DRAIN_S`); False if it never went quiet."""
-    deadline = time.monotonic() + MAX_DRAIN_S
-    last = dp.counters(node_id)["proxy_in"]
-    quiet_since = time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(min(0.02, quiet_s))
-        now = dp.counters(node_id)["proxy_in"]
-        if now != last:
-            last, quiet_since = now, time.monotonic()
-        elif time.monotonic() - quiet_since >= quiet_s:
-            return True
-    return False
+    # this machine makes it (:mod:`.live_local`), or each host's agent its share over SSH
+    return rt.migrate(req, plan, merged, own, clone, news, olds, labels.new, host, t0)

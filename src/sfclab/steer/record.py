@@ -121,6 +121,14 @@ def drop_addition(state: LabState, chain: str) -> None:
         (added_dir(state) / f"{chain}.json").unlink()
 
 
+def rmdir_if_empty(d: Path) -> None:
+    """Remove folder ``d`` of the lab's state if it is empty (else, or gone, it stays)."""
+    try:
+        d.rmdir()
+    except OSError:  # not empty (another node's, another chain's) or gone: it stays as it is
+        pass
+
+
 def moved_dir(state: LabState) -> Path:
     return views.moved_dir(state)  # the views (inspect, graph) read its ``moved`` part
 

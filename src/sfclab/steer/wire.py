@@ -24,6 +24,7 @@ from ..kernel import ethtool, netns
 from ..plan.chainadd import BASE_MTU, NewNode
 from ..plan.model import Plan
 from ..plan.sfc import LABEL_ROOM
+from ..plan.tunnels import LABELLED_MTU
 from ..realize import dataplane, ownership, teardown
 from ..realize.functions import instantiate
 from ..realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
@@ -31,6 +32,7 @@ from ..realize.state import LabState
 from ..realize.steering import PROGRAM_OBJECT, steer_binary
 from ..realize.links.hosted import make_live
 from ..realize.step import step
+from . import record, underlay
 from .underlay import remove_tunnel
 
 if TYPE_CHECKING:
@@ -199,3 +201,13 @@ def set_link(plan: Plan, node: str, ifname: str, *, mtu: int | None = None,
                     ethtool.set_offloads(ifname, offloads)
     finally:
         ipr.close()
+
+
+def planned_tunnel(state: LabState, merged: Plan, n: NewNode) -> underlay.Tunnel | None:
+    """``n``'s tunnel, if it has one: its hosts joined, its hosted link put in the plan (and
+    the plan saved) before it is made."""
+    t = underlay.tunnel(state, merged, n, LABELLED_MTU)
+    if t is not None:
+        merged.host_links.append(t.link)
+        record.save_plan(state, merged)
+    return t

@@ -1,5 +1,5 @@
 """``sfclab host add LAB NAME --ssh USER@ADDRESS``: a real machine joins a running lab whose
-hosts are driven over SSH.
+hosts are driven over SSH (the ``ssh`` runtime's ``join_machine``, :mod:`.live_ssh`).
 
 In order, holding the lab's lock: the request is checked (names, key file, port); the lab must
 be one of hosts driven over SSH (a lab of emulated hosts runs on an underlay sfclab made inside
@@ -22,12 +22,11 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from pathlib import Path
 from typing import Any
 
-from ..errors import LabError, SpecError
+from ..errors import SpecError
 from ..hosts.ssh import SshTarget, call
 from ..plan.model import HostPlan, Plan
 from ..plan.names import host_cgroup, host_netns
-from ..realize import remote, remote_hosts
-from ..realize.state import LabState
+from ..realize.runtime.ssh import SshRuntime
 from ..spec.hosts import key_problem
 
 SSH_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.:_-]+\Z")
@@ -53,25 +52,10 @@ def check_request(ssh: str | None, key: str | None, port: int | None) -> tuple[s
     return user, address
 
 
-def refuse_emulated(lab: str, plan: Plan, state: LabState) -> None:
-    if not remote.journaled(state) or not any(not h.emulated for h in plan.hosts):
-        raise LabError(f"lab '{lab}' runs on emulated hosts: its underlay is a network sfclab "
-                       "made inside this machine, which no real machine can join, so --ssh is "
-                       "refused; add an emulated host with --cpus N --memory SIZE")
-
-
-def refuse_emulated_join(state: LabState) -> None:
-    """An emulated host (a namespace of this machine) cannot join a lab of real machines."""
-    if remote.journaled(state):
-        raise LabError(f"lab '{state.name}' runs on hosts driven over SSH: an emulated host "
-                       "(a namespace of this machine) cannot join their underlay; add a "
-                       "machine with --ssh USER@ADDRESS")
-
-
-def target(state: LabState, name: str, user: str, address: str, key: str | None,
+def target(rt: SshRuntime, name: str, user: str, address: str, key: str | None,
            port: int | None, agent_state: str | None) -> SshTarget:
     """How to reach the new host: as the lab's first host is reached, but at ``address``."""
-    base = SshTarget.from_dict(remote.journaled(state)[0]["target"])
+    base = next(iter(rt.targets().values()))
     return SshTarget(name, address, user, key or base.key, port or 22, base.python,
                      agent_state or base.state, base.netns, base.known_hosts)
 
@@ -89,14 +73,14 @@ def place(plan: Plan, name: str, address: str) -> str:
     return str(IPv4Interface(f"{address}/{subnet.prefixlen}"))
 
 
-def add(state: LabState, plan: Plan, name: str, ssh: str, key: str | None, port: int | None,
+def add(rt: SshRuntime, plan: Plan, name: str, ssh: str, key: str | None, port: int | None,
         cpus: int | None, memory: int | None, agent_state: str | None) -> dict[str, Any]:
     """Scan, check, journal and place host ``name`` (the caller holds the lab's lock, has
-    checked the name and that the lab is up)."""
+    checked the name and that the lab is up, and that machines can join)."""
+    state = rt.state
     user, address = check_request(ssh, key, port)
-    refuse_emulated(state.name, plan, state)
     where = place(plan, name, address)
-    t = target(state, name, user, address, key, port, agent_state)
+    t = target(rt, name, user, address, key, port, agent_state)
     scan = call(t, "scan", {})
     checked = call(t, "check", {"address": address})
     has_cpus, has_memory = list(scan["cpus"]), int(scan["memory"])
@@ -107,7 +91,7 @@ def add(state: LabState, plan: Plan, name: str, ssh: str, key: str | None, port:
     if mem > has_memory:
         raise SpecError(f"host {name} has {has_memory >> 20}M of memory, asked for "
                         f"{mem >> 20}M", place="--memory")
-    remote_hosts.join(state, t)
+    rt.join(t)
     h = HostPlan(name, host_netns(state.name, name), where, str(checked["underlay_if"]),
                  host_cgroup(state.name, name), has_cpus[:n], mem, False, [],
                  f"h{len(plan.hosts)}")

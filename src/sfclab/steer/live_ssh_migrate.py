@@ -1,4 +1,5 @@
-"""``chain migrate`` (and so ``host rm --drain``) on a lab of hosts driven over SSH.
+"""``chain migrate`` (and so ``host rm --drain``) on a lab of hosts driven over SSH: the
+``ssh`` runtime's ``migrate`` (:class:`.live_ssh.SshLive`).
 
 :func:`sfclab.steer.migrate.migrate_locked` plans the clone, its paths and labels as for
 emulated hosts; here every host's agent (:mod:`sfclab.steer.agent_chain`) makes its share,
@@ -22,7 +23,7 @@ make-before-break as on emulated hosts:
 4. **Stop.**  ``chain-unmake`` of the old instance on every host (its node, tunnel ends, the old
    paths, the labels nobody uses), the plan and record naming the clone.
 5. **Watchers.**  Every host's agent is given the lab's peers, port and secret again and the
-   watchers started where needed (:func:`.sshhealth.start`, as ``chain add`` does): a clone
+   watchers started where needed (:meth:`.live_ssh.SshLive.start_watchers`, as ``chain add`` does): a clone
    on a host that held nothing of any chain (one ``host add --ssh`` joined, or a lab-file
    host with no node) is probed there and reported to the ingress's host, so it fails over
    like any instance.  A host that could not start one is named in ``watcher_errors``.
@@ -57,36 +58,30 @@ from typing import TYPE_CHECKING, Any
 
 from ..plan.chainadd import Addition, NewNode
 from ..plan.model import Plan
-from ..plan.sfc import DirectionPlan, Hop, SteeringPlan
+from ..plan.sfc import DirectionPlan, Hop
 from ..hosts.ssh import SshTarget
-from ..realize import remote_sfc
 from ..realize.dataplane import path_base
-from ..realize.state import LabState
-from . import health, record, sshadd, sshhealth
-from .agent_chain import MODULE
+from . import moves, record, watcher
+from .moves import MAX_DRAIN_S
+from .live import steering_of
 from .record import slot_lock
-from .request import MigrateInstance
 
 if TYPE_CHECKING:
-    from .migrate import Owner
-
-MAX_DRAIN_S = 5.0
-
-
-def _sp(plan: Plan) -> SteeringPlan:
-    return plan.steering.copy() if plan.steering else SteeringPlan()
+    from .live_ssh import SshLive
+    from .moves import Owner
+    from .request import MigrateInstance
 
 
-def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,
+def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,
             clone: NewNode, news: list[DirectionPlan],
             olds: list[DirectionPlan], new_hops: list[Hop], host: str,
             t0: float) -> dict[str, Any]:
     from ..hosts.ssh import call, call_armed
-    from .migrate import final_plan, save, switched_plan
 
+    state = rt.state
     add, old, lab_file = own.add, own.old, own.lab_file
-    msp = _sp(merged)
-    sp = _sp(plan)
+    msp = steering_of(merged)
+    sp = steering_of(plan)
     step1 = Addition(add.chain, add.attach, nodes=[clone],
                      node_ids={clone.node: msp.node_ids[clone.node]}, hops=new_hops,
                      directions=news,
@@ -94,29 +89,29 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own
                                    old.attach: [("sfc_forward", clone.attach_ifname, "xdp")]},
                      source=add.source)
     add.nodes.append(clone)
-    save(state, own, "migrating")
+    moves.save(state, own, "migrating")
     record.save_plan(state, merged)
-    ts = remote_sfc.targets(state)
+    ts = rt.targets()
     base = {"lab": state.name, "plan": merged.to_dict(), "addition": step1.to_dict()}
     moved = 0
     errors: list[str] = []
     seen: set[tuple[str, ...]] = set()
     try:
-        sshadd.make(state, plan, merged, step1, lambda _m: None, slots=False)
+        rt.make_share(plan, merged, step1, lambda _m: None, slots=False)
         call(ts[clone.host], "chain-ready", {**base, "node": clone.node},  # it forwards
-             module=MODULE, timeout=60)
+             timeout=60)
         if req.conntrack:
             moved, seen, errors = move_conntrack(ts, state.name, old, clone, set())
     except BaseException:
-        sshadd.unmake(state, merged, step1, 0.0)
+        rt.unmake_share(merged, step1, 0.0)
         add.nodes.remove(clone)
-        save(state, own, "up")
+        moves.save(state, own, "up")
         record.save_plan(state, plan)
         raise
     # --- switch ----------------------------------------------------------------------------
-    switched = switched_plan(merged, news)
+    switched = moves.switched_plan(merged, news)
     with slot_lock(state):
-        gone = health.dead(state)
+        gone = watcher.dead(state)
         slots: dict[str, list[int]] = {}
         for d, nd in zip(olds, news):
             assert nd.path_base is not None
@@ -129,28 +124,28 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own
                 slots[str(nd.index)] = [nd.path_base + nd.paths[k].index for k in d.slots]
         at = _ingress_hosts(merged, news, ts)
         req_sw = {**base, "slots": slots, "after": switched.to_dict()}
-        _, switch_s = call_armed(at, "chain-switch", req_sw, module=MODULE)
+        _, switch_s = call_armed(at, "chain-switch", req_sw)
         record.save_plan(state, switched)
     add.directions = [next((nd for nd in news if nd.index == d.index), d)
                       for d in add.directions]
     add.hops += new_hops
-    save(state, own, "migrating")
+    moves.save(state, own, "migrating")
     if req.conntrack:  # what the old instance made since the first pass
         n2, _, e2 = move_conntrack(ts, state.name, old, clone, seen)
         moved += n2
         errors += e2
     # --- drain -----------------------------------------------------------------------------
-    drained = _drain(state, sp.node_ids, sp.node_ids[old.node], req.drain_s)
+    drained = _drain(rt, sp.node_ids, sp.node_ids[old.node], req.drain_s)
     # --- break -----------------------------------------------------------------------------
-    final, freed = final_plan(switched, old, lab_file)
+    final, freed = moves.final_plan(switched, old, lab_file)
     if lab_file:  # its namespace and links stay (the lab's): only its function stops there
         errors += [f"host {old.host}: {x}" for x in call(
             ts[old.host], "chain-retire", {**base, "plan": switched.to_dict(),
-                                           "node": old.node}, module=MODULE,
+                                           "node": old.node},
             timeout=120)["errors"]]
     gone_add = Addition(add.chain, add.attach, nodes=[] if lab_file else [old])
     clear = [[d.ingress, path_base(sp, d.index), len(d.paths)] for d in olds]
-    errors += sshadd.unmake(state, switched, gone_add, 0.0, freed=freed, after=final,
+    errors += rt.unmake_share(switched, gone_add, 0.0, freed=freed, after=final,
                             clear=clear)
     if not lab_file:
         add.nodes.remove(old)
@@ -159,11 +154,11 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own
         own.moved[stood] = clone.node
     add.hops = [h for h in add.hops if h.label not in freed]
     record.save_plan(state, final)
-    save(state, own, "up")
+    moves.save(state, own, "up")
     record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
                  host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
                  drained=drained)
-    watch = sshhealth.start(state)  # the clone's host knows its peers; its watcher runs
+    watch = rt.start_watchers()  # the clone's host knows its peers; its watcher runs
     return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
             "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
             "conntrack_errors": errors[:5], "drained": drained,
@@ -178,11 +173,10 @@ def move_conntrack(ts: dict[str, SshTarget], lab: str, old: NewNode, clone: NewN
     the errors."""
     from ..hosts.ssh import call
 
-    listed = call(ts[old.host], "conntrack-list", {"lab": lab, "node": old.node},
-                  module=MODULE, timeout=60)
+    listed = call(ts[old.host], "conntrack-list", {"lab": lab, "node": old.node}, timeout=60)
     got = call(ts[clone.host], "conntrack-make",
                {"lab": lab, "node": clone.node, "text": listed["text"],
-                "skip": sorted(list(k) for k in skip)}, module=MODULE, timeout=120)
+                "skip": sorted(list(k) for k in skip)}, timeout=120)
     return (int(got["made"]), {tuple(k) for k in got["seen"]},
             [f"host {old.host}: {x}" for x in listed.get("errors", [])] +
             [f"host {clone.host}: {x}" for x in got["errors"]])
@@ -200,15 +194,15 @@ def _ingress_hosts(plan: Plan, news: list[DirectionPlan], ts: dict[str, SshTarge
     return {h: t for h, t in ts.items() if h in names}
 
 
-def _drain(state: LabState, node_ids: dict[str, int], node_id: int, quiet_s: float) -> bool:
+def _drain(rt: SshLive, node_ids: dict[str, int], node_id: int, quiet_s: float) -> bool:
     """Until no packet entered node ``node_id`` for ``quiet_s`` (counters read through the
     agents; at most :data:`MAX_DRAIN_S`); False if it never went quiet."""
     deadline = time.monotonic() + MAX_DRAIN_S
-    last = remote_sfc.Snapshot(state, node_ids).counters(node_id)["proxy_in"]
+    last = rt.data_plane(node_ids).counters(node_id)["proxy_in"]
     quiet_since = time.monotonic()
     while time.monotonic() < deadline:
         time.sleep(min(0.05, quiet_s))
-        now = remote_sfc.Snapshot(state, node_ids).counters(node_id)["proxy_in"]
+        now = rt.data_plane(node_ids).counters(node_id)["proxy_in"]
         if now != last:
             last, quiet_since = now, time.monotonic()
         elif time.monotonic() - quiet_since >= quiet_s:

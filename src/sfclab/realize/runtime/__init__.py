@@ -1,0 +1,48 @@
+"""Host runtimes: one interface (:class:`.base.HostRuntime`), one implementation per way of
+reaching a host, one table.
+
+- :mod:`.base`: the interface and its model;
+- :mod:`.local`: ``local``, this machine's kernel and hosts emulated in it;
+- :mod:`.ssh`: ``ssh``, real machines each driven over SSH by its agent.
+
+:func:`runtime_for` is the one place that tells them apart: a lab whose file gives its hosts
+``ssh``, whose plan has a host that is not emulated, or whose journal names a host reached
+over SSH, has the ``ssh`` runtime (in a plan: a host that is not emulated); every other lab the ``local`` one.  Another way of reaching
+hosts (a Kubernetes cluster, say) is one more module implementing
+:class:`~.base.HostRuntime` and one more row in :data:`RUNTIMES` (and, for the operations on a
+running lab, in :data:`sfclab.steer.live_table.LIVE`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...plan.model import HostPlan, Plan
+from ..state import LabState
+from .base import HostRuntime
+from .local import LocalRuntime
+from .ssh import SshRuntime, journaled
+
+if TYPE_CHECKING:
+    from ...spec.lab import Lab
+
+#: each runtime by its name
+RUNTIMES: dict[str, type[HostRuntime]] = {"local": LocalRuntime, "ssh": SshRuntime}
+
+
+def kind_for(where: LabState | Lab | Plan, host: HostPlan | None = None) -> str:
+    """The name of the runtime of ``where``: a running lab (its journal), a lab file (its
+    hosts' ``ssh``), or host ``host`` of a plan (``None``: a node on no host, this
+    machine's)."""
+    if isinstance(where, LabState):
+        return "ssh" if journaled(where) else "local"
+    if isinstance(where, Plan):
+        return "ssh" if host is not None and not host.emulated else "local"
+    return "ssh" if any(h.ssh is not None for h in where.hosts.values()) else "local"
+
+
+def runtime_for(where: LabState | Lab | Plan, host: HostPlan | None = None) -> HostRuntime:
+    """The runtime of ``where`` (see :func:`kind_for`), for its lab's state."""
+    state = where if isinstance(where, LabState) else \
+        LabState(where.lab if isinstance(where, Plan) else where.name)
+    return RUNTIMES[kind_for(where, host)](state)

@@ -1,0 +1,53 @@
+"""The agent's verbs are one table (:mod:`sfclab.steer.agent_verbs`), joined from each agent
+module's own verbs; no module adds to another's at import or at run time."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from sfclab.hosts.ssh import AGENT_MODULE, SshTarget
+from sfclab.realize import agent, agent_scan, agent_sfc
+from sfclab.steer import agent_chain, agent_conntrack, agent_health, agent_verbs
+
+MODULES = (agent, agent_sfc, agent_scan, agent_chain, agent_conntrack, agent_health)
+
+
+def test_each_module_keeps_its_own_verbs_only():
+    assert set(agent.VERBS) == {"check", "up", "down", "inspect"}
+    assert set(agent.ARMED) == set()
+    owned = [v for m in MODULES for v in m.VERBS]
+    assert len(owned) == len(set(owned))  # no verb in two modules
+
+
+def test_the_table_is_every_modules_verbs():
+    assert agent_verbs.VERBS == {v: fn for m in MODULES for v, fn in m.VERBS.items()}
+    assert agent_verbs.ARMED == {"chain-switch": agent_chain.switch}
+
+
+def test_a_verb_declared_twice_is_refused():
+    with pytest.raises(ValueError, match="'up' is declared twice"):
+        agent_verbs.joined({"up": 1}, {"down": 2}, {"up": 3})
+
+
+def test_every_call_runs_the_one_table():
+    assert AGENT_MODULE == "sfclab.steer.agent_verbs"
+    assert SshTarget("h", "198.19.0.1").command("chain-make").endswith(
+        "-m sfclab.steer.agent_verbs chain-make")
+
+
+def test_the_table_dispatches_a_chain_verb_and_names_every_verb(monkeypatch, capsys,
+                                                                tmp_path):
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert agent_verbs.main(["nothing"]) == 2
+    usage = capsys.readouterr().err
+    assert "python -m sfclab.steer.agent_verbs" in usage
+    assert all(v in usage for v in ("up", "sfc-read", "scan", "chain-make", "chain-switch",
+                                    "conntrack-list", "chain-watch"))
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"lab": "nolab"})))
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    assert agent_verbs.main(["chain-health"]) == 0  # a lab with no watcher here
+    got = json.loads(capsys.readouterr().out)
+    assert (got["watcher"], got["instances"], got["events"]) == (None, {}, [])
