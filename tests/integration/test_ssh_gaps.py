@@ -12,6 +12,7 @@ machines of :mod:`.sshd`:
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import signal
@@ -95,6 +96,7 @@ def _wait(f, timeout: float = 5.0):
     return got
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_an_instance_migrated_to_a_joined_host_fails_over_within_a_second(lab_name, tmp_path,
                                                                           capsys, sfcgen):
     with ssh_machines(f"m{lab_name[1:]}", tmp_path, spare=True) as ms:

@@ -9,6 +9,7 @@ host; ``chain rm`` takes out the classifier entries ``chain classify`` added."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import signal
@@ -75,6 +76,7 @@ def _gone_everywhere(ms: Any, lab: str) -> None:
         assert not (ms.dir / f"state-{m}" / "labs" / lab).exists(), m
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_a_lab_file_nat_migrates_between_ssh_hosts_under_udp(lab_name, tmp_path, capsys,
                                                              sfcgen):
     with ssh_machines(f"m{lab_name[1:]}", tmp_path) as ms:
