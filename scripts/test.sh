@@ -30,17 +30,19 @@ phase() {
     pytest -q -p no:cacheprovider --junitxml="build/tests/$name.xml" "$@" || s=$?
     if [[ $s -ne 0 && $s -ne 5 ]]; then status=$s; fi
 }
-phase parallel -n "$workers" --dist worksteal -m "not serial" "$@" tests
+# one test at a time to each free worker, the long ones first (tests/conftest.py)
+phase parallel -n "$workers" --dist load --maxschedchunk 1 -m "not serial" "$@" tests
 phase serial -m serial "$@" tests
 python - build/tests/*.xml <<'PY'
 """The 20 slowest tests of both phases (set-up, call and tear-down together)."""
 import sys
 import xml.etree.ElementTree as ET
 
-rows = [(float(c.get("time", 0)), f"{c.get('classname', '').replace('.', '/')}.py::{c.get('name')}")
+rows = [(float(c.get("time", 0)), f.rsplit("/", 1)[-1].removesuffix(".xml"),
+         f"{c.get('classname', '').replace('.', '/')}.py::{c.get('name')}")
         for f in sys.argv[1:] for c in ET.parse(f).iter("testcase")]
 print(f"{' slowest 20 tests of the run ':=^79}")
-for t, name in sorted(rows, reverse=True)[:20]:
-    print(f"{t:8.2f}s {name}")
+for t, phase, name in sorted(rows, reverse=True)[:20]:
+    print(f"{t:8.2f}s {phase:<8} {name}")
 PY
 exit "$status"

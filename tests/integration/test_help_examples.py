@@ -23,10 +23,13 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.example_lanes import lanes
 from tests.help_examples import examples
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 #: how many copies of chain5 its measurement examples are spread over (the slowest, three NDR

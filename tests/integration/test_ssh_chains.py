@@ -35,6 +35,8 @@ from sfclab.steer import chains, classify, hostops
 from .labtools import nothing_left
 from .sshd import ADDRESSES, SPARE, ssh_machines
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = [sys.executable, "-m", "tests.integration.sfcprobe"]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))

@@ -31,6 +31,8 @@ from .sshd import ADDRESSES, SPARE, ssh_machines
 from .test_ssh_chains import add_mig, chain_lab, send
 from .test_ssh_health import COUNTER, _host_events, _proxy_in, _running
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 MACHINES = {"h1": "m1", "h2": "m2", "h3": "m3"}
 
 

@@ -469,6 +469,8 @@ def test_ovs_and_hybrid_over_ssh_are_the_lab_emulated(machines, lab_name, attach
 
 SILENT = """
 import socket, sys, time
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], 22))

@@ -34,6 +34,8 @@ from .labtools import leftovers, nothing_left
 from .sshd import ADDRESSES, ssh_machines
 from .test_ssh_chains import send
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 HOSTS = {"h1": "m1", "h2": "m2", "h3": "m3"}
 
