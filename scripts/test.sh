@@ -30,8 +30,8 @@ phase() {
     pytest -q -p no:cacheprovider --junitxml="build/tests/$name.xml" "$@" || s=$?
     if [[ $s -ne 0 && $s -ne 5 ]]; then status=$s; fi
 }
-# one test at a time to each free worker, the long ones first (tests/conftest.py)
-phase parallel -n "$workers" --dist load --maxschedchunk 1 -m "not serial" "$@" tests
+# one test (or group) at a time to each free worker, the long ones first (tests/conftest.py)
+phase parallel -n "$workers" --dist loadgroup --no-loadscope-reorder -m "not serial" "$@" tests
 phase serial -m serial "$@" tests
 python - build/tests/*.xml <<'PY'
 """The 20 slowest tests of both phases (set-up, call and tear-down together)."""

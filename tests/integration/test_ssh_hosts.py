@@ -29,6 +29,8 @@ from sfclab.realize.kinds import load_lab_dict
 from .labtools import iperf3, nothing_left, ping
 from .sshd import ADDRESSES, ssh_machines
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 HOSTS = {"h1": "m1", "h2": "m2", "h3": "m3"}
 
 
@@ -469,8 +471,6 @@ def test_ovs_and_hybrid_over_ssh_are_the_lab_emulated(machines, lab_name, attach
 
 SILENT = """
 import socket, sys, time
-
-pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], 22))
