@@ -1,7 +1,8 @@
 # sfclab: set-up, demo and tests on a Debian 12 machine (run as root).
 #   make setup   install Debian packages, the virtualenv and the native tools (a no-op when done)
 #   make demo    set-up, then the main job (scripts/demo.sh)
-#   make test    set-up, then the whole test suite (unit, then integration as root)
+#   make test    set-up, then the whole test suite (scripts/test.sh: the tests not marked serial on
+#                several workers, then the serial ones alone; SFCLAB_TEST_WORKERS=N)
 #   make bench   set-up, then the benchmarks in bench/
 .DELETE_ON_ERROR:
 SHELL := /bin/bash

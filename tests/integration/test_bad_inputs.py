@@ -18,6 +18,8 @@ import pytest
 from sfclab.cli import main
 from sfclab.cli.status import ExitStatus
 
+pytestmark = pytest.mark.serial  # compares the whole machine before and after
+
 TWO = "nodes:\n  a: {kind: host}\n  b: {kind: host}\n"
 LINK = "links:\n  - endpoints: [a, b]\n"
 

@@ -21,6 +21,7 @@ def _labs() -> set[str]:
     return {d["name"] for d in lifecycle.listing()}
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_calibrate_measures_stores_and_removes_its_lab(sfcgen, capsys):
     before = _labs()
     assert main(["traffic", "calibrate", "--sizes", "64,1518", "--duration", "0.5",
@@ -58,6 +59,7 @@ def test_a_lab_without_the_named_nodes_exits_2(running_lab, capsys):
     assert "--sizes" in capsys.readouterr().err
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_a_rate_above_ninety_percent_of_the_ceiling_is_generator_bound(sfcgen, running_lab):
     lab = running_lab({"chain": {"length": 2}})
     cal = calibrate.calibrate(calibrate.CalibrationRequest(sizes=[64], lab=lab.name,
@@ -70,6 +72,7 @@ def test_a_rate_above_ninety_percent_of_the_ceiling_is_generator_bound(sfcgen, r
     assert m["environment"]["calibration"]["sizes"]["64"]["ceiling_pps"] == top
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_an_experiment_calibrates_once_and_keeps_it(sfcgen, tmp_path, capsys, lab_name):
     from sfclab.experiments.store import Store
 

@@ -75,6 +75,7 @@ def test_host_add_then_placement_spreads_onto_it_and_rm_refused_then_drained(
         assert send(lab, "src", str(lab.address("dst")), 41001, 5002, 50) == 50
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_migrate_to_another_host_under_udp_loses_nothing(lab_name: str, tmp_path: Path,
                                                          sfcgen: str) -> None:
     with running(named(lab_name)) as lab:

@@ -53,6 +53,7 @@ def _nat_table(ns: str) -> bool:
     return cp.returncode == 0
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_migrate_a_lab_file_nat_between_hosts_loses_nothing(lab_name: str, sfcgen: str) -> None:
     with running(natted_lab(lab_name)) as lab:
         old_ns = lab.netns("nat")

@@ -121,6 +121,7 @@ def under_traffic(lab: Lab, port: int, pps: float, seconds: float
     return g, t, out
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_add_and_remove_under_traffic_on_another_chain(tmp_path: Path, sfcgen: str) -> None:
     with running(base_lab()) as lab:
         dst = str(lab.address("dst"))
@@ -265,6 +266,7 @@ def test_kill_9_in_the_middle_of_add_then_down_leaves_nothing(tmp_path: Path) ->
     assert not netns.pids_in([f"sfclab:{name}:t-{k}" for k in (1, 2, 3)])
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_customer_binary_through_tun_with_cpu_and_memory_limits(tmp_path: Path) -> None:
     with running(base_lab()) as lab:
         body = {**VIDEO, "functions": [{"name": "meter", "kind": "tun", "exec": COUNTER,
@@ -320,6 +322,7 @@ def migrate_under_udp_and_tcp(lab: Lab, instance: str, to: str | None = None
     return d, seen_from
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_migrate_a_nat_under_udp_and_tcp_loses_nothing(tmp_path: Path, sfcgen: str) -> None:
     with running(base_lab()) as lab:
         body = {"name": "natted", "attach": "r1", "symmetric": True,
@@ -363,6 +366,7 @@ def _wait(cond, timeout: float = 3.0) -> float:
     return time.monotonic() - t0
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_failover_when_an_instance_dies_and_drop_when_none_is_left(tmp_path: Path,
                                                                    sfcgen: str) -> None:
     with running(base_lab()) as lab:
@@ -502,6 +506,7 @@ def test_an_instance_that_stops_forwarding_is_shown_stalled(tmp_path: Path, sfcg
             g.close()
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_migration_keeps_a_dead_instance_out_and_watch_starts_the_watcher(
         tmp_path: Path, sfcgen: str) -> None:
     with running(base_lab()) as lab:

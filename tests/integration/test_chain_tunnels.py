@@ -21,6 +21,8 @@ from sfclab.steer import hostops, record, request
 from .test_chain_hosts import GROUP, named
 from .test_chain_ops import chain_file, counters, running, send
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 
 def link(ns: str, dev: str) -> dict[str, Any] | None:
     cp = subprocess.run(["ip", "-n", ns, "-d", "-s", "-j", "link", "show", "dev", dev],

@@ -10,9 +10,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.integration.labtools import nothing_left
 
 from sfclab.cli import main
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 
 def experiment(tmp_path, lab: str, reps: int = 2) -> str:

@@ -16,6 +16,7 @@ def _rules():
     ]
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 @pytest.mark.parametrize("backend,variant", [("nftables", None), ("iptables", "legacy"),
                                              ("iptables", "nft")])
 def test_firewall_drops_exactly_the_denied_flows(tmp_path, backend, variant):

@@ -14,6 +14,7 @@ from sfclab.cli import main
 CHAIN = "../../scenarios/functions-chain.yaml"
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_firewall_nat_shaper_dpi_chain_from_a_lab_file(running_lab, lab_name):
     import pathlib
 

@@ -20,6 +20,7 @@ def _iperf(lab, seconds=5):
 @pytest.mark.parametrize("discipline,rate,bps", [
     ("htb", "50mbit", 50e6), ("htb", "500mbit", 500e6), ("tbf", "50mbit", 50e6),
     ("tbf", "500mbit", 500e6)])
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_shaper_holds_rate(tmp_path, discipline, rate, bps):
     with chain("shaper", {"rate": rate, "discipline": discipline, "toward": "dst"},
                tmp_path) as lab:

@@ -11,7 +11,8 @@ import pytest
 from sfclab.spec.measurement import IperfRequest
 from sfclab.traffic.measure import iperf
 
-pytestmark = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed")
+pytestmark = [pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed"),
+              pytest.mark.serial]  # times or counts what the machine's load changes
 
 
 def test_two_pairs_run_together_and_are_reported_apart(running_lab, lab_name):

@@ -5,6 +5,7 @@ own, from the sink's histogram (issue 23, item 4)."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import signal
@@ -12,6 +13,8 @@ import threading
 
 from sfclab.traffic.histogram import from_sink
 from sfclab.traffic.native import NativeGenerator
+
+pytestmark = pytest.mark.serial  # times or counts what the machine's load changes
 
 DST_IP = "198.18.0.2"
 

@@ -5,6 +5,7 @@ on (issue 23, items 2 and 6)."""
 
 from __future__ import annotations
 
+import pytest
 import os
 import signal
 import threading
@@ -42,6 +43,7 @@ def _starved(gen: NativeGenerator, duration: float, stop_at: float, go_at: float
         go()
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_a_starved_receiver_marks_the_trial_measurement_limited(sfcgen, veth_pair):
     src, dst = veth_pair
     with NativeGenerator(src, dst, DST_IP, port=7411, engine="packet", sink="socket") as gen:

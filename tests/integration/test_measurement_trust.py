@@ -31,6 +31,7 @@ def _programs() -> str:
     return subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_ndr_through_a_20mbit_tbf_is_the_shapers_rate(shaped):
     """Trials of 3 s: the shaper's 128 KB burst and 50 ms queue pass about 6,000 packets over
     its rate in any trial, which 3 s spread to a few percent."""
@@ -43,6 +44,7 @@ def test_ndr_through_a_20mbit_tbf_is_the_shapers_rate(shaped):
     assert cores["steered"] == ["sh/eth0"]
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_twice_the_shapers_rate_loses_on_the_shaper(shaped):
     """Offered twice what the shaper passes, the sender really sends it, at least 40 % is lost,
     and the locator puts at least 90 % of the lost packets on the shaper."""
@@ -65,6 +67,7 @@ def test_twice_the_shapers_rate_loses_on_the_shaper(shaped):
                                             "NOT_SPECIFIED", "SOCKET_RCVBUFF"}
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_ndr_of_chain5_is_a_rate(running_lab):
     lab = running_lab({"chain": {"length": 5}})
     m = measure.run(lab.name, NdrRequest(size=64, duration=1.0, method="binary"))
@@ -72,6 +75,7 @@ def test_ndr_of_chain5_is_a_rate(running_lab):
     assert not m.extra["generator_limited"]
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_two_pairs_reported_apart_and_summed(running_lab, capsys):
     lab = running_lab({"nodes": {"a1": {"kind": "host"}, "a2": {"kind": "host"},
                                  "r": {"kind": "router"}, "b1": {"kind": "host"},

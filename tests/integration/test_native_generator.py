@@ -30,6 +30,7 @@ def pair(sfcgen, veth_pair):
     return Pair(*veth_pair)
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_zero_loss_at_low_rate(pair):
     with NativeGenerator(pair.src, pair.dst, DST_IP, port=7101) as gen:
         t = gen.trial(20_000, 1.0, 64)
@@ -44,6 +45,7 @@ def test_zero_loss_at_low_rate(pair):
     assert t.raw["sink"]["invalid"] == 0
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_latency_percentiles_ordered_and_positive(pair):
     with NativeGenerator(pair.src, pair.dst, DST_IP, port=7102) as gen:
         t = gen.trial(10_000, 0.5, 64)
@@ -53,6 +55,7 @@ def test_latency_percentiles_ordered_and_positive(pair):
     assert lat["p50"] < 10_000  # an idle veth is well under 10 ms
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_tbf_on_the_path_causes_loss(pair):
     netns.run(pair.src, ["tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "5mbit",
                          "burst", "32kbit", "latency", "50ms"])
@@ -68,6 +71,7 @@ def test_tbf_on_the_path_causes_loss(pair):
     assert t.raw["sender"]["local_drops"] > 0
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_imix(pair):
     with NativeGenerator(pair.src, pair.dst, DST_IP, port=7104) as gen:
         t = gen.trial(12_000, 0.5, "imix")
@@ -80,6 +84,7 @@ def test_imix(pair):
     assert t.raw["sink"]["bytes"] == t.raw["sender"]["bytes"]
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_flows_counted_per_flow_with_two_threads(pair):
     with NativeGenerator(pair.src, pair.dst, DST_IP, flows=8, threads=2, port=7105) as gen:
         t = gen.trial(16_000, 0.5, 128)
@@ -95,6 +100,7 @@ def test_flows_counted_per_flow_with_two_threads(pair):
     assert t2.raw["sink"]["per_flow"]["received"] == t2.raw["sender"]["per_flow_sent"]
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_max_rate_is_not_generator_limited(pair):
     with NativeGenerator(pair.src, pair.dst, DST_IP, port=7106) as gen:
         t = gen.trial(None, 0.5, 64)

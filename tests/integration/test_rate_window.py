@@ -12,6 +12,8 @@ import pytest
 from sfclab.kernel import netns
 from sfclab.traffic.native import NativeGenerator
 
+pytestmark = pytest.mark.serial  # times or counts what the machine's load changes
+
 DST_IP = "198.18.0.2"
 #: trials per case: the machine is shared, so one trial may have its sender or the shaper's
 #: softirq starved; every trial must keep the bound, one undisturbed trial must be exact

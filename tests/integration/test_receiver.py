@@ -17,6 +17,8 @@ from sfclab.spec.measurement import RateRequest
 from sfclab.traffic import cores, measure
 from sfclab.traffic.cpu import process_cpu_seconds
 
+pytestmark = pytest.mark.serial  # times or counts what the machine's load changes
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SOFTIRQ = Path(__file__).resolve().parents[2] / "native" / "build" / "sfc-softirq"
 #: 30 Mbit/s of 64-byte frames (60 bytes at the qdisc, no FCS)

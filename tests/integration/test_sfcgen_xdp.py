@@ -37,6 +37,7 @@ def imix_bytes(n: int) -> int:
     return cycles * sum(IMIX_CYCLE) + sum(IMIX_CYCLE[:rest])
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_xdp_engine_into_xdp_sink_loses_nothing_per_flow(pair):
     src, dst = pair
     with NativeGenerator(src, dst, DST_IP, flows=4, threads=2, port=7301, engine="xdp",
@@ -59,6 +60,7 @@ def test_xdp_engine_into_xdp_sink_loses_nothing_per_flow(pair):
     assert not xdp_attached(dst), "the sink's XDP program must go with the sink"
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_xdp_engine_imix_matches_the_socket_engines_bytes(pair):
     src, dst = pair
     with NativeGenerator(src, dst, DST_IP, port=7302, engine="xdp", sink="xdp") as gen:
@@ -68,6 +70,7 @@ def test_xdp_engine_imix_matches_the_socket_engines_bytes(pair):
     assert t.raw["sink"]["bytes"] == t.raw["sender"]["bytes"]
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_packet_engine_into_xdp_sink_and_a_second_trial_starts_from_zero(pair):
     src, dst = pair
     with NativeGenerator(src, dst, DST_IP, flows=2, port=7303, sink="xdp") as gen:
@@ -175,6 +178,7 @@ def test_sinks_count_duplicates_reordering_and_invalid_alike(pair, sink):
     assert snap["per_flow"]["highest_seq"] == [1500]
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_cli_rate_through_a_chain_into_the_xdp_sink(running_lab, capsys):
     from sfclab.cli import main
 
@@ -195,6 +199,7 @@ def test_cli_rate_through_a_chain_into_the_xdp_sink(running_lab, capsys):
     assert not netns.pids_in([lab.netns("src"), lab.netns("dst")])
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_xdp_engine_at_full_rate_accounts_for_every_frame(pair):
     """A frame is received, or counted once as dropped at the sender's device (the peer's queue
     was full).  Two threads overfilling one veth queue lose a few dozen frames per second that

@@ -9,6 +9,7 @@ the decapsulation's that nothing arrived merged."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 
@@ -144,6 +145,7 @@ def udp_flood(src: str, dst: str, dst_ip: str, mbit: int = 20) -> dict:
         server.wait()
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_a_chain_crossing_hosts_over_shortbridged_tunnels_carries_tcp_and_udp(running_lab,
                                                                               lab_name):
     lab = running_lab(chain_lab(lab_name))

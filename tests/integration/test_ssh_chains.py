@@ -35,6 +35,8 @@ from sfclab.steer import chains, classify, hostops
 from .labtools import nothing_left
 from .sshd import ADDRESSES, SPARE, ssh_machines
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = [sys.executable, "-m", "tests.integration.sfcprobe"]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -64,10 +66,12 @@ def chain_lab(name: str, ssh=None, memory: str | None = None) -> dict:
 
 
 def send(plan, dport: int, n: int, sport: int = 41000) -> int:
-    """``n`` datagrams from src to dst:``dport``, echoed back: how many were answered."""
+    """``n`` datagrams from src to dst:``dport``, echoed back: how many were answered.  The
+    echo answers until the sender is done (then it is ended by its PID), not for a fixed time
+    a loaded machine's slow start of the sender could outlast."""
     dst = str(plan.address_of("dst"))
     echo = subprocess.Popen(["ip", "netns", "exec", plan.netns_of("dst"), *PROBE, "udp-echo",
-                             str(dport), "4"], stdout=subprocess.PIPE, text=True, env=ENV,
+                             str(dport), "120"], stdout=subprocess.PIPE, text=True, env=ENV,
                             cwd=ROOT)
     try:
         assert echo.stdout is not None and echo.stdout.readline().strip() == "ready"
@@ -75,6 +79,7 @@ def send(plan, dport: int, n: int, sport: int = 41000) -> int:
                              dst, str(sport), str(dport), str(n)], capture_output=True,
                             text=True, env=ENV, cwd=ROOT, timeout=60, check=True)
     finally:
+        echo.terminate()
         echo.wait(timeout=30)
     return int(cp.stdout.strip())
 

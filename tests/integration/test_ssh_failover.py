@@ -8,6 +8,7 @@ inspect`` shows the events; ``down`` leaves no watcher on any host."""
 
 from __future__ import annotations
 
+import pytest
 import fcntl
 import json
 import os
@@ -31,6 +32,8 @@ from .sshd import ADDRESSES, ssh_machines
 from .test_ssh_chains import HOSTS, chain_lab
 from .test_ssh_health import (_host_events, _proxy_in, _running, add_video,
                                all_flows_cross)
+
+pytestmark = pytest.mark.serial  # times or counts what the machine's load changes
 
 
 def _wait(f, timeout: float = 5.0):

@@ -12,6 +12,7 @@ machines of :mod:`.sshd`:
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import signal
@@ -29,6 +30,8 @@ from .labtools import nothing_left
 from .sshd import ADDRESSES, SPARE, ssh_machines
 from .test_ssh_chains import add_mig, chain_lab, send
 from .test_ssh_health import COUNTER, _host_events, _proxy_in, _running
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 MACHINES = {"h1": "m1", "h2": "m2", "h3": "m3"}
 
@@ -95,6 +98,7 @@ def _wait(f, timeout: float = 5.0):
     return got
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_an_instance_migrated_to_a_joined_host_fails_over_within_a_second(lab_name, tmp_path,
                                                                           capsys, sfcgen):
     with ssh_machines(f"m{lab_name[1:]}", tmp_path, spare=True) as ms:

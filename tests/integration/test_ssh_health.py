@@ -8,6 +8,7 @@ watcher with the rest."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import signal
@@ -28,6 +29,8 @@ from .chains import TCP_CLIENT, TCP_SERVER
 from .labtools import nothing_left
 from .sshd import SPARE, ssh_machines
 from .test_ssh_chains import chain_lab
+
+pytestmark = pytest.mark.serial  # times or counts what the machine's load changes
 
 COUNTER = [sys.executable, "-m", "sfclab.functions.examples.tun_count"]
 

@@ -29,6 +29,8 @@ from sfclab.realize.kinds import load_lab_dict
 from .labtools import iperf3, nothing_left, ping
 from .sshd import ADDRESSES, ssh_machines
 
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
+
 HOSTS = {"h1": "m1", "h2": "m2", "h3": "m3"}
 
 

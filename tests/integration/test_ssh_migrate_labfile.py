@@ -9,6 +9,7 @@ host; ``chain rm`` takes out the classifier entries ``chain classify`` added."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import signal
@@ -32,6 +33,8 @@ from sfclab.traffic.native import NativeGenerator
 from .labtools import leftovers, nothing_left
 from .sshd import ADDRESSES, ssh_machines
 from .test_ssh_chains import send
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTS = {"h1": "m1", "h2": "m2", "h3": "m3"}
@@ -75,6 +78,7 @@ def _gone_everywhere(ms: Any, lab: str) -> None:
         assert not (ms.dir / f"state-{m}" / "labs" / lab).exists(), m
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_a_lab_file_nat_migrates_between_ssh_hosts_under_udp(lab_name, tmp_path, capsys,
                                                              sfcgen):
     with ssh_machines(f"m{lab_name[1:]}", tmp_path) as ms:

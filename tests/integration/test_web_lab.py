@@ -126,6 +126,7 @@ def test_counters_of_ovs_ports_in_the_root_namespace(client: TestClient, running
     assert {n["kind"] for n in t["nodes"]} >= {"ovs-bridge", "host", "router"}
 
 
+@pytest.mark.serial  # times or counts what the machine's load changes
 def test_stopping_the_server_mid_measurement_leaves_the_lab_as_it_was(
         running_lab: Any, lab_name: str, tmp_path: Path) -> None:
     """SIGTERM while a measurement runs: the server ends with status 0 once the measurement has

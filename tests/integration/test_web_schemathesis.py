@@ -32,7 +32,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.weblab import ROOT, free_port
+
+pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
 ST = Path(sys.executable).with_name("st")
 #: the whole Schemathesis run's budget (the test stays under ~90 s)
