@@ -12,9 +12,23 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pyroute2 import IPRoute
+from pyroute2.netlink.exceptions import NetlinkDumpInterrupted
 
 from sfclab.plan.names import lab_tag, netns_name
 from sfclab.kernel import netns, ovs
+
+
+def root_links(tries: int = 20) -> list[str]:
+    """The root namespace's interface names.  A dump the kernel interrupts because links
+    changed meanwhile (other tests build labs beside this one) is asked again."""
+    for _ in range(tries - 1):
+        try:
+            with IPRoute() as ipr:
+                return [m.get_attr("IFLA_IFNAME") for m in ipr.get_links()]
+        except NetlinkDumpInterrupted:
+            time.sleep(0.05)
+    with IPRoute() as ipr:
+        return [m.get_attr("IFLA_IFNAME") for m in ipr.get_links()]
 
 
 def leftovers(lab: str) -> dict[str, list[str]]:
@@ -23,9 +37,7 @@ def leftovers(lab: str) -> dict[str, list[str]]:
     spaces = sorted(n for n in os.listdir(netns.NETNS_RUN_DIR) if n.startswith(prefix)) \
         if os.path.isdir(netns.NETNS_RUN_DIR) else []
     tag = lab_tag(lab)
-    with IPRoute() as ipr:
-        links = sorted(m.get_attr("IFLA_IFNAME") for m in ipr.get_links()
-                       if m.get_attr("IFLA_IFNAME").startswith(tag))
+    links = sorted(n for n in root_links() if n.startswith(tag))
     bridges = ovs.owned_bridges(lab)
     procs = sorted(netns.pids_in(spaces))
     return {"namespaces": spaces, "links": links, "bridges": bridges,

@@ -408,7 +408,7 @@ def test_results_name_a_database_beside_the_served_one_never_a_path(
         client: TestClient, db: Path, name: str) -> None:
     body = error(client.get("/api/results/experiments", params={"db": name}), 422)
     assert body["place"] == "db"
-    assert "file name of a results database" in body["error"] or "at most 128" in body["error"]
+    assert "expected a name of letters, digits" in body["error"] or "at most 128" in body["error"]
     assert "root:" not in json.dumps(body)  # nothing of the named file is read
 
 

@@ -50,7 +50,7 @@ def clean(v: Any) -> Any:
 
 
 #: a results database the API may name: a plain file name, never a path
-DB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+DB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def beside(served: str, name: str) -> str:

@@ -17,7 +17,8 @@ from .. import results
 from ..contract import answers
 from ..services import Services, services
 
-DbName = Annotated[str | None, Query(max_length=128, description="the file name of a results "
+DbName = Annotated[str | None, Query(max_length=128, pattern=results.DB_NAME.pattern,
+                                     description="the file name of a results "
                                    "database beside the one 'serve --db' names (default: that "
                                    "one); never a path")]
 router = APIRouter(prefix="/api/results", tags=["results"], responses=answers(404))
