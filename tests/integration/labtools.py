@@ -41,7 +41,16 @@ def leftovers(lab: str) -> dict[str, list[str]]:
     bridges = ovs.owned_bridges(lab)
     procs = sorted(netns.pids_in(spaces))
     return {"namespaces": spaces, "links": links, "bridges": bridges,
-            "processes": [str(p) for p in procs]}
+            "processes": [str(p) for p in procs], "cgroups": [str(d) for d in cgroups_of(lab)]}
+
+
+def cgroups_of(lab: str) -> list[Path]:
+    """The cgroup directories named for lab ``lab`` (its nodes' and its hosts'), in every
+    controller's hierarchy."""
+    root = Path("/sys/fs/cgroup")
+    prefix = netns_name(lab, "")
+    return sorted(d for c in root.iterdir() if c.is_dir() and not c.is_symlink()
+                  for d in c.glob(f"{prefix}*") if d.is_dir())
 
 
 def nothing_left(lab: str) -> bool:

@@ -105,6 +105,41 @@ def ssh_machines(name: str, tmp: Path, spare: bool = False):
             ms.start(m)
         yield ms
     finally:
-        for m in list(ms.sshd):
-            ms.stop(m)
-        lifecycle.down(name)
+        try:
+            left = _labs_on_machines(name)
+        finally:
+            for m in list(ms.sshd):
+                ms.stop(m)
+            lifecycle.down(name)
+    assert not left, f"a test left labs on the SSH machines (removed by their marks): {left}"
+
+
+def _labs_on_machines(machines: str) -> dict[str, list[str]]:
+    """The test's own labs on these machines (``t``/``d`` + the machines' suffix) that a test
+    did not remove (its ``down`` failed with the test, or was partial): ``down`` again while the
+    machines still answer; then whatever remains of them here, namespaces, cgroups and bpffs
+    pins, is removed after its mark is checked.  What had to be removed, by lab (empty: nothing)."""
+    from sfclab.kernel import cgroups
+    from sfclab.plan.names import netns_name
+    from sfclab.realize import dataplane, lifecycle
+    from sfclab.realize.state import LabState
+    from sfclab.realize.teardown import remove_namespace
+
+    from .labtools import cgroups_of, leftovers
+
+    out: dict[str, list[str]] = {}
+    for lab in (f"{p}{machines[1:]}" for p in "td"):
+        if LabState(lab).exists:
+            lifecycle.down(lab)
+        found = [*leftovers(lab)["namespaces"]]
+        for ns in found:
+            remove_namespace(lab, ns)
+        groups = cgroups_of(lab)
+        cgroups.remove(groups, netns_name(lab, ""))
+        found += [str(d) for d in groups]
+        if dataplane.lab_dir(lab).is_dir():
+            found.append(str(dataplane.lab_dir(lab)))
+            dataplane.remove_dir(dataplane.lab_dir(lab))
+        if found:
+            out[lab] = found
+    return out

@@ -67,17 +67,7 @@ def migrate(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan, own
         for d in olds:
             tables.clear_paths(dp, path_base(sp, d.index), len(d.paths))
         tables.delete_labels(dp, freed)
-    if not lab_file:
-        add.nodes.remove(old)
-    if own.moved is not None:  # the lab-file node the instance stood for now has the clone
-        stood = next((k for k, v in own.moved.items() if v == old.node), old.node)
-        own.moved[stood] = clone.node
-    add.hops = [h for h in add.hops if h.label not in freed]
-    record.save_plan(state, final)
-    moves.save(state, own, "up")
-    record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
-                 host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
-                 drained=drained)
+    moves.finish(state, own, clone, final, freed, host, switch_s, moved, drained)
     return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
             "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
             "conntrack_errors": errors[:5], "drained": drained,

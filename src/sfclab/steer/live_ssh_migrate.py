@@ -147,17 +147,7 @@ def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, merged: Plan, own: Ow
     clear = [[d.ingress, path_base(sp, d.index), len(d.paths)] for d in olds]
     errors += rt.unmake_share(switched, gone_add, 0.0, freed=freed, after=final,
                             clear=clear)
-    if not lab_file:
-        add.nodes.remove(old)
-    if own.moved is not None:  # the lab-file node the instance stood for now has the clone
-        stood = next((k for k, v in own.moved.items() if v == old.node), old.node)
-        own.moved[stood] = clone.node
-    add.hops = [h for h in add.hops if h.label not in freed]
-    record.save_plan(state, final)
-    moves.save(state, own, "up")
-    record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
-                 host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
-                 drained=drained)
+    moves.finish(state, own, clone, final, freed, host, switch_s, moved, drained)
     watch = rt.start_watchers()  # the clone's host knows its peers; its watcher runs
     return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
             "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,

@@ -5,7 +5,8 @@ the runtime's ``migrate`` makes it: :mod:`.live_local`, :mod:`.live_ssh`).
   of a lab file's chain) and :func:`save` it;
 - :func:`switched_plan`: the plan once the slot tables point at the clone's paths;
   :func:`final_plan`: once the old instance is gone, with the labels it frees;
-- :func:`drain`: wait until no packet enters the old instance.
+- :func:`drain`: wait until no packet enters the old instance;
+- :func:`finish`: the records once the old instance is gone (the clone in its place).
 """
 
 from __future__ import annotations
@@ -46,6 +47,25 @@ def switched_plan(merged: Plan, news: list[DirectionPlan]) -> Plan:
                       for d in ssp.directions]
     switched.steering = ssp
     return switched
+
+
+def finish(state: LabState, own: Owner, clone: NewNode, final: Plan, freed: list[int],
+           host: str, switch_s: float, moved: int, drained: bool) -> None:
+    """Record a migration whose old instance is gone: the record names the clone in its place
+    (for a lab-file node, the node it stands for), without the freed labels; the final plan
+    saved; a ``migrated`` event."""
+    add, old = own.add, own.old
+    if not own.lab_file:
+        add.nodes.remove(old)
+    if own.moved is not None:  # the lab-file node the instance stood for now has the clone
+        stood = next((k for k, v in own.moved.items() if v == old.node), old.node)
+        own.moved[stood] = clone.node
+    add.hops = [h for h in add.hops if h.label not in freed]
+    record.save_plan(state, final)
+    save(state, own, "up")
+    record.event(state, "migrated", chain=add.chain, instance=old.node, clone=clone.node,
+                 host=host, switch_ms=round(1000 * switch_s, 3), conntrack_moved=moved,
+                 drained=drained)
 
 
 def save(state: LabState, own: Owner, status: str) -> None:
