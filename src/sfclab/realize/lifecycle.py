@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str], None]
 
+#: how long ``down`` waits for a lab's lock before saying the lab is busy
+DOWN_LOCK_WAIT_S = 5.0
+
 
 def plan_for(lab: Lab) -> Plan:
     """The lab's plan, with ``datapath: auto`` resolved on this machine (asked only if the lab
@@ -88,7 +91,9 @@ def down(name: str) -> TeardownReport:
     if not state.exists:
         known = ", ".join(s.name for s in all_labs()) or "none"
         raise LabError(f"no lab named '{name}' (labs: {known})")
-    with state.locked():
+    # a command killed a moment ago may leave the lock, for a few milliseconds, with a child
+    # it forked that has not reached its exec yet (the lock's fd closes there): wait that out
+    with state.locked(wait=DOWN_LOCK_WAIT_S):
         state.set_meta(status="removing")
         rt = runtime_for(state)
         rep = rt.down()

@@ -139,17 +139,23 @@ class LabState:
         return labs_dir() / f"{self.name}.lock"
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the lab's lock; a lab that has no state when it is released (a refused or
-        rolled-back ``up``, a finished ``down``) leaves no lock file either."""
+    def locked(self, wait: float = 0.0) -> Iterator[None]:
+        """Hold the lab's lock, waiting for it up to ``wait`` seconds; a lab that has no state
+        when it is released (a refused or rolled-back ``up``, a finished ``down``) leaves no
+        lock file either."""
         labs_dir().mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise LabError(f"lab '{self.name}' is busy: another sfclab up/down of it is "
-                               "running") from None
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LabError(f"lab '{self.name}' is busy: another sfclab up/down of "
+                                       "it is running") from None
+                    time.sleep(0.05)
             try:
                 yield
             finally:
