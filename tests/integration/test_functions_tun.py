@@ -48,6 +48,10 @@ def test_tun_program_string_and_placeholder(tmp_path):
         assert fn.program()[-1] == "tunx"
         _wait_running(fn, fn.stats_path)
         lab.exec("src", ["ping", "-c", "3", "-i", "0.2", "-W", "1", str(lab.address("dst"))])
+        deadline = time.monotonic() + 3  # the program writes its count a moment after the last
+        while lab.inspect()["nodes"]["fn"]["program"]["packets"] < 6 and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
         assert lab.inspect()["nodes"]["fn"]["program"]["packets"] == 6   # requests + replies
 
 

@@ -135,7 +135,8 @@ def test_chain_across_three_ssh_hosts_is_the_chain_emulated(machines, lab_name, 
             assert [p["nodes"] for p in seen["chains"]["web"]["directions"][0]["paths"]] == \
                 [["src", "r1", "f1", "f2", "dst"]]
             # the probe takes every label in chain order, on the host that owns it
-            t, tl = chains.trace(lab_name, "web"), chains.trace(direct, "web")
+            # each probe waits up to 1 s for its answer: the path is checked, not the speed
+            t, tl = chains.trace(lab_name, "web", wait=1.0), chains.trace(direct, "web", wait=1.0)
             assert t["in_order"] and t["delivered"]
             assert [h["seen_at"] for h in t["paths"][0]["hops"]] == ["r1", "f1", "f1", "f2", "f2"]
             assert t["paths"][0]["hops"] == tl["paths"][0]["hops"]
