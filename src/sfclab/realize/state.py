@@ -146,16 +146,9 @@ class LabState:
         labs_dir().mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            deadline = time.monotonic() + wait
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise LabError(f"lab '{self.name}' is busy: another sfclab up/down of "
-                                       "it is running") from None
-                    time.sleep(0.05)
+            if not flock_within(fd, wait):
+                raise LabError(f"lab '{self.name}' is busy: another sfclab up/down of it is "
+                               "running")
             try:
                 yield
             finally:
@@ -163,6 +156,19 @@ class LabState:
                     self.lock_path.unlink(missing_ok=True)
         finally:
             os.close(fd)
+
+
+def flock_within(fd: int, wait: float) -> bool:
+    """Take the exclusive lock on ``fd``, trying for up to ``wait`` seconds; whether it did."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
 
 #: the longest journal line read (an entry is a few hundred characters; a remote host's, with

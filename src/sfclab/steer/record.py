@@ -34,7 +34,7 @@ from ..errors import LabError
 from ..plan.chainadd import Addition
 from ..plan.model import Plan
 from ..realize import moved as views
-from ..realize.state import LabState, _atomic_write
+from ..realize.state import LabState, _atomic_write, flock_within
 
 #: how long a chain command waits for another command on the same lab
 DEFAULT_WAIT_S = 60.0
@@ -48,16 +48,9 @@ def lab_lock(state: LabState, wait: float = DEFAULT_WAIT_S,
         raise LabError(f"no lab named '{state.name}'")
     fd = os.open(state.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LabError(f"lab '{state.name}' is busy: another sfclab command on it "
-                                   f"is running (waited {wait:g} s for the {what})") from None
-                time.sleep(0.05)
+        if not flock_within(fd, wait):
+            raise LabError(f"lab '{state.name}' is busy: another sfclab command on it is "
+                           f"running (waited {wait:g} s for the {what})")
         if not state.exists:
             raise LabError(f"lab '{state.name}' went down while the {what} waited")
         yield
