@@ -12,44 +12,14 @@ from types import SimpleNamespace
 import pytest
 
 from sfclab.errors import SpecError
-from sfclab.experiments.findings import (HOLDS, NOT, PARTLY, compare, derived, load_findings,
-                                         separated, verdict)
+from sfclab.experiments.findings import compare, derived, load_findings
 from sfclab.experiments.page import fill, unseparated
 from sfclab.experiments.reprorun import Record, more_repetitions, render_environment
-from sfclab.experiments.stats import summarize
 from sfclab.experiments.store import Store
 from sfclab.realize.kinds import load_lab_dict
 from sfclab.spec.experiment import expand, load_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-# ----------------------------------------------------------------- the rule
-
-@pytest.mark.parametrize("ratio, sep, expect, want", [
-    (2.0, True, (1.7, 2.5), HOLDS),        # difference expected, found, in range
-    (2.0, False, (1.7, 2.5), PARTLY),      # in range but the intervals overlap
-    (1.3, True, (1.7, 2.5), PARTLY),       # right way, separated, smaller than published
-    (1.3, False, (1.7, 2.5), NOT),         # neither
-    (0.8, True, (1.7, 2.5), NOT),          # the wrong way
-    (0.3, True, (0.0, 0.5), HOLDS),        # a fall expected
-    (0.7, True, (0.0, 0.5), PARTLY),
-    (1.2, True, (0.0, 0.5), NOT),
-    (1.0, False, (0.85, 1.15), HOLDS),     # no difference expected
-    (1.0, True, (0.85, 1.15), HOLDS),
-    (0.6, False, (0.85, 1.15), PARTLY),    # outside, but not resolved
-    (0.6, True, (0.85, 1.15), NOT),        # outside and resolved
-    (float("nan"), False, (0.85, 1.15), NOT),
-])
-def test_verdict_rule(ratio, sep, expect, want):
-    assert verdict(ratio, sep, expect) == want
-
-
-def test_separated_needs_two_intervals_apart():
-    a, b = summarize([10, 11, 10.5]), summarize([20, 21, 20.5])
-    assert separated(a, b) and separated(b, a)
-    assert not separated(summarize([10, 20]), summarize([14, 16]))
-    assert not separated(summarize([10]), summarize([20]))  # n = 1: no interval
 
 
 # ----------------------------------------------------------------- the file
@@ -65,7 +35,7 @@ findings:
   - {id: X1, study: T, claim: "a beats b", published: "2x", db: d, metric: m, unit: kpps,
      a: {variant: a}, b: {variant: b}, expect: [1.5, 3]}
   - {id: X2, study: T, claim: "c equals b", db: d, metric: m,
-     a: {variant: c}, b: {variant: b}, expect: [0.9, 1.1]}
+     a: {variant: c}, b: {variant: b}, test: equivalent, margins: [0.9, 1.1]}
 tables:
   - {id: tab, db: d, metric: m, unit: kpps, rows: variant}
 """
@@ -82,6 +52,17 @@ tables:
     ("tables: [{id: t, db: d, metric: m, rows: r}, {id: t, db: d, metric: m, rows: r}]",
      "tables[1].id"),
     ("chapters: []", ".chapters"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, test: same}]",
+     "findings[0].test"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, test: equivalent,"
+     " margins: [1.05, 1.2]}]", "findings[0].margins"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, test: equivalent}]",
+     "findings[0]"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, expect: [1, 2],"
+     " tolerance: 1.5}]", "findings[0].tolerance"),
+    ("tolerance: -0.1", "tolerance"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, test: more,"
+     " not_testable: [x]}]", "findings[0].not_testable"),
 ])
 def test_bad_findings_file_names_the_place(tmp_path, text, place):
     with pytest.raises(SpecError) as e:
@@ -173,11 +154,13 @@ def test_fill_rewrites_only_the_blocks(tmp_path):
     assert "old summary" not in out and "old X1" not in out and "old table" not in out
     assert "kept: its database was not run" in out
     x1 = out.split("repro:begin finding X1 -->\n")[1].split("<!--")[0]
-    assert "separated" in x1 and "NOT" not in x1 and "verdict **holds**" in x1
+    assert "verdict **holds**" in x1 and "95 % interval 1.91–2.11" in x1
     assert "205 ± " in x1 and "102 ± " in x1
     summary = out.split("repro:begin findings -->\n")[1].split("<!--")[0]
     assert "| X1 |" in summary and "| holds |" in summary
-    assert "| X2 |" in summary and "NOT separated" in summary
+    assert "| X2 |" in summary and "| inconclusive |" in summary
+    assert "within 0.9–1.1 (TOST)" in summary
+    assert "of the 2 scored, 1 hold, 0 do not hold and 1 are inconclusive" in summary
     table = out.split("repro:begin table tab -->\n")[1].split("<!--")[0]
     assert "| a | 205 ± " in table and "| c | 100 ± " in table and "†" in table
     env = out.split("repro:begin environment -->\n")[1].split("<!--")[0]
@@ -198,12 +181,13 @@ def test_unseparated_comparison_gets_more_repetitions_within_budget(tmp_path):
     _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 140], "c": [118, 122]})
     with Store(tmp_path / "d.db", readonly=True) as s:
         c = compare(s, f.findings[0])
-    assert not c.separated and c.sources == ("/s/d.yaml",)
-    # X2 expects no difference and its ratio is in range: it asks for no repetitions
-    assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X1"]
+    assert c.verdict == "inconclusive" and c.sources == ("/s/d.yaml",)
+    # X2 expects no difference; b's spread leaves its 90 % interval past the margins
+    assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X1", "X2"]
     plan = more_repetitions(f, tmp_path, ["d"], budget_s=1000)
     # 6 runs of 10 s over 2 repetitions: 30 s per repetition, 2 more, 20 % margin
-    assert [(p.file, p.repetitions, p.findings) for p in plan] == [("/s/d.yaml", 4, ("X1",))]
+    assert [(p.file, p.repetitions, p.findings) for p in plan] == [("/s/d.yaml", 4,
+                                                                    ("X1", "X2"))]
     assert plan[0].estimate_s == pytest.approx(72)
     assert more_repetitions(f, tmp_path, ["d"], budget_s=50) == []  # does not fit
     assert more_repetitions(f, tmp_path, ["other"], budget_s=1000) == []  # not this group

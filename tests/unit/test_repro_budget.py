@@ -105,7 +105,7 @@ def test_the_last_findings_get_their_share() -> None:
 
 def test_the_record_the_script_keeps_and_the_page(tmp_path: Path) -> None:
     f = load_findings(_write(tmp_path, GOOD))
-    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 140], "c": [118, 122]})
+    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 104], "c": [101, 103]})
     clock = Clock()
     rec = Record(tmp_path, clock=clock, load=lambda: [0.5, 0.5, 0.5])
     rec.begin({})

@@ -11,6 +11,7 @@
 - :mod:`.plots`        PNG and SVG figures (matplotlib, headless)
 - :mod:`.report`       report.md and a self-contained report.html
 - :mod:`.findings`     published findings as data, and their verdicts from a run's databases
+- :mod:`.verdicts`     the verdict rule: Fieller's interval of a ratio against the claim
 - :mod:`.page`         docs/reproduction.md filled from a run of scripts/reproduce.sh, with
                        :mod:`.pagetables` (its "ours" tables, one renderer per kind),
                        :mod:`.reprorun` (one invocation and its repetition rounds) and

@@ -5,7 +5,7 @@ kept as it is::
 
     <!-- repro:begin table p-fig1 -->      a table of scenarios/findings.yaml (``tables``)
     <!-- repro:begin finding P1 -->        one finding's numbers and computed verdict
-    <!-- repro:begin findings -->          all findings: verdict, separated or not
+    <!-- repro:begin findings -->          all findings: ratio, its interval, verdict, counts
     <!-- repro:begin environment -->       machine, tool versions, loads, wall times
     <!-- repro:begin bench p4sfc-classifier -->   a bench's OUT/NAME.json (pagetables.BENCHES)
     ... generated ...
@@ -28,6 +28,7 @@ from .findings import Comparison, Finding, Findings, compare, point, scaled
 from .pagetables import BENCHES, fmt, render_table
 from .stats import Summary
 from .store import Store
+from .verdicts import HOLDS, INCONCLUSIVE, NOT, UNTESTABLE, VERDICTS
 
 _BLOCK = re.compile(r"(<!-- repro:begin (?P<what>[a-z]+)(?: (?P<id>[\w.:-]+))? -->\n)"
                     r"(?P<body>.*?)(<!-- repro:end -->)", re.S)
@@ -36,32 +37,43 @@ _BLOCK = re.compile(r"(<!-- repro:begin (?P<what>[a-z]+)(?: (?P<id>[\w.:-]+))? -
 def render_comparison(c: Comparison) -> str:
     f = c.finding
     a, b = scaled(c.a, f.unit), scaled(c.b, f.unit)
-    sep = "separated" if c.separated else "**NOT separated**"
     u = f" {f.unit}" if f.unit else ""
     def n(x: Summary) -> str:
         return "" if x.n == 1 else f" (n = {x.n})"
     return (f"{f.a_name} {fmt(a)}{u}{n(a)} against {f.b_name} {fmt(b)}{u}{n(b)}: "
-            f"ratio {c.ratio:.3g} (published {f.published or _range(f.expect)}, "
-            f"rule {_range(f.expect)}), {sep} -> verdict **{c.verdict}**")
+            f"ratio {c.ratio:.3g}, {_interval(c)} (published "
+            f"{f.published or f.rule_text()}, rule {f.rule_text()}) -> verdict "
+            f"**{c.verdict}** ({c.reason})")
 
 
-def _range(e: tuple[float, float]) -> str:
-    return f"{e[0]:g}–{e[1]:g}×"
+def _interval(c: Comparison) -> str:
+    i = c.interval
+    return f"95 % interval {i.format()}" if i.defined else "no 95 % interval"
+
+
+def counts(comps: Mapping[str, Comparison | None], findings: list[Finding]) -> str:
+    """One sentence: how many findings got each verdict (not testable ones are not scored)."""
+    got = [c.verdict for f in findings if (c := comps.get(f.id)) is not None]
+    n = {v: got.count(v) for v in VERDICTS}
+    scored = len(got) - n[UNTESTABLE]
+    return (f"Of {len(findings)} findings, {len(got)} were measured; of the {scored} scored, "
+            f"{n[HOLDS]} hold, {n[NOT]} do not hold and {n[INCONCLUSIVE]} are inconclusive; "
+            f"{n[UNTESTABLE]} are not testable here (reported, not scored).\n")
 
 
 def render_findings(comps: Mapping[str, Comparison | None], findings: list[Finding]) -> str:
-    out = ["| # | published finding | ours | ratio (rule) | intervals | verdict |",
+    out = ["| # | published finding | ours | ratio [95 % interval] | rule | verdict |",
            "|---|---|---|---|---|---|"]
     for f in findings:
         c = comps.get(f.id)
         if c is None:
-            out.append(f"| {f.id} | {f.claim} | not run | – | – | – |")
+            out.append(f"| {f.id} | {f.claim} | not run | – | {f.rule_text()} | – |")
             continue
         a, b = scaled(c.a, f.unit), scaled(c.b, f.unit)
         out.append(f"| {f.id} | {f.claim} | {f.a_name} {fmt(a)} vs {f.b_name} {fmt(b)} "
-                   f"{f.unit} | {c.ratio:.3g} ({_range(f.expect)}) | "
-                   f"{'separated' if c.separated else 'NOT separated'} | {c.verdict} |")
-    return "\n".join(out) + "\n"
+                   f"{f.unit} | {c.ratio:.3g} [{c.interval.format()}] | {f.rule_text()} | "
+                   f"{c.verdict} |")
+    return "\n".join(out) + "\n\n" + counts(comps, findings)
 
 
 def comparisons(findings: Findings, out_dir: Path) -> dict[str, Comparison | None]:
@@ -124,19 +136,9 @@ def fill(page: str, findings: Findings, out_dir: Path,
 
 
 def unseparated(findings: Findings, out_dir: Path) -> list[Comparison]:
-    """Comparisons whose verdict more repetitions could still decide: intervals that overlap
-    where a difference is expected, or where none is expected but the ratio is outside the
-    range (separated, it would not hold; or it may come back into range), and comparisons with
-    a side of fewer than 2 repetitions (no interval at all).  A finding that expects no
-    difference and whose ratio is in range needs no separation."""
-    def undecided(c: Comparison) -> bool:
-        lo, hi = c.finding.expect
-        if c.separated:
-            return False
-        return (not lo <= 1.0 <= hi or not lo <= c.ratio <= hi
-                or min(c.a.n, c.b.n) < 2)
+    """Comparisons whose verdict is inconclusive (more repetitions could decide them)."""
     return [c for c in comparisons(findings, out_dir).values()
-            if c is not None and undecided(c)]
+            if c is not None and c.verdict == INCONCLUSIVE]
 
 
 __all__ = ["fill", "render_table", "render_findings", "render_comparison", "unseparated",
