@@ -30,6 +30,16 @@
 # curves, the benches' figures, findings with computed verdicts, the environment (kernel, CPU,
 # tool versions, sfclab commit, load average at the start and end of each group) and the wall
 # time of the whole script; OUT_DIR/reproduce.json keeps the record.
+# Evidence: OUT_DIR is the run's bundle (sfclab.experiments.bundle): the databases, the reports,
+# trials/NAME.json (every trial as JSON), the record with its run id (start time and commit)
+# and environment (CPU frequency and governor, hypervisor, sysctls, OVS settings, Debian
+# package versions), findings.yaml as it was at the start, and SHA256SUMS of every file.  Each
+# generated block of the page names the run id; the page is rendered from this one bundle
+# (a run of a few NAMEs renders with --partial: the other blocks keep their run's text and
+# stamp), and "scripts/repro_page.py check OUT_DIR --page PAGE" verifies page against bundle.
+# REPRO_BUNDLE=DIR copies the bundle into DIR (e.g. a folder of the repository) when it is
+# under 20 MB, else only its SHA256SUMS and how to rebuild it.  A second invocation into the
+# same OUT_DIR resumes the same run, only at the same commit.
 # Needs root.  About an hour on a 2-core machine (measured piecewise: 22 min for the [P] and
 # [B] files, about 15 for P4-SFC, about 28 for Trellis and the OpenStack study), plus up to
 # REPRO_BUDGET for added repetitions.
@@ -105,6 +115,9 @@ for name in "${todo[@]}"; do
 done
 page finish "$out"
 echo "== all: $(( $(date +%s) - start )) s"
-page fill "$out" "${REPRO_PAGE:-$here/docs/reproduction.md}" || status=$?
+page bundle "$out" ${REPRO_BUNDLE:+--keep "$REPRO_BUNDLE"} || status=$?
+partial=()
+[ $# -eq 0 ] || partial=(--partial)
+page fill "$out" "${REPRO_PAGE:-$here/docs/reproduction.md}" "${partial[@]}" || status=$?
 page verdicts "$out" || status=$?
 exit "$status"

@@ -149,31 +149,34 @@ def test_fill_rewrites_only_the_blocks(tmp_path):
     rec.round("d", "/s/d.yaml", 5, ["X1"])
     rec.group("d", "end")
     rec.finish()
-    out = fill(PAGE, f, tmp_path, lambda: render_environment(rec))
+    out = fill(PAGE, f, tmp_path, lambda: render_environment(rec), run_id="r1", partial=True)
     assert "hand-written why" in out and "text kept" in out
     assert "old summary" not in out and "old X1" not in out and "old table" not in out
     assert "kept: its database was not run" in out
-    x1 = out.split("repro:begin finding X1 -->\n")[1].split("<!--")[0]
+    x1 = out.split("repro:begin finding X1 run=r1 -->\n")[1].split("<!--")[0]
     assert "verdict **holds**" in x1 and "95 % interval 1.91–2.11" in x1
     assert "205 ± " in x1 and "102 ± " in x1
-    summary = out.split("repro:begin findings -->\n")[1].split("<!--")[0]
+    summary = out.split("repro:begin findings run=r1 -->\n")[1].split("<!--")[0]
     assert "| X1 |" in summary and "| holds |" in summary
     assert "| X2 |" in summary and "| inconclusive |" in summary
     assert "within 0.9–1.1 (TOST)" in summary
     assert "of the 2 scored, 1 hold, 0 do not hold and 1 are inconclusive" in summary
-    table = out.split("repro:begin table tab -->\n")[1].split("<!--")[0]
+    table = out.split("repro:begin table tab run=r1 -->\n")[1].split("<!--")[0]
     assert "| a | 205 ± " in table and "| c | 100 ± " in table and "†" in table
-    env = out.split("repro:begin environment -->\n")[1].split("<!--")[0]
+    env = out.split("repro:begin environment run=r1 -->\n")[1].split("<!--")[0]
     assert "kernel 6.18" in env and "2 min 10 s" in env and "| d | 1 min 30 s |" in env
     assert "d → 5 (X1)" in env and "1.5 1.0 0.5" in env
     # filling again gives the same page (markers kept)
-    assert fill(out, f, tmp_path, lambda: render_environment(rec)) == out
+    assert fill(out, f, tmp_path, lambda: render_environment(rec), run_id="r1",
+                partial=True) == out
+    assert "<!-- repro:begin finding X1 run=r1 -->" in out
+    assert "<!-- repro:begin table other -->" in out  # kept, unstamped: not this run's
 
 
 def test_page_naming_an_unknown_finding_is_refused(tmp_path):
     f = load_findings(_write(tmp_path, GOOD))
     with pytest.raises(SpecError, match="Z9"):
-        fill("<!-- repro:begin finding Z9 -->\n<!-- repro:end -->\n", f, tmp_path)
+        fill("<!-- repro:begin finding Z9 -->\n<!-- repro:end -->\n", f, tmp_path, run_id="r")
 
 
 def test_unseparated_comparison_gets_more_repetitions_within_budget(tmp_path):
@@ -203,7 +206,7 @@ def test_a_side_without_an_interval_asks_for_repetitions_and_or_metric_fills_tab
     with Store(tmp_path / "d.db") as s:
         run = s.runs(status="done")[0]
         s.finish_run(run.id, {"m2": 7e3})  # a run that only has the other metric
-    out = fill("<!-- repro:begin table tab -->\n<!-- repro:end -->\n", f, tmp_path)
+    out = fill("<!-- repro:begin table tab -->\n<!-- repro:end -->\n", f, tmp_path, run_id="r")
     assert "| a | 108 ± " in out  # (7 + 210) / 2: the run without m counted by m2
 
 

@@ -15,7 +15,9 @@
 - :mod:`.page`         docs/reproduction.md filled from a run of scripts/reproduce.sh, with
                        :mod:`.pagetables` (its "ours" tables, one renderer per kind),
                        :mod:`.reprorun` (one invocation and its repetition rounds) and
-                       :mod:`.reprobudget` (the time added repetitions may take, per finding)
+                       :mod:`.reprobudget` (the time added repetitions may take, per finding),
+                       :mod:`.bundle` (a run's evidence: databases, trials, checksums, run id)
+                       and :mod:`.hostfacts` (CPU frequency, hypervisor, sysctls, packages)
 - :mod:`.commands`     thin functions the CLI calls
 """
 

@@ -3,7 +3,7 @@
 Generated parts of the page sit between markers; everything outside them is hand-written and
 kept as it is::
 
-    <!-- repro:begin table p-fig1 -->      a table of scenarios/findings.yaml (``tables``)
+    <!-- repro:begin table p-fig1 run=ID -->   a table of scenarios/findings.yaml (``tables``)
     <!-- repro:begin finding P1 -->        one finding's numbers and computed verdict
     <!-- repro:begin findings -->          all findings: ratio, its interval, verdict, counts
     <!-- repro:begin environment -->       machine, tool versions, loads, wall times
@@ -11,10 +11,13 @@ kept as it is::
     ... generated ...
     <!-- repro:end -->
 
-A block whose database is not in the run's directory (its group was not run this time), or
-holds no done run of what the block shows yet (its group is still running), keeps its previous
-text, so running a subset of the script, or rendering during a run, refreshes only what was
-measured.
+Every block a bundle (:mod:`.bundle`) fills is stamped with the bundle's run id
+(``run=ID``).  The page is rendered from one bundle: a block the bundle has no data for (its
+group was not run, or is still running) is refused, naming the block, since keeping its old text
+would mix runs on one page; ``partial=True`` (``repro_page.py render --partial``, for a run of
+a few groups) keeps such blocks with their old text and old stamp, and ``check`` then reports
+them.  :func:`check` re-renders the page from a bundle and names the first block whose stamp or
+text differs.
 """
 
 from __future__ import annotations
@@ -30,8 +33,13 @@ from .stats import Summary
 from .store import Store
 from .verdicts import HOLDS, INCONCLUSIVE, NOT, UNTESTABLE, VERDICTS
 
-_BLOCK = re.compile(r"(<!-- repro:begin (?P<what>[a-z]+)(?: (?P<id>[\w.:-]+))? -->\n)"
-                    r"(?P<body>.*?)(<!-- repro:end -->)", re.S)
+_BLOCK = re.compile(r"(<!-- repro:begin (?P<what>[a-z]+)(?: (?P<id>(?!run=)[\w.:-]+))?"
+                    r"(?: run=(?P<run>[\w.:+-]+))? -->\n)"
+                    r"(?P<body>.*?)(?P<end><!-- repro:end -->)", re.S)
+
+
+def _name(m: re.Match[str]) -> str:
+    return m.group("what") + (f" {m.group('id')}" if m.group("id") else "")
 
 
 def render_comparison(c: Comparison) -> str:
@@ -95,14 +103,16 @@ def comparisons(findings: Findings, out_dir: Path) -> dict[str, Comparison | Non
 
 
 def fill(page: str, findings: Findings, out_dir: Path,
-         environment: Callable[[], str] | None = None) -> str:
-    """The page with every marked block regenerated from the databases in ``out_dir``."""
+         environment: Callable[[], str] | None = None, *, run_id: str,
+         partial: bool = False) -> str:
+    """The page with every marked block regenerated from the databases in ``out_dir`` and
+    stamped ``run=run_id`` (see the module docstring for ``partial``)."""
     comps = comparisons(findings, out_dir)
     by_id = {f.id: f for f in findings.findings}
     tables = {t.id: t for t in findings.tables}
 
     def block(m: re.Match[str]) -> str:
-        what, ident, body = m.group("what"), m.group("id"), m.group("body")
+        what, ident = m.group("what"), m.group("id")
         new: str | None
         if what == "findings":
             new = render_findings(comps, findings.findings)
@@ -130,9 +140,34 @@ def fill(page: str, findings: Findings, out_dir: Path,
             new = BENCHES[ident](path) if path.is_file() else None
         else:
             raise SpecError(f"unknown block 'repro:begin {what}' in the page")
-        return m.group(1) + (body if new is None else new) + m.group(5)
+        if new is None:
+            if not partial:
+                raise SpecError(f"block '{_name(m)}' has no data in bundle {run_id}: the page "
+                                f"would mix runs (render from a whole run, or --partial)")
+            return m.group(0)
+        return (f"<!-- repro:begin {_name(m)} run={run_id} -->\n" + new + m.group("end"))
 
     return _BLOCK.sub(block, page)
+
+
+def check(page: str, findings: Findings, out_dir: Path,
+          environment: Callable[[], str] | None = None, *, run_id: str) -> str | None:
+    """None when every block of ``page`` is what bundle ``out_dir`` (run ``run_id``) renders,
+    stamp included; else a line naming the first block that differs."""
+    blocks = list(_BLOCK.finditer(page))
+    if not blocks:
+        return "the page has no repro:begin blocks"
+    for m in blocks:
+        if m.group("run") != run_id:
+            return (f"block '{_name(m)}' is stamped run={m.group('run') or '(none)'}, the "
+                    f"bundle is run {run_id}")
+        try:
+            want = fill(m.group(0), findings, out_dir, environment, run_id=run_id)
+        except SpecError as e:
+            return f"block '{_name(m)}': {e}"
+        if want != m.group(0):
+            return f"block '{_name(m)}' differs from what bundle {run_id} renders"
+    return None
 
 
 def unseparated(findings: Findings, out_dir: Path) -> list[Comparison]:
@@ -141,5 +176,5 @@ def unseparated(findings: Findings, out_dir: Path) -> list[Comparison]:
             if c is not None and c.verdict == INCONCLUSIVE]
 
 
-__all__ = ["fill", "render_table", "render_findings", "render_comparison", "unseparated",
+__all__ = ["fill", "check", "render_table", "render_findings", "render_comparison", "unseparated",
            "point"]

@@ -2,8 +2,11 @@
 
 ``OUT/reproduce.json`` (written step by step by the script through scripts/repro_page.py)::
 
-    {"started": unix s, "ended": unix s, "wall_s": s,
-     "environment": {kernel, cpu_model, cores, versions: {...}, clang, commit},
+    {"run_id": "20261123T071600Z-2add73eef8db", "started": unix s, "ended": unix s,
+     "wall_s": s, "resumed": [unix s, ...],
+     "environment": {kernel, cpu_model, cores, versions: {...}, clang, commit,
+                     + .hostfacts: cpu_frequency_mhz, cpu_governor, hypervisor, sysctls,
+                       ovs, packages},
      "groups": {NAME: {"start": {"t", "load"}, "end": {"t", "load"},
                        "rounds": [{"file", "repetitions", "findings", "seconds"}]}},
      "budget": {...}}   # the per-finding budget of added repetitions: .reprobudget
@@ -33,7 +36,9 @@ from typing import Any
 
 from ..errors import SpecError
 from ..traffic.environment import environment as host_environment
+from .bundle import run_id
 from .findings import Findings
+from .hostfacts import host_facts
 from .page import unseparated
 from .reprobudget import Budget, fit
 from .store import Store
@@ -63,6 +68,7 @@ def _first_line(argv: list[str], cwd: str | None = None) -> str:
 def full_environment(repo: str) -> dict[str, Any]:
     """The host environment plus clang's version and the sfclab commit of ``repo``."""
     env = dict(host_environment())
+    env.update(host_facts())
     env["clang"] = _first_line(["clang", "--version"])
     commit = _first_line(["git", "-C", repo, "rev-parse", "--short=12", "HEAD"])
     dirty = _first_line(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"])
@@ -92,9 +98,33 @@ class Record:
         tmp.write_text(json.dumps(self.data, indent=2) + "\n")  # groups in run order
         tmp.replace(self.path)
 
-    def begin(self, environment: Mapping[str, Any]) -> None:
-        self.data = {"started": self.clock(), "environment": dict(environment), "groups": {}}
+    def begin(self, environment: Mapping[str, Any], findings: Path | None = None) -> str:
+        """Start the record of a run (its run id from the start time and the commit), and
+        keep a copy of the findings file it will be judged by.  A second invocation into the
+        same directory resumes the same run (same id), only at the same commit: a bundle never
+        mixes code versions."""
+        commit = str(environment.get("commit", "unknown"))
+        if self.data.get("run_id"):
+            old = str(self.data.get("environment", {}).get("commit", "unknown"))
+            if old != commit:
+                raise SpecError(f"holds run {self.data['run_id']} at commit {old}, not "
+                                f"{commit}: give a new OUT_DIR (a bundle is one run)",
+                                file=str(self.path))
+            self.data.setdefault("resumed", []).append(self.clock())
+            self.data.pop("ended", None)
+            self.data.pop("wall_s", None)
+        else:
+            now = self.clock()
+            self.data = {"run_id": run_id(now, commit), "started": now,
+                         "environment": dict(environment), "groups": {}}
+        if findings is not None and not (self.path.parent / "findings.yaml").exists():
+            shutil.copyfile(findings, self.path.parent / "findings.yaml")
         self.save()
+        return str(self.data["run_id"])
+
+    @property
+    def run_id(self) -> str:
+        return str(self.data.get("run_id", ""))
 
     def group(self, name: str, when: str) -> None:
         if when not in ("start", "end"):
@@ -229,6 +259,9 @@ def render_environment(record: Record) -> str:
         f"tc {v.get('tc', '?')}, {env.get('clang', 'clang ?')}, Python {v.get('python', '?')}, "
         f"sfclab {v.get('sfclab', '?')} at commit {env.get('commit', '?')}",
     ]
+    lines += _host_lines(env)
+    if d.get("run_id"):
+        lines.append(f"- run id `{d['run_id']}` (the bundle's; every generated block names it)")
     if "started" in d:
         start = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(d["started"]))
         wall = _hms(d["wall_s"]) if "wall_s" in d else "(still running)"
@@ -243,6 +276,28 @@ def render_environment(record: Record) -> str:
         out += (f"| {name} | {took} | {' '.join(map(str, t0.get('load', []))) or '–'} | "
                 f"{' '.join(map(str, t1.get('load', []))) or '–'} | {rounds} |\n")
     return out + render_budget(record)
+
+
+def _host_lines(env: Mapping[str, Any]) -> list[str]:
+    """The bundle's host facts (.hostfacts), where the record has them."""
+    out = []
+    if "cpu_frequency_mhz" in env:
+        f = env["cpu_frequency_mhz"]
+        mhz = "/".join(f"{x:.0f}" for x in f) if f else "?"
+        hv = env.get("hypervisor", {})
+        out.append(f"- CPU frequency {mhz} MHz, governor {'/'.join(env.get('cpu_governor', []))}"
+                   f"; hypervisor: {hv.get('detect_virt', '?')} (CPU flag "
+                   f"{'set' if hv.get('cpu_flag') else 'not set'})")
+    if "packages" in env:
+        out.append("- Debian packages: " + ", ".join(f"{k} {v}" for k, v in
+                                                     env["packages"].items()))
+    if "sysctls" in env:
+        out.append("- sysctls: " + ", ".join(f"{k} = {v}" for k, v in env["sysctls"].items()))
+    if "ovs" in env:
+        o = env["ovs"]
+        out.append("- Open vSwitch settings: " + (o if isinstance(o, str) else
+                                                  ", ".join(f"{k} {v}" for k, v in o.items())))
+    return out
 
 
 def render_budget(record: Record) -> str:
