@@ -51,7 +51,7 @@ out=${1:-/tmp/repro}
 shift || true
 mkdir -p "$out"
 
-all=(paper-calibration-tcp paper-calibration-udp paper-ovs-patch-vs-veth blog-ovs-chaining
+all=(paper-calibration-tcp paper-calibration-udp paper-ovs-patch-vs-veth blog-ovs-chaining blog-offloads
      paper-chain-veth-vs-ovs-tcp paper-chain-veth-vs-ovs-udp paper-firewall-rules
      firewall-spread paper-shaper-chain p4sfc-attach p4sfc-stack p4sfc-classifier)
 # Trellis and the OpenStack NFV study (issue 15); trellis-forwarding's user-space forwarder runs
