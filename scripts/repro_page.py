@@ -9,8 +9,9 @@ in sfclab.experiments.findings, .page and .reprorun):
     repro_page.py group OUT NAME start|end         record a group's time and load average (end:
                                                    its findings are done, their rest passes on)
     repro_page.py more OUT NAME DB...              print "FILE REPETITIONS IDS EST_S" lines:
-                                                   files to run again so unseparated comparisons
-                                                   may separate, within their findings' shares
+                                                   files to bring up to their findings'
+                                                   repetitions planned from the pilot (once,
+                                                   kept in the record), within their shares
     repro_page.py round OUT NAME FILE REPS IDS T0  record a repetition round begun at T0 (unix
                                                    s) and charge its time to findings IDS
     repro_page.py finish OUT                       record the end and the wall time
@@ -77,8 +78,11 @@ def main(argv: list[str]) -> int:
                                       comparisons(f, out).items()
                                       if c is not None and fid in mine})
     elif cmd == "more" and len(argv) >= 4:
-        for p in more_repetitions(load_findings(findings_path), out, argv[3:],
-                                  rec.allowances(argv[2])):
+        allow = rec.allowances(argv[2])
+        todo = more_repetitions(load_findings(findings_path), out, argv[3:], allow,
+                                rec.data.setdefault("plan", {}))
+        rec.save()
+        for p in todo:
             print(p.file, p.repetitions, ",".join(p.findings), f"{p.estimate_s:.0f}")
     elif cmd == "round" and len(argv) == 7:
         rec.round(argv[2], argv[3], int(argv[4]), argv[5].split(","), seconds(argv[6]))

@@ -15,15 +15,18 @@
 # or the group names above).
 # Runs resume: a second invocation skips runs already done in the databases.
 #
-# Repetition until separated: after each group, scripts/repro_page.py reads the key comparisons
-# of scenarios/findings.yaml; a comparison that expects a difference and whose two 95 %
-# intervals overlap gets its experiment files run again with 2 more repetitions (the runs done
-# are kept), for at most REPRO_ROUNDS rounds (default 2) and while the estimated time fits the
-# finding's share of REPRO_BUDGET seconds of added repetitions (default 480): each finding of
-# the groups run gets an equal share of what is left when its group comes, and what a finding
-# does not spend goes to the findings after it (sfclab.experiments.reprobudget; the page shows
-# each finding's share, time spent and repetitions).  What stays unseparated is marked NOT
-# separated in the page.
+# Repetitions fixed in advance, no optional stopping: each group's files first run with their
+# own repetitions (the pilot); then scripts/repro_page.py plans, once per finding and from the
+# pilot's variance only, the repetitions per side its claim needs for 80 % power
+# (sfclab.experiments.samplesize; power, smallest effect and cap in scenarios/findings.yaml),
+# keeps the plan in the record, and each file is brought up to the most its findings need in
+# one step (the runs done are kept), if the estimated time fits the findings' share of
+# REPRO_BUDGET seconds of added repetitions (default 480): each finding of the groups run gets
+# an equal share of what is left when its group comes, and what a finding does not spend goes to
+# the findings after it (sfclab.experiments.reprobudget).  Whether intervals already separate
+# plays no part.  The page shows each finding's pilot, planned (with its power) and reached
+# repetitions.  Sides of a comparison in one file (variants, sweep points) run interleaved in
+# one shuffled order into one database.
 # At the end the page (REPRO_PAGE, default docs/reproduction.md) is rewritten between its
 # "repro:begin" markers (alone, from an existing OUT_DIR, measuring nothing:
 # scripts/repro_page.py render OUT_DIR --page PAGE): tables, power-law fits, offered-rate
@@ -64,7 +67,6 @@ if [ $# -gt 0 ]; then todo=("$@"); else todo=("${all[@]}"); fi
 py=${PYTHON:-$here/.venv/bin/python}
 page() { "$py" "$here/scripts/repro_page.py" "$@"; }
 budget=${REPRO_BUDGET:-480}
-rounds=${REPRO_ROUNDS:-2}
 
 status=0
 start=$(date +%s)
@@ -99,16 +101,16 @@ for name in "${todo[@]}"; do
         # exit 1: some runs failed (they are in the report); 2: a bad file; stop on neither
         "$sfclab" run "$f" --db "$db" || status=$?
     done
-    for _ in $(seq "$rounds"); do
-        plan=$(page more "$out" "$name" "$name") || { status=$?; break; }
-        [ -n "$plan" ] || break
+    # one step up to the planned repetitions (a plan is made once, from the pilot)
+    plan=$(page more "$out" "$name" "$name") || { status=$?; plan=; }
+    if [ -n "$plan" ]; then
         while read -r file reps ids est; do
-            echo "== $(basename "$file" .yaml): not separated ($ids), $reps repetitions (about $est s)"
+            echo "== $(basename "$file" .yaml): planned $reps repetitions ($ids; about $est s)"
             r0=$(date +%s)
             "$sfclab" run "$file" --db "$db" --repetitions "$reps" </dev/null || status=$?
             page round "$out" "$name" "$file" "$reps" "$ids" "$r0"
         done <<< "$plan"
-    done
+    fi
     "$sfclab" report --db "$db" --out "$out/$name" || status=$?
     page group "$out" "$name" end
     echo "== $name: $(( $(date +%s) - t0 )) s, report $out/$name/report.md"

@@ -13,7 +13,7 @@ import pytest
 
 from sfclab.errors import SpecError
 from sfclab.experiments.findings import compare, derived, load_findings
-from sfclab.experiments.page import fill, unseparated
+from sfclab.experiments.page import fill
 from sfclab.experiments.reprorun import Record, more_repetitions, render_environment
 from sfclab.experiments.store import Store
 from sfclab.realize.kinds import load_lab_dict
@@ -179,39 +179,43 @@ def test_page_naming_an_unknown_finding_is_refused(tmp_path):
         fill("<!-- repro:begin finding Z9 -->\n<!-- repro:end -->\n", f, tmp_path, run_id="r")
 
 
-def test_unseparated_comparison_gets_more_repetitions_within_budget(tmp_path):
+def test_files_are_brought_up_to_the_repetitions_planned_from_the_pilot(tmp_path):
     f = load_findings(_write(tmp_path, GOOD))
-    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 140], "c": [118, 122]})
+    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 104], "c": [101, 103]})
     with Store(tmp_path / "d.db", readonly=True) as s:
         c = compare(s, f.findings[0])
     assert c.verdict == "inconclusive" and c.sources == ("/s/d.yaml",)
-    # X2 expects no difference; b's spread leaves its 90 % interval past the margins
-    assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X1", "X2"]
-    plan = more_repetitions(f, tmp_path, ["d"], budget_s=1000)
-    # 6 runs of 10 s over 2 repetitions: 30 s per repetition, 2 more, 20 % margin
-    assert [(p.file, p.repetitions, p.findings) for p in plan] == [("/s/d.yaml", 4,
+    plans: dict = {}
+    more = more_repetitions(f, tmp_path, ["d"], budget_s=1000, plans=plans)
+    # X1: a's spread (cv 0.38) against a range of half log-width 0.35 needs more than the cap
+    # of 10 (power 0.55 there); X2 (c against b, cv 0.03) needs 3 for its margins (2 would
+    # give power 0.71: t on 2 degrees of freedom)
+    assert plans["X1"]["repetitions"] == 10 and plans["X1"]["reason"].startswith("the cap")
+    assert plans["X1"]["power"] == pytest.approx(0.554, abs=0.002)
+    assert plans["X2"]["repetitions"] == 3 and plans["X2"]["pilot"] == 2
+    # 6 runs of 10 s over 2 repetitions: 30 s per repetition, 8 more, 20 % margin
+    assert [(p.file, p.repetitions, p.findings) for p in more] == [("/s/d.yaml", 10,
                                                                     ("X1", "X2"))]
-    assert plan[0].estimate_s == pytest.approx(72)
-    assert more_repetitions(f, tmp_path, ["d"], budget_s=50) == []  # does not fit
+    assert more[0].estimate_s == pytest.approx(288)
+    # the plan is kept: data that would now plan otherwise changes nothing
+    plans["X1"]["repetitions"] = 6
+    again = more_repetitions(f, tmp_path, ["d"], budget_s=1000, plans=plans)
+    assert [p.repetitions for p in again] == [6]
+    assert more_repetitions(f, tmp_path, ["d"], budget_s=100, plans={}) == []  # no fit
     assert more_repetitions(f, tmp_path, ["other"], budget_s=1000) == []  # not this group
-    assert more_repetitions(f, tmp_path, ["d"], budget_s=1000, cap=2) == []  # at the cap
 
 
 def test_a_side_without_an_interval_asks_for_repetitions_and_or_metric_fills_tables(tmp_path):
     f = load_findings(_write(tmp_path, GOOD.replace("rows: variant}", "rows: variant, "
                                                     "or_metric: m2}")))
     _db(tmp_path / "d.db", {"a": [200, 210], "b": [100, 104], "c": [100]})
-    # X2 expects no difference, but c has one repetition: no interval, so it is rerun
-    assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X2"]
+    # X2: c has one repetition, no variance to plan from: the cap
+    plans: dict = {}
+    more = more_repetitions(f, tmp_path, ["d"], budget_s=1e6, plans=plans)
+    assert plans["X2"]["repetitions"] == 10 and "without a variance" in plans["X2"]["reason"]
+    assert [(p.repetitions, p.findings) for p in more] == [(10, ("X2",))]
     with Store(tmp_path / "d.db") as s:
         run = s.runs(status="done")[0]
         s.finish_run(run.id, {"m2": 7e3})  # a run that only has the other metric
     out = fill("<!-- repro:begin table tab -->\n<!-- repro:end -->\n", f, tmp_path, run_id="r")
     assert "| a | 108 ± " in out  # (7 + 210) / 2: the run without m counted by m2
-
-
-def test_no_difference_expected_but_ratio_out_of_range_asks_for_repetitions(tmp_path):
-    f = load_findings(_write(tmp_path, GOOD))
-    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 160], "c": [60, 140]})
-    # X2: ratio 100 / 130 = 0.77, outside 0.9-1.1, intervals overlap: undecided
-    assert sorted(u.finding.id for u in unseparated(f, tmp_path)) == ["X1", "X2"]

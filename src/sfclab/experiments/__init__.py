@@ -14,7 +14,8 @@
 - :mod:`.verdicts`     the verdict rule: Fieller's interval of a ratio against the claim
 - :mod:`.page`         docs/reproduction.md filled from a run of scripts/reproduce.sh, with
                        :mod:`.pagetables` (its "ours" tables, one renderer per kind),
-                       :mod:`.reprorun` (one invocation and its repetition rounds) and
+                       :mod:`.reprorun` (one invocation and its planned repetitions),
+                       :mod:`.samplesize` (repetitions per finding from a pilot's variance),
                        :mod:`.reprobudget` (the time added repetitions may take, per finding),
                        :mod:`.bundle` (a run's evidence: databases, trials, checksums, run id)
                        and :mod:`.hostfacts` (CPU frequency, hypervisor, sysctls, packages)

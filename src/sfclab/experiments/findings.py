@@ -21,6 +21,7 @@
         b_db: paper-chain-veth-vs-ovs-udp   # optional: b's points come from another database
 
     tolerance: 0.1                      # the relative widening of every ``expect`` range
+    planning: {power: 0.8, min_effect: 0.1, max_repetitions: 10}   # .samplesize's plan
 
     tables:                             # "ours" tables, rewritten from the run
       - id: p-fig1
@@ -42,8 +43,8 @@
         relative_to: native             # means, one row parameter: a column of ratios of each
                                         #   mean to that row's
 
-A finding with ``b_db`` compares two databases (e.g. the shaper chain against plain veth
-routers); the repetition rounds rerun the files of either side.
+A finding with ``b_db`` compares two databases (e.g. the shaper chain against a firewall
+chain); the planned repetitions (:mod:`.samplesize`) rerun the files of its own group.
 
 A *comparison* summarizes the repetitions of ``a`` and of ``b`` (mean and 95 % Student-t
 interval, :mod:`.stats`) and the 95 % (and 90 %) Fieller interval of the ratio
@@ -141,9 +142,19 @@ class TableSpec:
 
 
 @dataclass(frozen=True)
+class Planning:
+    """How :mod:`.samplesize` plans each finding's repetitions from the pilot."""
+
+    power: float = 0.8
+    min_effect: float = 0.1  # directional claims: the smallest effect of interest
+    max_repetitions: int = 10
+
+
+@dataclass(frozen=True)
 class Findings:
     findings: list[Finding]
     tables: list[TableSpec]
+    planning: Planning = field(default_factory=Planning)
 
     def dbs(self) -> list[str]:
         return sorted({d for f in self.findings for d in f.dbs} | {t.db for t in self.tables})
@@ -267,6 +278,25 @@ def _claim(d: Mapping[str, Any], tolerance: float, path: str, place: str) -> Cla
                  not_testable=reason)
 
 
+def _planning(d: Any, path: str) -> Planning:
+    if not isinstance(d, dict):
+        raise SpecError(f"expected a mapping, got {d!r}", file=path, place="planning")
+    _unknown(d, {"power", "min_effect", "max_repetitions"}, path, "planning")
+    power = d.get("power", Planning.power)
+    if isinstance(power, bool) or not isinstance(power, (int, float)) or not 0.5 <= power < 1:
+        raise SpecError(f"expected a power from 0.5 to below 1, got {power!r}", file=path,
+                        place="planning.power")
+    effect = _fraction(d.get("min_effect", Planning.min_effect), path, "planning.min_effect")
+    if effect <= 0:
+        raise SpecError("expected a smallest effect above 0", file=path,
+                        place="planning.min_effect")
+    cap = d.get("max_repetitions", Planning.max_repetitions)
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 2 <= cap <= 100:
+        raise SpecError(f"expected 2 to 100 repetitions, got {cap!r}", file=path,
+                        place="planning.max_repetitions")
+    return Planning(float(power), effect, cap)
+
+
 def load_findings(path: str | Path) -> Findings:
     """Read and check the findings file; a :class:`SpecError` names the file and the place."""
     p = str(path)
@@ -278,8 +308,9 @@ def load_findings(path: str | Path) -> Findings:
         raise SpecError(f"expected a readable YAML file ({e})", file=p) from None
     if not isinstance(data, dict):
         raise SpecError("expected a mapping with 'findings' and 'tables'", file=p)
-    _unknown(data, {"findings", "tables", "tolerance"}, p, "")
+    _unknown(data, {"findings", "tables", "tolerance", "planning"}, p, "")
     tolerance = _fraction(data.get("tolerance", DEFAULT_TOLERANCE), p, "tolerance")
+    planning = _planning(data.get("planning") or {}, p)
     out: list[Finding] = []
     seen: set[str] = set()
     for i, d in enumerate(data.get("findings") or []):
@@ -331,7 +362,7 @@ def load_findings(path: str | Path) -> Findings:
                                 per_s=bool(d.get("per_s", False)), kind=str(kind),
                                 pair=str(d.get("pair", "")),
                                 relative_to=d.get("relative_to")))
-    return Findings(out, tables)
+    return Findings(out, tables, planning)
 
 
 # ----------------------------------------------------------------- reading databases

@@ -170,11 +170,5 @@ def check(page: str, findings: Findings, out_dir: Path,
     return None
 
 
-def unseparated(findings: Findings, out_dir: Path) -> list[Comparison]:
-    """Comparisons whose verdict is inconclusive (more repetitions could decide them)."""
-    return [c for c in comparisons(findings, out_dir).values()
-            if c is not None and c.verdict == INCONCLUSIVE]
-
-
-__all__ = ["fill", "check", "render_table", "render_findings", "render_comparison", "unseparated",
+__all__ = ["fill", "check", "render_table", "render_findings", "render_comparison",
            "point"]
