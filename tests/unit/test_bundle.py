@@ -209,6 +209,12 @@ def test_keep_copies_a_small_bundle_and_only_checksums_of_a_big_one(tmp_path):
     assert (big / "SHA256SUMS").read_text() == (out / "SHA256SUMS").read_text()
     assert "scripts/reproduce.sh" in (big / "README").read_text()
     assert not (big / "d.db").exists()
+    # a second keep replaces the previous bundle's files, and only those
+    assert "copied" in keep(out, dest)
+    (dest / "notes.txt").write_text("someone's own file")
+    with pytest.raises(BundleError, match="notes.txt"):
+        keep(out, dest)
+    assert (dest / "notes.txt").exists() and (dest / "d.db").exists()  # nothing removed
 
 
 def test_host_facts_from_a_copied_tree(tmp_path):

@@ -21,7 +21,8 @@ SHA256SUMS with its checksum, no file that is not listed, each trials file stamp
 record's run id, and every trial of every database started and ended within the run's
 [started, ended] window (a database copied in from another run fails, even with its checksum
 added).  :func:`keep` copies a verified bundle into a folder (e.g. one kept in the
-repository) when it is under a size limit, else only its SHA256SUMS and how to rebuild it.
+repository) when it is under a size limit, else only its SHA256SUMS and how to rebuild it; it
+replaces only what a previous bundle's SHA256SUMS in that folder lists.
 """
 
 from __future__ import annotations
@@ -192,15 +193,39 @@ def size(out: Path) -> int:
     return sum((out / rel).stat().st_size for rel in _files(out))
 
 
+def _listed(folder: Path) -> list[str]:
+    """The files a previous bundle's SHA256SUMS in ``folder`` names (nothing else is ours)."""
+    try:
+        text = (folder / SUMS).read_text()
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        _, sep, rel = line.partition("  ")
+        if sep and not rel.startswith("/") and ".." not in Path(rel).parts:
+            out.append(rel)
+    return out
+
+
 def keep(out: Path, dest: Path, limit: int = KEEP_LIMIT) -> str:
-    """Copy the verified bundle ``out`` into folder ``dest`` (replacing what a previous bundle
-    left there) when it is under ``limit`` bytes; else only its SHA256SUMS and a README with
-    the command that rebuilds it.  Returns what was done, in a line."""
+    """Copy the verified bundle ``out`` into folder ``dest`` when it is under ``limit``
+    bytes; else only its SHA256SUMS and a README with the command that rebuilds it.  ``dest``
+    must be empty or hold a previous bundle: its files are replaced only when its own
+    SHA256SUMS lists them (a folder with anything else in it is refused, nothing removed).
+    Returns what was done, in a line."""
     rid = verify(out)
     total = size(out)
     if dest.exists():
-        for rel in _files(dest) + ([SUMS] if (dest / SUMS).exists() else []):
+        ours = set(_listed(dest)) | {"README"}
+        stray = [rel for rel in _files(dest) if rel not in ours]
+        if stray:
+            raise BundleError(f"expected an empty folder or a previous bundle, found "
+                              f"'{stray[0]}' not listed in its SHA256SUMS (nothing removed)",
+                              file=str(dest))
+        for rel in _files(dest):
             (dest / rel).unlink()
+        if (dest / SUMS).exists():
+            (dest / SUMS).unlink()
     dest.mkdir(parents=True, exist_ok=True)
     if total <= limit:
         for rel in _files(out) + [SUMS]:
