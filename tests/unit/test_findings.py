@@ -219,3 +219,47 @@ def test_a_side_without_an_interval_asks_for_repetitions_and_or_metric_fills_tab
         s.finish_run(run.id, {"m2": 7e3})  # a run that only has the other metric
     out = fill("<!-- repro:begin table tab -->\n<!-- repro:end -->\n", f, tmp_path, run_id="r")
     assert "| a | 108 ± " in out  # (7 + 210) / 2: the run without m counted by m2
+
+
+SEARCHED = """
+findings:
+  - {id: X1, study: T, claim: "a beats b", published: "2x", db: d, metric: ndr_pps,
+     unit: kpps, a: {variant: a}, b: {variant: b}, expect: [1.5, 3]}
+  - {id: X2, study: T, claim: "a beats c", db: d, metric: ndr_pps, unit: kpps,
+     a: {variant: a}, b: {variant: c}, test: more}
+"""
+
+
+def _searched_db(path: Path, runs: dict[str, list[tuple[str, float]]]) -> None:
+    """A database of NDR searches: per variant, (metric name, kpps) per repetition."""
+    with Store(path) as s:
+        eid = s.register_experiment("d", "h", {}, 1, "/s/d.yaml")
+        pts = [SimpleNamespace(key=f"{v}-{i}", params={"variant": v}, repetition=i, lab={},
+                               measure={}, lab_hash="x")
+               for v, xs in runs.items() for i in range(len(xs))]
+        s.add_runs(eid, pts)
+        for r in s.runs(eid):
+            name, kpps = runs[r.params["variant"]][r.repetition]
+            s.mark_running(r.id, started=100.0)
+            s.finish_run(r.id, {name: kpps * 1e3}, ended=110.0)
+
+
+def test_a_search_at_its_ceiling_is_a_censored_side_on_the_page(tmp_path):
+    f = load_findings(_write(tmp_path, SEARCHED))
+    # a's second search reached the top of its range: a lower bound, not the chain's NDR
+    _searched_db(tmp_path / "d.db", {
+        "a": [("ndr_pps", 1000), ("ndr_lower_bound_pps", 1010), ("ndr_pps", 990)],
+        "b": [("ndr_pps", 400), ("ndr_pps", 410), ("ndr_pps", 395)],
+        "c": [("ndr_lower_bound_pps", 1000), ("ndr_lower_bound_pps", 1005),
+              ("ndr_lower_bound_pps", 995)]})
+    with Store(tmp_path / "d.db", readonly=True) as s:
+        x1, x2 = compare(s, f.findings[0]), compare(s, f.findings[1])
+    assert x1.censored == "a" and x1.a.n == 3  # the bound is counted at its value
+    # the ratio (about 2.5) lies inside 1.35-3.3, but a censored a may lie above: never holds
+    assert x1.verdict == "inconclusive" and x1.interval.format().startswith("≥ ")
+    assert x2.censored == "ab" and x2.verdict == "not testable here"
+    page = fill("<!-- repro:begin findings -->\n<!-- repro:end -->\n"
+                "<!-- repro:begin finding X1 -->\n<!-- repro:end -->\n", f, tmp_path, run_id="r")
+    assert "| X1 | a beats b | a ≥ 1e+03 ± 25 vs b 402 ± " in page
+    assert "a ≥ 1e+03 ± 25 kpps (n = 3) against b 402" in page.split("finding X1")[1]
+    assert "1 are not testable here" in page

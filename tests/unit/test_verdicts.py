@@ -149,3 +149,45 @@ def test_fieller_covers_the_true_ratio_about_95_percent():
             hits += ci.low <= 2.0 <= ci.high
     assert trials > 1900
     assert 0.93 <= hits / trials <= 0.975
+
+
+@pytest.mark.parametrize("claim, lo, hi, censored, want", [
+    # a censored (a lower bound): r is at least what was measured, [lo, inf)
+    (RANGE, 1.8, 2.4, "a", INCONCLUSIVE),     # inside the range, but could lie above it
+    (RANGE, 2.8, 3.0, "a", NOT),              # its lower end above the widened range
+    (RANGE, 1.0, 1.2, "a", INCONCLUSIVE),     # below the range, but could reach into it
+    (MORE, 1.1, 1.3, "a", HOLDS),             # above 1 already at its lower end
+    (LESS, 0.5, 0.9, "a", INCONCLUSIVE),      # could be above 1 after all
+    (LESS, 1.1, 1.3, "a", NOT),
+    # b censored: r is at most what was measured, [0, hi]
+    (RANGE, 1.8, 2.4, "b", INCONCLUSIVE),
+    (RANGE, 1.0, 1.2, "b", NOT),              # its upper end below the widened range
+    (MORE, 1.1, 1.3, "b", INCONCLUSIVE),      # could be below 1 after all
+    (LESS, 0.5, 0.9, "b", HOLDS),
+    # both censored: nothing bounds r
+    (RANGE, 0.5, 0.6, "ab", UNTESTABLE),
+    (MORE, 1.5, 2.0, "ab", UNTESTABLE),
+])
+def test_a_censored_side_opens_its_end_of_the_interval(claim, lo, hi, censored, want):
+    assert judge(claim, iv(lo, hi), censored=censored).verdict == want
+
+
+def test_equivalence_never_holds_with_a_censored_side():
+    # the page's S2 with a ceiling: the 90 % interval inside the margins, but one side is a
+    # lower bound, so the ratio may lie anywhere above
+    assert judge(EQUIV, iv(0.95, 1.05), iv(0.97, 1.03), censored="a").verdict == INCONCLUSIVE
+    assert judge(EQUIV, iv(0.95, 1.05), iv(0.97, 1.03), censored="b").verdict == INCONCLUSIVE
+    assert judge(EQUIV, iv(1.2, 1.4), iv(1.22, 1.38), censored="a").verdict == NOT
+    assert judge(EQUIV, iv(0.95, 1.05), iv(0.97, 1.03)).verdict == HOLDS
+
+
+def test_both_sides_censored_is_not_testable_and_says_why():
+    v = judge(RANGE, iv(1.8, 2.4), censored="ab")
+    assert v.verdict == UNTESTABLE and "censored" in v.reason
+
+
+def test_censored_interval_is_written_as_a_bound():
+    _, ci = judge_samples(MORE, summarize([10.0, 11.0, 10.5]), summarize([5.0, 5.2, 5.1]), "a")
+    assert math.isinf(ci.high) and ci.format().startswith("≥ ")
+    _, ci = judge_samples(MORE, summarize([10.0, 11.0, 10.5]), summarize([5.0, 5.2, 5.1]), "b")
+    assert ci.low == 0.0 and ci.format().startswith("≤ ")

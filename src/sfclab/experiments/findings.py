@@ -67,7 +67,7 @@ from ..errors import SpecError
 from ..spec.reading import read_text, scan_yaml
 from .stats import Summary, summarize
 from .store import RunRow, Store
-from .verdicts import KINDS, Claim, Interval, Verdict, judge_samples
+from .verdicts import KINDS, Claim, Interval, Verdict, censored_side, judge_samples
 
 #: unit name -> factor that turns the stored (SI) value into it
 UNITS: dict[str, float] = {"Gbit/s": 1e-9, "Mbit/s": 1e-6, "kpps": 1e-3, "pps": 1.0,
@@ -166,6 +166,8 @@ class Comparison:
     a: Summary
     b: Summary
     sources: tuple[str, ...]  # experiment files the two points came from
+    #: the censored sides ("a", "b", "ab" or ""): a repetition's figure is only a lower bound
+    censored: str = ""
 
     @property
     def ratio(self) -> float:
@@ -173,7 +175,7 @@ class Comparison:
 
     @property
     def judged(self) -> tuple[Verdict, Interval]:
-        return judge_samples(self.finding.claim_rule, self.a, self.b)
+        return judge_samples(self.finding.claim_rule, self.a, self.b, self.censored)
 
     @property
     def interval(self) -> Interval:
@@ -390,10 +392,26 @@ def done_runs(store: Store) -> tuple[list[RunRow], dict[int, str], dict[int, str
     return runs, {e.id: e.name for e in exps}, {e.id: e.source or "" for e in exps}
 
 
+#: a searched rate -> the metric a search stores instead when it reached the top of its range
+#: (the chain kept up with all that could be sent: a lower bound, :mod:`sfclab.traffic.ndr`)
+LOWER_BOUNDS = {"ndr_pps": "ndr_lower_bound_pps", "pdr_pps": "pdr_lower_bound_pps"}
+
+
+def censored_value(run: RunRow, metric: str) -> float | None:
+    """The lower bound a run holds in place of ``metric`` (None: the metric is measured, or
+    ``metric`` is not a searched rate)."""
+    bound = LOWER_BOUNDS.get(metric)
+    if bound is None or metric in run.metrics or bound not in run.metrics:
+        return None
+    return run.metrics[bound]
+
+
 def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, Any],
-          metric: str, what: str) -> tuple[list[float], set[int]]:
-    """The metric's values over the repetitions of the one point ``where`` selects (and the
-    experiment ids they came from).  Several points matching is an error naming ``what``."""
+          metric: str, what: str) -> tuple[list[float], set[int], bool]:
+    """The metric's values over the repetitions of the one point ``where`` selects, the
+    experiment ids they came from, and whether the point is censored (a repetition whose
+    search reached its top holds a lower bound: it is counted at that bound).  Several points
+    matching is an error naming ``what``."""
     metric = str(where.get("metric", metric))
     chosen = [r for r in runs if _matches(r, names, where)]
     points = {(_key(r.params), r.experiment_id) for r in chosen}
@@ -401,19 +419,21 @@ def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, 
         raise SpecError(f"{what} selects {len(points)} points, expected one (add parameters "
                         f"or 'experiment' to {dict(where)})")
     vals = [r.metrics[metric] for r in chosen if metric in r.metrics]
-    return vals, {r.experiment_id for r in chosen}
+    bounds = [v for r in chosen if (v := censored_value(r, metric)) is not None]
+    return vals + bounds, {r.experiment_id for r in chosen}, bool(bounds)
 
 
 def compare(store: Store, f: Finding, b_store: Store | None = None) -> Comparison:
     """The finding's comparison; ``b_store`` holds b's points when the finding has ``b_db``."""
     runs, names, sources = done_runs(store)
-    va, ea = point(runs, names, f.a, f.metric, f"finding {f.id}: a")
+    va, ea, ca = point(runs, names, f.a, f.metric, f"finding {f.id}: a")
     b_runs, b_names, b_sources = done_runs(b_store) if b_store is not None else \
         (runs, names, sources)
-    vb, eb = point(b_runs, b_names, f.b, f.metric, f"finding {f.id}: b")
+    vb, eb, cb = point(b_runs, b_names, f.b, f.metric, f"finding {f.id}: b")
     srcs = {sources[i] for i in ea if sources.get(i)} | {b_sources[i] for i in eb
                                                            if b_sources.get(i)}
-    return Comparison(f, summarize(va), summarize(vb), tuple(sorted(srcs)))
+    return Comparison(f, summarize(va), summarize(vb), tuple(sorted(srcs)),
+                      censored_side(ca, cb))
 
 
 def derived(params: Mapping[str, Any]) -> dict[str, Any]:

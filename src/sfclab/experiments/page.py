@@ -48,15 +48,21 @@ def render_comparison(c: Comparison) -> str:
     u = f" {f.unit}" if f.unit else ""
     def n(x: Summary) -> str:
         return "" if x.n == 1 else f" (n = {x.n})"
-    return (f"{f.a_name} {fmt(a)}{u}{n(a)} against {f.b_name} {fmt(b)}{u}{n(b)}: "
+    return (f"{f.a_name} {_bound(c, 'a')}{fmt(a)}{u}{n(a)} against {f.b_name} "
+            f"{_bound(c, 'b')}{fmt(b)}{u}{n(b)}: "
             f"ratio {c.ratio:.3g}, {_interval(c)} (published "
             f"{f.published or f.rule_text()}, rule {f.rule_text()}) -> verdict "
             f"**{c.verdict}** ({c.reason})")
 
 
+def _bound(c: Comparison, side: str) -> str:
+    """"≥ " before a censored side's figure: its search reached the top of its range."""
+    return "≥ " if side in c.censored else ""
+
+
 def _interval(c: Comparison) -> str:
     i = c.interval
-    return f"95 % interval {i.format()}" if i.defined else "no 95 % interval"
+    return f"95 % interval {i.format()}" if i.defined or i.censored else "no 95 % interval"
 
 
 def counts(comps: Mapping[str, Comparison | None], findings: list[Finding]) -> str:
@@ -78,7 +84,8 @@ def render_findings(comps: Mapping[str, Comparison | None], findings: list[Findi
             out.append(f"| {f.id} | {f.claim} | not run | – | {f.rule_text()} | – |")
             continue
         a, b = scaled(c.a, f.unit), scaled(c.b, f.unit)
-        out.append(f"| {f.id} | {f.claim} | {f.a_name} {fmt(a)} vs {f.b_name} {fmt(b)} "
+        out.append(f"| {f.id} | {f.claim} | {f.a_name} {_bound(c, 'a')}{fmt(a)} vs "
+                   f"{f.b_name} {_bound(c, 'b')}{fmt(b)} "
                    f"{f.unit} | {c.ratio:.3g} [{c.interval.format()}] | {f.rule_text()} | "
                    f"{c.verdict} |")
     return "\n".join(out) + "\n\n" + counts(comps, findings)

@@ -27,6 +27,16 @@ on both sides at once (identical repetitions: a ceiling, not a measurement of th
 an interval that does not exist (b's mean not distinguishable from 0) gives **inconclusive**:
 no verdict is ever drawn from a point estimate.
 
+Censored sides.  A rate found by an NDR/PDR search that reached the top of its range (the
+most the generator sends, the calibrated ceiling) is only a lower bound of the chain's rate
+(``ndr_lower_bound_pps``, :mod:`sfclab.traffic.ndr`): the chain kept up with all that could be
+measured.  A side with such a repetition is *censored*, and the interval says only what the
+bound allows: with a censored, the true r is at least the measured one, so the interval is
+[low, ∞); with b censored, at most, so it is [0, high]; with both censored nothing bounds r
+and the finding is **not testable here** (a censored design).  The rules then apply to the
+opened interval unchanged: it can still lie wholly outside a range, or exclude 1 on one side,
+but it can never lie inside a bounded range or within equivalence margins.
+
 The interval of the ratio is Fieller's (:func:`ratio_interval`), not the delta method on
 log r: Fieller's interval is the set of ratios ρ that a t-test of mean(a) − ρ · mean(b) = 0
 does not reject, so it needs no linearisation, stays correct when b's relative spread is large
@@ -79,13 +89,28 @@ class Interval:
     low: float
     high: float
     confidence: float = 0.95
+    #: "a" (high opened to ∞) or "b" (low opened to 0) when that side is censored
+    censored: str = ""
 
     @property
     def defined(self) -> bool:
         return not (math.isnan(self.low) or math.isnan(self.high)
                     or math.isinf(self.low) or math.isinf(self.high))
 
+    def opened(self, censored: str) -> Interval:
+        """The interval a censored side leaves: a's censoring opens ``high`` to ∞ (r is at
+        least what was measured), b's opens ``low`` to 0 (r is at most that)."""
+        if censored == "a":
+            return Interval(self.estimate, self.low, math.inf, self.confidence, "a")
+        if censored == "b":
+            return Interval(self.estimate, 0.0, self.high, self.confidence, "b")
+        return self
+
     def format(self) -> str:
+        if self.censored == "a" and not math.isnan(self.low):
+            return f"≥ {self.low:.3g} (a censored)"
+        if self.censored == "b" and not math.isnan(self.high):
+            return f"≤ {self.high:.3g} (b censored)"
         if not self.defined:
             return "no interval"
         return f"{self.low:.3g}–{self.high:.3g}"
@@ -156,7 +181,7 @@ def _directional(more: bool) -> Callable[[Claim, Interval, Interval], Verdict]:
 def _equivalent(c: Claim, ci: Interval, ci90: Interval) -> Verdict:
     lo, hi = c.margins
     m = f"{lo:.3g}–{hi:.3g}"
-    if ci90.defined and lo <= ci90.low and ci90.high <= hi:
+    if lo <= ci90.low and ci90.high <= hi:
         return Verdict(HOLDS, f"90 % interval {ci90.format()} inside the margins {m}")
     if ci.high < lo or ci.low > hi:
         return Verdict(NOT, f"interval {ci.format()} outside the margins {m}")
@@ -173,18 +198,35 @@ RULES: dict[str, Callable[[Claim, Interval, Interval], Verdict]] = {
 assert tuple(RULES) == KINDS
 
 
-def judge(claim: Claim, ci: Interval, ci90: Interval | None = None) -> Verdict:
+#: the reason given for a finding whose two sides are both censored
+BOTH_CENSORED = ("censored design: both sides reached the top of their search range (a lower "
+                 "bound each), so nothing bounds the ratio")
+
+
+def censored_side(a: bool, b: bool) -> str:
+    """"a", "b", "ab" or "" from whether each side is censored."""
+    return ("a" if a else "") + ("b" if b else "")
+
+
+def judge(claim: Claim, ci: Interval, ci90: Interval | None = None,
+          censored: str = "") -> Verdict:
     """The verdict of the module docstring from the 95 % interval ``ci`` (and the 90 % one,
-    used by equivalence claims)."""
+    used by equivalence claims); ``censored`` names the censored sides ("a", "b", "ab")."""
     if claim.not_testable:
         return Verdict(UNTESTABLE, claim.not_testable)
-    if not ci.defined:
+    if censored == "ab":
+        return Verdict(UNTESTABLE, BOTH_CENSORED)
+    if not ci.defined or (ci90 is not None and not ci90.defined):
         return Verdict(INCONCLUSIVE, "no interval (n < 2, no spread, or b's interval "
                                      "reaches 0)")
-    return RULES[claim.kind](claim, ci, ci90 if ci90 is not None else ci)
+    ci90 = ci90 if ci90 is not None else ci
+    return RULES[claim.kind](claim, ci.opened(censored), ci90.opened(censored))
 
 
-def judge_samples(claim: Claim, a: Summary, b: Summary) -> tuple[Verdict, Interval]:
-    """The verdict on two summaries, and the 95 % interval of the ratio."""
+def judge_samples(claim: Claim, a: Summary, b: Summary,
+                  censored: str = "") -> tuple[Verdict, Interval]:
+    """The verdict on two summaries, and the 95 % interval of the ratio (opened on a
+    censored side's end)."""
     ci = ratio_interval(a, b, 0.95)
-    return judge(claim, ci, ratio_interval(a, b, 0.90)), ci
+    return (judge(claim, ci, ratio_interval(a, b, 0.90), censored),
+            ci.opened(censored) if censored in ("a", "b") else ci)
