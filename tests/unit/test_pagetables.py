@@ -258,3 +258,20 @@ def test_means_table_relative_to_a_row(tmp_path):
     assert "| bridge | 145 ± " in out and out.split("| bridge |")[1].split("\n")[0].endswith(
         "| 0.51 |")
     assert "| native | 285 ± " in out and "| 1.00 |" in out
+
+
+def test_a_searched_rate_at_the_ceiling_is_marked_censored_on_its_row(tmp_path):
+    rows = [({"variant": "native"}, {"ndr_lower_bound_pps": 1.0e6}, {}),
+            ({"variant": "native"}, {"ndr_lower_bound_pps": 1.02e6}, {}),
+            ({"variant": "bridge"}, {"ndr_pps": 3.0e5}, {}),
+            ({"variant": "bridge"}, {"ndr_pps": 3.1e5}, {})]
+    _runs(tmp_path / "t.db", "t", rows)
+    f = _findings(tmp_path, "tables: [{id: t, db: t, metric: ndr_pps, unit: kpps, "
+                            "rows: variant}]")
+    with Store(tmp_path / "t.db", readonly=True) as s:
+        out = render_table(s, f.tables[0])
+    assert out is not None
+    lines = {ln.split(" | ")[0]: ln for ln in out.splitlines()}
+    assert lines["| native"].split(" | ")[1].startswith("≥ 1.01e+03 ± ")
+    assert lines["| bridge"].split(" | ")[1].startswith("305 ± ")
+    assert "≥ censored" in out

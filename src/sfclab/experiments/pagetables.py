@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from .findings import UNITS, TableSpec, done_runs, run_params, run_value
+from .findings import UNITS, TableSpec, censored_value, done_runs, run_params, run_value
 from .fit import analyze_chain
 from .stats import Summary, summarize
 from .store import RunRow, Store
@@ -100,12 +100,16 @@ def render_means(store: Store, t: TableSpec) -> str | None:
     rows: dict[str, tuple[Any, ...]] = {}
     cols: dict[str, tuple[Any, ...]] = {}
     cells: dict[tuple[str, str], list[float]] = {}
+    censored: set[tuple[str, str]] = set()  # cells holding a search's lower bound
     for r in runs:
         params = run_params(r, names)
+        bound = False
         if t.metric.startswith(POINT):
             v = point_value(_points(store, r), t.metric[len(POINT):])
         else:
             v = run_value(r, t.metric, t.per_s)
+        if v is None and not t.per_s and (v := censored_value(r, t.metric)) is not None:
+            bound = True
         if v is None and t.or_metric:
             v = run_value(r, t.or_metric, t.per_s)
         if v is None or not all(k in params for k in t.row_keys + t.col_keys):
@@ -116,6 +120,8 @@ def render_means(store: Store, t: TableSpec) -> str | None:
         rows.setdefault(rk, rv)
         cols.setdefault(ck, cv)
         cells.setdefault((rk, ck), []).append(v * UNITS[t.unit])
+        if bound:
+            censored.add((rk, ck))
     if not rows:
         return None
     rks, cks = _order(rows), _order(cols)
@@ -136,13 +142,18 @@ def render_means(store: Store, t: TableSpec) -> str | None:
         for ck in cks:
             s = summarize(cells.get((rk, ck), []))
             ns.append(s.n)
-            line.append(fmt(s))
+            line.append(("≥ " if (rk, ck) in censored else "") + fmt(s))
         if ref is not None and ref in rows:
             for ck in cks:
                 a, b = summarize(cells.get((rk, ck), [])), summarize(cells.get((ref, ck), []))
                 line.append(f"{a.mean / b.mean:.2f}" if a.n and b.n and b.mean else "–")
         out.append(f"| {_combo(t.row_keys, rows[rk])} | " + " | ".join(line) + " |")
-    return "\n".join(out) + "\n\n" + _note(t, ns) + "\n"
+    note = _note(t, ns)
+    if censored:
+        note = note[:-1] + ("; ≥ censored: a search in the cell reached the top of its range, "
+                            "the generator's most through the setup, so it counts at that "
+                            "lower bound)")
+    return "\n".join(out) + "\n\n" + note + "\n"
 
 
 def _pct(v: float) -> str:
