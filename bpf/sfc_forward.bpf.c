@@ -7,6 +7,8 @@
  * a TTL above 1 (else dropped as expired).  Then, by the label's action:
  *   forward: pop it, give its TTL less one to the new top entry, rewrite the Ethernet header
  *            for the next hop and redirect there; popping the bottom entry leaves plain IPv4.
+ *   unpad:   the last label of a padded path: pop it and the padding entries below it (down to
+ *            the bottom of the stack) at once, and send plain IPv4 on as the last forward does.
  *   proxy:   the function here must not see labels: pop it, park the rest of the stack under a
  *            stack id (sfc_stack_ids / sfc_stacks, one entry per distinct stack, not per flow),
  *            take the whole stack off and pass the IPv4 packet up with the id in XDP metadata;
@@ -108,6 +110,19 @@ bad:
 	return XDP_DROP;
 }
 
+/* entries from the top down to the bottom of the stack (1 .. SFC_MAX_LABELS), or 0 when the
+ * stack is cut short or deeper than SFC_MAX_LABELS */
+static __always_inline __u32 stack_depth(__be32 *lse, void *end)
+{
+	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
+		if ((void *)(lse + i + 1) > end)
+			return 0;
+		if (LSE_BOS(bpf_ntohl(lse[i])))
+			return i + 1;
+	}
+	return 0;
+}
+
 SEC("xdp")
 int sfc_forward(struct xdp_md *ctx)
 {
@@ -116,7 +131,7 @@ int sfc_forward(struct xdp_md *ctx)
 	__be32 *lse = (void *)(eth + 1);
 	struct sfc_hop *hop;
 	struct ethhdr neth;
-	__u32 v, label, ttl, bos;
+	__u32 v, label, ttl, bos, npop = 1;
 
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_MPLS_UC))
 		return XDP_PASS;
@@ -139,7 +154,14 @@ int sfc_forward(struct xdp_md *ctx)
 	}
 	if (hop->action == SFC_A_PROXY)
 		return proxy(ctx, ttl);
-	if (hop->action != SFC_A_FORWARD) {
+	if (hop->action == SFC_A_UNPAD) {
+		npop = stack_depth(lse, end);
+		if (!npop) {
+			sfc_count(SFC_C_ERRORS);
+			return XDP_DROP;
+		}
+		bos = 1;
+	} else if (hop->action != SFC_A_FORWARD) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}
@@ -155,7 +177,7 @@ int sfc_forward(struct xdp_md *ctx)
 	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
 	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
 	neth.h_proto = bpf_htons(bos ? SFC_ETH_P_IP : SFC_ETH_P_MPLS_UC);
-	if (bpf_xdp_adjust_head(ctx, 4)) {
+	if (bpf_xdp_adjust_head(ctx, (int)(4 * npop))) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}

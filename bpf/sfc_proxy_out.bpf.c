@@ -5,7 +5,8 @@
  * (SFC_MARK_PROXY_MASK in sfc.h; the tenancy's bits are never touched) (or, for a function
  * that loses the mark, whose 5-tuple sfc_forward saw enter) gets its stack back.  The top entry
  * is this node's own forwarding label: it is popped here and the packet goes to its next hop
- * with the rest, or as plain IPv4 if nothing is left.
+ * with the rest, or as plain IPv4 if nothing is left -- or if the label unpads (the last of a
+ * padded path: the padding below it is not put back).
  *
  * A packet with no parked stack -- one the function made itself (an ICMP error, a TCP reset),
  * or rewrote beyond recognition after losing the mark -- is counted as a proxy miss and left to
@@ -103,7 +104,8 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	label = LSE_LABEL(v);
 	ttl = LSE_TTL(v);
 	hop = bpf_map_lookup_elem(&sfc_labels, &label);
-	if (!hop || hop->node != node_id || hop->action != SFC_A_FORWARD) {
+	if (!hop || hop->node != node_id ||
+	    (hop->action != SFC_A_FORWARD && hop->action != SFC_A_UNPAD)) {
 		sfc_count(SFC_C_UNKNOWN_LABEL);
 		return TC_ACT_SHOT;
 	}
@@ -115,7 +117,7 @@ int sfc_proxy_out(struct __sk_buff *skb)
 		sfc_count(SFC_C_GSO);
 		return TC_ACT_SHOT;
 	}
-	n = st->depth - 1;
+	n = hop->action == SFC_A_UNPAD ? 0 : st->depth - 1;
 	if (n > SFC_MAX_LABELS - 1)
 		return TC_ACT_SHOT;
 	if (restore_stack(skb, st, hop, n, ttl))

@@ -117,7 +117,12 @@ struct sfc_path {             /* what the ingress pushes, and where it sends it 
 	__be32 lse[SFC_MAX_LABELS];
 };
 
-enum sfc_action { SFC_A_FORWARD = 1, SFC_A_PROXY = 2 };
+/* forward: pop the label, send on to the next hop; proxy: hand to the function here; unpad:
+ * the last label of a padded path (a chain's pad_labels), pop it and every padding entry below
+ * it down to the bottom of the stack, and send the plain IPv4 packet on to the next hop.
+ * Padding entries carry a label no node owns (SFC_PAD_LABEL in src/sfclab/plan/sfc.py), so a
+ * frame whose top is padding is dropped as an unknown label. */
+enum sfc_action { SFC_A_FORWARD = 1, SFC_A_PROXY = 2, SFC_A_UNPAD = 3 };
 
 struct sfc_hop {              /* what the owner of a label does with it */
 	__u32 node;

@@ -105,3 +105,34 @@ def test_the_scenario_plans() -> None:
     sp = p.steering
     assert {d.chain for d in sp.directions} == {"web", "dns"}
     assert len([d for d in sp.directions if d.chain == "web"]) == 2  # symmetric
+
+
+def test_padding_goes_below_the_path_and_its_last_label_unpads() -> None:
+    from sfclab.plan.sfc import PAD_LABEL
+    from sfclab.realize.dataplane import Iface, encode_path
+    from sfclab.realize.contract import packer
+
+    sp = plan_for(load_lab_dict(lab(chain(pad_labels=9)), "t")).steering
+    path = sp.directions[0].paths[0]
+    owners = {h.label: (h.node, h.action) for h in sp.hops}
+    # the same hops as unpadded; fw's forward label, the last, takes the padding off
+    assert [owners[x] for x in path.stack] == [("r1", "forward"), ("fw", "proxy"),
+                                              ("fw", "unpad")]
+    assert path.pad == 9 and PAD_LABEL not in owners
+    depth, _, _, _, *lse = packer("sfc_path").unpack(
+        encode_path(path.stack, 64, Iface(2, b"\0" * 6), b"\0" * 6, path.pad))
+    assert depth == 12 and [e >> 12 for e in lse[:12]] == path.stack + [PAD_LABEL] * 9
+    assert [(e >> 8) & 1 for e in lse[:12]] == [0] * 11 + [1]  # bottom only on the last
+
+
+def test_padding_past_the_stack_is_refused_naming_the_key(tmp_path: Path) -> None:
+    # 3 labels of the path + 13 padding = 16 fits; 14 does not
+    assert plan_for(load_lab_dict(lab(chain(pad_labels=13)), "t")).steering is not None
+    with pytest.raises(SpecError) as e:
+        plan_for(load_lab_dict(lab(chain(pad_labels=14)), "t"))
+    assert e.value.place == "chains.c.pad_labels" and "at most 13 padding labels" in str(e.value)
+    f = tmp_path / "lab.yaml"
+    f.write_text(yaml.safe_dump(lab(chain(pad_labels=15))))
+    assert main(["validate", str(f)]) == 2
+    f.write_text(yaml.safe_dump(lab(chain(pad_labels=-1))))
+    assert main(["validate", str(f)]) == 2

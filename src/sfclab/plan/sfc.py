@@ -19,6 +19,14 @@ delivers plain IPv4.  Transit nodes keep no per-flow state.  Labels start at 16 
 reserved by RFC 3032) and are given in order of first use, so the same lab always gets the
 same labels.
 
+**Padding.**  A chain's ``pad_labels: K`` makes every one of its stacks K entries deeper on
+the same hops, to measure what the stack depth costs apart from the path: the ingress pushes
+K padding entries below the path's labels (label :data:`PAD_LABEL`, owned by no node, so a
+frame whose top is padding is dropped as an unknown label), and the path's last label gets the
+action *unpad* in place of *forward*: its owner, the node before the egress, pops it and the
+padding in one step and delivers plain IPv4 as before.  Each hop of the path then carries K
+labels more than it would unpadded (a function's proxy parks and restores them with the rest).
+
 **Fitting the links.**  Labelled frames are longer than the IP packets inside them: every
 interface of a non-host node on a path takes ``4 x 16`` bytes more MTU (hosts keep theirs, so
 what they send still fits once labelled).  Interfaces on paths get transmit checksum offload
@@ -47,6 +55,8 @@ from .steering import (ClassifierRow, DirectionPlan, EntryRow, Hop, PathPlan,  #
                        SteeringPlan)
 
 FIRST_LABEL = 16
+#: the label of padding entries (RFC 3032's reserved range: never given to a hop)
+PAD_LABEL = 15
 LABEL_ROOM = 4 * MAX_LABELS
 PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "any": 0}
 
@@ -246,7 +256,7 @@ def _path_ifaces(d: DirectionPlan, labels: _Labels) -> set[tuple[str, str]]:
         out.add((p.nodes[0], p.ifname))
         out.add((p.next, p.next_ifname))
     for h in labels.hops.values():
-        if h.action == "forward" and h.ifname and h.next and h.next_ifname:
+        if h.action in ("forward", "unpad") and h.ifname and h.next and h.next_ifname:
             out.add((h.node, h.ifname))
             out.add((h.next, h.next_ifname))
     return out
@@ -269,7 +279,8 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
         stages, weights = stages[::-1], weights[::-1]
     d = DirectionPlan(index, cname, reverse, start, end, chain.symmetric, chain.ttl)
     d.paths = assemble(cname, start, end, stages, weights, g.shortest, labels.label,
-                       lambda msg: _error(lab, msg, fplace))
+                       lambda msg: _error(lab, msg, fplace), chain.pad_labels,
+                       lambda msg: _error(lab, msg, ("chains", cname, "pad_labels")))
     d.slots = _slots([p.weight for p in d.paths])
     for i, c in enumerate(chain.classifiers):
         if c.ingress != ingress:
@@ -302,12 +313,15 @@ def _refuse_shadowing(lab: Lab, directions: list[DirectionPlan]) -> None:
 
 def assemble(cname: str, start: str, end: str, stages: list[list[str]],
              weights: list[list[int]], shortest: Callable[[str, str], Edges | None],
-             label: Callable[[Hop], int], error: Callable[[str], Exception]) -> list[PathPlan]:
+             label: Callable[[Hop], int], error: Callable[[str], Exception], pad: int = 0,
+             pad_error: Callable[[str], Exception] | None = None) -> list[PathPlan]:
     """A direction's paths, one per combination of the stages' instances (weight: the product
     of theirs): the shortest way from ``start`` through the instances in order to ``end``,
     and its RFC 8595 stack (per inner node, a function instance's proxy label, then its
     forward label), labels from ``label``.  Shared by a lab file's chains (:func:`build`) and
-    those added to a running lab (:mod:`.chainpaths`); ``error`` makes their errors."""
+    those added to a running lab (:mod:`.chainpaths`); ``error`` makes their errors.  ``pad``
+    padding entries go below each stack, its last label then unpads (the module docstring);
+    ``pad_error`` makes the error of a padded stack too deep (default ``error``)."""
     count = path_count(stages)
     if count > MAX_CHAIN_PATHS:
         raise error(f"the groups make {count:,} paths; at most {MAX_CHAIN_PATHS} per chain "
@@ -337,12 +351,19 @@ def assemble(cname: str, start: str, end: str, stages: list[list[str]],
             if i in stop_at:
                 stack.append(label(Hop(0, nodes[i], "proxy")))
             _, my, nxt, their = edges[i]
-            stack.append(label(Hop(0, nodes[i], "forward", my, nxt, their)))
+            last = pad and i == len(nodes) - 2
+            stack.append(label(Hop(0, nodes[i], "unpad" if last else "forward", my, nxt,
+                                   their)))
         if len(stack) > MAX_LABELS:
             raise error(f"chain '{cname}' needs a stack of {len(stack)} labels "
                         f"({' '.join(nodes)}); at most {MAX_LABELS}")
+        if len(stack) + pad > MAX_LABELS:
+            raise (pad_error or error)(
+                f"expected at most {MAX_LABELS - len(stack)} padding labels: the path of "
+                f"chain '{cname}' ({' '.join(nodes)}) takes {len(stack)} labels and a stack "
+                f"holds at most {MAX_LABELS}, got {pad}")
         _, my0, _, their0 = edges[0]
-        paths.append(PathPlan(k, nodes, instances, stack, my0, nodes[1], their0, w))
+        paths.append(PathPlan(k, nodes, instances, stack, my0, nodes[1], their0, w, pad))
     return paths
 
 

@@ -32,7 +32,7 @@ class Hop:
 
     label: int
     node: str
-    action: str  # forward | proxy
+    action: str  # forward | proxy | unpad (a padded path's last label: pops the padding too)
     ifname: str | None = None
     next: str | None = None
     next_ifname: str | None = None
@@ -48,6 +48,8 @@ class PathPlan:
     next: str
     next_ifname: str
     weight: int = 1
+    #: padding entries pushed below ``stack`` (the chain's ``pad_labels``; not labels of hops)
+    pad: int = 0
 
 
 class EntryRow(TypedDict):

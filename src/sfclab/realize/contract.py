@@ -54,7 +54,7 @@ COUNTERS = ("classified", "popped", "forwarded", "delivered", "ttl_expired", "un
 #: counter slots per node (``SFC_NCOUNTERS``)
 NCOUNTERS = 16
 #: enum sfc_action: what the owner of a label does with it
-ACTIONS = {"forward": 1, "proxy": 2}
+ACTIONS = {"forward": 1, "proxy": 2, "unpad": 3}
 
 #: map -> (key type, value type), as declared in include/sfc.h
 MAPS: dict[str, tuple[str, str]] = {

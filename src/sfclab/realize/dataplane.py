@@ -26,7 +26,7 @@ from typing import Any, Self
 from ..errors import RealizeError
 from ..kernel import bpf
 from ..plan.classifier_rows import Row, mask_of
-from ..plan.sfc import MAX_LABELS, MAX_MASKS, SLOTS, SteeringPlan, lse
+from ..plan.sfc import MAX_LABELS, MAX_MASKS, PAD_LABEL, SLOTS, SteeringPlan, lse
 from .contract import ACTIONS, COUNTERS, NCOUNTERS, packer
 
 BPFFS = Path("/sys/fs/bpf")
@@ -81,10 +81,13 @@ def encode_tuple(node: int, mask: int, src: IPv4Network, dst: IPv4Network, sport
                        dport, proto)
 
 
-def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes) -> bytes:
-    entries = [lse(lbl, ttl, i == len(stack) - 1) for i, lbl in enumerate(stack)]
+def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes, pad: int = 0) -> bytes:
+    """struct sfc_path: ``stack`` (top first) and ``pad`` padding entries below it (label
+    :data:`~sfclab.plan.sfc.PAD_LABEL`, owned by no node), the bottom one marked."""
+    labels = [*stack, *[PAD_LABEL] * pad]
+    entries = [lse(lbl, ttl, i == len(labels) - 1) for i, lbl in enumerate(labels)]
     entries += [0] * (MAX_LABELS - len(entries))
-    return _PATH.pack(len(stack), iface.index, iface.mac, dmac, *entries)
+    return _PATH.pack(len(labels), iface.index, iface.mac, dmac, *entries)
 
 
 def decode_path(raw: bytes) -> tuple[Iface, bytes]:
@@ -308,7 +311,8 @@ class DataPlane:
                 iface = ifaces[(d.ingress, p.ifname)]
                 dmac = ifaces[(p.next, p.next_ifname)].mac
                 self.maps["sfc_paths"].update(struct.pack("<I", first_path + p.index),
-                                              encode_path(p.stack, d.ttl, iface, dmac))
+                                              encode_path(p.stack, d.ttl, iface, dmac,
+                                                          p.pad))
             self.maps["sfc_chains"].update(struct.pack("<I", d.index), encode_chain(
                 len(d.slots), (2 if d.reverse else 1) if d.symmetric else 0,
                 [first_path + s for s in d.slots]))

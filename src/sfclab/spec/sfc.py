@@ -162,11 +162,17 @@ class SfcChainSpec(Strict):
     egress: str
     symmetric: bool = False
     ttl: int = Field(default=64, ge=1, le=255)
+    #: padding entries pushed below each path's labels (the stack depth without more hops;
+    #: bounded here by the stack, by the path's own labels in sfclab.plan.sfc)
+    pad_labels: int = Field(default=0, ge=0, le=MAX_LABELS - LABELS_PER_FUNCTION)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"classifiers": [c.as_dict() for c in self.classifiers],
-                "functions": list(self.functions), "egress": self.egress,
-                "symmetric": self.symmetric, "ttl": self.ttl}
+        d = {"classifiers": [c.as_dict() for c in self.classifiers],
+             "functions": list(self.functions), "egress": self.egress,
+             "symmetric": self.symmetric, "ttl": self.ttl}
+        if self.pad_labels:
+            d["pad_labels"] = self.pad_labels
+        return d
 
 
 def _section(doc: Document, section: str, raw: Any, model: type[M]) -> dict[str, M]:
