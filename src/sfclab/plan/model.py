@@ -232,7 +232,10 @@ class Plan:
 
     # --- JSON -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if self.steering is not None:
+            d["steering"] = self.steering.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Plan":

@@ -109,7 +109,12 @@ class SteeringPlan:
     single_segment: list[tuple[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        for x in d["directions"]:  # an unpadded path is written as before padding existed
+            for p in x["paths"]:
+                if not p["pad"]:
+                    del p["pad"]
+        return d
 
     def copy(self) -> SteeringPlan:
         """A deep copy, to change without changing the plan that holds this one."""
