@@ -263,3 +263,23 @@ def test_a_search_at_its_ceiling_is_a_censored_side_on_the_page(tmp_path):
     assert "| X1 | a beats b | a ≥ 1e+03 ± 25 vs b 402 ± " in page
     assert "a ≥ 1e+03 ± 25 kpps (n = 3) against b 402" in page.split("finding X1")[1]
     assert "1 are not testable here" in page
+
+
+def test_a_peak_at_the_top_of_its_offered_grid_is_censored(tmp_path):
+    """O1's old design: both sides passed the grid's top offered rate (400 kpps)."""
+    f = load_findings(_write(tmp_path, SEARCHED.replace("ndr_pps", "max_received_pps")))
+    with Store(tmp_path / "d.db") as s:
+        eid = s.register_experiment("d", "h", {}, 1, "/s/d.yaml")
+        got = {"a": [399.5, 400.0, 399.9], "b": [200.0, 210.0, 190.0], "c": [398.0, 400.0, 399.0]}
+        pts = [SimpleNamespace(key=f"{v}-{i}", params={"variant": v}, repetition=i, lab={},
+                               measure={"type": "rate", "rates": [100e3, 200e3, 400e3]},
+                               lab_hash="x") for v, xs in got.items() for i in range(len(xs))]
+        s.add_runs(eid, pts)
+        for r in s.runs(eid):
+            s.mark_running(r.id, started=100.0)
+            s.finish_run(r.id, {"max_received_pps": got[r.params["variant"]][r.repetition] * 1e3},
+                         ended=110.0)
+    with Store(tmp_path / "d.db", readonly=True) as s:
+        x1, x2 = compare(s, f.findings[0]), compare(s, f.findings[1])
+    assert x1.censored == "a" and x1.verdict == "inconclusive"  # 2x, but a may lie above
+    assert x2.censored == "ab" and x2.verdict == "not testable here"

@@ -275,3 +275,19 @@ def test_a_searched_rate_at_the_ceiling_is_marked_censored_on_its_row(tmp_path):
     assert lines["| native"].split(" | ")[1].startswith("≥ 1.01e+03 ± ")
     assert lines["| bridge"].split(" | ")[1].startswith("305 ± ")
     assert "≥ censored" in out
+
+
+def test_a_peak_at_the_top_of_its_offered_grid_is_marked_censored(tmp_path):
+    rows = [({"variant": "veth"}, {"max_received_pps": 4.0e5}, {}),
+            ({"variant": "veth"}, {"max_received_pps": 3.99e5}, {}),
+            ({"variant": "ovs"}, {"max_received_pps": 2.1e5}, {}),
+            ({"variant": "ovs"}, {"max_received_pps": 2.0e5}, {})]
+    _runs(tmp_path / "o.db", "o", rows, measure={"type": "rate", "rates": [2e4, 4e5]})
+    f = _findings(tmp_path, "tables: [{id: o, db: o, metric: max_received_pps, unit: kpps, "
+                            "rows: variant}]")
+    with Store(tmp_path / "o.db", readonly=True) as s:
+        out = render_table(s, f.tables[0])
+    assert out is not None
+    lines = {ln.split(" | ")[0]: ln for ln in out.splitlines()}
+    assert lines["| veth"].split(" | ")[1].startswith("≥ 400 ± ")
+    assert lines["| ovs"].split(" | ")[1].startswith("205 ± ")

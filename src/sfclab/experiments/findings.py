@@ -406,11 +406,29 @@ def censored_value(run: RunRow, metric: str) -> float | None:
     return run.metrics[bound]
 
 
+#: a peak read off an offered grid at or above this share of the grid's top offered rate is
+#: censored: the setup passed all it was offered (the generator's own 98 % tolerance)
+GRID_TOP_SHARE = 0.98
+
+
+def at_grid_top(run: RunRow, metric: str, value: float) -> bool:
+    """Whether a peak read off an offered grid (``max_received_pps``, or a pair's) reached
+    the grid's top offered rate: a lower bound of the setup's peak, not the peak."""
+    if not metric.endswith("max_received_pps") or not isinstance(run.measure, dict):
+        return False
+    rates = run.measure.get("rates")
+    if not isinstance(rates, list) or not rates or not all(
+            isinstance(r, (int, float)) and not isinstance(r, bool) for r in rates):
+        return False  # no grid, or a 'max' trial (the generator's most, not an offered top)
+    return value >= GRID_TOP_SHARE * float(max(rates))
+
+
 def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, Any],
           metric: str, what: str) -> tuple[list[float], set[int], bool]:
     """The metric's values over the repetitions of the one point ``where`` selects, the
     experiment ids they came from, and whether the point is censored (a repetition whose
-    search reached its top holds a lower bound: it is counted at that bound).  Several points
+    search reached its top holds a lower bound: it is counted at that bound; a peak read off
+    an offered grid that reached the grid's top, :func:`at_grid_top`).  Several points
     matching is an error naming ``what``."""
     metric = str(where.get("metric", metric))
     chosen = [r for r in runs if _matches(r, names, where)]
@@ -420,7 +438,9 @@ def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, 
                         f"or 'experiment' to {dict(where)})")
     vals = [r.metrics[metric] for r in chosen if metric in r.metrics]
     bounds = [v for r in chosen if (v := censored_value(r, metric)) is not None]
-    return vals + bounds, {r.experiment_id for r in chosen}, bool(bounds)
+    at_top = any(at_grid_top(r, metric, r.metrics[metric]) for r in chosen
+                 if metric in r.metrics)
+    return vals + bounds, {r.experiment_id for r in chosen}, bool(bounds) or at_top
 
 
 def compare(store: Store, f: Finding, b_store: Store | None = None) -> Comparison:

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from .findings import UNITS, TableSpec, censored_value, done_runs, run_params, run_value
+from .findings import (UNITS, TableSpec, at_grid_top, censored_value, done_runs, run_params,
+                       run_value)
 from .fit import analyze_chain
 from .stats import Summary, summarize
 from .store import RunRow, Store
@@ -110,6 +111,8 @@ def render_means(store: Store, t: TableSpec) -> str | None:
             v = run_value(r, t.metric, t.per_s)
         if v is None and not t.per_s and (v := censored_value(r, t.metric)) is not None:
             bound = True
+        elif v is not None and not t.per_s and at_grid_top(r, t.metric, v):
+            bound = True
         if v is None and t.or_metric:
             v = run_value(r, t.or_metric, t.per_s)
         if v is None or not all(k in params for k in t.row_keys + t.col_keys):
@@ -151,8 +154,8 @@ def render_means(store: Store, t: TableSpec) -> str | None:
     note = _note(t, ns)
     if censored:
         note = note[:-1] + ("; ≥ censored: a search in the cell reached the top of its range, "
-                            "the generator's most through the setup, so it counts at that "
-                            "lower bound)")
+                            "the generator's most through the setup, or a peak the top of its "
+                            "offered grid, so it counts at that lower bound)")
     return "\n".join(out) + "\n\n" + note + "\n"
 
 
