@@ -8,6 +8,7 @@ from tests.integration.test_sfc import (FW, HOST, TOPOLOGIES, Capture, echo, lab
                                         node_counters, running, send, steering)
 
 from sfclab.plan.sfc import PAD_LABEL
+from sfclab.steer import chains
 
 
 def test_padded_chain_delivers_and_the_middle_hop_carries_the_padded_depth() -> None:
@@ -34,6 +35,11 @@ def test_padded_chain_delivers_and_the_middle_hop_carries_the_padded_depth() -> 
         assert c["f2"]["delivered"] >= 3 and c["f2"]["unknown_label"] == 0
         assert c["f1"]["errors"] == 0 and c["f2"]["errors"] == 0
         server.wait(timeout=30)
+        # chain trace follows the padded chain's labels, the last one unpadding
+        t = chains.trace(lab.name, "c")
+        assert t["in_order"] and t["delivered"]
+        assert [h["action"] for h in t["paths"][0]["hops"]] == ["proxy", "forward", "proxy",
+                                                               "unpad"]
 
 
 def test_padding_is_taken_off_at_a_router_before_the_egress() -> None:
