@@ -14,6 +14,8 @@
 - :mod:`sfclab.kernel.process`    this process: the children it ends on exit, interrupts never lost
 - :mod:`sfclab.kernel.podman`     containers run by podman through sfclab's own configuration:
                                    run, remove by ID, find by label, inspect, look into images
+- :mod:`sfclab.kernel.kmsg`       the kernel's log, read without consuming it: memory cgroups'
+                                   OOM kills
 
 Nothing here imports any other part of sfclab but :mod:`sfclab.errors`; everything above reaches
 the kernel through these modules.
