@@ -47,10 +47,16 @@ if TYPE_CHECKING:
 WORKERS = 4
 
 
-def container(lab: str, c: ContainerPlan) -> podman.Container:
+def container(lab: str, c: ContainerPlan,
+              configs: dict[str, podman.ImageConfig] | None = None) -> podman.Container:
     """What podman is asked to run for ``c`` (the image's own command decided here, when the
-    lab file gives none)."""
-    cmd = tuple(c.cmd) or run_command(None, podman.image_config(c.image))
+    lab file gives none; ``configs``: images' configurations already read, by name)."""
+    cmd = tuple(c.cmd)
+    if not cmd:
+        configs = {} if configs is None else configs
+        if c.image not in configs:
+            configs[c.image] = podman.image_config(c.image)
+        cmd = run_command(None, configs[c.image])
     return podman.Container(
         name=c.name, image=c.image, netns_path=netns.path(c.netns),
         labels=container_labels(lab, c.node), cmd=cmd, env=dict(c.env),
@@ -59,9 +65,9 @@ def container(lab: str, c: ContainerPlan) -> podman.Container:
         hostname=c.node)
 
 
-def _start(lab: str, c: ContainerPlan) -> str:
+def _start(lab: str, c: ContainerPlan, configs: dict[str, podman.ImageConfig]) -> str:
     with step(f"container {c.name} of node {c.node} (image {c.image})"):
-        return podman.run(container(lab, c))
+        return podman.run(container(lab, c, configs))
 
 
 def owned(lab: str, journal: list[dict[str, Any]], errors: list[str]) -> dict[str, podman.State]:
@@ -112,8 +118,13 @@ class Containers(Part):
         if not todo:
             return
         b.progress(f"containers: {len(todo)}")
+        configs: dict[str, podman.ImageConfig] = {}  # each image read once
+        for c in todo:
+            if not c.cmd and c.image not in configs:
+                with step(f"image {c.image} of node {c.node}"):
+                    configs[c.image] = podman.image_config(c.image)
         with ThreadPoolExecutor(max_workers=min(WORKERS, len(todo))) as pool:
-            futures = [pool.submit(_start, b.plan.lab, c) for c in todo]
+            futures = [pool.submit(_start, b.plan.lab, c, configs) for c in todo]
         for f in futures:  # every call has ended: the first failure is raised, then rollback
             f.result()
 
