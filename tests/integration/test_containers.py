@@ -219,6 +219,28 @@ def test_two_labs_with_the_same_node_names_side_by_side(tmp_path, lab_name, imag
         assert containers_of(n) == [] and nothing_left(n), leftovers(n)
 
 
+def test_a_container_with_the_labs_name_but_not_its_labels_is_never_removed(tmp_path, lab_name,
+                                                                           image):
+    """A container made by hand under the name the lab's node would get: ``up`` fails on it,
+    and its rollback, finding the journaled name without the lab's labels, leaves it alone."""
+    taken = container_name(lab_name, "h1")
+    made = subprocess.run(["podman", "run", "--detach", "--name", taken, "--network", "none",
+                           image, "sleep", "infinity"], capture_output=True, text=True,
+                          env=podman.env())
+    assert made.returncode == 0, made.stderr
+    cid = made.stdout.strip()
+    try:
+        f = write_lab(tmp_path, lab_name, f"  h1: {{kind: host, image: {image}}}\n"
+                      "  h2: {kind: host}\n", "  - endpoints: [h1, h2]\n")
+        cp = sfclab("up", str(f))
+        assert cp.returncode == 1 and taken in cp.stderr, cp.stderr
+        st = podman.inspect([cid])[cid]
+        assert st.running and st.name == taken and "sfclab.lab" not in st.labels
+        assert nothing_left(lab_name), leftovers(lab_name)
+    finally:
+        podman.remove([cid], stop_timeout=0)
+
+
 BAD = [
     # (id, node h1's mapping, place named, words said)
     ("unknown-image", "{kind: host, image: localhost/sfclab-test/none:0}", "nodes.h1.image.name",
