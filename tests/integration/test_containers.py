@@ -158,6 +158,19 @@ def test_a_memory_limit_kills_the_container_and_the_lab_stays_up(tmp_path, lab_n
         hog = d["nodes"]["hog"]["interfaces"][0]["addresses"][0].split("/")[0]
         p = in_container(lab_name, "h2", ["ping", "-c", "1", "-W", "2", hog])
         assert p.returncode == 0, p.stdout + p.stderr  # the namespace outlives its container
+        # graph and the web view's node data say it too
+        graph = sfclab("graph", lab_name, "--format", "dot")
+        assert graph.returncode == 0, graph.stderr
+        assert f"image {image} (exited 137, OOM-killed)" in graph.stdout, graph.stdout
+        assert f"image {image} (running)" in graph.stdout
+        from tests.webclient import api_client
+
+        with api_client() as client:
+            r = client.get(f"/api/labs/{lab_name}/topology")
+        assert r.status_code == 200, r.text
+        web = {n["id"]: n for n in r.json()["nodes"]}
+        assert web["hog"]["image"] == image and web["hog"]["container"]["oom_killed"] is True
+        assert web["h2"]["container"]["running"] is True
     finally:
         down = sfclab("down", lab_name)
     assert down.returncode == 0, down.stderr

@@ -139,30 +139,47 @@ class Containers(Part):
             report.errors.append(f"containers: {e}")
 
     def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
-        if not plan.containers:
-            return
-        journal = [{"op": "container", "name": c.name, "node": c.node} for c in plan.containers]
-        errors: list[str] = []
-        try:
-            found = owned(state.name, journal, errors)
-        except ToolError as e:
-            found, errors = {}, [str(e)]
-        kills = _oom_kills(errors) if any(c.memory for c in plan.containers) else []
-        for c in plan.containers:
-            entry = nodes.setdefault(c.node, {})
-            st = found.get(c.node)
-            shown: dict[str, Any] = {"name": c.name, "image": c.image, "present": st is not None}
-            if st is not None:
-                mine = sum(1 for k in kills if k.get("task_memcg", "").endswith(f"-{st.id}"))
-                killed = st.oom_killed or (not st.running and st.exit_code == 137 and mine > 0)
-                shown.update(id=st.id[:12], status=st.status, running=st.running,
-                             exit_code=st.exit_code, oom_killed=killed, oom_kills=mine,
-                             pid=st.pid)
-                if st.error:
-                    shown["error"] = st.error
-            elif errors:
-                shown["error"] = "; ".join(errors)
-            entry["container"] = shown
+        for node, shown in states(state.name, plan).items():
+            nodes.setdefault(node, {})["container"] = shown
+
+
+def states(lab: str, plan: Plan) -> dict[str, dict[str, Any]]:
+    """Each container's state as ``inspect`` shows it, by node (empty for a lab without)."""
+    if not plan.containers:
+        return {}
+    journal = [{"op": "container", "name": c.name, "node": c.node} for c in plan.containers]
+    errors: list[str] = []
+    try:
+        found = owned(lab, journal, errors)
+    except ToolError as e:
+        found, errors = {}, [str(e)]
+    kills = _oom_kills(errors) if any(c.memory for c in plan.containers) else []
+    out: dict[str, dict[str, Any]] = {}
+    for c in plan.containers:
+        st = found.get(c.node)
+        shown: dict[str, Any] = {"name": c.name, "image": c.image, "present": st is not None}
+        if st is not None:
+            mine = sum(1 for k in kills if k.get("task_memcg", "").endswith(f"-{st.id}"))
+            killed = st.oom_killed or (not st.running and st.exit_code == 137 and mine > 0)
+            shown.update(id=st.id[:12], status=st.status, running=st.running,
+                         exit_code=st.exit_code, oom_killed=killed, oom_kills=mine, pid=st.pid)
+            if st.error:
+                shown["error"] = st.error
+        elif errors:
+            shown["error"] = "; ".join(errors)
+        out[c.node] = shown
+    return out
+
+
+def in_words(shown: dict[str, Any]) -> str:
+    """A container's state (from :func:`states`) in a few words: ``running``, ``exited 0``,
+    ``exited 137, OOM-killed``, ``absent``."""
+    if not shown.get("present"):
+        return "absent"
+    if shown.get("running"):
+        return "running"
+    words = f"{shown.get('status')} {shown.get('exit_code')}"
+    return words + (", OOM-killed" if shown.get("oom_killed") else "")
 
 
 CONTAINERS = Containers()
