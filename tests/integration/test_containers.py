@@ -286,3 +286,43 @@ def test_bad_images_exit_2_naming_the_place_and_nothing_is_made(tmp_path, lab_na
         assert line.count("\n") == 0 and str(f) in line and place in line and words in line, line
     assert containers_of(name) == [] and nothing_left(name), leftovers(name)
     assert not (Path(os.environ["SFCLAB_STATE_DIR"]) / "labs" / name).exists()
+
+
+def test_a_firewall_in_a_container_sits_in_a_chain_with_its_rules(lab_name, image):
+    """A firewall node with ``image:``: the chain's data plane (labels, the proxy) and the
+    firewall's own nftables rules work in its namespace as without the container."""
+    from sfclab.api import Lab
+    from sfclab.steer import chains
+
+    from .test_sfc import ENV, PROBE, ROOT, echo
+
+    d = {"name": lab_name,
+         "nodes": {"src": {"kind": "host"},
+                   "fw": {"kind": "firewall", "image": image,
+                          "rules": [{"action": "drop", "proto": "udp", "dport": 7009}]},
+                   "dst": {"kind": "host", "image": image}},
+         "links": [{"endpoints": ["src", "fw"]}, {"endpoints": ["fw", "dst"]}],
+         "chains": {"c": {"classifiers": [{"ingress": "src", "proto": "udp",
+                                           "dport": "7000-7010"}],
+                          "functions": ["fw"], "egress": "dst"}}}
+    lab = Lab.from_dict(d).up()
+    try:
+        st = inspect(lab_name)["nodes"]["fw"]["container"]
+        assert st["running"] and st["image"] == image
+        t = chains.trace(lab_name, "c")
+        assert t["delivered"] and t["in_order"], t
+        dst = str(lab.address("dst"))
+
+        def sent(dport: int) -> int:
+            server = echo(lab, "dst", dport, 3)
+            cp = subprocess.run(["ip", "netns", "exec", lab.netns("src"), *PROBE, "udp-send",
+                                 dst, "40000", str(dport), "5"], capture_output=True,
+                                text=True, env=ENV, cwd=ROOT, timeout=60)
+            server.wait(timeout=30)
+            return int(cp.stdout.strip() or 0)
+
+        assert sent(7005) == 5   # through the chain, past the container's node
+        assert sent(7009) == 0   # the firewall's rule, in the same namespace, drops it
+    finally:
+        lab.down()
+    assert containers_of(lab_name) == [] and nothing_left(lab_name), leftovers(lab_name)
