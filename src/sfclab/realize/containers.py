@@ -20,11 +20,15 @@ and left.
 State.  ``inspect`` shows under the node's ``container`` its name, ID, image, status
 (``running``, ``exited`` ...), exit code, how many of its processes the kernel killed for its
 memory limit (``oom_kills``, from the kernel's log: :mod:`sfclab.kernel.kmsg`) and whether that
-ended it (``oom_killed``); a container that died leaves the lab up and is reported there.
+ended it (``oom_killed``); kills once seen are kept in the lab's state directory
+(``containers/<node>.oom-kills.json``), since the log is a ring.  A container that died leaves
+the lab up and is reported there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -35,12 +39,12 @@ from ..plan.names import LABEL_LAB, container_labels
 from ..spec.image import run_command
 from . import ownership
 from .part import Part
+from .state import LabState
 from .step import step
 
 if TYPE_CHECKING:
     from ..plan.model import Plan
     from .build import Builder
-    from .state import LabState
     from .teardown import TeardownReport
 
 #: podman calls at a time when a lab's containers start (each mostly waits on runc)
@@ -143,6 +147,27 @@ class Containers(Part):
             nodes.setdefault(node, {})["container"] = shown
 
 
+def _seen_kills(lab: str, node: str, container_id: str, kills: list[dict[str, str]]) -> int:
+    """How many OOM kills of container ``container_id`` were ever seen: those in the kernel's
+    log now, added to what earlier looks kept in the lab's state (the log is a ring that other
+    labs' messages overwrite within minutes on a busy machine)."""
+    mine = {f"{k.get('pid')}:{k.get('task')}" for k in kills
+            if k.get("task_memcg", "").endswith(f"-{container_id}")}
+    state = LabState(lab)
+    if not state.exists:
+        return len(mine)
+    kept = state.dir / "containers" / f"{node}.oom-kills.json"
+    old: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        old = json.loads(kept.read_text())
+    seen = set(old.get("kills", [])) if old.get("id") == container_id else set()
+    if mine - seen:
+        with contextlib.suppress(OSError):
+            kept.parent.mkdir(exist_ok=True)
+            kept.write_text(json.dumps({"id": container_id, "kills": sorted(seen | mine)}))
+    return len(seen | mine)
+
+
 def states(lab: str, plan: Plan) -> dict[str, dict[str, Any]]:
     """Each container's state as ``inspect`` shows it, by node (empty for a lab without)."""
     if not plan.containers:
@@ -159,7 +184,7 @@ def states(lab: str, plan: Plan) -> dict[str, dict[str, Any]]:
         st = found.get(c.node)
         shown: dict[str, Any] = {"name": c.name, "image": c.image, "present": st is not None}
         if st is not None:
-            mine = sum(1 for k in kills if k.get("task_memcg", "").endswith(f"-{st.id}"))
+            mine = _seen_kills(lab, c.node, st.id, kills) if c.memory else 0
             killed = st.oom_killed or (not st.running and st.exit_code == 137 and mine > 0)
             shown.update(id=st.id[:12], status=st.status, running=st.running,
                          exit_code=st.exit_code, oom_killed=killed, oom_kills=mine, pid=st.pid)
