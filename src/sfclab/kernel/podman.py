@@ -118,6 +118,7 @@ class State:
     pid: int
     labels: dict[str, str]
     error: str = ""
+    conmon_pid: int = 0                #: podman's monitor of the container (0: none)
 
 
 def env() -> dict[str, str]:
@@ -247,7 +248,7 @@ def _state(d: dict) -> State:
                  status=st.get("Status", ""), running=bool(st.get("Running")),
                  exit_code=int(st.get("ExitCode") or 0), oom_killed=bool(st.get("OOMKilled")),
                  pid=int(st.get("Pid") or 0), labels=dict(cfg.get("Labels") or {}),
-                 error=st.get("Error") or "")
+                 error=st.get("Error") or "", conmon_pid=int(st.get("ConmonPid") or 0))
 
 
 def inspect(refs: list[str]) -> dict[str, State]:
