@@ -17,7 +17,8 @@ PYTEST_ARGS ?=
 DEBS := iproute2 iperf3 openvswitch-switch ethtool nftables iptables \
         libndpi-dev libndpi-bin libnetfilter-queue-dev libnfnetlink-dev libmnl-dev iputils-ping \
         netsniff-ng openssl gcc make libc6-dev python3-venv procps \
-        clang llvm libbpf-dev bpftool linux-libc-dev nodejs chromium conntrack openssh-server
+        clang llvm libbpf-dev bpftool linux-libc-dev nodejs chromium conntrack openssh-server \
+        podman runc mmdebstrap util-linux
 
 .PHONY: setup demo test unit integration bench native clean
 setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab node_modules/.package-lock.json
