@@ -1,0 +1,141 @@
+"""Nodes' containers: a stage of the node table for every node with an ``image``.
+
+A node with ``image`` (:mod:`sfclab.spec.image`) is built like any node of its kind: its
+namespace, links, addresses, routes and the kind's own configuration are made first, in the
+namespace sfclab owns.  Then, in stage 8 (``start``), its container is started by podman
+(:mod:`sfclab.kernel.podman`) *joined to that namespace*, so what runs in the container sees
+exactly the node's interfaces, addresses and routes, and chains and the proxy work unchanged.
+Containers of a lab start side by side (:data:`WORKERS` podman calls at a time).
+
+Ownership.  Each container is named ``sfclab-<len>-<lab>-<node>``
+(:func:`sfclab.plan.names.container_name`), journaled before anything is made (entry
+``container``: name and node), and labelled ``sfclab.lab``, ``sfclab.node`` and its owner mark
+``sfclab.mark=sfclab:<lab>:<node>:container``.  ``down`` (and a rollback) lists the lab's
+containers by label, keeps those whose name is journaled and whose labels are all the lab's
+(:func:`sfclab.realize.ownership.container_owner_problem`), and removes them by ID, before the
+namespaces go.  So a container from an ``up`` killed at any point (even one podman created but
+never started) is found and removed; one with a journaled name but foreign labels is reported
+and left.
+
+State.  ``inspect`` shows under the node's ``container`` its name, ID, image, status
+(``running``, ``exited`` ...), exit code and whether the kernel killed it for its memory limit
+(``oom_killed``); a container that died leaves the lab up and is reported there.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ToolError
+from ..kernel import netns, podman
+from ..plan.model import ContainerPlan
+from ..plan.names import LABEL_LAB, container_labels
+from ..spec.image import run_command
+from . import ownership
+from .part import Part
+from .step import step
+
+if TYPE_CHECKING:
+    from ..plan.model import Plan
+    from .build import Builder
+    from .state import LabState
+    from .teardown import TeardownReport
+
+#: podman calls at a time when a lab's containers start (each mostly waits on runc)
+WORKERS = 4
+
+
+def container(lab: str, c: ContainerPlan) -> podman.Container:
+    """What podman is asked to run for ``c`` (the image's own command decided here, when the
+    lab file gives none)."""
+    cmd = tuple(c.cmd) or run_command(None, podman.image_config(c.image))
+    return podman.Container(
+        name=c.name, image=c.image, netns_path=netns.path(c.netns),
+        labels=container_labels(lab, c.node), cmd=cmd, env=dict(c.env),
+        binds=tuple(podman.Bind(s, t, bool(w)) for s, t, w in c.binds),
+        cpus=c.cpus, memory=c.memory, caps=tuple(c.caps), privileged=c.privileged,
+        hostname=c.node)
+
+
+def _start(lab: str, c: ContainerPlan) -> str:
+    with step(f"container {c.name} of node {c.node} (image {c.image})"):
+        return podman.run(container(lab, c))
+
+
+def owned(lab: str, journal: list[dict[str, Any]], errors: list[str]) -> dict[str, podman.State]:
+    """The lab's containers (by node) that are journaled by name *and* carry every label of
+    the lab; a journaled one with foreign labels is reported in ``errors`` and left."""
+    named = {e["name"]: e["node"] for e in journal if e.get("op") == "container"}
+    if not named:
+        return {}
+    out: dict[str, podman.State] = {}
+    states = podman.inspect(podman.find({LABEL_LAB: lab}))
+    states.update(podman.inspect([n for n in named if n not in
+                                  {s.name for s in states.values()}]))
+    for st in states.values():
+        node = named.get(st.name)
+        if node is None:
+            continue  # labelled with this lab but never journaled: not ours to remove
+        problem = ownership.container_owner_problem(lab, node, st.labels)
+        if problem:
+            errors.append(f"container {st.name}: {problem}; left alone")
+        else:
+            out[node] = st
+    return out
+
+
+class Containers(Part):
+    """The stage that starts, shows and removes nodes' containers."""
+
+    name = "containers"
+    #: removed before functions stop and before the lab's processes are ended
+    teardown_rank = 5
+
+    def journal(self, plan: Plan) -> list[dict[str, Any]]:
+        return [{"op": "container", "name": c.name, "node": c.node} for c in plan.containers]
+
+    def start(self, b: Builder) -> None:
+        todo = b.plan.containers
+        if not todo:
+            return
+        b.progress(f"containers: {len(todo)}")
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(todo))) as pool:
+            futures = [pool.submit(_start, b.plan.lab, c) for c in todo]
+        for f in futures:  # every call has ended: the first failure is raised, then rollback
+            f.result()
+
+    def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
+                 report: TeardownReport) -> None:
+        if not any(e.get("op") == "container" for e in journal):
+            return
+        try:
+            found = owned(state.name, journal, report.errors)
+            podman.remove([st.id for st in found.values()])
+        except ToolError as e:
+            report.errors.append(f"containers: {e}")
+
+    def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
+        if not plan.containers:
+            return
+        journal = [{"op": "container", "name": c.name, "node": c.node} for c in plan.containers]
+        errors: list[str] = []
+        try:
+            found = owned(state.name, journal, errors)
+        except ToolError as e:
+            found, errors = {}, [str(e)]
+        for c in plan.containers:
+            entry = nodes.setdefault(c.node, {})
+            st = found.get(c.node)
+            shown: dict[str, Any] = {"name": c.name, "image": c.image, "present": st is not None}
+            if st is not None:
+                shown.update(id=st.id[:12], status=st.status, running=st.running,
+                             exit_code=st.exit_code, oom_killed=st.oom_killed, pid=st.pid)
+                if st.error:
+                    shown["error"] = st.error
+            elif errors:
+                shown["error"] = "; ".join(errors)
+            entry["container"] = shown
+
+
+CONTAINERS = Containers()
