@@ -55,6 +55,7 @@ def test_a_recipe_is_built_once_then_cached_until_it_changes(tmp_path: Path) -> 
         again = {r["name"]: r for r in json.loads(second.stdout)}
         assert again[name] == {**rows[name], "built": False, "seconds": 0.0}
         assert again["base"]["built"] is False and image_id(tag) == built_id
+        assert image_id(rows[name]["latest"]) == built_id
         listed = json.loads(sfclab("image", "ls", "--json", env=env).stdout)
         assert {r["name"]: r["built"] for r in listed["images"]}[name] is True
 
@@ -64,7 +65,9 @@ def test_a_recipe_is_built_once_then_cached_until_it_changes(tmp_path: Path) -> 
         new = {r["name"]: r for r in json.loads(third.stdout)}[name]
         tags.append(new["tag"])
         assert new["built"] is True and new["tag"] != tag
+        assert image_id(new["latest"]) == image_id(new["tag"]) != built_id
     finally:
+        tags.append(f"{image_recipes.REPOSITORY}/{name}:latest")
         for t in tags:
             subprocess.run(["podman", "rmi", "--", t], capture_output=True, env=podman.env())
 
@@ -77,7 +80,7 @@ def test_building_base_again_is_cached() -> None:
     second = sfclab("image", "build", "base", "--json")
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout) == [{"name": "base", "tag": base.tag, "built": False,
-                                          "seconds": 0.0}]
+                                          "latest": base.latest, "seconds": 0.0}]
     assert image_id(base.tag) == built_id and "building" not in second.stderr
 
 

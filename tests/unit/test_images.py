@@ -31,6 +31,9 @@ class FakeRunner(Runner):
         self.calls.append(argv)
         if argv[:3] == ["podman", "image", "exists"]:
             return Done(0 if argv[3] in self.present else 1, "", "")
+        if argv[:2] == ["podman", "tag"]:
+            self.present.add(argv[3])
+            return Done(0 if argv[2] in self.present else 125, "", "")
         if argv[:2] == ["podman", "images"]:
             rows = [{"Names": [t], "Size": 1000, "CreatedAt": "now"} for t in self.present]
             import json
@@ -164,13 +167,16 @@ def test_build_runs_mmdebstrap_into_podman_import_then_podman_build() -> None:
     assert "--include=" + ",".join(base.packages) in producer
     assert producer[-3:] == ["bookworm", "-", "http://deb.debian.org/debian"]
     assert consumer[:2] == ["podman", "import"] and consumer[-2:] == ["-", base.tag]
-    assert runner.calls[2] == ["podman", "image", "exists", hap.tag]
-    argv = runner.calls[3]
+    assert runner.calls[2] == ["podman", "tag", base.tag, "localhost/sfclab/base:latest"]
+    assert runner.calls[3] == ["podman", "image", "exists", hap.tag]
+    argv = runner.calls[4]
     assert argv[:2] == ["podman", "build"]
     assert argv[argv.index("--build-arg") + 1] == f"BASE={base.tag}"
     assert argv[argv.index("-t") + 1] == hap.tag and argv[-1] == str(hap.folder)
     assert argv[argv.index("--network") + 1] == "host" and "--pull=never" in argv
     assert ("haproxy", f"building {hap.tag}") in said and ("haproxy", "STEP 1/2: FROM ...") in said
+    assert runner.calls[5] == ["podman", "tag", hap.tag, "localhost/sfclab/haproxy:latest"]
+    assert rows[1]["latest"] == "localhost/sfclab/haproxy:latest"
 
 
 def test_an_unchanged_recipe_is_cached_and_not_rebuilt() -> None:
@@ -180,8 +186,7 @@ def test_an_unchanged_recipe_is_cached_and_not_rebuilt() -> None:
     runner.calls.clear()
     rows = image_build.build(image_recipes.pick(t, []), runner)
     assert not any(r["built"] for r in rows)
-    assert all(c[:3] == ["podman", "image", "exists"] for c in runner.calls)
-    assert len(runner.calls) == len(t)
+    assert [c[:2] for c in runner.calls] == [["podman", "image"], ["podman", "tag"]] * len(t)
 
 
 def test_a_failed_build_raises_with_podmans_words() -> None:

@@ -9,7 +9,9 @@ tests), :func:`build` turns recipes into images, :func:`listing` says which are 
   <folder>`` (``--network host``: its ``RUN apt-get`` reaches Debian's archive as the machine's
   apt does; the build changes nothing in the machine's network);
 - an image whose tag ``podman image exists`` reports is skipped (cached): building an unchanged
-  recipe again runs one ``podman image exists`` and nothing else.
+  recipe again runs one ``podman image exists`` and one ``podman tag``;
+- either way ``podman tag <tag> localhost/sfclab/<name>:latest`` points the name lab files use
+  at the recipe's current version.
 
 podman runs with sfclab's own configuration (``CONTAINERS_CONF``, :func:`sfclab.kernel.podman.env`),
 never the machine's ``/etc/containers`` settings alone, and uses the machine's image store, so
@@ -132,6 +134,11 @@ def exists(runner: Runner, tag: str) -> bool:
     return done.status == 0
 
 
+def _latest(runner: Runner, r: Recipe) -> None:
+    argv = ["podman", "tag", r.tag, r.latest]
+    _check(argv, runner.run(argv))
+
+
 def root_commands(recipe: Recipe) -> tuple[list[str], list[str]]:
     """The two commands piped together to make the root image."""
     producer = ["mmdebstrap", "--variant=apt", "--include=" + ",".join(recipe.packages),
@@ -162,7 +169,9 @@ def build(recipes: Iterable[Recipe], runner: Runner | None = None,
             base = r
         t0 = time.monotonic()
         if exists(runner, r.tag):
-            rows.append({"name": r.name, "tag": r.tag, "built": False, "seconds": 0.0})
+            _latest(runner, r)
+            rows.append({"name": r.name, "tag": r.tag, "latest": r.latest, "built": False,
+                         "seconds": 0.0})
             continue
 
         def say(line: str, name: str = r.name) -> None:
@@ -179,7 +188,8 @@ def build(recipes: Iterable[Recipe], runner: Runner | None = None,
                 raise ValueError("the root recipe must be built before derived ones")
             argv = derived_command(r, base)
             _check(argv, runner.run(argv, say))
-        rows.append({"name": r.name, "tag": r.tag, "built": True,
+        _latest(runner, r)
+        rows.append({"name": r.name, "tag": r.tag, "latest": r.latest, "built": True,
                      "seconds": round(time.monotonic() - t0, 3)})
     return rows
 
@@ -203,5 +213,5 @@ def listing(recipes: Iterable[Recipe], runner: Runner | None = None) -> dict[str
                      "built": img is not None, "size": img.get("Size") if img else None,
                      "created": img.get("CreatedAt") if img else None,
                      "description": r.description, "recipe": str(r.folder)})
-    others = sorted(t for t in by_tag if t not in current)
+    others = sorted(t for t in by_tag if t not in current and not t.endswith(":latest"))
     return {"images": rows, "other_tags": others}

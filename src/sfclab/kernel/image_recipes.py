@@ -14,7 +14,9 @@ Each image is tagged ``localhost/sfclab/<name>:<version>``.  The version is the 
 :data:`VERSION_HEX` hex digits of a SHA-256 over the recipe's files (relative path, mode, content)
 and, for a derived recipe, the root recipe's version: any change in a recipe, or in the base it
 stands on, gives a new tag, and an unchanged recipe keeps its tag (the builder skips an image
-whose tag the store has).  The recipe's first ``#`` comment lines are its description.
+whose tag the store has).  The builder also points ``localhost/sfclab/<name>:latest`` at the
+current version, the name lab files use.  The recipe's first ``#`` comment lines are its
+description.
 
 Every input is bounded before it is read whole: a name matches :data:`NAME_RE`, a folder holds at
 most :data:`MAX_FILES` files of at most :data:`MAX_BYTES` bytes together, and a name given twice
@@ -69,6 +71,12 @@ class Recipe:
     @property
     def tag(self) -> str:
         return f"{REPOSITORY}/{self.name}:{self.version}"
+
+    @property
+    def latest(self) -> str:
+        """The name lab files use (``localhost/sfclab/<name>:latest``): the builder points it
+        at :attr:`tag` each time it builds or finds the image."""
+        return f"{REPOSITORY}/{self.name}:latest"
 
 
 def builtin_dir() -> Path:
