@@ -18,6 +18,8 @@
                                    its version from the recipe's content
 - :mod:`sfclab.kernel.image_build`    build (cached) and list those images with mmdebstrap and
                                    podman, through a :class:`~sfclab.kernel.image_build.Runner`
+- :mod:`sfclab.kernel.kmsg`       the kernel's log, read without consuming it: memory cgroups'
+                                   OOM kills
 
 Nothing here imports any other part of sfclab but :mod:`sfclab.errors`; everything above reaches
 the kernel through these modules.

@@ -22,6 +22,8 @@ image without running it.  A failure raises :class:`~sfclab.errors.ToolError` wi
 argv and stderr.  Nothing here decides *which* container may be removed: callers check the
 labels (:mod:`sfclab.realize.ownership`).
 
+**Parent death.**  :func:`run`'s podman is killed with the thread that started it (see there).
+
 **Subreapers.**  podman leaves a monitor (``conmon``) behind that outlives the ``podman run``
 process.  A caller that is a child subreaper (:mod:`sfclab.kernel.process`) would inherit it and
 end it on exit, taking the container with it; so :func:`run` clears that attribute for the
@@ -44,6 +46,8 @@ from pathlib import Path
 from ..errors import ToolError
 
 PODMAN = "podman"
+#: util-linux's setpriv: starts podman with a parent-death signal (see :func:`run`)
+SETPRIV = "setpriv"
 #: where sfclab's podman configuration is written (tmpfs: rewritten after a reboot)
 CONF_PATH = Path("/run/sfclab/podman/containers.conf")
 CONF_TEXT = """\
@@ -144,9 +148,11 @@ def _not_subreaper() -> Iterator[None]:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _podman(args: list[str], *, check: bool = True, timeout: float = TIMEOUT_S
-            ) -> subprocess.CompletedProcess:
+def _podman(args: list[str], *, check: bool = True, timeout: float = TIMEOUT_S,
+            tied: bool = False) -> subprocess.CompletedProcess:
     argv = [PODMAN, *args]
+    if tied:  # ends with the thread that started it (SIGKILL), never outlives a killed up
+        argv = [SETPRIV, "--pdeathsig", "KILL", *argv]
     try:
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env(),
                             stdin=subprocess.DEVNULL)
@@ -197,9 +203,13 @@ def run_argv(c: Container) -> list[str]:
 
 def run(c: Container) -> str:
     """Start container ``c``; return its ID.  On failure podman's error is raised; a container
-    podman created before failing is left for the caller to find by its labels."""
+    podman created before failing is left for the caller to find by its labels.
+
+    podman runs with a parent-death signal (SIGKILL, through ``setpriv``): if the thread that
+    started it dies (``kill -9`` of ``sfclab up``), podman dies too, so no container is created
+    after a ``down`` that followed has already looked for them."""
     with _not_subreaper():
-        cp = _podman(run_argv(c))
+        cp = _podman(run_argv(c), tied=True)
     return cp.stdout.strip().splitlines()[-1]
 
 

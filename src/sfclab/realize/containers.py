@@ -18,8 +18,9 @@ never started) is found and removed; one with a journaled name but foreign label
 and left.
 
 State.  ``inspect`` shows under the node's ``container`` its name, ID, image, status
-(``running``, ``exited`` ...), exit code and whether the kernel killed it for its memory limit
-(``oom_killed``); a container that died leaves the lab up and is reported there.
+(``running``, ``exited`` ...), exit code, how many of its processes the kernel killed for its
+memory limit (``oom_kills``, from the kernel's log: :mod:`sfclab.kernel.kmsg`) and whether that
+ended it (``oom_killed``); a container that died leaves the lab up and is reported there.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
-from ..kernel import netns, podman
+from ..kernel import kmsg, netns, podman
 from ..plan.model import ContainerPlan
 from ..plan.names import LABEL_LAB, container_labels
 from ..spec.image import run_command
@@ -85,6 +86,17 @@ def owned(lab: str, journal: list[dict[str, Any]], errors: list[str]) -> dict[st
     return out
 
 
+def _oom_kills(errors: list[str]) -> list[dict[str, str]]:
+    """The kernel's OOM kill records (:mod:`sfclab.kernel.kmsg`); podman's own ``OOMKilled``
+    stays false on these machines (conmon misses cgroup v1's OOM event), the kernel's log does
+    not.  A kill's ``task_memcg`` is the container's cgroup, which ends in its ID."""
+    try:
+        return kmsg.oom_kills()
+    except OSError as e:
+        errors.append(f"the kernel's log cannot be read for OOM kills: {e.strerror or e}")
+        return []
+
+
 class Containers(Part):
     """The stage that starts, shows and removes nodes' containers."""
 
@@ -124,13 +136,17 @@ class Containers(Part):
             found = owned(state.name, journal, errors)
         except ToolError as e:
             found, errors = {}, [str(e)]
+        kills = _oom_kills(errors) if any(c.memory for c in plan.containers) else []
         for c in plan.containers:
             entry = nodes.setdefault(c.node, {})
             st = found.get(c.node)
             shown: dict[str, Any] = {"name": c.name, "image": c.image, "present": st is not None}
             if st is not None:
+                mine = sum(1 for k in kills if k.get("task_memcg", "").endswith(f"-{st.id}"))
+                killed = st.oom_killed or (not st.running and st.exit_code == 137 and mine > 0)
                 shown.update(id=st.id[:12], status=st.status, running=st.running,
-                             exit_code=st.exit_code, oom_killed=st.oom_killed, pid=st.pid)
+                             exit_code=st.exit_code, oom_killed=killed, oom_kills=mine,
+                             pid=st.pid)
                 if st.error:
                     shown["error"] = st.error
             elif errors:

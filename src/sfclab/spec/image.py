@@ -239,7 +239,7 @@ def machine_check(spec: ImageSpec) -> None:
                                  f"got {spec.memory >> 20} MiB")
     for i, b in enumerate(spec.binds):
         if not os.path.exists(b.source):
-            raise fail(f"binds.{i}", f"no such file or directory on this machine: {b.source}")
+            raise fail(f"binds[{i}]", f"no such file or directory on this machine: {b.source}")
     try:
         if not podman.image_exists(spec.name):
             raise fail("name", f"no image '{spec.name}' in this machine's image store "
