@@ -89,3 +89,23 @@ def test_the_example_lab_puts_the_container_in_a_chain() -> None:
     assert p.functions["lb"].kind == "container"
     assert [c.node for c in p.containers] == ["lb"]
     assert p.containers[0].image == "localhost/sfclab/haproxy:latest"
+
+
+def test_a_container_function_without_a_container_fails_its_check() -> None:
+    """(A ``chain add`` file gives no ``image``: the instance is refused before it is made.)"""
+    cls = get("container")
+    bare = FunctionContext(lab="t", node="fn", netns="t-fn", state_dir=Path("/nonexistent"),
+                           interfaces=[])
+    with pytest.raises(SpecError, match="image: a container function runs its image"):
+        cls(bare, cls.Params.model_validate({})).check()
+    from dataclasses import replace
+    cls(replace(bare, image="localhost/x:1"), cls.Params.model_validate({})).check()
+
+
+def test_the_function_context_carries_the_nodes_image() -> None:
+    from sfclab.realize.functions import context
+    from sfclab.realize.state import LabState
+
+    p = plan({"kind": "container", "image": "localhost/x:1"})
+    assert context(LabState("tc"), p, "fn").image == "localhost/x:1"
+    assert context(LabState("tc"), p, "src").image is None

@@ -62,6 +62,8 @@ class FunctionContext:
     routes: list[dict[str, Any]] = field(default_factory=list)
     #: the cgroup of the node's host (labs with hosts): its processes join it (cpuset, memory)
     host_cgroup: str | None = None
+    #: the image of the node's container (its ``image`` key), if it has one
+    image: str | None = None
 
     def interface_toward(self, peer: str) -> Interface:
         for i in self.interfaces:

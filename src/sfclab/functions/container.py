@@ -86,6 +86,12 @@ class Container(NetworkFunction):
         if p.reach == "nfqueue" and QUEUE_CAP not in c.caps and not c.privileged:
             c.caps.append(QUEUE_CAP)
 
+    def check(self) -> None:
+        if self.ctx.image is None:  # a lab file's node without one is refused when planned
+            raise SpecError("a container function runs its image, and this node has none "
+                            "('chain add' files cannot give one yet: declare the function in "
+                            "the lab file with its 'image')", place="image")
+
     def programs(self) -> list[str]:
         return [f"{IPTABLES}-restore", f"{IPTABLES}-save"] if self.params.reach == "nfqueue" \
             else []
