@@ -117,3 +117,36 @@ def test_nfqueue_reach_sends_forwarded_packets_to_the_queue(
     caps = subprocess.run(["podman", "inspect", "--format", "{{.EffectiveCaps}}", cid[0]],
                           capture_output=True, text=True, env=podman.env(), check=True).stdout
     assert "CAP_NET_ADMIN" in caps
+
+
+def test_a_squid_container_function_is_a_forward_proxy(running_lab, lab_name: str,
+                                                        tmp_path: Path) -> None:
+    """sfclab's squid image as a function: src fetches a page from dst through it."""
+    build("squid")
+    lab = running_lab({
+        "name": lab_name,
+        "nodes": {"src": {"kind": "host"}, "dst": {"kind": "host"},
+                  "px": {"kind": "container", "memory": "256M",
+                         "image": image_recipes.table()["squid"].latest}},
+        "links": [{"endpoints": ["src", "px"]}, {"endpoints": ["px", "dst"]}]})
+    (tmp_path / "name").write_text("dst\n")
+    server = lab.popen("dst", [sys.executable, "-m", "http.server", "8080", "--directory",
+                               str(tmp_path)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    toward_src = lab.function("px").ctx.interface_toward("src").address
+    proxy = f"http://{toward_src.ip}:3128"
+    try:
+        fetch = ("import sys, time, urllib.request\n"
+                 "opener = urllib.request.build_opener(urllib.request.ProxyHandler("
+                 "{'http': sys.argv[1]}))\n"
+                 "for _ in range(100):  # squid takes a moment to listen\n"
+                 "    try:\n"
+                 "        r = opener.open(sys.argv[2], timeout=3); break\n"
+                 "    except OSError: time.sleep(0.1)\n"
+                 "print(r.headers.get('Via', ''), r.read().decode().strip())\n")
+        out = lab.exec("src", [sys.executable, "-c", fetch, proxy,
+                               f"http://{lab.address('dst')}:8080/name"], timeout=60).stdout
+    finally:
+        server.kill()
+        server.wait()
+    assert out.split()[-1] == "dst" and "squid" in out.lower(), out
