@@ -52,6 +52,33 @@ class FakeRunner(Runner):
         return Done(0, "", "")
 
 
+class BrokenStream(FakeRunner):
+    """mmdebstrap fails midway but podman import tags what it got, labelled ``made_by``
+    (``None``: with the token of the build that ran it)."""
+
+    def __init__(self, made_by: str | None = None):
+        super().__init__()
+        self.made_by = made_by
+        self.token = ""
+
+    def pipe(self, producer: list[str], consumer: list[str],
+             on_line: Callable[[str], None] | None = None) -> Done:
+        super().pipe(producer, consumer, on_line)
+        label = next(c for c in consumer if c.startswith("LABEL sfclab.build="))
+        self.token = label.split("=", 1)[1]
+        return Done(100, "", "E: mmdebstrap failed to download packages")
+
+    def run(self, argv: list[str], on_line: Callable[[str], None] | None = None) -> Done:
+        if argv[:3] == ["podman", "image", "inspect"]:
+            self.calls.append(argv)
+            return Done(0, (self.made_by or self.token) + "\n", "")
+        if argv[:3] == ["podman", "image", "rm"]:
+            self.calls.append(argv)
+            self.present.discard(argv[3])
+            return Done(0, "", "")
+        return super().run(argv, on_line)
+
+
 @pytest.fixture(autouse=True)
 def no_user_recipes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SFCLAB_IMAGES", raising=False)
@@ -194,6 +221,18 @@ def test_a_failed_build_raises_with_podmans_words() -> None:
     runner = FakeRunner(present={t["base"].tag}, fail="squid")
     with pytest.raises(ToolError, match="exit status 100"):
         image_build.build(image_recipes.pick(t, ["squid"]), runner)
+
+
+@pytest.mark.parametrize("made_by, removed", [(None, True), ("another-build", False)])
+def test_a_broken_base_stream_leaves_no_image_it_made(made_by: str | None,
+                                                      removed: bool) -> None:
+    base = image_recipes.table()["base"]
+    runner = BrokenStream(made_by)
+    with pytest.raises(ToolError, match="failed to download"):
+        image_build.build([base], runner)
+    assert ["podman", "image", "rm", base.tag] in runner.calls if removed else \
+        not any(c[:3] == ["podman", "image", "rm"] for c in runner.calls)
+    assert (base.tag in runner.present) is not removed
 
 
 def test_listing_says_which_are_built_and_names_older_versions() -> None:

@@ -4,7 +4,9 @@ Objects: a :class:`Runner` runs the commands (:class:`LocalRunner` for real, a f
 tests), :func:`build` turns recipes into images, :func:`listing` says which are built.
 
 - the root recipe: ``mmdebstrap --variant=apt --include=<packages> --format=tar <suite> -
-  <mirror>`` piped into ``podman import`` (tagged, with a ``CMD`` of ``/bin/sh``);
+  <mirror>`` piped into ``podman import`` (tagged, with a ``CMD`` of ``/bin/sh`` and a label
+  holding a token of this build's own); if ``mmdebstrap`` fails, ``podman import`` may still
+  have tagged the part it got: that image is removed, after its label proves this build made it;
 - a derived recipe: ``podman build --network host --build-arg BASE=<base tag> -t <tag>
   <folder>`` (``--network host``: its ``RUN apt-get`` reaches Debian's archive as the machine's
   apt does; the build changes nothing in the machine's network);
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import abc
 import json
+import secrets
 import subprocess
 import threading
 import time
@@ -139,13 +142,30 @@ def _latest(runner: Runner, r: Recipe) -> None:
     _check(argv, runner.run(argv))
 
 
-def root_commands(recipe: Recipe) -> tuple[list[str], list[str]]:
-    """The two commands piped together to make the root image."""
+#: the label that proves which build made an image (a token of that build's own)
+BUILD_LABEL = "sfclab.build"
+
+
+def root_commands(recipe: Recipe, token: str) -> tuple[list[str], list[str]]:
+    """The two commands piped together to make the root image; the image carries
+    :data:`BUILD_LABEL` ``=token``."""
     producer = ["mmdebstrap", "--variant=apt", "--include=" + ",".join(recipe.packages),
                 "--format=tar", image_recipes.SUITE, "-", image_recipes.MIRROR]
     consumer = ["podman", "import", "--change", 'CMD ["/bin/sh"]',
+                "--change", f"LABEL {BUILD_LABEL}={token}",
                 "--message", f"sfclab recipe {recipe.name} {recipe.version}", "-", recipe.tag]
     return producer, consumer
+
+
+def _discard_partial(runner: Runner, tag: str, token: str) -> None:
+    """After a failed root build: if ``podman import`` tagged what it got of a broken stream,
+    remove that image -- only when it carries this build's token (never another's image) --
+    so that the next build does not take it for a cached one."""
+    argv = ["podman", "image", "inspect", "--format",
+            "{{index .Config.Labels \"" + BUILD_LABEL + "\"}}", tag]
+    done = runner.run(argv)
+    if done.status == 0 and done.stdout.strip() == token:
+        runner.run(["podman", "image", "rm", tag])
 
 
 def derived_command(recipe: Recipe, base: Recipe) -> list[str]:
@@ -181,8 +201,12 @@ def build(recipes: Iterable[Recipe], runner: Runner | None = None,
         if progress is not None:
             progress(r.name, f"building {r.tag}")
         if r.root:
-            producer, consumer = root_commands(r)
-            _check(producer + ["|"] + consumer, runner.pipe(producer, consumer, say))
+            token = secrets.token_hex(8)
+            producer, consumer = root_commands(r, token)
+            done = runner.pipe(producer, consumer, say)
+            if done.status != 0:
+                _discard_partial(runner, r.tag, token)
+            _check(producer + ["|"] + consumer, done)
         else:
             if base is None:
                 raise ValueError("the root recipe must be built before derived ones")
