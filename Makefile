@@ -20,9 +20,8 @@ PYTEST_ARGS ?=
 DEBS := iproute2 iperf3 openvswitch-switch ethtool nftables iptables \
         libndpi-dev libndpi-bin libnetfilter-queue-dev libnfnetlink-dev libmnl-dev iputils-ping \
         netsniff-ng openssl gcc make libc6-dev python3-venv procps \
-        clang llvm libbpf-dev bpftool linux-libc-dev nodejs chromium conntrack openssh-server
-# container images: podman with runc runs them, mmdebstrap makes their base from Debian's archive
-DEBS += podman runc mmdebstrap
+        clang llvm libbpf-dev bpftool linux-libc-dev nodejs chromium conntrack openssh-server \
+        podman runc mmdebstrap util-linux
 #: the images `make setup` builds (images/<name>/); the demo and the tests use them
 IMAGES := base haproxy frr squid
 

@@ -252,7 +252,10 @@ class Plan:
 
     # --- JSON -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["containers"]:  # a lab without images saves the plan it always saved
+            del d["containers"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Plan":

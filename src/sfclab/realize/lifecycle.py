@@ -84,10 +84,11 @@ def _check_images(lab: Lab, plan: Plan) -> None:
 
     for n in imaged:
         host = plan.host_of(n.name)
-        if host is not None and not host.emulated:
-            raise lab.error_at(SpecError(f"node on host '{host.name}', reached over SSH: "
-                                         "containers run on this machine only, for now"),
-                               ("nodes", n.name, "image"))
+        far = runtime_for(plan, host).reached_as(host) if host is not None else None
+        if host is not None and far is not None:
+            raise lab.error_at(SpecError(f"node on host '{host.name}', reached over SSH as "
+                                         f"{far}: containers run on this machine only, for "
+                                         "now"), ("nodes", n.name, "image"))
         assert n.image is not None
         try:
             machine_check(n.image)
