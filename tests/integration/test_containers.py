@@ -158,6 +158,19 @@ def test_a_memory_limit_kills_the_container_and_the_lab_stays_up(tmp_path, lab_n
         hog = d["nodes"]["hog"]["interfaces"][0]["addresses"][0].split("/")[0]
         p = in_container(lab_name, "h2", ["ping", "-c", "1", "-W", "2", hog])
         assert p.returncode == 0, p.stdout + p.stderr  # the namespace outlives its container
+        # graph and the web view's node data say it too
+        graph = sfclab("graph", lab_name, "--format", "dot")
+        assert graph.returncode == 0, graph.stderr
+        assert f"image {image} (exited 137, OOM-killed)" in graph.stdout, graph.stdout
+        assert f"image {image} (running)" in graph.stdout
+        from tests.webclient import api_client
+
+        with api_client() as client:
+            r = client.get(f"/api/labs/{lab_name}/topology")
+        assert r.status_code == 200, r.text
+        web = {n["id"]: n for n in r.json()["nodes"]}
+        assert web["hog"]["image"] == image and web["hog"]["container"]["oom_killed"] is True
+        assert web["h2"]["container"]["running"] is True
     finally:
         down = sfclab("down", lab_name)
     assert down.returncode == 0, down.stderr
@@ -219,6 +232,28 @@ def test_two_labs_with_the_same_node_names_side_by_side(tmp_path, lab_name, imag
         assert containers_of(n) == [] and nothing_left(n), leftovers(n)
 
 
+def test_a_container_with_the_labs_name_but_not_its_labels_is_never_removed(tmp_path, lab_name,
+                                                                           image):
+    """A container made by hand under the name the lab's node would get: ``up`` fails on it,
+    and its rollback, finding the journaled name without the lab's labels, leaves it alone."""
+    taken = container_name(lab_name, "h1")
+    made = subprocess.run(["podman", "run", "--detach", "--name", taken, "--network", "none",
+                           image, "sleep", "infinity"], capture_output=True, text=True,
+                          env=podman.env())
+    assert made.returncode == 0, made.stderr
+    cid = made.stdout.strip()
+    try:
+        f = write_lab(tmp_path, lab_name, f"  h1: {{kind: host, image: {image}}}\n"
+                      "  h2: {kind: host}\n", "  - endpoints: [h1, h2]\n")
+        cp = sfclab("up", str(f))
+        assert cp.returncode == 1 and taken in cp.stderr, cp.stderr
+        st = podman.inspect([cid])[cid]
+        assert st.running and st.name == taken and "sfclab.lab" not in st.labels
+        assert nothing_left(lab_name), leftovers(lab_name)
+    finally:
+        podman.remove([cid], stop_timeout=0)
+
+
 BAD = [
     # (id, node h1's mapping, place named, words said)
     ("unknown-image", "{kind: host, image: localhost/sfclab-test/none:0}", "nodes.h1.image.name",
@@ -251,3 +286,43 @@ def test_bad_images_exit_2_naming_the_place_and_nothing_is_made(tmp_path, lab_na
         assert line.count("\n") == 0 and str(f) in line and place in line and words in line, line
     assert containers_of(name) == [] and nothing_left(name), leftovers(name)
     assert not (Path(os.environ["SFCLAB_STATE_DIR"]) / "labs" / name).exists()
+
+
+def test_a_firewall_in_a_container_sits_in_a_chain_with_its_rules(lab_name, image):
+    """A firewall node with ``image:``: the chain's data plane (labels, the proxy) and the
+    firewall's own nftables rules work in its namespace as without the container."""
+    from sfclab.api import Lab
+    from sfclab.steer import chains
+
+    from .test_sfc import ENV, PROBE, ROOT, echo
+
+    d = {"name": lab_name,
+         "nodes": {"src": {"kind": "host"},
+                   "fw": {"kind": "firewall", "image": image,
+                          "rules": [{"action": "drop", "proto": "udp", "dport": 7009}]},
+                   "dst": {"kind": "host", "image": image}},
+         "links": [{"endpoints": ["src", "fw"]}, {"endpoints": ["fw", "dst"]}],
+         "chains": {"c": {"classifiers": [{"ingress": "src", "proto": "udp",
+                                           "dport": "7000-7010"}],
+                          "functions": ["fw"], "egress": "dst"}}}
+    lab = Lab.from_dict(d).up()
+    try:
+        st = inspect(lab_name)["nodes"]["fw"]["container"]
+        assert st["running"] and st["image"] == image
+        t = chains.trace(lab_name, "c")
+        assert t["delivered"] and t["in_order"], t
+        dst = str(lab.address("dst"))
+
+        def sent(dport: int) -> int:
+            server = echo(lab, "dst", dport, 3)
+            cp = subprocess.run(["ip", "netns", "exec", lab.netns("src"), *PROBE, "udp-send",
+                                 dst, "40000", str(dport), "5"], capture_output=True,
+                                text=True, env=ENV, cwd=ROOT, timeout=60)
+            server.wait(timeout=30)
+            return int(cp.stdout.strip() or 0)
+
+        assert sent(7005) == 5   # through the chain, past the container's node
+        assert sent(7009) == 0   # the firewall's rule, in the same namespace, drops it
+    finally:
+        lab.down()
+    assert containers_of(lab_name) == [] and nothing_left(lab_name), leftovers(lab_name)

@@ -125,3 +125,18 @@ def test_the_command_run_is_the_lab_file_s_then_the_image_s_then_keep_alive():
     assert run_command(["x", "-y"], plain) == ("x", "-y")
     assert run_command(None, own) == () and run_command(None, entry) == ()
     assert run_command(None, plain) == KEEP_ALIVE
+
+
+def test_an_oom_kill_once_seen_is_kept_after_the_kernel_log_lost_it(tmp_path, monkeypatch):
+    from sfclab.realize import containers
+    from sfclab.realize.state import LabState
+
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    LabState("img").begin({}, "", "lab.yaml")
+    cid, other = "a" * 64, "b" * 64
+    kill = {"task_memcg": f"/libpod_parent/libpod-{cid}", "task": "tail", "pid": "7"}
+    foreign = {"task_memcg": f"/libpod_parent/libpod-{other}", "task": "x", "pid": "8"}
+    assert containers._seen_kills("img", "a", cid, [kill, foreign]) == 1
+    assert containers._seen_kills("img", "a", cid, [kill]) == 1       # the same kill once
+    assert containers._seen_kills("img", "a", cid, []) == 1           # the ring lost it
+    assert containers._seen_kills("img", "a", other, []) == 0         # a new container there

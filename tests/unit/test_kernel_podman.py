@@ -84,3 +84,15 @@ def test_configuration_sets_what_this_machine_needs() -> None:
     for needed in ('cgroup_manager = "cgroupfs"', 'runtime = "runc"', 'events_logger = "file"',
                    "nofile=1024:20000", "nproc=4096:4096"):
         assert needed in text
+
+
+def test_an_oom_kill_record_names_the_victims_cgroup() -> None:
+    from sfclab.kernel import kmsg
+
+    cid = "8fd4299bbdd8a2f7658cb912f42595b448eeeb9be079dfa26ac2271b5bea988d"
+    text = ("oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=libpod-" + cid +
+            ",mems_allowed=0,oom_memcg=/libpod_parent/libpod-" + cid +
+            ",task_memcg=/libpod_parent/libpod-" + cid + ",task=tail,pid=10671,uid=0")
+    f = kmsg.oom_kill_fields(text)
+    assert f["task_memcg"].endswith(f"-{cid}") and f["task"] == "tail" and f["pid"] == "10671"
+    assert f["constraint"] == "CONSTRAINT_MEMCG" and f["nodemask"] == "(null)"

@@ -18,6 +18,7 @@ KMSG = "/dev/kmsg"
 #: the most records read in one pass (the ring holds far fewer)
 MAX_RECORDS = 1_000_000
 _BUF = 8192
+OOM_KILL = "oom-kill:"
 
 
 def records(prefix: str) -> list[str]:
@@ -47,12 +48,14 @@ def records(prefix: str) -> list[str]:
 def oom_kills() -> list[dict[str, str]]:
     """Each OOM kill the log still holds, as its ``key=value`` fields (``oom_memcg``,
     ``task_memcg``, ``task``, ``pid`` ...)."""
-    out = []
-    for text in records("oom-kill:"):
-        fields = {}
-        for item in text[len("oom-kill:"):].split(","):
-            k, sep, v = item.partition("=")
-            if sep:
-                fields[k] = v
-        out.append(fields)
-    return out
+    return [oom_kill_fields(text) for text in records(OOM_KILL)]
+
+
+def oom_kill_fields(text: str) -> dict[str, str]:
+    """The ``key=value`` fields of one ``oom-kill:`` record's text."""
+    fields: dict[str, str] = {}
+    for item in text.removeprefix(OOM_KILL).split(","):
+        k, sep, v = item.partition("=")
+        if sep:
+            fields[k] = v
+    return fields

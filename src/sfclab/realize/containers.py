@@ -20,11 +20,15 @@ and left.
 State.  ``inspect`` shows under the node's ``container`` its name, ID, image, status
 (``running``, ``exited`` ...), exit code, how many of its processes the kernel killed for its
 memory limit (``oom_kills``, from the kernel's log: :mod:`sfclab.kernel.kmsg`) and whether that
-ended it (``oom_killed``); a container that died leaves the lab up and is reported there.
+ended it (``oom_killed``); kills once seen are kept in the lab's state directory
+(``containers/<node>.oom-kills.json``), since the log is a ring.  A container that died leaves
+the lab up and is reported there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -35,22 +39,28 @@ from ..plan.names import LABEL_LAB, container_labels
 from ..spec.image import run_command
 from . import ownership
 from .part import Part
+from .state import LabState
 from .step import step
 
 if TYPE_CHECKING:
     from ..plan.model import Plan
     from .build import Builder
-    from .state import LabState
     from .teardown import TeardownReport
 
 #: podman calls at a time when a lab's containers start (each mostly waits on runc)
 WORKERS = 4
 
 
-def container(lab: str, c: ContainerPlan) -> podman.Container:
+def container(lab: str, c: ContainerPlan,
+              configs: dict[str, podman.ImageConfig] | None = None) -> podman.Container:
     """What podman is asked to run for ``c`` (the image's own command decided here, when the
-    lab file gives none)."""
-    cmd = tuple(c.cmd) or run_command(None, podman.image_config(c.image))
+    lab file gives none; ``configs``: images' configurations already read, by name)."""
+    cmd = tuple(c.cmd)
+    if not cmd:
+        configs = {} if configs is None else configs
+        if c.image not in configs:
+            configs[c.image] = podman.image_config(c.image)
+        cmd = run_command(None, configs[c.image])
     return podman.Container(
         name=c.name, image=c.image, netns_path=netns.path(c.netns),
         labels=container_labels(lab, c.node), cmd=cmd, env=dict(c.env),
@@ -59,9 +69,9 @@ def container(lab: str, c: ContainerPlan) -> podman.Container:
         hostname=c.node)
 
 
-def _start(lab: str, c: ContainerPlan) -> str:
+def _start(lab: str, c: ContainerPlan, configs: dict[str, podman.ImageConfig]) -> str:
     with step(f"container {c.name} of node {c.node} (image {c.image})"):
-        return podman.run(container(lab, c))
+        return podman.run(container(lab, c, configs))
 
 
 def owned(lab: str, journal: list[dict[str, Any]], errors: list[str]) -> dict[str, podman.State]:
@@ -112,8 +122,13 @@ class Containers(Part):
         if not todo:
             return
         b.progress(f"containers: {len(todo)}")
+        configs: dict[str, podman.ImageConfig] = {}  # each image read once
+        for c in todo:
+            if not c.cmd and c.image not in configs:
+                with step(f"image {c.image} of node {c.node}"):
+                    configs[c.image] = podman.image_config(c.image)
         with ThreadPoolExecutor(max_workers=min(WORKERS, len(todo))) as pool:
-            futures = [pool.submit(_start, b.plan.lab, c) for c in todo]
+            futures = [pool.submit(_start, b.plan.lab, c, configs) for c in todo]
         for f in futures:  # every call has ended: the first failure is raised, then rollback
             f.result()
 
@@ -128,30 +143,68 @@ class Containers(Part):
             report.errors.append(f"containers: {e}")
 
     def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
-        if not plan.containers:
-            return
-        journal = [{"op": "container", "name": c.name, "node": c.node} for c in plan.containers]
-        errors: list[str] = []
-        try:
-            found = owned(state.name, journal, errors)
-        except ToolError as e:
-            found, errors = {}, [str(e)]
-        kills = _oom_kills(errors) if any(c.memory for c in plan.containers) else []
-        for c in plan.containers:
-            entry = nodes.setdefault(c.node, {})
-            st = found.get(c.node)
-            shown: dict[str, Any] = {"name": c.name, "image": c.image, "present": st is not None}
-            if st is not None:
-                mine = sum(1 for k in kills if k.get("task_memcg", "").endswith(f"-{st.id}"))
-                killed = st.oom_killed or (not st.running and st.exit_code == 137 and mine > 0)
-                shown.update(id=st.id[:12], status=st.status, running=st.running,
-                             exit_code=st.exit_code, oom_killed=killed, oom_kills=mine,
-                             pid=st.pid)
-                if st.error:
-                    shown["error"] = st.error
-            elif errors:
-                shown["error"] = "; ".join(errors)
-            entry["container"] = shown
+        for node, shown in states(state.name, plan).items():
+            nodes.setdefault(node, {})["container"] = shown
+
+
+def _seen_kills(lab: str, node: str, container_id: str, kills: list[dict[str, str]]) -> int:
+    """How many OOM kills of container ``container_id`` were ever seen: those in the kernel's
+    log now, added to what earlier looks kept in the lab's state (the log is a ring that other
+    labs' messages overwrite within minutes on a busy machine)."""
+    mine = {f"{k.get('pid')}:{k.get('task')}" for k in kills
+            if k.get("task_memcg", "").endswith(f"-{container_id}")}
+    state = LabState(lab)
+    if not state.exists:
+        return len(mine)
+    kept = state.dir / "containers" / f"{node}.oom-kills.json"
+    old: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        old = json.loads(kept.read_text())
+    seen = set(old.get("kills", [])) if old.get("id") == container_id else set()
+    if mine - seen:
+        with contextlib.suppress(OSError):
+            kept.parent.mkdir(exist_ok=True)
+            kept.write_text(json.dumps({"id": container_id, "kills": sorted(seen | mine)}))
+    return len(seen | mine)
+
+
+def states(lab: str, plan: Plan) -> dict[str, dict[str, Any]]:
+    """Each container's state as ``inspect`` shows it, by node (empty for a lab without)."""
+    if not plan.containers:
+        return {}
+    journal = [{"op": "container", "name": c.name, "node": c.node} for c in plan.containers]
+    errors: list[str] = []
+    try:
+        found = owned(lab, journal, errors)
+    except ToolError as e:
+        found, errors = {}, [str(e)]
+    kills = _oom_kills(errors) if any(c.memory for c in plan.containers) else []
+    out: dict[str, dict[str, Any]] = {}
+    for c in plan.containers:
+        st = found.get(c.node)
+        shown: dict[str, Any] = {"name": c.name, "image": c.image, "present": st is not None}
+        if st is not None:
+            mine = _seen_kills(lab, c.node, st.id, kills) if c.memory else 0
+            killed = st.oom_killed or (not st.running and st.exit_code == 137 and mine > 0)
+            shown.update(id=st.id[:12], status=st.status, running=st.running,
+                         exit_code=st.exit_code, oom_killed=killed, oom_kills=mine, pid=st.pid)
+            if st.error:
+                shown["error"] = st.error
+        elif errors:
+            shown["error"] = "; ".join(errors)
+        out[c.node] = shown
+    return out
+
+
+def in_words(shown: dict[str, Any]) -> str:
+    """A container's state (from :func:`states`) in a few words: ``running``, ``exited 0``,
+    ``exited 137, OOM-killed``, ``absent``."""
+    if not shown.get("present"):
+        return "absent"
+    if shown.get("running"):
+        return "running"
+    words = f"{shown.get('status')} {shown.get('exit_code')}"
+    return words + (", OOM-killed" if shown.get("oom_killed") else "")
 
 
 CONTAINERS = Containers()
