@@ -20,7 +20,7 @@ examples:
   sfclab image build                    build every recipe's image (cached: a no-op when built)
   sfclab image ls --json
 (recipes: images/<name>/ in the repository and the folders of $SFCLAB_IMAGES;
- see docs/images.md)
+ see docs/containers.md)
 """
 
 
