@@ -326,3 +326,28 @@ def test_a_firewall_in_a_container_sits_in_a_chain_with_its_rules(lab_name, imag
     finally:
         lab.down()
     assert containers_of(lab_name) == [] and nothing_left(lab_name), leftovers(lab_name)
+
+
+def test_containers_outlive_an_up_run_by_a_subreaper(tmp_path, lab_name, image):
+    """A caller that owns its children (a subreaper that ends them all on exit, as the web
+    worker does) runs ``up``: podman's monitors are not its children, so the containers run
+    on after it has ended everything it owned."""
+    nodes = "".join(f"  c{i}: {{kind: host, image: {image}}}\n" for i in range(3))
+    f = write_lab(tmp_path, lab_name, nodes, "  - endpoints: [c0, c1]\n  - endpoints: [c1, c2]\n")
+    code = ("import sys\nfrom sfclab.cli import main\nfrom sfclab.kernel import process\n"
+            "with process.owning_children():\n    rc = main(['up', sys.argv[1]])\n"
+            "sys.exit(rc)\n")
+    cp = subprocess.run([sys.executable, "-c", code, str(f)], capture_output=True, text=True,
+                        timeout=120)
+    try:
+        assert cp.returncode == 0, cp.stderr
+        time.sleep(0.5)
+        d = inspect(lab_name)
+        assert all(d["nodes"][f"c{i}"]["container"]["running"] for i in range(3)), d["nodes"]
+        # each container's monitor (conmon) lives on: it records the exit status and OOM
+        for st in podman.inspect(containers_of(lab_name)).values():
+            assert st.conmon_pid > 0 and Path(f"/proc/{st.conmon_pid}").exists(), st
+    finally:
+        down = sfclab("down", lab_name)
+    assert down.returncode == 0, down.stderr
+    assert containers_of(lab_name) == [] and nothing_left(lab_name), leftovers(lab_name)

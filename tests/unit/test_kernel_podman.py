@@ -96,3 +96,25 @@ def test_an_oom_kill_record_names_the_victims_cgroup() -> None:
     f = kmsg.oom_kill_fields(text)
     assert f["task_memcg"].endswith(f"-{cid}") and f["task"] == "tail" and f["pid"] == "10671"
     assert f["constraint"] == "CONSTRAINT_MEMCG" and f["nodemask"] == "(null)"
+
+
+def test_the_subreaper_attribute_comes_back_only_after_the_last_overlapping_run() -> None:
+    """Threads start containers side by side: the first to finish must not make this process
+    a subreaper again while another's podman still runs (its monitor would be ours)."""
+    from sfclab.kernel import process
+
+    process.become_subreaper()
+    try:
+        a, b = podman._not_subreaper(), podman._not_subreaper()
+        a.__enter__()
+        assert not podman.is_subreaper()
+        b.__enter__()
+        a.__exit__(None, None, None)
+        assert not podman.is_subreaper()     # b's podman still runs
+        b.__exit__(None, None, None)
+        assert podman.is_subreaper()
+    finally:
+        podman._libc().prctl(podman.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    with podman._not_subreaper():           # not a subreaper before: nothing to restore
+        pass
+    assert not podman.is_subreaper()

@@ -26,8 +26,9 @@ labels (:mod:`sfclab.realize.ownership`).
 
 **Subreapers.**  podman leaves a monitor (``conmon``) behind that outlives the ``podman run``
 process.  A caller that is a child subreaper (:mod:`sfclab.kernel.process`) would inherit it and
-end it on exit, taking the container with it; so :func:`run` clears that attribute for the
-moment podman runs (:func:`_not_subreaper`), and the monitor goes to PID 1 as podman intends.
+end it on exit, taking the container with it; so :func:`run` clears that attribute while any
+podman it started runs (:func:`_not_subreaper`, counted over threads that start containers side
+by side), and the monitor goes to PID 1 as podman intends.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import json
 import os
 import posixpath
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +118,7 @@ class State:
     pid: int
     labels: dict[str, str]
     error: str = ""
+    conmon_pid: int = 0                #: podman's monitor of the container (0: none)
 
 
 def env() -> dict[str, str]:
@@ -132,20 +135,36 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 
 
+def is_subreaper() -> bool:
+    """Whether this process is a child subreaper now."""
+    flag = ctypes.c_int(0)
+    _libc().prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+    return bool(flag.value)
+
+
+_subreaper_lock = threading.Lock()
+_subreaper_users = 0
+_subreaper_was = False
+
+
 @contextlib.contextmanager
 def _not_subreaper() -> Iterator[None]:
-    """For the block, this process is no child subreaper (if it was, it is again after)."""
-    libc = _libc()
-    flag = ctypes.c_int(0)
-    libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
-    if not flag.value:
-        yield
-        return
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    """For the block, this process is no child subreaper; it is one again (if it was) once
+    the last of the blocks that overlap in this process's threads has ended."""
+    global _subreaper_users, _subreaper_was
+    with _subreaper_lock:
+        if _subreaper_users == 0:
+            _subreaper_was = is_subreaper()
+            if _subreaper_was:
+                _libc().prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        _subreaper_users += 1
     try:
         yield
     finally:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        with _subreaper_lock:
+            _subreaper_users -= 1
+            if _subreaper_users == 0 and _subreaper_was:
+                _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def _podman(args: list[str], *, check: bool = True, timeout: float = TIMEOUT_S,
@@ -229,7 +248,7 @@ def _state(d: dict) -> State:
                  status=st.get("Status", ""), running=bool(st.get("Running")),
                  exit_code=int(st.get("ExitCode") or 0), oom_killed=bool(st.get("OOMKilled")),
                  pid=int(st.get("Pid") or 0), labels=dict(cfg.get("Labels") or {}),
-                 error=st.get("Error") or "")
+                 error=st.get("Error") or "", conmon_pid=int(st.get("ConmonPid") or 0))
 
 
 def inspect(refs: list[str]) -> dict[str, State]:

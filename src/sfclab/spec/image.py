@@ -50,6 +50,8 @@ PATH_MAX = 1024
 #: the smallest memory limit podman takes
 MIN_MEMORY = 6 * 1024 * 1024
 MAX_CPUS = 1024
+#: the least CPU time the kernel gives a cgroup: 1 ms per 100 ms period
+MIN_CPUS = 0.01
 #: what ``cmd`` is when neither the lab file nor the image gives one: the container stays up
 KEEP_ALIVE = ("sleep", "infinity")
 
@@ -101,7 +103,7 @@ class ImageSpec(Strict):
     cmd: list[str] | None = None
     env: dict[str, str] = Field(default_factory=dict)
     binds: list[BindSpec] = Field(default_factory=list, max_length=BINDS_MAX)
-    cpus: float | None = Field(default=None, gt=0, le=MAX_CPUS)
+    cpus: float | None = Field(default=None, ge=MIN_CPUS, le=MAX_CPUS)
     memory: int | None = None
     caps: list[str] = Field(default_factory=list, max_length=len(CAPABILITIES))
     privileged: bool = False
