@@ -14,6 +14,10 @@
 - :mod:`sfclab.kernel.process`    this process: the children it ends on exit, interrupts never lost
 - :mod:`sfclab.kernel.podman`     containers run by podman through sfclab's own configuration:
                                    run, remove by ID, find by label, inspect, look into images
+- :mod:`sfclab.kernel.image_recipes`  the image recipes (``images/<name>/``) and each one's tag,
+                                   its version from the recipe's content
+- :mod:`sfclab.kernel.image_build`    build (cached) and list those images with mmdebstrap and
+                                   podman, through a :class:`~sfclab.kernel.image_build.Runner`
 - :mod:`sfclab.kernel.kmsg`       the kernel's log, read without consuming it: memory cgroups'
                                    OOM kills
 
