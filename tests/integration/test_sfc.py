@@ -21,7 +21,7 @@ import pytest
 from sfclab.api import Lab
 from sfclab.plan.sfc import SteeringPlan
 from sfclab.realize.dataplane import lab_dir
-from sfclab.steer import chains, classify
+from sfclab.live.ops import chains, classify
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = [sys.executable, "-m", "tests.integration.sfcprobe"]
