@@ -1,13 +1,19 @@
-"""Function nodes made on a running lab: a namespace, one veth pair to the attach node, the
+"""Function nodes made on a running lab: a namespace, one link to the attach node, the
 function itself, and its eBPF programs; and their removal.
 
-A node is made in this order: namespace (the lab's base sysctls, forwarding on, ICMP redirects
-off: a one-armed function sends packets back out of the interface they came in by), the veth
-pair (both ends made inside the new namespace, then the attach end moved into the attach node's
-namespace, so a crash never leaves an end in the root namespace), marks (aliases), MTU with
-room for labels, addresses, links up, the default route via the attach node, offloads, then the
-function's ``configure`` and ``start``.  The namespace's name is journaled before it is made;
-removing it removes both ends of the pair (and the programs held by them).
+:func:`journal_nodes` and :func:`make_nodes` hand the nodes' objects -- the part of the merged
+plan they bring (:func:`sfclab.plan.chainadd.change_of`) -- to the build engine of ``up``
+(:mod:`sfclab.realize.change`): journaled by the parts of the kind table, then made by their
+stages, so a node is made as ``up`` makes one: namespace (the lab's base sysctls, forwarding
+on), the veth pair (each end made in its namespace, the attach node's joined after its mark is
+checked), marks (aliases), MTU with room for labels, addresses, links up, the default route via the attach node, offloads, then the function's
+``configure`` and ``start``; then ICMP redirects off (a one-armed function sends packets back
+out of the interface they came in by), before any traffic is steered to it.  Removing the
+namespace removes both ends of the pair (and the programs held by them).
+
+A node on another emulated host than its attach node is joined by a tunnel instead
+(:func:`make_node` with its :class:`~sfclab.live.hosts.underlay.Tunnel`, made by the hosted
+links' code); a host's agent over SSH makes its nodes with :func:`make_node` too.
 """
 
 from __future__ import annotations
@@ -21,11 +27,11 @@ from ipaddress import IPv4Interface
 
 from ...errors import LabError, RealizeError
 from ...kernel import ethtool, netns
-from ...plan.chainadd import BASE_MTU, NewNode
+from ...plan.chainadd import BASE_MTU, NewNode, change_of
 from ...plan.model import Plan
 from ...plan.sfc import LABEL_ROOM
 from ...plan.tunnels import LABELLED_MTU
-from ...realize import dataplane, ownership, teardown
+from ...realize import change, dataplane, ownership, teardown
 from ...realize.functions import instantiate
 from ...realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
 from ...realize.state import LabState
@@ -43,6 +49,28 @@ if TYPE_CHECKING:
 
 ONE_ARM_SYSCTLS = {"net.ipv4.conf.all.send_redirects": "0",
                    "net.ipv4.conf.default.send_redirects": "0"}
+
+
+def journal_nodes(state: LabState, merged: Plan, nodes: list[NewNode]) -> None:
+    """Journal the objects ``nodes`` bring to the lab (``merged``: its plan with them), as
+    ``up`` journals a lab's, before any is made."""
+    change.journal(state, change_of(merged, {n.node for n in nodes}))
+
+
+def make_nodes(state: LabState, merged: Plan, nodes: list[NewNode],
+               say: Callable[[str], None] | None = None) -> None:
+    """Make ``nodes`` (journaled: :func:`journal_nodes`) and start their functions: those on
+    their attach node's host by the build engine, the others each with its tunnel."""
+    here = [n for n in nodes if n.vni is None]
+    change.make(state, merged, change_of(merged, {n.node for n in here}), say)
+    for n in here:  # one-armed (before any traffic is steered to it: that comes last)
+        with step(f"sysctls of {n.node}"):
+            for key, value in ONE_ARM_SYSCTLS.items():
+                netns.write_sysctl(n.netns, key, value)
+    for n in nodes:
+        if n.vni is not None:
+            make_node(merged, n, planned_tunnel(state, merged, n))
+            start_function(state, merged, n.node)
 
 
 def _move(ipr: IPRoute, ifname: str, ns: str) -> None:

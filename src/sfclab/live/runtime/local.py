@@ -1,13 +1,14 @@
 """The ``local`` runtime's operations on a running lab (:class:`LocalLive`): this machine
 makes everything, in its own kernel, journaled in its journal.
 
-- ``chain add``: the new namespaces journaled, then nodes (:mod:`sfclab.live.chains.wire`, tunnels
-between
-  emulated hosts: :mod:`sfclab.live.hosts.underlay`), functions, programs, then labels, paths and
-  slots (:mod:`sfclab.live.chains.tables`), then classifier entries; ``chain rm`` and a rollback the
-  other way;
-- health: one watcher for the lab (:mod:`sfclab.live.health.watcher`), its findings in the lab's
-state;
+- ``chain add``: the added nodes' objects journaled and made by the build engine of ``up``
+  (:mod:`sfclab.realize.change`: namespaces, veths, addresses, routes, functions, through the
+  node and link tables; a node on another emulated host than its attach node gets its tunnel
+  from :mod:`sfclab.live.chains.wire` and :mod:`sfclab.live.hosts.underlay`), then programs,
+  labels, paths and slots (:mod:`sfclab.live.chains.tables`), then classifier entries;
+  ``chain rm`` and a rollback the other way;
+- health: one watcher for the lab (:mod:`sfclab.live.health.watcher`), its findings in the
+  lab's state;
 - ``chain migrate``: :mod:`sfclab.live.runtime.local_migrate`;
 - hosts: an emulated host joins (:mod:`sfclab.live.ops.hostops` makes it); a machine (``--ssh``) cannot.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import LabError
-from ...plan.chainadd import Addition, NewNode, withdraw
+from ...plan.chainadd import Addition, NewNode, apply, withdraw
 from ...plan.model import Plan
 from ...plan.sfc import DirectionPlan, Hop, PathPlan, SteeringPlan
 from ...realize import dataplane
@@ -58,26 +59,24 @@ class LocalLive(LocalRuntime, LiveRuntime):
                 tables.check_free(dp, steering_of(merged), d, source)
 
     def journal_chain(self, plan: Plan, add: Addition) -> None:
-        self.state.record([{"op": "netns", "name": n.netns} for n in add.nodes] +
-                          ([] if plan.steering else
-                           [{"op": "bpffs", "path": str(dataplane.lab_dir(plan.lab))}]))
+        merged = Plan.from_dict(plan.to_dict())
+        apply(merged, add)
+        wire.journal_nodes(self.state, merged, add.nodes)
+        if not plan.steering:
+            self.state.record([{"op": "bpffs", "path": str(dataplane.lab_dir(plan.lab))}])
 
     def make_chain(self, plan: Plan, merged: Plan, add: Addition, say: Progress) -> None:
         state, msp = self.state, steering_of(merged)
         if not plan.steering:
             dataplane.make_dir(plan.lab)
         say(f"function nodes: {len(add.nodes)}")
-        for n in add.nodes:
-            wire.make_node(merged, n, wire.planned_tunnel(state, merged, n))
+        wire.make_nodes(state, merged, add.nodes, say)
         for node, ifname, mtu in add.mtu:
             wire.set_link(merged, node, ifname, mtu=mtu)
         for node, ifname, offl in add.offloads:
             wire.set_link(merged, node, ifname, offloads=offl)
         for node, ifname in add.single_segment:
             wire.set_link(merged, node, ifname, gso_max_segs=1)
-        say("functions")
-        for n in add.nodes:
-            wire.start_function(state, merged, n.node)
         say("eBPF programs")
         for node, progs in add.attach_progs.items():
             wire.load_programs(merged, node, msp.node_ids[node], progs)

@@ -2,8 +2,10 @@
 ``migrate`` (:class:`~sfclab.live.runtime.local.LocalLive`), make-before-break as
 :mod:`sfclab.live.ops.migrate` plans it.
 
-1. **Clone** (:func:`_make_clone`): its namespace journaled, the plan and record saved, then
-   the clone's node, function and programs made (its tunnel if it has one), the attach node's
+1. **Clone** (:func:`_make_clone`): its objects journaled, the plan and record saved, then
+   the clone's node and function made by the build engine of ``up``
+   (:mod:`sfclab.realize.change`; on another emulated host, with its tunnel by
+   :mod:`sfclab.live.chains.wire`), its programs loaded, the attach node's
    program pointed at it, *ready* (:func:`~sfclab.live.chains.handover.ready`), its labels and the
    new paths written (nothing uses them yet) and connection-tracking state copied
    (:mod:`sfclab.live.chains.conntrack`); a failure removes the clone and puts the plan and record
@@ -27,6 +29,7 @@ from ...plan.chainadd import NewNode
 from ...plan.model import Plan
 from ...plan.sfc import DirectionPlan, Hop
 from ...realize.dataplane import DataPlane, path_base
+from ...realize.functions import instantiate
 from ...realize.state import LabState
 from ..chains import conntrack, handover, moves, tables, wire
 from .. import record
@@ -83,13 +86,13 @@ def _make_clone(state: LabState, req: MigrateInstance, plan: Plan, merged: Plan,
     """Step 1: journal, then make; the connection-tracking entries copied (how many, the
     keys seen, the errors)."""
     old, msp = own.old, steering_of(merged)
-    state.record([{"op": "netns", "name": clone.netns}])
+    wire.journal_nodes(state, merged, [clone])
     own.add.nodes.append(clone)
     moves.save(state, own, "migrating")
     record.save_plan(state, merged)
     try:
-        wire.make_node(merged, clone, wire.planned_tunnel(state, merged, clone))
-        wire.start_function(state, merged, clone.node)
+        instantiate(state, merged, clone.node).check()
+        wire.make_nodes(state, merged, [clone])
         wire.load_programs(merged, clone.node, msp.node_ids[clone.node],
                            msp.attach[clone.node])
         wire.load_programs(merged, old.attach, msp.node_ids[old.attach],
