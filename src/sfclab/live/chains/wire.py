@@ -13,7 +13,8 @@ namespace removes both ends of the pair (and the programs held by them).
 
 A node on another emulated host than its attach node is joined by a tunnel instead
 (:func:`make_node` with its :class:`~sfclab.live.hosts.underlay.Tunnel`, made by the hosted
-links' code); a host's agent over SSH makes its nodes with :func:`make_node` too.
+links' code).  A host's agent over SSH makes its nodes beside their attach node with
+:func:`make_nodes` too.
 """
 
 from __future__ import annotations
@@ -58,11 +59,15 @@ def journal_nodes(state: LabState, merged: Plan, nodes: list[NewNode]) -> None:
 
 
 def make_nodes(state: LabState, merged: Plan, nodes: list[NewNode],
-               say: Callable[[str], None] | None = None) -> None:
-    """Make ``nodes`` (journaled: :func:`journal_nodes`) and start their functions: those on
+               say: Callable[[str], None] | None = None, *, functions: bool = True) -> None:
+    """Make ``nodes`` (journaled: :func:`journal_nodes`) and start their functions (unless
+    ``functions`` is false: the caller starts them with :func:`start_function`): those on
     their attach node's host by the build engine, the others each with its tunnel."""
     here = [n for n in nodes if n.vni is None]
-    change.make(state, merged, change_of(merged, {n.node for n in here}), say)
+    made = change_of(merged, {n.node for n in here})
+    if not functions:
+        made.functions = {}
+    change.make(state, merged, made, say)
     for n in here:  # one-armed (before any traffic is steered to it: that comes last)
         with step(f"sysctls of {n.node}"):
             for key, value in ONE_ARM_SYSCTLS.items():
@@ -70,7 +75,8 @@ def make_nodes(state: LabState, merged: Plan, nodes: list[NewNode],
     for n in nodes:
         if n.vni is not None:
             make_node(merged, n, planned_tunnel(state, merged, n))
-            start_function(state, merged, n.node)
+            if functions:
+                start_function(state, merged, n.node)
 
 
 def _move(ipr: IPRoute, ifname: str, ns: str) -> None:

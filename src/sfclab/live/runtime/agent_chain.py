@@ -10,7 +10,9 @@ each host makes only what is its own (:mod:`sfclab.live.runtime.ssh` says who as
   namespaces; the tunnel devices in the host's context, by mark; the share's bpffs directory
   when the lab had no chain), then the host's part saved with the new nodes (so ``down``, and
   ``down`` after a ``kill -9`` of this machine, stops their functions and removes them), then
-  the instances placed here (namespace, veth or tunnel end, function with its cgroup limits),
+  the instances placed here (beside their attach node: namespace, veth, addresses, route by
+  the build engine of ``up``, :func:`sfclab.live.chains.wire.make_nodes`; else namespace and
+  tunnel end), their functions with their cgroup limits,
   the tunnel ends of instances attached to a node here, the attach ends, interfaces fitted to
   labels, derived MACs (:func:`sfclab.plan.sfc_hosts.interface_mac`) and the programs;
 - ``chain-tables`` ``{"lab", "plan", "addition", "classifiers": bool}``: the labels its nodes
@@ -123,9 +125,11 @@ def make(req: dict[str, Any]) -> dict[str, Any]:
                      ([] if part.steering else [{"op": "bpffs", "path": str(top)}]))
         record.save_plan(state, _new_part(part, merged, me))
         addresses = dict(req["addresses"])
+        # beside their attach node: by the build engine of up; functions later, once the
+        # ends have the MACs the other hosts address them by
+        wire.make_nodes(state, merged, [n for n in mine if n.vni is None], functions=False)
         for n in mine:
             if n.vni is None:
-                wire.make_node(merged, n)
                 continue
             here, there = _joined(me, part, addresses, attach_host(merged, n.attach))
 
