@@ -12,14 +12,14 @@ out of the interface they came in by), before any traffic is steered to it.  Rem
 namespace removes both ends of the pair (and the programs held by them).
 
 A node on another emulated host than its attach node is joined by a tunnel instead
-(:func:`make_node` with its :class:`~sfclab.live.hosts.underlay.Tunnel`, made by the hosted
-links' code).  A host's agent over SSH makes its nodes beside their attach node with
+(:func:`make_tunnelled` with its :class:`~sfclab.live.hosts.underlay.Tunnel`, made by the
+hosted links' code; the node's own side by :func:`make_instance`, as a host's agent over SSH
+makes a tunnelled node's).  A host's agent over SSH makes its nodes beside their attach node with
 :func:`make_nodes` too.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -74,32 +74,19 @@ def make_nodes(state: LabState, merged: Plan, nodes: list[NewNode],
                 netns.write_sysctl(n.netns, key, value)
     for n in nodes:
         if n.vni is not None:
-            make_node(merged, n, planned_tunnel(state, merged, n))
+            tunnel = planned_tunnel(state, merged, n)
+            assert tunnel is not None  # a node with a VNI is on another host: a tunnel
+            make_tunnelled(merged, n, tunnel)
             if functions:
                 start_function(state, merged, n.node)
 
 
-def _move(ipr: IPRoute, ifname: str, ns: str) -> None:
-    idx = ipr.link_lookup(ifname=ifname)[0]
-    fd = os.open(netns.path(ns), os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        ipr.link("set", index=idx, net_ns_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def make_node(plan: Plan, n: NewNode, tunnel: Tunnel | None = None) -> None:
-    """The namespace, link, addresses and route of added node ``n`` (its name journaled);
-    ``tunnel``: on another host than its attach node, its hosted link (in the plan's
+def make_tunnelled(plan: Plan, n: NewNode, tunnel: Tunnel) -> None:
+    """The namespace, link, addresses and route of added node ``n`` (its name journaled) on
+    another emulated host than its attach node: ``tunnel`` is its hosted link (in the plan's
     ``host_links``), made through the two hosts' contexts by the lab's hosted-link code."""
-    def link(ipr: IPRoute) -> None:
-        if tunnel is None:
-            with step(f"veth {n.node}/{n.ifname} - {n.attach}/{n.attach_ifname}"):
-                ipr.link("add", ifname=n.ifname, kind="veth", peer=n.attach_ifname)
-                _move(ipr, n.attach_ifname, plan.netns_of(n.attach))
-        else:
-            make_live(plan.lab, tunnel.link, tunnel.contexts, tunnel.underlay_ifs,
-                      tunnel.vxlan_port)
+    def link(_ipr: IPRoute) -> None:
+        make_live(plan.lab, tunnel.link, tunnel.contexts, tunnel.underlay_ifs, tunnel.vxlan_port)
 
     make_instance(plan, n, link)
     fit_attach(plan, n)
