@@ -18,7 +18,8 @@ from typing import Any
 from ...errors import LabError, SpecError
 from ...kernel import netns
 from ...plan.chainpaths import NO_PATH
-from ...plan.sfc import SLOTS, DirectionPlan, Hop, SteeringPlan, _slots, mask_key
+from ...plan import maglev
+from ...plan.sfc import DirectionPlan, Hop, SteeringPlan, mask_key
 from ...realize.dataplane import (DataPlane, Iface, encode_chain, encode_hop, encode_path,
                                  encode_tuple, match_chain, path_base)
 
@@ -93,13 +94,17 @@ def slot_paths(sp: SteeringPlan, d: DirectionPlan, weights: list[int] | None = N
 
 
 def slots_over(d: DirectionPlan, base: int, weights: list[int]) -> list[int]:
-    """Slots shared by ``weights`` (one per path of ``d``, 0: left out) over the paths at
-    ``base``; every slot :data:`NO_PATH` when no weight is left."""
-    live = [i for i, x in enumerate(weights) if x > 0]
-    if not live:
-        return [NO_PATH] * SLOTS
-    picks = _slots([weights[i] for i in live])
-    return [base + d.paths[live[k]].index for k in picks]
+    """Slots of ``d`` over the paths at ``base`` with ``weights`` (one per path, 0: out) by
+    :func:`sfclab.plan.maglev.failover`: a slot of the planned table (``d.slots``, which a
+    migration keeps) whose path is in keeps it, only the slots of paths that are out change;
+    every slot :data:`NO_PATH` when no weight is left."""
+    keys = [maglev.path_key(p.instances) for p in d.paths]
+    planned = [p.weight for p in d.paths]
+    full = d.slots if len(d.slots) == maglev.SIZE else None  # as written (kept by migration)
+    picks = maglev.failover(keys, planned, weights, full=full)
+    if picks is None:
+        return [NO_PATH] * maglev.SIZE
+    return [base + d.paths[k].index for k in picks]
 
 
 def _keys(dp: DataPlane, sp: SteeringPlan, entries: Sequence[Mapping[str, Any]]) -> list[bytes]:
