@@ -4,8 +4,10 @@ Order matters for the chains that keep running: labels and paths are written fir
 can use them yet), then a direction's slot table, and only then its classifier entries, which
 switch traffic on; removal runs backwards (classifier entries first, so no new packet is
 classified; then, after in-flight packets drained, the slots, paths and labels).  A slot table
-is one array element: a rewrite (failover, migration) swaps it in one update, and a packet
-sees the old table or the new one, each of whose paths is valid.
+is one array element: a rewrite (migration) swaps it in one update, and a packet sees the old
+table or the new one, each of whose paths is valid.  Failover changes it in place
+(:func:`change_slots`): only the slots whose path changes take new values, so the flows of
+healthy instances keep their path, and their NAT and firewall state, through it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ from ...kernel import netns
 from ...plan.chainpaths import NO_PATH
 from ...plan import maglev
 from ...plan.sfc import DirectionPlan, Hop, SteeringPlan, mask_key
-from ...realize.dataplane import (DataPlane, Iface, encode_chain, encode_hop, encode_path,
-                                 encode_tuple, match_chain, path_base)
+from ...realize.dataplane import (DataPlane, Iface, decode_chain, encode_chain, encode_hop,
+                                 encode_path, encode_tuple, match_chain, path_base)
+
+#: where struct sfc_chain's slot array starts (after nslots and symmetric, two __u32)
+SLOT_OFFSET = 8
 
 
 def interfaces(netns_of: dict[str, str], nodes: Iterable[str]) -> dict[tuple[str, str], Iface]:
@@ -72,6 +77,31 @@ def write_slots(dp: DataPlane, d: DirectionPlan, slot_paths: list[int]) -> None:
     sym = (2 if d.reverse else 1) if d.symmetric else 0
     dp.maps["sfc_chains"].update(struct.pack("<I", d.index),
                                  encode_chain(len(slot_paths), sym, list(slot_paths)))
+
+
+def change_slots(dp: DataPlane, d: DirectionPlan, slot_paths: list[int]) -> int:
+    """Direction ``d``'s slot table changed to ``slot_paths`` in place (failover, an instance
+    back): how many slots changed, 0 without a write.  The entry is read back and only the
+    changed slots take new values; every other byte is written as it was, so a packet of a
+    flow whose slot stays sees its path throughout (never an empty or half-written table).  A
+    table of another size or symmetry, or none yet, is written whole (:func:`write_slots`)."""
+    key = struct.pack("<I", d.index)
+    raw = dp.maps["sfc_chains"].lookup(key)
+    sym = (2 if d.reverse else 1) if d.symmetric else 0
+    if raw is None:
+        write_slots(dp, d, slot_paths)
+        return len(slot_paths)
+    nslots, was_sym, now = decode_chain(raw)
+    if nslots != len(slot_paths) or was_sym != sym:
+        write_slots(dp, d, slot_paths)
+        return len(slot_paths)
+    changed = [k for k, (a, b) in enumerate(zip(now, slot_paths)) if a != b]
+    if changed:
+        new = bytearray(raw)
+        for k in changed:
+            struct.pack_into("<I", new, SLOT_OFFSET + 4 * k, slot_paths[k])
+        dp.maps["sfc_chains"].update(key, bytes(new))
+    return len(changed)
 
 
 def clear_slots(dp: DataPlane, index: int) -> None:

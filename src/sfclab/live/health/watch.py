@@ -163,7 +163,7 @@ def wait_for_change(w: Watch, period: float) -> None:
 
 def apply_health(w: Watch, state: LabState, dp: DataPlane, changed: list[str],
                  detected: float) -> None:
-    """Rewrite the slot tables of directions through ``changed`` instances (dead: those its
+    """Change the slot tables of directions through ``changed`` instances (dead: those its
     probes found dead and those other hosts' watchers reported dead or fell silent)."""
     assert w.sp is not None
     dead = {i for i, ok in w.alive.items() if not ok} | \
@@ -172,8 +172,8 @@ def apply_health(w: Watch, state: LabState, dp: DataPlane, changed: list[str],
         if not any(i in p.instances for p in d.paths for i in changed):
             continue
         weights = [0 if dead & set(p.instances) else p.weight for p in d.paths]
-        tables.write_slots(dp, d, tables.slot_paths(w.sp, d, weights))
-        record.event(state, "failover", chain=d.chain, direction=d.index,
+        moved = tables.change_slots(dp, d, tables.slot_paths(w.sp, d, weights))
+        record.event(state, "failover", chain=d.chain, direction=d.index, slots_moved=moved,
                      instances_out=sorted(dead & {i for p in d.paths for i in p.instances}),
                      paths_left=sum(1 for x in weights if x),
                      dropping=not any(weights),
