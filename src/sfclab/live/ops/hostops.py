@@ -5,7 +5,9 @@ hosts; on a lab whose hosts are driven over SSH, real machines: ``--ssh``,
 **What an added host is.**  Its context namespace ``sfclab:<lab>:@<host>`` and its cgroup
 ``sfclab:<lab>:@<host>`` (cpuset: ``cpus`` of the machine's online CPUs, handed out in turn
 after those of the hosts before it; memory: ``memory.limit_in_bytes``), both journaled before
-they are made, so ``down`` removes them (after ``kill -9`` too).  Its plan joins ``plan.hosts``
+they are made, so ``down`` removes them (after ``kill -9`` too): a change of one host,
+journaled and made by the hosts' part of the build engine of ``up``
+(:mod:`sfclab.realize.change`).  Its plan joins ``plan.hosts``
 and its name ``hosts-added.json`` (:mod:`sfclab.live.hosts.capacity`).  It is joined to the underlay
 when an instance is first placed on it away from its attach node
 (:mod:`sfclab.live.hosts.underlay`).
@@ -29,14 +31,11 @@ import time
 from typing import Any
 
 from ...errors import LabError, SpecError
-from ...hosts import cgroups as host_cgroups
-from ...kernel import netns
 from ...plan import placement
 from ...plan.model import HostPlan, Plan
 from ...plan.names import host_cgroup, host_netns
-from ...realize import lifecycle
+from ...realize import change, lifecycle
 from ...realize.hosts import inspect_links
-from ...realize.nodes.namespace import BASE_SYSCTLS
 from ...realize.state import LabState
 from ...spec.limits import MAX_HOST_CPUS, machine_cpus, machine_memory
 from ...spec.quantities import MAX_SIZE
@@ -101,15 +100,12 @@ def add_host(lab: str, name: str, cpus: int, memory: int,
                             f"{', '.join(taken)})", place="name")
         h = HostPlan(name, host_netns(lab, name), "", "", host_cgroup(lab, name),
                      _cpus_for(plan, cpus), memory, True, [])
-        state.record([{"op": "netns", "name": h.netns},
-                      {"op": "host-cgroup", "name": h.cgroup}])
+        made = Plan(lab, plan.tag, hosts=[h])  # the change: the host alone, no underlay yet
+        change.journal(state, made)
         save_added_hosts(state, added_hosts(state) + [name])
         try:
-            ipr = netns.create(h.netns, BASE_SYSCTLS)
-            if ipr is not None:
-                ipr.close()
-            host_cgroups.create(h.cgroup, h.cpus, h.memory)
             plan.hosts.append(h)
+            change.make(state, plan, made)  # its context and cgroups, as up makes a host's
             record.save_plan(state, plan)
         except BaseException:
             live_for(state).leave(h)
