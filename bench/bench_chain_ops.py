@@ -39,8 +39,9 @@ from typing import Any
 
 from sfclab.api import Lab
 from sfclab.realize.state import LabState
-from sfclab.steer import add as chain_add
-from sfclab.steer import hostops, migrate, record, request
+from sfclab.live.ops import add as chain_add
+from sfclab.live.ops import hostops, migrate
+from sfclab.live import record, request
 from sfclab.traffic.native import NativeGenerator
 
 COUNTER = [sys.executable, "-m", "sfclab.functions.examples.tun_count"]

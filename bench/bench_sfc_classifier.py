@@ -1,7 +1,8 @@
 """Benchmark: the SFC classifier's table load (issue goal: 100,000 entries in at most 2 s, timed
 as the wall time of the whole command ``sfclab chain classify LAB CHAIN --from-file F``, for a
-JSON file and YAML files in flow and block style) and its per-packet cost as the table grows (1, 1,000, 100,000 entries: goal within 10 % of the
-1-entry figure), side by side in one run, medians of ``--reps``.
+JSON file and YAML files in flow and block style) and its per-packet cost as the table grows (1,
+1,000, 100,000 entries: goal within 10 % of the 1-entry figure), side by side in one run, medians of
+``--reps``.
 
 The per-packet cost is measured where the classifier runs, in the kernel: UDP datagrams sent
 from the ingress host as fast as one socket can (``--packets`` per trial), through a one-function
@@ -27,7 +28,7 @@ from ipaddress import IPv4Address
 from pathlib import Path
 
 from sfclab.api import Lab
-from sfclab.steer import classify
+from sfclab.live.ops import classify
 
 SENDER = r"""
 import socket, sys, time

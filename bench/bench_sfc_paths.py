@@ -8,12 +8,12 @@
     labels, one forward label per router) against the same hops forwarding plain IPv4 by
     kernel routing (label-less).  Goal: the labelled path at least 90 % of the plain one.
 
-Each figure is the NDR (0 % loss; the PDR, 0.5 % loss, is printed beside it) found by the project's search (``sfclab traffic ndr``:
-MLRsearch, 64-byte frames, the native generator pinned to its own core, the chain's first-hop
-receive processing steered to the other core); the labs of one part are up together and
-searched in alternating order; medians of ``--reps``.  A figure the generator could not drive
-past is a lower bound and is printed with ``>=``.  After the runs, the steered lab's counters
-must show the traffic classified and forwarded by label (else the bench fails).
+Each figure is the NDR (0 % loss; the PDR, 0.5 % loss, is printed beside it) found by the project's
+search (``sfclab traffic ndr``: MLRsearch, 64-byte frames, the native generator pinned to its own
+core, the chain's first-hop receive processing steered to the other core); the labs of one part are
+up together and searched in alternating order; medians of ``--reps``.  A figure the generator could
+not drive past is a lower bound and is printed with ``>=``.  After the runs, the steered lab's
+counters must show the traffic classified and forwarded by label (else the bench fails).
 
     .venv/bin/python bench/bench_sfc_paths.py --reps 3 --trial 1
     .venv/bin/python bench/bench_sfc_paths.py --part b --reps 3 --json
@@ -33,7 +33,7 @@ from typing import Any
 
 from sfclab.api import Lab
 from sfclab.spec.measurement import NdrRequest
-from sfclab.steer import chains
+from sfclab.live.ops import chains
 from sfclab.traffic import measure
 
 FW = {"kind": "firewall", "rules": []}

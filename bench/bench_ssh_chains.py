@@ -38,7 +38,8 @@ def one_round(how: str, name: str, machines: Any, tmp: Path) -> list[float]:
     """The lab up, its chain inspected and traced, a chain added and removed, down."""
     from sfclab.realize import lifecycle
     from sfclab.realize.kinds import load_lab_dict
-    from sfclab.steer import add, chains, request
+    from sfclab.live.ops import add, chains
+    from sfclab.live import request
 
     t = [time.monotonic()]
     lifecycle.up(load_lab_dict(chain_lab(name, machines)))

@@ -35,7 +35,7 @@
 enum sfc_limit {
 	SFC_MAX_LABELS = 16,      /* deepest stack pushed at once */
 	SFC_MAX_MASKS = 32,       /* distinct wildcard masks in a lab's classifiers */
-	SFC_MAX_SLOTS = 256,      /* load-balancing slots per chain */
+	SFC_MAX_SLOTS = 1024,     /* load-balancing slots per chain (a power of two) */
 	SFC_MAX_NODES = 256,
 	SFC_MAX_CHAINS = 256,     /* chain directions (a symmetric chain uses two) */
 	SFC_MAX_PATHS = 4096,

@@ -129,7 +129,7 @@ def _run(kind: str, path: str, data: Any) -> tuple[list[Any], Any]:
             lab.raw
     if kind == "chain":
         from sfclab.spec.source import Document
-        from sfclab.steer.request import from_document
+        from sfclab.live.request import from_document
 
         req = from_document("fz-nolab", Document.from_file(path))
         return [req.chain.name, *(f.name for f in req.functions)], data
@@ -158,7 +158,7 @@ def _measure_body(lab: str, body: Any) -> None:
 def _host_body(lab: str, body: Any) -> None:
     """What ``POST /api/labs/{lab}/hosts`` checks before it adds a host."""
     from sfclab.spec.quantities import parse_size
-    from sfclab.steer.hostops import check_host_request
+    from sfclab.live.ops.hostops import check_host_request
     from sfclab.web.routes.hosts import NewHost
 
     h = NewHost.model_validate(body)
@@ -189,7 +189,7 @@ def refusal(case: Case, path: Path, lab: str = "fz-nolab") -> BaseException | No
     try:
         if case.kind == "chain":
             from sfclab.spec.source import Document
-            from sfclab.steer.request import from_document
+            from sfclab.live.request import from_document
 
             from_document(lab, Document.from_file(str(path)))
         else:

@@ -12,7 +12,7 @@ those below it):
 - :mod:`sfclab.hosts`       the machines a lab spans and what is made in each host's context
 - :mod:`sfclab.realize`     plan -> kernel objects (netlink, OVSDB), the state journal, teardown
 - :mod:`sfclab.traffic`     iperf3 and native generator drivers, NDR/PDR search, latency, CPU
-- :mod:`sfclab.steer`       chains on a running lab: add, remove, classify, migrate, health
+- :mod:`sfclab.live`       chains on a running lab: add, remove, classify, migrate, health
 - :mod:`sfclab.api`         the library's front door: a lab to build, use and remove from Python
 - :mod:`sfclab.experiments` sweeps, the SQLite store, statistics, plots, reports
 - :mod:`sfclab.web`         ``sfclab serve``: the HTTP API and the web view

@@ -27,7 +27,7 @@ from sfclab.errors import RealizeError
 from sfclab.realize.dataplane import DataPlane
 from sfclab.realize.state import LabState, labs_dir
 from sfclab.spec.limits import MAX_CLASSES, MAX_MASKS
-from sfclab.steer import record
+from sfclab.live import record
 
 FW = {"kind": "firewall", "rules": []}
 CLI = [sys.executable, "-m", "sfclab.cli"]

@@ -18,8 +18,9 @@ from sfclab.hosts import cgroups as host_cgroups
 from sfclab.kernel import netns
 from sfclab.realize import lifecycle
 from sfclab.realize.state import LabState
-from sfclab.steer import add as chain_add
-from sfclab.steer import hostops, migrate, request
+from sfclab.live.ops import add as chain_add
+from sfclab.live.ops import hostops, migrate
+from sfclab.live import request
 
 from .test_chain_ops import base_lab, chain_file, counters, running, send, under_traffic
 
@@ -102,7 +103,7 @@ def test_migrate_to_another_host_under_udp_loses_nothing(lab_name: str, tmp_path
         assert _host(lab.name, "edge2")["instances"] == ["fw-1.m1"]
         assert _host(lab.name, "local")["instances"] == []
         # the clone crossed hosts: a tunnel in both contexts with its planned VNI, used
-        from sfclab.steer import record
+        from sfclab.live import record
 
         from .test_chain_tunnels import tunnel
         got = record.load_addition(LabState(lab.name), "one")

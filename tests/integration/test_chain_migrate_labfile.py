@@ -22,7 +22,8 @@ from sfclab.kernel import netns
 from sfclab.realize import lifecycle
 from sfclab.realize.dataplane import lab_dir
 from sfclab.realize.state import LabState
-from sfclab.steer import chains, hostops, migrate, record, request
+from sfclab.live.ops import chains, hostops, migrate
+from sfclab.live import record, request
 
 from .labtools import leftovers, nothing_left
 from .test_chain_ops import counters, migrate_under_udp_and_tcp, running

@@ -12,7 +12,8 @@ from typing import Any
 from sfclab.cli import main
 from sfclab.kernel import netns
 from sfclab.realize.inspect import inspect
-from sfclab.steer import chains, migrate, request
+from sfclab.live.ops import chains, migrate
+from sfclab.live import request
 from sfclab.web.routes.labs import lab_topology
 from tests.unit.test_web_topology import embedded
 

@@ -28,8 +28,10 @@ from sfclab.errors import LabError, SpecError
 from sfclab.kernel import netns
 from sfclab.realize.dataplane import DataPlane, lab_dir
 from sfclab.realize.state import LabState
-from sfclab.steer import add as chain_add
-from sfclab.steer import chains, classify, health, migrate, record, request
+from sfclab.live.ops import add as chain_add
+from sfclab.live.ops import chains, classify, migrate
+from sfclab.live.ops import health
+from sfclab.live import record, request
 from sfclab.traffic.native import NativeGenerator
 
 from .chains import TCP_CLIENT, TCP_SERVER

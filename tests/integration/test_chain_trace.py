@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from sfclab.cli import main
-from sfclab.steer import chains
+from sfclab.live.ops import chains
 
 from .test_chain_ops import running
 from .test_sfc import FW, HOST, ROUTER

@@ -15,8 +15,9 @@ from sfclab.cli import main
 from sfclab.kernel import netns
 from sfclab.realize import lifecycle
 from sfclab.realize.state import LabState
-from sfclab.steer import add as chain_add
-from sfclab.steer import hostops, record, request
+from sfclab.live.ops import add as chain_add
+from sfclab.live.ops import hostops
+from sfclab.live import record, request
 
 from .test_chain_hosts import GROUP, named
 from .test_chain_ops import chain_file, counters, running, send

@@ -1,4 +1,4 @@
-"""A migration's two instances tolerate mid-stream TCP (:mod:`sfclab.steer.conntrack`):
+"""A migration's two instances tolerate mid-stream TCP (:mod:`sfclab.live.chains.conntrack`):
 ``copy`` makes connection tracking liberal about TCP windows inside both namespaces and
 nowhere else (the root namespace's setting is left as it was)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 
 from sfclab.kernel import netns
-from sfclab.steer import conntrack
+from sfclab.live.chains import conntrack
 
 
 def test_copy_makes_both_instances_liberal_and_leaves_the_root_alone() -> None:

@@ -235,7 +235,7 @@ def try_chain_add(state: Path, running: str, case: Case, f: Path) -> Failure | N
 def classifiers_of(lab: str) -> str:
     """The running lab's chain ``web`` as ``chain inspect`` reads it from the maps (entries
     and classifiers; counters left out)."""
-    from sfclab.steer.chains import inspect
+    from sfclab.live.ops.chains import inspect
 
     web = inspect(lab, "web")["chains"]["web"]
     return json.dumps({k: v for k, v in web.items() if "counter" not in k and k != "nodes"},

@@ -17,7 +17,7 @@ import yaml
 from sfclab.cli import main
 from sfclab.realize.dataplane import DataPlane
 from sfclab.realize.state import LabState
-from sfclab.steer import chains as steer_chains
+from sfclab.live.ops import chains as steer_chains
 
 from ..unit.test_refusals import CASES
 from .test_chain_ops import VIDEO, base_lab, chain_file, running

@@ -13,15 +13,17 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sfclab.api import Lab
+from sfclab.plan.flowhash import flow_hash
 from sfclab.plan.sfc import SteeringPlan
 from sfclab.realize.dataplane import lab_dir
-from sfclab.steer import chains, classify
+from sfclab.live.ops import chains, classify
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = [sys.executable, "-m", "tests.integration.sfcprobe"]
@@ -262,7 +264,16 @@ def test_symmetric_weighted_group() -> None:
         n1 = (after["fw1"]["proxy_in"] - before["fw1"]["proxy_in"]) / 2
         n2 = (after["fw2"]["proxy_in"] - before["fw2"]["proxy_in"]) / 2
         assert n1 + n2 == 1000
-        assert abs(n1 / 1000 - 0.25) <= 0.025 and abs(n2 / 1000 - 0.75) <= 0.075, (n1, n2)
+        # each flow on the instance its slot names (the classifier's hash over the plan's
+        # Maglev table), and the table shared by the weights
+        fwd = next(x for x in steering(lab).directions if x.chain == "c" and not x.reverse)
+        assert abs(fwd.slots.count(0) / len(fwd.slots) - 0.25) <= 0.01
+        src = IPv4Address(str(lab.address("src")))
+        on = [fwd.paths[fwd.slots[flow_hash(src, IPv4Address(dst), 20000 + k, 7000, 17, 1)
+                                 % len(fwd.slots)]].instances for k in range(1000)]
+        assert (n1, n2) == (on.count(["fw1"]), on.count(["fw2"]))
+        # 1,000 flows: the shares within three standard deviations (1.4 %) of the weights
+        assert abs(n1 / 1000 - 0.25) <= 0.042 and abs(n2 / 1000 - 0.75) <= 0.042, (n1, n2)
         server.kill()
         server.wait()
 

@@ -8,7 +8,7 @@ from tests.integration.test_sfc import (FW, HOST, TOPOLOGIES, Capture, echo, lab
                                         node_counters, running, send, steering)
 
 from sfclab.plan.sfc import PAD_LABEL
-from sfclab.steer import chains
+from sfclab.live.ops import chains
 
 
 def test_padded_chain_delivers_and_the_middle_hop_carries_the_padded_depth() -> None:

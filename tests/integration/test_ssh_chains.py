@@ -30,7 +30,7 @@ from sfclab.realize.dataplane import lab_dir
 from sfclab.realize.inspect import inspect
 from sfclab.realize.kinds import load_lab_dict
 from sfclab.realize.state import LabState
-from sfclab.steer import chains, classify, hostops
+from sfclab.live.ops import chains, classify, hostops
 
 from .labtools import nothing_left
 from .sshd import ADDRESSES, SPARE, ssh_machines
@@ -246,9 +246,9 @@ def _context_link(ms, m: str, dev: str) -> bool:
 def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_remove_it(
         spare_machines, lab_name, tmp_path, capsys):
     """host add --ssh m4, then chain add: the instance placed on m4 (the only host with room:
-    the lab file's have 256M) is made by m4's agent (namespace, function, tunnel end to r1's host h1, whose agent
-    makes the other end); classified traffic goes through it (trace and counters say so),
-    other traffic does not; chain rm removes it everywhere; down after a second add too."""
+    the lab file's have 256M) is made by m4's agent (namespace, function, tunnel end to r1's host
+    h1, whose agent makes the other end); classified traffic goes through it (trace and counters say
+    so), other traffic does not; chain rm removes it everywhere; down after a second add too."""
     ms = spare_machines
     with ssh_lab(ms, lab_name, memory="256M") as splan:
         assert main(_add_m4(ms, lab_name)) == 0

@@ -1,5 +1,5 @@
 """Failover over SSH of an instance on a host that is not its direction's ingress's host
-(issue 14, item 4; the model: :mod:`sfclab.steer.peerwatch`): the instance's host's watcher
+(issue 14, item 4; the model: :mod:`sfclab.live.health.peerwatch`): the instance's host's watcher
 probes it and reports to the ingress host's watcher over the hosts' underlay.  Killing that
 host's watcher (a dead host) takes its instances out within a second; ``chain watch`` starts it
 again and they are put back; a forged report is ignored; ``kill -9`` of the instance's program
@@ -23,8 +23,8 @@ from sfclab.realize import lifecycle
 from sfclab.realize.dataplane import lab_dir
 from sfclab.realize.kinds import load_lab_dict
 from sfclab.realize.state import LabState
-from sfclab.steer import chains
-from sfclab.steer.peermsg import Report, encode
+from sfclab.live.ops import chains
+from sfclab.live.health.peermsg import Report, encode
 from sfclab.traffic.native import NativeGenerator
 
 from .labtools import nothing_left

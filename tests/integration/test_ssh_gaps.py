@@ -6,7 +6,7 @@ machines of :mod:`.sshd`:
   ``down`` leaves nothing;
 - a host that joined with ``host add --ssh`` and then got an instance by ``chain migrate
   --to`` knows its peers (``chain migrate`` starts and refreshes the watchers,
-  :mod:`sfclab.steer.live_ssh_migrate`): killing the instance's program there fails it over at the
+  :mod:`sfclab.live.runtime.ssh_migrate`): killing the instance's program there fails it over at the
   ingress's host within a second, nothing lost after.
 """
 
@@ -23,7 +23,7 @@ from sfclab.cli import main
 from sfclab.realize import lifecycle
 from sfclab.realize.dataplane import lab_dir
 from sfclab.realize.kinds import load_lab_dict
-from sfclab.steer import chains
+from sfclab.live.ops import chains
 from sfclab.traffic.native import NativeGenerator
 
 from .labtools import nothing_left

@@ -22,7 +22,7 @@ from sfclab.cli import main
 from sfclab.realize import lifecycle
 from sfclab.realize.dataplane import lab_dir
 from sfclab.realize.kinds import load_lab_dict
-from sfclab.steer import chains
+from sfclab.live.ops import chains
 from sfclab.traffic.native import NativeGenerator
 
 from .chains import TCP_CLIENT, TCP_SERVER

@@ -27,7 +27,8 @@ from sfclab.realize import lifecycle
 from sfclab.realize.dataplane import DataPlane, lab_dir, share_dir
 from sfclab.realize.kinds import load_lab_dict
 from sfclab.realize.state import LabState
-from sfclab.steer import chains, hostops, record
+from sfclab.live.ops import chains, hostops
+from sfclab.live import record
 from sfclab.traffic.native import NativeGenerator
 
 from .labtools import leftovers, nothing_left

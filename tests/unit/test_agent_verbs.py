@@ -1,4 +1,4 @@
-"""The agent's verbs are one table (:mod:`sfclab.steer.agent_verbs`), joined from each agent
+"""The agent's verbs are one table (:mod:`sfclab.live.runtime.agent_verbs`), joined from each agent
 module's own verbs; no module adds to another's at import or at run time."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from sfclab.hosts.ssh import AGENT_MODULE, SshTarget
 from sfclab.realize import agent, agent_scan, agent_sfc
-from sfclab.steer import agent_chain, agent_conntrack, agent_health, agent_verbs
+from sfclab.live.runtime import agent_chain, agent_conntrack, agent_health, agent_verbs
 
 MODULES = (agent, agent_sfc, agent_scan, agent_chain, agent_conntrack, agent_health)
 
@@ -33,9 +33,9 @@ def test_a_verb_declared_twice_is_refused():
 
 
 def test_every_call_runs_the_one_table():
-    assert AGENT_MODULE == "sfclab.steer.agent_verbs"
+    assert AGENT_MODULE == "sfclab.live.runtime.agent_verbs"
     assert SshTarget("h", "198.19.0.1").command("chain-make").endswith(
-        "-m sfclab.steer.agent_verbs chain-make")
+        "-m sfclab.live.runtime.agent_verbs chain-make")
 
 
 def test_the_table_dispatches_a_chain_verb_and_names_every_verb(monkeypatch, capsys,
@@ -43,7 +43,7 @@ def test_the_table_dispatches_a_chain_verb_and_names_every_verb(monkeypatch, cap
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert agent_verbs.main(["nothing"]) == 2
     usage = capsys.readouterr().err
-    assert "python -m sfclab.steer.agent_verbs" in usage
+    assert "python -m sfclab.live.runtime.agent_verbs" in usage
     assert all(v in usage for v in ("up", "sfc-read", "scan", "chain-make", "chain-switch",
                                     "conntrack-list", "chain-watch"))
     monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"lab": "nolab"})))

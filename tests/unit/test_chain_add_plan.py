@@ -169,7 +169,7 @@ def test_free_path_ranges_skip_the_empty_path() -> None:
 
 
 def test_a_mapping_from_an_api_becomes_the_same_typed_request() -> None:
-    from sfclab.steer.request import chain_from_dict
+    from sfclab.live.request import chain_from_dict
 
     req = chain_from_dict("nolab", {**GOOD, "attach": "r1"}, source="POST /labs/x/chains")
     assert [f.name for f in req.functions] == ["fw", "n"]

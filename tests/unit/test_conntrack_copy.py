@@ -3,7 +3,7 @@ status flags, time left, and the address translation the reply tuple shows (no r
 
 from __future__ import annotations
 
-from sfclab.steer.conntrack import parse
+from sfclab.live.chains.conntrack import parse
 
 LISTING = """\
 udp      17 28 src=198.18.0.1 dst=198.18.2.2 sport=40000 dport=5005 src=198.18.2.2 dst=198.19.255.254 sport=5005 dport=40000 [ASSURED] mark=0 use=1

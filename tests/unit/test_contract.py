@@ -118,6 +118,6 @@ def test_the_packers_write_the_bytes_the_hand_packed_formats_wrote() -> None:
     assert dataplane.encode_hop(5, "forward", None, None) == struct.pack("<III", 5, 1, 0) + \
         bytes(12)
     chain = dataplane.encode_chain(3, 2, [4, 5, 6])
-    assert chain == struct.pack("<II256I", 3, 2, 4, 5, 6, *[0] * 253)
+    assert chain == struct.pack("<II1024I", 3, 2, 4, 5, 6, *[0] * 1021)
     assert dataplane.decode_chain(chain) == (3, 2, [4, 5, 6])
     assert dataplane.match_chain(struct.pack("<iI", -5, 9)) == 9

@@ -165,7 +165,7 @@ def test_fixed_reproducers(tmp: Path, kind: str, text: str) -> None:
 def test_host_names_with_a_final_line_break_are_refused() -> None:
     """``host add`` (and its API body) take no name with a final line break (a cgroup path)."""
     from sfclab.errors import SpecError
-    from sfclab.steer.hostops import check_host_request
+    from sfclab.live.ops.hostops import check_host_request
 
     with pytest.raises(SpecError, match="expected a host name") as e:
         check_host_request("h1\n", 1, 64 << 20)

@@ -1,12 +1,13 @@
 """What a health watcher acts on and probes (pure): on this machine's lab every direction and
 instance; on a host driven over SSH (its part) the directions whose ingress is there and every
-instance placed there (:func:`sfclab.steer.health.scope`)."""
+instance placed there (:func:`sfclab.live.health.watch.scope`)."""
 
 from __future__ import annotations
 
 from sfclab.plan.split import split
 from sfclab.hosts.ssh import AGENT_MODULE
-from sfclab.steer import agent_verbs, health, live_ssh
+from sfclab.live.runtime import agent_verbs, ssh as live_ssh
+from sfclab.live.health import watch
 
 from .chainplans import line_chain_plan
 
@@ -19,7 +20,7 @@ def _plan():
 
 def test_a_lab_of_this_machine_watches_every_instance_and_direction():
     plan, sp = _plan()
-    dirs, watched = health.scope(plan, sp)
+    dirs, watched = watch.scope(plan, sp)
     assert [d.index for d in dirs] == [d.index for d in sp.directions]
     assert watched == ["f1", "f2"]
 
@@ -29,10 +30,10 @@ def test_a_host_acts_on_its_ingress_directions_and_probes_its_own_instances():
     parts = split(plan)
     for p in parts.values():
         p.hosts[0].emulated = False  # what the agent makes of its part
-    dirs, watched = health.scope(parts["h1"], sp)
+    dirs, watched = watch.scope(parts["h1"], sp)
     assert [d.ingress for d in dirs] == ["src"] and watched == ["f1"]  # not f2, on h2
     # no ingress on h2, but an instance: its watcher probes it (and tells h1's)
-    assert health.scope(parts["h2"], sp) == ([], ["f2"])
+    assert watch.scope(parts["h2"], sp) == ([], ["f2"])
 
 
 def test_the_health_verbs_are_in_the_agents_one_table():
@@ -48,7 +49,7 @@ def test_chain_inspect_merges_every_hosts_record(monkeypatch, tmp_path):
     from sfclab.hosts.ssh import SshTarget
     from sfclab.realize.runtime.ssh import SshRuntime
     from sfclab.realize.state import LabState
-    from sfclab.steer import record
+    from sfclab.live import record
 
     monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
     state = LabState("c")

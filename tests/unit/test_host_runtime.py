@@ -1,6 +1,6 @@
 """The host runtime (:mod:`sfclab.realize.runtime`), from a lab file, a plan or a running lab's
 journal, without root: which runtime a lab has, and that every runtime has its running-lab
-operations (:data:`sfclab.steer.live_table.LIVE`)."""
+operations (:data:`sfclab.live.runtime.table.LIVE`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from sfclab.realize.runtime.base import HostRuntime
 from sfclab.realize.runtime.local import LocalRuntime
 from sfclab.realize.runtime.ssh import SshRuntime
 from sfclab.realize.state import LabState
-from sfclab.steer.live import LiveRuntime
-from sfclab.steer.live_table import LIVE, live_for
+from sfclab.live.runtime.base import LiveRuntime
+from sfclab.live.runtime.table import LIVE, live_for
 
 EMULATED = """
 name: emu

@@ -116,7 +116,7 @@ def test_ssh_keys_resolve_against_the_lab_files_folder(tmp_path):
 def test_the_agent_command_quotes_what_it_is_given():
     t = SshTarget("h1", "198.19.255.9", python="/opt/my python/bin/python3", state="/x y")
     assert t.command("up") == ("SFCLAB_STATE_DIR='/x y' '/opt/my python/bin/python3' -m "
-                               "sfclab.steer.agent_verbs up")
+                               "sfclab.live.runtime.agent_verbs up")
     assert SshTarget.from_dict(t.to_dict()) == t
 
 

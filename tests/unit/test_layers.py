@@ -22,8 +22,9 @@ ARROWS = re.compile(r"`(\w+(?:\s*->\s*\w+)+)`")
 
 def contract() -> dict:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    layered = [c for c in data["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
-    assert len(layered) == 1, "one layers contract in pyproject.toml"
+    layered = [c for c in data["tool"]["importlinter"]["contracts"]
+               if c["type"] == "layers" and c["name"].startswith("Layers:")]
+    assert len(layered) == 1, "one contract of the package's layers in pyproject.toml"
     return layered[0]
 
 

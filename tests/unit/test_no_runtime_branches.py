@@ -1,8 +1,9 @@
 """No local/remote branch outside the host runtimes: ``.emulated`` and ``is_remote`` (and the
 runtime classes by name) are read only by the runtime package
-(:mod:`sfclab.realize.runtime`), its running-lab operations (``sfclab/steer/live*.py``:
-:mod:`sfclab.steer.live` and its implementations) and the plan model (which defines
-``emulated``).  The exceptions that
+(:mod:`sfclab.realize.runtime`), its running-lab operations (:mod:`sfclab.live.runtime`: the
+interface :mod:`~sfclab.live.runtime.base`, its table and implementations, not the agent's
+verbs; and :mod:`sfclab.live.hosts.join`, joining a host over SSH) and the plan model (which
+defines ``emulated``).  The exceptions that
 remain are listed with the number of uses each and why; the list may only shrink."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src" / "sfclab"
 
 #: where telling runtimes apart is the job
-RUNTIME = ("realize/runtime/", "steer/live", "plan/")
+RUNTIME = ("realize/runtime/", "live/runtime/base.py", "live/runtime/table.py",
+           "live/runtime/local", "live/runtime/ssh", "live/hosts/join.py", "plan/")
 
 #: what tells runtimes apart
 WORDS = {"emulated", "is_remote", "LocalRuntime", "SshRuntime", "LocalLive", "SshLive"}
@@ -31,12 +33,12 @@ EXCEPTIONS = {
     "realize/agent.py": 1,
     # a guard in the local runtime's own tunnel code (joining a host to the underlay):
     # tunnels of added instances are made between emulated hosts only
-    "steer/underlay.py": 1,
+    "live/hosts/underlay.py": 1,
     # the measurement builder has no form for hosts reached over SSH yet: it refuses them
     "traffic/measure.py": 1,
     # a host request's bounds: an emulated host's are this machine's CPUs and memory, a
     # machine's the limits (the kind of host asked for, not the lab's runtime)
-    "steer/hostops.py": 3,
+    "live/ops/hostops.py": 3,
 }
 
 

@@ -1,14 +1,14 @@
 """The messages between health watchers of hosts driven over SSH and what an ingress host's
-watcher makes of them (:mod:`sfclab.steer.peermsg`, :mod:`sfclab.steer.peertable`), with a
-fake clock: only the lab's signed reports from its hosts count, replays change nothing, a host
+watcher makes of them (:mod:`sfclab.live.health.peermsg`, :mod:`sfclab.live.health.peertable`), with
+a fake clock: only the lab's signed reports from its hosts count, replays change nothing, a host
 silent for longer than the timeout has all its instances taken as dead until heard again."""
 
 from __future__ import annotations
 
 import json
 
-from sfclab.steer.peermsg import MAGIC, Report, decode, encode
-from sfclab.steer.peertable import PEER_TIMEOUT_S, Clock, PeerTable
+from sfclab.live.health.peermsg import MAGIC, Report, decode, encode
+from sfclab.live.health.peertable import PEER_TIMEOUT_S, Clock, PeerTable
 
 SECRET = "ab" * 32
 HOSTS = {"h1", "h2", "h3"}

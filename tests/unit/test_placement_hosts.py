@@ -18,7 +18,8 @@ from sfclab.realize.lifecycle import plan_for
 from sfclab.realize.state import LabState
 from sfclab.spec.chainfile import parse
 from sfclab.spec.source import Document
-from sfclab.steer import capacity, record
+from sfclab.live.hosts import capacity
+from sfclab.live import record
 
 M = 1 << 20
 HOSTED = {"name": "uh1",

@@ -145,7 +145,7 @@ def test_a_chain_add_file_whose_egress_is_its_ingress_is_refused() -> None:
 def test_chain_migrate_to_an_empty_or_bad_host_name_is_refused(
         to: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Was: ``--to ''`` read as "the same host", exit 0, and the instance migrated."""
-    from sfclab.steer.request import MigrateInstance
+    from sfclab.live.request import MigrateInstance
 
     with pytest.raises(SpecError) as e:
         MigrateInstance("lab", "meter-1", to)
@@ -161,7 +161,7 @@ def test_a_measurement_request_with_a_nul_is_refused_at_its_place() -> None:
 
 
 def test_host_add_refuses_a_key_file_that_is_no_key(tmp_path: Path) -> None:
-    from sfclab.steer.live_ssh_join import check_request
+    from sfclab.live.hosts.join import check_request
 
     key = tmp_path / "id"
     key.write_text("hello\n")

@@ -221,7 +221,7 @@ def test_chain_rm_and_migrate_map_unknown_and_lab_file_chains(client: TestClient
 
 
 def test_a_change_on_a_busy_lab_is_409(client: TestClient) -> None:
-    from sfclab.steer import record
+    from sfclab.live import record
 
     name = fake_up(SFC)
     with record.lab_lock(LabState(name), 1.0):

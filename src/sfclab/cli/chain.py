@@ -93,21 +93,21 @@ def _trace_text(d: dict[str, Any]) -> str:
 
 
 def cmd_ls(a: argparse.Namespace) -> int:
-    from ..steer import chains  # light start-up: load only what this command needs
+    from ..live.ops import chains  # light start-up: load only what this command needs
 
     emit(chains.listing(a.name), a.json, _ls_text)
     return ExitStatus.OK
 
 
 def cmd_inspect(a: argparse.Namespace) -> int:
-    from ..steer import chains  # light start-up: load only what this command needs
+    from ..live.ops import chains  # light start-up: load only what this command needs
 
     emit(chains.inspect(a.name, a.chain), a.json, _inspect_text)
     return ExitStatus.OK
 
 
 def cmd_classify(a: argparse.Namespace) -> int:
-    from ..steer import classify  # light start-up: load only what this command needs
+    from ..live.ops import classify  # light start-up: load only what this command needs
 
     emit(classify.classify(a.name, a.chain, a.from_file), a.json,
          lambda d: f"chain {d['chain']}: {d['classifiers']} classifiers added as "
@@ -116,7 +116,7 @@ def cmd_classify(a: argparse.Namespace) -> int:
 
 
 def cmd_trace(a: argparse.Namespace) -> int:
-    from ..steer import chains  # light start-up: load only what this command needs
+    from ..live.ops import chains  # light start-up: load only what this command needs
 
     d = chains.trace(a.name, a.chain, a.path, direction=a.direction)
     emit(d, a.json, _trace_text)

@@ -1,5 +1,5 @@
 """``sfclab chain add | rm | migrate | watch``: chains and instances changed on a running lab
-(the library entry points are in :mod:`sfclab.steer`; this file only parses and prints)."""
+(the library entry points are in :mod:`sfclab.live`; this file only parses and prints)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def _add_text(d: dict[str, Any]) -> str:
 
 
 def cmd_add(a: argparse.Namespace) -> int:
-    from ..steer import add, request  # light start-up: load only what this command needs
+    from ..live.ops import add
+    from ..live import request  # light start-up: load only what this command needs
 
     req = request.read_chain_file(a.name, a.file, wait_s=a.wait)
     emit(add.add_chain(req, progress=progress()), a.json, _add_text)
@@ -29,7 +30,8 @@ def cmd_add(a: argparse.Namespace) -> int:
 
 
 def cmd_rm(a: argparse.Namespace) -> int:
-    from ..steer import add, request  # light start-up: load only what this command needs
+    from ..live.ops import add
+    from ..live import request  # light start-up: load only what this command needs
 
     d = add.remove_chain(request.RemoveChain(a.name, a.chain, wait_s=a.wait))
     emit(d, a.json, lambda d: f"chain {d['chain']} removed in {d['seconds']:.3f} s "
@@ -39,7 +41,8 @@ def cmd_rm(a: argparse.Namespace) -> int:
 
 
 def cmd_migrate(a: argparse.Namespace) -> int:
-    from ..steer import migrate, request  # light start-up: load only what this command needs
+    from ..live.ops import migrate
+    from ..live import request  # light start-up: load only what this command needs
 
     d = migrate.migrate(request.MigrateInstance(a.name, a.instance, a.to, wait_s=a.wait,
                                                 conntrack=not a.no_conntrack))
@@ -55,7 +58,7 @@ def _pids(w: int | dict[str, int]) -> str:
 
 
 def cmd_watch(a: argparse.Namespace) -> int:
-    from ..steer import health  # light start-up: load only what this command needs
+    from ..live.ops import health  # light start-up: load only what this command needs
 
     d = health.start(a.name)
     emit(d, a.json, lambda d: f"watcher of lab {d['lab']}: PID {_pids(d['watcher'])} "

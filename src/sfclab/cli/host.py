@@ -1,5 +1,5 @@
-"""``sfclab host add | rm | ls``: hosts of a running lab (the library: :mod:`sfclab.steer.hostops`;
-this file only parses and prints)."""
+"""``sfclab host add | rm | ls``: hosts of a running lab (the library:
+:mod:`sfclab.live.ops.hostops`; this file only parses and prints)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _size(v: str) -> int:
 
 
 def cmd_add(a: argparse.Namespace) -> int:
-    from ..steer import hostops  # light start-up: load only what this command needs
+    from ..live.ops import hostops  # light start-up: load only what this command needs
 
     if a.ssh is not None or a.key is not None or a.port is not None or a.agent_state:
         d = hostops.add_ssh_host(a.name, a.host, a.ssh, a.key, a.port, a.cpus,
@@ -72,7 +72,7 @@ def cmd_add(a: argparse.Namespace) -> int:
 
 
 def cmd_rm(a: argparse.Namespace) -> int:
-    from ..steer import hostops  # light start-up: load only what this command needs
+    from ..live.ops import hostops  # light start-up: load only what this command needs
 
     d = hostops.remove_host(a.name, a.host, drain=a.drain, wait_s=a.wait)
     emit(d, a.json, lambda d: f"host {d['host']} removed in {d['seconds']:.3f} s"
@@ -83,7 +83,7 @@ def cmd_rm(a: argparse.Namespace) -> int:
 
 
 def cmd_ls(a: argparse.Namespace) -> int:
-    from ..steer import hostops  # light start-up: load only what this command needs
+    from ..live.ops import hostops  # light start-up: load only what this command needs
 
     emit(hostops.list_hosts(a.name), a.json, _ls_text)
     return ExitStatus.OK

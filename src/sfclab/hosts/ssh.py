@@ -2,8 +2,8 @@
 
 A call opens an SSH connection to the host's underlay address as ``user`` with ``key``, checks
 the host's key against ``known_hosts`` (no unknown host is ever trusted), runs
-``SFCLAB_STATE_DIR=<state> <python> -m sfclab.steer.agent_verbs <verb>`` there with the request as
-JSON on stdin, and returns the agent's JSON answer.  The connection leaves from namespace
+``SFCLAB_STATE_DIR=<state> <python> -m sfclab.live.runtime.agent_verbs <verb>`` there with the
+request as JSON on stdin, and returns the agent's JSON answer.  The connection leaves from namespace
 ``netns`` of this machine when one is given (sockets stay in the namespace they were opened
 in), so a test's SSH traffic never leaves the lab's underlay.
 
@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import RealizeError
 from ..kernel import netns as kernel_netns
 
-AGENT_MODULE = "sfclab.steer.agent_verbs"
+AGENT_MODULE = "sfclab.live.runtime.agent_verbs"
 
 
 class HostUnreachable(RealizeError):
@@ -82,7 +82,8 @@ class SshTarget:
 def call(t: SshTarget, verb: str, request: dict[str, Any], *, timeout: float = 120,
          connect_timeout: float = 10, module: str = AGENT_MODULE) -> dict[str, Any]:
     """Run agent ``verb`` on host ``t`` with ``request``; its JSON answer.  ``module``: the
-    agent's module (default: the one table of every verb, :mod:`sfclab.steer.agent_verbs`)."""
+    agent's module (default: the one table of every verb,
+    :mod:`sfclab.live.runtime.agent_verbs`)."""
     ctx = kernel_netns.entered(t.netns) if t.netns else contextlib.nullcontext()
     with ctx:  # the socket is opened in this thread, so in the namespace
         status, out, err = asyncio.run(_run(t, t.command(verb, module), json.dumps(request), timeout,

@@ -19,6 +19,7 @@ Nothing here touches the kernel, so all of it is tested without root.
 - :mod:`.sfc`              chains -> the steering plan: paths, labels, stacks, classifier entries
 - :mod:`.sfc_hosts`        the SFC data plane split over hosts that are separate machines
 - :mod:`.flowhash`         the classifier's flow hash, as the data plane computes it
+- :mod:`.maglev`           slot tables by Maglev hashing: failover moves only the dead's flows
 - :mod:`.classifier_rows`  classifier entries in integers, for bulk loads
 - :mod:`.chainpaths`       paths, labels and free table space on a running lab's plan
 - :mod:`.chainadd`         a chain added to a running lab, planned against its saved plan

@@ -18,7 +18,10 @@ table's empty entry: a chain whose group has no instance left points its slots t
 classifier drops and counts what it matches).
 
 :func:`plan_addition` returns an :class:`Addition` (what to make, in the data plane's terms);
-:func:`apply` merges it into the plan, :func:`withdraw` takes it out again.
+:func:`apply` merges it into the plan, :func:`withdraw` takes it out again.  :func:`change_of`
+is the part of a merged plan that added nodes bring: a plan of its own, which the build engine
+of ``up`` makes on the running lab (:mod:`sfclab.realize.change`); :func:`drop_nodes` is its
+converse.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from .names import netns_name
 from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, classifier_row,
                   reversed_classifier)
 
-__all__ = ["NO_PATH", "Addition", "Instance", "NewNode", "apply", "plan_addition", "withdraw",
+__all__ = ["NO_PATH", "Addition", "Instance", "NewNode", "apply", "change_of", "plan_addition",
+           "withdraw",
            "drop_nodes"]
 
 MAX_DIRECTIONS = 256
@@ -301,6 +305,20 @@ def withdraw(plan: Plan, add: Addition) -> list[int]:
     drop_nodes(plan, gone)
     plan.steering = sp
     return freed
+
+
+def change_of(plan: Plan, nodes: set[str]) -> Plan:
+    """What ``nodes`` (added by ``chain add`` or ``migrate``, each joined to its attach node by
+    a veth) bring to ``plan``, as a plan of their own: their namespaces, their links (both
+    ends, the attach node's included), their routes and functions.  Nothing else of the lab
+    is in it: the build engine makes exactly these objects (:mod:`sfclab.realize.change`).
+    The converse of :func:`drop_nodes`."""
+    return Plan(plan.lab, plan.tag,
+                namespaces=[n for n in plan.namespaces if n.node in nodes],
+                interfaces=[i for i in plan.interfaces if i.node in nodes or i.peer in nodes],
+                veths=[v for v in plan.veths if v.a.node in nodes or v.b.node in nodes],
+                routes=[r for r in plan.routes if r.node in nodes],
+                functions={n: f for n, f in plan.functions.items() if n in nodes})
 
 
 def drop_nodes(plan: Plan, gone: set[str]) -> None:

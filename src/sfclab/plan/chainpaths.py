@@ -151,7 +151,7 @@ def build_direction(topo: Topology, labels: Labels, cname: str, index: int, reve
     d = DirectionPlan(index, cname, reverse, start, end, symmetric, ttl)
     d.paths = assemble(cname, start, end, stages, weights, topo.shortest, labels.label,
                        lambda msg: SpecError(msg, place=place))
-    d.slots = _slots([p.weight for p in d.paths])
+    d.slots = _slots(d.paths)
     return d
 
 

@@ -9,7 +9,7 @@ capacity minus what the instances already there (``used``) and the ones placed b
 When an instance fits nowhere, nothing is placed and :class:`NoRoom` names the function, its
 needs and the host with the most free CPU.
 
-The hosts of a running lab, with what they hold, come from :mod:`sfclab.steer.capacity`: the
+The hosts of a running lab, with what they hold, come from :mod:`sfclab.live.hosts.capacity`: the
 lab file's hosts and those ``host add`` made, and, in a lab whose file names none, the implicit
 host ``local`` (:func:`local_host`: this machine's CPUs and memory, filled in by the caller).
 """

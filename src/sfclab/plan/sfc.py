@@ -50,6 +50,7 @@ from ..spec.lab import Lab
 from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,  # noqa: F401
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
 from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
+from . import maglev
 from .model import InterfacePlan, Plan
 from .steering import (ClassifierRow, DirectionPlan, EntryRow, Hop, PathPlan,  # noqa: F401
                        SteeringPlan)
@@ -158,22 +159,11 @@ def _weights(instances: list[list[str]], weights: list[list[int]]) -> list[tuple
     return combos
 
 
-def _slots(weights: list[int]) -> list[int]:
-    """``SLOTS`` slots shared in proportion to ``weights`` (largest remainder), interleaved."""
-    total = sum(weights)
-    exact = [w * SLOTS / total for w in weights]
-    counts = [int(x) for x in exact]
-    for i in sorted(range(len(weights)), key=lambda i: exact[i] - counts[i],
-                    reverse=True)[:SLOTS - sum(counts)]:
-        counts[i] += 1
-    slots: list[int] = []
-    left = list(counts)
-    while len(slots) < SLOTS:
-        for i in range(len(weights)):
-            if left[i]:
-                slots.append(i)
-                left[i] -= 1
-    return slots
+def _slots(paths: list[PathPlan]) -> list[int]:
+    """Slot -> index into ``paths``: a Maglev table of :data:`sfclab.plan.maglev.SIZE` slots
+    over the paths' keys (their instances' names), shared by their weights."""
+    return maglev.table([maglev.path_key(p.instances) for p in paths],
+                        [p.weight for p in paths])
 
 
 def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
@@ -281,7 +271,7 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
     d.paths = assemble(cname, start, end, stages, weights, g.shortest, labels.label,
                        lambda msg: _error(lab, msg, fplace), chain.pad_labels,
                        lambda msg: _error(lab, msg, ("chains", cname, "pad_labels")))
-    d.slots = _slots([p.weight for p in d.paths])
+    d.slots = _slots(d.paths)
     for i, c in enumerate(chain.classifiers):
         if c.ingress != ingress:
             continue

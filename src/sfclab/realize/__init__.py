@@ -8,6 +8,8 @@ ovs-vsctl transaction), every object journaled before it is made and marked as t
 - :mod:`.build`         plan -> kernel objects, stage by stage; :mod:`.step` names the object
                         a failure was making
 - :mod:`.journal`       the journal entries of every part, written before anything is made
+- :mod:`.change`        a change to a running lab (the objects added nodes bring), journaled
+                        and made by the same parts and engine as ``up``
 - :mod:`.state`         the state journal: what a lab owns, on disk
 - :mod:`.ownership`     each kind of journal entry and the proof of ownership its object must show
 - :mod:`.teardown`      remove exactly what the journal names and the marks confirm

@@ -1,5 +1,5 @@
 """The agent: a real host's side of a lab, run there over SSH (``python -m
-sfclab.steer.agent_verbs VERB``, whose table holds these verbs and those of the other agent
+sfclab.live.runtime.agent_verbs VERB``, whose table holds these verbs and those of the other agent
 modules).
 
 One verb per run, the request as JSON on stdin, the answer as JSON on stdout; a failure is one
@@ -209,7 +209,8 @@ def inspect(req: dict[str, Any]) -> dict[str, Any]:
 
 
 Verb = Callable[[dict[str, Any]], dict[str, Any]]
-#: this module's verbs (every verb of the agent, in one table: :mod:`sfclab.steer.agent_verbs`)
+#: this module's verbs (every verb of the agent, in one table:
+# :mod:`sfclab.live.runtime.agent_verbs`)
 VERBS: dict[str, Verb] = {"check": check, "up": up, "down": down, "inspect": inspect}
 
 
@@ -245,7 +246,7 @@ def _armed(run: ArmedVerb, verb: str, req: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str], table: Mapping[str, Verb] | None = None,
          armed_table: Mapping[str, ArmedVerb] | None = None,
-         module: str = "sfclab.steer.agent_verbs") -> int:
+         module: str = "sfclab.live.runtime.agent_verbs") -> int:
     """Run the one verb ``argv`` names, from ``table`` and ``armed_table`` (default: this
     module's own); ``module``: how the agent is run, for the usage line."""
     verbs: Mapping[str, Verb] = VERBS if table is None else table

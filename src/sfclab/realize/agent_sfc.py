@@ -9,8 +9,9 @@ directory):
 - ``sfc-classify`` ``{"lab": L, "rows": {DIRECTION: [ROW, ...]}, "order": N}``: classifier
   entries (:mod:`sfclab.plan.classifier_rows` rows) added for ingress nodes placed here.
 - ``sfc-probe`` ``{"lab": L, "index": I, "stack": [...], "ttl": K, "restore": T, "node": N,
-  "packet": HEX, "dst": A, "wait": S}``: one step of ``chain trace``: path ``I``'s stack given
-  TTL ``K``, the probe sent from ingress node ``N``, then after ``S`` seconds the TTL put back.
+  "packet": HEX, "dst": A, "wait": S, "pad": P}``: one step of ``chain trace``: path ``I``'s
+  stack (and its ``P`` padding entries) given TTL ``K``, the probe sent from ingress node
+  ``N``, then after ``S`` seconds the TTL put back.
 """
 
 from __future__ import annotations
@@ -80,13 +81,15 @@ def probe(req: dict[str, Any]) -> dict[str, Any]:
         raise LabError(f"node {node} is not placed on this host")
     key = struct.pack("<I", int(req["index"]))
     stack = [int(x) for x in req["stack"]]
+    pad = int(req.get("pad", 0))  # the path's padding entries, kept as the path has them
     with dp:
         raw = dp.maps["sfc_paths"].lookup(key)
         if raw is None:
             raise LabError(f"path {req['index']} is not in this host's share")
         first, dmac = decode_path(raw)
         try:
-            dp.maps["sfc_paths"].update(key, encode_path(stack, int(req["ttl"]), first, dmac))
+            dp.maps["sfc_paths"].update(key, encode_path(stack, int(req["ttl"]), first, dmac,
+                                                         pad))
             with netns.entered(plan.netns_of(node)):
                 s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
             try:
@@ -96,7 +99,7 @@ def probe(req: dict[str, Any]) -> dict[str, Any]:
             time.sleep(float(req.get("wait", 0.05)))
         finally:
             dp.maps["sfc_paths"].update(key, encode_path(stack, int(req["restore"]), first,
-                                                         dmac))
+                                                         dmac, pad))
     return {}
 
 

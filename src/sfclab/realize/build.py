@@ -6,6 +6,11 @@ rtnetlink batch of stage 2 (Linux bridges and veth pairs, each end created direc
 namespace, so no temporary names), the lab's OVSDB transaction of stage 4, and one rtnetlink
 batch per namespace in stage 6 (links up, masters, addresses, then the plan's routes).  Every
 failure is raised as :class:`RealizeError` naming the object; the caller rolls back.
+
+The same engine makes a *change* to a running lab (:mod:`sfclab.realize.change`): then its plan
+holds only the objects to add, ``whole`` is the lab's plan with them (what functions are built
+from), and the lab's namespaces the change's links end in are *joined*: an fd kept on each,
+after its mark is checked, and no interface index guessed there.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from ..errors import RealizeError
 from ..kernel import netns, nlbatch, ovs
 from ..kernel.nlbatch import Batch
 from ..plan.model import InterfacePlan, Plan
+from .ownership import namespace_problem
 from .part import Part
 from .step import step
 from .state import LabState
@@ -35,8 +41,11 @@ class Builder:
     ``close()`` them."""
 
     def __init__(self, plan: Plan, parts: list[Part], state: LabState,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None, *, whole: Plan | None = None):
         self.plan = plan
+        #: the lab's whole plan: ``plan`` itself, or the running lab's with a change's objects
+        self.whole = whole if whole is not None else plan
+        self.joined: set[str] = set()  # namespaces of the running lab a change adds to
         self.state = state
         self.parts = parts
         self.ipr: dict[str | None, IPRoute] = {}  # root and staging namespaces only
@@ -53,7 +62,7 @@ class Builder:
     # --- what parts use --------------------------------------------------------------------
     def created(self, ns: str | None, name: str) -> None:
         """Note that interface ``name`` was just requested in namespace ``ns``."""
-        if ns is None:
+        if ns is None or ns in self.joined:  # an index there is the kernel's to tell
             return
         n = self.next_index.get(ns, 2)
         self.index[(ns, name)] = n
@@ -66,6 +75,17 @@ class Builder:
             if iproute:
                 self.ipr[name] = ipr
             self.fds[name] = os.open(netns.path(name), os.O_RDONLY | os.O_CLOEXEC)
+
+    def join_namespace(self, name: str) -> None:
+        """Keep an fd on namespace ``name`` of the running lab, which a change adds links to;
+        refused unless it carries the lab's mark."""
+        with step(f"namespace {name}"):
+            ino, why = namespace_problem(self.state.name, name)
+            if ino is None:
+                raise RealizeError(why or "it is missing from the running lab",
+                                   obj=f"namespace {name}")
+            self.fds[name] = os.open(netns.path(name), os.O_RDONLY | os.O_CLOEXEC)
+            self.joined.add(name)
 
     def close_namespace(self, name: str) -> None:
         """Forget and delete a namespace the build needed only for a while (staging)."""
@@ -114,18 +134,27 @@ class Builder:
             os.close(fd)
         self.fds.clear()
 
+    def send(self, batch: Batch, ns: str | None = None) -> None:
+        """Send ``batch`` on a netlink socket opened in namespace ``ns`` (None: this one)."""
+        with netns.entered(ns) if ns else contextlib.nullcontext():
+            sock = nlbatch.open_socket()
+        try:
+            batch.send(sock)
+        finally:
+            sock.close()
+
     def build(self) -> None:
         p = self.plan
+        if self.whole is not p:  # a change: the lab's namespaces its links end in
+            made = {ns.name for ns in p.namespaces}
+            for name in sorted({i.netns for i in p.interfaces if i.netns} - made):
+                self.join_namespace(name)
         self.progress(f"namespaces: {len(p.namespaces)}")
         self._stage("namespaces")
         self.progress(f"veth pairs: {len(p.veths)}")
         self._stage("links")
         with step("veth pairs"):
-            sock = nlbatch.open_socket()
-            try:
-                self.link_batch.send(sock)
-            finally:
-                sock.close()
+            self.send(self.link_batch)
         self._stage("after_links")
         self._stage("ovs")
         if self.ovs_commands:
@@ -146,13 +175,7 @@ class Builder:
             if not batch:
                 continue
             with step(f"netlink batch in {ns or 'the root namespace'}"):
-                ctx = netns.entered(ns) if ns else contextlib.nullcontext()
-                with ctx:
-                    sock = nlbatch.open_socket()
-                try:
-                    batch.send(sock)
-                finally:
-                    sock.close()
+                self.send(batch, ns)
         if p.functions:
             self.progress("functions")
         self._stage("prepare")

@@ -7,7 +7,7 @@ their BTF.  This module is the Python side's one statement of the same layouts:
 
 * :data:`LAYOUTS` -- per C struct, its members in order, each as a ``struct`` format (``<`` host
   order on this little-endian target, ``>`` for the ``__be*`` members, ``x`` for padding); the
-  packers in :mod:`sfclab.realize.dataplane` and :mod:`sfclab.steer` are built from these
+  packers in :mod:`sfclab.realize.dataplane` and :mod:`sfclab.live` are built from these
   (:func:`packer`);
 * :data:`LIMITS`, :data:`COUNTERS`, :data:`ACTIONS` -- the Python copies of the enums;
 * :data:`MAPS` -- each lab-wide map's key and value type.

@@ -4,7 +4,7 @@ views show them.
 A lab-file node that was migrated keeps its namespace, links and addresses (the lab's routes
 cross it) but no longer runs its function: it is a *transit* node, and its clone
 ``<node>.m<k>`` is the function now.  The record of it is ``moved/<chain>.json`` in the lab's
-state (written by :mod:`sfclab.steer.record`: ``{"moved": {node: clone}, "addition": ...}``);
+state (written by :mod:`sfclab.live.record`: ``{"moved": {node: clone}, "addition": ...}``);
 this module only reads its ``moved`` part, for ``inspect`` and ``graph``.
 """
 

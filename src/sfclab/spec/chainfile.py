@@ -22,7 +22,7 @@ Model (YAML or JSON; the P4-SFC orchestrator's customer description in a lab's w
       - {name: meter, kind: tun, exec: /usr/local/bin/meter, cpu: 0.25, memory: 32M}
 
 Only the structure is checked here; each function's own keys are checked against its kind by
-:mod:`sfclab.steer.request` (the place named is still this file's).
+:mod:`sfclab.live.request` (the place named is still this file's).
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ MAX_VALUES = 1_000_000
 MAX_LABELS = 16
 #: distinct wildcard masks in a lab's classifier entries (``SFC_MAX_MASKS``)
 MAX_MASKS = 32
-#: load-balancing slots of a chain direction (``SFC_MAX_SLOTS``)
-SLOTS = 256
+#: load-balancing slots of a chain direction (``SFC_MAX_SLOTS``, a power of two: the data
+#: plane masks the index); a table uses the largest prime within it (:mod:`sfclab.plan.maglev`)
+SLOTS = 1024
 #: chain directions in a lab (``SFC_MAX_CHAINS``; a symmetric chain uses two)
 MAX_DIRECTIONS = 256
 #: entries of the path table (``SFC_MAX_PATHS``), over every chain of a lab

@@ -11,13 +11,14 @@ Objects and how they relate:
 - :mod:`.tokenfile` reads the token file (the server's user's, mode 0600, at most 4 KiB) or
   makes ``serve.token`` in the state directory once; :mod:`.contract` is what the OpenAPI
   document declares: every status each route answers, the token, the request bodies' schemas.
-- Every route calls the library (``realize.lifecycle``, ``realize.inspect``, ``steer.chains``,
+- Every route calls the library (``realize.lifecycle``, ``realize.inspect``, ``live.ops.chains``,
   ``traffic.measure`` with the typed request of ``spec.measurement``, ``experiments.store``),
   never the command line.
 - :class:`.jobs.Jobs` (:mod:`.jobs`) runs measurements in the background, one worker process each
   (:mod:`.worker`), so stopping the server interrupts them the way Ctrl-C interrupts
   ``sfclab traffic``: generators end, steering is restored, the lab is left as it was.
-- :class:`.counters.Counters` (:mod:`.counters`) reads the interface counters of a lab's namespaces over netlink
+- :class:`.counters.Counters` (:mod:`.counters`) reads the interface counters of a lab's namespaces
+over netlink
   sockets it keeps open, for the page's per-interface packet and drop rates.
 - :mod:`.topology` turns a lab's plan into the graph the page draws (nodes grouped by host and
   tenant when the plan has them, links with their kind, chains as paths); :mod:`.export` writes

@@ -81,12 +81,12 @@ class FunctionNode(NamespaceNode):
     def prepare(self, b: Builder) -> None:
         for node in self.nodes(b.plan):
             with step(f"function {node} ({self.name}) in {b.plan.netns_of(node)}"):
-                self.function(b.state, b.plan, node).configure()
+                self.function(b.state, b.whole, node).configure()
 
     def start(self, b: Builder) -> None:
         for node in self.nodes(b.plan):
             with step(f"function {node} ({self.name}) in {b.plan.netns_of(node)}"):
-                self.function(b.state, b.plan, node).start()
+                self.function(b.state, b.whole, node).start()
 
     def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
                  report: TeardownReport) -> None:

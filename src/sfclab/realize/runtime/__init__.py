@@ -7,10 +7,11 @@ reaching a host, one table.
 
 :func:`runtime_for` is the one place that tells them apart: a lab whose file gives its hosts
 ``ssh``, whose plan has a host that is not emulated, or whose journal names a host reached
-over SSH, has the ``ssh`` runtime (in a plan: a host that is not emulated); every other lab the ``local`` one.  Another way of reaching
-hosts (a Kubernetes cluster, say) is one more module implementing
+over SSH, has the ``ssh`` runtime (in a plan: a host that is not emulated); every other lab the
+``local`` one.  Another way of reaching hosts (a Kubernetes cluster, say) is one more module
+implementing
 :class:`~.base.HostRuntime` and one more row in :data:`RUNTIMES` (and, for the operations on a
-running lab, in :data:`sfclab.steer.live_table.LIVE`).
+running lab, in :data:`sfclab.live.runtime.table.LIVE`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Which one a lab has is read in exactly one place, :func:`sfclab.realize.runtime.
 (from the lab file, the plan or the lab's journal), from the table
 :data:`sfclab.realize.runtime.RUNTIMES`.  The operations on a running lab (``chain add``,
 ``migrate``, health, ``host add``/``rm``) sit above this layer and extend this interface in
-:mod:`sfclab.steer.live`, one subclass per runtime (:data:`sfclab.steer.live_table.LIVE`).
+:mod:`sfclab.live.runtime.base`, one subclass per runtime (:data:`sfclab.live.runtime.table.LIVE`).
 """
 
 from __future__ import annotations

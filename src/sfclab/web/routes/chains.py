@@ -1,14 +1,14 @@
 """``/api/labs/{lab}/chains``: a running lab's service function chains -- list, inspect, and
-changed on the running lab through the library's entry points (:mod:`sfclab.steer`), exactly
+changed on the running lab through the library's entry points (:mod:`sfclab.live`), exactly
 as ``sfclab chain add | rm | migrate`` change them::
 
     POST   /api/labs/{lab}/chains                    add a chain: the body is a chain file as
-                                                     JSON (steer.request.chain_from_dict,
-                                                     steer.add.add_chain); 201
+                                                     JSON (live.request.chain_from_dict,
+                                                     live.ops.add.add_chain); 201
     DELETE /api/labs/{lab}/chains/{chain}            remove an added chain (remove_chain)
     POST   /api/labs/{lab}/chains/{chain}/migrate    move one of its instances make-before-
                                                      break: {"instance", "to", "conntrack"}
-                                                     (steer.migrate.migrate)
+                                                     (live.ops.migrate.migrate)
 
 Errors as every route: a bad chain file or a placement refusal is 422 with the place
 (``functions[0].cpu``, ...); an unknown lab, chain, instance or host 404; a lab-file chain
@@ -23,8 +23,10 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...steer import add as chain_add
-from ...steer import capacity, chains, migrate, record, request
+from ...live.ops import add as chain_add
+from ...live.hosts import capacity
+from ...live.ops import chains, migrate
+from ...live import record, request
 from ..contract import ChainName, LabName, Wait, WITH_BODY, answers, chain_file_schema, json_body
 from ..errors import NotFound, validating
 from ..guard import takes

@@ -1,5 +1,5 @@
 """``/api/labs/{lab}/hosts``: a running lab's hosts -- list, add, remove (emulated hosts), as
-``sfclab host ls | add | rm`` (the library: :mod:`sfclab.steer.hostops`)::
+``sfclab host ls | add | rm`` (the library: :mod:`sfclab.live.ops.hostops`)::
 
     GET    /api/labs/{lab}/hosts                 capacity, use, free, instances per host
     POST   /api/labs/{lab}/hosts                 {"name": "edge2", "cpus": 1, "memory": "256M"}
@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import SpecError
 from ...spec.quantities import parse_size
-from ...steer import capacity, hostops
+from ...live.hosts import capacity
+from ...live.ops import hostops
 from ..contract import HostName, LabName, Wait, WITH_BODY, answers
 from ..errors import NotFound
 from ..guard import takes
@@ -40,7 +41,7 @@ class NewHost(BaseModel):
     name: str = Field(max_length=32, description="the host's name (letters, digits, '-', "
                       "'_')")
     # the declared bounds of the API's schema; the library checks the request again
-    # (steer.hostops.check_host_request, as for 'sfclab host add')
+    # (live.ops.hostops.check_host_request, as for 'sfclab host add')
     cpus: int = Field(ge=1, le=MAX_CPUS, description="CPUs (a count)")
     memory: Annotated[int, Field(ge=1, le=1 << 50)] | Annotated[str, Field(max_length=32)] = \
         Field(description="memory: bytes, or a size such as '256M'")

@@ -1,0 +1,205 @@
+"""``chain migrate`` (and so ``host rm --drain``) on a lab of hosts driven over SSH: the
+``ssh`` runtime's ``migrate`` (:class:`~sfclab.live.runtime.ssh.SshLive`).
+
+:func:`sfclab.live.ops.migrate.migrate_locked` plans the clone, its paths and labels as for
+emulated hosts; here every host's agent (:mod:`sfclab.live.runtime.agent_chain`) makes its share,
+make-before-break as on emulated hosts:
+
+1. **Clone.**  ``chain-make`` on every host with the clone as the addition (its namespace,
+   function, tunnel ends, its programs and the attach node's), then ``chain-tables`` without
+   slots: its labels and the new paths, which nothing uses yet.
+2. **Switch.**  ``chain-switch`` at the ingress hosts, armed
+   (:func:`sfclab.hosts.ssh.call_armed`): each host's agent first makes everything ready (its
+   part to save made, the maps open) and answers ``armed``; only when all have is each told
+   ``go``, and it takes its locks (not before: a held slot lock would hold up its watcher),
+   rewrites each direction's slot table in one map update and saves the plan with the new
+   paths under the slot lock.  The two directions of a symmetric
+   chain have their ingresses on two hosts, so they switch within ``switch_seconds`` of each
+   other (from ``go`` to the last answer: one SSH round trip, no connection set-up); a host
+   that cannot arm leaves every host unchanged.  Meanwhile one direction may cross the clone
+   and the other the old instance; both tolerate that (below).
+3. **Drain.**  The old instance's counters (read through the agents) are watched until no
+   packet entered it for ``drain_s`` (at most 5 s).
+4. **Stop.**  ``chain-unmake`` of the old instance on every host (its node, tunnel ends, the old
+   paths, the labels nobody uses), the plan and record naming the clone.
+5. **Watchers.**  Every host's agent is given the lab's peers, port and secret again and the
+   watchers started where needed (:meth:`~sfclab.live.runtime.ssh.SshLive.start_watchers`, as
+   ``chain add`` does): a clone on a host that held nothing of any chain (one ``host add --ssh``
+   joined, or a lab-file host with no node) is probed there and reported to the ingress's host, so
+   it fails over like any instance.  A host that could not start one is named in ``watcher_errors``.
+
+**State.**  Between 1 and 2, the old instance's connection-tracking entries are read by its
+host's agent (``conntrack-list``) and made in the clone by the clone's host's agent
+(``conntrack-make``, :mod:`.agent_conntrack`: the parser and ``conntrack -I`` builder of
+:mod:`sfclab.live.chains.conntrack`, one code path with emulated hosts); right after the switch a
+second pass makes the entries the old instance made meanwhile (those already copied are skipped).
+Both agents first make their instance liberal about TCP windows
+(:func:`sfclab.live.chains.conntrack.tolerate_midstream`): an instance that sees a reply
+acknowledging data it never forwarded would otherwise leave it untracked, untranslated, and a
+NAT's own stack would reset the connection.
+
+**Ready.**  Between 1 and the state's copy, the clone's host's agent checks that it forwards
+(``chain-ready``, :func:`sfclab.live.chains.handover.ready`: its program runs, one ping to its
+attach node's end), as on emulated hosts.
+
+**Functions of the lab file's own chains** (see :mod:`sfclab.live.ops.migrate`) move the same way;
+at 4 the lab-file node's host's agent only stops its function (``chain-retire``,
+:func:`sfclab.live.chains.handover.retire`: processes, nftables flushed; namespace and links stay,
+it becomes transit), and ``chain-unmake`` removes no node, only the old paths and freed
+labels, saving each host's part as the final plan has it; the record is
+``moved/<chain>.json``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from typing import TYPE_CHECKING, Any
+
+from ...plan.chainadd import Addition, NewNode
+from ...plan.model import Plan
+from ...plan.sfc import DirectionPlan, Hop
+from ...hosts.ssh import SshTarget
+from ...realize.dataplane import path_base
+from ..chains import moves
+from .. import record
+from ..health import watcher
+from ..chains.moves import MAX_DRAIN_S
+from ..record import steering_of
+from ..record import slot_lock
+
+if TYPE_CHECKING:
+    from .ssh import SshLive
+    from ..chains.moves import Owner
+    from ..request import MigrateInstance
+
+
+def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,
+            clone: NewNode, news: list[DirectionPlan],
+            olds: list[DirectionPlan], new_hops: list[Hop], host: str,
+            t0: float) -> dict[str, Any]:
+    from ...hosts.ssh import call, call_armed
+
+    state = rt.state
+    add, old, lab_file = own.add, own.old, own.lab_file
+    msp = steering_of(merged)
+    sp = steering_of(plan)
+    step1 = Addition(add.chain, add.attach, nodes=[clone],
+                     node_ids={clone.node: msp.node_ids[clone.node]}, hops=new_hops,
+                     directions=news,
+                     attach_progs={clone.node: msp.attach[clone.node],
+                                   old.attach: [("sfc_forward", clone.attach_ifname, "xdp")]},
+                     source=add.source)
+    add.nodes.append(clone)
+    moves.save(state, own, "migrating")
+    record.save_plan(state, merged)
+    ts = rt.targets()
+    base = {"lab": state.name, "plan": merged.to_dict(), "addition": step1.to_dict()}
+    moved = 0
+    errors: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    try:
+        rt.make_share(plan, merged, step1, lambda _m: None, slots=False)
+        call(ts[clone.host], "chain-ready", {**base, "node": clone.node},  # it forwards
+             timeout=60)
+        if req.conntrack:
+            moved, seen, errors = move_conntrack(ts, state.name, old, clone, set())
+    except BaseException:
+        rt.unmake_share(merged, step1, 0.0)
+        add.nodes.remove(clone)
+        moves.save(state, own, "up")
+        record.save_plan(state, plan)
+        raise
+    # --- switch ----------------------------------------------------------------------------
+    switched = moves.switched_plan(merged, news)
+    with slot_lock(state):
+        gone = watcher.dead(state)
+        slots: dict[str, list[int]] = {}
+        for d, nd in zip(olds, news):
+            assert nd.path_base is not None
+            from ..chains import tables
+
+            if gone & {i for p in nd.paths for i in p.instances}:
+                w = [0 if gone & set(p.instances) else p.weight for p in nd.paths]
+                slots[str(nd.index)] = tables.slots_over(nd, nd.path_base, w)
+            else:
+                slots[str(nd.index)] = [nd.path_base + nd.paths[k].index for k in d.slots]
+        at = _ingress_hosts(merged, news, ts)
+        req_sw = {**base, "slots": slots, "after": switched.to_dict()}
+        _, switch_s = call_armed(at, "chain-switch", req_sw)
+        record.save_plan(state, switched)
+    add.directions = [next((nd for nd in news if nd.index == d.index), d)
+                      for d in add.directions]
+    add.hops += new_hops
+    moves.save(state, own, "migrating")
+    if req.conntrack:  # what the old instance made since the first pass
+        n2, _, e2 = move_conntrack(ts, state.name, old, clone, seen)
+        moved += n2
+        errors += e2
+    # --- drain -----------------------------------------------------------------------------
+    drained = _drain(rt, sp.node_ids, sp.node_ids[old.node], req.drain_s)
+    # --- break -----------------------------------------------------------------------------
+    final, freed = moves.final_plan(switched, old, lab_file)
+    if lab_file:  # its namespace and links stay (the lab's): only its function stops there
+        errors += [f"host {old.host}: {x}" for x in call(
+            ts[old.host], "chain-retire", {**base, "plan": switched.to_dict(),
+                                           "node": old.node},
+            timeout=120)["errors"]]
+    gone_add = Addition(add.chain, add.attach, nodes=[] if lab_file else [old])
+    clear = [[d.ingress, path_base(sp, d.index), len(d.paths)] for d in olds]
+    errors += rt.unmake_share(switched, gone_add, 0.0, freed=freed, after=final,
+                            clear=clear)
+    moves.finish(state, own, clone, final, freed, host, switch_s, moved, drained)
+    watch = rt.start_watchers()  # the clone's host knows its peers; its watcher runs
+    return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
+            "host": host, "switch_seconds": round(switch_s, 6), "conntrack_moved": moved,
+            "conntrack_errors": errors[:5], "drained": drained,
+            "watcher": watch["watchers"], "watcher_errors": watch["errors"],
+            "seconds": round(time.monotonic() - t0, 3)}
+
+
+def move_conntrack(ts: dict[str, SshTarget], lab: str, old: NewNode, clone: NewNode,
+                   skip: set[tuple[str, ...]]) -> tuple[int, set[tuple[str, ...]], list[str]]:
+    """``old``'s connection-tracking entries (read by its host's agent) made in ``clone``
+    (by its host's agent), those in ``skip`` left out: how many were made, the keys seen,
+    the errors."""
+    from ...hosts.ssh import call
+
+    listed = call(ts[old.host], "conntrack-list", {"lab": lab, "node": old.node}, timeout=60)
+    got = call(ts[clone.host], "conntrack-make",
+               {"lab": lab, "node": clone.node, "text": listed["text"],
+                "skip": sorted(list(k) for k in skip)}, timeout=120)
+    return (int(got["made"]), {tuple(k) for k in got["seen"]},
+            [f"host {old.host}: {x}" for x in listed.get("errors", [])] +
+            [f"host {clone.host}: {x}" for x in got["errors"]])
+
+
+def _ingress_hosts(plan: Plan, news: list[DirectionPlan], ts: dict[str, SshTarget]
+                   ) -> dict[str, SshTarget]:
+    """The hosts of the ingresses of ``news`` (only they hold slot tables to switch)."""
+    names = set()
+    for d in news:
+        h = plan.host_of(d.ingress)
+        if h is None or h.name not in ts:
+            return ts  # an ingress of no known host: ask every host (the others do nothing)
+        names.add(h.name)
+    return {h: t for h, t in ts.items() if h in names}
+
+
+def _drain(rt: SshLive, node_ids: dict[str, int], node_id: int, quiet_s: float) -> bool:
+    """Until no packet entered node ``node_id`` for ``quiet_s`` (counters read through the
+    agents; at most :data:`MAX_DRAIN_S`); False if it never went quiet."""
+    deadline = time.monotonic() + MAX_DRAIN_S
+    last = rt.data_plane(node_ids).counters(node_id)["proxy_in"]
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(min(0.05, quiet_s))
+        now = rt.data_plane(node_ids).counters(node_id)["proxy_in"]
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since >= quiet_s:
+            return True
+    return False
+
+
+

@@ -1,0 +1,149 @@
+"""A chain added to a running lab is a change made by the build engine of ``up``: the objects
+its nodes bring (:func:`sfclab.plan.chainadd.change_of`) are journaled by the parts of the kind
+table and made by their stages, so a node kind or link form in the table builds them.  No root:
+the parts here are fakes registered in the table under the real names, and the engine's two
+ways into the kernel (sending a netlink batch, joining a lab namespace) are replaced."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sfclab.live.chains import wire
+from sfclab.plan.chainadd import apply, change_of, drop_nodes, plan_addition
+from sfclab.plan.model import Plan
+from sfclab.realize.build import Builder
+from sfclab.realize.kinds import load_lab_dict
+from sfclab.realize.lifecycle import plan_for
+from sfclab.realize.links import LINK_FORMS
+from sfclab.realize.links.base import LinkForm
+from sfclab.realize.nodes import NODE_KINDS
+from sfclab.realize.nodes.function import FunctionNode
+from sfclab.realize.state import LabState
+from sfclab.spec.chainfile import parse
+from sfclab.spec.source import Document
+
+from tests.unit.test_chain_add_plan import GOOD, LAB, _instances
+
+
+def _added() -> tuple[Plan, Plan, Any]:
+    plan = plan_for(load_lab_dict(LAB))
+    add = plan_addition(plan, plan.steering, parse(Document(json.dumps(GOOD), "chain.json")),
+                        _instances(), "chain.json")
+    merged = Plan.from_dict(plan.to_dict())
+    apply(merged, add)
+    return plan, merged, add
+
+
+def test_the_change_of_added_nodes_is_exactly_what_they_bring() -> None:
+    plan, merged, add = _added()
+    nodes = {n.node for n in add.nodes}
+    got = change_of(merged, nodes)
+    assert [ns.node for ns in got.namespaces] == ["fw-1", "fw-2", "n-1"]
+    assert all(ns.forwards for ns in got.namespaces)
+    # each link with both ends: the node's own and the attach node's (r1, a namespace of the lab)
+    assert [(v.a.node, v.b.node, v.b.name) for v in got.veths] == [
+        ("fw-1", "r1", "sfx0"), ("fw-2", "r1", "sfx1"), ("n-1", "r1", "sfx2")]
+    assert {(i.node, i.name) for i in got.interfaces} == (
+        {(n, "eth0") for n in nodes} | {("r1", f"sfx{i}") for i in range(3)})
+    assert [(r.node, r.dst) for r in got.routes] == [(n, "0.0.0.0/0") for n in sorted(nodes)]
+    assert sorted(got.functions) == sorted(nodes)
+    assert not (got.hosts or got.host_links or got.ovs_bridges or got.linux_bridges
+                or got.steering or got.tenancy)
+    # and it is what taking the nodes out again removes
+    rest = Plan.from_dict(merged.to_dict())
+    drop_nodes(rest, nodes)
+    assert len(rest.namespaces) + len(got.namespaces) == len(merged.namespaces)
+    assert len(rest.veths) + len(got.veths) == len(merged.veths) == len(plan.veths) + 3
+
+
+class Recorded(FunctionNode):
+    """A function node kind that records the stages it is called at and what it is given."""
+
+    def __init__(self, kind: str, seen: list[tuple[Any, ...]]):
+        super().__init__(kind)
+        self.seen = seen
+
+    def namespaces(self, b: Builder) -> None:
+        self.seen += [("namespace", ns.node) for ns in self.mine(b.plan)]
+
+    def prepare(self, b: Builder) -> None:
+        self.seen += [("prepare", n, n in b.whole.functions and "f1" in b.whole.functions)
+                      for n in self.nodes(b.plan)]
+
+    def start(self, b: Builder) -> None:
+        self.seen += [("start", n) for n in self.nodes(b.plan)]
+
+
+class NewForm(LinkForm):
+    """A link form put in the table in place of ``veth``: chain add's links must be its."""
+
+    name = "veth"
+
+    def __init__(self, seen: list[tuple[Any, ...]]):
+        self.seen = seen
+
+    def journal(self, plan: Plan) -> list[dict[str, Any]]:
+        return [{"op": "netns", "name": v.a.netns} for v in plan.veths if v.a.netns]
+
+    def links(self, b: Builder) -> None:
+        self.seen += [("link", v.a.node, v.b.node, v.b.netns in b.fds) for v in b.plan.veths]
+
+    def configure(self, b: Builder) -> None:
+        self.seen += [("configure", i.node, i.name) for i in self.interfaces(b.plan)]
+
+
+def test_added_nodes_are_journaled_and_made_by_the_kind_tables_parts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    _plan, merged, add = _added()
+    seen: list[tuple[Any, ...]] = []
+    for kind in ("firewall", "nat"):
+        monkeypatch.setitem(NODE_KINDS, kind, Recorded(kind, seen))
+    monkeypatch.setitem(LINK_FORMS, "veth", NewForm(seen))
+    sent: list[str | None] = []
+    joined: list[str] = []
+    sysctls: list[str] = []
+
+    def send(b: Builder, batch: Any, ns: str | None = None) -> None:
+        sent.append(ns)
+
+    def join(b: Builder, name: str) -> None:
+        joined.append(name)
+        b.fds[name] = os.open(os.devnull, os.O_RDONLY)  # closed with the builder
+        b.joined.add(name)
+
+    monkeypatch.setattr(Builder, "send", send)
+    monkeypatch.setattr(Builder, "join_namespace", join)
+    monkeypatch.setattr(wire.netns, "write_sysctl", lambda ns, key, value: sysctls.append(ns))
+    state = LabState(merged.lab)
+
+    wire.journal_nodes(state, merged, add.nodes)
+    wire.make_nodes(state, merged, add.nodes)
+
+    nodes = ["fw-1", "fw-2", "n-1"]
+    netns = {n: merged.netns_of(n) for n in [*nodes, "r1"]}
+    # journaled by the parts, before anything: the node kinds' namespaces and functions, and
+    # the new form's own entries
+    journal = state.journal()
+    assert [e for e in journal if e["op"] == "function"] == [
+        {"op": "function", "node": n, "kind": k}
+        for n, k in (("fw-1", "firewall"), ("fw-2", "firewall"), ("n-1", "nat"))]
+    assert sorted(e["name"] for e in journal if e["op"] == "netns") == sorted(
+        [netns[n] for n in nodes] * 2)
+    # made by the parts' stages, in the stages' order: the attach node's namespace joined
+    assert joined == [netns["r1"]]
+    assert [s for s in seen if s[0] == "namespace"] == [("namespace", n) for n in nodes]
+    assert [s for s in seen if s[0] == "link"] == [("link", n, "r1", True) for n in nodes]
+    assert sorted(s[1:] for s in seen if s[0] == "configure") == sorted(
+        [(n, "eth0") for n in nodes] + [("r1", f"sfx{i}") for i in range(3)])
+    assert [s for s in seen if s[0] == "prepare"] == [("prepare", n, True) for n in nodes]
+    assert [s[0] for s in seen].index("start") > max(
+        i for i, s in enumerate(seen) if s[0] in ("link", "configure", "prepare"))
+    # the routes went in each new namespace's batch: nothing of the lab was built again
+    assert set(sent) - {None} == {netns[n] for n in nodes}
+    assert sorted(set(sysctls)) == sorted(netns[n] for n in nodes)  # one-armed: no redirects
