@@ -1,5 +1,8 @@
 # sfclab: set-up, demo and tests on a Debian 12 machine (run as root).
-#   make setup   install Debian packages, the virtualenv and the native tools (a no-op when done)
+#   make setup   install Debian packages, the virtualenv, the native tools and the container
+#                images (a no-op when done)
+#   make images  build the container images the demo and tests use (sfclab image build: each
+#                only when its recipe's tag is not in podman's store)
 #   make demo    set-up, then the main job (scripts/demo.sh)
 #   make test    set-up, then the whole test suite (scripts/test.sh: the tests not marked serial on
 #                several workers, then the serial ones alone; SFCLAB_TEST_WORKERS=N)
@@ -17,10 +20,13 @@ PYTEST_ARGS ?=
 DEBS := iproute2 iperf3 openvswitch-switch ethtool nftables iptables \
         libndpi-dev libndpi-bin libnetfilter-queue-dev libnfnetlink-dev libmnl-dev iputils-ping \
         netsniff-ng openssl gcc make libc6-dev python3-venv procps \
-        clang llvm libbpf-dev bpftool linux-libc-dev nodejs chromium conntrack openssh-server
+        clang llvm libbpf-dev bpftool linux-libc-dev nodejs chromium conntrack openssh-server \
+        podman runc mmdebstrap util-linux
+#: the images `make setup` builds (images/<name>/); the demo and the tests use them
+IMAGES := base haproxy frr squid
 
-.PHONY: setup demo test unit integration bench native clean
-setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab node_modules/.package-lock.json
+.PHONY: setup demo test unit integration bench native images clean
+setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab node_modules/.package-lock.json images
 
 $(DEB_STAMP): Makefile
 	@mkdir -p build
@@ -47,6 +53,10 @@ node_modules/.package-lock.json: package.json package-lock.json $(DEB_STAMP)
 
 native: $(DEB_STAMP)
 	@$(MAKE) -s -C native
+
+# cached: one `podman image exists` per image when all are built (progress on stderr otherwise)
+images: $(STAMP)
+	@$(BIN)/sfclab image build $(IMAGES) >/dev/null
 
 demo: setup
 	@scripts/demo.sh

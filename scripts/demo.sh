@@ -4,14 +4,15 @@
 #  2. network functions: firewall -> NAT -> shaper -> DPI, each shown doing its job;
 #  3. service function chains: flows steered by MPLS label stacks in eBPF, traced hop by hop;
 #  4. hosts and tenants: three emulated hosts joined by VXLAN tunnels, two tenants sharing a NAT;
-#  5. an experiment: throughput against chain length into SQLite, and its report.
+#  5. an experiment: throughput against chain length into SQLite, and its report;
+#  6. a container function: HAProxy in a container, in a chain steered by labels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 out=build/demo
 rm -rf "$out" && mkdir -p "$out"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-cleanup() { for lab in chain6 fnchain sfcweb hosts-tenants; do sfclab down "$lab" >/dev/null 2>&1 || true; done; }
+cleanup() { for lab in chain6 fnchain sfcweb hosts-tenants ctrlb; do sfclab down "$lab" >/dev/null 2>&1 || true; done; }
 trap cleanup EXIT
 
 step "1. lab core: a 6-namespace chain"
@@ -59,6 +60,33 @@ sfclab down hosts-tenants
 step "5. experiment: throughput against chain length"
 sfclab run scenarios/demo-chain-length.yaml --db "$out/results.db"
 sfclab report --db "$out/results.db" --out "$out/report"
+
+step "6. a container function: web connections through a firewall and HAProxy (a container), by labels, balanced over two servers"
+sfclab image build haproxy >/dev/null   # cached: make setup built it
+sfclab up scenarios/container-lb.yaml
+for s in s1 s2; do
+  mkdir -p "$out/$s" && echo "$s" > "$out/$s/name"
+  ip=$(sfclab inspect ctrlb --json | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['nodes']['$s']['interfaces'][0]['addresses'][0].split('/')[0])")
+  sfclab exec ctrlb "$s" -- python3 -c "import functools, http.server as h, socketserver as s; s.TCPServer(('$ip', 8080), functools.partial(h.SimpleHTTPRequestHandler, directory='$out/$s')).serve_forever()" >/dev/null 2>&1 &
+done
+sfclab exec ctrlb src -- python3 -c "
+import time, urllib.request
+for i in range(50):   # the servers and HAProxy take a moment to listen
+    try:
+        urllib.request.urlopen('http://198.18.1.2/name', timeout=2); break
+    except OSError:
+        time.sleep(0.2)
+got = [urllib.request.urlopen('http://198.18.1.2/name', timeout=5).read().decode().strip() for _ in range(6)]
+print('6 connections to HAProxy answered by:', ' '.join(got))
+try:
+    urllib.request.urlopen('http://198.18.1.2:8081/name', timeout=2)
+except OSError:
+    print('port 8081: dropped by the firewall')"
+sfclab chain inspect ctrlb --json | python3 -c "
+import json, sys
+n = json.load(sys.stdin)['chains']['web']['nodes']
+print('labelled packets: classified at src', n['src']['classified'], '/ into fw', n['fw']['proxy_in'], '/ into lb', n['lb']['proxy_in'])"
+sfclab down ctrlb
 echo
 echo "The report is at $PWD/$out/report/report.md (and report.html)."
 echo

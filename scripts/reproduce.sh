@@ -15,21 +15,34 @@
 # or the group names above).
 # Runs resume: a second invocation skips runs already done in the databases.
 #
-# Repetition until separated: after each group, scripts/repro_page.py reads the key comparisons
-# of scenarios/findings.yaml; a comparison that expects a difference and whose two 95 %
-# intervals overlap gets its experiment files run again with 2 more repetitions (the runs done
-# are kept), for at most REPRO_ROUNDS rounds (default 2) and while the estimated time fits the
-# finding's share of REPRO_BUDGET seconds of added repetitions (default 480): each finding of
-# the groups run gets an equal share of what is left when its group comes, and what a finding
-# does not spend goes to the findings after it (sfclab.experiments.reprobudget; the page shows
-# each finding's share, time spent and repetitions).  What stays unseparated is marked NOT
-# separated in the page.
+# Repetitions fixed in advance, no optional stopping: each group's files first run with their
+# own repetitions (the pilot); then scripts/repro_page.py plans, once per finding and from the
+# pilot's variance only, the repetitions per side its claim needs for 80 % power
+# (sfclab.experiments.samplesize; power, smallest effect and cap in scenarios/findings.yaml),
+# keeps the plan in the record, and each file is brought up to the most its findings need in
+# one step (the runs done are kept), if the estimated time fits the findings' share of
+# REPRO_BUDGET seconds of added repetitions (default 480): each finding of the groups run gets
+# an equal share of what is left when its group comes, and what a finding does not spend goes to
+# the findings after it (sfclab.experiments.reprobudget).  Whether intervals already separate
+# plays no part.  The page shows each finding's pilot, planned (with its power) and reached
+# repetitions.  Sides of a comparison in one file (variants, sweep points) run interleaved in
+# one shuffled order into one database.
 # At the end the page (REPRO_PAGE, default docs/reproduction.md) is rewritten between its
 # "repro:begin" markers (alone, from an existing OUT_DIR, measuring nothing:
 # scripts/repro_page.py render OUT_DIR --page PAGE): tables, power-law fits, offered-rate
 # curves, the benches' figures, findings with computed verdicts, the environment (kernel, CPU,
 # tool versions, sfclab commit, load average at the start and end of each group) and the wall
 # time of the whole script; OUT_DIR/reproduce.json keeps the record.
+# Evidence: OUT_DIR is the run's bundle (sfclab.experiments.bundle): the databases, the reports,
+# trials/NAME.json (every trial as JSON), the record with its run id (start time and commit)
+# and environment (CPU frequency and governor, hypervisor, sysctls, OVS settings, Debian
+# package versions), findings.yaml as it was at the start, and SHA256SUMS of every file.  Each
+# generated block of the page names the run id; the page is rendered from this one bundle
+# (a run of a few NAMEs renders with --partial: the other blocks keep their run's text and
+# stamp), and "scripts/repro_page.py check OUT_DIR --page PAGE" verifies page against bundle.
+# REPRO_BUNDLE=DIR copies the bundle into DIR (e.g. a folder of the repository) when it is
+# under 20 MB, else only its SHA256SUMS and how to rebuild it.  A second invocation into the
+# same OUT_DIR resumes the same run, only at the same commit.
 # Needs root.  About an hour on a 2-core machine (measured piecewise: 22 min for the [P] and
 # [B] files, about 15 for P4-SFC, about 28 for Trellis and the OpenStack study), plus up to
 # REPRO_BUDGET for added repetitions.
@@ -41,7 +54,7 @@ out=${1:-/tmp/repro}
 shift || true
 mkdir -p "$out"
 
-all=(paper-calibration-tcp paper-calibration-udp paper-ovs-patch-vs-veth blog-ovs-chaining
+all=(paper-calibration-tcp paper-calibration-udp paper-ovs-patch-vs-veth blog-ovs-chaining blog-offloads
      paper-chain-veth-vs-ovs-tcp paper-chain-veth-vs-ovs-udp paper-firewall-rules
      firewall-spread paper-shaper-chain p4sfc-attach p4sfc-stack p4sfc-classifier)
 # Trellis and the OpenStack NFV study (issue 15); trellis-forwarding's user-space forwarder runs
@@ -54,7 +67,6 @@ if [ $# -gt 0 ]; then todo=("$@"); else todo=("${all[@]}"); fi
 py=${PYTHON:-$here/.venv/bin/python}
 page() { "$py" "$here/scripts/repro_page.py" "$@"; }
 budget=${REPRO_BUDGET:-480}
-rounds=${REPRO_ROUNDS:-2}
 
 status=0
 start=$(date +%s)
@@ -89,22 +101,25 @@ for name in "${todo[@]}"; do
         # exit 1: some runs failed (they are in the report); 2: a bad file; stop on neither
         "$sfclab" run "$f" --db "$db" || status=$?
     done
-    for _ in $(seq "$rounds"); do
-        plan=$(page more "$out" "$name" "$name") || { status=$?; break; }
-        [ -n "$plan" ] || break
+    # one step up to the planned repetitions (a plan is made once, from the pilot)
+    plan=$(page more "$out" "$name" "$name") || { status=$?; plan=; }
+    if [ -n "$plan" ]; then
         while read -r file reps ids est; do
-            echo "== $(basename "$file" .yaml): not separated ($ids), $reps repetitions (about $est s)"
+            echo "== $(basename "$file" .yaml): planned $reps repetitions ($ids; about $est s)"
             r0=$(date +%s)
             "$sfclab" run "$file" --db "$db" --repetitions "$reps" </dev/null || status=$?
             page round "$out" "$name" "$file" "$reps" "$ids" "$r0"
         done <<< "$plan"
-    done
+    fi
     "$sfclab" report --db "$db" --out "$out/$name" || status=$?
     page group "$out" "$name" end
     echo "== $name: $(( $(date +%s) - t0 )) s, report $out/$name/report.md"
 done
 page finish "$out"
 echo "== all: $(( $(date +%s) - start )) s"
-page fill "$out" "${REPRO_PAGE:-$here/docs/reproduction.md}" || status=$?
+page bundle "$out" ${REPRO_BUNDLE:+--keep "$REPRO_BUNDLE"} || status=$?
+partial=()
+[ $# -eq 0 ] || partial=(--partial)
+page fill "$out" "${REPRO_PAGE:-$here/docs/reproduction.md}" "${partial[@]}" || status=$?
 page verdicts "$out" || status=$?
 exit "$status"

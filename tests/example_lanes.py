@@ -25,6 +25,7 @@ from collections.abc import Mapping
 SHARED: dict[tuple[str, ...], str] = {
     ("serve",): "the API's token file (serve.token) and its port",
     ("traffic", "calibrate"): "the stored calibration",
+    ("image",): "podman's image store (a build tags what another lists)",
 }
 #: commands that leave the lab they measure as it was: spread over copies of that lab
 SPREAD = ("traffic",)

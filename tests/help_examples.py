@@ -12,9 +12,9 @@ import re
 
 from sfclab.cli import build_parser
 
-#: the order a person would run them in: build, use, measure, experiments, remove
-ORDER = ("up", "ls", "inspect", "exec", "graph", "validate", "expand", "chain", "host", "traffic",
-         "run", "results", "report", "serve", "down")
+#: the order a person would run them in: images, build, use, measure, experiments, remove
+ORDER = ("image", "up", "ls", "inspect", "exec", "graph", "validate", "expand", "chain", "host",
+         "traffic", "run", "results", "report", "serve", "down")
 
 
 def parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

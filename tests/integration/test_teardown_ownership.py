@@ -118,12 +118,12 @@ def test_down_leaves_every_object_the_lab_cannot_prove_is_its_own(capsys, tmp_pa
 def test_down_reports_a_damaged_journal_in_its_text_and_removes_the_rest(capsys, lab_name):
     lab = Lab.from_dict({"name": lab_name, "chain": {"length": 2}}).up()
     spaces = [lab.netns("src"), lab.netns("dst")]
-    forge(lab_name, ['{"op": "netns", "name": "sfclab:x', "42", {"op": "container", "name": "c"}])
+    forge(lab_name, ['{"op": "netns", "name": "sfclab:x', "42", {"op": "container", "name": "c", "node": "src"}])
     status, out, _ = sfclab(capsys, "down", lab_name)
     assert status == 1
     assert f"lab '{lab_name}' removed: 2 namespaces" in out
     for line, reason in ((3, "not JSON"), (4, "not an object"),
-                         (5, "containers are not made by this version")):
+                         (5, "not the container name of node 'src'")):
         assert any(w.startswith(f"  warning: journal line {line} ") and reason in w
                    for w in out.splitlines()), (line, out)
     assert not any(netns.exists(n) for n in spaces) and nothing_left(lab_name)

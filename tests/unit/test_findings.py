@@ -12,44 +12,14 @@ from types import SimpleNamespace
 import pytest
 
 from sfclab.errors import SpecError
-from sfclab.experiments.findings import (HOLDS, NOT, PARTLY, compare, derived, load_findings,
-                                         separated, verdict)
-from sfclab.experiments.page import fill, unseparated
+from sfclab.experiments.findings import compare, derived, load_findings
+from sfclab.experiments.page import fill
 from sfclab.experiments.reprorun import Record, more_repetitions, render_environment
-from sfclab.experiments.stats import summarize
 from sfclab.experiments.store import Store
 from sfclab.realize.kinds import load_lab_dict
 from sfclab.spec.experiment import expand, load_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-# ----------------------------------------------------------------- the rule
-
-@pytest.mark.parametrize("ratio, sep, expect, want", [
-    (2.0, True, (1.7, 2.5), HOLDS),        # difference expected, found, in range
-    (2.0, False, (1.7, 2.5), PARTLY),      # in range but the intervals overlap
-    (1.3, True, (1.7, 2.5), PARTLY),       # right way, separated, smaller than published
-    (1.3, False, (1.7, 2.5), NOT),         # neither
-    (0.8, True, (1.7, 2.5), NOT),          # the wrong way
-    (0.3, True, (0.0, 0.5), HOLDS),        # a fall expected
-    (0.7, True, (0.0, 0.5), PARTLY),
-    (1.2, True, (0.0, 0.5), NOT),
-    (1.0, False, (0.85, 1.15), HOLDS),     # no difference expected
-    (1.0, True, (0.85, 1.15), HOLDS),
-    (0.6, False, (0.85, 1.15), PARTLY),    # outside, but not resolved
-    (0.6, True, (0.85, 1.15), NOT),        # outside and resolved
-    (float("nan"), False, (0.85, 1.15), NOT),
-])
-def test_verdict_rule(ratio, sep, expect, want):
-    assert verdict(ratio, sep, expect) == want
-
-
-def test_separated_needs_two_intervals_apart():
-    a, b = summarize([10, 11, 10.5]), summarize([20, 21, 20.5])
-    assert separated(a, b) and separated(b, a)
-    assert not separated(summarize([10, 20]), summarize([14, 16]))
-    assert not separated(summarize([10]), summarize([20]))  # n = 1: no interval
 
 
 # ----------------------------------------------------------------- the file
@@ -65,7 +35,7 @@ findings:
   - {id: X1, study: T, claim: "a beats b", published: "2x", db: d, metric: m, unit: kpps,
      a: {variant: a}, b: {variant: b}, expect: [1.5, 3]}
   - {id: X2, study: T, claim: "c equals b", db: d, metric: m,
-     a: {variant: c}, b: {variant: b}, expect: [0.9, 1.1]}
+     a: {variant: c}, b: {variant: b}, test: equivalent, margins: [0.9, 1.1]}
 tables:
   - {id: tab, db: d, metric: m, unit: kpps, rows: variant}
 """
@@ -82,6 +52,17 @@ tables:
     ("tables: [{id: t, db: d, metric: m, rows: r}, {id: t, db: d, metric: m, rows: r}]",
      "tables[1].id"),
     ("chapters: []", ".chapters"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, test: same}]",
+     "findings[0].test"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, test: equivalent,"
+     " margins: [1.05, 1.2]}]", "findings[0].margins"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, test: equivalent}]",
+     "findings[0]"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, expect: [1, 2],"
+     " tolerance: 1.5}]", "findings[0].tolerance"),
+    ("tolerance: -0.1", "tolerance"),
+    ("findings: [{id: X, study: T, claim: c, db: d, metric: m, a: {}, b: {}, test: more,"
+     " not_testable: [x]}]", "findings[0].not_testable"),
 ])
 def test_bad_findings_file_names_the_place(tmp_path, text, place):
     with pytest.raises(SpecError) as e:
@@ -168,63 +149,73 @@ def test_fill_rewrites_only_the_blocks(tmp_path):
     rec.round("d", "/s/d.yaml", 5, ["X1"])
     rec.group("d", "end")
     rec.finish()
-    out = fill(PAGE, f, tmp_path, lambda: render_environment(rec))
+    out = fill(PAGE, f, tmp_path, lambda: render_environment(rec), run_id="r1", partial=True)
     assert "hand-written why" in out and "text kept" in out
     assert "old summary" not in out and "old X1" not in out and "old table" not in out
     assert "kept: its database was not run" in out
-    x1 = out.split("repro:begin finding X1 -->\n")[1].split("<!--")[0]
-    assert "separated" in x1 and "NOT" not in x1 and "verdict **holds**" in x1
+    x1 = out.split("repro:begin finding X1 run=r1 -->\n")[1].split("<!--")[0]
+    assert "verdict **holds**" in x1 and "95 % interval 1.91–2.11" in x1
     assert "205 ± " in x1 and "102 ± " in x1
-    summary = out.split("repro:begin findings -->\n")[1].split("<!--")[0]
+    summary = out.split("repro:begin findings run=r1 -->\n")[1].split("<!--")[0]
     assert "| X1 |" in summary and "| holds |" in summary
-    assert "| X2 |" in summary and "NOT separated" in summary
-    table = out.split("repro:begin table tab -->\n")[1].split("<!--")[0]
+    assert "| X2 |" in summary and "| inconclusive |" in summary
+    assert "within 0.9–1.1 (TOST)" in summary
+    assert "of the 2 scored, 1 hold, 0 do not hold and 1 are inconclusive" in summary
+    table = out.split("repro:begin table tab run=r1 -->\n")[1].split("<!--")[0]
     assert "| a | 205 ± " in table and "| c | 100 ± " in table and "†" in table
-    env = out.split("repro:begin environment -->\n")[1].split("<!--")[0]
+    env = out.split("repro:begin environment run=r1 -->\n")[1].split("<!--")[0]
     assert "kernel 6.18" in env and "2 min 10 s" in env and "| d | 1 min 30 s |" in env
     assert "d → 5 (X1)" in env and "1.5 1.0 0.5" in env
     # filling again gives the same page (markers kept)
-    assert fill(out, f, tmp_path, lambda: render_environment(rec)) == out
+    assert fill(out, f, tmp_path, lambda: render_environment(rec), run_id="r1",
+                partial=True) == out
+    assert "<!-- repro:begin finding X1 run=r1 -->" in out
+    assert "<!-- repro:begin table other -->" in out  # kept, unstamped: not this run's
 
 
 def test_page_naming_an_unknown_finding_is_refused(tmp_path):
     f = load_findings(_write(tmp_path, GOOD))
     with pytest.raises(SpecError, match="Z9"):
-        fill("<!-- repro:begin finding Z9 -->\n<!-- repro:end -->\n", f, tmp_path)
+        fill("<!-- repro:begin finding Z9 -->\n<!-- repro:end -->\n", f, tmp_path, run_id="r")
 
 
-def test_unseparated_comparison_gets_more_repetitions_within_budget(tmp_path):
+def test_files_are_brought_up_to_the_repetitions_planned_from_the_pilot(tmp_path):
     f = load_findings(_write(tmp_path, GOOD))
-    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 140], "c": [118, 122]})
+    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 104], "c": [101, 103]})
     with Store(tmp_path / "d.db", readonly=True) as s:
         c = compare(s, f.findings[0])
-    assert not c.separated and c.sources == ("/s/d.yaml",)
-    # X2 expects no difference and its ratio is in range: it asks for no repetitions
-    assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X1"]
-    plan = more_repetitions(f, tmp_path, ["d"], budget_s=1000)
-    # 6 runs of 10 s over 2 repetitions: 30 s per repetition, 2 more, 20 % margin
-    assert [(p.file, p.repetitions, p.findings) for p in plan] == [("/s/d.yaml", 4, ("X1",))]
-    assert plan[0].estimate_s == pytest.approx(72)
-    assert more_repetitions(f, tmp_path, ["d"], budget_s=50) == []  # does not fit
+    assert c.verdict == "inconclusive" and c.sources == ("/s/d.yaml",)
+    plans: dict = {}
+    more = more_repetitions(f, tmp_path, ["d"], budget_s=1000, plans=plans)
+    # X1: a's spread (cv 0.38) against a range of half log-width 0.35 needs more than the cap
+    # of 10 (power 0.55 there); X2 (c against b, cv 0.03) needs 3 for its margins (2 would
+    # give power 0.71: t on 2 degrees of freedom)
+    assert plans["X1"]["repetitions"] == 10 and plans["X1"]["reason"].startswith("the cap")
+    assert plans["X1"]["power"] == pytest.approx(0.554, abs=0.002)
+    assert plans["X2"]["repetitions"] == 3 and plans["X2"]["pilot"] == 2
+    # 6 runs of 10 s over 2 repetitions: 30 s per repetition, 8 more, 20 % margin
+    assert [(p.file, p.repetitions, p.findings) for p in more] == [("/s/d.yaml", 10,
+                                                                    ("X1", "X2"))]
+    assert more[0].estimate_s == pytest.approx(288)
+    # the plan is kept: data that would now plan otherwise changes nothing
+    plans["X1"]["repetitions"] = 6
+    again = more_repetitions(f, tmp_path, ["d"], budget_s=1000, plans=plans)
+    assert [p.repetitions for p in again] == [6]
+    assert more_repetitions(f, tmp_path, ["d"], budget_s=100, plans={}) == []  # no fit
     assert more_repetitions(f, tmp_path, ["other"], budget_s=1000) == []  # not this group
-    assert more_repetitions(f, tmp_path, ["d"], budget_s=1000, cap=2) == []  # at the cap
 
 
 def test_a_side_without_an_interval_asks_for_repetitions_and_or_metric_fills_tables(tmp_path):
     f = load_findings(_write(tmp_path, GOOD.replace("rows: variant}", "rows: variant, "
                                                     "or_metric: m2}")))
     _db(tmp_path / "d.db", {"a": [200, 210], "b": [100, 104], "c": [100]})
-    # X2 expects no difference, but c has one repetition: no interval, so it is rerun
-    assert [u.finding.id for u in unseparated(f, tmp_path)] == ["X2"]
+    # X2: c has one repetition, no variance to plan from: the cap
+    plans: dict = {}
+    more = more_repetitions(f, tmp_path, ["d"], budget_s=1e6, plans=plans)
+    assert plans["X2"]["repetitions"] == 10 and "without a variance" in plans["X2"]["reason"]
+    assert [(p.repetitions, p.findings) for p in more] == [(10, ("X2",))]
     with Store(tmp_path / "d.db") as s:
         run = s.runs(status="done")[0]
         s.finish_run(run.id, {"m2": 7e3})  # a run that only has the other metric
-    out = fill("<!-- repro:begin table tab -->\n<!-- repro:end -->\n", f, tmp_path)
+    out = fill("<!-- repro:begin table tab -->\n<!-- repro:end -->\n", f, tmp_path, run_id="r")
     assert "| a | 108 ± " in out  # (7 + 210) / 2: the run without m counted by m2
-
-
-def test_no_difference_expected_but_ratio_out_of_range_asks_for_repetitions(tmp_path):
-    f = load_findings(_write(tmp_path, GOOD))
-    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 160], "c": [60, 140]})
-    # X2: ratio 100 / 130 = 0.77, outside 0.9-1.1, intervals overlap: undecided
-    assert sorted(u.finding.id for u in unseparated(f, tmp_path)) == ["X1", "X2"]

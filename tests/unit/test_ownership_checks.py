@@ -68,7 +68,10 @@ LAB = "lab1"
     ({"op": "function", "node": "../r1", "kind": "router"}, "not a node name"),
     ({"op": "tcx-tunnel", "dev": "eth0", "vni": True, "local": "a", "remote": "b",
       "udp_port": 4789}, "field 'vni'"),
-    ({"op": "container", "name": "c1"}, "containers are not made"),
+    ({"op": "container", "name": "sfclab-4-lab1-h1", "node": "h1"}, None),
+    ({"op": "container", "name": "c1"}, "field 'node' missing"),
+    ({"op": "container", "name": "sfclab-4-lab2-h1", "node": "h1"}, "not the container name"),
+    ({"op": "container", "name": "sfclab-4-lab1-h1", "node": "../h1"}, "not a node name"),
     ({"op": "rm-rf", "path": "/"}, "unknown kind of entry 'rm-rf'"),
     ([1, 2], "not an object (a JSON list)"),
     (42, "not an object"),
@@ -144,3 +147,24 @@ def test_an_overlong_journal_line_is_skipped_unread(tmp_path, monkeypatch):
     entries, problems = state.read_journal()
     assert [e["name"] for e in entries] == ["sfclab:lab1:a", "sfclab:lab1:b"]
     assert len(problems) == 1 and "journal line 2: longer than 100" in problems[0]
+
+
+def test_a_container_is_the_lab_s_only_with_all_its_labels():
+    from sfclab.plan.names import container_labels
+
+    mine = container_labels(LAB, "h1")
+    assert ownership.container_owner_problem(LAB, "h1", mine) is None
+    assert ownership.container_owner_problem(LAB, "h1", {**mine, "extra": "x"}) is None
+    assert "sfclab.mark" in ownership.container_owner_problem(
+        LAB, "h1", {k: v for k, v in mine.items() if k != "sfclab.mark"})
+    assert "not this lab's" in ownership.container_owner_problem(
+        LAB, "h1", container_labels("lab2", "h1"))
+    assert ownership.container_owner_problem(LAB, "h2", mine)  # another node's
+
+
+def test_container_names_never_collide_between_labs():
+    from sfclab.plan.names import container_name
+
+    pairs = [("a-b", "c"), ("a", "b-c"), ("a", "b"), ("ab", "c"), ("a.b", "c"), ("a", "b.c")]
+    names = [container_name(lab, node) for lab, node in pairs]
+    assert len(set(names)) == len(names), names

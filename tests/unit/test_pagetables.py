@@ -152,9 +152,9 @@ def test_a_finding_across_two_databases(tmp_path):
     assert c is not None and c.ratio == pytest.approx(0.95) and c.verdict == "holds"
     assert c.sources == ("/s/plain.yaml", "/s/shaper.yaml")
     page = "<!-- repro:begin finding P8 -->\nold\n<!-- repro:end -->\n"
-    assert "ratio 0.95" in fill(page, f, tmp_path)
+    assert "ratio 0.95" in fill(page, f, tmp_path, run_id="r", partial=True)
     (tmp_path / "plain.db").unlink()  # b's group not run: the block keeps its text
-    assert comparisons(f, tmp_path)["P8"] is None and fill(page, f, tmp_path) == page
+    assert comparisons(f, tmp_path)["P8"] is None and fill(page, f, tmp_path, run_id="r", partial=True) == page
 
 
 def test_classifier_block_from_the_bench_json(tmp_path):
@@ -169,12 +169,12 @@ def test_classifier_block_from_the_bench_json(tmp_path):
     assert "| 100,000 | 415,598 | 100.7 % |" in out and "| 1 | 412,515 | 100.0 % |" in out
     f = _findings(tmp_path, "tables: []")
     page = "a\n<!-- repro:begin bench p4sfc-classifier -->\nold\n<!-- repro:end -->\n"
-    assert "415,598" in fill(page, f, tmp_path)
+    assert "415,598" in fill(page, f, tmp_path, run_id="r", partial=True)
     j.write_text("{}")
     with pytest.raises(SpecError, match="p4sfc-classifier.json"):
         render_classifier(j)
     j.unlink()
-    assert fill(page, f, tmp_path) == page
+    assert fill(page, f, tmp_path, run_id="r", partial=True) == page
 
 
 @pytest.mark.parametrize("table, place", [
@@ -210,16 +210,19 @@ tables:
     page.write_text("".join(f"<!-- repro:begin {b} -->\nold {b}\n<!-- repro:end -->\n"
                             for b in ("table done", "table busy", "table absent", "finding X",
                                       "environment", "bench p4sfc-classifier")))
+    (out / "reproduce.json").write_text(json.dumps({"run_id": "r1", "started": 50.0}))
     cmd = [sys.executable, str(ROOT / "scripts" / "repro_page.py"), "render", str(out),
-           "--page", str(page)]
+           "--page", str(page), "--partial"]
     env = {"FINDINGS": str(tmp_path / "f.yaml"), "PATH": "/usr/bin:/bin"}
     cp = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
     assert cp.returncode == 0, cp.stderr
     text = page.read_text()
     assert "old table done" not in text and "| a | 1.05 ± " in text
-    for kept in ("old table busy", "old table absent", "old finding X", "old environment",
+    for kept in ("old table busy", "old table absent", "old finding X",
                  "old bench p4sfc-classifier"):
         assert kept in text
+    assert "old environment" not in text and "run id `r1`" in text
+    assert "<!-- repro:begin table done run=r1 -->" in text
     cp = subprocess.run(cmd[:3] + [str(tmp_path / "nowhere"), "--page", str(page)],
                         capture_output=True, text=True, env=env, timeout=60)
     assert cp.returncode == 2 and "nowhere" in cp.stderr and cp.stderr.count("\n") == 1
@@ -236,11 +239,11 @@ def test_hosts_bench_block_and_unknown_bench(tmp_path):
         {"layout": "nut-alone", "reps": 3, "duration_s": 2.0, "sizes": {"64": size}}))
     f = _findings(tmp_path, "tables: []")
     out = fill("<!-- repro:begin bench trellis-hosts -->\nold\n<!-- repro:end -->\n", f,
-               tmp_path)
+               tmp_path, run_id="r")
     assert "old" not in out and "| shortbridge | 301 | 602 | 3.14 | 900 |" in out
     assert "shortbridge / bridge **1.81×**" in out and "medians of 3 trials of 2 s" in out
     with pytest.raises(SpecError, match="nope"):
-        fill("<!-- repro:begin bench nope -->\n<!-- repro:end -->\n", f, tmp_path)
+        fill("<!-- repro:begin bench nope -->\n<!-- repro:end -->\n", f, tmp_path, run_id="r")
 
 
 def test_means_table_relative_to_a_row(tmp_path):

@@ -105,33 +105,36 @@ def test_the_last_findings_get_their_share() -> None:
 
 def test_the_record_the_script_keeps_and_the_page(tmp_path: Path) -> None:
     f = load_findings(_write(tmp_path, GOOD))
-    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 140], "c": [118, 122]})
+    _db(tmp_path / "d.db", {"a": [150, 260], "b": [100, 104], "c": [101, 103]})
     clock = Clock()
     rec = Record(tmp_path, clock=clock, load=lambda: [0.5, 0.5, 0.5])
     rec.begin({})
-    b = rec.start_budget(200, f, ["d", "unrun"])
+    b = rec.start_budget(800, f, ["d", "unrun"])
     assert list(b.findings) == ["X1", "X2"]  # the findings of the groups run, in order
     rec.group("d", "start")
     allow = rec.allowances("d")
-    assert allow == {"X1": 100.0, "X2": 100.0}
-    # X1 is not separated: its file, 6 runs of 10 s over 2 repetitions, 72 s for 2 more
-    more = more_repetitions(f, tmp_path, ["d"], allow)
-    assert [(p.file, p.repetitions, p.findings) for p in more] == [("/s/d.yaml", 4, ("X1",))]
-    assert more_repetitions(f, tmp_path, ["d"], {"X1": 50.0}) == []  # not within its share
-    assert more_repetitions(f, tmp_path, ["d"], {"X2": 1000.0}) == []  # not X2's file
+    assert allow == {"X1": 400.0, "X2": 400.0}
+    # X1 is planned 10 repetitions from the pilot: 6 runs of 10 s over 2 repetitions, 288 s
+    plans = rec.data.setdefault("plan", {})
+    more = more_repetitions(f, tmp_path, ["d"], allow, plans)
+    assert [(p.file, p.repetitions, p.findings) for p in more] == [("/s/d.yaml", 10,
+                                                                      ("X1", "X2"))]
+    # X2 (3 planned) shares the file: their shares pool, but 100 + 150 s do not fit
+    assert more_repetitions(f, tmp_path, ["d"], {"X1": 100.0, "X2": 150.0}, plans) == []
+    rec.save()
     t0 = clock()
-    clock.t += 65
-    rec.round("d", "/s/d.yaml", 4, ["X1"], t0)
+    clock.t += 265
+    rec.round("d", "/s/d.yaml", 10, ["X1", "X2"], t0)
     rec.group("d", "end")
-    rec.close_group("d", {"X1": 4, "X2": 2})
+    rec.close_group("d", {"X1": 10, "X2": 10})
     again = Record(tmp_path)  # as the next step of the script reads it
     assert again.budget is not None
-    assert again.budget.findings["X1"]["spent_s"] == 65
+    assert again.budget.findings["X1"]["spent_s"] == 132.5  # the rerun split between both
     assert again.allowances("d") == {}  # the group is done
     page = render_environment(again)
-    assert "| X1 | d | 100 s | 65 s | 4 |" in page, page
-    assert "| X2 | d | 100 s | 0 s | 2 |" in page, page
-    assert "left unspent: 135 s" in page
+    assert "| X1 | d | 400 s | 132 s | 2 | 10 (0.55) | 10 |" in page, page
+    assert "| X2 | d | 400 s | 132 s | 2 | 3 (0.97) | 10 |" in page, page
+    assert "left unspent: 535 s" in page
 
 
 def test_more_without_a_budget_is_refused(tmp_path: Path) -> None:

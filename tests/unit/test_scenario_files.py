@@ -55,12 +55,15 @@ def test_reproduction_scenarios_exist_and_are_run_by_the_script(name):
 def test_trellis_variants_are_the_papers_setups():
     exp = load_experiment(ROOT / "scenarios" / "trellis-forwarding.yaml")
     assert set(exp.variants) == {"native", "bridged-if", "bridge", "direct", "shortbridge",
-                                 "userspace"}
+                                 "shortbridge-vxlandev", "userspace"}
     labs = {p.params["variant"]: p.lab for p in expand(exp, load_lab_dict)}
     assert "hosts" not in labs["native"] and "hosts" not in labs["userspace"]
     assert labs["userspace"]["nodes"]["nut"]["kind"] == "tun"
     assert {lk["attach"] for lk in labs["shortbridge"]["links"]} == {"shortbridge"}
     assert {lk["attach"] for lk in labs["direct"]["links"]} == {"direct"}
+    # T1's primary comparison: [T]'s shortbridge kept the tunnel device
+    assert {lk["attach"] for lk in labs["shortbridge-vxlandev"]["links"]} == \
+        {"shortbridge-vxlandev"}
     assert labs["bridged-if"]["nodes"]["src"]["host"] == labs["bridged-if"]["nodes"]["dst"]["host"]
 
 

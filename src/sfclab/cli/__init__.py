@@ -2,7 +2,7 @@
 
 One module per command group: :mod:`.lab` (up, down, ls, inspect, exec, graph, validate,
 expand), :mod:`.chain` (chain ...) and :mod:`.chain_ops` (chain add, rm, migrate, watch),
-:mod:`.host` (host add, rm, ls), :mod:`.measure` (traffic ...), :mod:`.experiments` (run,
+:mod:`.host` (host add, rm, ls), :mod:`.image` (image build, ls), :mod:`.measure` (traffic ...), :mod:`.experiments` (run,
 results, report), :mod:`.serve` (serve).  :mod:`.group` makes a command group's parser,
 :mod:`.output` what every command shares for talking to people (error lines, progress, JSON or
 text).  Exit statuses are :class:`~sfclab.cli.status.ExitStatus` (:mod:`.status`); ``exec``
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from .. import __version__
 from ..errors import SfclabError
 from ..kernel import process
-from . import chain, experiments, host, lab, measure, serve
+from . import chain, experiments, host, image, lab, measure, serve
 from .output import fail
 from .status import ExitStatus
 
@@ -36,6 +36,7 @@ examples:
   sfclab run scenarios/demo-chain-length.yaml --db results.db
   sfclab report --db results.db --out report/
   sfclab down chain5                       remove it completely (no file needed)
+  sfclab image build                       container images from recipes (see image --help)
 """
 
 
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     measure.register(sub, add)
     experiments.register(sub, add)
     serve.register(sub, add)
+    image.register(sub, add)
     return p
 
 

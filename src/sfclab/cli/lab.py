@@ -203,18 +203,24 @@ def cmd_graph(a: argparse.Namespace) -> int:
     from ..realize.moved import moved_nodes  # light start-up: load only what this command needs
 
     moved: dict[str, str] = {}  # a running lab's migrated lab-file nodes -> their clones
+    states: dict[str, str] = {}  # a running lab's containers' states, by node
     if os.path.exists(a.target):
         plan = lifecycle.plan_for(load_lab(a.target))
     else:
         state, plan = lifecycle.load_plan(a.target)
         moved = moved_nodes(state)
+        if plan.containers:
+            from ..realize import containers  # light start-up: only labs with containers
+
+            states = {n: containers.in_words(s)
+                      for n, s in containers.states(state.name, plan).items()}
     if a.format == "html":
         from ..web.export import html_page  # light start-up: only the html format
 
         print(html_page(plan.to_dict(), moved), end="")
         return ExitStatus.OK
     draw = graph.mermaid if a.format == "mermaid" else graph.dot
-    print(draw(plan, TABLE.shapes(), moved), end="")
+    print(draw(plan, TABLE.shapes(), moved, states), end="")
     return ExitStatus.OK
 
 

@@ -11,10 +11,14 @@
 - :mod:`.plots`        PNG and SVG figures (matplotlib, headless)
 - :mod:`.report`       report.md and a self-contained report.html
 - :mod:`.findings`     published findings as data, and their verdicts from a run's databases
+- :mod:`.verdicts`     the verdict rule: Fieller's interval of a ratio against the claim
 - :mod:`.page`         docs/reproduction.md filled from a run of scripts/reproduce.sh, with
                        :mod:`.pagetables` (its "ours" tables, one renderer per kind),
-                       :mod:`.reprorun` (one invocation and its repetition rounds) and
-                       :mod:`.reprobudget` (the time added repetitions may take, per finding)
+                       :mod:`.reprorun` (one invocation and its planned repetitions),
+                       :mod:`.samplesize` (repetitions per finding from a pilot's variance),
+                       :mod:`.reprobudget` (the time added repetitions may take, per finding),
+                       :mod:`.bundle` (a run's evidence: databases, trials, checksums, run id)
+                       and :mod:`.hostfacts` (CPU frequency, hypervisor, sysctls, packages)
 - :mod:`.commands`     thin functions the CLI calls
 """
 

@@ -13,8 +13,15 @@
         a: {measure.zerocopy: true, measure.flows: 8}    # one point: params (and optionally
         b: {measure.zerocopy: false, measure.flows: 8}   #   ``experiment: NAME``, and
                                                          #   ``metric: M`` for this side only)
-        expect: [1.25, 2.7]             # the published ratio mean(a) / mean(b), as a range
+        test: range                     # range (default), more, less or equivalent
+        expect: [1.25, 2.7]             # range: the published ratio mean(a) / mean(b)
+        tolerance: 0.1                  # range: optional, the file's ``tolerance`` otherwise
+        margins: [0.85, 1.15]           # equivalent: the ratios that "hardly matter"
+        not_testable: "why"             # optional: reported, never scored
         b_db: paper-chain-veth-vs-ovs-udp   # optional: b's points come from another database
+
+    tolerance: 0.1                      # the relative widening of every ``expect`` range
+    planning: {power: 0.8, min_effect: 0.1, max_repetitions: 10}   # .samplesize's plan
 
     tables:                             # "ours" tables, rewritten from the run
       - id: p-fig1
@@ -36,19 +43,13 @@
         relative_to: native             # means, one row parameter: a column of ratios of each
                                         #   mean to that row's
 
-A finding with ``b_db`` compares two databases (e.g. the shaper chain against plain veth
-routers); the repetition rounds rerun the files of either side.
+A finding with ``b_db`` compares two databases (e.g. the shaper chain against a firewall
+chain); the planned repetitions (:mod:`.samplesize`) rerun the files of its own group.
 
 A *comparison* summarizes the repetitions of ``a`` and of ``b`` (mean and 95 % Student-t
-interval, :mod:`.stats`); it is *separated* when the two intervals do not overlap.  The
-*verdict* follows from the ratio r = mean(a) / mean(b) and the separation (:func:`verdict`):
-
-- a difference expected (the range excludes 1): **holds** if separated and r in range;
-  **partly** if separated in the expected direction but r outside the range, or r in range
-  without separation; **does not hold** otherwise (wrong direction, or neither);
-- no difference expected (the range contains 1, e.g. "10 labels hardly matter"): **holds** if
-  r is in range; **partly** if outside but not separated; **does not hold** if separated
-  outside the range.
+interval, :mod:`.stats`) and the 95 % (and 90 %) Fieller interval of the ratio
+r = mean(a) / mean(b); its *verdict* is :func:`.verdicts.judge`'s: holds, does not hold,
+inconclusive or not testable here, by the rule written out in :mod:`.verdicts`.
 """
 
 from __future__ import annotations
@@ -66,12 +67,14 @@ from ..errors import SpecError
 from ..spec.reading import read_text, scan_yaml
 from .stats import Summary, summarize
 from .store import RunRow, Store
+from .verdicts import KINDS, Claim, Interval, Verdict, judge_samples
 
 #: unit name -> factor that turns the stored (SI) value into it
 UNITS: dict[str, float] = {"Gbit/s": 1e-9, "Mbit/s": 1e-6, "kpps": 1e-3, "pps": 1.0,
                            "": 1.0, "%": 100.0, "s": 1.0}
 
-HOLDS, PARTLY, NOT = "holds", "partly", "does not hold"
+#: the widening of ``expect`` ranges when the file states none (it should state one)
+DEFAULT_TOLERANCE = 0.0
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class Finding:
     metric: str
     a: dict[str, Any]
     b: dict[str, Any]
-    expect: tuple[float, float]
+    claim_rule: Claim
     unit: str = ""
     a_name: str = "a"
     b_name: str = "b"
@@ -93,6 +96,24 @@ class Finding:
     @property
     def dbs(self) -> tuple[str, ...]:
         return (self.db, self.b_db) if self.b_db and self.b_db != self.db else (self.db,)
+
+    @property
+    def expect(self) -> tuple[float, float]:
+        return self.claim_rule.expect
+
+    def rule_text(self) -> str:
+        """The claim as the rule tests it, for the page: ``1.25–2.7× ± 10 %``, ``> 1``,
+        ``within 0.85–1.15 (TOST)``."""
+        c = self.claim_rule
+        if c.kind == "range":
+            lo, hi = c.expect
+            tol = f" ± {c.tolerance * 100:g} %" if c.tolerance else ""
+            return f"{lo:g}–{hi:g}×{tol}"
+        if c.kind == "more":
+            return "> 1"
+        if c.kind == "less":
+            return "< 1"
+        return f"within {c.margins[0]:g}–{c.margins[1]:g} (TOST)"
 
 
 @dataclass(frozen=True)
@@ -121,9 +142,19 @@ class TableSpec:
 
 
 @dataclass(frozen=True)
+class Planning:
+    """How :mod:`.samplesize` plans each finding's repetitions from the pilot."""
+
+    power: float = 0.8
+    min_effect: float = 0.1  # directional claims: the smallest effect of interest
+    max_repetitions: int = 10
+
+
+@dataclass(frozen=True)
 class Findings:
     findings: list[Finding]
     tables: list[TableSpec]
+    planning: Planning = field(default_factory=Planning)
 
     def dbs(self) -> list[str]:
         return sorted({d for f in self.findings for d in f.dbs} | {t.db for t in self.tables})
@@ -141,41 +172,27 @@ class Comparison:
         return self.a.mean / self.b.mean if self.b.mean else math.nan
 
     @property
-    def separated(self) -> bool:
-        return separated(self.a, self.b)
+    def judged(self) -> tuple[Verdict, Interval]:
+        return judge_samples(self.finding.claim_rule, self.a, self.b)
+
+    @property
+    def interval(self) -> Interval:
+        """The 95 % Fieller interval of the ratio."""
+        return self.judged[1]
 
     @property
     def verdict(self) -> str:
-        return verdict(self.ratio, self.separated, self.finding.expect)
+        return self.judged[0].verdict
 
-
-def separated(a: Summary, b: Summary) -> bool:
-    """True when both intervals exist and do not overlap."""
-    if any(math.isnan(v) for v in (a.ci_low, a.ci_high, b.ci_low, b.ci_high)):
-        return False
-    return a.ci_high < b.ci_low or b.ci_high < a.ci_low
-
-
-def verdict(ratio: float, is_separated: bool, expect: tuple[float, float]) -> str:
-    """The verdict rule of the module docstring."""
-    lo, hi = expect
-    if math.isnan(ratio):
-        return NOT
-    inside = lo <= ratio <= hi
-    if lo <= 1.0 <= hi:
-        if inside:
-            return HOLDS
-        return NOT if is_separated else PARTLY
-    right_way = ratio > 1.0 if lo > 1.0 else ratio < 1.0
-    if inside:
-        return HOLDS if is_separated else PARTLY
-    return PARTLY if (is_separated and right_way) else NOT
+    @property
+    def reason(self) -> str:
+        return self.judged[0].reason
 
 
 # ----------------------------------------------------------------- the file
 
 _FINDING_KEYS = {"id", "study", "claim", "published", "db", "metric", "unit", "a", "b", "expect",
-                 "a_name", "b_name", "b_db"}
+                 "a_name", "b_name", "b_db", "test", "tolerance", "margins", "not_testable"}
 _TABLE_KEYS = {"id", "db", "metric", "unit", "rows", "cols", "where", "or_metric", "per_s",
                "kind", "pair", "relative_to"}
 #: table kinds (rendered by sfclab.experiments.pagetables)
@@ -220,6 +237,66 @@ def _unit(d: Mapping[str, Any], path: str, place: str) -> str:
     return str(unit)
 
 
+def _fraction(v: Any, path: str, place: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+        raise SpecError(f"expected a fraction 0 <= t < 1, got {v!r}", file=path, place=place)
+    return float(v)
+
+
+def _pair(d: Mapping[str, Any], key: str, path: str, place: str) -> tuple[float, float]:
+    v = _need(d, key, list, path, place)
+    if (len(v) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                               and math.isfinite(x) for x in v) or not 0 <= v[0] <= v[1]):
+        raise SpecError(f"expected [low, high] ratios with 0 <= low <= high, got {v!r}",
+                        file=path, place=f"{place}.{key}")
+    return float(v[0]), float(v[1])
+
+
+def _claim(d: Mapping[str, Any], tolerance: float, path: str, place: str) -> Claim:
+    """The finding's claim for :mod:`.verdicts`: its kind and the ranges it needs."""
+    kind = d.get("test", "range")
+    if kind not in KINDS:
+        raise SpecError(f"expected a test among {', '.join(KINDS)}, got {kind!r}", file=path,
+                        place=f"{place}.test")
+    reason = d.get("not_testable", "")
+    if not isinstance(reason, str):
+        raise SpecError(f"expected the reason as text, got {reason!r}", file=path,
+                        place=f"{place}.not_testable")
+    expect = _pair(d, "expect", path, place) if kind == "range" or "expect" in d \
+        else (0.0, math.inf)
+    tol = _fraction(d.get("tolerance", tolerance), path, f"{place}.tolerance")
+    margins = (1.0, 1.0)
+    if kind == "equivalent":
+        margins = _pair(d, "margins", path, place)
+        if not margins[0] < 1.0 < margins[1]:
+            raise SpecError(f"expected margins around 1 (low < 1 < high), got "
+                            f"{list(margins)}", file=path, place=f"{place}.margins")
+    elif "margins" in d:
+        raise SpecError("margins belong to 'test: equivalent' findings", file=path,
+                        place=f"{place}.margins")
+    return Claim(kind=str(kind), expect=expect, tolerance=tol, margins=margins,
+                 not_testable=reason)
+
+
+def _planning(d: Any, path: str) -> Planning:
+    if not isinstance(d, dict):
+        raise SpecError(f"expected a mapping, got {d!r}", file=path, place="planning")
+    _unknown(d, {"power", "min_effect", "max_repetitions"}, path, "planning")
+    power = d.get("power", Planning.power)
+    if isinstance(power, bool) or not isinstance(power, (int, float)) or not 0.5 <= power < 1:
+        raise SpecError(f"expected a power from 0.5 to below 1, got {power!r}", file=path,
+                        place="planning.power")
+    effect = _fraction(d.get("min_effect", Planning.min_effect), path, "planning.min_effect")
+    if effect <= 0:
+        raise SpecError("expected a smallest effect above 0", file=path,
+                        place="planning.min_effect")
+    cap = d.get("max_repetitions", Planning.max_repetitions)
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 2 <= cap <= 100:
+        raise SpecError(f"expected 2 to 100 repetitions, got {cap!r}", file=path,
+                        place="planning.max_repetitions")
+    return Planning(float(power), effect, cap)
+
+
 def load_findings(path: str | Path) -> Findings:
     """Read and check the findings file; a :class:`SpecError` names the file and the place."""
     p = str(path)
@@ -231,7 +308,9 @@ def load_findings(path: str | Path) -> Findings:
         raise SpecError(f"expected a readable YAML file ({e})", file=p) from None
     if not isinstance(data, dict):
         raise SpecError("expected a mapping with 'findings' and 'tables'", file=p)
-    _unknown(data, {"findings", "tables"}, p, "")
+    _unknown(data, {"findings", "tables", "tolerance", "planning"}, p, "")
+    tolerance = _fraction(data.get("tolerance", DEFAULT_TOLERANCE), p, "tolerance")
+    planning = _planning(data.get("planning") or {}, p)
     out: list[Finding] = []
     seen: set[str] = set()
     for i, d in enumerate(data.get("findings") or []):
@@ -243,17 +322,13 @@ def load_findings(path: str | Path) -> Findings:
         if fid in seen:
             raise SpecError(f"finding id '{fid}' given twice", file=p, place=f"{place}.id")
         seen.add(fid)
-        expect = _need(d, "expect", list, p, place)
-        if (len(expect) != 2 or not all(isinstance(x, (int, float)) for x in expect)
-                or not 0 <= expect[0] <= expect[1]):
-            raise SpecError(f"expected [low, high] ratios with 0 <= low <= high, got {expect!r}",
-                            file=p, place=f"{place}.expect")
+        claim = _claim(d, tolerance, p, place)
         out.append(Finding(
             id=fid, study=str(_need(d, "study", str, p, place)),
             claim=_need(d, "claim", str, p, place), published=str(d.get("published", "")),
             db=_need(d, "db", str, p, place), metric=_need(d, "metric", str, p, place),
             a=dict(_need(d, "a", dict, p, place)), b=dict(_need(d, "b", dict, p, place)),
-            expect=(float(expect[0]), float(expect[1])), unit=_unit(d, p, place),
+            claim_rule=claim, unit=_unit(d, p, place),
             a_name=str(d.get("a_name", "a")), b_name=str(d.get("b_name", "b")),
             b_db=str(d.get("b_db", ""))))
     tables: list[TableSpec] = []
@@ -287,7 +362,7 @@ def load_findings(path: str | Path) -> Findings:
                                 per_s=bool(d.get("per_s", False)), kind=str(kind),
                                 pair=str(d.get("pair", "")),
                                 relative_to=d.get("relative_to")))
-    return Findings(out, tables)
+    return Findings(out, tables, planning)
 
 
 # ----------------------------------------------------------------- reading databases

@@ -3,18 +3,21 @@
 Generated parts of the page sit between markers; everything outside them is hand-written and
 kept as it is::
 
-    <!-- repro:begin table p-fig1 -->      a table of scenarios/findings.yaml (``tables``)
+    <!-- repro:begin table p-fig1 run=ID -->   a table of scenarios/findings.yaml (``tables``)
     <!-- repro:begin finding P1 -->        one finding's numbers and computed verdict
-    <!-- repro:begin findings -->          all findings: verdict, separated or not
+    <!-- repro:begin findings -->          all findings: ratio, its interval, verdict, counts
     <!-- repro:begin environment -->       machine, tool versions, loads, wall times
     <!-- repro:begin bench p4sfc-classifier -->   a bench's OUT/NAME.json (pagetables.BENCHES)
     ... generated ...
     <!-- repro:end -->
 
-A block whose database is not in the run's directory (its group was not run this time), or
-holds no done run of what the block shows yet (its group is still running), keeps its previous
-text, so running a subset of the script, or rendering during a run, refreshes only what was
-measured.
+Every block a bundle (:mod:`.bundle`) fills is stamped with the bundle's run id
+(``run=ID``).  The page is rendered from one bundle: a block the bundle has no data for (its
+group was not run, or is still running) is refused, naming the block, since keeping its old text
+would mix runs on one page; ``partial=True`` (``repro_page.py render --partial``, for a run of
+a few groups) keeps such blocks with their old text and old stamp, and ``check`` then reports
+them.  :func:`check` re-renders the page from a bundle and names the first block whose stamp or
+text differs.
 """
 
 from __future__ import annotations
@@ -28,40 +31,57 @@ from .findings import Comparison, Finding, Findings, compare, point, scaled
 from .pagetables import BENCHES, fmt, render_table
 from .stats import Summary
 from .store import Store
+from .verdicts import HOLDS, INCONCLUSIVE, NOT, UNTESTABLE, VERDICTS
 
-_BLOCK = re.compile(r"(<!-- repro:begin (?P<what>[a-z]+)(?: (?P<id>[\w.:-]+))? -->\n)"
-                    r"(?P<body>.*?)(<!-- repro:end -->)", re.S)
+_BLOCK = re.compile(r"(<!-- repro:begin (?P<what>[a-z]+)(?: (?P<id>(?!run=)[\w.:-]+))?"
+                    r"(?: run=(?P<run>[\w.:+-]+))? -->\n)"
+                    r"(?P<body>.*?)(?P<end><!-- repro:end -->)", re.S)
+
+
+def _name(m: re.Match[str]) -> str:
+    return m.group("what") + (f" {m.group('id')}" if m.group("id") else "")
 
 
 def render_comparison(c: Comparison) -> str:
     f = c.finding
     a, b = scaled(c.a, f.unit), scaled(c.b, f.unit)
-    sep = "separated" if c.separated else "**NOT separated**"
     u = f" {f.unit}" if f.unit else ""
     def n(x: Summary) -> str:
         return "" if x.n == 1 else f" (n = {x.n})"
     return (f"{f.a_name} {fmt(a)}{u}{n(a)} against {f.b_name} {fmt(b)}{u}{n(b)}: "
-            f"ratio {c.ratio:.3g} (published {f.published or _range(f.expect)}, "
-            f"rule {_range(f.expect)}), {sep} -> verdict **{c.verdict}**")
+            f"ratio {c.ratio:.3g}, {_interval(c)} (published "
+            f"{f.published or f.rule_text()}, rule {f.rule_text()}) -> verdict "
+            f"**{c.verdict}** ({c.reason})")
 
 
-def _range(e: tuple[float, float]) -> str:
-    return f"{e[0]:g}–{e[1]:g}×"
+def _interval(c: Comparison) -> str:
+    i = c.interval
+    return f"95 % interval {i.format()}" if i.defined else "no 95 % interval"
+
+
+def counts(comps: Mapping[str, Comparison | None], findings: list[Finding]) -> str:
+    """One sentence: how many findings got each verdict (not testable ones are not scored)."""
+    got = [c.verdict for f in findings if (c := comps.get(f.id)) is not None]
+    n = {v: got.count(v) for v in VERDICTS}
+    scored = len(got) - n[UNTESTABLE]
+    return (f"Of {len(findings)} findings, {len(got)} were measured; of the {scored} scored, "
+            f"{n[HOLDS]} hold, {n[NOT]} do not hold and {n[INCONCLUSIVE]} are inconclusive; "
+            f"{n[UNTESTABLE]} are not testable here (reported, not scored).\n")
 
 
 def render_findings(comps: Mapping[str, Comparison | None], findings: list[Finding]) -> str:
-    out = ["| # | published finding | ours | ratio (rule) | intervals | verdict |",
+    out = ["| # | published finding | ours | ratio [95 % interval] | rule | verdict |",
            "|---|---|---|---|---|---|"]
     for f in findings:
         c = comps.get(f.id)
         if c is None:
-            out.append(f"| {f.id} | {f.claim} | not run | – | – | – |")
+            out.append(f"| {f.id} | {f.claim} | not run | – | {f.rule_text()} | – |")
             continue
         a, b = scaled(c.a, f.unit), scaled(c.b, f.unit)
         out.append(f"| {f.id} | {f.claim} | {f.a_name} {fmt(a)} vs {f.b_name} {fmt(b)} "
-                   f"{f.unit} | {c.ratio:.3g} ({_range(f.expect)}) | "
-                   f"{'separated' if c.separated else 'NOT separated'} | {c.verdict} |")
-    return "\n".join(out) + "\n"
+                   f"{f.unit} | {c.ratio:.3g} [{c.interval.format()}] | {f.rule_text()} | "
+                   f"{c.verdict} |")
+    return "\n".join(out) + "\n\n" + counts(comps, findings)
 
 
 def comparisons(findings: Findings, out_dir: Path) -> dict[str, Comparison | None]:
@@ -83,14 +103,16 @@ def comparisons(findings: Findings, out_dir: Path) -> dict[str, Comparison | Non
 
 
 def fill(page: str, findings: Findings, out_dir: Path,
-         environment: Callable[[], str] | None = None) -> str:
-    """The page with every marked block regenerated from the databases in ``out_dir``."""
+         environment: Callable[[], str] | None = None, *, run_id: str,
+         partial: bool = False) -> str:
+    """The page with every marked block regenerated from the databases in ``out_dir`` and
+    stamped ``run=run_id`` (see the module docstring for ``partial``)."""
     comps = comparisons(findings, out_dir)
     by_id = {f.id: f for f in findings.findings}
     tables = {t.id: t for t in findings.tables}
 
     def block(m: re.Match[str]) -> str:
-        what, ident, body = m.group("what"), m.group("id"), m.group("body")
+        what, ident = m.group("what"), m.group("id")
         new: str | None
         if what == "findings":
             new = render_findings(comps, findings.findings)
@@ -118,26 +140,35 @@ def fill(page: str, findings: Findings, out_dir: Path,
             new = BENCHES[ident](path) if path.is_file() else None
         else:
             raise SpecError(f"unknown block 'repro:begin {what}' in the page")
-        return m.group(1) + (body if new is None else new) + m.group(5)
+        if new is None:
+            if not partial:
+                raise SpecError(f"block '{_name(m)}' has no data in bundle {run_id}: the page "
+                                f"would mix runs (render from a whole run, or --partial)")
+            return m.group(0)
+        return (f"<!-- repro:begin {_name(m)} run={run_id} -->\n" + new + m.group("end"))
 
     return _BLOCK.sub(block, page)
 
 
-def unseparated(findings: Findings, out_dir: Path) -> list[Comparison]:
-    """Comparisons whose verdict more repetitions could still decide: intervals that overlap
-    where a difference is expected, or where none is expected but the ratio is outside the
-    range (separated, it would not hold; or it may come back into range), and comparisons with
-    a side of fewer than 2 repetitions (no interval at all).  A finding that expects no
-    difference and whose ratio is in range needs no separation."""
-    def undecided(c: Comparison) -> bool:
-        lo, hi = c.finding.expect
-        if c.separated:
-            return False
-        return (not lo <= 1.0 <= hi or not lo <= c.ratio <= hi
-                or min(c.a.n, c.b.n) < 2)
-    return [c for c in comparisons(findings, out_dir).values()
-            if c is not None and undecided(c)]
+def check(page: str, findings: Findings, out_dir: Path,
+          environment: Callable[[], str] | None = None, *, run_id: str) -> str | None:
+    """None when every block of ``page`` is what bundle ``out_dir`` (run ``run_id``) renders,
+    stamp included; else a line naming the first block that differs."""
+    blocks = list(_BLOCK.finditer(page))
+    if not blocks:
+        return "the page has no repro:begin blocks"
+    for m in blocks:
+        if m.group("run") != run_id:
+            return (f"block '{_name(m)}' is stamped run={m.group('run') or '(none)'}, the "
+                    f"bundle is run {run_id}")
+        try:
+            want = fill(m.group(0), findings, out_dir, environment, run_id=run_id)
+        except SpecError as e:
+            return f"block '{_name(m)}': {e}"
+        if want != m.group(0):
+            return f"block '{_name(m)}' differs from what bundle {run_id} renders"
+    return None
 
 
-__all__ = ["fill", "render_table", "render_findings", "render_comparison", "unseparated",
+__all__ = ["fill", "check", "render_table", "render_findings", "render_comparison",
            "point"]

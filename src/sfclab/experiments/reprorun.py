@@ -1,22 +1,28 @@
-"""The record of one invocation of scripts/reproduce.sh, and its repetition rounds.
+"""The record of one invocation of scripts/reproduce.sh, and its planned repetitions.
 
 ``OUT/reproduce.json`` (written step by step by the script through scripts/repro_page.py)::
 
-    {"started": unix s, "ended": unix s, "wall_s": s,
-     "environment": {kernel, cpu_model, cores, versions: {...}, clang, commit},
+    {"run_id": "20261123T071600Z-2add73eef8db", "started": unix s, "ended": unix s,
+     "wall_s": s, "resumed": [unix s, ...],
+     "environment": {kernel, cpu_model, cores, versions: {...}, clang, commit,
+                     + .hostfacts: cpu_frequency_mhz, cpu_governor, hypervisor, sysctls,
+                       ovs, packages},
      "groups": {NAME: {"start": {"t", "load"}, "end": {"t", "load"},
                        "rounds": [{"file", "repetitions", "findings", "seconds"}]}},
+     "plan": {ID: {"pilot", "repetitions", "power", "sigma", "reason"}},  # .samplesize
      "budget": {...}}   # the per-finding budget of added repetitions: .reprobudget
 
-``load`` is ``/proc/loadavg``'s three averages.  :func:`more_repetitions` decides, after a
-group, which experiment files get more repetitions: those a key comparison's two points came
-from while the comparison is not separated, if the estimated cost (the file's mean time per
-repetition, from its stored runs, times the repetitions added) fits what is left of the
-findings' shares of the budget (:class:`.reprobudget.Budget`: an equal share of what is left per
-finding, the rest passed on to the findings after it).
-Only files run into the group's own databases are planned (the script reruns a file into its
-group's database): a finding whose b side is in another database (``b_db``) gets more
-repetitions of its a side only.
+``load`` is ``/proc/loadavg``'s three averages.  :func:`more_repetitions` decides, once after a
+group's pilot (the files run with their own repetitions), which experiment files are brought up
+to the repetitions each finding needs (:func:`.samplesize.plan`, from the pilot's variance,
+kept in ``plan`` and never recomputed): a file's new total is the most any finding served by it
+needs.  The rerun happens if the estimated cost (the file's mean time per repetition, from its
+stored runs, times the repetitions added) fits what is left of the findings' shares of the
+budget (:class:`.reprobudget.Budget`); a plan that does not fit is not run, and the page shows
+the planned against the reached repetitions.  Whether the intervals already separate plays no
+part (no optional stopping).  Only files run into the group's own databases are planned (the
+script reruns a file into its group's database): a finding whose b side is in another database
+(``b_db``) gets more repetitions of its a side only.
 """
 
 from __future__ import annotations
@@ -33,9 +39,12 @@ from typing import Any
 
 from ..errors import SpecError
 from ..traffic.environment import environment as host_environment
+from .bundle import run_id
 from .findings import Findings
-from .page import unseparated
+from .hostfacts import host_facts
+from .page import comparisons
 from .reprobudget import Budget, fit
+from .samplesize import plan as sample_plan
 from .store import Store
 
 RECORD = "reproduce.json"
@@ -63,6 +72,7 @@ def _first_line(argv: list[str], cwd: str | None = None) -> str:
 def full_environment(repo: str) -> dict[str, Any]:
     """The host environment plus clang's version and the sfclab commit of ``repo``."""
     env = dict(host_environment())
+    env.update(host_facts())
     env["clang"] = _first_line(["clang", "--version"])
     commit = _first_line(["git", "-C", repo, "rev-parse", "--short=12", "HEAD"])
     dirty = _first_line(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"])
@@ -92,9 +102,33 @@ class Record:
         tmp.write_text(json.dumps(self.data, indent=2) + "\n")  # groups in run order
         tmp.replace(self.path)
 
-    def begin(self, environment: Mapping[str, Any]) -> None:
-        self.data = {"started": self.clock(), "environment": dict(environment), "groups": {}}
+    def begin(self, environment: Mapping[str, Any], findings: Path | None = None) -> str:
+        """Start the record of a run (its run id from the start time and the commit), and
+        keep a copy of the findings file it will be judged by.  A second invocation into the
+        same directory resumes the same run (same id), only at the same commit: a bundle never
+        mixes code versions."""
+        commit = str(environment.get("commit", "unknown"))
+        if self.data.get("run_id"):
+            old = str(self.data.get("environment", {}).get("commit", "unknown"))
+            if old != commit:
+                raise SpecError(f"holds run {self.data['run_id']} at commit {old}, not "
+                                f"{commit}: give a new OUT_DIR (a bundle is one run)",
+                                file=str(self.path))
+            self.data.setdefault("resumed", []).append(self.clock())
+            self.data.pop("ended", None)
+            self.data.pop("wall_s", None)
+        else:
+            now = self.clock()
+            self.data = {"run_id": run_id(now, commit), "started": now,
+                         "environment": dict(environment), "groups": {}}
+        if findings is not None and not (self.path.parent / "findings.yaml").exists():
+            shutil.copyfile(findings, self.path.parent / "findings.yaml")
         self.save()
+        return str(self.data["run_id"])
+
+    @property
+    def run_id(self) -> str:
+        return str(self.data.get("run_id", ""))
 
     def group(self, name: str, when: str) -> None:
         if when not in ("start", "end"):
@@ -164,22 +198,40 @@ class MoreReps:
     findings: tuple[str, ...]
 
 
+def planned(findings: Findings, out_dir: Path, group_dbs: list[str],
+            plans: dict[str, Any]) -> dict[str, int]:
+    """Finding id -> repetitions per side, for the group's findings with a pilot; a finding
+    without an entry in ``plans`` gets one now, from its pilot (``plans`` is changed in place
+    and kept in the record, so a plan is never recomputed from later data)."""
+    out: dict[str, int] = {}
+    cfg = findings.planning
+    for fid, c in comparisons(findings, out_dir).items():
+        if c is None or c.finding.db not in group_dbs:
+            continue
+        if fid not in plans:
+            p = sample_plan(c.finding.claim_rule, c.a, c.b, power=cfg.power,
+                            min_effect=cfg.min_effect, cap=cfg.max_repetitions)
+            plans[fid] = {"pilot": min(c.a.n, c.b.n), **p.to_dict()}
+        out[fid] = int(plans[fid]["repetitions"])
+    return out
+
+
 def more_repetitions(findings: Findings, out_dir: Path, group_dbs: list[str],
-                     budget_s: float | Mapping[str, float], step: int = 2, cap: int = 10
-                     ) -> list[MoreReps]:
-    """Files to rerun with more repetitions so that the group's unseparated comparisons may
-    separate: ``step`` repetitions more than the most a point has now (at most ``cap``),
-    cheapest first, only while the estimated time fits: ``budget_s`` seconds in all, or per
-    finding (finding id -> seconds left of its share, :meth:`.reprobudget.Budget.allowances`;
-    a finding not named gets nothing)."""
-    want: dict[str, list[str]] = {}
-    for c in unseparated(findings, out_dir):
-        if c.finding.db not in group_dbs:
+                     budget_s: float | Mapping[str, float],
+                     plans: dict[str, Any] | None = None) -> list[MoreReps]:
+    """Files to bring up to their findings' planned repetitions (:func:`planned`), cheapest
+    first, only while the estimated time fits: ``budget_s`` seconds in all, or per finding
+    (finding id -> seconds left of its share, :meth:`.reprobudget.Budget.allowances`; a
+    finding not named gets nothing)."""
+    need = planned(findings, out_dir, group_dbs, {} if plans is None else plans)
+    want: dict[str, dict[str, int]] = {}  # file -> finding id -> its planned repetitions
+    for fid, c in comparisons(findings, out_dir).items():
+        if c is None or fid not in need:
             continue
         for src in c.sources:
-            want.setdefault(src, []).append(c.finding.id)
-    plans: list[MoreReps] = []
-    for src, ids in want.items():
+            want.setdefault(src, {})[fid] = need[fid]
+    plans_: list[MoreReps] = []
+    for src, needs in want.items():
         for db in group_dbs:
             path = out_dir / f"{db}.db"
             if not path.is_file():
@@ -190,19 +242,20 @@ def more_repetitions(findings: Findings, out_dir: Path, group_dbs: list[str],
                     continue
                 runs = [r for e in exps for r in store.runs(e.id)]
             reps = 1 + max(r.repetition for r in runs)
-            if reps >= cap:
+            ids = sorted(fid for fid, n in needs.items() if n > reps)
+            if not ids:
                 continue
-            new = min(cap, reps + step)
+            n = max(needs[fid] for fid in ids)
             took = [r.duration for r in runs if r.status == "done" and r.duration]
             per_rep = sum(took) / reps if took else 0.0
             # a lab is built per run: count it with the run's own time (runs' started/ended
             # cover lab up, measurement and teardown)
-            plans.append(MoreReps(src, new, per_rep * (new - reps) * 1.2, tuple(sorted(ids))))
+            plans_.append(MoreReps(src, n, per_rep * (n - reps) * 1.2, tuple(ids)))
     if isinstance(budget_s, Mapping):
-        return fit(plans, budget_s)
-    plans.sort(key=lambda p: p.estimate_s)
+        return fit(plans_, budget_s)
+    plans_.sort(key=lambda p: p.estimate_s)
     chosen, spent = [], 0.0
-    for p in plans:
+    for p in plans_:
         if spent + p.estimate_s <= budget_s:
             chosen.append(p)
             spent += p.estimate_s
@@ -229,6 +282,9 @@ def render_environment(record: Record) -> str:
         f"tc {v.get('tc', '?')}, {env.get('clang', 'clang ?')}, Python {v.get('python', '?')}, "
         f"sfclab {v.get('sfclab', '?')} at commit {env.get('commit', '?')}",
     ]
+    lines += _host_lines(env)
+    if d.get("run_id"):
+        lines.append(f"- run id `{d['run_id']}` (the bundle's; every generated block names it)")
     if "started" in d:
         start = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(d["started"]))
         wall = _hms(d["wall_s"]) if "wall_s" in d else "(still running)"
@@ -245,6 +301,28 @@ def render_environment(record: Record) -> str:
     return out + render_budget(record)
 
 
+def _host_lines(env: Mapping[str, Any]) -> list[str]:
+    """The bundle's host facts (.hostfacts), where the record has them."""
+    out = []
+    if "cpu_frequency_mhz" in env:
+        f = env["cpu_frequency_mhz"]
+        mhz = "/".join(f"{x:.0f}" for x in f) if f else "?"
+        hv = env.get("hypervisor", {})
+        out.append(f"- CPU frequency {mhz} MHz, governor {'/'.join(env.get('cpu_governor', []))}"
+                   f"; hypervisor: {hv.get('detect_virt', '?')} (CPU flag "
+                   f"{'set' if hv.get('cpu_flag') else 'not set'})")
+    if "packages" in env:
+        out.append("- Debian packages: " + ", ".join(f"{k} {v}" for k, v in
+                                                     env["packages"].items()))
+    if "sysctls" in env:
+        out.append("- sysctls: " + ", ".join(f"{k} = {v}" for k, v in env["sysctls"].items()))
+    if "ovs" in env:
+        o = env["ovs"]
+        out.append("- Open vSwitch settings: " + (o if isinstance(o, str) else
+                                                  ", ".join(f"{k} {v}" for k, v in o.items())))
+    return out
+
+
 def render_budget(record: Record) -> str:
     """The per-finding budget of added repetitions as a table (empty without one)."""
     b = record.budget
@@ -252,9 +330,15 @@ def render_budget(record: Record) -> str:
         return ""
     out = (f"\nBudget of added repetitions: {b.data['total_s']:.0f} s, shared per finding "
            f"(left unspent: {b.left_s():.0f} s).\n\n| finding | group | share | spent | "
-           "repetitions |\n|---|---|---|---|---|\n")
+           "pilot | planned (power) | reached |\n|---|---|---|---|---|---|---|\n")
+    plans = record.data.get("plan", {})
     for fid, f in b.findings.items():
         share = "–" if f["share_s"] is None else f"{f['share_s']:.0f} s"
         reps = "–" if f["repetitions"] is None else str(f["repetitions"])
-        out += f"| {fid} | {f['group']} | {share} | {f['spent_s']:.0f} s | {reps} |\n"
+        p = plans.get(fid)
+        pilot = "–" if p is None else str(p["pilot"])
+        want = "–" if p is None else (f"{p['repetitions']} ({p['power']:.2f})"
+                                      if p.get("power") is not None else str(p["repetitions"]))
+        out += (f"| {fid} | {f['group']} | {share} | {f['spent_s']:.0f} s | {pilot} | {want} | "
+                f"{reps} |\n")
     return out

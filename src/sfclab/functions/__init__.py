@@ -18,6 +18,8 @@ its module here and add one line to :data:`KINDS`.
 - :mod:`.dpi`       ``dpi``: deep packet inspection with nDPI on the forwarding path
 - :mod:`.tun`       ``tun``: transit traffic through a user-space program via a TUN device;
                     :mod:`.examples` holds example programs for it
+- :mod:`.container` ``container``: the node's container image is the function (routed to it,
+                    or NFQUEUE), with the limits of ``tun``
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ KINDS: dict[str, str] = {
     "shaper": "shaper",
     "dpi": "dpi",
     "tun": "tun",
+    "container": "container",
 }
 
 

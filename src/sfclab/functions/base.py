@@ -62,6 +62,8 @@ class FunctionContext:
     routes: list[dict[str, Any]] = field(default_factory=list)
     #: the cgroup of the node's host (labs with hosts): its processes join it (cpuset, memory)
     host_cgroup: str | None = None
+    #: the image of the node's container (its ``image`` key), if it has one
+    image: str | None = None
 
     def interface_toward(self, peer: str) -> Interface:
         for i in self.interfaces:
@@ -126,6 +128,8 @@ class NetworkFunction(abc.ABC):
     Params: ClassVar[type[FunctionParams]] = FunctionParams
     #: whether the namespace forwards packets (every function does; hosts are not functions)
     forwards: ClassVar[bool] = True
+    #: whether the function is the node's container (its ``image``), which it then requires
+    runs_image: ClassVar[bool] = False
 
     def __init__(self, ctx: FunctionContext, params: FunctionParams):
         self.ctx = ctx
@@ -149,6 +153,12 @@ class NetworkFunction(abc.ABC):
         """The programs (found in ``PATH``) the function runs to configure or inspect itself;
         a host's check refuses a host that lacks one before anything is made there."""
         return []
+
+    @classmethod
+    def plan_container(cls, params: Any, container: Any) -> None:  # noqa: B027 - optional
+        """For a kind that ``runs_image``: set what it needs on the node's container plan
+        (a :class:`~sfclab.plan.model.ContainerPlan`: limits, capabilities) from its
+        validated ``params``; raise ``SpecError`` at its key for what cannot be."""
 
     def check(self) -> None:  # noqa: B027 - optional hook
         """Checks that need the machine (an executable exists ...), run before anything is

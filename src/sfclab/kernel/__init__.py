@@ -12,6 +12,14 @@
 - :mod:`sfclab.kernel.cpus`       online CPUs, and where a namespace's receive processing runs
 - :mod:`sfclab.kernel.droptrace`  the kernel's packet drops in given namespaces, by reason
 - :mod:`sfclab.kernel.process`    this process: the children it ends on exit, interrupts never lost
+- :mod:`sfclab.kernel.podman`     containers run by podman through sfclab's own configuration:
+                                   run, remove by ID, find by label, inspect, look into images
+- :mod:`sfclab.kernel.image_recipes`  the image recipes (``images/<name>/``) and each one's tag,
+                                   its version from the recipe's content
+- :mod:`sfclab.kernel.image_build`    build (cached) and list those images with mmdebstrap and
+                                   podman, through a :class:`~sfclab.kernel.image_build.Runner`
+- :mod:`sfclab.kernel.kmsg`       the kernel's log, read without consuming it: memory cgroups'
+                                   OOM kills
 
 Nothing here imports any other part of sfclab but :mod:`sfclab.errors`; everything above reaches
 the kernel through these modules.

@@ -23,4 +23,5 @@ Nothing here touches the kernel, so all of it is tested without root.
 - :mod:`.chainpaths`       paths, labels and free table space on a running lab's plan
 - :mod:`.chainadd`         a chain added to a running lab, planned against its saved plan
 - :mod:`.graph`            a lab as a picture: Mermaid or Graphviz dot text
+- :mod:`.containers`       a node's ``image`` as the container the plan gives it
 """

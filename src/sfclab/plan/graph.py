@@ -78,14 +78,19 @@ def _nodes(plan: Plan, moved: dict[str, str] | None = None) -> list[tuple[str, s
     return out
 
 
-def _caption(node: str, kind: str, moved: dict[str, str] | None) -> str:
-    """The text under a node's name: its kind, and for a migrated node where its function is
-    now (a clone: which node it stands in for)."""
+def _caption(node: str, kind: str, moved: dict[str, str] | None, plan: Plan,
+             states: dict[str, str] | None = None) -> str:
+    """The text under a node's name: its kind, for a migrated node where its function is
+    now (a clone: which node it stands in for), and the image of a node in a container with
+    its state (``states``: node -> a few words, for a running lab)."""
     moved = moved or {}
+    image = next((f", image {c.image}" for c in plan.containers if c.node == node), "")
+    if image and states and node in states:
+        image += f" ({states[node]})"
     if node in moved:
-        return f"{kind}, moved to {moved[node]}"
+        return f"{kind}, moved to {moved[node]}{image}"
     stood = [n for n, c in moved.items() if c == node]
-    return f"{kind} in place of {stood[0]}" if stood else kind
+    return (f"{kind} in place of {stood[0]}" if stood else kind) + image
 
 
 def link_key(link: int, node: str, peer: str) -> tuple[int, str, str]:
@@ -135,7 +140,8 @@ def _by_host(plan: Plan, moved: dict[str, str] | None = None
     return out
 
 
-def mermaid(plan: Plan, shapes: Shapes, moved: dict[str, str] | None = None) -> str:
+def mermaid(plan: Plan, shapes: Shapes, moved: dict[str, str] | None = None,
+            states: dict[str, str] | None = None) -> str:
     lines = ["graph LR"]
     for host, group in _by_host(plan, moved):
         pad = "  " if host is None else "    "
@@ -144,7 +150,7 @@ def mermaid(plan: Plan, shapes: Shapes, moved: dict[str, str] | None = None) -> 
         for node, kind in group:
             left, right = shapes[kind][0] if kind in shapes else ('("', '")')
             lines.append(f"{pad}{_id(node)}{left}{node}<br/><small>"
-                         f"{_caption(node, kind, moved)}</small>{right}")
+                         f"{_caption(node, kind, moved, plan, states)}</small>{right}")
         if host is not None:
             lines.append("  end")
     edges = _edges(plan)
@@ -158,7 +164,8 @@ def mermaid(plan: Plan, shapes: Shapes, moved: dict[str, str] | None = None) -> 
     return "\n".join(lines) + "\n"
 
 
-def dot(plan: Plan, shapes: Shapes, moved: dict[str, str] | None = None) -> str:
+def dot(plan: Plan, shapes: Shapes, moved: dict[str, str] | None = None,
+        states: dict[str, str] | None = None) -> str:
     lines = [f'graph "{plan.lab}" {{', "  rankdir=LR;", "  node [fontname=Helvetica];"]
     for host, group in _by_host(plan, moved):
         pad = "  " if host is None else "    "
@@ -168,7 +175,7 @@ def dot(plan: Plan, shapes: Shapes, moved: dict[str, str] | None = None) -> str:
         for node, kind in group:
             shape = shapes[kind][1] if kind in shapes else "ellipse"
             lines.append(f'{pad}"{node}" [shape={shape}, '
-                         f'label="{node}\\n{_caption(node, kind, moved)}"];')
+                         f'label="{node}\\n{_caption(node, kind, moved, plan, states)}"];')
         if host is not None:
             lines.append("  }")
     for a, b, label in _edges(plan):

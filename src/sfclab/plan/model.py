@@ -172,6 +172,25 @@ class FunctionPlan:
 
 
 @dataclass
+class ContainerPlan:
+    """A node's container (its ``image``): the podman name it gets
+    (:func:`sfclab.plan.names.container_name`), the namespace it joins and how it runs.
+    ``cmd`` empty: decided at start from the image (:func:`sfclab.spec.image.run_command`)."""
+
+    node: str
+    name: str
+    netns: str
+    image: str
+    cmd: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    binds: list[list[Any]] = field(default_factory=list)  # [source, target, writable]
+    cpus: float | None = None
+    memory: int | None = None
+    caps: list[str] = field(default_factory=list)
+    privileged: bool = False
+
+
+@dataclass
 class SegmentPlan:
     index: int
     subnet: str | None
@@ -198,6 +217,7 @@ class Plan:
     host_links: list[HostLinkPlan] = field(default_factory=list)
     tenants: dict[str, list[str]] = field(default_factory=dict)  # tenant -> its nodes
     tenancy: list[TenancyPlan] = field(default_factory=list)  # shared nodes
+    containers: list[ContainerPlan] = field(default_factory=list)  # nodes with an image
 
     def host_of(self, node: str) -> HostPlan | None:
         for h in self.hosts:
@@ -232,7 +252,10 @@ class Plan:
 
     # --- JSON -----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not d["containers"]:  # a lab without images saves the plan it always saved
+            del d["containers"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Plan":
@@ -257,4 +280,5 @@ class Plan:
                         for x in d.get("host_links", [])],
             tenants=d.get("tenants", {}),
             tenancy=[TenancyPlan(**x) for x in d.get("tenancy", [])],
+            containers=[ContainerPlan(**x) for x in d.get("containers", [])],
         )

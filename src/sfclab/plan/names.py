@@ -10,6 +10,11 @@
   ``sf`` plus five base-32 characters of a hash of the lab name, then a letter for the object
   kind (``b`` bridge, ``v`` veth end, ``i`` internal port, ``p`` patch port) and a counter:
   ``sf3kq7zb1``, ``sf3kq7zv12``.  Tag + letter + up to 7 digits = 15 characters at most.
+- A node's container (podman's names allow no ``:``) is ``sfclab-<length of lab>-<lab>-<node>``:
+  ``sfclab-4-demo-h1``.  The length fixes where the lab's name ends, so two (lab, node) pairs
+  never share one even though names may contain ``-``.  It carries the labels
+  ``sfclab.lab=<lab>``, ``sfclab.node=<node>`` and its owner mark
+  ``sfclab.mark=sfclab:<lab>:<node>:container`` (:func:`container_labels`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,18 @@ def lab_tag(lab: str) -> str:
 
 def netns_name(lab: str, node: str) -> str:
     return f"{NETNS_PREFIX}{lab}:{node}"
+
+
+def container_name(lab: str, node: str) -> str:
+    return f"sfclab-{len(lab)}-{lab}-{node}"
+
+
+#: the labels of a node's container: its lab (found by it), its node, its owner mark
+LABEL_LAB, LABEL_NODE, LABEL_MARK = "sfclab.lab", "sfclab.node", "sfclab.mark"
+
+
+def container_labels(lab: str, node: str) -> dict[str, str]:
+    return {LABEL_LAB: lab, LABEL_NODE: node, LABEL_MARK: f"{alias(lab, node)}:container"}
 
 
 def root_name(lab: str, letter: str, counter: int) -> str:

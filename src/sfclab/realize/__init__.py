@@ -21,6 +21,8 @@ ovs-vsctl transaction), every object journaled before it is made and marked as t
 - :mod:`.steering`      the SFC data plane as a part of the build: its eBPF programs;
                         :mod:`.dataplane` its bpffs directory, maps and entries, whose bytes
                         :mod:`.contract` holds against the C headers
+- :mod:`.containers`    nodes' containers (``image``): a stage that starts them in their
+                        namespaces, shows their state and removes them by ID
 - :mod:`.moved`         lab-file function nodes whose function ``chain migrate`` moved
 - :mod:`.runtime`       the host runtime, one interface (``local``: this machine and hosts
                         emulated in it; ``ssh``: real machines, each building its part with

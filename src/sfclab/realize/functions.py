@@ -22,8 +22,9 @@ def context(state: LabState, plan: Plan, node: str) -> FunctionContext:
     routes = [{"dst": r.dst, "gateway": r.gateway, "dev": r.dev}
               for r in plan.routes if r.node == node]
     host = plan.host_of(node)
+    image = next((c.image for c in plan.containers if c.node == node), None)
     return FunctionContext(plan.lab, node, plan.netns_of(node), ifaces, state.node_dir(node),
-                           routes, host.cgroup if host else None)
+                           routes, host.cgroup if host else None, image)
 
 
 def instantiate(state: LabState, plan: Plan, node: str) -> NetworkFunction:

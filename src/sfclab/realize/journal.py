@@ -2,7 +2,8 @@
 
 Interfaces inside lab namespaces need no entry of their own: they disappear with the namespace.
 Entries: ``netns`` (name), ``link`` (a root-namespace interface: name and alias mark),
-``ovs-bridge`` (name), ``function`` (node and kind: its ``stop`` runs at ``down``).  What each
+``ovs-bridge`` (name), ``function`` (node and kind: its ``stop`` runs at ``down``),
+``container`` (name and node: :mod:`sfclab.realize.containers`).  What each
 kind of entry must contain, and what proves its object is the lab's before ``down`` removes it,
 is :mod:`sfclab.realize.ownership`.
 """

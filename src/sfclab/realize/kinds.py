@@ -35,10 +35,13 @@ class KindTable:
     def parts(self) -> list[Part]:
         """Every part in stage order: hosts first (their contexts exist before nodes and links
         meet them), node kinds (their namespaces and bridges exist before links meet them),
-        link forms, tenants' routing in shared nodes, then the SFC data plane."""
+        link forms, tenants' routing in shared nodes, the SFC data plane, then nodes'
+        containers (each joins a namespace that is complete)."""
+        from .containers import CONTAINERS  # nodes' containers start in their namespaces
         from .steering import STEERING  # the SFC data plane follows the links it runs on
 
-        return [HOSTS, *NODE_KINDS.values(), *LINK_FORMS.values(), TENANCY, STEERING]
+        return [HOSTS, *NODE_KINDS.values(), *LINK_FORMS.values(), TENANCY, STEERING,
+                CONTAINERS]
 
     def shapes(self) -> dict[str, tuple[tuple[str, str], str]]:
         """How ``graph`` draws each node kind: (mermaid brackets, Graphviz shape)."""

@@ -65,12 +65,35 @@ def check(lab: Lab) -> Plan:
     host reached over SSH is checked there, by that host's agent, at ``up``
     (:mod:`sfclab.realize.needs`), not on this machine."""
     plan = plan_for(lab)
+    _check_images(lab, plan)
     for node in plan.functions:
         try:
             runtime_for(plan, plan.host_of(node)).check_node(plan, node)
         except SpecError as e:
             raise lab.error_at(e, ("nodes", node)) from None
     return plan
+
+
+def _check_images(lab: Lab, plan: Plan) -> None:
+    """Each node's ``image`` against this machine (:func:`sfclab.spec.image.machine_check`):
+    the image present, its command inside it, limits the machine can give."""
+    imaged = [n for n in lab.nodes.values() if n.image is not None]
+    if not imaged:
+        return
+    from ..spec.image import machine_check  # light start-up: only labs with images
+
+    for n in imaged:
+        host = plan.host_of(n.name)
+        far = runtime_for(plan, host).reached_as(host) if host is not None else None
+        if host is not None and far is not None:
+            raise lab.error_at(SpecError(f"node on host '{host.name}', reached over SSH as "
+                                         f"{far}: containers run on this machine only, for "
+                                         "now"), ("nodes", n.name, "image"))
+        assert n.image is not None
+        try:
+            machine_check(n.image)
+        except SpecError as e:
+            raise lab.error_at(e, ("nodes", n.name, "image")) from None
 
 
 def up(lab: Lab, *, progress: Progress | None = None) -> Plan:

@@ -28,7 +28,11 @@ entry           checked before removal
                 ``sfclab:<lab>:tunnel:<vni>`` in its load-time constants (``.rodata``)
 ``function``    a node name; its stop runs only for a node whose namespace is the lab's and
                 carries the mark (:func:`function_problem`)
-``container``   not supported yet: reported and left (:func:`container_problem`, the hook)
+``container``   a node name and the container name sfclab derives from it
+                (:func:`sfclab.plan.names.container_name`); the live container found under
+                that name must carry all three labels of the lab and node, its owner mark
+                ``sfclab.mark=sfclab:<lab>:<node>:container`` among them
+                (:func:`container_owner_problem`); it is then removed by its ID
 ==============  ===========================================================================
 """
 
@@ -42,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..kernel import netns
-from ..plan.names import NETNS_PREFIX
+from ..plan.names import NETNS_PREFIX, container_labels, container_name
 from ..spec.names import IFNAME_RE, node_name_ok
 
 if TYPE_CHECKING:
@@ -123,10 +127,23 @@ def cgroup_problem(lab: str, name: str) -> str | None:
 
 
 def container_problem(lab: str, entry: dict[str, Any]) -> str | None:
-    """The hook for containers (none are made yet): a container will be removed only when its
-    label ``sfclab.lab`` equals ``lab``, read from the runtime, never from the journal.  Until
-    then every such entry is refused."""
-    return "containers are not made by this version of sfclab; left alone"
+    """Why a ``container`` entry does not name a container of lab ``lab``: its node is no node
+    name, or its name is not the one sfclab gives that node's container."""
+    node = entry["node"]
+    if not node_name_ok(node):
+        return "not a node name"
+    if entry["name"] != container_name(lab, node):
+        return f"not the container name of node '{node}' ({container_name(lab, node)})"
+    return None
+
+
+def container_owner_problem(lab: str, node: str, labels: dict[str, str]) -> str | None:
+    """Why a live container with ``labels`` (read from podman) is not node ``node``'s of lab
+    ``lab``: each of its labels must be the lab's, the mark among them."""
+    for key, want in container_labels(lab, node).items():
+        if labels.get(key) != want:
+            return f"its label {key} is {labels.get(key)!r}, not {want!r} (not this lab's)"
+    return None
 
 
 def function_problem(lab: str, plan: Plan, node: str) -> str | None:
@@ -187,7 +204,7 @@ KINDS: dict[str, EntryKind] = {
                              "udp_port": int}, lambda lab, e: _ifname(e["dev"])),
     "watcher": EntryKind({"pid": int, "netns": str}),
     "remote-host": EntryKind({"host": str, "target": dict}, _host),
-    "container": EntryKind({"name": str}, container_problem),
+    "container": EntryKind({"name": str, "node": str}, container_problem),
 }
 
 

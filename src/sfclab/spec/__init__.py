@@ -16,6 +16,7 @@
 - :mod:`.segments`         layer-2 segments: the pieces of a lab that share one subnet
 - :mod:`.chain`            the ``chain:`` shorthand, expanded into nodes and links
 - :mod:`.hosts`            hosts and tenants in the lab file
+- :mod:`.image`            ``image:`` on a node: its container, checked as text and on the machine
 - :mod:`.sfc`              service function chains and groups (``chains:``, ``groups:``)
 - :mod:`.chainfile`        a chain file handed to a running lab (``sfclab chain add``)
 - :mod:`.classifier_file`  a file of classifiers (``sfclab chain classify --from-file``)

@@ -39,6 +39,7 @@ from . import chain, checks, hosts as hosts_spec, sfc, text
 from .addresses import address_problem
 from .chain import ChainSpec
 from .hosts import Attach, HostSpec, Rate, UnderlaySpec
+from .image import ImageSpec
 from .sfc import GroupSpec, SfcChainSpec
 from .kinds import KindTable, LinkForm, NodeKind
 from .names import (LAB_NAME_MAX, NAME_RE, NAME_WORDS, NODE_NAME_MAX, ifname_problem,
@@ -153,6 +154,8 @@ class OvsBridgeParams(_Model):
 
 #: node keys every kind takes, read by :mod:`sfclab.spec.hosts` (not the kind's own)
 NODE_PLACEMENT_KEYS = ("host", "tenant")
+#: the node key of its container (:mod:`sfclab.spec.image`), taken by every kind but bridges
+NODE_IMAGE_KEY = "image"
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,7 @@ class NodeSpec:
     params: Any  # the kind's validated pydantic model
     host: str | None = None  # labs with hosts: where it runs
     tenants: tuple[str, ...] = ()  # the tenants it belongs to (none: public)
+    image: ImageSpec | None = None  # its processes run in a container from this image
 
     @property
     def kind(self) -> str:
@@ -265,7 +269,7 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
     placement = hosts_spec.node_placement(doc, hosts, nodes_raw)
     tenancy = hosts_spec.validate_tenants(doc, top.tenants, nodes_raw)
     nodes = {name: NodeSpec(name, *_node_kind_and_params(doc, kinds, name, n), placement[name],
-                            tenancy[name])
+                            tenancy[name], _node_image(doc, name, n))
              for name, n in nodes_raw.items()}
     links, places = _links(doc, links_raw, top.mtu)
     forms = checks.check_links(doc, kinds, nodes, links, places)
@@ -328,11 +332,24 @@ def _node_kind_and_params(doc: Document, kinds: KindTable, name: str, n: Any
     ref = kinds.node_kind(str(kind))
     if ref is None:
         raise doc.error(f"unknown kind '{kind}' (expected one of: {known})", place + ("kind",))
-    own = {k: v for k, v in n.items() if k not in NODE_PLACEMENT_KEYS}
+    own = {k: v for k, v in n.items() if k not in NODE_PLACEMENT_KEYS and k != NODE_IMAGE_KEY}
+    if NODE_IMAGE_KEY in n and ref.attachment != "namespace":
+        raise doc.error(f"a {ref.name} is a bridge and runs no processes: 'image' is taken by "
+                        "hosts, routers and function kinds", place + (NODE_IMAGE_KEY,))
     try:
         return ref, ref.params_model().model_validate(ref.params_input(own))
     except ValidationError as e:
         raise _pydantic_error(doc, e, place) from None
+
+
+def _node_image(doc: Document, name: str, n: dict[str, Any]) -> ImageSpec | None:
+    """Node ``name``'s container (its ``image`` key, checked as text), or ``None``."""
+    if NODE_IMAGE_KEY not in n:
+        return None
+    try:
+        return ImageSpec.model_validate(n[NODE_IMAGE_KEY])
+    except ValidationError as e:
+        raise _pydantic_error(doc, e, ("nodes", name, NODE_IMAGE_KEY)) from None
 
 
 def _links(doc: Document, links_raw: list[tuple[tuple[Any, ...], Any]], default_mtu: int | None

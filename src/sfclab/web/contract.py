@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from ..realize.kinds import TABLE
 from ..spec.chainfile import ChainFile
-from ..spec.lab import NODE_PLACEMENT_KEYS, LabFile
+from ..spec.lab import NODE_IMAGE_KEY, NODE_PLACEMENT_KEYS, LabFile
 from ..spec.measurement import MODELS
 from ..spec.names import LAB_NAME_MAX, NAME_RE, NODE_NAME_MAX
 
@@ -81,6 +81,9 @@ def _with_kind(kind: str, schema: dict[str, Any], defs: dict[str, Any]) -> dict[
     props["kind"] = {"const": kind, "type": "string"}
     for key in NODE_PLACEMENT_KEYS:
         props.setdefault(key, {"description": f"the node's {key}"})
+    if TABLE.node_kind(kind).attachment == "namespace":  # bridges run no container
+        props.setdefault(NODE_IMAGE_KEY, {"description": "the node's container: an image "
+                                                         "name, or a mapping with 'name'"})
     required = sorted(set(schema.get("required", [])) | {"kind"})
     return {**schema, "properties": props, "required": required, "title": f"{kind} node"}
 

@@ -5,6 +5,7 @@
     {"lab": NAME,
      "groups":  [{"id": "host:h1", "kind": "host", "name": "h1", "parent": None}, ...],
      "nodes":   [{"id": NODE, "kind": KIND, "function": KIND|None, "netns": NS|None,
+                  "image": IMAGE|None, "container": STATE|None,
                   "host": H|None, "tenant": T|None, "parent": GROUP-ID|None,
                   ["was": KIND, "moved_to": CLONE] | ["stands_for": NODE]}, ...],
      "links":   [{"id": "l3", "link": 3, "source": A, "target": B, "kind": "veth",
@@ -108,21 +109,28 @@ def _moved(node: str, kind: str, function: str | None, moved: dict[str, str]
     return {"kind": kind, "function": function, **({"stands_for": stood[0]} if stood else {})}
 
 
-def topology(plan: dict[str, Any], moved: dict[str, str] | None = None) -> dict[str, Any]:
+def topology(plan: dict[str, Any], moved: dict[str, str] | None = None,
+             containers: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The graph of ``plan`` (a plan as stored: :meth:`sfclab.plan.model.Plan.to_dict`);
-    ``moved``: the running lab's migrated lab-file nodes -> their clones (none when omitted)."""
+    ``moved``: the running lab's migrated lab-file nodes -> their clones (none when omitted);
+    ``containers``: the running lab's containers' states by node, as ``inspect`` shows them
+    (:func:`sfclab.realize.containers.states`)."""
     moved = moved or {}
+    containers = containers or {}
     maps = {k: _mapping(plan, k) for k in GROUP_KEYS}
     functions = plan.get("functions") or {}
+    images = {c["node"]: c["image"] for c in plan.get("containers") or []}
     nodes: list[dict[str, Any]] = []
     for ns in plan.get("namespaces", []):
         fn = functions.get(ns["node"])
-        nodes.append({"id": ns["node"], "netns": ns["name"],
+        nodes.append({"id": ns["node"], "netns": ns["name"], "image": images.get(ns["node"]),
+                      "container": containers.get(ns["node"]),
                       **_moved(ns["node"], ns["kind"],
                                fn.get("kind") if isinstance(fn, dict) else None, moved),
                       **{k: _group_of(ns, ns["node"], maps, k) for k in GROUP_KEYS}})
     for b in plan.get("ovs_bridges", []):
         nodes.append({"id": b["node"], "kind": "ovs-bridge", "netns": None, "function": None,
+                      "image": None, "container": None,
                       "datapath": b.get("datapath"),
                       **{k: _group_of(b, b["node"], maps, k) for k in GROUP_KEYS}})
     groups: dict[str, dict[str, Any]] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ... import functions
+from ...errors import SpecError
 from ...plan.model import FunctionPlan
 from .. import ownership
 from ..step import step
@@ -55,6 +56,20 @@ class FunctionNode(NamespaceNode):
         super().plan_node(p, node)
         params = node.params.model_dump(mode="json", by_alias=True, exclude_unset=True)
         p.plan.functions[node.name] = FunctionPlan(self.name, params)
+        if self.cls.runs_image:  # the node's container is the function: it must have one
+            self._plan_container(p, node)
+
+    def _plan_container(self, p: Planner, node: NodeSpec) -> None:
+        mine = [c for c in p.plan.containers if c.node == node.name]
+        if not mine:
+            raise p.lab.error_at(SpecError(
+                f"a {self.name} function runs its image: expected an 'image' key (an image "
+                "in this machine's store, e.g. one 'sfclab image build' made)"),
+                ("nodes", node.name))
+        try:
+            self.cls.plan_container(node.params, mine[0])
+        except SpecError as e:
+            raise p.lab.error_at(e, ("nodes", node.name)) from None
 
     def nodes(self, plan: Plan) -> list[str]:
         return [n for n, f in plan.functions.items() if f.kind == self.name]

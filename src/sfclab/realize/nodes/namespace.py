@@ -13,6 +13,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...kernel import ethtool, netns
+from ...plan.containers import container_plan
 from ...plan.model import NamespacePlan
 from ..part import Part
 
@@ -55,6 +56,9 @@ class NamespaceNode(Part):
     def plan_node(self, p: Planner, node: NodeSpec) -> None:
         p.plan.namespaces.append(NamespacePlan(node.name, p.netns(node.name), self.name,
                                                self.forwards))
+        if node.image is not None:  # its container: started by sfclab.realize.containers
+            p.plan.containers.append(container_plan(p.plan.lab, node.name, p.netns(node.name),
+                                                    node.image))
 
     def mine(self, plan: Plan) -> list[NamespacePlan]:
         return [ns for ns in plan.namespaces if ns.kind == self.name]

@@ -14,7 +14,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from ...realize import lifecycle
+from ...plan.model import Plan
+from ...realize import containers, lifecycle
 from ...realize.inspect import inspect
 from ...realize.kinds import load_lab_text
 from ...realize.moved import moved_nodes
@@ -79,7 +80,8 @@ def lab_topology(lab: LabName) -> dict[str, Any]:
     plan = state.plan()
     if plan is None:
         raise Clash(f"lab '{lab}' has no plan yet (it is being built)")
-    return topology(plan, moved_nodes(state))
+    shown = containers.states(lab, Plan.from_dict(plan)) if plan.get("containers") else {}
+    return topology(plan, moved_nodes(state), shown)
 
 
 @router.get("/{lab}/counters", summary="cumulative packet, byte and drop counters of every "

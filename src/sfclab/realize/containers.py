@@ -1,0 +1,210 @@
+"""Nodes' containers: a stage of the node table for every node with an ``image``.
+
+A node with ``image`` (:mod:`sfclab.spec.image`) is built like any node of its kind: its
+namespace, links, addresses, routes and the kind's own configuration are made first, in the
+namespace sfclab owns.  Then, in stage 8 (``start``), its container is started by podman
+(:mod:`sfclab.kernel.podman`) *joined to that namespace*, so what runs in the container sees
+exactly the node's interfaces, addresses and routes, and chains and the proxy work unchanged.
+Containers of a lab start side by side (:data:`WORKERS` podman calls at a time).
+
+Ownership.  Each container is named ``sfclab-<len>-<lab>-<node>``
+(:func:`sfclab.plan.names.container_name`), journaled before anything is made (entry
+``container``: name and node), and labelled ``sfclab.lab``, ``sfclab.node`` and its owner mark
+``sfclab.mark=sfclab:<lab>:<node>:container``.  ``down`` (and a rollback) lists the lab's
+containers by label, keeps those whose name is journaled and whose labels are all the lab's
+(:func:`sfclab.realize.ownership.container_owner_problem`), and removes them by ID, before the
+namespaces go.  So a container from an ``up`` killed at any point (even one podman created but
+never started) is found and removed; one with a journaled name but foreign labels is reported
+and left.
+
+State.  ``inspect`` shows under the node's ``container`` its name, ID, image, status
+(``running``, ``exited`` ...), exit code, how many of its processes the kernel killed for its
+memory limit (``oom_kills``, from the kernel's log: :mod:`sfclab.kernel.kmsg`) and whether that
+ended it (``oom_killed``); kills once seen are kept in the lab's state directory
+(``containers/<node>.oom-kills.json``), since the log is a ring.  A container that died leaves
+the lab up and is reported there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ToolError
+from ..kernel import kmsg, netns, podman
+from ..plan.model import ContainerPlan
+from ..plan.names import LABEL_LAB, container_labels
+from ..spec.image import run_command
+from . import ownership
+from .part import Part
+from .state import LabState
+from .step import step
+
+if TYPE_CHECKING:
+    from ..plan.model import Plan
+    from .build import Builder
+    from .teardown import TeardownReport
+
+#: podman calls at a time when a lab's containers start (each mostly waits on runc)
+WORKERS = 4
+
+
+def container(lab: str, c: ContainerPlan,
+              configs: dict[str, podman.ImageConfig] | None = None) -> podman.Container:
+    """What podman is asked to run for ``c`` (the image's own command decided here, when the
+    lab file gives none; ``configs``: images' configurations already read, by name)."""
+    cmd = tuple(c.cmd)
+    if not cmd:
+        configs = {} if configs is None else configs
+        if c.image not in configs:
+            configs[c.image] = podman.image_config(c.image)
+        cmd = run_command(None, configs[c.image])
+    return podman.Container(
+        name=c.name, image=c.image, netns_path=netns.path(c.netns),
+        labels=container_labels(lab, c.node), cmd=cmd, env=dict(c.env),
+        binds=tuple(podman.Bind(s, t, bool(w)) for s, t, w in c.binds),
+        cpus=c.cpus, memory=c.memory, caps=tuple(c.caps), privileged=c.privileged,
+        hostname=c.node)
+
+
+def _start(lab: str, c: ContainerPlan, configs: dict[str, podman.ImageConfig]) -> str:
+    with step(f"container {c.name} of node {c.node} (image {c.image})"):
+        return podman.run(container(lab, c, configs))
+
+
+def owned(lab: str, journal: list[dict[str, Any]], errors: list[str]) -> dict[str, podman.State]:
+    """The lab's containers (by node) that are journaled by name *and* carry every label of
+    the lab; a journaled one with foreign labels is reported in ``errors`` and left."""
+    named = {e["name"]: e["node"] for e in journal if e.get("op") == "container"}
+    if not named:
+        return {}
+    out: dict[str, podman.State] = {}
+    states = podman.inspect(podman.find({LABEL_LAB: lab}))
+    states.update(podman.inspect([n for n in named if n not in
+                                  {s.name for s in states.values()}]))
+    for st in states.values():
+        node = named.get(st.name)
+        if node is None:
+            continue  # labelled with this lab but never journaled: not ours to remove
+        problem = ownership.container_owner_problem(lab, node, st.labels)
+        if problem:
+            errors.append(f"container {st.name}: {problem}; left alone")
+        else:
+            out[node] = st
+    return out
+
+
+def _oom_kills(errors: list[str]) -> list[dict[str, str]]:
+    """The kernel's OOM kill records (:mod:`sfclab.kernel.kmsg`); podman's own ``OOMKilled``
+    stays false on these machines (conmon misses cgroup v1's OOM event), the kernel's log does
+    not.  A kill's ``task_memcg`` is the container's cgroup, which ends in its ID."""
+    try:
+        return kmsg.oom_kills()
+    except OSError as e:
+        errors.append(f"the kernel's log cannot be read for OOM kills: {e.strerror or e}")
+        return []
+
+
+class Containers(Part):
+    """The stage that starts, shows and removes nodes' containers."""
+
+    name = "containers"
+    #: removed before functions stop and before the lab's processes are ended
+    teardown_rank = 5
+
+    def journal(self, plan: Plan) -> list[dict[str, Any]]:
+        return [{"op": "container", "name": c.name, "node": c.node} for c in plan.containers]
+
+    def start(self, b: Builder) -> None:
+        todo = b.plan.containers
+        if not todo:
+            return
+        b.progress(f"containers: {len(todo)}")
+        configs: dict[str, podman.ImageConfig] = {}  # each image read once
+        for c in todo:
+            if not c.cmd and c.image not in configs:
+                with step(f"image {c.image} of node {c.node}"):
+                    configs[c.image] = podman.image_config(c.image)
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(todo))) as pool:
+            futures = [pool.submit(_start, b.plan.lab, c, configs) for c in todo]
+        for f in futures:  # every call has ended: the first failure is raised, then rollback
+            f.result()
+
+    def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
+                 report: TeardownReport) -> None:
+        if not any(e.get("op") == "container" for e in journal):
+            return
+        try:
+            found = owned(state.name, journal, report.errors)
+            podman.remove([st.id for st in found.values()])
+        except ToolError as e:
+            report.errors.append(f"containers: {e}")
+
+    def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
+        for node, shown in states(state.name, plan).items():
+            nodes.setdefault(node, {})["container"] = shown
+
+
+def _seen_kills(lab: str, node: str, container_id: str, kills: list[dict[str, str]]) -> int:
+    """How many OOM kills of container ``container_id`` were ever seen: those in the kernel's
+    log now, added to what earlier looks kept in the lab's state (the log is a ring that other
+    labs' messages overwrite within minutes on a busy machine)."""
+    mine = {f"{k.get('pid')}:{k.get('task')}" for k in kills
+            if k.get("task_memcg", "").endswith(f"-{container_id}")}
+    state = LabState(lab)
+    if not state.exists:
+        return len(mine)
+    kept = state.dir / "containers" / f"{node}.oom-kills.json"
+    old: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        old = json.loads(kept.read_text())
+    seen = set(old.get("kills", [])) if old.get("id") == container_id else set()
+    if mine - seen:
+        with contextlib.suppress(OSError):
+            kept.parent.mkdir(exist_ok=True)
+            kept.write_text(json.dumps({"id": container_id, "kills": sorted(seen | mine)}))
+    return len(seen | mine)
+
+
+def states(lab: str, plan: Plan) -> dict[str, dict[str, Any]]:
+    """Each container's state as ``inspect`` shows it, by node (empty for a lab without)."""
+    if not plan.containers:
+        return {}
+    journal = [{"op": "container", "name": c.name, "node": c.node} for c in plan.containers]
+    errors: list[str] = []
+    try:
+        found = owned(lab, journal, errors)
+    except ToolError as e:
+        found, errors = {}, [str(e)]
+    kills = _oom_kills(errors) if any(c.memory for c in plan.containers) else []
+    out: dict[str, dict[str, Any]] = {}
+    for c in plan.containers:
+        st = found.get(c.node)
+        shown: dict[str, Any] = {"name": c.name, "image": c.image, "present": st is not None}
+        if st is not None:
+            mine = _seen_kills(lab, c.node, st.id, kills) if c.memory else 0
+            killed = st.oom_killed or (not st.running and st.exit_code == 137 and mine > 0)
+            shown.update(id=st.id[:12], status=st.status, running=st.running,
+                         exit_code=st.exit_code, oom_killed=killed, oom_kills=mine, pid=st.pid)
+            if st.error:
+                shown["error"] = st.error
+        elif errors:
+            shown["error"] = "; ".join(errors)
+        out[c.node] = shown
+    return out
+
+
+def in_words(shown: dict[str, Any]) -> str:
+    """A container's state (from :func:`states`) in a few words: ``running``, ``exited 0``,
+    ``exited 137, OOM-killed``, ``absent``."""
+    if not shown.get("present"):
+        return "absent"
+    if shown.get("running"):
+        return "running"
+    words = f"{shown.get('status')} {shown.get('exit_code')}"
+    return words + (", OOM-killed" if shown.get("oom_killed") else "")
+
+
+CONTAINERS = Containers()
