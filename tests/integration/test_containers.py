@@ -292,7 +292,7 @@ def test_a_firewall_in_a_container_sits_in_a_chain_with_its_rules(lab_name, imag
     """A firewall node with ``image:``: the chain's data plane (labels, the proxy) and the
     firewall's own nftables rules work in its namespace as without the container."""
     from sfclab.api import Lab
-    from sfclab.steer import chains
+    from sfclab.live.ops import chains
 
     from .test_sfc import ENV, PROBE, ROOT, echo
 
