@@ -147,3 +147,38 @@ def test_added_nodes_are_journaled_and_made_by_the_kind_tables_parts(
     # the routes went in each new namespace's batch: nothing of the lab was built again
     assert set(sent) - {None} == {netns[n] for n in nodes}
     assert sorted(set(sysctls)) == sorted(netns[n] for n in nodes)  # one-armed: no redirects
+
+
+def test_an_instance_with_a_container_brings_its_own_and_a_clone_gets_the_same_image() -> None:
+    """A chain file's ``image`` (a container planned for no node yet) becomes each instance's
+    own container (its podman name and namespace), in the merged plan, in the change the
+    engine makes, gone with :func:`drop_nodes`; a migration's clone runs the same image."""
+    from sfclab.plan.containers import moved_to
+    from sfclab.plan.model import ContainerPlan
+    from sfclab.plan.names import container_name, netns_name
+
+    plan = plan_for(load_lab_dict(LAB))
+    template = ContainerPlan(node="", name="", netns="", image="localhost/x/fw:1",
+                             env={"A": "1"}, memory=64 << 20)
+    insts = _instances()
+    insts[0].container = template
+    add = plan_addition(plan, plan.steering, parse(Document(json.dumps(GOOD), "chain.json")),
+                        insts, "chain.json")
+    merged = Plan.from_dict(plan.to_dict())
+    apply(merged, add)
+    node = insts[0].node
+    want = [(node, container_name(LAB["name"], node), netns_name(LAB["name"], node),
+             "localhost/x/fw:1", {"A": "1"}, 64 << 20)]
+    got = [(c.node, c.name, c.netns, c.image, c.env, c.memory) for c in merged.containers]
+    assert got == want
+    assert [c.node for c in change_of(merged, {n.node for n in add.nodes}).containers] == [node]
+    # saved and read back with the plan, and with the addition's record
+    again = Plan.from_dict(json.loads(json.dumps(merged.to_dict())))
+    assert [c.name for c in again.containers] == [want[0][1]]
+    clone = moved_to(merged, node, f"{node}.m1")
+    assert clone is not None and clone["image"] == "localhost/x/fw:1"
+    assert clone["name"] == container_name(LAB["name"], f"{node}.m1")
+    assert clone["netns"] == netns_name(LAB["name"], f"{node}.m1")
+    assert moved_to(merged, insts[1].node, "other") is None  # no container, none for a clone
+    drop_nodes(merged, {node})
+    assert merged.containers == []

@@ -88,9 +88,9 @@ class Container(NetworkFunction):
 
     def check(self) -> None:
         if self.ctx.image is None:  # a lab file's node without one is refused when planned
-            raise SpecError("a container function runs its image, and this node has none "
-                            "('chain add' files cannot give one yet: declare the function in "
-                            "the lab file with its 'image')", place="image")
+            raise SpecError("a container function runs its image, and this node has none: "
+                            "give it an 'image' key (in the lab file or the chain file)",
+                            place="image")
 
     def programs(self) -> list[str]:
         return [f"{IPTABLES}-restore", f"{IPTABLES}-save"] if self.params.reach == "nfqueue" \

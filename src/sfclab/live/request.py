@@ -19,10 +19,13 @@ from ..errors import SpecError
 from ..functions.cgroups import LimitParams
 from ..functions.params import parse_size
 from ..plan.chainadd import Instance
+from ..plan.containers import container_plan
+from ..plan.model import ContainerPlan
 from ..plan.chainpaths import Topology
 from ..realize import lifecycle
 from ..spec.chainfile import ChainFile, parse
 from ..spec.hosts import HOST_NAME_MAX
+from ..spec.image import ImageSpec, machine_check
 from ..spec.names import NAME_RE, NAME_WORDS
 from ..spec.source import Document, format_place, parse_place
 from ..spec.wording import pydantic_error
@@ -39,6 +42,8 @@ class Function:
     weights: list[int]
     cpu: float
     memory: int
+    #: its instances' container, planned for no node yet (each instance gets its own)
+    container: ContainerPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,8 @@ class AddChain:
 
     def instances(self) -> list[Instance]:
         """Every instance to make, named ``<function>-<k>`` (k from 1)."""
-        return [Instance(f"{f.name}-{k + 1}", f.name, f.kind, f.params, f.cpu, f.memory)
+        return [Instance(f"{f.name}-{k + 1}", f.name, f.kind, f.params, f.cpu, f.memory,
+                         container=f.container)
                 for f in self.functions for k in range(f.instances)]
 
 
@@ -120,7 +126,31 @@ def _function(doc: Document, i: int, chain: ChainFile, attach_hint: str | None) 
         raise doc.error(msg, place + loc) from None
     return Function(f.name, f.kind, params.model_dump(mode="json", by_alias=True,
                                                       exclude_unset=True),
-                    f.instances, f.weights(), f.cpu, memory)
+                    f.instances, f.weights(), f.cpu, memory,
+                    _container(doc, place, f.image, cls, params))
+
+
+def _container(doc: Document, place: tuple[Any, ...], image: ImageSpec | None,
+               cls: type[functions.NetworkFunction], params: Any) -> ContainerPlan | None:
+    """The container a function's instances run in (``image``), checked against this machine
+    as a lab file's node's is; a kind that runs its image (``container``) must have one."""
+    if image is None:
+        if cls.runs_image:
+            raise doc.error(f"a {cls.kind} function runs its image: expected an 'image' key "
+                            "(an image in this machine's store, e.g. one 'sfclab image build' "
+                            "made)", place)
+        return None
+    try:
+        machine_check(image)
+    except SpecError as e:
+        raise doc.error(e.message, place + ("image", *parse_place(e.place or ""))) from None
+    c = container_plan("", "", "", image)
+    if cls.runs_image:
+        try:
+            cls.plan_container(params, c)
+        except SpecError as e:
+            raise doc.error(e.message, place + parse_place(e.place or "")) from None
+    return c
 
 
 def default_attach(lab: str, chain: ChainFile) -> str | None:

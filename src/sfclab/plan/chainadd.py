@@ -34,7 +34,9 @@ from ..errors import SpecError
 from ..spec.chainfile import ChainFile
 from .chainpaths import (NO_PATH, Labels, Topology, build_direction, free_ifname,
                          free_path_base, free_subnets, path_ranges, used_ifaces)
-from .model import FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan, VethPlan
+from .containers import for_node
+from .model import (ContainerPlan, FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan,
+                    VethPlan)
 from .names import netns_name
 from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, classifier_row,
                   reversed_classifier)
@@ -68,6 +70,9 @@ class NewNode:
     gateway: str  # the attach node's end
     vni: int | None = None  # on another host than ``attach``: its tunnel (:mod:`.tunnels`)
     mtu: int = 0  # the link's MTU (0: BASE_MTU + LABEL_ROOM)
+    #: its container (a :class:`~sfclab.plan.model.ContainerPlan`, JSON form), when the chain
+    #: file gives the function an ``image``
+    container: dict[str, Any] | None = None
 
 
 @dataclass
@@ -113,6 +118,8 @@ class Instance:
     cpu: float
     memory: int
     host: str = "local"
+    #: its container, planned for no node yet (:func:`sfclab.plan.containers.for_node`)
+    container: ContainerPlan | None = None
 
 
 # --------------------------------------------------------------------------- the planner
@@ -151,10 +158,12 @@ def plan_addition(plan: Plan, sp: SteeringPlan | None, chain: ChainFile,
         hosts = list(net.hosts())
         a_if = free_ifname(plan, attach, taken)
         taken.add(a_if)
+        container = None if inst.container is None else \
+            asdict(for_node(plan.lab, inst.node, inst.container))
         add.nodes.append(NewNode(inst.node, netns_name(plan.lab, inst.node), inst.kind,
                                  inst.params, inst.function, inst.cpu, inst.memory, inst.host,
                                  attach, a_if, "eth0", str(net), f"{hosts[1]}/30",
-                                 f"{hosts[0]}/30"))
+                                 f"{hosts[0]}/30", container=container))
         topo.link(attach, inst.node, a_if, "eth0", True, inst.kind)
     _steer(plan, sp, topo, chain, add)
     return add
@@ -265,6 +274,8 @@ def apply(plan: Plan, add: Addition) -> None:
         plan.routes.append(RoutePlan(n.node, n.netns, "0.0.0.0/0",
                                      str(IPv4Interface(n.gateway).ip), n.ifname))
         plan.functions[n.node] = FunctionPlan(n.kind, n.params)
+        if n.container is not None:  # started by the containers stage, as at up
+            plan.containers.append(ContainerPlan(**n.container))
         for h in plan.hosts:  # its host's cgroups (CPUs, memory); "local" is no plan host
             if h.name == n.host and n.node not in h.nodes:
                 h.nodes.append(n.node)
@@ -310,15 +321,17 @@ def withdraw(plan: Plan, add: Addition) -> list[int]:
 def change_of(plan: Plan, nodes: set[str]) -> Plan:
     """What ``nodes`` (added by ``chain add`` or ``migrate``, each joined to its attach node by
     a veth) bring to ``plan``, as a plan of their own: their namespaces, their links (both
-    ends, the attach node's included), their routes and functions.  Nothing else of the lab
-    is in it: the build engine makes exactly these objects (:mod:`sfclab.realize.change`).
+    ends, the attach node's included), their routes, functions and containers.  Nothing else
+    of the lab is in it: the build engine makes exactly these objects
+    (:mod:`sfclab.realize.change`).
     The converse of :func:`drop_nodes`."""
     return Plan(plan.lab, plan.tag,
                 namespaces=[n for n in plan.namespaces if n.node in nodes],
                 interfaces=[i for i in plan.interfaces if i.node in nodes or i.peer in nodes],
                 veths=[v for v in plan.veths if v.a.node in nodes or v.b.node in nodes],
                 routes=[r for r in plan.routes if r.node in nodes],
-                functions={n: f for n, f in plan.functions.items() if n in nodes})
+                functions={n: f for n, f in plan.functions.items() if n in nodes},
+                containers=[c for c in plan.containers if c.node in nodes])
 
 
 def drop_nodes(plan: Plan, gone: set[str]) -> None:
@@ -329,6 +342,7 @@ def drop_nodes(plan: Plan, gone: set[str]) -> None:
     plan.routes = [r for r in plan.routes if r.node not in gone]
     plan.host_links = [hl for hl in plan.host_links  # added instances' tunnels (link -1)
                        if hl.link != -1 or not any(e.node in gone for e in hl.ends)]
+    plan.containers = [c for c in plan.containers if c.node not in gone]
     for n in gone:
         plan.functions.pop(n, None)
     for h in plan.hosts:

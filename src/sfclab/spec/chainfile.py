@@ -20,6 +20,12 @@ Model (YAML or JSON; the P4-SFC orchestrator's customer description in a lab's w
         memory: 64M                   # (default 16M): placement needs; given, also cgroup
                                       # limits of kinds that run a process (tun, dpi)
       - {name: meter, kind: tun, exec: /usr/local/bin/meter, cpu: 0.25, memory: 32M}
+      - name: lb                      # any function may run in a container, each instance
+        kind: container               # its own: ``image`` as a lab file's node takes it
+        reach: routed                 # (:mod:`sfclab.spec.image`); a container function
+        image:                        # needs one
+          name: localhost/sfclab/haproxy:latest
+          env: {HAPROXY_BIND: "0.0.0.0:80", HAPROXY_SERVERS: "198.18.0.2:80"}
 
 Only the structure is checked here; each function's own keys are checked against its kind by
 :mod:`sfclab.live.request` (the place named is still this file's).
@@ -31,6 +37,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
+from .image import ImageSpec
 from .names import NAME_WORDS, node_name_ok
 from .limits import MAX_FUNCTIONS, MAX_GROUP_INSTANCES, MAX_HOST_CPUS
 from .sfc import ClassifierSpec, EntryCounter, growth_problem
@@ -40,7 +47,7 @@ from .text import refuse_nul
 from .wording import pydantic_error
 
 #: keys of a function entry that are the chain file's own; every other key is the kind's
-ENTRY_KEYS = ("name", "kind", "instances", "weight", "cpu", "memory")
+ENTRY_KEYS = ("name", "kind", "instances", "weight", "cpu", "memory", "image")
 
 
 class FunctionEntry(Strict):
@@ -50,6 +57,7 @@ class FunctionEntry(Strict):
     weight: int | list[int] = 1
     cpu: float = Field(default=0.1, gt=0, le=MAX_HOST_CPUS)
     memory: int | str = "16M"
+    image: ImageSpec | None = None  # its instances run in containers from this image
     params: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("name")

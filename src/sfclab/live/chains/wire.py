@@ -32,7 +32,7 @@ from ...plan.chainadd import BASE_MTU, NewNode, change_of
 from ...plan.model import Plan
 from ...plan.sfc import LABEL_ROOM
 from ...plan.tunnels import LABELLED_MTU
-from ...realize import change, dataplane, ownership, teardown
+from ...realize import change, containers, dataplane, ownership, teardown
 from ...realize.functions import instantiate
 from ...realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
 from ...realize.state import LabState
@@ -169,8 +169,9 @@ def remove_node(state: LabState, plan: Plan, node: str, ns: str,
     """Stop ``node``'s function, delete its link (``attach``: the attach node and its end
     there; at once, both ends: a namespace is cleaned up by the kernel later, and its link's
     name would still be taken for a while; ``added``: the node, whose tunnel, if it has one,
-    goes too), end what runs in it and delete its namespace."""
-    errors = stop_function(state, plan, node)
+    goes too), end what runs in it and delete its namespace; its container first."""
+    errors = containers.remove_of(state, {node})  # first, as at down: its container
+    errors += stop_function(state, plan, node)
     if added is not None:  # its tunnel's devices in the two hosts' contexts
         errors += remove_tunnel(plan, added)
     if attach is not None:

@@ -27,11 +27,12 @@ from ...errors import LabError, SpecError
 from ...plan import placement
 from ...plan import tunnels as plan_tunnels
 from ...plan.tunnels import LABELLED_MTU as LABELLED
-from ...plan.chainadd import apply, plan_addition, withdraw
+from ...plan.chainadd import NewNode, apply, plan_addition, withdraw
 from ...plan.model import Plan
 from ...plan.placement import Need, NoRoom
 from ...realize import lifecycle
 from ...realize.functions import instantiate
+from ...realize.runtime import runtime_for
 from ...realize.state import LabState
 from .. import record
 from ..hosts import underlay
@@ -72,6 +73,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
                          LABELLED)
         merged = Plan.from_dict(plan.to_dict())
         apply(merged, add)
+        _containers_here(req, merged, add.nodes)
         for n in add.nodes:  # each function's own checks (neighbours, programs) first
             try:
                 instantiate(state, merged, n.node).check()
@@ -104,6 +106,18 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
             "labels": [h.label for h in add.hops],
             "directions": [d.index for d in add.directions], "watcher": watcher,
             "seconds": round(time.monotonic() - t0, 3)}
+
+
+def _containers_here(req: AddChain, merged: Plan, nodes: list[NewNode]) -> None:
+    """Instances with a container are placed on hosts of this machine: containers run on this
+    machine only, for now (as a lab file's nodes' at ``up``)."""
+    for n in nodes:
+        host = merged.host_of(n.node)
+        far = runtime_for(merged, host).reached_as(host) if host is not None else None
+        if n.container is not None and far is not None:
+            raise req.error(f"instance {n.node} was placed on host '{n.host}', reached over "
+                            f"SSH as {far}: containers run on this machine only, for now",
+                            n.function, "image")
 
 
 def remove_chain(req: RemoveChain) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from ...errors import LabError
 from ...plan import placement
 from ...plan import tunnels as plan_tunnels
 from ...plan.chainadd import Addition, NewNode, apply
+from ...plan.containers import moved_to
 from ...plan.chainpaths import (Labels, Topology, build_direction, free_ifname, free_path_base,
                                free_subnets, path_ranges)
 from ...plan.model import Plan
@@ -59,6 +60,7 @@ from ...plan.tunnels import LABELLED_MTU as LABELLED
 from ...plan.sfc import DirectionPlan
 from ...realize import lifecycle
 from ...realize.state import LabState
+from ...realize.runtime import runtime_for
 from .. import record
 from ..hosts import underlay
 from ..record import steering_of
@@ -107,7 +109,8 @@ def _lab_node(plan: Plan, d: DirectionPlan, node: str) -> NewNode:
     on = plan.host_of(node)
     return NewNode(node, plan.netns_of(node), f.kind, params, node,
                    float(params.get("cpu") or 0), int(params.get("memory") or 0),
-                   on.name if on else LOCAL, attach, "", "", "", "", "")
+                   on.name if on else LOCAL, attach, "", "", "", "", "",
+                   container=moved_to(plan, node, node))
 
 
 def clone_name(plan: Plan, instance: str) -> str:
@@ -173,7 +176,13 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     clone = NewNode(name, netns_name(req.lab, name), old.kind,
                     old.params, old.function, old.cpu, old.memory, host, old.attach,
                     free_ifname(plan, old.attach, set()), "eth0", str(net),
-                    f"{hs[1]}/30", f"{hs[0]}/30")
+                    f"{hs[1]}/30", f"{hs[0]}/30",
+                    container=moved_to(plan, old.node, name))  # the same image, its own
+    target = next((h for h in plan.hosts if h.name == host), None)
+    far = runtime_for(plan, target).reached_as(target) if target is not None else None
+    if clone.container is not None and far is not None:
+        raise LabError(f"'{old.node}' runs in a container, and host '{host}' is reached over "
+                       f"SSH as {far}: containers run on this machine only, for now")
     plan_tunnels.fit(plan, [clone], [x for a in record.placed(state) for x in a.nodes],
                      underlay.underlay_mtu(state, plan, LABELLED), LABELLED)
     # plan the clone's paths against the lab with the clone wired in
