@@ -18,7 +18,9 @@
  * the connection map passes; otherwise the node's rules in order, first match wins, then the
  * policy.  An accepted packet in stateful mode enters its tuple in the connection map.  Every
  * decision is counted, in packets and IPv4 bytes, by the rule (or policy, or connection map)
- * that made it.
+ * that made it.  The node's data-plane counters count a chain's packets into the function
+ * (proxy_in) and out of it (proxy_out) as the proxy does for a kernel function, so instance
+ * shares and health read the same.
  *
  * XDP, not tcx: the forwarder's XDP hook is the one each chain interface has, and popping a
  * label in tc is refused (bpf_skb_adjust_room takes only IPv4/IPv6 packets).
@@ -163,6 +165,7 @@ int sfc_fw(struct xdp_md *ctx)
 	}
 	if (!ip || fw_tuple(ip, end, &t, &bytes))
 		goto bad;
+	sfc_count(SFC_C_PROXY_IN); /* in and out of the function, as the proxy counts them */
 	if (fw_verdict(&t, bytes) != SFC_FW_ACCEPT)
 		return XDP_DROP;
 	/* then on by this node's forward label, under the proxy label */
@@ -178,6 +181,7 @@ int sfc_fw(struct xdp_md *ctx)
 		return XDP_DROP;
 	}
 	sfc_count(SFC_C_POPPED); /* the proxy label; the helper counts the forward label */
+	sfc_count(SFC_C_PROXY_OUT);
 	return sfc_pop_and_redirect(ctx, out, 2, ttl - 1, LSE_BOS(v));
 bad:
 	sfc_count(SFC_C_ERRORS);

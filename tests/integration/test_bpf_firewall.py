@@ -188,6 +188,8 @@ def test_labels_steer_after_the_function(ttl: int, at_r1: str) -> None:
         # what fw let through (passing flows only) is what r1 took its own label off
         assert delta["fw"]["forwarded"] == delta["r1"][at_r1] > 0, delta
         assert delta["r1"]["unknown_label"] == 0 and delta["fw"]["errors"] == 0, delta
+        # into the function: every labelled packet; out: those it passed on
+        assert delta["fw"]["proxy_out"] == delta["fw"]["forwarded"] < delta["fw"]["proxy_in"]
         if at_r1 == "delivered":
             assert passed(got) == PASSING and delta["r1"]["popped"] == delta["fw"]["forwarded"]
         else:
