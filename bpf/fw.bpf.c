@@ -12,7 +12,7 @@
  *       the forwarder would send it.
  *   labelled, top label this node's forward label (a path crossing the node): forwarded
  *       unfiltered, as the forwarder does.
- *   any other frame (ARP ...): passed.
+ *   any other frame (ARP, IPv6 ...): passed.
  *
  * Filtering (include/sfc_fw.h): in stateful mode a packet whose 5-tuple, or the reverse, is in
  * the connection map passes; otherwise the node's rules in order, first match wins, then the

@@ -10,7 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
+from sfclab.cli import main
 from sfclab.errors import SpecError
 from sfclab.functions import bpf_firewall_maps as M
 from sfclab.functions.rules import Rule
@@ -129,3 +131,22 @@ def test_a_fw_header_edited_in_a_copy_is_caught(built: Path, tmp_path: Path, old
                    check=True, capture_output=True, timeout=120)
     drift = contract.fw_drift(btf.read(str(obj)))
     assert any(d.startswith(says) for d in drift), drift
+
+
+@pytest.mark.parametrize("fw, extra_node, place", [
+    ({"rules": [{"action": "drop", "proto": "udp", "dport": i} for i in range(65)]}, False,
+     "nodes.fw.rules"),
+    ({}, True, "nodes.fw2"),
+], ids=["too-many-rules", "on-no-chain"])
+def test_the_cli_says_it_in_one_line_with_exit_2(fw: dict, extra_node: bool, place: str,
+                                                 tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    d = with_fw(fw)
+    if extra_node:
+        d["nodes"]["fw2"] = {"kind": "bpf-firewall"}
+        d["links"].append({"endpoints": ["fw2", "dst"]})
+    f = tmp_path / "lab.yaml"
+    f.write_text(yaml.safe_dump(d))
+    assert main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert str(f) in err and place in err and err.count("\n") == 1, err
