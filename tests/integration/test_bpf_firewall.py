@@ -136,6 +136,8 @@ def test_the_same_flows_pass_as_through_the_kernel_firewall() -> None:
         with running(lab_dict({"kind": kind, "rules": RULES})) as lab:
             results[kind] = traffic(lab)
             counters[kind] = lab.inspect()["nodes"]["fw"]["function"]
+            if kind == "bpf-firewall":
+                shown = chain_inspect(lab)
     assert passed(results["firewall"]) == PASSING, results
     assert passed(results["bpf-firewall"]) == PASSING, results
     # every UDP datagram of a passing flow arrived, through both
@@ -148,6 +150,18 @@ def test_the_same_flows_pass_as_through_the_kernel_firewall() -> None:
     for i in (0, 3):
         assert ebpf[i]["packets"] == kernel[i]["packets"] == 5, (ebpf, kernel)
     assert ebpf[1]["packets"] > 0 and ebpf[2]["packets"] > 0
+    # chain inspect shows the same per-rule counters (read after the traffic, so no fewer)
+    assert [r["packets"] for r in shown["functions"]["fw"]["rules"]] == \
+        [r["packets"] for r in ebpf]
+
+
+def chain_inspect(lab: Lab) -> dict[str, Any]:
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "inspect", lab.name, "c",
+                         "--json"], capture_output=True, text=True, timeout=60, check=True)
+    text = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "inspect", lab.name,
+                           "c"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "function fw: policy accept" in text and "rule 0: 5 packets" in text, text
+    return json.loads(cp.stdout)["chains"]["c"]
 
 
 def test_stateful_mode_passes_replies_of_accepted_connections_only() -> None:
