@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import chain_ops
+from .chain_functions import functions_text, with_functions
 from .output import emit
 from .group import command_group
 from .status import ExitStatus
@@ -59,6 +60,7 @@ def _inspect_text(d: dict[str, Any]) -> str:
             lines.append(f"  {node} (lab file) moved: {clone} stands in for it")
         for i, s in c["instances"].items():
             lines.append(f"  instance {i}: {s['proxy_in']:,} packets ({100 * s['share']:.1f} %)")
+        lines += functions_text(c)
         for e in c.get("health", {}).get("events", [])[-8:]:  # chain add/migrate, failover
             what = ", ".join(f"{k} {v}" for k, v in e.items() if k not in ("time", "event"))
             lines.append(f"  event {e['event']}: {what}")
@@ -102,7 +104,7 @@ def cmd_ls(a: argparse.Namespace) -> int:
 def cmd_inspect(a: argparse.Namespace) -> int:
     from ..live.ops import chains  # light start-up: load only what this command needs
 
-    emit(chains.inspect(a.name, a.chain), a.json, _inspect_text)
+    emit(with_functions(a.name, chains.inspect(a.name, a.chain)), a.json, _inspect_text)
     return ExitStatus.OK
 
 

@@ -11,6 +11,8 @@ its module here and add one line to :data:`KINDS`.
 - :mod:`.router`    ``router``: forwarding and the lab's static routes, per-namespace settings
 - :mod:`.firewall`  ``firewall``: a router whose forward (and input) path is filtered, with
                     :mod:`.rules` (rule lists as text for one-batch loading)
+- :mod:`.bpf_firewall` ``bpf-firewall``: the firewall in eBPF, SFC-aware (reads the label stack
+                    itself, no proxy), with :mod:`.bpf_firewall_maps` (its maps as bytes)
 - :mod:`.nat`       ``nat``: masquerade toward one neighbour, port forwards inward
 - :mod:`.shaper`    ``shaper``: a router whose egress is rate-limited by HTB or TBF
 - :mod:`.process`   a function whose behaviour is a program in its namespace (``dpi``, ``tun``),
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 KINDS: dict[str, str] = {
     "router": "router",
     "firewall": "firewall",
+    "bpf-firewall": "bpf_firewall",
     "nat": "nat",
     "shaper": "shaper",
     "dpi": "dpi",

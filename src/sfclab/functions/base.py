@@ -64,6 +64,10 @@ class FunctionContext:
     host_cgroup: str | None = None
     #: the image of the node's container (its ``image`` key), if it has one
     image: str | None = None
+    #: on a chain: the node's number in the SFC data plane (its key in the lab-wide maps) and
+    #: the directory of those maps; None for a node no chain passes
+    sfc_node_id: int | None = None
+    sfc_maps: Path | None = None
 
     def interface_toward(self, peer: str) -> Interface:
         for i in self.interfaces:
@@ -130,6 +134,10 @@ class NetworkFunction(abc.ABC):
     forwards: ClassVar[bool] = True
     #: whether the function is the node's container (its ``image``), which it then requires
     runs_image: ClassVar[bool] = False
+    #: an SFC-aware eBPF function: the program (in the data plane's objects) that the data
+    #: plane attaches on the node in place of its forwarder and proxy, reading the label stack
+    #: itself; None for a kernel function, which the proxy hands plain IPv4
+    sfc_program: ClassVar[str | None] = None
 
     def __init__(self, ctx: FunctionContext, params: FunctionParams):
         self.ctx = ctx

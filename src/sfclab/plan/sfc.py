@@ -15,7 +15,9 @@ labels, one per (node, outgoing link) used by some path, send the packet to that
 *proxy* label, one per function instance, hands it to the function.  The ingress pushes, in
 one step, the labels of every later node of the path in order (a function's proxy label, then
 its forward label); each node pops its own; the node before the egress pops the bottom one and
-delivers plain IPv4.  Transit nodes keep no per-flow state.  Labels start at 16 (0-15 are
+delivers plain IPv4.  Transit nodes keep no per-flow state.  An SFC-aware eBPF function
+(``bpf-firewall``: its kind's ``sfc_program``) takes its node's proxy label itself: its program
+is attached on every interface of the node in place of the forwarder and the proxy.  Labels start at 16 (0-15 are
 reserved by RFC 3032) and are given in order of first use, so the same lab always gets the
 same labels.
 
@@ -214,7 +216,10 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
     for n in sp.node_ids:
         ifaces = sorted({i for (m, i) in edges_used if m == n})
         att = [("sfc_forward", i, "xdp") for i in ifaces]
-        if n in functions_used:
+        own = lab.nodes[n].kind_ref.sfc_program
+        if own:  # an eBPF function forwards and filters by itself, on every interface
+            att = [(own, i.name, "xdp") for i in plan.interfaces_of(n)]
+        elif n in functions_used:
             att += [("sfc_proxy_in", i, "tcx-ingress") for i in ifaces]
             att += [("sfc_proxy_out", i, "tcx-egress") for i in ifaces]
         if n in ingress_used:

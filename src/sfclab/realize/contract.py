@@ -12,6 +12,9 @@ their BTF.  This module is the Python side's one statement of the same layouts:
 * :data:`LIMITS`, :data:`COUNTERS`, :data:`ACTIONS` -- the Python copies of the enums;
 * :data:`MAPS` -- each lab-wide map's key and value type.
 
+The bpf-firewall's own maps (``include/sfc_fw.h``) are stated by
+:mod:`sfclab.functions.bpf_firewall_maps`, which writes them; :func:`fw_drift` checks them.
+
 :func:`drift` compares all of it with an object's BTF (:mod:`sfclab.kernel.btf`) and returns
 every difference, so a unit test fails when the header changes and the Python does not.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from ..functions import bpf_firewall_maps as fwm
 from ..kernel.btf import Btf
 from ..spec import limits
 
@@ -114,8 +118,24 @@ def packer(name: str) -> Packer:
 
 def drift(btf: Btf) -> list[str]:
     """Every way the Python side differs from the object whose BTF is ``btf``; empty if none."""
+    enums = {"sfc_limit": LIMITS, "sfc_action": {f"SFC_A_{a.upper()}": v
+                                                  for a, v in ACTIONS.items()},
+             "sfc_counter": {**{f"SFC_C_{c.upper()}": i for i, c in enumerate(COUNTERS)},
+                             "SFC_NCOUNTERS": NCOUNTERS}}
+    return _drift(btf, LAYOUTS, enums, MAPS)
+
+
+def fw_drift(btf: Btf) -> list[str]:
+    """The same for the bpf-firewall's own layouts (include/sfc_fw.h, stated in Python by
+    :mod:`sfclab.functions.bpf_firewall_maps`) against ``fw.bpf.o``'s BTF."""
+    enums = {"sfc_fw_limit": fwm.LIMITS, "sfc_fw_verdict": fwm.VERDICTS}
+    return _drift(btf, fwm.LAYOUTS, enums, fwm.MAPS)
+
+
+def _drift(btf: Btf, layouts: dict[str, tuple[tuple[str, str], ...]],
+           enums: dict[str, dict[str, int]], maps: dict[str, tuple[str, str]]) -> list[str]:
     out: list[str] = []
-    for name, fields in LAYOUTS.items():
+    for name, fields in layouts.items():
         c = btf.structs.get(name)
         if c is None:
             out.append(f"struct {name}: not in the object")
@@ -139,15 +159,11 @@ def drift(btf: Btf) -> list[str]:
             offset += size
         if c.size != offset:
             out.append(f"struct {name}: {c.size} bytes in C, {offset} in Python")
-    enums = {"sfc_limit": LIMITS, "sfc_action": {f"SFC_A_{a.upper()}": v
-                                                  for a, v in ACTIONS.items()},
-             "sfc_counter": {**{f"SFC_C_{c.upper()}": i for i, c in enumerate(COUNTERS)},
-                             "SFC_NCOUNTERS": NCOUNTERS}}
     for enum, want in enums.items():
         have = btf.enums.get(enum)
         if have != want:
             out.append(f"enum {enum}: {have} in C, {want} in Python")
-    for mname, (key, value) in MAPS.items():
+    for mname, (key, value) in maps.items():
         d = btf.maps.get(mname)
         if d is None or (d.key, d.value) != (key, value):
             out.append(f"map {mname}: {d and (d.key, d.value)} in C, {(key, value)} in Python")

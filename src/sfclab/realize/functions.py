@@ -14,6 +14,7 @@ from ..functions import get
 from ..functions.base import FunctionContext, Interface, NetworkFunction
 from ..plan.model import Plan
 from .state import LabState
+from .steering import maps_dir
 
 
 def context(state: LabState, plan: Plan, node: str) -> FunctionContext:
@@ -23,8 +24,11 @@ def context(state: LabState, plan: Plan, node: str) -> FunctionContext:
               for r in plan.routes if r.node == node]
     host = plan.host_of(node)
     image = next((c.image for c in plan.containers if c.node == node), None)
+    sp = plan.steering
+    node_id = sp.node_ids.get(node) if sp else None
+    maps = maps_dir(plan) if node_id is not None else None
     return FunctionContext(plan.lab, node, plan.netns_of(node), ifaces, state.node_dir(node),
-                           routes, host.cgroup if host else None, image)
+                           routes, host.cgroup if host else None, image, node_id, maps)
 
 
 def instantiate(state: LabState, plan: Plan, node: str) -> NetworkFunction:

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 ENV_BINARY = "SFCLAB_STEER"
 PROGRAM_OBJECT = {"sfc_forward": "sfc_forward.bpf.o", "sfc_classify_egress": "sfc_classify.bpf.o",
                   "sfc_classify_ingress": "sfc_classify.bpf.o",
-                  "sfc_proxy_in": "sfc_proxy_in.bpf.o", "sfc_proxy_out": "sfc_proxy_out.bpf.o"}
+                  "sfc_proxy_in": "sfc_proxy_in.bpf.o", "sfc_proxy_out": "sfc_proxy_out.bpf.o",
+                  "sfc_fw": "fw.bpf.o"}
 
 
 def steer_binary() -> Path:
@@ -155,6 +156,11 @@ def make_maps(binary: Path, maps: Path) -> None:
     if cp.returncode != 0:
         raise RealizeError(cp.stderr.strip() or f"sfc-steer exited {cp.returncode}",
                            obj=str(maps))
+
+
+def maps_dir(plan: Plan) -> Path:
+    """The directory of the lab's pinned maps here (the lab's, or this host's share's)."""
+    return _top(plan) / "maps"
 
 
 def _top(plan: Plan) -> Path:

@@ -50,6 +50,12 @@ class NodeKind(Protocol):
         """Routers and functions forward packets; hosts and bridges do not."""
         ...
 
+    @property
+    def sfc_program(self) -> str | None:
+        """An SFC-aware eBPF function's program, which the data plane attaches on the node in
+        place of its forwarder and proxy; None for every other kind."""
+        ...
+
     def params_model(self) -> type[BaseModel]:
         """The pydantic model of the node's keys (``kind`` excluded for functions)."""
         ...

@@ -8,8 +8,8 @@ one entry per function class (``router``, ``firewall``, ``nat``, ``shaper``, ``d
 - :mod:`.ovs_bridge`    ``ovs-bridge``: an Open vSwitch bridge (no namespace)
 
 To add a node kind: write a module here with one :class:`~sfclab.realize.part.Part` subclass
-(its ``name``, ``attachment``, ``has_namespace``, ``forwards``, ``params_model`` and the stages it
-takes part in), and add it to :data:`NODE_KINDS` below.  A new network function needs no entry
+(its ``name``, ``attachment``, ``has_namespace``, ``forwards``, ``sfc_program``,
+``params_model`` and the stages it takes part in), and add it to :data:`NODE_KINDS` below.  A new network function needs no entry
 here: it registers itself in :mod:`sfclab.functions` and appears as a :class:`FunctionNode`.
 """
 

@@ -41,6 +41,10 @@ class FunctionNode(NamespaceNode):
     def cls(self) -> type[NetworkFunction]:
         return functions.get(self.name)
 
+    @property  # per function class (loaded when asked), not per node kind
+    def sfc_program(self) -> str | None:  # type: ignore[override]
+        return self.cls.sfc_program
+
     def params_model(self) -> type[BaseModel]:
         return self.cls.Params
 
@@ -56,6 +60,11 @@ class FunctionNode(NamespaceNode):
         super().plan_node(p, node)
         params = node.params.model_dump(mode="json", by_alias=True, exclude_unset=True)
         p.plan.functions[node.name] = FunctionPlan(self.name, params)
+        if self.cls.sfc_program and not _on_a_chain(p, node.name):
+            raise p.lab.error_at(SpecError(
+                f"a {self.name} reads the label stack, so it works only as a function of a "
+                "chain: expected a chain (or a group of a chain) listing it in 'functions'"),
+                ("nodes", node.name))
         if self.cls.runs_image:  # the node's container is the function: it must have one
             self._plan_container(p, node)
 
@@ -113,3 +122,12 @@ class FunctionNode(NamespaceNode):
                 nodes[node]["function"] = self.function(state, plan, node).inspect()
             except Exception as e:  # inspect must still show the rest
                 nodes[node]["function"] = {"error": str(e)}
+
+
+def _on_a_chain(p: Planner, node: str) -> bool:
+    """True if some chain of the lab lists ``node`` among its functions, or a group of it."""
+    for chain in p.lab.chains.values():
+        for f in chain.functions:
+            if f == node or (f in p.lab.groups and node in p.lab.groups[f].instances):
+                return True
+    return False

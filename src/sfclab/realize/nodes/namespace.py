@@ -42,6 +42,7 @@ class NamespaceNode(Part):
     attachment: ClassVar[str] = "namespace"
     has_namespace: ClassVar[bool] = True
     forwards: ClassVar[bool] = False
+    sfc_program: ClassVar[str | None] = None
     #: how ``graph`` draws it: mermaid brackets, Graphviz shape
     mermaid: ClassVar[tuple[str, str]] = ('("', '")')
     dot: ClassVar[str] = "ellipse"

@@ -29,6 +29,7 @@ class OvsBridge(Part):
     attachment = "ovs-bridge"
     has_namespace = False
     forwards = False
+    sfc_program = None
     teardown_rank = 20
     mermaid = ('[["', '"]]')
     dot = "box3d"
