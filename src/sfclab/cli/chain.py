@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import chain_ops
-from .chain_functions import functions_text, with_functions
+from .chain_functions import functions_text
 from .output import emit
 from .group import command_group
 from .status import ExitStatus
@@ -104,7 +104,7 @@ def cmd_ls(a: argparse.Namespace) -> int:
 def cmd_inspect(a: argparse.Namespace) -> int:
     from ..live.ops import chains  # light start-up: load only what this command needs
 
-    emit(with_functions(a.name, chains.inspect(a.name, a.chain)), a.json, _inspect_text)
+    emit(chains.inspect(a.name, a.chain), a.json, _inspect_text)
     return ExitStatus.OK
 
 

@@ -1,27 +1,9 @@
-"""``chain inspect``'s view of a chain's eBPF functions (``bpf-firewall``): each instance's own
-``inspect`` (its rules with their counters, policy, connection map) beside the data plane's
-per-node counters.  Kernel functions are left out: their counters are ``sfclab inspect``'s."""
+"""``chain inspect``'s text for a chain's eBPF functions (``bpf-firewall``): each instance's
+rules with their counters, policy and connection map, as ``chains.inspect`` gives them."""
 
 from __future__ import annotations
 
 from typing import Any
-
-
-def with_functions(lab: str, d: dict[str, Any]) -> dict[str, Any]:
-    """``d`` (``chains.inspect``'s result) with ``functions``: node -> its function's inspect,
-    for each chain's instances whose kind is an SFC program."""
-    from .. import functions
-    from ..realize.functions import instantiate
-    from ..realize.lifecycle import load_plan
-
-    state, plan = load_plan(lab)
-    for c in d["chains"].values():
-        for node in c.get("instances", {}):
-            f = plan.functions.get(node)
-            if f is not None and functions.get(f.kind).sfc_program:
-                c.setdefault("functions", {})[node] = \
-                    instantiate(state, plan, node).inspect()
-    return d
 
 
 def functions_text(c: dict[str, Any]) -> list[str]:

@@ -103,8 +103,23 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
                               for i in sorted(inst)}
             c["nodes"] = {n: counters[n] for n in sorted(nodes, key=list(sp.node_ids).index)}
             c.update(_added_and_health(lab, name, inst))
+            sfc_functions = _sfc_functions(lab, inst)
+            if sfc_functions:
+                c["functions"] = sfc_functions
             out["chains"][name] = c
     return out
+
+
+def _sfc_functions(lab: str, instances: set[str]) -> dict[str, Any]:
+    """Each of ``instances`` whose kind is an SFC-aware eBPF function (``bpf-firewall``): its
+    own ``inspect`` (rules with their counters, policy, connection map).  Kernel functions
+    are left out: their counters are ``sfclab inspect``'s."""
+    from ... import functions
+    from ...realize.functions import instantiate
+
+    state, plan = lifecycle.load_plan(lab)
+    return {node: instantiate(state, plan, node).inspect() for node in sorted(instances)
+            if node in plan.functions and functions.get(plan.functions[node].kind).sfc_program}
 
 
 def _dataplane(lab: str, sp: SteeringPlan) -> Counters:
