@@ -28,6 +28,8 @@ def main() -> int:
         ["bench_sfc_paths.py", "--reps", reps, "--trial", "1"],
         ["bench_ssh_hosts.py", "--reps", reps],
         ["bench_ssh_chains.py", "--reps", reps],
+        ["bench_container_updown.py", "--reps", reps],
+        ["bench_container_path.py", "--reps", reps],
     ]
     status = 0
     for argv in runs:

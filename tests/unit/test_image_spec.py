@@ -3,7 +3,9 @@ bridges refused, and the plan's container for a node (name, namespace, how it ru
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +143,43 @@ def test_an_oom_kill_once_seen_is_kept_after_the_kernel_log_lost_it(tmp_path, mo
     assert containers._seen_kills("img", "a", cid, [kill]) == 1       # the same kill once
     assert containers._seen_kills("img", "a", cid, []) == 1           # the ring lost it
     assert containers._seen_kills("img", "a", other, []) == 0         # a new container there
+
+
+def test_each_image_and_command_is_read_once_per_lab_the_limits_for_every_node(monkeypatch):
+    from sfclab.kernel import podman
+    from sfclab.realize import lifecycle
+
+    calls: list[tuple[str, str]] = []
+
+    @contextlib.contextmanager
+    def mounted(ref):
+        calls.append(("mount", ref))
+        yield Path("/")
+
+    monkeypatch.setattr(podman, "available", lambda: True)
+    monkeypatch.setattr(podman, "image_exists", lambda ref: calls.append(("exists", ref)) or True)
+    monkeypatch.setattr(podman, "image_config", lambda ref: calls.append(("config", ref)) or
+                        ImageConfig(id="1", entrypoint=(), cmd=(), path="/bin:/usr/bin"))
+    monkeypatch.setattr(podman, "image_mounted", mounted)
+    lb = lab("""\
+        a: {kind: host, image: localhost/x}
+        b: {kind: router, image: localhost/x}
+        c: {kind: router, image: localhost/x}
+        d: {kind: router, image: {name: localhost/x, cmd: [ls]}}
+        e: {kind: router, image: localhost/y}
+        """)
+    lifecycle._check_images(lb, plan_for(lb))
+    assert sorted(calls) == sorted([("exists", "localhost/x"), ("config", "localhost/x"),
+                                    ("mount", "localhost/x"),
+                                    ("exists", "localhost/x"), ("config", "localhost/x"),
+                                    ("mount", "localhost/x"),
+                                    ("exists", "localhost/y"), ("config", "localhost/y"),
+                                    ("mount", "localhost/y")])
+    # the limits are still checked on every node, after its image was found good on another
+    over = lab("""\
+        a: {kind: host, image: localhost/x}
+        b: {kind: router, image: {name: localhost/x, cpus: 1000}}
+        """)
+    with pytest.raises(SpecError) as ei:
+        lifecycle._check_images(over, plan_for(over))
+    assert "nodes.b.image.cpus" in str(ei.value)

@@ -118,3 +118,12 @@ def test_the_subreaper_attribute_comes_back_only_after_the_last_overlapping_run(
     with podman._not_subreaper():           # not a subreaper before: nothing to restore
         pass
     assert not podman.is_subreaper()
+
+
+def test_remove_stops_every_container_side_by_side() -> None:
+    ids = [f"{i:064x}" for i in range(20)]
+    argv = podman.remove_argv(ids, 1)
+    assert argv[:2] == ["--max-workers", "20"]  # 20 stop timeouts at once, not 6 (3 per CPU)
+    assert argv[2:] == ["rm", "--force", "--ignore", "--time", "1", "--", *ids]
+    many = [f"{i:064x}" for i in range(podman.MAX_WORKERS + 5)]
+    assert podman.remove_argv(many)[:2] == ["--max-workers", str(podman.MAX_WORKERS)]

@@ -176,6 +176,13 @@ def _inspect_text(d: dict) -> str:
         for r in n.get("routes", []):
             via = f" via {r['gateway']}" if r["gateway"] else ""
             lines.append(f"      route {r['dst']}{via} dev {r['dev']}")
+        if n.get("container"):
+            from ..realize.containers import in_words  # light start-up: labs with containers
+
+            c = n["container"]
+            ident = f", id {c['id']}" if c.get("id") else ""
+            lines.append(f"      container {c['name']} (image {c['image']}{ident}): "
+                         f"{in_words(c)}" + (f": {c['error']}" if c.get("error") else ""))
         if n.get("function"):
             lines.append(f"      function: {json.dumps(n['function'], default=str)[:400]}")
     return "\n".join(lines)

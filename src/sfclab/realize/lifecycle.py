@@ -82,6 +82,7 @@ def _check_images(lab: Lab, plan: Plan) -> None:
         return
     from ..spec.image import machine_check  # light start-up: only labs with images
 
+    checked: set[tuple[str, tuple[str, ...]]] = set()  # each image and command read once
     for n in imaged:
         host = plan.host_of(n.name)
         far = runtime_for(plan, host).reached_as(host) if host is not None else None
@@ -91,7 +92,7 @@ def _check_images(lab: Lab, plan: Plan) -> None:
                                          "now"), ("nodes", n.name, "image"))
         assert n.image is not None
         try:
-            machine_check(n.image)
+            machine_check(n.image, checked)
         except SpecError as e:
             raise lab.error_at(e, ("nodes", n.name, "image")) from None
 

@@ -218,9 +218,14 @@ def memory_total() -> int:
     raise OSError("no MemTotal in /proc/meminfo")
 
 
-def machine_check(spec: ImageSpec) -> None:
+def machine_check(spec: ImageSpec, checked: set[tuple[str, tuple[str, ...]]] | None = None,
+                  ) -> None:
     """Raise a :class:`SpecError` (place: the key, below the node's ``image``) for what this
-    machine cannot give ``spec``; nothing is made or left."""
+    machine cannot give ``spec``; nothing is made or left.
+
+    ``checked``: the (image, command) pairs already found good in this lab; the image's own
+    checks (in the store, its command inside it: four podman calls, one of them a mount) run
+    once per pair, the limits and binds for every node.  The pair is added once it passes."""
     import os
 
     from ..kernel import cgroups, cpus, podman  # light start-up: only labs with images
@@ -242,16 +247,21 @@ def machine_check(spec: ImageSpec) -> None:
     for i, b in enumerate(spec.binds):
         if not os.path.exists(b.source):
             raise fail(f"binds[{i}]", f"no such file or directory on this machine: {b.source}")
+    pair = (spec.name, tuple(spec.cmd or ()))
+    if checked is not None and pair in checked:
+        return
     try:
         if not podman.image_exists(spec.name):
             raise fail("name", f"no image '{spec.name}' in this machine's image store "
                                "('podman images' lists them; nothing is pulled)")
         config = podman.image_config(spec.name)
         argv = config.entrypoint or run_command(spec.cmd, config) or config.cmd
-        if not podman.image_has_program(spec.name, argv[0]):
+        if not podman.image_has_program(spec.name, argv[0], config.path):
             mine = spec.cmd and not config.entrypoint
             key, whose = ("cmd", "") if mine else ("name", " (the image's own command)")
             raise fail(key, f"'{argv[0]}'{whose} is not an executable in image '{spec.name}' "
                             f"(PATH {config.path})")
     except ToolError as e:
         raise fail("name", f"image '{spec.name}' cannot be read: {e}") from None
+    if checked is not None:
+        checked.add(pair)
