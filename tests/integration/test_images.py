@@ -35,7 +35,19 @@ def image_id(tag: str) -> str:
                           check=True).stdout.strip()
 
 
+def root_network() -> tuple[str, list[str], str]:
+    """What a build must never change in the root namespace: ``ip_forward``, its interfaces
+    and its iptables rules (podman's own bridge network would change all three)."""
+    forward = Path("/proc/sys/net/ipv4/ip_forward").read_text().strip()
+    links = sorted(p.name for p in Path("/sys/class/net").iterdir()
+                   if not p.name.startswith(("veth", "sfc")))  # other tests' lab ends come and go
+    rules = "".join(subprocess.run(["iptables", "-t", table, "-S"], capture_output=True,
+                                   text=True, check=False).stdout for table in ("filter", "nat"))
+    return forward, links, rules
+
+
 def test_a_recipe_is_built_once_then_cached_until_it_changes(tmp_path: Path) -> None:
+    root_before = root_network()
     name = f"t{secrets.token_hex(4)}"
     (tmp_path / name).mkdir()
     cf = tmp_path / name / "Containerfile"
@@ -66,6 +78,7 @@ def test_a_recipe_is_built_once_then_cached_until_it_changes(tmp_path: Path) -> 
         tags.append(new["tag"])
         assert new["built"] is True and new["tag"] != tag
         assert image_id(new["latest"]) == image_id(new["tag"]) != built_id
+        assert root_network() == root_before  # the RUN steps changed nothing of the machine's
     finally:
         tags.append(f"{image_recipes.REPOSITORY}/{name}:latest")
         for t in tags:

@@ -127,3 +127,16 @@ def test_remove_stops_every_container_side_by_side() -> None:
     assert argv[2:] == ["rm", "--force", "--ignore", "--time", "1", "--", *ids]
     many = [f"{i:064x}" for i in range(podman.MAX_WORKERS + 5)]
     assert podman.remove_argv(many)[:2] == ["--max-workers", str(podman.MAX_WORKERS)]
+
+
+def test_sfclabs_configuration_gives_no_network_unless_one_is_named() -> None:
+    """podman's own bridge network turns on the root namespace's ip_forward and adds its
+    iptables chains there (seen on this machine); sfclab's podman calls name their network
+    (a node's namespace, or the host's for a build) and the default is none."""
+    import tomllib
+
+    from sfclab.kernel import podman
+
+    conf = tomllib.loads(podman.CONF_TEXT)
+    assert conf["containers"]["netns"] == "none"
+    assert conf["engine"]["cgroup_manager"] == "cgroupfs" and conf["engine"]["runtime"] == "runc"

@@ -56,6 +56,9 @@ CONF_TEXT = """\
 # Written by sfclab (sfclab.kernel.podman); used only by the podman commands sfclab runs.
 [containers]
 default_ulimits = ["nofile=1024:20000", "nproc=4096:4096"]
+# no network unless one is named: podman's own bridge would turn on the root namespace's
+# ip_forward and add iptables chains there
+netns = "none"
 
 [engine]
 cgroup_manager = "cgroupfs"
