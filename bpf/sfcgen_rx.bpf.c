@@ -8,8 +8,10 @@
  * One counting step, two hooks: `sfcgen_rx` at XDP (`sfcgen sink --xdp`), and `sfcgen_rx_tc`
  * at tcx ingress (`--tc`), which runs after any XDP program of the interface (the SFC data
  * plane's, on a steered lab's egress) has passed the frame to the stack.  `sfcgen sink
- * --kernel` (the default of `sfclab traffic`) takes XDP where the interface has no XDP program
- * and tcx ingress where it has one.  A probe dropped at tcx ingress is freed with drop reason
+ * --kernel` (the default of `sfclab traffic`) takes tcx ingress where the interface has an XDP
+ * program, and both where it has none: XDP, and tcx ingress for the frames that skip a veth's
+ * XDP (handed into it by bpf_redirect_peer, as the shortbridge's tunnel end does); XDP drops
+ * what it counts, so no frame is counted twice.  A probe dropped at tcx ingress is freed with drop reason
  * TC_INGRESS, one dropped by XDP on a veth with NOT_SPECIFIED: the loss locator knows both as
  * the receiver's.
  *

@@ -477,7 +477,8 @@ static int sink_help(void *p, const char *arg)
 	       "  --xdp: count and drop the probes in an XDP program on the receiving\n"
 	       "  interfaces (default: every one but loopback) instead of a UDP socket;\n"
 	       "  --tc: the same at tcx ingress (after the interface's XDP program);\n"
-	       "  --kernel: XDP where the interface has no XDP program, else tcx\n");
+	       "  --kernel: XDP and tcx behind it where the interface has no XDP program,\n"
+	       "  else tcx\n");
 	return OPTTAB_DONE;
 }
 

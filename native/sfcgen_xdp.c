@@ -200,7 +200,7 @@ struct xdp_sink {
 	unsigned flows;
 	struct flow_state *flow_map; /* mmap of flow_states */
 	size_t flow_map_len;
-	char where[SINK_MAX_IFACES * 48 + 4];
+	char where[SINK_MAX_IFACES * 2 * 48 + 4]; /* one entry per hook and interface */
 };
 
 static bool is_loopback(const char *name)
@@ -245,42 +245,59 @@ static int sink_attach_tcx(struct xdp_sink *k, const char *name, int ifindex, ch
 	return 0;
 }
 
+/* Add `name` at `mode` to the JSON list of where the sink counts. */
+static void sink_where_add(struct xdp_sink *k, const char *name, const char *mode)
+{
+	size_t used = strlen(k->where);
+
+	snprintf(k->where + used, sizeof(k->where) - used, "%s{\"dev\":\"%s\",\"mode\":\"%s\"}",
+		 used > 1 ? "," : "", name, mode);
+}
+
+/*
+ * Count on `name`: at tcx ingress for --tc, or for --kernel where the interface has an XDP
+ * program already; else at XDP, and for --kernel also at tcx ingress behind it.  A frame
+ * handed into a veth by bpf_redirect_peer (the shortbridge's tunnel end, a tcx program
+ * redirecting into its peer) skips the veth's XDP but not its tcx ingress: what XDP counted
+ * it dropped, so the tcx program counts exactly the frames XDP never saw.
+ */
 static int sink_attach(struct xdp_sink *k, const char *name, char *why, size_t whylen)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	int ifindex = (int)if_nametoindex(name), err;
-	size_t used = strlen(k->where);
 	struct bpf_link *link;
-	const char *mode;
 
 	if (!ifindex) {
 		snprintf(why, whylen, "no interface %s", name);
 		return -1;
 	}
-	if (k->nlinks + k->ntcx == SINK_MAX_IFACES) {
+	if (k->nlinks == SINK_MAX_IFACES || k->ntcx == SINK_MAX_IFACES) {
 		snprintf(why, whylen, "more than %d interfaces", SINK_MAX_IFACES);
 		return -1;
 	}
 	if (k->hook == SINK_TC || (k->hook == SINK_KERNEL && has_xdp(ifindex))) {
 		if (sink_attach_tcx(k, name, ifindex, why, whylen))
 			return -1;
-		mode = "tcx";
-	} else {
-		link = bpf_program__attach_xdp(k->skel->progs.sfcgen_rx, ifindex);
-		err = libbpf_get_error(link);
-		if (err) {
-			snprintf(why, whylen, "cannot attach to %s: %s%s", name, strerror(-err),
-				 err == -EBUSY || err == -EEXIST ?
-				 " (it has another XDP program: --tc or --kernel count behind it)" : "");
-			return -1;
-		}
-		k->links[k->nlinks++] = link;
-		bpf_xdp_query(ifindex, 0, &q);
-		mode = q.attach_mode == XDP_ATTACHED_DRV ? "native" :
-		       q.attach_mode == XDP_ATTACHED_SKB ? "generic" : "other";
+		sink_where_add(k, name, "tcx");
+		return 0;
 	}
-	snprintf(k->where + used, sizeof(k->where) - used, "%s{\"dev\":\"%s\",\"mode\":\"%s\"}",
-		 k->nlinks + k->ntcx > 1 ? "," : "", name, mode);
+	link = bpf_program__attach_xdp(k->skel->progs.sfcgen_rx, ifindex);
+	err = libbpf_get_error(link);
+	if (err) {
+		snprintf(why, whylen, "cannot attach to %s: %s%s", name, strerror(-err),
+			 err == -EBUSY || err == -EEXIST ?
+			 " (it has another XDP program: --tc or --kernel count behind it)" : "");
+		return -1;
+	}
+	k->links[k->nlinks++] = link;
+	bpf_xdp_query(ifindex, 0, &q);
+	sink_where_add(k, name, q.attach_mode == XDP_ATTACHED_DRV ? "native" :
+			       q.attach_mode == XDP_ATTACHED_SKB ? "generic" : "other");
+	if (k->hook == SINK_KERNEL) {
+		if (sink_attach_tcx(k, name, ifindex, why, whylen))
+			return -1;
+		sink_where_add(k, name, "tcx");
+	}
 	return 0;
 }
 

@@ -52,7 +52,8 @@ struct xdp_sink;
 enum sink_hook {
 	SINK_XDP,    /* XDP; fails where the interface has an XDP program already */
 	SINK_TC,     /* tcx ingress, after the interface's own XDP and tcx programs */
-	SINK_KERNEL, /* XDP where the interface has no XDP program, tcx ingress where it has */
+	SINK_KERNEL, /* XDP and tcx ingress behind it (frames redirected into a veth's peer skip
+		      * its XDP) where the interface has no XDP program, tcx ingress where it has */
 };
 
 /*

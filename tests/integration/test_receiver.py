@@ -203,6 +203,12 @@ KINDS = {
                     "nodes": {"src": {"kind": "host", "host": "h1"},
                               "dst": {"kind": "host", "host": "h2"}},
                     "links": [{"endpoints": ["src", "dst"], "attach": "bridge"}]},
+    # the tunnel end hands frames into dst by bpf_redirect_peer, past its veth's XDP
+    "hosts-shortbridge": {"hosts": {"h1": {}, "h2": {}},
+                          "underlay": {"subnet": "198.19.254.0/24", "mtu": 1500},
+                          "nodes": {"src": {"kind": "host", "host": "h1"},
+                                    "dst": {"kind": "host", "host": "h2"}},
+                          "links": [{"endpoints": ["src", "dst"], "attach": "shortbridge"}]},
 }
 
 

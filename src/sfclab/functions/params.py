@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Annotated, Any
@@ -77,9 +78,19 @@ Ports = Annotated[tuple[int, int], BeforeValidator(parse_ports), PlainSerializer
 Argv = Annotated[list[str], BeforeValidator(parse_argv)]
 
 
+#: in an ``exec``, the Python interpreter that runs sfclab itself (its virtualenv's): a
+#: function written in Python imports sfclab whatever ``python3`` in ``PATH`` is
+PYTHON = "{python}"
+
+
 def resolve_executable(argv0: str, place: str) -> str:
-    """The absolute path of ``argv0`` (searched in ``PATH`` when it has no slash), or
-    ``SpecError`` at ``place``."""
+    """The absolute path of ``argv0`` (searched in ``PATH`` when it has no slash; ``{python}``:
+    the interpreter running sfclab, ``sys.executable``), or ``SpecError`` at ``place``."""
+    if argv0 == PYTHON:
+        if not sys.executable:
+            raise SpecError("'{python}' names the Python running sfclab, which cannot tell "
+                            "its own path here", place=place)
+        return sys.executable
     if "/" in argv0:
         p = Path(argv0)
         if p.is_file() and p.stat().st_mode & 0o111:

@@ -2,7 +2,8 @@
 
 Lab file keys::
 
-    exec: PATH [ARGS...]     # a string (split like a shell) or a list; PATH searched in $PATH
+    exec: PATH [ARGS...]     # a string (split like a shell) or a list; PATH searched in $PATH;
+                             # {python}: the Python running sfclab (sys.executable)
     device: sfctun0          # TUN device name (default sfctun0)
     table: 100               # routing table used for the detour (default 100)
     cpu: 0.5                 # optional cgroup limits (see sfclab.functions.cgroups)
