@@ -110,6 +110,7 @@ def test_bad_pairs_exit_2_and_start_nothing(running_lab, capsys):
     assert "sending threads" in capsys.readouterr().err
 
 
+@pytest.mark.serial  # counts the machine's drop counters: other workers' measurements add theirs
 def test_the_loss_locator_leaves_nothing_attached(shaped):
     before = _programs().count("count_drop")
     measure.run(shaped.name, RateRequest(size=64, rates=[10_000], duration=0.5))
