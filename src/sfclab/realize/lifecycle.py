@@ -18,7 +18,7 @@ from ..errors import LabError, SpecError
 from ..plan.model import Plan
 from ..plan.names import HOST_PREFIX
 from ..kernel import ovs
-from .runtime import runtime_for
+from .runtime import far_name, runtime_for
 from .runtime.base import HostRuntime
 from .state import LabState, all_labs, pid_alive
 from .teardown import TeardownReport
@@ -85,7 +85,7 @@ def _check_images(lab: Lab, plan: Plan) -> None:
     checked: set[tuple[str, tuple[str, ...]]] = set()  # each image and command read once
     for n in imaged:
         host = plan.host_of(n.name)
-        far = runtime_for(plan, host).reached_as(host) if host is not None else None
+        far = far_name(plan, host)
         if host is not None and far is not None:
             raise lab.error_at(SpecError(f"node on host '{host.name}', reached over SSH as "
                                          f"{far}: containers run on this machine only, for "

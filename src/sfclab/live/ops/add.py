@@ -32,7 +32,7 @@ from ...plan.model import Plan
 from ...plan.placement import Need, NoRoom
 from ...realize import lifecycle
 from ...realize.functions import instantiate
-from ...realize.runtime import runtime_for
+from ...realize.runtime import far_name
 from ...realize.state import LabState
 from .. import record
 from ..hosts import underlay
@@ -112,9 +112,8 @@ def _containers_here(req: AddChain, merged: Plan, nodes: list[NewNode]) -> None:
     """Instances with a container are placed on hosts of this machine: containers run on this
     machine only, for now (as a lab file's nodes' at ``up``)."""
     for n in nodes:
-        host = merged.host_of(n.node)
-        far = runtime_for(merged, host).reached_as(host) if host is not None else None
-        if n.container is not None and far is not None:
+        far = far_name(merged, merged.host_of(n.node)) if n.container is not None else None
+        if far is not None:
             raise req.error(f"instance {n.node} was placed on host '{n.host}', reached over "
                             f"SSH as {far}: containers run on this machine only, for now",
                             n.function, "image")

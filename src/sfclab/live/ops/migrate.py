@@ -60,7 +60,7 @@ from ...plan.tunnels import LABELLED_MTU as LABELLED
 from ...plan.sfc import DirectionPlan
 from ...realize import lifecycle
 from ...realize.state import LabState
-from ...realize.runtime import runtime_for
+from ...realize.runtime import far_name
 from .. import record
 from ..hosts import underlay
 from ..record import steering_of
@@ -178,9 +178,9 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                     free_ifname(plan, old.attach, set()), "eth0", str(net),
                     f"{hs[1]}/30", f"{hs[0]}/30",
                     container=moved_to(plan, old.node, name))  # the same image, its own
-    target = next((h for h in plan.hosts if h.name == host), None)
-    far = runtime_for(plan, target).reached_as(target) if target is not None else None
-    if clone.container is not None and far is not None:
+    far = far_name(plan, next((h for h in plan.hosts if h.name == host), None)) \
+        if clone.container is not None else None
+    if far is not None:
         raise LabError(f"'{old.node}' runs in a container, and host '{host}' is reached over "
                        f"SSH as {far}: containers run on this machine only, for now")
     plan_tunnels.fit(plan, [clone], [x for a in record.placed(state) for x in a.nodes],

@@ -47,3 +47,9 @@ def runtime_for(where: LabState | Lab | Plan, host: HostPlan | None = None) -> H
     state = where if isinstance(where, LabState) else \
         LabState(where.lab if isinstance(where, Plan) else where.name)
     return RUNTIMES[kind_for(where, host)](state)
+
+
+def far_name(plan: Plan, host: HostPlan | None) -> str | None:
+    """The name ``host`` of ``plan`` is reached by from this machine (over SSH), ``None`` for
+    this machine (no host, or an emulated one)."""
+    return runtime_for(plan, host).reached_as(host) if host is not None else None
