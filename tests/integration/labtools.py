@@ -106,7 +106,7 @@ def kill_9_during_up_then_down(tmp_path: Path, lab_name: str, body: str, delays:
             caught_midway += 1
         cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "down", name],
                             capture_output=True, text=True)
-        assert cp.returncode == 0, cp.stderr
+        assert cp.returncode == 0, (cp.returncode, cp.stdout, cp.stderr)
         assert nothing_left(name), leftovers(name)
         assert also_gone(name)
     return caught_midway

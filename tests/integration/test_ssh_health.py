@@ -175,10 +175,18 @@ def test_an_instance_killed_on_the_ingress_host_fails_over_within_a_second(lab_n
                 os.kill(int(pid), signal.SIGKILL)
             deadline = time.monotonic() + 5
             h1 = ms.dir / "state-m1"
-            while not _host_events(h1, lab_name, "failover") and time.monotonic() < deadline:
+            # the failovers after the kill that take the victim out (on a loaded machine a
+            # watcher starved past the peers' timeout is taken for lost and back, and its
+            # instances go out of the hash and back in before the kill: events too, not these)
+            def after_kill() -> list[dict]:
+                return [e for e in _host_events(h1, lab_name, "failover")
+                        if e["time"] >= t_kill and victim in e["instances_out"]]
+            while not after_kill() and time.monotonic() < deadline:
                 time.sleep(0.01)
-            ev = _host_events(h1, lab_name, "failover")
-            assert ev, "no failover on h1"
+            ev = after_kill()
+            assert ev, ("no failover of the victim on h1",
+                        _host_events(h1, lab_name, "failover"),
+                        _host_events(h1, lab_name, "peer-lost"))
             assert ev[-1]["time"] - t_kill < 1.0, ev  # out of the group's hash within 1 s
             print(f"failover over SSH: kill to slot rewrite {ev[-1]['time'] - t_kill:.3f} s "
                   f"(detection to rewrite {ev[-1]['ms']} ms)")

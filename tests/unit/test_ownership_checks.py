@@ -90,10 +90,18 @@ def test_a_damaged_journal_is_reported_line_by_line(tmp_path, monkeypatch):
         f.write(json.dumps({"op": "netns", "name": "sfclab:lab1:b"}) + "\n{\"op\": \"ne")
     entries, problems = state.read_journal()
     assert [e["name"] for e in entries] == ["sfclab:lab1:a", "sfclab:lab1:b"]
-    assert [p.split(" ", 3)[2] for p in problems] == ["2", "3", "5", "7"]
+    # line 7, the torn tail of the last record (a crash while appending), is skipped unsaid
+    assert [p.split(" ", 3)[2] for p in problems] == ["2", "3", "5"]
     assert "not JSON" in problems[0] and "not an object" in problems[1]
-    assert "not a namespace of lab 'lab1'" in problems[2] and "not JSON" in problems[3]
+    assert "not a namespace of lab 'lab1'" in problems[2]
     assert state.journal() == entries
+    # a line torn the same way but followed by more is damage, and said
+    with open(state.dir / "journal", "a") as f:
+        f.write("\n" + json.dumps({"op": "netns", "name": "sfclab:lab1:c"}) + "\n")
+    entries, problems = state.read_journal()
+    assert [e["name"] for e in entries] == ["sfclab:lab1:a", "sfclab:lab1:b", "sfclab:lab1:c"]
+    assert [p.split(" ", 3)[2] for p in problems] == ["2", "3", "5", "7"]
+    assert "not JSON" in problems[3]
 
 
 def test_a_process_that_fails_the_check_after_its_pidfd_is_opened_is_not_signalled():
@@ -168,3 +176,15 @@ def test_container_names_never_collide_between_labs():
     pairs = [("a-b", "c"), ("a", "b-c"), ("a", "b"), ("ab", "c"), ("a.b", "c"), ("a", "b.c")]
     names = [container_name(lab, node) for lab, node in pairs]
     assert len(set(names)) == len(names), names
+
+
+def test_a_record_after_a_torn_tail_starts_on_its_own_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    state = LabState(LAB)
+    state.record([{"op": "netns", "name": "sfclab:lab1:a"}])
+    with open(state.dir / "journal", "a") as f:
+        f.write('{"op": "netns", "na')  # a crash part way through a record
+    state.record([{"op": "netns", "name": "sfclab:lab1:b"}])
+    entries, problems = state.read_journal()
+    assert [e["name"] for e in entries] == ["sfclab:lab1:a", "sfclab:lab1:b"]
+    assert len(problems) == 1 and "journal line 2" in problems[0], problems
