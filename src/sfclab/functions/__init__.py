@@ -14,6 +14,8 @@ its module here and add one line to :data:`KINDS`.
 - :mod:`.bpf_firewall` ``bpf-firewall``: the firewall in eBPF, SFC-aware (reads the label stack
                     itself, no proxy), with :mod:`.bpf_firewall_maps` (its maps as bytes)
 - :mod:`.nat`       ``nat``: masquerade toward one neighbour, port forwards inward
+- :mod:`.bpf_nat`   ``bpf-nat``: the nat in eBPF, SFC-aware (reads the label stack itself, no
+                    proxy), with :mod:`.bpf_nat_maps` (its maps as bytes)
 - :mod:`.shaper`    ``shaper``: a router whose egress is rate-limited by HTB or TBF
 - :mod:`.process`   a function whose behaviour is a program in its namespace (``dpi``, ``tun``),
                     limited by :mod:`.cgroups` (which cgroups a node gets, and their limits)
@@ -38,6 +40,7 @@ KINDS: dict[str, str] = {
     "firewall": "firewall",
     "bpf-firewall": "bpf_firewall",
     "nat": "nat",
+    "bpf-nat": "bpf_nat",
     "shaper": "shaper",
     "dpi": "dpi",
     "tun": "tun",

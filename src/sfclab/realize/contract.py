@@ -14,6 +14,7 @@ their BTF.  This module is the Python side's one statement of the same layouts:
 
 The bpf-firewall's own maps (``include/sfc_fw.h``) are stated by
 :mod:`sfclab.functions.bpf_firewall_maps`, which writes them; :func:`fw_drift` checks them.
+The bpf-nat's (``include/sfc_nat.h``): :mod:`sfclab.functions.bpf_nat_maps`, :func:`nat_drift`.
 
 :func:`drift` compares all of it with an object's BTF (:mod:`sfclab.kernel.btf`) and returns
 every difference, so a unit test fails when the header changes and the Python does not.
@@ -25,6 +26,7 @@ import struct
 from typing import Any
 
 from ..functions import bpf_firewall_maps as fwm
+from ..functions import bpf_nat_maps as natm
 from ..kernel.btf import Btf
 from ..spec import limits
 
@@ -130,6 +132,13 @@ def fw_drift(btf: Btf) -> list[str]:
     :mod:`sfclab.functions.bpf_firewall_maps`) against ``fw.bpf.o``'s BTF."""
     enums = {"sfc_fw_limit": fwm.LIMITS, "sfc_fw_verdict": fwm.VERDICTS}
     return _drift(btf, fwm.LAYOUTS, enums, fwm.MAPS)
+
+
+def nat_drift(btf: Btf) -> list[str]:
+    """The same for the bpf-nat's own layouts (include/sfc_nat.h, stated in Python by
+    :mod:`sfclab.functions.bpf_nat_maps`) against ``nat.bpf.o``'s BTF."""
+    enums = {"sfc_nat_limit": natm.LIMITS, "sfc_nat_side": natm.SIDES}
+    return _drift(btf, natm.LAYOUTS, enums, natm.MAPS)
 
 
 def _drift(btf: Btf, layouts: dict[str, tuple[tuple[str, str], ...]],

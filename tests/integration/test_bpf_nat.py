@@ -1,0 +1,225 @@
+"""The bpf-nat against its kernel twin on real namespaces: the same flows (UDP and TCP from
+several source ports, ICMP echo) through the same symmetric chain with ``kind: nat`` and with
+``kind: bpf-nat`` reach the outside with the same translated source, and their replies -- which
+come back labelled through the reverse direction, so through the same node -- reach the
+inside; port forwards from the outside reach their target inside and its replies come back
+from the outside address and port; per-rule counters and live translations in ``inspect``
+and ``chain inspect``; bad input refused with the place and the limit, nothing made."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from sfclab.api import Lab
+from sfclab.errors import SpecError
+from sfclab.realize.dataplane import lab_dir
+
+from .test_sfc import node_counters
+
+IN, OUT, DST = "10.92.1.2", "10.92.3.1", "10.92.4.2"   # inside host, NAT outside, outside host
+SPORTS = (41000, 41001, 41002)
+UDP_PORTS = (6000, 6001)
+TCP_PORTS = (7000, 7001)
+FORWARDS = [{"proto": "tcp", "port": 8080, "to": f"{IN}:80"},
+            {"proto": "udp", "port": 9090, "to": IN}]
+
+#: echoes every UDP datagram and the first bytes of every TCP connection, on every port given;
+#: prints what it got by "peer-address:peer-port proto port"
+ECHO = r"""
+import json, selectors, socket, sys, time
+udp, tcp = [int(p) for p in sys.argv[1].split(",")], [int(p) for p in sys.argv[2].split(",")]
+sel, got = selectors.DefaultSelector(), {}
+for p in udp:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", p))
+    sel.register(s, selectors.EVENT_READ, ("udp", p))
+for p in tcp:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", p)); s.listen(16); sel.register(s, selectors.EVENT_READ, ("tcp", p))
+print("ready", flush=True)
+end = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:
+    for key, _ in sel.select(0.1):
+        proto, port = key.data
+        if proto == "udp":
+            data, peer = key.fileobj.recvfrom(2048); key.fileobj.sendto(data, peer)
+        else:
+            c, peer = key.fileobj.accept(); c.settimeout(2)
+            try:
+                data = c.recv(100); c.sendall(data)
+            except OSError:
+                data = b""
+            c.close()
+        if data:
+            k = f"{peer[0]}:{peer[1]} {proto} {port}"; got[k] = got.get(k, 0) + 1
+print(json.dumps(got), flush=True)
+"""
+#: from each source port: 5 datagrams to each UDP port, one connection to each TCP port;
+#: prints the echoes it got back by "source-port proto port" (and from where)
+CLIENT = r"""
+import json, socket, sys
+dst, sports = sys.argv[1], [int(p) for p in sys.argv[2].split(",")]
+udp, tcp = [int(p) for p in sys.argv[3].split(",")], [int(p) for p in sys.argv[4].split(",")]
+got = {}
+for sp in sports:
+    for p in udp:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", sp))
+        s.settimeout(1.0)
+        for i in range(5):
+            s.sendto(b"sfclab bpf-nat %d" % i, (dst, p))
+            try:
+                data, peer = s.recvfrom(2048)
+                k = f"{sp} udp {p} from {peer[0]}:{peer[1]}"; got[k] = got.get(k, 0) + 1
+            except OSError:
+                pass
+        s.close()
+    for p in tcp:
+        c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        c.bind(("0.0.0.0", sp)); c.settimeout(2)
+        try:
+            c.connect((dst, p)); c.sendall(b"hello"); data = c.recv(100)
+            if data == b"hello":
+                k = f"{sp} tcp {p} from {dst}:{p}"; got[k] = got.get(k, 0) + 1
+        except OSError:
+            pass
+        c.close()
+print(json.dumps(got), flush=True)
+"""
+
+
+def link(a: str, aa: str, b: str, ba: str) -> dict[str, Any]:
+    return {"endpoints": [{"node": a, "address": aa}, {"node": b, "address": ba}]}
+
+
+def lab_dict(nat: dict[str, Any]) -> dict[str, Any]:
+    """in -> r0 -> nat -> r1 -> out; a symmetric chain from in through nat (outside: r1)."""
+    host = {"kind": "host"}
+    return {"name": "bn" + secrets.token_hex(3),
+            "nodes": {"in": host, "r0": {"kind": "router"}, "nat": nat,
+                      "r1": {"kind": "router"}, "out": host},
+            "links": [link("in", f"{IN}/24", "r0", "10.92.1.1/24"),
+                      link("r0", "10.92.2.1/24", "nat", "10.92.2.2/24"),
+                      link("nat", f"{OUT}/24", "r1", "10.92.3.2/24"),
+                      link("r1", "10.92.4.1/24", "out", f"{DST}/24")],
+            "chains": {"c": {"classifiers": [{"ingress": "in"}], "functions": ["nat"],
+                             "egress": "out", "symmetric": True}}}
+
+
+@contextmanager
+def running(d: dict[str, Any]) -> Iterator[Lab]:
+    lab = Lab.from_dict(d, source="test_bpf_nat")
+    lab.up()
+    try:
+        yield lab
+    finally:
+        lab.down()
+        assert not lab_dir(lab.name).exists()
+
+
+def run(lab: Lab, server: str, client: str, to: str, udp: tuple[int, ...], tcp: tuple[int, ...],
+        sports: tuple[int, ...], tcp_to: tuple[int, ...] | None = None
+        ) -> tuple[dict[str, int], dict[str, int]]:
+    """``client`` talks to ``to`` from ``sports`` (UDP to ``udp``, TCP to ``tcp_to``, default
+    ``tcp``), ``server`` echoes on ``udp`` and ``tcp``: what the server got by peer, and what
+    came back to the client."""
+    ports = ",".join(map(str, udp)), ",".join(map(str, tcp))
+    rx = lab.popen(server, [sys.executable, "-c", ECHO, *ports, "8"],
+                   stdout=subprocess.PIPE, text=True)
+    assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+    cp = lab.exec(client, [sys.executable, "-c", CLIENT, to, ",".join(map(str, sports)),
+                           ports[0], ",".join(map(str, tcp_to or tcp))])
+    back = json.loads(cp.stdout.strip().splitlines()[-1])
+    out, _ = rx.communicate(timeout=60)
+    return json.loads(out.strip().splitlines()[-1]), back
+
+
+def ping(lab: Lab) -> bool:
+    return lab.exec("in", ["ping", "-c", "3", "-i", "0.2", "-W", "1", DST],
+                    check=False).returncode == 0
+
+
+def through(kind: str) -> dict[str, Any]:
+    with running(lab_dict({"kind": kind, "outside": "r1", "forward": FORWARDS})) as lab:
+        seen, back = run(lab, "out", "in", DST, UDP_PORTS, TCP_PORTS, SPORTS)
+        fseen, fback = run(lab, "in", "out", OUT, (9090,), (80,), (42000,), (8080,))
+        pinged = ping(lab)
+        info = lab.inspect()["nodes"]["nat"]["function"]
+        counters = node_counters(lab)["nat"]
+        shown = chain_inspect(lab) if kind == "bpf-nat" else None
+    return {"seen": seen, "back": back, "fseen": fseen, "fback": fback, "ping": pinged,
+            "info": info, "counters": counters, "shown": shown}
+
+
+def chain_inspect(lab: Lab) -> dict[str, Any]:
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "inspect", lab.name, "c",
+                         "--json"], capture_output=True, text=True, timeout=60, check=True)
+    text = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "inspect", lab.name,
+                           "c"], capture_output=True, text=True, timeout=60, check=True).stdout
+    return {"json": json.loads(cp.stdout)["chains"]["c"], "text": text}
+
+
+def test_the_same_flows_are_translated_as_by_the_kernel_nat() -> None:
+    r = {kind: through(kind) for kind in ("nat", "bpf-nat")}
+    k, b = r["nat"], r["bpf-nat"]
+    flows = {f"{OUT}:{sp} {proto} {p}" for sp in SPORTS
+             for proto, ports in (("udp", UDP_PORTS), ("tcp", TCP_PORTS)) for p in ports}
+    # the outside saw every flow from the outside address, with the same ports, as often
+    assert set(k["seen"]) == flows, k["seen"]
+    assert b["seen"] == k["seen"], (b["seen"], k["seen"])
+    assert all(n == 5 for key, n in b["seen"].items() if " udp " in key), b["seen"]
+    # every reply reached the inside, from the outside host (the source un-translated)
+    replies = {f"{sp} udp {p} from {DST}:{p}" for sp in SPORTS for p in UDP_PORTS} | \
+        {f"{sp} tcp {p} from {DST}:{p}" for sp in SPORTS for p in TCP_PORTS}
+    assert set(k["back"]) == replies, k["back"]
+    assert b["back"] == k["back"], (b["back"], k["back"])
+    # port forwards: the inside target sees the outside host; its replies come from OUT:port
+    assert set(k["fseen"]) == {f"{DST}:42000 udp 9090", f"{DST}:42000 tcp 80"}, k["fseen"]
+    assert b["fseen"] == k["fseen"] and b["fback"] == k["fback"], (b, k)
+    assert set(b["fback"]) == {f"42000 udp 9090 from {OUT}:9090",
+                               f"42000 tcp 8080 from {OUT}:8080"}, b["fback"]
+    assert k["ping"] and b["ping"]
+    # the packets went through the eBPF program, labelled both ways
+    assert b["counters"]["proxy_in"] > 0 and b["counters"]["errors"] == 0, b["counters"]
+    # per-rule counters: new translations count as the kernel's rules count connections
+    info, kinfo = b["info"], k["info"]["connections"]
+    assert info["masquerade"]["new"] == kinfo["masquerade"]["packets"] == \
+        len(SPORTS) * (len(UDP_PORTS) + len(TCP_PORTS)) + 1, (info, kinfo)   # + the ping
+    for i in (0, 1):
+        assert info["forwards"][i]["new"] == kinfo[f"forward {i}"]["packets"] == 1
+        assert info["forwards"][i]["packets"] > info["forwards"][i]["new"]
+    assert info["masquerade"]["packets"] > 2 * info["masquerade"]["new"]
+    assert info["no_port"]["packets"] == 0
+    assert info["live_translations"] == len(info["translations"]) == \
+        len(SPORTS) * (len(UDP_PORTS) + len(TCP_PORTS)) + 1 + 2, info
+    assert {t["outside"] for t in info["translations"] if t["rule"] == "masquerade"} >= \
+        {f"{OUT}:{sp}" for sp in SPORTS}
+    # chain inspect shows the same counters (read after the traffic, so no fewer)
+    shown = b["shown"]["json"]["functions"]["nat"]
+    assert shown["masquerade"]["new"] == info["masquerade"]["new"], shown
+    assert "function nat: masquerade" in b["shown"]["text"], b["shown"]["text"]
+
+
+@pytest.mark.parametrize("nat, place, says", [
+    ({"kind": "bpf-nat", "outside": "r1",
+      "forward": [{"proto": "udp", "port": 1000 + i, "to": IN} for i in range(33)]},
+     "nodes.nat.forward", "33 port forwards; a bpf-nat holds at most 32"),
+    ({"kind": "bpf-nat", "outside": "r1",
+      "forward": [{"proto": "tcp", "port": 70000, "to": IN}]},
+     "nodes.nat.forward[0].port", "65535"),
+    ({"kind": "bpf-nat", "outside": "r1", "masquerade": True}, "nodes.nat", "masquerade"),
+    ({"kind": "bpf-nat", "outside": "in"}, "nodes.nat", "not a neighbour"),
+], ids=["too-many-forwards", "port-beyond-limit", "unknown-key", "outside-not-a-neighbour"])
+def test_what_the_program_cannot_hold_is_refused(nat: dict[str, Any], place: str,
+                                                 says: str) -> None:
+    d = lab_dict(nat)
+    with pytest.raises(SpecError, match=says) as e:
+        Lab.from_dict(d, source="test_bpf_nat").up()
+    assert place in str(e.value), str(e.value)
+    assert not lab_dir(d["name"]).exists()
