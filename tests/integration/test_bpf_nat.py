@@ -223,3 +223,40 @@ def test_what_the_program_cannot_hold_is_refused(nat: dict[str, Any], place: str
         Lab.from_dict(d, source="test_bpf_nat").up()
     assert place in str(e.value), str(e.value)
     assert not lab_dir(d["name"]).exists()
+
+
+IN2 = "10.92.5.2"
+
+
+def plain_lab(kind: str) -> dict[str, Any]:
+    """lab_dict with a second inside host (in2, on r0) and a chain for UDP to 6000-6001 only:
+    traffic to other ports is routed to the NAT unlabelled, as is what comes back."""
+    d = lab_dict({"kind": kind, "outside": "r1"})
+    d["nodes"]["in2"] = {"kind": "host"}
+    d["links"].append(link("in2", f"{IN2}/24", "r0", "10.92.5.1/24"))
+    d["chains"]["c"]["classifiers"] = [{"ingress": "in", "proto": "udp", "dport": "6000-6001"}]
+    return d
+
+
+@pytest.mark.parametrize("kind", ["nat", "bpf-nat"])
+def test_routed_flows_are_translated_and_a_taken_port_is_replaced(kind: str) -> None:
+    """Two inside hosts send from the same source port to the same outside port, unlabelled
+    (routed through the NAT node): the outside sees both from the outside address, the second
+    on another port (bpf-nat: one of 32768-65535), and each host gets its own replies."""
+    with running(plain_lab(kind)) as lab:
+        seen1, back1 = run(lab, "out", "in", DST, (6100,), (7100,), (41000,))
+        seen2, back2 = run(lab, "out", "in2", DST, (6100,), (7100,), (41000,))
+        if kind == "bpf-nat":
+            info = lab.inspect()["nodes"]["nat"]["function"]
+            counters = node_counters(lab)["nat"]
+    assert seen1 == {f"{OUT}:41000 udp 6100": 5, f"{OUT}:41000 tcp 7100": 1}, seen1
+    assert back1 == {f"41000 udp 6100 from {DST}:6100": 5,
+                     f"41000 tcp 7100 from {DST}:7100": 1}, back1
+    assert back2 == back1, back2
+    ports = {k.split()[0] for k in seen2}
+    assert len(ports) == 2 and all(p.startswith(f"{OUT}:") for p in ports), seen2
+    assert f"{OUT}:41000" not in ports
+    if kind == "bpf-nat":
+        assert all(32768 <= int(p.split(":")[1]) <= 65535 for p in ports), seen2
+        assert info["masquerade"]["new"] == 4 and info["live_translations"] == 4, info
+        assert counters["proxy_in"] == 0, counters   # nothing of it was labelled

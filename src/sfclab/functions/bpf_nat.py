@@ -18,7 +18,10 @@ packets pass unchanged and are counted (:mod:`.bpf_nat_maps`, ``include/sfc_nat.
 
 The program is not started by the function: it is the node's SFC program
 (:attr:`NetworkFunction.sfc_program`), attached by the data plane in XDP on every interface of
-the node in place of the forwarder and the proxy, so the function must be on a chain.  At
+the node in place of the forwarder and the proxy, so the function must be on a chain.  A
+routed (unlabelled) packet it masquerades goes on through the kernel with the node's own
+address as its source: ``configure`` sets ``accept_local`` in the node's namespace (only
+there) so that the kernel forwards it.  At
 ``start`` (after the data plane is loaded) the outside interface and the forwards are written
 into the lab's maps under the node's ``node_id``; until then the node drops IPv4.
 ``inspect`` returns the masquerade's and each forward's packet, byte and translation counters,
@@ -67,6 +70,11 @@ class BpfNat(NetworkFunction):
             raise SpecError(f"the interface of node {self.ctx.node!r} toward "
                             f"{self.params.outside!r} has no address: masquerading needs one",
                             place=f"nodes.{self.ctx.node}.outside")
+
+    def configure(self) -> None:
+        # a routed packet masqueraded in XDP is handed to the kernel with the node's own
+        # address as its source, which the kernel drops as a martian unless told to accept it
+        self.ctx.write_sysctl("net.ipv4.conf.all.accept_local", "1")
 
     def _maps(self) -> tuple[int, Any]:
         node_id, maps = self.ctx.sfc_node_id, self.ctx.sfc_maps
