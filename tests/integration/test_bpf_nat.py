@@ -22,7 +22,7 @@ from sfclab.api import Lab
 from sfclab.errors import SpecError
 from sfclab.realize.dataplane import lab_dir
 
-from .test_sfc import node_counters
+from .test_sfc import node_counters, steering
 
 IN, OUT, DST = "10.92.1.2", "10.92.3.1", "10.92.4.2"   # inside host, NAT outside, outside host
 SPORTS = (41000, 41001, 41002)
@@ -35,7 +35,7 @@ FORWARDS = [{"proto": "tcp", "port": 8080, "to": f"{IN}:80"},
 #: prints what it got by "peer-address:peer-port proto port"
 ECHO = r"""
 import json, selectors, socket, sys, time
-udp, tcp = [int(p) for p in sys.argv[1].split(",")], [int(p) for p in sys.argv[2].split(",")]
+udp, tcp = [int(p) for p in sys.argv[1].split(",") if p], [int(p) for p in sys.argv[2].split(",") if p]
 sel, got = selectors.DefaultSelector(), {}
 for p in udp:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", p))
@@ -65,8 +65,8 @@ print(json.dumps(got), flush=True)
 #: prints the echoes it got back by "source-port proto port" (and from where)
 CLIENT = r"""
 import json, socket, sys
-dst, sports = sys.argv[1], [int(p) for p in sys.argv[2].split(",")]
-udp, tcp = [int(p) for p in sys.argv[3].split(",")], [int(p) for p in sys.argv[4].split(",")]
+dst, sports = sys.argv[1], [int(p) for p in sys.argv[2].split(",") if p]
+udp, tcp = [int(p) for p in sys.argv[3].split(",") if p], [int(p) for p in sys.argv[4].split(",") if p]
 got = {}
 for sp in sports:
     for p in udp:
@@ -260,3 +260,70 @@ def test_routed_flows_are_translated_and_a_taken_port_is_replaced(kind: str) -> 
         assert all(32768 <= int(p.split(":")[1]) <= 65535 for p in ports), seen2
         assert info["masquerade"]["new"] == 4 and info["live_translations"] == 4, info
         assert counters["proxy_in"] == 0, counters   # nothing of it was labelled
+
+
+FLOWS = tuple(range(43000, 43040))
+
+
+def group_lab() -> dict[str, Any]:
+    """lab_dict with the NAT a group of two bpf-nat instances side by side (nat1, nat2, each
+    between r0 and r1, each masquerading toward r1 with its own outside address)."""
+    d = lab_dict({"kind": "bpf-nat", "outside": "r1"})
+    d["nodes"] = {**{k: v for k, v in d["nodes"].items() if k != "nat"},
+                  "nat1": {"kind": "bpf-nat", "outside": "r1"},
+                  "nat2": {"kind": "bpf-nat", "outside": "r1"}}
+    d["links"] = [link("in", f"{IN}/24", "r0", "10.92.1.1/24"),
+                  link("r0", "10.92.2.1/24", "nat1", "10.92.2.2/24"),
+                  link("r0", "10.92.6.1/24", "nat2", "10.92.6.2/24"),
+                  link("nat1", f"{OUT}/24", "r1", "10.92.3.2/24"),
+                  link("nat2", "10.92.7.1/24", "r1", "10.92.7.2/24"),
+                  link("r1", "10.92.4.1/24", "out", f"{DST}/24")]
+    d["groups"] = {"nats": {"instances": ["nat1", "nat2"]}}
+    d["chains"]["c"]["functions"] = ["nats"]
+    d["chains"]["c"]["classifiers"] = [{"ingress": "in", "proto": "udp"}]
+    return d
+
+
+def translations(lab: Lab, node: str) -> dict[str, str]:
+    """The live translations of ``node``, read from the lab's map: inside -> outside."""
+    from sfclab.functions import bpf_nat_maps as M
+    from sfclab.kernel import bpf
+
+    with bpf.PinnedMap(str(lab_dir(lab.name) / "maps" / "sfc_nat_conns")) as m:
+        return {t["inside"]: t["outside"]
+                for t in M.translations(steering(lab).node_ids[node], m.items().items())}
+
+
+@pytest.mark.serial  # the watcher's timing is the machine's load's
+def test_a_translation_survives_the_failover_of_another_instance() -> None:
+    """40 UDP flows through a group of two bpf-nats; nat2 dies (its namespace goes) and the
+    watcher moves its slots: nat1's translations stay as they were, entry for entry, its flows
+    keep their outside address and port and make no new translation; nat2's flows move to
+    nat1 (new translations there) and their replies still reach the inside."""
+    from sfclab.kernel import netns
+
+    from .test_chain_ops import _events, _wait
+
+    with running(group_lab()) as lab:
+        subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "watch", lab.name],
+                       check=True, capture_output=True, timeout=60)
+        seen, back = run(lab, "out", "in", DST, (6000,), (), FLOWS)
+        assert len(back) == len(FLOWS), back
+        by = {k.split()[0].split(":")[0] for k in seen}
+        assert by == {OUT, "10.92.7.1"}, seen     # both instances carry flows
+        mine, theirs = translations(lab, "nat1"), translations(lab, "nat2")
+        assert len(mine) + len(theirs) == len(FLOWS) and mine and theirs
+        new_before = lab.inspect()["nodes"]["nat1"]["function"]["masquerade"]["new"]
+        assert netns.delete(lab.netns("nat2"))
+        _wait(lambda: bool(_events(lab, "failover")), timeout=10)
+        seen2, back2 = run(lab, "out", "in", DST, (6000,), (), FLOWS)
+        after = translations(lab, "nat1")
+        new_after = lab.inspect()["nodes"]["nat1"]["function"]["masquerade"]["new"]
+    # nat1's state untouched: every translation as it was, and its flows still through it
+    assert {k: after.get(k) for k in mine} == mine
+    assert {k for k in seen2 if k.startswith(f"{OUT}:")} >= \
+        {f"{mine[k]} udp 6000" for k in mine}, (seen2, mine)
+    # nat2's flows moved to nat1, one new translation each, and their replies reached in
+    assert set(after) == set(mine) | set(theirs)
+    assert new_after - new_before == len(theirs), (new_before, new_after, len(theirs))
+    assert len(back2) == len(FLOWS) and all(n == 5 for n in back2.values()), back2
