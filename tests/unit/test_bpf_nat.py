@@ -121,9 +121,9 @@ def test_chain_inspect_text_of_a_bpf_nat() -> None:
          "not_translated": {"packets": 2, "bytes": 80, "new": 0},
          "no_port": {"packets": 0, "bytes": 0, "new": 0}, "live_translations": 4}
     assert functions_text({"functions": {"nat": f}}) == [
-        "  function nat: masquerade toward r1 (eth1), 4 live translations",
-        "    masquerade: 12 packets, 3 translations made",
-        "    forward 0: 4 packets, 1 translations made  proto tcp port 8080 to 10.0.0.1:80",
+        "  function nat: masquerade toward r1 (eth1), live translations: 4",
+        "    masquerade: 12 packets, translations made: 3",
+        "    forward 0: 4 packets, translations made: 1  proto tcp port 8080 to 10.0.0.1:80",
         "    not translated: 2 packets"]
 
 

@@ -31,10 +31,10 @@ def _nat_text(node: str, f: dict[str, Any]) -> list[str]:
     """A bpf-nat: its masquerade's and forwards' counters, and its live translations."""
     def n(c: dict[str, int] | None) -> str:
         c = c or {}
-        return f"{c.get('packets', 0):,} packets, {c.get('new', 0):,} translations made"
+        return f"{c.get('packets', 0):,} packets, translations made: {c.get('new', 0):,}"
 
     lines = [f"  function {node}: masquerade toward {f['outside']} ({f['interface']}), "
-             f"{f.get('live_translations', 0):,} live translations",
+             f"live translations: {f.get('live_translations', 0):,}",
              f"    masquerade: {n(f.get('masquerade'))}"]
     for i, fw in enumerate(f.get("forwards", [])):
         what = " ".join(f"{k} {v}" for k, v in fw["forward"].items())
