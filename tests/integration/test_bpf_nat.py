@@ -9,6 +9,7 @@ and ``chain inspect``; bad input refused with the place and the limit, nothing m
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import subprocess
 import sys
@@ -219,10 +220,21 @@ def test_the_same_flows_are_translated_as_by_the_kernel_nat() -> None:
 def test_what_the_program_cannot_hold_is_refused(nat: dict[str, Any], place: str,
                                                  says: str) -> None:
     d = lab_dict(nat)
+    refused(d, place, says)
+
+
+def refused(d: dict[str, Any], place: str, says: str) -> None:
     with pytest.raises(SpecError, match=says) as e:
         Lab.from_dict(d, source="test_bpf_nat").up()
     assert place in str(e.value), str(e.value)
     assert not lab_dir(d["name"]).exists()
+    assert not [n for n in os.listdir("/run/netns") if n.startswith(f"sfclab:{d['name']}:")]
+
+
+def test_a_bpf_nat_no_chain_passes_is_refused() -> None:
+    d = lab_dict({"kind": "bpf-nat", "outside": "r1"})
+    del d["chains"]
+    refused(d, "nodes.nat", "only as a function of a chain")
 
 
 IN2 = "10.92.5.2"
