@@ -186,3 +186,17 @@ def test_the_cli_says_it_in_one_line_with_exit_2(nat: dict, extra_node: bool, pl
     assert main(["validate", str(f)]) == 2
     err = capsys.readouterr().err
     assert str(f) in err and place in err and err.count("\n") == 1, err
+
+
+def test_chain_add_refuses_it_at_its_place() -> None:
+    """``chain add`` does not attach an eBPF function's own program (the lab's data plane is
+    loaded at up): the request is refused before any lab is looked at."""
+    from sfclab.live import request
+
+    body = {"name": "natted", "attach": "r1", "egress": "dst",
+            "classifiers": [{"ingress": "src", "proto": "udp"}],
+            "functions": [{"name": "nat", "kind": "bpf-nat", "outside": "r1"}]}
+    with pytest.raises(SpecError) as e:
+        request.chain_from_dict("no-such-lab", body)
+    assert "functions[0].kind" in str(e.value), str(e.value)
+    assert "only a lab file's chain attaches" in str(e.value)
