@@ -250,28 +250,30 @@ def plain_lab(kind: str) -> dict[str, Any]:
     return d
 
 
-@pytest.mark.parametrize("kind", ["nat", "bpf-nat"])
-def test_routed_flows_are_translated_and_a_taken_port_is_replaced(kind: str) -> None:
+def test_routed_flows_are_translated_and_a_taken_port_is_replaced() -> None:
     """Two inside hosts send from the same source port to the same outside port, unlabelled
-    (routed through the NAT node): the outside sees both from the outside address, the second
-    on another port (bpf-nat: one of 32768-65535), and each host gets its own replies."""
-    with running(plain_lab(kind)) as lab:
-        seen1, back1 = run(lab, "out", "in", DST, (6100,), (7100,), (41000,))
-        seen2, back2 = run(lab, "out", "in2", DST, (6100,), (7100,), (41000,))
-        if kind == "bpf-nat":
+    (routed through the NAT node), through nat and through bpf-nat: the outside sees both from
+    the outside address, the second on another port (bpf-nat: one of 32768-65535), and each
+    host gets its own replies, alike through both."""
+    got = {}
+    for kind in ("nat", "bpf-nat"):
+        with running(plain_lab(kind)) as lab:
+            seen1, back1 = run(lab, "out", "in", DST, (6100,), (7100,), (41000,))
+            seen2, back2 = run(lab, "out", "in2", DST, (6100,), (7100,), (41000,))
             info = lab.inspect()["nodes"]["nat"]["function"]
             counters = node_counters(lab)["nat"]
-    assert seen1 == {f"{OUT}:41000 udp 6100": 5, f"{OUT}:41000 tcp 7100": 1}, seen1
-    assert back1 == {f"41000 udp 6100 from {DST}:6100": 5,
-                     f"41000 tcp 7100 from {DST}:7100": 1}, back1
-    assert back2 == back1, back2
-    ports = {k.split()[0] for k in seen2}
-    assert len(ports) == 2 and all(p.startswith(f"{OUT}:") for p in ports), seen2
-    assert f"{OUT}:41000" not in ports
-    if kind == "bpf-nat":
-        assert all(32768 <= int(p.split(":")[1]) <= 65535 for p in ports), seen2
-        assert info["masquerade"]["new"] == 4 and info["live_translations"] == 4, info
-        assert counters["proxy_in"] == 0, counters   # nothing of it was labelled
+        got[kind] = (seen1, back1, back2, {k.split()[0] for k in seen2})
+    for kind, (seen1, back1, back2, ports) in got.items():
+        assert seen1 == {f"{OUT}:41000 udp 6100": 5, f"{OUT}:41000 tcp 7100": 1}, (kind, seen1)
+        assert back1 == {f"41000 udp 6100 from {DST}:6100": 5,
+                         f"41000 tcp 7100 from {DST}:7100": 1}, (kind, back1)
+        assert back2 == back1, (kind, back2)
+        assert len(ports) == 2 and all(p.startswith(f"{OUT}:") for p in ports), (kind, ports)
+        assert f"{OUT}:41000" not in ports, (kind, ports)
+    ports = got["bpf-nat"][3]
+    assert all(32768 <= int(p.split(":")[1]) <= 65535 for p in ports), ports
+    assert info["masquerade"]["new"] == 4 and info["live_translations"] == 4, info
+    assert counters["proxy_in"] == 0, counters   # nothing of it was labelled
 
 
 FLOWS = tuple(range(43000, 43040))
