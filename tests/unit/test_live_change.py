@@ -288,3 +288,38 @@ def test_a_migration_is_the_clone_applied_the_switch_and_the_removal_applied() -
     assert [(v.a.node, v.b.node, v.b.name) for v in gone.veths] == [("fw-1", "r1", "sfx0")]
     assert sorted(gone.functions) == ["fw-1"]
     assert "fw-1" not in (final.steering.node_ids if final.steering else {})
+
+
+def test_host_rm_is_a_change_of_one_host_taken_out_by_the_hosts_part(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``host rm`` of an emulated host removes what ``host add`` made as ``down`` would: what
+    runs in its context is ended before its cgroups go (they must be empty), the namespace
+    last; a cgroup that is not the lab's is left, said so."""
+    from sfclab.plan.model import HostPlan
+    from sfclab.realize import hosts as realize_hosts
+    from sfclab.realize.runtime.local import LocalRuntime
+
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    done: list[tuple[str, Any]] = []
+
+    def owned_namespaces(lab: str, names: list[str], rep: Any) -> dict[int, str]:
+        done.append(("owned", list(names)))
+        return {7: names[0]}
+
+    monkeypatch.setattr(teardown, "owned_namespaces", owned_namespaces)
+    monkeypatch.setattr(teardown, "end_processes_in",
+                        lambda owned, rep: done.append(("end", sorted(owned.values()))))
+    monkeypatch.setattr(teardown, "delete_namespaces",
+                        lambda owned, rep: done.append(("delete", sorted(owned.values()))))
+    monkeypatch.setattr(realize_hosts.host_cgroups, "remove",
+                        lambda name: done.append(("cgroup", name)) or [])
+    h = HostPlan("e1", "sfclab:u1:@e1", "", "", "sfclab:u1:@e1", [0], 64 << 20, True, [])
+    assert LocalRuntime(LabState("u1")).leave(h) == []
+    assert done == [("owned", ["sfclab:u1:@e1"]), ("end", ["sfclab:u1:@e1"]),
+                    ("cgroup", "sfclab:u1:@e1"), ("delete", ["sfclab:u1:@e1"])]
+    done.clear()
+    forged = HostPlan("e2", "sfclab:u1:@e2", "", "", "sfclab:other:@e2", [0], 64 << 20, True,
+                      [])
+    errors = LocalRuntime(LabState("u1")).leave(forged)
+    assert len(errors) == 1 and "sfclab:other:@e2" in errors[0] and "left alone" in errors[0]
+    assert ("cgroup", "sfclab:other:@e2") not in done
