@@ -9,8 +9,9 @@ each host makes only what is its own (:mod:`sfclab.live.runtime.ssh` says who as
 - ``chain-make`` ``{"lab", "plan", "addition", "addresses"}``: journal first (the new nodes'
   objects by the engine's parts, :func:`sfclab.live.chains.wire.journal_nodes`, as ``up``
   journals a lab's; the tunnel devices in the host's context, by mark; the share's bpffs
-  directory when the lab had no chain), then the host's part saved with the new nodes (so ``down``, and
-  ``down`` after a ``kill -9`` of this machine, stops their functions and removes them), then
+  directory when the lab had no chain), then the host's part saved with the new nodes (so
+  ``down``, and ``down`` after a ``kill -9`` of this machine, stops their functions and
+  removes them), then
   the instances placed here (beside their attach node: namespace, veth, addresses, route by
   the build engine of ``up``, :func:`sfclab.live.chains.wire.make_nodes`; else namespace and
   tunnel end), their functions with their cgroup limits,

@@ -6,7 +6,9 @@ makes everything, in its own kernel, journaled in its journal.
   node and link tables; a node on another emulated host than its attach node gets its tunnel
   from :mod:`sfclab.live.chains.wire` and :mod:`sfclab.live.hosts.underlay`), then programs,
   labels, paths and slots (:mod:`sfclab.live.chains.tables`), then classifier entries;
-  ``chain rm`` and a rollback the other way;
+  ``chain rm`` and a rollback the other way, the nodes last: the plan diff from the lab with
+  them to the lab without them, taken out by the engine's parts as ``down`` takes out a lab
+  (:func:`sfclab.live.chains.wire.remove_nodes`);
 - health: one watcher for the lab (:mod:`sfclab.live.health.watcher`), its findings in the
   lab's state;
 - ``chain migrate``: :mod:`sfclab.live.runtime.local_migrate`;
