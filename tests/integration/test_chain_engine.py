@@ -50,3 +50,35 @@ def test_added_instances_are_journaled_and_built_as_up_builds_nodes(tmp_path: Pa
         chain_add.remove_chain(request.RemoveChain(lab.name, "video"))
         assert not [x for x in os.listdir("/run/netns")
                     if x in {n.netns for n in nodes}]
+
+
+def test_chain_rm_removes_an_attach_end_only_while_it_carries_its_mark(tmp_path: Path) -> None:
+    """``chain rm`` is the plan diff taken out by the parts of ``down``: the veth form deletes
+    an added link's end at the attach node only while it carries the alias the plan gave it;
+    one whose alias was changed after it was made is reported and left to the kernel."""
+    body = {**VIDEO, "functions": [{"name": "fw", "kind": "firewall", "rules": [],
+                                    "instances": 2}]}
+    with running(base_lab()) as lab:
+        state = LabState(lab.name)
+        chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        got = record.load_addition(state, "video")
+        assert got is not None
+        tampered, kept = got[0].nodes
+        ipr = netns.iproute(lab.netns(tampered.attach))
+        try:
+            ipr.link("set", index=ipr.link_lookup(ifname=tampered.attach_ifname)[0],
+                     ifalias="someone-else")
+        finally:
+            ipr.close()
+        rm = chain_add.remove_chain(request.RemoveChain(lab.name, "video"))
+        ns = lab.netns(tampered.attach)
+        assert rm["errors"] == [f"interface {ns}/{tampered.attach_ifname} lacks the lab's mark "
+                                "(alias 'someone-else'); left alone"]
+        assert sorted(rm["removed"]) == ["fw-1", "fw-2"]
+        for n in (tampered, kept):
+            assert not netns.exists(n.netns)
+        ipr = netns.iproute(ns)
+        try:  # the marked end went at once, with the chain
+            assert not ipr.link_lookup(ifname=kept.attach_ifname)
+        finally:
+            ipr.close()

@@ -269,7 +269,10 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
         assert subprocess.run(["ip", "netns", "exec", ns, "true"]).returncode == 0
         # made by m4's agent, journaled there; the tunnel's ends in m4's and h1's contexts
         j = (ms.dir / "state-m4" / "labs" / lab_name / "journal").read_text()
-        assert {"op": "netns", "name": ns} in [json.loads(x) for x in j.splitlines()]
+        entries = [json.loads(x) for x in j.splitlines()]
+        # journaled by the engine's parts, as up journals a node: its namespace and function
+        assert {"op": "netns", "name": ns} in entries
+        assert {"op": "function", "node": node, "kind": inst["kind"]} in entries
         # a second chain with an entry this one holds: refused before anything (exit 2)
         journal_m4 = (ms.dir / "state-m4" / "labs" / lab_name / "journal").read_text()
         clash = tmp_path / "clash.json"

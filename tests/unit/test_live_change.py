@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from sfclab.live.chains import wire
-from sfclab.plan.chainadd import apply, change_of, drop_nodes, plan_addition
+from sfclab.plan import diff, migration
+from sfclab.plan.chainadd import apply, change_of, drop_nodes, plan_addition, withdraw
 from sfclab.plan.model import Plan
+from sfclab.realize import teardown
 from sfclab.realize.build import Builder
 from sfclab.realize.kinds import load_lab_dict
 from sfclab.realize.lifecycle import plan_for
@@ -182,3 +184,142 @@ def test_an_instance_with_a_container_brings_its_own_and_a_clone_gets_the_same_i
     assert moved_to(merged, insts[1].node, "other") is None  # no container, none for a clone
     drop_nodes(merged, {node})
     assert merged.containers == []
+
+
+def test_a_removal_is_the_plan_diff_from_the_lab_with_the_nodes_to_the_lab_without() -> None:
+    _plan, merged, add = _added()
+    after = Plan.from_dict(merged.to_dict())
+    withdraw(after, add)
+    got = diff.removed(merged, after)
+    want = change_of(merged, {n.node for n in add.nodes})
+    assert got.to_dict() == want.to_dict()
+    # one node's share, as a host's agent takes it: the node, and its link's end at r1 only
+    # where r1 is on that host
+    one = diff.within(got, {"fw-1"})
+    assert [ns.node for ns in one.namespaces] == ["fw-1"]
+    assert [(i.node, i.name) for i in one.interfaces] == [("fw-1", "eth0")]
+    assert [(i.node, i.name) for i in diff.within(got, {"r1"}).interfaces] == [
+        ("r1", f"sfx{i}") for i in range(3)]
+    assert not diff.within(got, {"r1"}).namespaces
+    # a host taken out is the host alone: no node of the lab goes with it
+    h = Plan.from_dict(merged.to_dict())
+    h.hosts = []
+    assert diff.removed(merged, h).to_dict() == Plan(merged.lab, merged.tag,
+                                                     hosts=merged.hosts).to_dict()
+
+
+class Removed(FunctionNode):
+    """A function node kind that records what ``chain rm`` asks it to stop."""
+
+    def __init__(self, kind: str, seen: list[tuple[Any, ...]]):
+        super().__init__(kind)
+        self.seen = seen
+
+    def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
+                 report: Any) -> None:
+        assert plan is not None
+        self.seen += [("stop", n, plan.steering is not None) for n in self.nodes(plan)]
+
+
+class RemovedForm(LinkForm):
+    """A link form in the table in place of ``veth``: chain rm's links must go through it."""
+
+    name = "veth"
+    teardown_rank = 30
+
+    def __init__(self, seen: list[tuple[Any, ...]]):
+        self.seen = seen
+
+    def teardown_joined(self, state: LabState, plan: Plan, joined: set[str],
+                        report: Any) -> None:
+        self.seen += [("unjoin", i.node, i.name) for v in plan.veths for i in (v.a, v.b)
+                      if i.netns in joined]
+
+
+def test_removed_nodes_go_through_the_kind_tables_parts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    _plan, merged, add = _added()
+    seen: list[tuple[Any, ...]] = []
+    for kind in ("firewall", "nat"):
+        monkeypatch.setitem(NODE_KINDS, kind, Removed(kind, seen))
+    monkeypatch.setitem(LINK_FORMS, "veth", RemovedForm(seen))
+    owned: list[list[str]] = []
+
+    def owned_namespaces(lab: str, names: list[str], rep: Any) -> dict[int, str]:
+        owned.append(list(names))
+        return {}
+
+    monkeypatch.setattr(teardown, "owned_namespaces", owned_namespaces)
+    after = Plan.from_dict(merged.to_dict())
+    drop_nodes(after, {"fw-1", "fw-2"})  # n-1 stays
+    state = LabState(merged.lab)
+    errors = wire.remove_nodes(state, merged, after, add.nodes[:2])
+
+    # functions stopped by their kind, rebuilt in the lab's plan (its steering: node ids)
+    assert [s for s in seen if s[0] == "stop"] == [("stop", "fw-1", True),
+                                                   ("stop", "fw-2", True)]
+    # the links' ends at the attach node by the link form, after the functions stopped
+    assert [s for s in seen if s[0] == "unjoin"] == [("unjoin", "r1", "sfx0"),
+                                                     ("unjoin", "r1", "sfx1")]
+    assert [s[0] for s in seen] == ["stop", "stop", "unjoin", "unjoin"]
+    # the namespaces, from the journal entries of the removed nodes alone
+    assert owned == [[merged.netns_of("fw-1"), merged.netns_of("fw-2")]]
+    assert errors == []
+
+
+def test_a_migration_is_the_clone_applied_the_switch_and_the_removal_applied() -> None:
+    """The four steps as plans: the clone's change is the diff from the lab to the lab with
+    it; the switch touches only the steering; the removal is the diff from the switched lab
+    to the lab without the old instance, which holds the old node and its link alone."""
+    plan, merged, add = _added()
+    old = next(n for n in add.nodes if n.node == "fw-1")
+    m = migration.plan_clone(merged, add, old, "local", add.nodes, 1550)
+    assert m.clone.node == "fw-1.m1" and m.clone.attach == old.attach
+    assert diff.removed(m.merged, merged).to_dict() == change_of(m.merged, {"fw-1.m1"}).to_dict()
+    assert [d.index for d in m.news] == [d.index for d in m.olds]
+    assert all("fw-1" not in p.instances for d in m.news for p in d.paths)
+    assert any("fw-1.m1" in p.instances for d in m.news for p in d.paths)
+    switched = migration.switched(m.merged, m.news)
+    assert diff.removed(m.merged, switched).to_dict() == Plan(plan.lab, plan.tag).to_dict()
+    final, _freed = migration.removal(switched, old)
+    gone = diff.removed(switched, final)
+    assert [n.node for n in gone.namespaces] == ["fw-1"]
+    assert [(v.a.node, v.b.node, v.b.name) for v in gone.veths] == [("fw-1", "r1", "sfx0")]
+    assert sorted(gone.functions) == ["fw-1"]
+    assert "fw-1" not in (final.steering.node_ids if final.steering else {})
+
+
+def test_host_rm_is_a_change_of_one_host_taken_out_by_the_hosts_part(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``host rm`` of an emulated host removes what ``host add`` made as ``down`` would: what
+    runs in its context is ended before its cgroups go (they must be empty), the namespace
+    last; a cgroup that is not the lab's is left, said so."""
+    from sfclab.plan.model import HostPlan
+    from sfclab.realize import hosts as realize_hosts
+    from sfclab.realize.runtime.local import LocalRuntime
+
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    done: list[tuple[str, Any]] = []
+
+    def owned_namespaces(lab: str, names: list[str], rep: Any) -> dict[int, str]:
+        done.append(("owned", list(names)))
+        return {7: names[0]}
+
+    monkeypatch.setattr(teardown, "owned_namespaces", owned_namespaces)
+    monkeypatch.setattr(teardown, "end_processes_in",
+                        lambda owned, rep: done.append(("end", sorted(owned.values()))))
+    monkeypatch.setattr(teardown, "delete_namespaces",
+                        lambda owned, rep: done.append(("delete", sorted(owned.values()))))
+    monkeypatch.setattr(realize_hosts.host_cgroups, "remove",
+                        lambda name: done.append(("cgroup", name)) or [])
+    h = HostPlan("e1", "sfclab:u1:@e1", "", "", "sfclab:u1:@e1", [0], 64 << 20, True, [])
+    assert LocalRuntime(LabState("u1")).leave(h) == []
+    assert done == [("owned", ["sfclab:u1:@e1"]), ("end", ["sfclab:u1:@e1"]),
+                    ("cgroup", "sfclab:u1:@e1"), ("delete", ["sfclab:u1:@e1"])]
+    done.clear()
+    forged = HostPlan("e2", "sfclab:u1:@e2", "", "", "sfclab:other:@e2", [0], 64 << 20, True,
+                      [])
+    errors = LocalRuntime(LabState("u1")).leave(forged)
+    assert len(errors) == 1 and "sfclab:other:@e2" in errors[0] and "left alone" in errors[0]
+    assert ("cgroup", "sfclab:other:@e2") not in done

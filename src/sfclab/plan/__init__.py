@@ -23,6 +23,8 @@ Nothing here touches the kernel, so all of it is tested without root.
 - :mod:`.classifier_rows`  classifier entries in integers, for bulk loads
 - :mod:`.chainpaths`       paths, labels and free table space on a running lab's plan
 - :mod:`.chainadd`         a chain added to a running lab, planned against its saved plan
+- :mod:`.diff`             what a plan loses against another: a change's removal, as a plan
+- :mod:`.migration`        a migration's plans: the clone, the switch, the removal
 - :mod:`.graph`            a lab as a picture: Mermaid or Graphviz dot text
 - :mod:`.containers`       a node's ``image`` as the container the plan gives it
 """

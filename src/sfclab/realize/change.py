@@ -8,13 +8,23 @@ written before anything is made) and made by the same parts' stages (:func:`make
 node kind or link form in the table builds its objects on a running lab as it does at ``up``.
 A failure is raised naming the object; the caller takes out what the change made (its
 namespaces, whose removal takes their links' ends with them).
+
+A removal is a change too: the objects the lab's plan loses (:func:`sfclab.plan.diff.removed`,
+the plan with the thing against the plan without it), taken out by :func:`remove` with the same
+parts' ``teardown`` that ``down`` runs (:func:`sfclab.realize.teardown.remove`), over the journal
+entries those objects were made with; each object is removed only once it shows the lab's mark
+(:mod:`sfclab.realize.ownership`), and the ends of its links in the lab's namespaces it joined
+only while they carry the alias the plan gave them (``teardown_joined``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from dataclasses import replace
+
 from ..plan.model import Plan
+from . import ownership, teardown
 from .build import Builder
 from .journal import entries
 from .kinds import TABLE
@@ -35,3 +45,25 @@ def make(state: LabState, whole: Plan, change: Plan,
         builder.build()
     finally:
         builder.close()
+
+
+def remove(state: LabState, whole: Plan, change: Plan) -> list[str]:
+    """Remove ``change``'s objects (a plan diff: what ``whole``, the running lab's plan with
+    them, loses) as ``down`` removes a lab's, each once its mark is checked; the errors, naming
+    what was left and why.  Functions are rebuilt from ``change`` seen in its lab (``whole``'s
+    hosts and steering: their cgroups, node ids and maps), and stopped before their processes
+    end."""
+    journal: list[dict[str, object]] = []
+    errors: list[str] = []
+    for e in entries(change):
+        problem = ownership.entry_problem(state.name, e)
+        if problem:
+            errors.append(f"{ownership.quote(e)}: {problem}; left alone")
+        else:
+            journal.append(e)
+    made = {n.name for n in change.namespaces}
+    joined = {i.netns for i in change.interfaces if i.netns and i.netns not in made}
+    seen = replace(change, hosts=whole.hosts, steering=whole.steering, underlay=whole.underlay)
+    rep = teardown.TeardownReport(errors=errors)
+    teardown.remove(state, seen, journal, rep, joined)
+    return rep.errors

@@ -16,6 +16,8 @@ everything sfclab does for its kind, from validation to removal:
 ``prepare``     stage 7: kernel state of functions (rules, qdiscs), every function before any starts
 ``start``       stage 8: processes (functions)
 ``teardown``    removal of its journaled objects that carry the lab's mark, in ``teardown_rank``
+``teardown_joined`` a change's removal: its objects in namespaces of the running lab the change
+                joined (the attach node's end of an added node's link), each mark checked
 ``inspect``     what ``sfclab inspect`` shows of its objects
 ==============  ================================================================================
 
@@ -76,6 +78,12 @@ class Part:
     def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
                  report: TeardownReport) -> None:
         pass
+
+    def teardown_joined(self, state: LabState, plan: Plan, joined: set[str],
+                        report: TeardownReport) -> None:
+        """Remove what this part made of change ``plan`` inside ``joined``: namespaces of the
+        running lab the change joined (:meth:`sfclab.realize.build.Builder.join_namespace`),
+        which outlive the change."""
 
 
 class Registry(dict[str, Any]):

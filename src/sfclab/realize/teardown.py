@@ -10,7 +10,9 @@ Order: each part's ``teardown`` by rank (:mod:`sfclab.realize.part`): functions'
 the saved plan); then every process still running in the lab's marked namespaces (found
 through ``/proc/PID/ns/net``, ended through a pidfd checked after it was opened); then OVS
 bridges that are journaled *and* carry the lab's mark (one transaction), root-namespace
-interfaces that are journaled *and* carry the lab's alias; then the marked namespaces.
+interfaces that are journaled *and* carry the lab's alias; for a change to a running lab, its
+links' ends in the lab's namespaces it joined, each carrying its alias (``teardown_joined``);
+then the marked namespaces.
 Absent objects are skipped, so it works after a crash at any point of ``up`` and can be run
 again.
 """
@@ -18,6 +20,7 @@ again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..plan.model import Plan
 from ..kernel import netns
@@ -99,7 +102,17 @@ def teardown(state: LabState) -> TeardownReport:
     rep = TeardownReport()
     journal, rep.errors = state.read_journal()
     plan_d = state.plan()
-    plan = Plan.from_dict(plan_d) if plan_d else None
+    remove(state, Plan.from_dict(plan_d) if plan_d else None, journal, rep)
+    return rep
+
+
+def remove(state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
+           rep: TeardownReport, joined: set[str] | None = None) -> None:
+    """Remove the objects ``journal`` names (its entries checked well formed and the lab's)
+    with every part, in the order of the module's docstring: the whole lab at ``down``, or a
+    change to a running lab (:func:`sfclab.realize.change.remove`: ``plan`` is the change,
+    ``joined`` the lab's namespaces its links end in, whose ends go before the change's
+    namespaces)."""
     ns_names = [e["name"] for e in journal if e.get("op") == "netns"]
     parts = sorted(TABLE.parts(), key=lambda p: p.teardown_rank)
     for part in [p for p in parts if p.teardown_rank < PROCESSES_RANK]:
@@ -108,5 +121,7 @@ def teardown(state: LabState) -> TeardownReport:
     end_processes_in(owned, rep)
     for part in [p for p in parts if p.teardown_rank >= PROCESSES_RANK]:
         part.teardown(state, plan, journal, rep)
+    if joined and plan is not None:
+        for part in parts:
+            part.teardown_joined(state, plan, joined, rep)
     delete_namespaces(owned, rep)
-    return rep

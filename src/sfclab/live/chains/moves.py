@@ -4,8 +4,8 @@ it, the runtime's ``migrate`` makes it: :mod:`sfclab.live.runtime.local`,
 
 - :class:`Owner`: the record a migrated instance belongs to (an added chain's, or the clones
   of a lab file's chain) and :func:`save` it;
-- :func:`switched_plan`: the plan once the slot tables point at the clone's paths;
-  :func:`final_plan`: once the old instance is gone, with the labels it frees;
+- the plans once switched and once the old instance is gone are planned by
+  :mod:`sfclab.plan.migration` (``switched``, ``removal``);
 - :func:`drain`: wait until no packet enters the old instance;
 - :func:`finish`: the records once the old instance is gone (the clone in its place).
 """
@@ -15,13 +15,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ...plan.chainadd import Addition, NewNode, drop_nodes
+from ...plan.chainadd import Addition, NewNode
 from ...plan.model import Plan
-from ...plan.sfc import DirectionPlan
 from ...realize.runtime.base import Counters
 from ...realize.state import LabState
 from .. import record
-from ..record import steering_of
 
 MAX_DRAIN_S = 5.0
 
@@ -36,18 +34,6 @@ class Owner:
     def lab_file(self) -> bool:
         """Whether ``old`` is a node of the lab file (not one of ``add.nodes``)."""
         return self.moved is not None and all(n.node != self.old.node for n in self.add.nodes)
-
-
-def switched_plan(merged: Plan, news: list[DirectionPlan]) -> Plan:
-    """``merged`` (the plan with the clone wired in) once switched: each direction of the
-    migrated chain replaced by its new one in ``news`` (same index), the others as they
-    are."""
-    switched = Plan.from_dict(merged.to_dict())
-    ssp = steering_of(switched)
-    ssp.directions = [next((nd for nd in news if nd.index == d.index), d)
-                      for d in ssp.directions]
-    switched.steering = ssp
-    return switched
 
 
 def finish(state: LabState, own: Owner, clone: NewNode, final: Plan, freed: list[int],
@@ -76,30 +62,6 @@ def save(state: LabState, own: Owner, status: str) -> None:
         record.save_addition(state, own.add, status)
     else:
         record.save_moved(state, own.add, own.moved)
-
-
-def final_plan(switched: Plan, old: NewNode, lab_file: bool = False
-               ) -> tuple[Plan, list[int]]:
-    """The plan once ``old`` is gone (its node, ids, programs, labels nobody uses), and the
-    labels freed.  A lab file's node (``lab_file``) stays as transit: only its function goes
-    (no function to stop at down, none to count on its host)."""
-    final = Plan.from_dict(switched.to_dict())
-    fsp = steering_of(final)
-    in_use = {lbl for d in fsp.directions for p in d.paths for lbl in p.stack}
-    freed = [h.label for h in fsp.hops if h.label not in in_use and
-             (h.node == old.node or (h.next == old.node))]
-    fsp.hops = [h for h in fsp.hops if h.label not in freed]
-    if not lab_file:
-        fsp.node_ids.pop(old.node, None)
-        fsp.attach.pop(old.node, None)
-        fsp.attach[old.attach] = [a for a in fsp.attach.get(old.attach, [])
-                                  if a[1] != old.attach_ifname]
-    final.steering = fsp
-    if lab_file:
-        final.functions.pop(old.node, None)
-    else:
-        drop_nodes(final, {old.node})
-    return final, freed
 
 
 def drain(dp: Counters, node_id: int, quiet_s: float) -> bool:

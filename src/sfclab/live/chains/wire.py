@@ -8,8 +8,9 @@ stages, so a node is made as ``up`` makes one: namespace (the lab's base sysctls
 on), the veth pair (each end made in its namespace, the attach node's joined after its mark is
 checked), marks (aliases), MTU with room for labels, addresses, links up, the default route via the attach node, offloads, then the function's
 ``configure`` and ``start``; then ICMP redirects off (a one-armed function sends packets back
-out of the interface they came in by), before any traffic is steered to it.  Removing the
-namespace removes both ends of the pair (and the programs held by them).
+out of the interface they came in by), before any traffic is steered to it.  Their removal
+(:func:`remove_nodes`) is the plan diff from the lab with them to the lab without them, taken
+out by the same engine's parts as ``down`` takes out a lab (each object's mark checked).
 
 A node on another emulated host than its attach node is joined by a tunnel instead
 (:func:`make_tunnelled` with its :class:`~sfclab.live.hosts.underlay.Tunnel`, made by the
@@ -26,13 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from ipaddress import IPv4Interface
 
-from ...errors import LabError, RealizeError
+from ...errors import RealizeError
 from ...kernel import ethtool, netns
 from ...plan.chainadd import BASE_MTU, NewNode, change_of
 from ...plan.model import Plan
 from ...plan.sfc import LABEL_ROOM
 from ...plan.tunnels import LABELLED_MTU
-from ...realize import change, containers, dataplane, ownership, teardown
+from ...plan import diff
+from ...realize import change, dataplane, ownership
 from ...realize.functions import instantiate
 from ...realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
 from ...realize.state import LabState
@@ -163,33 +165,23 @@ def stop_function(state: LabState, plan: Plan, node: str) -> list[str]:
     return []
 
 
-def remove_node(state: LabState, plan: Plan, node: str, ns: str,
-                attach: tuple[str, str] | None = None,
-                added: NewNode | None = None) -> list[str]:
-    """Stop ``node``'s function, delete its link (``attach``: the attach node and its end
-    there; at once, both ends: a namespace is cleaned up by the kernel later, and its link's
-    name would still be taken for a while; ``added``: the node, whose tunnel, if it has one,
-    goes too), end what runs in it and delete its namespace; its container first."""
-    errors = containers.remove_of(state, {node})  # first, as at down: its container
-    errors += stop_function(state, plan, node)
-    if added is not None:  # its tunnel's devices in the two hosts' contexts
-        errors += remove_tunnel(plan, added)
-    if attach is not None:
-        try:
-            at = plan.netns_of(attach[0])
-            _ino, why = ownership.namespace_problem(state.name, at)
-            if why:
-                raise LabError(f"namespace {at}: {why}; left alone")
-            ipr = netns.iproute(at)
-            try:
-                idx = ipr.link_lookup(ifname=attach[1])
-                if idx:
-                    ipr.link("del", index=idx[0])
-            finally:
-                ipr.close()
-        except Exception as e:  # the namespace's removal takes it anyway
-            errors.append(f"link {attach[0]}/{attach[1]}: {e}")
-    return errors + teardown.remove_namespace(state.name, ns)
+def remove_nodes(state: LabState, before: Plan, after: Plan, nodes: list[NewNode],
+                 here: set[str] | None = None) -> list[str]:
+    """Remove added ``nodes``: the plan diff from ``before`` (the lab's plan with them) to
+    ``after`` (without them), kept to the nodes and their attach nodes (``here``: those of
+    them on this host, for a host's agent), removed by the build engine's parts as ``down``
+    removes a lab's (:func:`sfclab.realize.change.remove`): each container, then each
+    function stopped, what runs in the namespaces ended, each link's end at its attach node
+    deleted, the namespaces last, each object once its mark is checked.  Without ``here`` this
+    machine holds every end: a node's tunnel, if it has one, goes first through the two hosts'
+    contexts (the hosted links' code).  The errors, going on past them."""
+    errors: list[str] = []
+    if here is None:
+        for n in nodes:
+            errors += remove_tunnel(before, n)
+        here = {n.node for n in nodes} | {n.attach for n in nodes}
+    cut = diff.within(diff.removed(before, after), here)
+    return errors + change.remove(state, before, cut)
 
 
 def load_programs(plan: Plan, node: str, node_id: int,

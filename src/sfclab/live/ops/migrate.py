@@ -41,21 +41,17 @@ stands for; a clone can be migrated again like any instance.
 
 from __future__ import annotations
 
-import re
 import shutil
 import time
-from dataclasses import replace
 from typing import Any
 
 from ...errors import LabError
 from ...plan import placement
-from ...plan import tunnels as plan_tunnels
-from ...plan.chainadd import Addition, NewNode, apply
+from ...plan.chainadd import Addition, NewNode
 from ...plan.containers import moved_to
-from ...plan.chainpaths import (Labels, Topology, build_direction, free_ifname, free_path_base,
-                               free_subnets, path_ranges)
+from ...plan.chainpaths import Topology
+from ...plan.migration import plan_clone
 from ...plan.model import Plan
-from ...plan.names import netns_name
 from ...plan.tunnels import LABELLED_MTU as LABELLED
 from ...plan.sfc import DirectionPlan
 from ...realize import lifecycle
@@ -113,30 +109,6 @@ def _lab_node(plan: Plan, d: DirectionPlan, node: str) -> NewNode:
                    container=moved_to(plan, node, node))
 
 
-def clone_name(plan: Plan, instance: str) -> str:
-    base = re.sub(r"\.m\d+$", "", instance)
-    have = {n.node for n in plan.namespaces}
-    k = 1
-    while f"{base}.m{k}" in have:
-        k += 1
-    return f"{base}.m{k}"
-
-
-def _repath(topo: Topology, labels: Labels, d: DirectionPlan, old: str, new: str,
-            base: int) -> DirectionPlan:
-    paths = []
-    for p in d.paths:
-        if old not in p.instances:
-            paths.append(p)
-            continue
-        inst = [new if i == old else i for i in p.instances]
-        one = build_direction(topo, labels, d.chain, d.index, False, d.ingress, d.egress,
-                              [[i] for i in inst], [[1] for _ in inst], d.symmetric, d.ttl,
-                              "functions")
-        paths.append(replace(one.paths[0], index=p.index, weight=p.weight))
-    return replace(d, paths=paths, path_base=base)
-
-
 def migrate(req: MigrateInstance) -> dict[str, Any]:
     """Move ``req.instance`` make-before-break (see the module's docstring), under the lab's
     lock."""
@@ -169,43 +141,13 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
                         [h for h in hosts if h.name == host])
     except placement.NoRoom as e:
         raise LabError(f"no room for the clone: {e}") from None
-    sp = steering_of(plan)
-    name = clone_name(plan, old.node)
-    net = free_subnets(plan, 1)[0]
-    hs = list(net.hosts())
-    clone = NewNode(name, netns_name(req.lab, name), old.kind,
-                    old.params, old.function, old.cpu, old.memory, host, old.attach,
-                    free_ifname(plan, old.attach, set()), "eth0", str(net),
-                    f"{hs[1]}/30", f"{hs[0]}/30",
-                    container=moved_to(plan, old.node, name))  # the same image, its own
+    m = plan_clone(plan, add, old, host, [x for a in record.placed(state) for x in a.nodes],
+                   underlay.underlay_mtu(state, plan, LABELLED))
     far = far_name(plan, next((h for h in plan.hosts if h.name == host), None)) \
-        if clone.container is not None else None
+        if m.clone.container is not None else None
     if far is not None:
         raise LabError(f"'{old.node}' runs in a container, and host '{host}' is reached over "
                        f"SSH as {far}: containers run on this machine only, for now")
-    plan_tunnels.fit(plan, [clone], [x for a in record.placed(state) for x in a.nodes],
-                     underlay.underlay_mtu(state, plan, LABELLED), LABELLED)
-    # plan the clone's paths against the lab with the clone wired in
-    step1 = Addition(add.chain, add.attach, nodes=[clone], source=add.source)
-    merged = Plan.from_dict(plan.to_dict())
-    apply(merged, step1)
-    topo = Topology(merged)
-    labels = Labels(sp.hops)
-    ranges = path_ranges(sp)
-    olds = [d for d in sp.directions if d.chain == add.chain]
-    news = []
-    for d in olds:
-        base = free_path_base(ranges, len(d.paths))
-        ranges.append((base, len(d.paths)))
-        news.append(_repath(topo, labels, d, old.node, clone.node, base))
-    msp = steering_of(merged)
-    msp.hops += labels.new
-    msp.node_ids[clone.node] = max(msp.node_ids.values(), default=0) + 1
-    msp.attach[clone.node] = [("sfc_forward", "eth0", "xdp"),
-                              ("sfc_proxy_in", "eth0", "tcx-ingress"),
-                              ("sfc_proxy_out", "eth0", "tcx-egress")]
-    msp.attach.setdefault(old.attach, []).append(("sfc_forward", clone.attach_ifname, "xdp"))
-    merged.steering = msp
-    # this machine makes it (:mod:`sfclab.live.runtime.local`), or each host's agent its share over
-    # SSH
-    return rt.migrate(req, plan, merged, own, clone, news, olds, labels.new, host, t0)
+    # apply, switch, apply the removal: this machine (:mod:`sfclab.live.runtime.local`), or
+    # each host's agent its share over SSH
+    return rt.migrate(req, plan, own, m, t0)

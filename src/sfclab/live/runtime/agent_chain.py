@@ -6,10 +6,12 @@ This machine plans the chain exactly as for emulated hosts (placement, wiring, l
 tunnels: :mod:`sfclab.plan.chainadd`) and sends every host the merged plan and the addition;
 each host makes only what is its own (:mod:`sfclab.live.runtime.ssh` says who asks what):
 
-- ``chain-make`` ``{"lab", "plan", "addition", "addresses"}``: journal first (the new
-  namespaces; the tunnel devices in the host's context, by mark; the share's bpffs directory
-  when the lab had no chain), then the host's part saved with the new nodes (so ``down``, and
-  ``down`` after a ``kill -9`` of this machine, stops their functions and removes them), then
+- ``chain-make`` ``{"lab", "plan", "addition", "addresses"}``: journal first (the new nodes'
+  objects by the engine's parts, :func:`sfclab.live.chains.wire.journal_nodes`, as ``up``
+  journals a lab's; the tunnel devices in the host's context, by mark; the share's bpffs
+  directory when the lab had no chain), then the host's part saved with the new nodes (so
+  ``down``, and ``down`` after a ``kill -9`` of this machine, stops their functions and
+  removes them), then
   the instances placed here (beside their attach node: namespace, veth, addresses, route by
   the build engine of ``up``, :func:`sfclab.live.chains.wire.make_nodes`; else namespace and
   tunnel end), their functions with their cgroup limits,
@@ -21,7 +23,9 @@ each host makes only what is its own (:mod:`sfclab.live.runtime.ssh` says who as
 - ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain", "clear",
   "later"}``: classifier entries out (``later``: those ``chain classify`` added, by
   direction), a drain, slots, paths and freed labels out (``clear``: more path ranges, a
-  migration's old ones), the nodes and tunnel ends removed, the part saved as
+  migration's old ones), the nodes removed (the plan diff from ``plan`` to ``after``, this
+  host's share, by the engine's parts: :func:`sfclab.live.chains.wire.remove_nodes`) and
+  the tunnel ends, the part saved as
   ``after`` has it (``phase`` ``classifiers``: only the classifier entries; ``rest``: all
   but them, no drain).  Tolerates halves; answers its errors;
 - ``chain-check`` ``{"lab", "plan", "addition"}``: before anything, whether another chain
@@ -56,7 +60,7 @@ from ...plan.sfc import SteeringPlan
 from ...plan.sfc_hosts import interface_mac, remote_host
 from ...plan import tunnels as plan_tunnels
 from ...plan.tunnels import attach_host, names
-from ...realize import agent, dataplane, ownership
+from ...realize import agent, dataplane
 from ...realize.dataplane import DataPlane, Iface
 from ...realize.links import hosted
 from ...realize.links.hosted import context_mark
@@ -119,8 +123,10 @@ def make(req: dict[str, Any]) -> dict[str, Any]:
     mark = context_mark(merged.lab, me, "")[:-1]
     top = dataplane.share_dir(merged.lab, me)
     with state.locked(), record.slot_lock(state):  # the host's watcher waits for it whole
-        state.record([{"op": "netns", "name": n.netns} for n in mine] +
-                     [{"op": "link", "name": dev, "alias": f"{mark}:{dev}"}
+        # the nodes' objects journaled by the engine's parts, as up journals a lab's; then
+        # what their tunnels put in this host's own context, and the host's maps
+        wire.journal_nodes(state, merged, mine)
+        state.record([{"op": "link", "name": dev, "alias": f"{mark}:{dev}"}
                       for n in tunnelled for dev in names(n.vni or 0)[1:]] +
                      ([] if part.steering else [{"op": "bpffs", "path": str(top)}]))
         record.save_plan(state, _new_part(part, merged, me))
@@ -264,16 +270,16 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
                     errors.append(f"labels: {e}")
         if phase == "classifiers":  # (no maps here: nothing of that phase)
             return {"host": me, "errors": errors}
-        for n in add.nodes:
-            if n.host == me:
-                same = n.vni is None
-                errors += wire.remove_node(state, merged, n.node, n.netns,
-                                           (n.attach, n.attach_ifname) if same else None)
-                errors += _remove_end(merged.lab, me, n)
-            elif attach_host(merged, n.attach) == me:
-                errors += _remove_end(merged.lab, me, n)
-                errors += _remove_attach_end(merged, n)
         after = Plan.from_dict(req["after"])
+        # this host's share of the nodes' removal: the nodes here, and the ends of their
+        # links at attach nodes here; their tunnels' devices in this host's context
+        here = {n.node for n in add.nodes if n.host == me} | \
+            {n.attach for n in add.nodes if attach_host(merged, n.attach) == me}
+        if here:
+            errors += wire.remove_nodes(state, merged, after, add.nodes, here)
+        for n in add.nodes:
+            if n.host == me or attach_host(merged, n.attach) == me:
+                errors += _remove_end(merged.lab, me, n)
         new = _new_part(part, after, me)
         record.save_plan(state, new)
         try:  # ended if nothing is left to watch here; started again if its namespace went
@@ -396,26 +402,6 @@ def _remove_end(lab: str, me: str, n: NewNode) -> list[str]:
     except Exception as e:
         return [*errors, f"tunnel {n.vni}: {e}"]
     return errors
-
-
-def _remove_attach_end(plan: Plan, n: NewNode) -> list[str]:
-    """The end of ``n``'s link in its attach node, if that namespace is the lab's and carries
-    its mark (:mod:`sfclab.realize.ownership`)."""
-    try:
-        at = plan.netns_of(n.attach)
-        _ino, why = ownership.namespace_problem(plan.lab, at)
-        if why:
-            return [f"link {n.attach}/{n.attach_ifname}: namespace {at}: {why}; left alone"]
-        ipr = netns.iproute(at)
-        try:
-            idx = ipr.link_lookup(ifname=n.attach_ifname)
-            if idx:
-                ipr.link("del", index=idx[0])
-        finally:
-            ipr.close()
-    except Exception as e:
-        return [f"link {n.attach}/{n.attach_ifname}: {e}"]
-    return []
 
 
 #: this module's verbs (every verb of the agent, in one table: :mod:`.agent_verbs`)

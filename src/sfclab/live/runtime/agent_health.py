@@ -55,7 +55,7 @@ def ensure(state: LabState, part: Plan) -> tuple[int | None, list[str]]:
     instance, with the socket its peers talk to it through (when the lab's ``peers.json`` is
     here); end it if the host holds neither.  In the namespace of the first ingress, else of
     the first node that is no chain's instance, else of the first instance (a removed
-    instance's namespace ends it: :func:`sfclab.live.chains.wire.remove_node`; the next call starts
+    instance's namespace ends it: :func:`sfclab.live.chains.wire.remove_nodes`; the next call starts
     it again).  Its PID (None: none needed) and the instances it probes."""
     sp = part.steering or SteeringPlan()
     dirs, watched = scope(part, sp)

@@ -28,9 +28,9 @@ from ipaddress import IPv4Address
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...plan.chainadd import Addition, NewNode
+from ...plan.chainadd import Addition
 from ...plan.model import Plan
-from ...plan.sfc import (DirectionPlan, EntryRow, Hop, PathPlan, SteeringPlan, entries_of,
+from ...plan.sfc import (DirectionPlan, EntryRow, PathPlan, SteeringPlan, entries_of,
                         reversed_classifier)
 from ...realize.runtime.base import HostRuntime, Progress
 from ...realize.state import LabState
@@ -40,6 +40,7 @@ from .. import record
 if TYPE_CHECKING:
     from ...spec.sfc import ClassifierSpec
     from ..chains.classify_maps import Classify
+    from ...plan.migration import Migration
     from ..chains.moves import Owner
     from ..request import MigrateInstance
 
@@ -115,12 +116,11 @@ class LiveRuntime(HostRuntime):
 
     # --- chain migrate ---------------------------------------------------------------------
     @abstractmethod
-    def migrate(self, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,
-                clone: NewNode, news: list[DirectionPlan], olds: list[DirectionPlan],
-                new_hops: list[Hop], host: str, t0: float) -> dict[str, Any]:
-        """Make, switch to and keep ``clone`` of ``own.old`` as :mod:`sfclab.live.ops.migrate` planned it
-        (``merged``: the plan with the clone wired in; ``news``: the chain's directions
-        through it); the answer of ``chain migrate``."""
+    def migrate(self, req: MigrateInstance, plan: Plan, own: Owner, m: Migration,
+                t0: float) -> dict[str, Any]:
+        """Apply migration ``m`` of ``own.old`` as :mod:`sfclab.live.ops.migrate` planned it
+        against ``plan`` (:func:`sfclab.plan.migration.plan_clone`): apply the clone, switch,
+        apply the removal; the answer of ``chain migrate``."""
 
     # --- hosts -----------------------------------------------------------------------------
     @abstractmethod

@@ -6,7 +6,9 @@ makes everything, in its own kernel, journaled in its journal.
   node and link tables; a node on another emulated host than its attach node gets its tunnel
   from :mod:`sfclab.live.chains.wire` and :mod:`sfclab.live.hosts.underlay`), then programs,
   labels, paths and slots (:mod:`sfclab.live.chains.tables`), then classifier entries;
-  ``chain rm`` and a rollback the other way;
+  ``chain rm`` and a rollback the other way, the nodes last: the plan diff from the lab with
+  them to the lab without them, taken out by the engine's parts as ``down`` takes out a lab
+  (:func:`sfclab.live.chains.wire.remove_nodes`);
 - health: one watcher for the lab (:mod:`sfclab.live.health.watcher`), its findings in the
   lab's state;
 - ``chain migrate``: :mod:`sfclab.live.runtime.local_migrate`;
@@ -23,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import LabError
-from ...plan.chainadd import Addition, NewNode, apply, withdraw
+from ...plan.chainadd import Addition, apply, withdraw
 from ...plan.model import Plan
-from ...plan.sfc import DirectionPlan, Hop, PathPlan, SteeringPlan
+from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...realize import dataplane
 from ...realize.dataplane import DataPlane
 from ...realize.runtime.base import Progress
@@ -41,6 +43,7 @@ from .base import DRAIN_S, LiveRuntime, classified_later
 
 if TYPE_CHECKING:
     from ...spec.sfc import ClassifierSpec
+    from ...plan.migration import Migration
     from ..chains.moves import Owner
     from ..request import MigrateInstance
 
@@ -146,11 +149,9 @@ class LocalLive(LocalRuntime, LiveRuntime):
             ev = [e for e in ev if e.get("chain") in (None, chain)]
         return {"watcher": watcher.watcher_pid(state), "instances": health, "events": ev[-50:]}
 
-    def migrate(self, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,
-                clone: NewNode, news: list[DirectionPlan], olds: list[DirectionPlan],
-                new_hops: list[Hop], host: str, t0: float) -> dict[str, Any]:
-        return live_local_migrate.migrate(self.state, req, plan, merged, own, clone, news,
-                                          olds, new_hops, host, t0)
+    def migrate(self, req: MigrateInstance, plan: Plan, own: Owner, m: Migration,
+                t0: float) -> dict[str, Any]:
+        return live_local_migrate.migrate(self.state, req, plan, own, m, t0)
 
     def refuse_emulated_join(self) -> None:
         return None  # emulated hosts join emulated hosts' underlay
@@ -203,10 +204,7 @@ def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
                 tables.delete_labels(dp2, freed)
         except Exception as e:
             errors.append(f"labels: {e}")
-    for n in add.nodes:
-        errors += wire.remove_node(state, merged, n.node, n.netns,
-                                    (n.attach, n.attach_ifname), n)
-    return errors
+    return errors + wire.remove_nodes(state, merged, probe, add.nodes)
 
 
 def _forget_nodes(state: LabState, add: Addition) -> None:

@@ -46,9 +46,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import LabError, RealizeError, SpecError
 from ...hosts.ssh import SshTarget, call
-from ...plan.chainadd import Addition, NewNode, withdraw
+from ...plan.chainadd import Addition, withdraw
 from ...plan.model import Plan
-from ...plan.sfc import DirectionPlan, Hop, PathPlan, SteeringPlan
+from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...plan.split import host_part
 from ...realize.runtime.base import Progress
 from ...realize.runtime.ssh import SshRuntime
@@ -60,6 +60,7 @@ from ..chains.classify_maps import ORDER, Classify
 from .base import DRAIN_S, LiveRuntime, classified_later
 
 if TYPE_CHECKING:
+    from ...plan.migration import Migration
     from ...spec.sfc import ClassifierSpec
     from ..chains.moves import Owner
     from ..request import MigrateInstance
@@ -250,11 +251,9 @@ class SshLive(SshRuntime, LiveRuntime):
         return out
 
     # --- chain migrate ---------------------------------------------------------------------
-    def migrate(self, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,
-                clone: NewNode, news: list[DirectionPlan], olds: list[DirectionPlan],
-                new_hops: list[Hop], host: str, t0: float) -> dict[str, Any]:
-        return live_ssh_migrate.migrate(self, req, plan, merged, own, clone, news, olds,
-                                        new_hops, host, t0)
+    def migrate(self, req: MigrateInstance, plan: Plan, own: Owner, m: Migration,
+                t0: float) -> dict[str, Any]:
+        return live_ssh_migrate.migrate(self, req, plan, own, m, t0)
 
     # --- hosts -----------------------------------------------------------------------------
     def refuse_emulated_join(self) -> None:

@@ -2,8 +2,9 @@
 ``ssh`` runtime's ``migrate`` (:class:`~sfclab.live.runtime.ssh.SshLive`).
 
 :func:`sfclab.live.ops.migrate.migrate_locked` plans the clone, its paths and labels as for
-emulated hosts; here every host's agent (:mod:`sfclab.live.runtime.agent_chain`) makes its share,
-make-before-break as on emulated hosts:
+emulated hosts (:func:`sfclab.plan.migration.plan_clone`); here every host's agent
+(:mod:`sfclab.live.runtime.agent_chain`) applies its share, make-before-break in the steps of
+:mod:`sfclab.plan.migration` as on emulated hosts:
 
 1. **Clone.**  ``chain-make`` on every host with the clone as the addition (its namespace,
    function, tunnel ends, its programs and the attach node's), then ``chain-tables`` without
@@ -20,8 +21,11 @@ make-before-break as on emulated hosts:
    and the other the old instance; both tolerate that (below).
 3. **Drain.**  The old instance's counters (read through the agents) are watched until no
    packet entered it for ``drain_s`` (at most 5 s).
-4. **Stop.**  ``chain-unmake`` of the old instance on every host (its node, tunnel ends, the old
-   paths, the labels nobody uses), the plan and record naming the clone.
+4. **Apply the removal.**  ``chain-unmake`` of the old instance on every host: the diff from
+   the switched plan to the final one (:func:`sfclab.plan.migration.removal`), each host's
+   share taken out by its agent's engine parts (its node, the link's end at its attach node),
+   its tunnel ends, the old paths, the labels nobody uses; the plan and record naming the
+   clone.
 5. **Watchers.**  Every host's agent is given the lab's peers, port and secret again and the
    watchers started where needed (:meth:`~sfclab.live.runtime.ssh.SshLive.start_watchers`, as
    ``chain add`` does): a clone on a host that held nothing of any chain (one ``host add --ssh``
@@ -56,9 +60,10 @@ import time
 
 from typing import TYPE_CHECKING, Any
 
+from ...plan import migration
 from ...plan.chainadd import Addition, NewNode
 from ...plan.model import Plan
-from ...plan.sfc import DirectionPlan, Hop
+from ...plan.sfc import DirectionPlan
 from ...hosts.ssh import SshTarget
 from ...realize.dataplane import path_base
 from ..chains import moves
@@ -69,19 +74,22 @@ from ..record import steering_of
 from ..record import slot_lock
 
 if TYPE_CHECKING:
+    from ...plan.migration import Migration
     from .ssh import SshLive
     from ..chains.moves import Owner
     from ..request import MigrateInstance
 
 
-def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, merged: Plan, own: Owner,
-            clone: NewNode, news: list[DirectionPlan],
-            olds: list[DirectionPlan], new_hops: list[Hop], host: str,
+def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, own: Owner, m: Migration,
             t0: float) -> dict[str, Any]:
+    """The steps of the module's docstring: apply the clone, switch, drain, apply the
+    removal; ``chain migrate``'s answer."""
     from ...hosts.ssh import call, call_armed
 
     state = rt.state
     add, old, lab_file = own.add, own.old, own.lab_file
+    clone, merged, news, olds, new_hops, host = (m.clone, m.merged, m.news, m.olds,
+                                                 m.new_hops, m.host)
     msp = steering_of(merged)
     sp = steering_of(plan)
     step1 = Addition(add.chain, add.attach, nodes=[clone],
@@ -93,6 +101,7 @@ def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, merged: Plan, own: Ow
     add.nodes.append(clone)
     moves.save(state, own, "migrating")
     record.save_plan(state, merged)
+    # --- apply the clone: each host's share of the change, made by its agent's engine -----
     ts = rt.targets()
     base = {"lab": state.name, "plan": merged.to_dict(), "addition": step1.to_dict()}
     moved = 0
@@ -110,8 +119,8 @@ def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, merged: Plan, own: Ow
         moves.save(state, own, "up")
         record.save_plan(state, plan)
         raise
-    # --- switch ----------------------------------------------------------------------------
-    switched = moves.switched_plan(merged, news)
+    # --- switch: the one live-specific step --------------------------------------------------
+    switched = migration.switched(merged, news)
     with slot_lock(state):
         gone = watcher.dead(state)
         slots: dict[str, list[int]] = {}
@@ -138,8 +147,8 @@ def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, merged: Plan, own: Ow
         errors += e2
     # --- drain -----------------------------------------------------------------------------
     drained = _drain(rt, sp.node_ids, sp.node_ids[old.node], req.drain_s)
-    # --- break -----------------------------------------------------------------------------
-    final, freed = moves.final_plan(switched, old, lab_file)
+    # --- apply the removal: the diff from the switched plan to the final one, each host's share
+    final, freed = migration.removal(switched, old, lab_file)
     if lab_file:  # its namespace and links stay (the lab's): only its function stops there
         errors += [f"host {old.host}: {x}" for x in call(
             ts[old.host], "chain-retire", {**base, "plan": switched.to_dict(),

@@ -13,9 +13,10 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from ...kernel import ovs
+from ...kernel import netns, ovs
 from ...plan.model import InterfacePlan, OvsPortPlan, VethPlan
 from ...plan.names import STAGING_NODE, netns_name
+from .. import ownership
 from ..step import step
 from ..nodes.namespace import BASE_SYSCTLS
 from .base import LinkForm, configure_interface
@@ -123,3 +124,39 @@ class Veth(LinkForm):
                 with contextlib.suppress(Exception):
                     ipr.link("del", index=idx[0])
                     report.links += 1
+
+    def teardown_joined(self, state: LabState, plan: Plan, joined: set[str],
+                        report: TeardownReport) -> None:
+        """The ends of the change's veths in the lab's namespaces it joined (an added node's
+        link at its attach node), deleted at once: the namespace of the other end goes too,
+        but the kernel frees it later and the end's name would stay taken meanwhile.  Each only
+        while its namespace carries the lab's mark and the end the alias the plan gave it."""
+        by_ns: dict[str, list[InterfacePlan]] = {}
+        for v in plan.veths:
+            for end in (v.a, v.b):
+                if end.netns in joined:
+                    by_ns.setdefault(end.netns, []).append(end)
+        for ns, ends in by_ns.items():
+            ino, why = ownership.namespace_problem(state.name, ns)
+            if why:
+                report.errors.append(f"namespace {ns}: {why}; its links left alone")
+                continue
+            if ino is None:
+                continue  # absent (or on another host): nothing of it is here
+            ipr = netns.iproute(ns)
+            try:
+                for end in ends:
+                    idx = ipr.link_lookup(ifname=end.name)
+                    if not idx:
+                        continue
+                    alias = ipr.get_links(idx[0])[0].get_attr("IFLA_IFALIAS")
+                    if end.alias is None or alias != end.alias:
+                        report.errors.append(f"interface {ns}/{end.name} lacks the lab's mark "
+                                             f"(alias {alias!r}); left alone")
+                        continue
+                    ipr.link("del", index=idx[0])
+                    report.links += 1
+            except Exception as e:  # keep removing the rest
+                report.errors.append(f"links in namespace {ns}: {e}")
+            finally:
+                ipr.close()

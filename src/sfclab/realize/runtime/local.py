@@ -14,13 +14,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ...errors import LabError, RealizeError, SpecError
-from ...hosts import cgroups as host_cgroups
 from ...kernel import netns, ovs
 from ...plan.model import HostPlan, Plan
 from ...plan.names import STAGING_NODE, netns_name
-from .. import ownership
+from .. import change
 from ..kinds import TABLE
-from ..teardown import TeardownReport, remove_namespace, teardown
+from ..teardown import TeardownReport, teardown
 from .base import HostRuntime, Progress
 
 if TYPE_CHECKING:
@@ -112,13 +111,12 @@ class LocalRuntime(HostRuntime):
         return DataPlane(self.state.name)
 
     def leave(self, host: HostPlan) -> list[str]:
-        """Remove an emulated host's cgroups and namespace, each only if it is the lab's
-        (:mod:`sfclab.realize.ownership`); the errors, naming what was left and why."""
-        lab = self.state.name
-        problem = ownership.cgroup_problem(lab, host.cgroup)
-        errors = [f"cgroup {host.cgroup}: {problem}; left alone"] if problem else \
-            host_cgroups.remove(host.cgroup)
-        return errors + remove_namespace(lab, host.netns)
+        """Remove an emulated host ``host add`` made: the plan diff of one host (its context
+        namespace and cgroups, as the hosts' part journaled and made them), taken out by the
+        same parts as at ``down`` (:func:`sfclab.realize.change.remove`), each once its mark
+        is checked; the errors, naming what was left and why."""
+        gone = Plan(self.state.name, "", hosts=[host])
+        return change.remove(self.state, gone, gone)
 
 
 def _preflight(plan: Plan) -> None:
