@@ -1,5 +1,6 @@
-"""``chain inspect``'s text for a chain's eBPF functions (``bpf-firewall``): each instance's
-rules with their counters, policy and connection map, as ``chains.inspect`` gives them."""
+"""``chain inspect``'s text for a chain's eBPF functions (``bpf-firewall``, ``bpf-balancer``):
+each instance's rules (a balancer's backends) with their counters, as ``chains.inspect`` gives
+them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ def functions_text(c: dict[str, Any]) -> list[str]:
     """Lines for ``chain inspect``'s text: each eBPF function's rules and their counters."""
     lines = []
     for node, f in (c.get("functions") or {}).items():
+        if "backends" in f:
+            lines += _balancer_text(node, f)
+            continue
         lines.append(f"  function {node}: policy {f['policy']}"
                      f"{', stateful' if f.get('stateful') else ''}")
         for i, r in enumerate(f.get("rules", [])):
@@ -18,4 +22,18 @@ def functions_text(c: dict[str, Any]) -> list[str]:
         for key in ("policy_counter", "established"):
             if f.get(key):
                 lines.append(f"    {key.replace('_counter', '')}: {f[key]['packets']:,} packets")
+    return lines
+
+
+def _balancer_text(node: str, f: dict[str, Any]) -> list[str]:
+    """A bpf-balancer's lines: the VIP, then each backend with its counters and table share."""
+    lines = [f"  function {node}: vip {f['vip']} {f['proto']} ports {f['ports']}, "
+             f"sticky by {f['sticky']}"]
+    for i, b in enumerate(f["backends"]):
+        lines.append(f"    backend {i}: {b.get('packets', 0):,} packets  {b['address']} weight "
+                     f"{b['weight']}, {b['slots']} of {f['table']} slots"
+                     f"{'' if b['up'] else ', out'}")
+    for key in ("replies", "other"):
+        if f.get(key):
+            lines.append(f"    {key}: {f[key]['packets']:,} packets")
     return lines

