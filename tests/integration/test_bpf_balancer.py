@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -202,3 +203,74 @@ def test_flows_are_balanced_by_weight_and_replies_come_from_the_vip(kind: str) -
         assert [b["packets"] for b in shown["functions"]["lb"]["backends"]] == counted
         assert f"function lb: vip {VIP} udp ports {PORT}-{PORT}" in text, text
         assert f"backend 1: {counted[1]:,} packets  {BACKENDS[1]} weight 2" in text, text
+
+
+def moved(a: dict[str, str], b: dict[str, str]) -> set[str]:
+    return {p for p in a if a[p] != b[p]}
+
+
+def test_a_backend_out_or_in_moves_only_its_own_flows_and_connections_stay() -> None:
+    """Four backends of equal weight, the fourth out at first.  Between rounds of the same
+    3,000 flows the connection map is emptied (so the table alone places them): bringing the
+    fourth in moves only flows onto it, about its share; taking b1 out moves only b1's flows.
+    Then b1 back in with the connections kept: every flow stays where it is (sticky)."""
+    with running(lab_dict(balancer("bpf-balancer", [1, 1, 1, 1]), nbackends=4)) as lab:
+        lb = lab.function("lb")
+        lb.set_live([True, True, True, False])
+        lb.forget_connections()
+        three = placement(traffic(lab, 4)[0])
+        lb.set_live([True, True, True, True])
+        assert lb.forget_connections() >= 2 * FLOWS  # both ways of every flow
+        four = placement(traffic(lab, 4)[0])
+        lb.set_live([True, False, True, True])
+        lb.forget_connections()
+        b1_out = placement(traffic(lab, 4)[0])
+        lb.set_live([True, True, True, True])
+        kept = placement(traffic(lab, 4)[0])  # no forgetting: established flows stay
+        info = lab.inspect()["nodes"]["lb"]["function"]
+    for got in (three, four, b1_out, kept):
+        assert len(got) == FLOWS, f"{FLOWS - len(got)} flows unanswered"
+    share = [b["slots"] / info["table"] for b in info["backends"]]
+    # the fourth in: only flows onto it moved, about its share
+    assert BACKENDS[3] not in three.values()
+    assert {four[p] for p in moved(three, four)} == {BACKENDS[3]}
+    assert len(moved(three, four)) < (share[3] + 0.05) * FLOWS, (len(moved(three, four)), share)
+    # b1 out: exactly b1's flows moved, to the others
+    assert moved(four, b1_out) == {p for p, b in four.items() if b == BACKENDS[1]}
+    assert BACKENDS[1] not in b1_out.values()
+    # b1 back in, connections kept: nobody moves (its old flows stay where they went)
+    assert moved(b1_out, kept) == set()
+    assert info["backends"][1]["up"] and info["backends"][1]["packets"] > 0
+
+
+@pytest.mark.parametrize("lb, place, says", [
+    (balancer("bpf-balancer", [1] * 3) | {"backends": [{"address": f"10.92.9.{i + 20}"}
+                                                       for i in range(17)]},
+     "nodes.lb.backends", "at most 16 backends"),
+    (balancer("bpf-balancer", [1] * 3) | {"ports": "5000-70000"}, "nodes.lb.ports",
+     "ports from 0 to 65535"),
+    (balancer("bpf-balancer", [1] * 3) | {"timeout": 30}, "nodes.lb", "unknown key 'timeout'"),
+], ids=["too-many-backends", "port-range", "unknown-key"])
+def test_what_the_program_cannot_hold_is_refused_and_nothing_is_made(lb: dict[str, Any],
+                                                                     place: str,
+                                                                     says: str) -> None:
+    d = lab_dict(lb)
+    with pytest.raises(SpecError, match=says) as e:
+        Lab.from_dict(d, source="test_bpf_balancer").up()
+    assert place in str(e.value)
+    assert not lab_dir(d["name"]).exists()
+    assert not any(n.startswith(f"sfclab:{d['name']}:") for n in netns_names())
+
+
+def test_a_bpf_balancer_no_chain_passes_is_refused() -> None:
+    d = lab_dict(balancer("bpf-balancer", [1] * 3))
+    del d["chains"]
+    with pytest.raises(SpecError, match="only as a function of a chain") as e:
+        Lab.from_dict(d, source="test_bpf_balancer").up()
+    assert "nodes.lb" in str(e.value)
+    assert not lab_dir(d["name"]).exists()
+
+
+def netns_names() -> list[str]:
+    run = Path("/run/netns")
+    return [p.name for p in run.iterdir()] if run.is_dir() else []

@@ -55,17 +55,16 @@ class BalancerParams(FunctionParams):
     @classmethod
     def _fits(cls, backends: list[Backend]) -> list[Backend]:
         if len(backends) > MAX_BACKENDS:
-            raise ValueError(f"{len(backends)} backends; a balancer holds at most "
-                             f"{MAX_BACKENDS} (the eBPF program's backend entries per node)")
+            raise ValueError(f"at most {MAX_BACKENDS} backends (the eBPF program's entries per "
+                             f"node), got {len(backends)}")
         seen = [b.address for b in backends]
         twice = sorted({str(a) for a in seen if seen.count(a) > 1})
         if twice:
-            raise ValueError(f"backend {twice[0]} is listed twice; expected distinct addresses")
+            raise ValueError(f"a backend address once ({twice[0]} is listed twice)")
         return backends
 
     @model_validator(mode="after")
     def _vip_is_no_backend(self) -> BalancerParams:
         if any(b.address == self.vip for b in self.backends):
-            raise ValueError(f"the vip {self.vip} is also a backend; expected a virtual "
-                             "address no backend has")
+            raise ValueError(f"a vip no backend has ({self.vip} is also a backend)")
         return self
