@@ -28,6 +28,7 @@
 #include "sfc.h"
 #include "sfc_lb.h"
 #include "sfc_pop.h"
+#include "sfc_stage.h"
 
 static __always_inline void lb_count(__u32 slot, __u32 bytes)
 {
@@ -253,6 +254,20 @@ int sfc_lb(struct xdp_md *ctx)
 bad:
 	sfc_count(SFC_C_ERRORS);
 	return XDP_DROP;
+}
+
+/* the balancer as a stage of a bpf-pipeline node (include/sfc_stage.h): the packet is balanced
+ * or un-NATed, then handed on */
+SEC("xdp")
+int sfc_lb_stage(struct xdp_md *ctx)
+{
+	void *ip = NULL;
+
+	if (sfc_stage_ip(ctx, &ip) < 0)
+		return XDP_PASS;
+	if (lb_packet(ip, (void *)(long)ctx->data_end))
+		return XDP_DROP;
+	return sfc_stage_next(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -384,3 +384,68 @@ def test_checksums_are_right_after_the_rewrite_both_ways() -> None:
         assert seen["cl", proto]["ok"] >= least // 2, seen
     # the datagram sent without a checksum reached a backend without one
     assert sum(seen[f"b{i}", 17]["none"] for i in range(3)) == 1, seen
+
+
+# ------------------------------------------------------------------ firewall then balancer
+FW_RULES = [{"action": "drop", "proto": "udp", "dport": PORT + 1}]
+
+
+def pipeline_lab(one_node: bool) -> dict[str, Any]:
+    """The lab above with a firewall (dropping UDP to port 5001) before the balancer (of ports
+    5000-5001): both in one bpf-pipeline node ``lb``, or a bpf-firewall node ``fw`` between r0
+    and ``lb``."""
+    fw = {"kind": "bpf-firewall", "rules": FW_RULES}
+    lb = balancer("bpf-balancer", WEIGHTS) | {"ports": f"{PORT}-{PORT + 1}"}
+    if one_node:
+        d = lab_dict({"kind": "bpf-pipeline", "functions": [fw, lb]})
+    else:
+        d = lab_dict(lb)
+        d["nodes"]["fw"] = fw
+        d["links"][1] = link("r0", "10.92.3.1/24", "fw", "10.92.3.2/24")
+        d["links"].insert(2, link("fw", "10.92.2.1/24", "lb", "10.92.2.2/24"))
+        d["chains"]["c"]["functions"] = ["fw", "lb"]
+    d["chains"]["c"]["classifiers"][0]["dport"] = f"{PORT}-{PORT + 1}"
+    return d
+
+
+def test_firewall_then_balancer_in_one_hook_gives_what_two_nodes_give() -> None:
+    """The same 1,000 flows to port 5000 and 200 to port 5001: through one node running both
+    functions by tail calls and through two nodes, the same flows are dropped (all to 5001),
+    every other flow reaches the same backend with its reply from the VIP, and the counters
+    agree."""
+    results = {}
+    for one_node in (True, False):
+        with running(pipeline_lab(one_node)) as lab:
+            if one_node:
+                sp = lab._plan().steering
+                assert sp is not None
+                assert sp.attach["lb"][:2] == [("sfc_fw_stage", "0", "tail"),
+                                               ("sfc_lb_stage", "1", "tail")]
+                assert {p for p, _, h in sp.attach["lb"] if h == "xdp"} == {"sfc_pipe"}
+            before = node_counters(lab)
+            got, seen = traffic(lab, 3, flows=1000)
+            dropped = lab.popen("cl", [sys.executable, "-c", CLIENT_PROG, VIP, str(PORT + 1),
+                                       "30000", "200"], stdout=subprocess.PIPE, text=True)
+            lost = json.loads(dropped.communicate(timeout=120)[0].splitlines()[-1])
+            after = node_counters(lab)
+            info = lab.inspect()["nodes"]
+            shown, text = chain_inspect(lab)
+        if one_node:
+            fw, lb = info["lb"]["function"]["functions"]
+            assert "tail calls to sfc_fw_stage, sfc_lb_stage" in info["lb"]["function"]["program"]
+            assert "function lb.0: policy accept" in text and "function lb.1: vip" in text, text
+            assert [s["kind"] for s in shown["functions"]["lb"]["functions"]] == \
+                ["bpf-firewall", "bpf-balancer"]
+        else:
+            fw, lb = info["fw"]["function"], info["lb"]["function"]
+        delta = {k: after["lb"][k] - before["lb"][k] for k in after["lb"]}
+        results[one_node] = (placement(got), {src for src, _ in got.values()}, lost,
+                             fw["rules"][0]["packets"], [b["packets"] for b in lb["backends"]],
+                             [seen[a]["packets"] for a in BACKENDS[:3]], delta)
+    one, two = results[True], results[False]
+    assert len(one[0]) == 1000 and one[0] == two[0], "flows placed differently"
+    assert one[1] == two[1] == {VIP}
+    assert one[2] == two[2] == {}, "a flow to port 5001 was answered"
+    assert one[3] == two[3] == 200 * 5, (one[3], two[3])  # every try of every dropped flow
+    assert one[4] == one[5] and two[4] == two[5] and one[5] == two[5]
+    assert one[6]["errors"] == 0 and one[6]["proxy_out"] >= 2 * 1000, one[6]

@@ -10,7 +10,7 @@ from typing import Any
 def functions_text(c: dict[str, Any]) -> list[str]:
     """Lines for ``chain inspect``'s text: each eBPF function's rules and their counters."""
     lines = []
-    for node, f in (c.get("functions") or {}).items():
+    for node, f in _each(c.get("functions") or {}):
         if "backends" in f:
             lines += _balancer_text(node, f)
             continue
@@ -23,6 +23,18 @@ def functions_text(c: dict[str, Any]) -> list[str]:
             if f.get(key):
                 lines.append(f"    {key.replace('_counter', '')}: {f[key]['packets']:,} packets")
     return lines
+
+
+def _each(functions: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, inspect) of each eBPF function; a bpf-pipeline's functions one by one, named
+    ``NODE.0``, ``NODE.1`` ... in the order they run."""
+    out = []
+    for node, f in functions.items():
+        if "functions" in f:
+            out += [(f"{node}.{i}", s) for i, s in enumerate(f["functions"])]
+        else:
+            out.append((node, f))
+    return out
 
 
 def _balancer_text(node: str, f: dict[str, Any]) -> list[str]:

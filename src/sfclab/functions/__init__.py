@@ -17,6 +17,7 @@ its module here and add one line to :data:`KINDS`.
                     entries); :mod:`.bpf_balancer` ``bpf-balancer``: its eBPF twin, SFC-aware,
                     by a Maglev table, with :mod:`.bpf_balancer_maps` (its maps as bytes); both
                     take the keys of :mod:`.balancer_params`
+- :mod:`.bpf_pipeline` ``bpf-pipeline``: several eBPF functions on one node, by tail calls
 - :mod:`.nat`       ``nat``: masquerade toward one neighbour, port forwards inward
 - :mod:`.shaper`    ``shaper``: a router whose egress is rate-limited by HTB or TBF
 - :mod:`.process`   a function whose behaviour is a program in its namespace (``dpi``, ``tun``),
@@ -43,6 +44,7 @@ KINDS: dict[str, str] = {
     "bpf-firewall": "bpf_firewall",
     "balancer": "balancer",
     "bpf-balancer": "bpf_balancer",
+    "bpf-pipeline": "bpf_pipeline",
     "nat": "nat",
     "shaper": "shaper",
     "dpi": "dpi",
