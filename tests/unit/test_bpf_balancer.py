@@ -196,3 +196,61 @@ def test_the_twin_repeats_a_backend_per_unit_of_weight() -> None:
     assert rules.count("counter comment \"sfclab backend") == 2
     assert "dnat to jhash ip saddr mod 3" in twin(sticky="source")
     assert "meta l4proto { tcp, udp } th dport 1-65535" in twin()
+
+
+# ------------------------------------------------------------------ several on one node
+FW = {"kind": "bpf-firewall", "rules": [{"action": "drop", "proto": "udp", "dport": 53}]}
+LB = {"kind": "bpf-balancer", "vip": "10.9.9.9", "backends": BACKENDS}
+
+
+def with_pipeline(functions: list) -> dict:
+    d = lab(chain())
+    d["nodes"]["fw"] = {"kind": "bpf-pipeline", "functions": functions}
+    return d
+
+
+def test_a_pipeline_puts_its_stages_in_the_tail_call_table_before_its_hook() -> None:
+    sp = plan_for(load_lab_dict(with_pipeline([FW, LB]), "t")).steering
+    assert sp.attach["fw"] == [("sfc_fw_stage", "0", "tail"), ("sfc_lb_stage", "1", "tail"),
+                               ("sfc_pipe", "eth0", "xdp"), ("sfc_pipe", "eth1", "xdp")]
+    sp = plan_for(load_lab_dict(with_pipeline([LB, FW]), "t")).steering
+    assert [a[0] for a in sp.attach["fw"][:2]] == ["sfc_lb_stage", "sfc_fw_stage"]
+
+
+@pytest.mark.parametrize("functions, place, says", [
+    ([FW], "nodes.fw.functions", "at least 2"),
+    ([FW, LB, FW], "nodes.fw.functions", "expected at most one function of each kind (bpf-firewall is listed twice"),
+    ([FW, {"kind": "firewall"}], "nodes.fw.functions",
+     "an eBPF function kind (bpf-firewall, bpf-balancer) as the 'kind' of functions[1], got "
+     "'firewall'"),
+    ([FW, LB | {"backends": [{"address": f"10.9.1.{i}"} for i in range(17)]}],
+     "nodes.fw.functions[1]", "at most 16 backends"),
+    ([FW | {"rules": [{"action": "drop", "proto": "udp", "dport": "1-70000"}]}, LB],
+     "nodes.fw.functions[0]", "ports from 0 to 65535"),
+], ids=["one", "kind-twice", "not-a-stage", "stage-limit", "stage-port"])
+def test_what_a_pipeline_cannot_hold_is_refused_at_its_place(functions: list, place: str,
+                                                            says: str) -> None:
+    with pytest.raises(SpecError) as e:
+        plan_for(load_lab_dict(with_pipeline(functions), "t"))
+    assert place in str(e.value) and says in str(e.value), str(e.value)
+
+
+def test_a_pipeline_on_no_chain_is_refused() -> None:
+    d = with_pipeline([FW, LB])
+    d["nodes"]["p2"] = {"kind": "bpf-pipeline", "functions": [FW, LB]}
+    d["links"].append({"endpoints": ["p2", "dst"]})
+    with pytest.raises(SpecError, match="only as a function of a chain") as e:
+        plan_for(load_lab_dict(d, "t"))
+    assert "nodes.p2" in str(e.value)
+
+
+def test_the_stage_limit_is_the_programs(built: Path) -> None:
+    from sfclab.functions import bpf_pipeline
+
+    cp = subprocess.run(["make", "-s", "-C", str(ROOT / "native"), "build/pipeline.bpf.o"],
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    for obj in ("pipeline.bpf.o", "fw.bpf.o", "balancer.bpf.o"):
+        b = btf.read(str(built / obj))
+        assert b.enums["sfc_stage_limit"] == {"SFC_MAX_STAGES": bpf_pipeline.MAX_STAGES}, obj
+        assert b.maps["sfc_stages"].max_entries == 256 * bpf_pipeline.MAX_STAGES

@@ -54,14 +54,24 @@ Stage = Annotated[FirewallStage | BalancerStage, Field(discriminator="kind")]
 class BpfPipelineParams(FunctionParams):
     functions: list[Stage] = Field(min_length=2, max_length=MAX_STAGES)
 
+    @field_validator("functions", mode="before")
+    @classmethod
+    def _stage_kinds(cls, raw: Any) -> Any:
+        for i, f in enumerate(raw if isinstance(raw, list) else []):
+            kind = f.get("kind") if isinstance(f, dict) else None
+            if kind not in STAGES:
+                raise ValueError(f"an eBPF function kind ({', '.join(STAGES)}) as the 'kind' of "
+                                 f"functions[{i}], got {kind!r}")
+        return raw
+
     @field_validator("functions")
     @classmethod
     def _each_kind_once(cls, stages: list[Stage]) -> list[Stage]:
         kinds = [s.kind for s in stages]
         twice = next((k for k in kinds if kinds.count(k) > 1), None)
         if twice:
-            raise ValueError(f"each kind once ({twice} is listed twice: a function's maps are "
-                             "keyed by its node)")
+            raise ValueError(f"at most one function of each kind ({twice} is listed twice: "
+                             "a function's maps are keyed by its node)")
         return stages
 
     def sfc_stages(self) -> list[str]:
