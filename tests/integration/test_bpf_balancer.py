@@ -186,6 +186,8 @@ def test_flows_are_balanced_by_weight_and_replies_come_from_the_vip(kind: str) -
     assert len(ports) == FLOWS and set(ports.values()) == {1}, "a flow reached two backends"
     assert all(backend == BACKENDS[[str(p) in s["flows"] for s in seen.values()].index(True)]
                for p, (_, backend) in ((int(p), v) for p, v in got.items()))
+    print(kind, "flows per backend", [len(seen[a]["flows"]) for a in BACKENDS[:3]],
+          "weights", WEIGHTS)
     # shares within 5 % of the flows of the weights
     for i, w in enumerate(WEIGHTS):
         share = len(seen[BACKENDS[i]]["flows"])
@@ -231,6 +233,9 @@ def test_a_backend_out_or_in_moves_only_its_own_flows_and_connections_stay() -> 
     for got in (three, four, b1_out, kept):
         assert len(got) == FLOWS, f"{FLOWS - len(got)} flows unanswered"
     share = [b["slots"] / info["table"] for b in info["backends"]]
+    print(f"flows moved of {FLOWS}: fourth in {len(moved(three, four))} (its share "
+          f"{share[3]:.3f}), b1 out {len(moved(four, b1_out))} (its share {share[1]:.3f}), "
+          f"b1 back in with connections kept {len(moved(b1_out, kept))}")
     # the fourth in: only flows onto it moved, about its share
     assert BACKENDS[3] not in three.values()
     assert {four[p] for p in moved(three, four)} == {BACKENDS[3]}
