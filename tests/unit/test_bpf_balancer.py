@@ -254,3 +254,18 @@ def test_the_stage_limit_is_the_programs(built: Path) -> None:
         b = btf.read(str(built / obj))
         assert b.enums["sfc_stage_limit"] == {"SFC_MAX_STAGES": bpf_pipeline.MAX_STAGES}, obj
         assert b.maps["sfc_stages"].max_entries == 256 * bpf_pipeline.MAX_STAGES
+
+
+@pytest.mark.parametrize("flags", [[True, False], [False, False, False]], ids=["count", "none"])
+def test_taking_every_backend_out_or_naming_too_few_is_refused(tmp_path: Path,
+                                                               flags: list[bool]) -> None:
+    from sfclab.errors import LabError
+    from sfclab.functions.base import FunctionContext
+    from sfclab.functions.bpf_balancer import BpfBalancer
+
+    ctx = FunctionContext(lab="t", node="lb", netns="t", interfaces=[], state_dir=tmp_path)
+    ctx.sfc_node_id, ctx.sfc_maps = 1, tmp_path
+    lb = BpfBalancer(ctx, BpfBalancer.Params.model_validate({"vip": "10.9.9.9",
+                                                            "backends": BACKENDS}))
+    with pytest.raises(LabError, match="one flag per backend"):
+        lb.set_live(flags)

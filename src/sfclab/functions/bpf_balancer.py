@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import LabError, SpecError
 from ..kernel import bpf
 from . import bpf_balancer_maps as M
 from .balancer_params import BalancerParams
@@ -59,12 +59,14 @@ class BpfBalancer(NetworkFunction):
     def set_live(self, live: Sequence[bool] | None) -> None:
         """Take backends out (False) or in (True), in the order of ``backends``; None: all
         in.  The table keeps every slot of a backend in; a backend out gets address 0, so its
-        connections choose again and no new flow chooses it."""
+        connections choose again and no new flow chooses it.  ``LabError`` when the flags do
+        not name every backend, or leave none in."""
         p = self.params
         node_id, maps = self._maps()
         flags = list(live) if live is not None else [True] * len(p.backends)
-        if len(flags) != len(p.backends):
-            raise ValueError(f"{len(flags)} flags for {len(p.backends)} backends")
+        if len(flags) != len(p.backends) or not any(flags):
+            raise LabError(f"bpf-balancer {self.ctx.node}: expected one flag per backend "
+                           f"({len(p.backends)}), at least one in; got {flags}")
         slots = M.table([str(b.address) for b in p.backends], [b.weight for b in p.backends],
                         flags)
         with bpf.PinnedMap(str(maps / "sfc_lb_tables")) as m:  # first: no slot names one out
