@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ import pytest
 
 from sfclab.api import Lab
 from sfclab.errors import SpecError
+from sfclab.functions import bpf_balancer_maps as M
+from sfclab.plan.flowhash import flow_hash
 from sfclab.realize.dataplane import lab_dir
 
 from .test_sfc import node_counters
@@ -197,6 +200,8 @@ def test_flows_are_balanced_by_weight_and_replies_come_from_the_vip(kind: str) -
     assert counted == [seen[a]["packets"] for a in BACKENDS[:3]], (kind, info, seen)
     assert info["replies"]["packets"] >= FLOWS, info
     if kind == "bpf-balancer":
+        # every flow is where the Maglev table computed in Python puts its hash
+        assert placement(got) == predicted(WEIGHTS, got, "tuple")
         # the replies came back labelled: lb took them in as a function both ways
         assert after["lb"]["proxy_in"] - before["lb"]["proxy_in"] >= 2 * FLOWS
         slots = [b["slots"] for b in info["backends"]]
@@ -205,6 +210,32 @@ def test_flows_are_balanced_by_weight_and_replies_come_from_the_vip(kind: str) -
         assert [b["packets"] for b in shown["functions"]["lb"]["backends"]] == counted
         assert f"function lb: vip {VIP} udp ports {PORT}-{PORT}" in text, text
         assert f"backend 1: {counted[1]:,} packets  {BACKENDS[1]} weight 2" in text, text
+
+
+def predicted(weights: list[int], got: dict[str, list[str]], sticky: str) -> dict[str, str]:
+    """client port -> the backend the table puts it on: ``flow_hash`` (the data plane's hash,
+    in Python) of the 5-tuple, or of the source alone, modulo the table's size"""
+    addrs = list(BACKENDS[:len(weights)])
+    table = M.table(addrs, weights)
+    out = {}
+    for p in got:
+        if sticky == "source":
+            h = flow_hash(IPv4Address(CLIENT), IPv4Address(0), 0, 0, 0, 0)
+        else:
+            h = flow_hash(IPv4Address(CLIENT), IPv4Address(VIP), int(p), PORT, 17, 0)
+        out[p] = addrs[table[h % M.TABLE_SIZE]]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["balancer", "bpf-balancer"])
+def test_sticky_by_source_sends_a_client_to_one_backend(kind: str) -> None:
+    with running(lab_dict(balancer(kind, WEIGHTS, sticky="source"))) as lab:
+        got, seen = traffic(lab, 3, flows=400)
+    assert len(got) == 400 and {src for src, _ in got.values()} == {VIP}
+    assert len(set(placement(got).values())) == 1, Counter(placement(got).values())
+    assert sum(1 for s in seen.values() if s["flows"]) == 1
+    if kind == "bpf-balancer":
+        assert placement(got) == predicted(WEIGHTS, got, "source")
 
 
 def moved(a: dict[str, str], b: dict[str, str]) -> set[str]:
