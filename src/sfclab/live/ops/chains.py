@@ -111,7 +111,7 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
 
 
 def _sfc_functions(lab: str, instances: set[str]) -> dict[str, Any]:
-    """Each of ``instances`` whose kind is an SFC-aware eBPF function (``bpf-firewall`` ...): its
+    """Each of ``instances`` whose kind is an SFC-aware eBPF function (``bpf-firewall``): its
     own ``inspect`` (rules with their counters, policy, connection map).  Kernel functions
     are left out: their counters are ``sfclab inspect``'s."""
     from ... import functions
