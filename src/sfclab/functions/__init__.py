@@ -19,6 +19,8 @@ its module here and add one line to :data:`KINDS`.
                     take the keys of :mod:`.balancer_params`
 - :mod:`.bpf_pipeline` ``bpf-pipeline``: several eBPF functions on one node, by tail calls
 - :mod:`.nat`       ``nat``: masquerade toward one neighbour, port forwards inward
+- :mod:`.bpf_nat`   ``bpf-nat``: the nat in eBPF, SFC-aware (reads the label stack itself, no
+                    proxy), with :mod:`.bpf_nat_maps` (its maps as bytes)
 - :mod:`.shaper`    ``shaper``: a router whose egress is rate-limited by HTB or TBF
 - :mod:`.process`   a function whose behaviour is a program in its namespace (``dpi``, ``tun``),
                     limited by :mod:`.cgroups` (which cgroups a node gets, and their limits)
@@ -46,6 +48,7 @@ KINDS: dict[str, str] = {
     "bpf-balancer": "bpf_balancer",
     "bpf-pipeline": "bpf_pipeline",
     "nat": "nat",
+    "bpf-nat": "bpf_nat",
     "shaper": "shaper",
     "dpi": "dpi",
     "tun": "tun",

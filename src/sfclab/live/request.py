@@ -107,6 +107,10 @@ def _function(doc: Document, i: int, chain: ChainFile, attach_hint: str | None) 
         raise doc.error(f"expected a function kind ({', '.join(functions.kinds())}), got "
                         f"{f.kind!r}", place + ("kind",))
     cls = functions.get(f.kind)
+    if cls.sfc_program:  # its program is attached where the lab's data plane is loaded, at up
+        raise doc.error(f"a {f.kind} function reads the label stack with its own XDP program, "
+                        "which only a lab file's chain attaches (at up): expected it in the "
+                        "lab file's chains, or a kernel kind here", place + ("kind",))
     try:
         memory = parse_size(f.memory)
     except ValueError as e:

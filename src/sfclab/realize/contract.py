@@ -16,6 +16,7 @@ The bpf-firewall's own maps (``include/sfc_fw.h``) are stated by
 :mod:`sfclab.functions.bpf_firewall_maps`, which writes them; :func:`fw_drift` checks them.
 The bpf-balancer's (``include/sfc_lb.h``) likewise by :mod:`sfclab.functions.bpf_balancer_maps`,
 checked by :func:`lb_drift`.
+The bpf-nat's (``include/sfc_nat.h``): :mod:`sfclab.functions.bpf_nat_maps`, :func:`nat_drift`.
 
 :func:`drift` compares all of it with an object's BTF (:mod:`sfclab.kernel.btf`) and returns
 every difference, so a unit test fails when the header changes and the Python does not.
@@ -28,6 +29,7 @@ from typing import Any
 
 from ..functions import bpf_balancer_maps as lbm
 from ..functions import bpf_firewall_maps as fwm
+from ..functions import bpf_nat_maps as natm
 from ..kernel.btf import Btf
 from ..spec import limits
 
@@ -141,6 +143,13 @@ def lb_drift(btf: Btf) -> list[str]:
     enums = {"sfc_lb_limit": lbm.LIMITS, "sfc_lb_sticky": lbm.STICKY,
              "sfc_lb_direction": lbm.DIRECTIONS}
     return _drift(btf, lbm.LAYOUTS, enums, lbm.MAPS)
+
+
+def nat_drift(btf: Btf) -> list[str]:
+    """The same for the bpf-nat's own layouts (include/sfc_nat.h, stated in Python by
+    :mod:`sfclab.functions.bpf_nat_maps`) against ``nat.bpf.o``'s BTF."""
+    enums = {"sfc_nat_limit": natm.LIMITS, "sfc_nat_side": natm.SIDES}
+    return _drift(btf, natm.LAYOUTS, enums, natm.MAPS)
 
 
 def _drift(btf: Btf, layouts: dict[str, tuple[tuple[str, str], ...]],
