@@ -3,7 +3,8 @@
  * Several SFC-aware eBPF functions on one node, run in one XDP hook by tail calls (a
  * `bpf-pipeline` node).  The node's hook runs the dispatcher (bpf/pipeline.bpf.c); each function
  * contributes a *stage* program (`sfc_fw_stage` in bpf/fw.bpf.c, `sfc_lb_stage` in
- * bpf/balancer.bpf.c) that does its function on the IPv4 packet and hands the frame on:
+ * bpf/balancer.bpf.c, `sfc_nat_stage` in bpf/nat.bpf.c) that does its function on the IPv4
+ * packet and hands the frame on:
  *
  *   sfc_stages    PROG_ARRAY, lab-wide: node * SFC_MAX_STAGES + i -> the node's stage i
  *                 (written by sfc-steer when it loads the node's objects)

@@ -485,3 +485,42 @@ def test_firewall_then_balancer_in_one_hook_gives_what_two_nodes_give() -> None:
     assert one[3] == two[3] == 200 * 5, (one[3], two[3])  # every try of every dropped flow
     assert one[4] == one[5] and two[4] == two[5] and one[5] == two[5]
     assert one[6]["errors"] == 0 and one[6]["proxy_out"] >= 2 * 1000, one[6]
+
+
+def test_firewall_then_nat_in_one_hook_gives_what_two_nodes_give() -> None:
+    """A firewall (dropping UDP to port 6001) then a NAT (masquerade toward r1) on one node,
+    and the same on two nodes: from three source ports, UDP to 6000 and 6001 and TCP to 7000;
+    the same echoes come back, from the same translated addresses."""
+    from . import test_bpf_nat as N
+
+    fw = {"kind": "bpf-firewall", "rules": [{"action": "drop", "proto": "udp", "dport": 6001}]}
+    nat = {"kind": "bpf-nat", "outside": "r1"}
+    results = {}
+    for one_node in (True, False):
+        if one_node:
+            d = N.lab_dict({"kind": "bpf-pipeline", "functions": [fw, nat]})
+        else:
+            d = N.lab_dict(nat)
+            d["nodes"]["fw"] = fw
+            d["links"][1] = link("r0", "10.92.2.1/24", "fw", "10.92.2.2/24")
+            d["links"].insert(2, link("fw", "10.92.5.1/24", "nat", "10.92.5.2/24"))
+            d["chains"]["c"]["functions"] = ["fw", "nat"]
+        with N.running(d) as lab:
+            echo = lab.popen("out", [sys.executable, "-c", N.ECHO, "6000,6001", "7000", "25"],
+                             stdout=subprocess.PIPE, text=True)
+            assert echo.stdout is not None and echo.stdout.readline().strip() == "ready"
+            client = lab.popen("in", [sys.executable, "-c", N.CLIENT, N.DST,
+                                      ",".join(map(str, N.SPORTS)), "6000,6001", "7000"],
+                               stdout=subprocess.PIPE, text=True)
+            got = json.loads(client.communicate(timeout=120)[0].splitlines()[-1])
+            saw = json.loads(echo.communicate(timeout=60)[0].splitlines()[-1])
+            info = lab.inspect()["nodes"]
+        fw_info = info["nat"]["function"]["functions"][0] if one_node else info["fw"]["function"]
+        results[one_node] = (got, fw_info["rules"][0]["packets"], saw)
+    one, two = results[True], results[False]
+    assert one[0] == two[0], (one[0], two[0])
+    assert {k.split(" from ")[0] for k in one[0]} == \
+        {f"{sp} {what}" for sp in N.SPORTS for what in ("udp 6000", "tcp 7000")}, one[0]
+    assert one[1] == two[1] == 5 * len(N.SPORTS)
+    # the outside saw the same flows, every one from the NAT's outside address
+    assert one[2] == two[2] and {k.split(":")[0] for k in one[2]} == {N.OUT}, one[2]

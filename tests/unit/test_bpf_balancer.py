@@ -213,16 +213,18 @@ def test_a_pipeline_puts_its_stages_in_the_tail_call_table_before_its_hook() -> 
     sp = plan_for(load_lab_dict(with_pipeline([FW, LB]), "t")).steering
     assert sp.attach["fw"] == [("sfc_fw_stage", "0", "tail"), ("sfc_lb_stage", "1", "tail"),
                                ("sfc_pipe", "eth0", "xdp"), ("sfc_pipe", "eth1", "xdp")]
-    sp = plan_for(load_lab_dict(with_pipeline([LB, FW]), "t")).steering
-    assert [a[0] for a in sp.attach["fw"][:2]] == ["sfc_lb_stage", "sfc_fw_stage"]
+    sp = plan_for(load_lab_dict(with_pipeline([LB, FW, {"kind": "bpf-nat", "outside": "dst"}]),
+                                "t")).steering
+    assert [a[0] for a in sp.attach["fw"][:3]] == ["sfc_lb_stage", "sfc_fw_stage",
+                                                   "sfc_nat_stage"]
 
 
 @pytest.mark.parametrize("functions, place, says", [
     ([FW], "nodes.fw.functions", "at least 2"),
     ([FW, LB, FW], "nodes.fw.functions", "expected at most one function of each kind (bpf-firewall is listed twice"),
     ([FW, {"kind": "firewall"}], "nodes.fw.functions",
-     "an eBPF function kind (bpf-firewall, bpf-balancer) as the 'kind' of functions[1], got "
-     "'firewall'"),
+     "an eBPF function kind (bpf-firewall, bpf-balancer, bpf-nat) as the 'kind' of "
+     "functions[1], got 'firewall'"),
     ([FW, LB | {"backends": [{"address": f"10.9.1.{i}"} for i in range(17)]}],
      "nodes.fw.functions[1]", "at most 16 backends"),
     ([FW | {"rules": [{"action": "drop", "proto": "udp", "dport": "1-70000"}]}, LB],
@@ -247,10 +249,11 @@ def test_a_pipeline_on_no_chain_is_refused() -> None:
 def test_the_stage_limit_is_the_programs(built: Path) -> None:
     from sfclab.functions import bpf_pipeline
 
-    cp = subprocess.run(["make", "-s", "-C", str(ROOT / "native"), "build/pipeline.bpf.o"],
+    cp = subprocess.run(["make", "-s", "-C", str(ROOT / "native"), "build/pipeline.bpf.o",
+                         "build/nat.bpf.o"],
                         capture_output=True, text=True, timeout=300)
     assert cp.returncode == 0, cp.stderr[-2000:]
-    for obj in ("pipeline.bpf.o", "fw.bpf.o", "balancer.bpf.o"):
+    for obj in ("pipeline.bpf.o", "fw.bpf.o", "balancer.bpf.o", "nat.bpf.o"):
         b = btf.read(str(built / obj))
         assert b.enums["sfc_stage_limit"] == {"SFC_MAX_STAGES": bpf_pipeline.MAX_STAGES}, obj
         assert b.maps["sfc_stages"].max_entries == 256 * bpf_pipeline.MAX_STAGES

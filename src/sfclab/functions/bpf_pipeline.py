@@ -5,9 +5,11 @@ Lab file keys::
 
     functions:                       # 2 to 4, in the order a packet meets them; each kind once
       - {kind: bpf-firewall, policy: drop, rules: [...]}
-      - {kind: bpf-balancer, vip: 198.18.9.10, backends: [...]}
+      - {kind: bpf-balancer, vip: 198.18.9.10, backends: [...]}     # or bpf-nat
 
-Each entry takes the keys of its kind (validated by the kind's own model, so its limits hold).
+Each entry takes the keys of its kind (validated by the kind's own model, so its limits hold);
+the node's lifecycle hooks (``check``, ``configure``, ``start``, ``stop``) run each function's
+in order.
 The node is one function of a chain, as a single eBPF function is: the data plane attaches the
 dispatcher ``sfc_pipe`` on every interface in place of the forwarder and the proxy, and puts
 each function's *stage program* (:data:`STAGES`: a kind -> its program, one line per kind) in
@@ -28,7 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
-from . import bpf_balancer, bpf_firewall
+from . import bpf_balancer, bpf_firewall, bpf_nat
 from .base import FunctionParams, NetworkFunction, register
 
 #: eBPF functions on one node at most (``SFC_MAX_STAGES``, include/sfc_stage.h)
@@ -37,6 +39,7 @@ MAX_STAGES = 4
 STAGES: dict[str, tuple[type[NetworkFunction], str]] = {
     "bpf-firewall": (bpf_firewall.BpfFirewall, "sfc_fw_stage"),
     "bpf-balancer": (bpf_balancer.BpfBalancer, "sfc_lb_stage"),
+    "bpf-nat": (bpf_nat.BpfNat, "sfc_nat_stage"),
 }
 
 
@@ -48,7 +51,11 @@ class BalancerStage(bpf_balancer.BpfBalancerParams):
     kind: Literal["bpf-balancer"]
 
 
-Stage = Annotated[FirewallStage | BalancerStage, Field(discriminator="kind")]
+class NatStage(bpf_nat.BpfNatParams):
+    kind: Literal["bpf-nat"]
+
+
+Stage = Annotated[FirewallStage | BalancerStage | NatStage, Field(discriminator="kind")]
 
 
 class BpfPipelineParams(FunctionParams):
@@ -90,9 +97,24 @@ class BpfPipeline(NetworkFunction):
         """Each function of the node, as its own kind, sharing the node's context."""
         return [STAGES[s.kind][0](self.ctx, s) for s in self.params.functions]
 
+    def check(self) -> None:
+        for f in self.stages():
+            f.check()
+
+    def configure(self) -> None:
+        for f in self.stages():
+            f.configure()
+
     def start(self) -> None:
         for f in self.stages():
             f.start()
+
+    def stop(self) -> None:
+        for f in self.stages():
+            f.stop()
+
+    def programs(self) -> list[str]:
+        return sorted({p for f in self.stages() for p in f.programs()})
 
     def inspect(self) -> dict[str, Any]:
         return {"program": f"{self.sfc_program} (XDP, bpf/pipeline.bpf.c), tail calls to "
