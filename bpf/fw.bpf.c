@@ -33,6 +33,7 @@
 #include "sfc.h"
 #include "sfc_fw.h"
 #include "sfc_pop.h"
+#include "sfc_stage.h"
 
 static __always_inline void fw_count(__u32 slot, __u32 bytes)
 {
@@ -186,6 +187,25 @@ int sfc_fw(struct xdp_md *ctx)
 bad:
 	sfc_count(SFC_C_ERRORS);
 	return XDP_DROP;
+}
+
+/* the firewall as a stage of a bpf-pipeline node (include/sfc_stage.h): the packet is filtered,
+ * then handed on */
+SEC("xdp")
+int sfc_fw_stage(struct xdp_md *ctx)
+{
+	struct sfc_tuple t = {};
+	void *ip = NULL, *end;
+	__u32 bytes;
+
+	if (sfc_stage_ip(ctx, &ip) < 0)
+		return XDP_PASS;
+	end = (void *)(long)ctx->data_end;
+	if (fw_tuple(ip, end, &t, &bytes))
+		return sfc_stage_next(ctx); /* not IPv4 with its header: not for the rules */
+	if (fw_verdict(&t, bytes) != SFC_FW_ACCEPT)
+		return XDP_DROP;
+	return sfc_stage_next(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

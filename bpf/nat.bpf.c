@@ -38,6 +38,7 @@
 #include "sfc.h"
 #include "sfc_nat.h"
 #include "sfc_pop.h"
+#include "sfc_stage.h"
 
 #define NAT_AF_INET 2
 
@@ -357,6 +358,38 @@ int sfc_nat(struct xdp_md *ctx)
 bad:
 	sfc_count(SFC_C_ERRORS);
 	return XDP_DROP;
+}
+
+/* the NAT as a stage of a bpf-pipeline node (include/sfc_stage.h): the packet is translated,
+ * then handed on; a labelled packet leaves by the node's forward label's interface */
+SEC("xdp")
+int sfc_nat_stage(struct xdp_md *ctx)
+{
+	void *ip = NULL, *data, *end;
+	int labelled = sfc_stage_ip(ctx, &ip);
+	__u32 out_ifindex = 0, label;
+	struct sfc_hop *out;
+	__be32 *lse;
+
+	if (labelled < 0)
+		return XDP_PASS;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (labelled) {
+		lse = data + sizeof(struct ethhdr);
+		if ((void *)(lse + 2) > end)
+			return XDP_DROP;
+		label = LSE_LABEL(bpf_ntohl(lse[1]));
+		out = bpf_map_lookup_elem(&sfc_labels, &label);
+		if (!out || out->node != node_id || out->action != SFC_A_FORWARD) {
+			sfc_count(SFC_C_ERRORS);
+			return XDP_DROP;
+		}
+		out_ifindex = out->ifindex;
+	}
+	if (nat_packet(ctx, ip, end, out_ifindex))
+		return XDP_DROP;
+	return sfc_stage_next(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -13,7 +13,9 @@
  * declare with LIBBPF_PIN_BY_NAME are made once (by the first node) and shared by every later
  * load; `node_id`, the only variable in each object's .rodata, tells the programs their node.
  * Then, inside namespace NAME (/run/netns/NAME), each PROG is attached to IFNAME at HOOK (xdp,
- * tcx-ingress or tcx-egress).  The attachment is held by the interface, which lives in the
+ * tcx-ingress or tcx-egress); HOOK `tail` attaches nothing but puts PROG in the lab's tail-call
+ * table as the node's stage IFNAME (a number below SFC_MAX_STAGES: several eBPF functions of
+ * one node, include/sfc_stage.h); give those first, so the stages are there before the hook.  The attachment is held by the interface, which lives in the
  * lab's namespace: removing the namespace detaches it (this kernel refuses to pin BPF links,
  * EPERM, so links would die with this process).  The message of a failure names the object;
  * the lab's rollback removes the namespace and the maps.
@@ -36,11 +38,14 @@
 #include "log.h"
 #include "netns.h"
 #include "opt.h"
+#include "sfc.h"
+#include "sfc_stage.h"
 
 #define MAX_ATTACH 64
 #define ATTACH_XDP 37       /* enum bpf_attach_type, from the running kernel */
 #define ATTACH_TCX_INGRESS 46
 #define ATTACH_TCX_EGRESS 47
+#define ATTACH_TAIL -1      /* not a hook: an entry of the node's tail-call table */
 
 struct attach {
 	char obj[PATH_MAX];
@@ -55,6 +60,7 @@ static const struct { const char *name; int type; } hooks[] = {
 	{"xdp", ATTACH_XDP},
 	{"tcx-ingress", ATTACH_TCX_INGRESS},
 	{"tcx-egress", ATTACH_TCX_EGRESS},
+	{"tail", ATTACH_TAIL},
 };
 
 static int parse_attach(const char *arg, struct attach *a)
@@ -87,7 +93,7 @@ static int parse_attach(const char *arg, struct attach *a)
 		}
 bad:
 	log_err("invalid attachment '%s' (expected OBJ:PROG:IFNAME:HOOK, HOOK one of xdp, "
-		"tcx-ingress, tcx-egress)", arg);
+		"tcx-ingress, tcx-egress, tail)", arg);
 	return -1;
 }
 
@@ -144,16 +150,43 @@ static struct bpf_object *load(const char *path, const char *maps, unsigned int 
 	return bo;
 }
 
-static int attach_one(struct attach *a)
+/* PROG as stage a->ifname of node `node_id` in the lab's tail-call table */
+static int put_stage(struct attach *a, struct bpf_program *p, unsigned int node_id)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(a->bo, "sfc_stages");
+	unsigned long stage;
+	__u32 key;
+	int fd = bpf_program__fd(p), err;
+
+	if (opt_uint(a->ifname, "stage", 0, SFC_MAX_STAGES - 1, &stage))
+		return -1;
+	if (!m) {
+		log_err("no map sfc_stages in %s: %s is no stage program", a->obj, a->prog);
+		return -1;
+	}
+	key = node_id * SFC_MAX_STAGES + (__u32)stage;
+	err = bpf_map_update_elem(bpf_map__fd(m), &key, &fd, BPF_ANY);
+	if (err) {
+		log_err("Failed to put %s as stage %lu of node %u: %s", a->prog, stage, node_id,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int attach_one(struct attach *a, unsigned int node_id)
 {
 	struct bpf_program *p = bpf_object__find_program_by_name(a->bo, a->prog);
-	unsigned int ifindex = if_nametoindex(a->ifname);
+	unsigned int ifindex;
 	int fd;
 
 	if (!p) {
 		log_err("no program %s in %s", a->prog, a->obj);
 		return -1;
 	}
+	if (a->type == ATTACH_TAIL)
+		return put_stage(a, p, node_id);
+	ifindex = if_nametoindex(a->ifname);
 	if (!ifindex) {
 		log_err("Failed to find interface %s: %s", a->ifname, strerror(errno));
 		return -1;
@@ -178,7 +211,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: sfc-steer --maps DIR --node-id N --netns NAME "
 		   "OBJ:PROG:IFNAME:HOOK ...\n"
 		   "       sfc-steer --maps DIR --maps-of OBJ\n"
-		   "  HOOK: xdp | tcx-ingress | tcx-egress\n");
+		   "  HOOK: xdp | tcx-ingress | tcx-egress | tail (IFNAME: the stage number)\n");
 }
 
 /* libbpf's warnings only: its info lines (for instance that it skips the objects' .sfc_contract
@@ -253,7 +286,7 @@ int main(int argc, char **argv)
 	if (netns_enter(ns))
 		goto out;
 	for (int i = 0; i < nat; i++)
-		if (attach_one(&at[i]))
+		if (attach_one(&at[i], (unsigned int)node_id))
 			goto out;
 	rc = 0;
 out:

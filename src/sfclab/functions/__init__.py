@@ -13,6 +13,11 @@ its module here and add one line to :data:`KINDS`.
                     :mod:`.rules` (rule lists as text for one-batch loading)
 - :mod:`.bpf_firewall` ``bpf-firewall``: the firewall in eBPF, SFC-aware (reads the label stack
                     itself, no proxy), with :mod:`.bpf_firewall_maps` (its maps as bytes)
+- :mod:`.balancer` ``balancer``: a load balancer in nftables (DNAT by jhash over weighted
+                    entries); :mod:`.bpf_balancer` ``bpf-balancer``: its eBPF twin, SFC-aware,
+                    by a Maglev table, with :mod:`.bpf_balancer_maps` (its maps as bytes); both
+                    take the keys of :mod:`.balancer_params`
+- :mod:`.bpf_pipeline` ``bpf-pipeline``: several eBPF functions on one node, by tail calls
 - :mod:`.nat`       ``nat``: masquerade toward one neighbour, port forwards inward
 - :mod:`.bpf_nat`   ``bpf-nat``: the nat in eBPF, SFC-aware (reads the label stack itself, no
                     proxy), with :mod:`.bpf_nat_maps` (its maps as bytes)
@@ -39,6 +44,9 @@ KINDS: dict[str, str] = {
     "router": "router",
     "firewall": "firewall",
     "bpf-firewall": "bpf_firewall",
+    "balancer": "balancer",
+    "bpf-balancer": "bpf_balancer",
+    "bpf-pipeline": "bpf_pipeline",
     "nat": "nat",
     "bpf-nat": "bpf_nat",
     "shaper": "shaper",

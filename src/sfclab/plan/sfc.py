@@ -17,7 +17,10 @@ one step, the labels of every later node of the path in order (a function's prox
 its forward label); each node pops its own; the node before the egress pops the bottom one and
 delivers plain IPv4.  Transit nodes keep no per-flow state.  An SFC-aware eBPF function
 (``bpf-firewall``: its kind's ``sfc_program``) takes its node's proxy label itself: its program
-is attached on every interface of the node in place of the forwarder and the proxy.  Labels start at 16 (0-15 are
+is attached on every interface of the node in place of the forwarder and the proxy; a node
+running several (``bpf-pipeline``: its params' ``sfc_stages()``) also gets their stage
+programs as attachments ``(program, "0", "tail")``, ... (entries of the tail-call table, put
+before the hook's).  Labels start at 16 (0-15 are
 reserved by RFC 3032) and are given in order of first use, so the same lab always gets the
 same labels.
 
@@ -219,6 +222,9 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
         own = lab.nodes[n].kind_ref.sfc_program
         if own:  # an eBPF function forwards and filters by itself, on every interface
             att = [(own, i.name, "xdp") for i in plan.interfaces_of(n)]
+            # several on one node (bpf-pipeline): their stages in the tail-call table, first
+            stages = getattr(lab.nodes[n].params, "sfc_stages", None)
+            att[:0] = [(s, str(k), "tail") for k, s in enumerate(stages() if stages else [])]
         elif n in functions_used:
             att += [("sfc_proxy_in", i, "tcx-ingress") for i in ifaces]
             att += [("sfc_proxy_out", i, "tcx-egress") for i in ifaces]

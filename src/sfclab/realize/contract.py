@@ -14,6 +14,8 @@ their BTF.  This module is the Python side's one statement of the same layouts:
 
 The bpf-firewall's own maps (``include/sfc_fw.h``) are stated by
 :mod:`sfclab.functions.bpf_firewall_maps`, which writes them; :func:`fw_drift` checks them.
+The bpf-balancer's (``include/sfc_lb.h``) likewise by :mod:`sfclab.functions.bpf_balancer_maps`,
+checked by :func:`lb_drift`.
 The bpf-nat's (``include/sfc_nat.h``): :mod:`sfclab.functions.bpf_nat_maps`, :func:`nat_drift`.
 
 :func:`drift` compares all of it with an object's BTF (:mod:`sfclab.kernel.btf`) and returns
@@ -25,6 +27,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from ..functions import bpf_balancer_maps as lbm
 from ..functions import bpf_firewall_maps as fwm
 from ..functions import bpf_nat_maps as natm
 from ..kernel.btf import Btf
@@ -132,6 +135,14 @@ def fw_drift(btf: Btf) -> list[str]:
     :mod:`sfclab.functions.bpf_firewall_maps`) against ``fw.bpf.o``'s BTF."""
     enums = {"sfc_fw_limit": fwm.LIMITS, "sfc_fw_verdict": fwm.VERDICTS}
     return _drift(btf, fwm.LAYOUTS, enums, fwm.MAPS)
+
+
+def lb_drift(btf: Btf) -> list[str]:
+    """The same for the bpf-balancer's layouts (include/sfc_lb.h, stated in Python by
+    :mod:`sfclab.functions.bpf_balancer_maps`) against ``balancer.bpf.o``'s BTF."""
+    enums = {"sfc_lb_limit": lbm.LIMITS, "sfc_lb_sticky": lbm.STICKY,
+             "sfc_lb_direction": lbm.DIRECTIONS}
+    return _drift(btf, lbm.LAYOUTS, enums, lbm.MAPS)
 
 
 def nat_drift(btf: Btf) -> list[str]:

@@ -42,7 +42,9 @@ PROGRAM_OBJECT = {"sfc_forward": "sfc_forward.bpf.o", "sfc_classify_egress": "sf
                   "sfc_classify_ingress": "sfc_classify.bpf.o",
                   "sfc_proxy_in": "sfc_proxy_in.bpf.o", "sfc_proxy_out": "sfc_proxy_out.bpf.o",
                   "sfc_fw": "fw.bpf.o",
-                  "sfc_nat": "nat.bpf.o"}
+                  "sfc_nat": "nat.bpf.o", "sfc_nat_stage": "nat.bpf.o",
+                  "sfc_lb": "balancer.bpf.o", "sfc_lb_stage": "balancer.bpf.o",
+                  "sfc_fw_stage": "fw.bpf.o", "sfc_pipe": "pipeline.bpf.o"}
 
 
 def steer_binary() -> Path:
