@@ -11,11 +11,10 @@ Run as root:  .venv/bin/python bench/bench_container_path.py [--reps 3] [--iperf
 The container's processes join the node's namespace, which sfclab makes and configures the
 same way in both labs (forwarding, addresses, routes): the packets' path through the kernel is
 the same, so the goal is that the container's figures are within 5 % of the bare router's.
-The container is privileged: runc mounts sysfs read-only in an unprivileged container, and
-sysfs has one superblock per network namespace, so once the container has joined the node's
-namespace, every sysfs mount of that namespace is read-only, and the NDR's placement of the
-first hop's receive processing (RPS, written to ``/sys/class/net/IF/queues/rx-0/rps_cpus``)
-fails with "Read-only file system".  A privileged container mounts sysfs read-write.
+The container is not privileged (podman's default capabilities, a read-only /sys inside): the
+NDR's placement of the first hop's receive processing writes the router's sysfs through the
+read-write sysfs sfclab holds for the node (docs/containers.md, "The node's sysfs beside a
+container").
 
 The NDR's receiver is the default ``kernel`` sink (counted in the softirq that delivers the
 frames, at XDP), which the chain's own softirq work cannot starve (docs/measure.md).
@@ -46,9 +45,8 @@ GOAL = 0.05
 def lab_spec(name: str, image: str | None) -> dict:
     router: dict = {"kind": "router"}
     if image:
-        # the base image's own command (/bin/sh) would end at once: the container stays up;
-        # privileged: see the module's docstring (a read-only sysfs otherwise)
-        router["image"] = {"name": image, "cmd": ["sleep", "infinity"], "privileged": True}
+        # the base image's own command (/bin/sh) would end at once: the container stays up
+        router["image"] = {"name": image, "cmd": ["sleep", "infinity"]}
     return {"name": name,
             "nodes": {"src": {"kind": "host"}, "r": router, "dst": {"kind": "host"}},
             "links": [{"endpoints": ["src", "r"]}, {"endpoints": ["r", "dst"]}]}
