@@ -84,3 +84,30 @@ def test_a_mount_without_the_mark_is_left_alone(tmp_path):
         assert m is not None and m.fstype == "tmpfs"
     finally:
         subprocess.run(["umount", str(target)], check=True)
+
+
+def test_a_failed_up_unmounts_the_held_sysfs(tmp_path, lab_name, image):
+    """The container's name is taken (a container made by hand under it): ``podman run``
+    fails after the node's sysfs was held, and the rollback unmounts it (the hand-made
+    container, not carrying the lab's labels, is left to its owner)."""
+    from sfclab.kernel import podman
+    from sfclab.plan.names import container_name
+
+    name = container_name(lab_name, "r")
+    made = subprocess.run(["podman", "create", "--name", name, "--network", "none", image,
+                           "sleep", "infinity"], capture_output=True, text=True,
+                          env=podman.env(), timeout=60)
+    assert made.returncode == 0, made.stderr
+    try:
+        f = write_lab(tmp_path, lab_name,
+                      f"  r: {{kind: router, image: {{name: {image}, cmd: [sleep, infinity]}}}}\n"
+                      "  h: {kind: host}\n", "  - endpoints: [r, h]\n")
+        cp = sfclab("up", str(f))
+        assert cp.returncode != 0 and name in cp.stderr, cp.stderr
+        assert marked_mounts(sysfs_mark(lab_name, "r")) == []
+        assert not sysfs_dir(lab_name, "r").exists()
+        assert nothing_left(lab_name), leftovers(lab_name)
+        assert podman.inspect([name]), "the hand-made container is not the lab's to remove"
+    finally:
+        subprocess.run(["podman", "rm", "--force", "--", name], capture_output=True,
+                       env=podman.env(), timeout=60)
