@@ -233,3 +233,18 @@ def test_a_down_before_its_up_arrives_marks_that_up_refused(tmp_path, monkeypatc
     os.utime(old, (stale, stale))
     agent.down({"lab": "late", "token": "new"})
     assert sorted(p.name for p in (tmp_path / "labs").iterdir()) == [".late.removed-new"]
+
+
+def test_a_container_goes_to_its_nodes_part_only():
+    """A node's container is built by the host its node is on (its agent, over SSH)."""
+    p = plan(THREE.replace("s: {kind: host, host: h2}",
+                           "s: {kind: host, host: h2, image: localhost/x:1}"))
+    parts = split(p)
+    check_partition(p, parts)
+    assert [c.node for c in parts["h2"].containers] == ["s"]
+    assert not parts["h1"].containers and not parts["h3"].containers
+    assert Plan.from_dict(json.loads(json.dumps(parts["h2"].to_dict()))).containers == \
+        parts["h2"].containers
+    parts["h3"].containers = list(parts["h2"].containers)  # on two hosts: refused
+    with pytest.raises(SplitError, match="containers"):
+        check_partition(p, parts)

@@ -14,6 +14,8 @@
 - :mod:`sfclab.kernel.process`    this process: the children it ends on exit, interrupts never lost
 - :mod:`sfclab.kernel.podman`     containers run by podman through sfclab's own configuration:
                                    run, remove by ID, find by label, inspect, look into images
+- :mod:`sfclab.kernel.sysfs`      a namespace's sysfs held read-write by a marked mount of its
+                                   own (beside a container's read-only one), the mount table
 - :mod:`sfclab.kernel.image_recipes`  the image recipes (``images/<name>/``) and each one's tag,
                                    its version from the recipe's content
 - :mod:`sfclab.kernel.image_build`    build (cached) and list those images with mmdebstrap and

@@ -2,7 +2,7 @@
 
 A host's *part* is a :class:`~sfclab.plan.model.Plan` of the same lab holding only what lives
 on that host: the namespaces of the nodes placed there and their interfaces, the veths whose
-two ends are both there, their routes, functions and tenant tables, the host itself (its
+two ends are both there, their routes, functions, containers and tenant tables, the host itself (its
 context), and the host-context ends of every hosted link that has an end there (a tunnel's two
 ends are on two hosts: each part has its own end, VNI, local and remote addresses).  The
 underlay is kept only for its facts (VXLAN port, MTU): a part never builds it, since a real
@@ -63,6 +63,7 @@ def host_part(plan: Plan, host: str) -> Plan:
         host_links=links,
         tenants=copy.deepcopy(plan.tenants),
         tenancy=[copy.deepcopy(t) for t in plan.tenancy if t.netns in spaces],
+        containers=[copy.deepcopy(c) for c in plan.containers if c.node in nodes],
     )
     for v in plan.veths:
         if (v.a.netns in spaces) != (v.b.netns in spaces):
@@ -82,8 +83,8 @@ def split(plan: Plan) -> dict[str, Plan]:
 
 
 def check_partition(plan: Plan, parts: dict[str, Plan]) -> None:
-    """Raise :class:`SplitError` unless every namespace, interface, veth, route and hosted-link
-    end of ``plan`` is in exactly one part."""
+    """Raise :class:`SplitError` unless every namespace, interface, veth, route, container and
+    hosted-link end of ``plan`` is in exactly one part."""
     def count(key: str, items: list[tuple[str, ...]]) -> None:
         got: dict[tuple[str, ...], int] = {}
         for p in parts.values():
@@ -92,7 +93,7 @@ def check_partition(plan: Plan, parts: dict[str, Plan]) -> None:
         for x in items:
             if got.get(x, 0) != 1:
                 raise SplitError(f"{key} {'/'.join(map(str, x))} is in {got.get(x, 0)} parts")
-    for key in ("namespaces", "interfaces", "veths", "routes", "ends"):
+    for key in ("namespaces", "interfaces", "veths", "routes", "containers", "ends"):
         count(key, _keys(plan, key))
 
 
@@ -105,4 +106,6 @@ def _keys(p: Plan, key: str) -> list[tuple[str, ...]]:
         return [(str(v.a.netns), v.a.name, str(v.b.netns), v.b.name) for v in p.veths]
     if key == "routes":
         return [(r.netns, r.dst, r.gateway, str(r.table)) for r in p.routes]
+    if key == "containers":
+        return [(c.name,) for c in p.containers]
     return [(str(hl.link), e.host, e.node) for hl in p.host_links for e in hl.ends]

@@ -23,6 +23,15 @@ memory limit (``oom_kills``, from the kernel's log: :mod:`sfclab.kernel.kmsg`) a
 ended it (``oom_killed``); kills once seen are kept in the lab's state directory
 (``containers/<node>.oom-kills.json``), since the log is a ring.  A container that died leaves
 the lab up and is reported there.
+
+The node's sysfs.  Before its container starts, each node gets a read-write sysfs of its
+namespace mounted at ``<state root>/sysfs/<lab>/<node>`` (:func:`sysfs_dir`) with the source
+``sfclab:<lab>:<node>:sysfs`` (:func:`sysfs_mark`): it makes the namespace's sysfs superblock
+read-write for as long as it is mounted (:mod:`sfclab.kernel.sysfs`), so what sfclab writes there
+later (RPS masks, threaded NAPI, through ``ip netns exec``) works beside a container that is not
+privileged, whose own ``/sys`` stays read-only.  It is covered by the node's ``container``
+journal entry, and unmounted (only while it carries that source) right after the container is
+removed, before the namespace goes: a mount of a namespace's sysfs keeps the namespace alive.
 """
 
 from __future__ import annotations
@@ -30,16 +39,18 @@ from __future__ import annotations
 import contextlib
 import json
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
-from ..kernel import kmsg, netns, podman
+from ..kernel import kmsg, netns, podman, sysfs
 from ..plan.model import ContainerPlan
 from ..plan.names import LABEL_LAB, container_labels
 from ..spec.image import run_command
+from ..spec.names import node_name_ok
 from . import ownership
 from .part import Part
-from .state import LabState
+from .state import LabState, state_root
 from .step import step
 
 if TYPE_CHECKING:
@@ -67,6 +78,33 @@ def container(lab: str, c: ContainerPlan,
         binds=tuple(podman.Bind(s, t, bool(w)) for s, t, w in c.binds),
         cpus=c.cpus, memory=c.memory, caps=tuple(c.caps), privileged=c.privileged,
         hostname=c.node)
+
+
+def sysfs_dir(lab: str, node: str) -> Path:
+    """Where node ``node``'s sysfs is held (names already checked: a lab's and a node's)."""
+    return state_root() / "sysfs" / lab / node
+
+
+def sysfs_mark(lab: str, node: str) -> str:
+    """The source the held sysfs of ``node`` carries: sfclab's mark of it."""
+    return f"sfclab:{lab}:{node}:sysfs"
+
+
+def _hold_sysfs(lab: str, c: ContainerPlan) -> None:
+    with step(f"sysfs of node {c.node} (before its container)"):
+        sysfs.hold(c.netns, sysfs_dir(lab, c.node), sysfs_mark(lab, c.node))
+
+
+def _release_sysfs(lab: str, nodes: list[str], errors: list[str]) -> None:
+    """Unmount the held sysfs of ``nodes`` (each only while it carries its mark)."""
+    for node in nodes:
+        if not node_name_ok(node):
+            continue  # journal text: never made into a path
+        why = sysfs.release(sysfs_dir(lab, node), sysfs_mark(lab, node))
+        if why:
+            errors.append(f"held sysfs of node {node}: {why}")
+    with contextlib.suppress(OSError):
+        (state_root() / "sysfs" / lab).rmdir()  # only once empty
 
 
 def _start(lab: str, c: ContainerPlan, configs: dict[str, podman.ImageConfig]) -> str:
@@ -110,6 +148,7 @@ def remove_of(state: LabState, nodes: set[str]) -> list[str]:
         podman.remove([st.id for node, st in found.items() if node in nodes])
     except ToolError as e:
         errors.append(f"containers of {', '.join(sorted(nodes))}: {e}")
+    _release_sysfs(state.name, sorted({e["node"] for e in mine}), errors)
     return errors
 
 
@@ -144,6 +183,8 @@ class Containers(Part):
             if not c.cmd and c.image not in configs:
                 with step(f"image {c.image} of node {c.node}"):
                     configs[c.image] = podman.image_config(c.image)
+        for c in todo:  # before any container: runc's read-only sysfs must not come first
+            _hold_sysfs(b.plan.lab, c)
         with ThreadPoolExecutor(max_workers=min(WORKERS, len(todo))) as pool:
             futures = [pool.submit(_start, b.plan.lab, c, configs) for c in todo]
         for f in futures:  # every call has ended: the first failure is raised, then rollback
@@ -158,6 +199,8 @@ class Containers(Part):
             podman.remove([st.id for st in found.values()])
         except ToolError as e:
             report.errors.append(f"containers: {e}")
+        _release_sysfs(state.name, sorted({e["node"] for e in journal
+                                           if e.get("op") == "container"}), report.errors)
 
     def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
         for node, shown in states(state.name, plan).items():

@@ -6,7 +6,8 @@ A part (:func:`sfclab.plan.split.host_part`) needs the programs its functions ru
 built ...), and what its hosted links' attach kinds run in the host context
 (:attr:`~sfclab.hosts.attach.AttachKind.programs`, :meth:`~sfclab.hosts.attach.AttachKind.lacks`:
 OVS for ``ovs``/``hybrid``, the shortbridge loader for ``shortbridge``), ``tc`` for shaped
-links.  A host reached over SSH runs this in its agent's ``check``
+links, and what its nodes' containers need (:func:`sfclab.spec.image.machine_check`: podman,
+the image in the host's store, its command inside it, the limits and bind sources).  A host reached over SSH runs this in its agent's ``check``
 (:mod:`sfclab.realize.agent`) with its own ``PATH``, so a missing tool is named with the host
 before any host is sent its part.
 """
@@ -42,6 +43,26 @@ def lacks(plan: Plan, state: LabState) -> list[str]:
         out += [f"{x} (attach: {hl.attach} of link {hl.link})" for x in kind.lacks()]
         if hl.rate is not None:
             wants.setdefault("tc", []).append(f"the rate of link {hl.link}")
+    out += _images(plan)
     missing = [f"the '{p}' program (for {', '.join(dict.fromkeys(who))})"
                for p, who in wants.items() if shutil.which(p) is None]
     return missing + list(dict.fromkeys(out))
+
+
+def _images(plan: Plan) -> list[str]:
+    """What this machine lacks for the containers of ``plan`` (each image read once)."""
+    if not plan.containers:
+        return []
+    from ..spec.image import BindSpec, ImageSpec, machine_check  # only parts with images
+
+    out: list[str] = []
+    checked: set[tuple[str, tuple[str, ...]]] = set()
+    for c in plan.containers:
+        spec = ImageSpec(name=c.image, cmd=list(c.cmd) or None, cpus=c.cpus, memory=c.memory,
+                         binds=[BindSpec(source=s, target=t, writable=bool(w))
+                                for s, t, w in c.binds])
+        try:
+            machine_check(spec, checked)
+        except SpecError as e:
+            out.append(f"what node {c.node}'s image needs: nodes.{c.node}.image.{e}")
+    return out

@@ -32,7 +32,10 @@ entry           checked before removal
                 (:func:`sfclab.plan.names.container_name`); the live container found under
                 that name must carry all three labels of the lab and node, its owner mark
                 ``sfclab.mark=sfclab:<lab>:<node>:container`` among them
-                (:func:`container_owner_problem`); it is then removed by its ID
+                (:func:`container_owner_problem`); it is then removed by its ID.  The
+                entry also covers the node's held sysfs
+                (:func:`sfclab.realize.containers.sysfs_dir`), unmounted only while its
+                mount's source is ``sfclab:<lab>:<node>:sysfs``
 ==============  ===========================================================================
 """
 
