@@ -15,7 +15,7 @@ from sfclab.kernel import netns, podman
 from sfclab.live import request
 from sfclab.live.ops import add as chain_add
 from sfclab.live.ops import migrate
-from sfclab.realize import lifecycle
+from sfclab.realize import containers, lifecycle
 
 from .test_chain_ops import _snapshot, base_lab, chain_file, counters, running, send
 from .test_containers import containers_of, image, in_container  # noqa: F401 (a fixture)
@@ -42,6 +42,13 @@ def memory_limit(container_id: str) -> int:
                          "{{.HostConfig.Memory}}", container_id], capture_output=True,
                         text=True, timeout=30, env=podman.env(), check=True)
     return int(cp.stdout.strip())
+
+
+def held_sysfs(lab: str, node: str) -> bool:
+    """Is a sysfs mounted where sfclab holds node ``node``'s (realize.containers)?"""
+    where = str(containers.sysfs_dir(lab, node))
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == where for line in f)
 
 
 def test_chain_add_runs_its_instances_in_containers_and_migrate_rm_remove_them(
@@ -74,6 +81,7 @@ def test_chain_add_runs_its_instances_in_containers_and_migrate_rm_remove_them(
         clone = out.get("clone") or next(n for n in by_node(lab.name) if n.startswith("fw-1."))
         after = by_node(lab.name)
         assert "fw-1" not in after and clone in after and after[clone].running, after
+        assert not held_sysfs(lab.name, "fw-1") and held_sysfs(lab.name, clone)
         assert memory_limit(after[clone].id) == 64 << 20
         assert send(lab, "src", dst, 41002, 5005, 10) == 10
 
@@ -83,6 +91,7 @@ def test_chain_add_runs_its_instances_in_containers_and_migrate_rm_remove_them(
         assert containers_of(lab.name) == []
         for n in ("box-1", "box-2", clone):
             assert not netns.exists(f"sfclab:{lab.name}:{n}")
+            assert not held_sysfs(lab.name, n)  # a held sysfs would keep the namespace alive
     assert containers_of(lab.name) == []
 
 

@@ -134,24 +134,6 @@ def owned(lab: str, journal: list[dict[str, Any]], errors: list[str]) -> dict[st
     return out
 
 
-def remove_of(state: LabState, nodes: set[str]) -> list[str]:
-    """Remove the containers of ``nodes`` (a chain's instances that ``chain rm`` or a
-    migration takes out of a running lab), as ``down`` removes a lab's: each journaled by name
-    and carrying every label of its node, by ID; the errors (what was left, and why)."""
-    errors: list[str] = []
-    journal, _bad = state.read_journal()
-    mine = [e for e in journal if e.get("op") == "container" and e.get("node") in nodes]
-    if not mine:
-        return errors
-    try:
-        found = owned(state.name, mine, errors)
-        podman.remove([st.id for node, st in found.items() if node in nodes])
-    except ToolError as e:
-        errors.append(f"containers of {', '.join(sorted(nodes))}: {e}")
-    _release_sysfs(state.name, sorted({e["node"] for e in mine}), errors)
-    return errors
-
-
 def _oom_kills(errors: list[str]) -> list[dict[str, str]]:
     """The kernel's OOM kill records (:mod:`sfclab.kernel.kmsg`); podman's own ``OOMKilled``
     stays false on these machines (conmon misses cgroup v1's OOM event), the kernel's log does
