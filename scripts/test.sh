@@ -39,7 +39,10 @@ phase() {
     local name="$1"; shift
     echo "tests: pytest, $name"
     local s=0
-    pytest -q -p no:cacheprovider --junitxml="build/tests/$name.xml" "$@" || s=$?
+    # no schemathesis or anyio plugin: no test uses them (the API fuzzer runs schemathesis's
+    # command), and each pytest process would import them (about 1 s of CPU)
+    pytest -q -p no:cacheprovider -p no:schemathesis -p no:anyio \
+        --junitxml="build/tests/$name.xml" "$@" || s=$?
     if [[ $s -ne 0 && $s -ne 5 ]]; then status=$s; fi
 }
 # one test (or group) at a time to each free worker, the long ones first (tests/conftest.py)
@@ -50,7 +53,8 @@ wait "$mypy_pid" || mypy_status=$?
 mypy_pid=""
 cat build/mypy.log
 if [[ $mypy_status -ne 0 ]]; then echo "types: mypy failed (exit $mypy_status)"; status=$mypy_status; fi
-phase serial -m serial "$@" tests
+# the unit tier has no serial test (tests/conftest.py refuses one): not collected again here
+phase serial -m serial "$@" tests/integration
 python - build/tests/*.xml <<'PY'
 """The 20 slowest tests of both phases (set-up, call and tear-down together)."""
 import sys
