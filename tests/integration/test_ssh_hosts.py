@@ -572,3 +572,17 @@ def test_exec_from_a_terminal_gets_a_terminal_there(machines, lab_name):
         os.close(slave)
         assert lifecycle.down(lab_name).errors == []
     assert nothing_left(lab_name)
+
+
+def test_a_command_over_ssh_on_the_machines_runs_no_shell_start_up_file(machines):
+    """The machines' sessions start at shell level 1 (:mod:`.sshd`), so the login shell runs
+    a command as a nested shell would, reading no ``~/.bashrc``: an agent call costs the
+    machine's SSH and the agent, not the start-up file of whoever runs the tests."""
+    from sfclab.hosts.ssh import SshTarget, run_captured
+
+    t = SshTarget.from_dict({"host": "m1", "address": ADDRESSES["m1"], **machines.ssh("m1")})
+    status, out, err = run_captured(t, ["sh", "-c", "echo $SHLVL"])
+    assert status == 0, err
+    # bash adds one to the level it is given and gives it back when it execs its command:
+    # given none it runs at level 1, reads ~/.bashrc, and the command sees 0
+    assert int(out) >= 1, out
