@@ -44,13 +44,23 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 21)
 s.bind(("0.0.0.0", int(sys.argv[2])))
 print("ready", flush=True)
 seen, packets, end = {}, 0, time.monotonic() + float(sys.argv[3])
+stopping = False
 while time.monotonic() < end:
-    data, peer = s.recvfrom(2048)
-    if peer[0] == "127.0.0.1" and data == b"stop":
+    try:
+        data, peer = s.recvfrom(2048)
+    except socket.timeout:  # quiet for 0.5 s after the stop: nothing is still on its way
         break
+    if peer[0] == "127.0.0.1" and data == b"stop":
+        # a flow's last try may still be crossing the chain (sent before its reply came
+        # back): take in what arrives until the path is quiet, so it is counted here as it was
+        # by the balancer
+        stopping = True
+        s.settimeout(0.5)
+        continue
     packets += 1
     seen[peer[1]] = peer[0]
-    s.sendto(me.encode(), peer)
+    if not stopping:
+        s.sendto(me.encode(), peer)
 print(json.dumps({"packets": packets, "flows": seen}), flush=True)
 """
 
@@ -483,7 +493,9 @@ def test_firewall_then_balancer_in_one_hook_gives_what_two_nodes_give() -> None:
     assert one[1] == two[1] == {VIP}
     assert one[2] == two[2] == {}, "a flow to port 5001 was answered"
     assert one[3] == two[3] == 200 * 5, (one[3], two[3])  # every try of every dropped flow
-    assert one[4] == one[5] and two[4] == two[5] and one[5] == two[5]
+    # each run's balancer counted what its backends took in (a flow's tries, and so the
+    # packets, depend on the machine's load; where the flows went is compared above)
+    assert one[4] == one[5] and two[4] == two[5], (one[4], one[5], two[4], two[5])
     assert one[6]["errors"] == 0 and one[6]["proxy_out"] >= 2 * 1000, one[6]
 
 

@@ -47,7 +47,9 @@ def test_tun_program_string_and_placeholder(tmp_path):
         fn = lab.function("fn")
         assert fn.program()[-1] == "tunx"
         _wait_running(fn, fn.stats_path)
-        lab.exec("src", ["ping", "-c", "3", "-i", "0.2", "-W", "1", str(lab.address("dst"))])
+        # -W 5: a userspace relay on a loaded machine may take its time (ping sends no
+        # request twice, so the count below holds whatever the wait)
+        lab.exec("src", ["ping", "-c", "3", "-i", "0.2", "-W", "5", str(lab.address("dst"))])
         deadline = time.monotonic() + 3  # the program writes its count a moment after the last
         while lab.inspect()["nodes"]["fn"]["program"]["packets"] < 6 and \
                 time.monotonic() < deadline:
