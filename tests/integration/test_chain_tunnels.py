@@ -229,3 +229,32 @@ def test_a_context_not_the_labs_is_never_joined_to_the_underlay(lab_name: str) -
             assert ctx not in [e.get("name") for e in state.journal()]
         finally:
             subprocess.run(["ip", "netns", "del", ctx], check=True)
+
+
+def test_an_added_instances_tunnel_is_removed_only_while_it_carries_its_mark(
+        lab_name: str, tmp_path: Path) -> None:
+    """Every device an added instance's tunnel puts in an emulated host's context (port,
+    VXLAN, bridge) carries the lab's mark (``sfclab:<lab>:@<host>:<dev>``); ``chain rm``
+    deletes each only while it does: one whose alias was changed is left, and said so."""
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        d = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
+        on_edge = next(n for n, i in d["instances"].items() if i["host"] == "edge2")
+        got = record.load_addition(LabState(lab.name), "grp")
+        assert got is not None
+        vni = next(n.vni for n in got[0].nodes if n.node == on_edge)
+        assert vni is not None
+        for host in ("local", "edge2"):
+            for dev in (f"pn{vni}", f"vxn{vni}", f"brn{vni}"):
+                x = link(f"sfclab:{lab.name}:@{host}", dev)
+                assert x is not None and x.get("ifalias") == \
+                    f"sfclab:{lab.name}:@{host}:{dev}", (host, dev, x)
+        ctx = f"sfclab:{lab.name}:@edge2"
+        subprocess.run(["ip", "-n", ctx, "link", "set", "dev", f"brn{vni}", "alias", "other"],
+                       check=True)
+        r = chain_add.remove_chain(request.RemoveChain(lab.name, "grp"))
+        assert [e for e in r["errors"] if f"brn{vni}" in e and "left alone" in e], r["errors"]
+        assert link(ctx, f"brn{vni}") is not None  # not the lab's: left
+        assert link(ctx, f"vxn{vni}") is None
+        for dev in (f"vxn{vni}", f"brn{vni}", f"pn{vni}"):
+            assert link(f"sfclab:{lab.name}:@local", dev) is None, dev

@@ -236,10 +236,11 @@ def contexts(plan: Plan, hosts: list[str]) -> dict[str, HostContext]:
 
 
 def remove_tunnel(plan: Plan, n: NewNode) -> list[str]:
-    """Delete ``n``'s tunnel devices in both contexts (those absent are skipped)."""
+    """Delete ``n``'s tunnel devices in both contexts, each only while it carries its mark
+    (those absent are skipped; one without its mark is left, said so)."""
     if n.vni is None:
         return []
     hl = plan_tunnels.host_link_of(plan, n.node) or \
         plan_tunnels.host_link(plan, n, [(attach_host(plan, n.attach), "", None),
                                          (n.host, "", None)])
-    return remove_live(hl, contexts(plan, [e.host for e in hl.ends]))
+    return remove_live(plan.lab, hl, contexts(plan, [e.host for e in hl.ends]))
