@@ -258,3 +258,28 @@ def test_an_added_instances_tunnel_is_removed_only_while_it_carries_its_mark(
         assert link(ctx, f"vxn{vni}") is None
         for dev in (f"vxn{vni}", f"brn{vni}", f"pn{vni}"):
             assert link(f"sfclab:{lab.name}:@local", dev) is None, dev
+
+
+def test_a_failed_join_leaves_an_interface_it_did_not_make(lab_name: str) -> None:
+    """A join that fails on a ``ul0`` already in the host's context (not made by sfclab) is
+    rolled back without touching it: the error names the object, the device stays, and a
+    later join of another host still works."""
+    from sfclab.errors import RealizeError
+    from sfclab.live.hosts import underlay
+    from sfclab.plan.tunnels import LABELLED_MTU
+
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        state = LabState(lab.name)
+        _, plan = lifecycle.load_plan(lab.name)
+        underlay.join(state, plan, "local", LABELLED_MTU)  # the underlay is the lab's now
+        ctx = f"sfclab:{lab.name}:@edge2"
+        subprocess.run(["ip", "-n", ctx, "link", "add", "ul0", "type", "bridge"], check=True)
+        with pytest.raises(RealizeError, match="ul0"):
+            underlay.join(state, plan, "edge2", LABELLED_MTU)
+        x = link(ctx, "ul0")
+        assert x is not None and x["linkinfo"]["info_kind"] == "bridge"
+        hostops.add_host(lab.name, "edge3", 1, 256 << 20)
+        _, plan = lifecycle.load_plan(lab.name)
+        j = underlay.join(state, plan, "edge3", LABELLED_MTU)
+        assert link(f"sfclab:{lab.name}:@edge3", "ul0") is not None and j.address

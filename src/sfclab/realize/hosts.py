@@ -49,6 +49,11 @@ def context(plan: Plan, host: str) -> HostContext:
     raise KeyError(host)
 
 
+def underlay_mark(lab: str, host: str) -> str:
+    """The alias of a host's ``ul0`` (its end of the veth to the underlay's bridge)."""
+    return f"sfclab:{lab}:@{host}:underlay"
+
+
 def _emulated(plan: Plan) -> bool:
     return any(h.emulated for h in plan.hosts)
 
@@ -115,7 +120,7 @@ class Hosts(Part):
             hb.link(1, f"interface {h.netns}/lo")
             idx = _index(b, h.netns, h.underlay_if)
             hb.link(idx, f"interface {h.netns}/{h.underlay_if}",
-                    alias=f"sfclab:{b.plan.lab}:@{h.name}:underlay")
+                    alias=underlay_mark(b.plan.lab, h.name))
             hb.addr(idx, h.address, f"address {h.address} on {h.netns}/{h.underlay_if}")
 
     def prepare(self, b: Builder) -> None:

@@ -41,6 +41,7 @@ from ...plan.model import HostLinkPlan, HostPlan, Plan, UnderlayPlan
 from ...plan.names import UNDERLAY_NODE, host_netns, netns_name
 from ...plan.tunnels import LOCAL, attach_host
 from ...realize import change, ownership
+from ...realize.hosts import underlay_mark
 from ...realize.links.hosted import remove_live
 from ...realize.state import LabState
 
@@ -175,7 +176,8 @@ def join(state: LabState, plan: Plan, host: str, labelled_mtu: int) -> Joined:
 
 def _undo(lab: str, made: Plan, joined: set[str]) -> None:
     """Take out what a failed join made: its namespaces (each once its mark is checked; their
-    veths go with them), else the host's ``ul0`` in its joined context, by its name there."""
+    veths go with them), else the host's ``ul0`` in its joined context, only if it carries the
+    mark the change gives it (one of that name without it is not the change's: left)."""
     u = made.underlay
     assert u is not None
     gone = False
@@ -193,7 +195,8 @@ def _undo(lab: str, made: Plan, joined: set[str]) -> None:
             ipr = netns.iproute(h.netns)
             try:
                 idx = ipr.link_lookup(ifname=h.underlay_if)
-                if idx:
+                alias = ipr.get_links(idx[0])[0].get_attr("IFLA_IFALIAS") if idx else None
+                if idx and alias == underlay_mark(lab, h.name):
                     ipr.link("del", index=idx[0])
             finally:
                 ipr.close()
