@@ -174,3 +174,112 @@ def test_on_a_lab_file_with_hosts_the_tunnel_uses_its_underlay(lab_name: str,
                  for k in range(8)]
         assert sum(got_n) >= 156 and min(got_n) >= 18, got_n
         assert counters(lab.name)[by_host["h2"].node]["proxy_in"] > 0
+
+
+def test_a_host_joins_the_underlay_through_the_hosts_part(lab_name: str) -> None:
+    """An added host's join to the underlay is a change made by the hosts' part of ``up``'s
+    engine: its ``ul0`` carries the mark ``up`` gives a host's (``@<host>:underlay``), with
+    its address, on the underlay's bridge; the journal gains the underlay's and ``local``'s
+    namespaces once each, never the added host's context again."""
+    from sfclab.live.hosts import underlay
+    from sfclab.plan.tunnels import LABELLED_MTU
+
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        state = LabState(lab.name)
+        _, plan = lifecycle.load_plan(lab.name)
+        before = state.journal()
+        j = {h: underlay.join(state, plan, h, LABELLED_MTU) for h in ("edge2", "local")}
+        new = state.journal()[len(before):]
+        assert sorted(e["name"] for e in new if e["op"] == "netns") == \
+            sorted([f"sfclab:{lab.name}:-underlay", f"sfclab:{lab.name}:@local"])
+        assert not [e for e in new if e["op"] != "netns"], new
+        for host in ("edge2", "local"):
+            ul = link(f"sfclab:{lab.name}:@{host}", "ul0")
+            assert ul is not None, host
+            assert ul.get("ifalias") == f"sfclab:{lab.name}:@{host}:underlay"
+            peer = f"ua{j[host].address.split('/')[0].split('.')[-1]}"
+            port = link(f"sfclab:{lab.name}:-underlay", peer)
+            assert port is not None and port["master"] == "br0", (host, port)
+        cp = subprocess.run(["ip", "netns", "exec", f"sfclab:{lab.name}:@edge2", "ping", "-c1",
+                             "-W2", j["local"].address.split("/")[0]], capture_output=True,
+                            text=True, check=False)
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+        assert underlay.join(state, plan, "edge2", LABELLED_MTU) == j["edge2"]  # once
+
+
+def test_a_context_not_the_labs_is_never_joined_to_the_underlay(lab_name: str) -> None:
+    """A namespace with ``local``'s context's name that sfclab did not make (no mark) is
+    refused, naming it; nothing is added to it, it is not journaled (``down`` leaves it),
+    and the underlay's namespace the change journaled is not left behind."""
+    from sfclab.errors import RealizeError
+    from sfclab.live.hosts import underlay
+    from sfclab.plan.tunnels import LABELLED_MTU
+
+    with running(named(lab_name)) as lab:
+        ctx = f"sfclab:{lab.name}:@local"
+        subprocess.run(["ip", "netns", "add", ctx], check=True)
+        try:
+            state = LabState(lab.name)
+            _, plan = lifecycle.load_plan(lab.name)
+            with pytest.raises(RealizeError, match=ctx):
+                underlay.join(state, plan, "local", LABELLED_MTU)
+            assert link(ctx, "ul0") is None
+            assert not netns.exists(f"sfclab:{lab.name}:-underlay")
+            assert ctx not in [e.get("name") for e in state.journal()]
+        finally:
+            subprocess.run(["ip", "netns", "del", ctx], check=True)
+
+
+def test_an_added_instances_tunnel_is_removed_only_while_it_carries_its_mark(
+        lab_name: str, tmp_path: Path) -> None:
+    """Every device an added instance's tunnel puts in an emulated host's context (port,
+    VXLAN, bridge) carries the lab's mark (``sfclab:<lab>:@<host>:<dev>``); ``chain rm``
+    deletes each only while it does: one whose alias was changed is left, and said so."""
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        d = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, GROUP)))
+        on_edge = next(n for n, i in d["instances"].items() if i["host"] == "edge2")
+        got = record.load_addition(LabState(lab.name), "grp")
+        assert got is not None
+        vni = next(n.vni for n in got[0].nodes if n.node == on_edge)
+        assert vni is not None
+        for host in ("local", "edge2"):
+            for dev in (f"pn{vni}", f"vxn{vni}", f"brn{vni}"):
+                x = link(f"sfclab:{lab.name}:@{host}", dev)
+                assert x is not None and x.get("ifalias") == \
+                    f"sfclab:{lab.name}:@{host}:{dev}", (host, dev, x)
+        ctx = f"sfclab:{lab.name}:@edge2"
+        subprocess.run(["ip", "-n", ctx, "link", "set", "dev", f"brn{vni}", "alias", "other"],
+                       check=True)
+        r = chain_add.remove_chain(request.RemoveChain(lab.name, "grp"))
+        assert [e for e in r["errors"] if f"brn{vni}" in e and "left alone" in e], r["errors"]
+        assert link(ctx, f"brn{vni}") is not None  # not the lab's: left
+        assert link(ctx, f"vxn{vni}") is None
+        for dev in (f"vxn{vni}", f"brn{vni}", f"pn{vni}"):
+            assert link(f"sfclab:{lab.name}:@local", dev) is None, dev
+
+
+def test_a_failed_join_leaves_an_interface_it_did_not_make(lab_name: str) -> None:
+    """A join that fails on a ``ul0`` already in the host's context (not made by sfclab) is
+    rolled back without touching it: the error names the object, the device stays, and a
+    later join of another host still works."""
+    from sfclab.errors import RealizeError
+    from sfclab.live.hosts import underlay
+    from sfclab.plan.tunnels import LABELLED_MTU
+
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        state = LabState(lab.name)
+        _, plan = lifecycle.load_plan(lab.name)
+        underlay.join(state, plan, "local", LABELLED_MTU)  # the underlay is the lab's now
+        ctx = f"sfclab:{lab.name}:@edge2"
+        subprocess.run(["ip", "-n", ctx, "link", "add", "ul0", "type", "bridge"], check=True)
+        with pytest.raises(RealizeError, match="ul0"):
+            underlay.join(state, plan, "edge2", LABELLED_MTU)
+        x = link(ctx, "ul0")
+        assert x is not None and x["linkinfo"]["info_kind"] == "bridge"
+        hostops.add_host(lab.name, "edge3", 1, 256 << 20)
+        _, plan = lifecycle.load_plan(lab.name)
+        j = underlay.join(state, plan, "edge3", LABELLED_MTU)
+        assert link(f"sfclab:{lab.name}:@edge3", "ul0") is not None and j.address

@@ -9,6 +9,12 @@ node kind or link form in the table builds its objects on a running lab as it do
 A failure is raised naming the object; the caller takes out what the change made (its
 namespaces, whose removal takes their links' ends with them).
 
+A change may add to namespaces the running lab has already without making them: the lab's
+namespaces its links end in (joined by the builder itself), and those it names in ``joined``
+(the contexts and the underlay a host's join to the underlay adds a port to:
+:mod:`sfclab.realize.hosts`).  A joined namespace is the running lab's: kept open once its
+mark is checked, never journaled again by the change, never made.
+
 A removal is a change too: the objects the lab's plan loses (:func:`sfclab.plan.diff.removed`,
 the plan with the thing against the plan without it), taken out by :func:`remove` with the same
 parts' ``teardown`` that ``down`` runs (:func:`sfclab.realize.teardown.remove`), over the journal
@@ -19,7 +25,7 @@ only while they carry the alias the plan gave them (``teardown_joined``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from dataclasses import replace
 
@@ -31,17 +37,22 @@ from .kinds import TABLE
 from .state import LabState
 
 
-def journal(state: LabState, change: Plan) -> None:
-    """Write the journal entries of ``change``'s objects, before any is made."""
-    state.record(entries(change))
+def journal(state: LabState, change: Plan, joined: Collection[str] = ()) -> None:
+    """Write the journal entries of ``change``'s objects, before any is made; the namespaces
+    in ``joined`` are the running lab's (journaled when they were made) and are left out."""
+    state.record([e for e in entries(change)
+                  if not (e.get("op") == "netns" and e.get("name") in joined)])
 
 
 def make(state: LabState, whole: Plan, change: Plan,
-         say: Callable[[str], None] | None = None) -> None:
+         say: Callable[[str], None] | None = None, joined: Collection[str] = ()) -> None:
     """Make ``change``'s objects, stage by stage, with every part of the kind table; ``whole``
-    is the running lab's plan with them."""
+    is the running lab's plan with them; ``joined``: namespaces of the running lab the change
+    adds to (each refused unless it carries the lab's mark)."""
     builder = Builder(change, TABLE.parts(), state, say, whole=whole)
     try:
+        for name in sorted(joined):
+            builder.join_namespace(name)
         builder.build()
     finally:
         builder.close()

@@ -8,6 +8,13 @@ joins them, and each host's CPUs and memory.
 - ``prepare``: each host's cgroups (cpuset, memory; journaled), before functions start.
 - ``teardown``: the journaled cgroups, after the lab's processes ended; the namespaces go with
   the rest.
+
+The same part joins a host to the underlay of a running lab (:mod:`sfclab.realize.change`,
+``host add``'s host or the implicit host ``local`` when an added instance's tunnel first needs
+it): the change holds the host (its address, ``ul0`` and the underlay's port ``ua<n>``) and
+the underlay; a context or underlay the running lab has already is *joined* (the builder's
+``joined``: an fd kept once its mark is checked), never made again, and a host whose cgroup is
+the lab's already (or that has none: ``local``) carries ``cgroup`` empty in the change.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..hosts import cgroups as host_cgroups
 from ..hosts.attach import ATTACH_KINDS
+from ..errors import RealizeError
 from ..kernel import netns
 from ..hosts.context import EmulatedHost, HostContext, OwnRoot
 from ..plan.model import Plan
@@ -41,6 +49,11 @@ def context(plan: Plan, host: str) -> HostContext:
     raise KeyError(host)
 
 
+def underlay_mark(lab: str, host: str) -> str:
+    """The alias of a host's ``ul0`` (its end of the veth to the underlay's bridge)."""
+    return f"sfclab:{lab}:@{host}:underlay"
+
+
 def _emulated(plan: Plan) -> bool:
     return any(h.emulated for h in plan.hosts)
 
@@ -62,24 +75,29 @@ class Hosts(Part):
                                      if h.emulated]
         if plan.underlay is not None and _emulated(plan):
             out.append({"op": "netns", "name": plan.underlay.netns})
-        out += [{"op": "host-cgroup", "name": h.cgroup} for h in plan.hosts]
+        out += [{"op": "host-cgroup", "name": h.cgroup} for h in plan.hosts if h.cgroup]
         return out
 
     def namespaces(self, b: Builder) -> None:
         for h in b.plan.hosts:
+            if h.netns in b.joined:  # a running lab's context a change joins to the underlay
+                continue
             if h.emulated:
                 b.open_namespace(h.netns, BASE_SYSCTLS)
             else:  # the agent's own namespace is the host's context
                 b.fds[h.netns] = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-        if b.plan.underlay is not None and _emulated(b.plan):
-            b.open_namespace(b.plan.underlay.netns, BASE_SYSCTLS)
+        u = b.plan.underlay
+        if u is not None and _emulated(b.plan) and u.netns not in b.joined:
+            b.open_namespace(u.netns, BASE_SYSCTLS)
 
     def links(self, b: Builder) -> None:
         u = b.plan.underlay
         if u is None or not _emulated(b.plan):  # a real host's underlay is its own network
             return
-        b.link_batch.bridge(u.bridge, b.fds[u.netns], f"underlay bridge {u.netns}/{u.bridge}")
-        b.created(u.netns, u.bridge)
+        if u.netns not in b.joined:
+            b.link_batch.bridge(u.bridge, b.fds[u.netns],
+                                f"underlay bridge {u.netns}/{u.bridge}")
+            b.created(u.netns, u.bridge)
         for h in b.plan.hosts:
             b.link_batch.veth(h.underlay_if, b.fds[h.netns], h.underlay_peer, b.fds[u.netns],
                               f"underlay veth {h.netns}/{h.underlay_if} - "
@@ -93,20 +111,22 @@ class Hosts(Part):
             return
         ub = b.batch(u.netns)
         ub.link(1, f"interface {u.netns}/lo")
-        br = b.index[(u.netns, u.bridge)]
+        br = _index(b, u.netns, u.bridge)
         ub.link(br, f"underlay bridge {u.netns}/{u.bridge}")
         for h in b.plan.hosts:
-            ub.link(b.index[(u.netns, h.underlay_peer)], f"interface {u.netns}/{h.underlay_peer}",
+            ub.link(_index(b, u.netns, h.underlay_peer), f"interface {u.netns}/{h.underlay_peer}",
                     master=br)
             hb = b.batch(h.netns)
             hb.link(1, f"interface {h.netns}/lo")
-            idx = b.index[(h.netns, h.underlay_if)]
+            idx = _index(b, h.netns, h.underlay_if)
             hb.link(idx, f"interface {h.netns}/{h.underlay_if}",
-                    alias=f"sfclab:{b.plan.lab}:@{h.name}:underlay")
+                    alias=underlay_mark(b.plan.lab, h.name))
             hb.addr(idx, h.address, f"address {h.address} on {h.netns}/{h.underlay_if}")
 
     def prepare(self, b: Builder) -> None:
         for h in b.plan.hosts:
+            if not h.cgroup:  # the lab's already (a change joining it), or none (``local``)
+                continue
             with step(f"cgroups of host {h.name}"):
                 host_cgroups.create(h.cgroup, h.cpus, h.memory)
 
@@ -123,6 +143,18 @@ class Hosts(Part):
 
 
 HOSTS = Hosts()
+
+
+def _index(b: Builder, ns: str, name: str) -> int:
+    """The index of interface ``name`` in ``ns``: known for a namespace the build made, asked
+    of the kernel in one a change joined."""
+    idx = b.index.get((ns, name))
+    if idx is not None:
+        return idx
+    found = b.iproute(ns).link_lookup(ifname=name)
+    if not found:
+        raise RealizeError("interface is missing after creation", obj=f"interface {ns}/{name}")
+    return int(found[0])
 
 
 def inspect_hosts(plan: Plan) -> dict[str, Any]:

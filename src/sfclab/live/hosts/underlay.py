@@ -1,8 +1,10 @@
 """The underlay for added instances' tunnels (:mod:`sfclab.plan.tunnels`) on a running lab.
 
 A lab file with hosts has an underlay (a Linux bridge in ``sfclab:<lab>:-underlay``) and its
-hosts are joined to it.  What a running lab lacks is made here on first need, each namespace
-journaled before it is made, so ``down`` removes it (after a ``kill -9`` too):
+hosts are joined to it.  What a running lab lacks is made on first need as a change of the
+running lab (:func:`join_change`: the underlay and the host as plan objects), journaled and
+made by the hosts' part of the build engine of ``up`` (:mod:`sfclab.realize.hosts` through
+:mod:`sfclab.realize.change`), so ``down`` removes it (after a ``kill -9`` too):
 
 - an underlay, when the lab file names no hosts: namespace ``sfclab:<lab>:-underlay``, bridge
   ``br0``, subnet ``UNDERLAY_SUBNET`` (clear of the lab's addresses, else refused), MTU the
@@ -10,7 +12,9 @@ journaled before it is made, so ``down`` removes it (after a ``kill -9`` too):
 - a context namespace ``sfclab:<lab>:@local`` for the implicit host ``local`` (the machine
   itself: its root namespace is never touched);
 - for a host ``host add`` made (or ``local``), a veth ``ul0`` in its context to ``ua<n>``
-  (``n``: its address's last byte) on the underlay's bridge, with the lowest free address of the underlay's subnet.
+  (``n``: its address's last byte) on the underlay's bridge, with the lowest free address of
+  the underlay's subnet, marked ``sfclab:<lab>:@<host>:underlay`` as ``up`` marks a host's.
+  The contexts and the underlay the lab has already are joined (mark checked), never made.
 
 What was made is recorded in ``underlay.json`` in the lab's state directory; everything lives
 in lab namespaces, so removing them removes it.  ``host rm`` drops the host's record.
@@ -21,6 +25,7 @@ is made and removed by the lab's one hosted-link code (:mod:`sfclab.realize.link
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -32,19 +37,19 @@ from ...hosts.context import EmulatedHost, HostContext
 from ...kernel import netns
 from ...plan import tunnels as plan_tunnels
 from ...plan.chainadd import NewNode
-from ...plan.model import HostLinkPlan, Plan
+from ...plan.model import HostLinkPlan, HostPlan, Plan, UnderlayPlan
 from ...plan.names import UNDERLAY_NODE, host_netns, netns_name
 from ...plan.tunnels import LOCAL, attach_host
-from ...realize import ownership
+from ...realize import change, ownership
+from ...realize.hosts import underlay_mark
 from ...realize.links.hosted import remove_live
-from ...realize.nodes.namespace import BASE_SYSCTLS
 from ...realize.state import LabState
-from ...realize.step import step
 
 UNDERLAY_SUBNET = "198.19.128.0/24"
 UNDERLAY_IF = "ul0"
 BRIDGE = "br0"
 VXLAN_PORT = 4789
+MADE_NOTE = "made for tunnels of added instances: the labelled MTU plus VXLAN's 50 bytes"
 
 
 @dataclass
@@ -88,38 +93,61 @@ def forget_host(state: LabState, host: str) -> None:
         _save(state, d)
 
 
-def _underlay(state: LabState, plan: Plan, d: dict[str, Any],
-              labelled_mtu: int) -> dict[str, Any]:
+def _underlay(plan: Plan, d: dict[str, Any], labelled_mtu: int) -> tuple[UnderlayPlan, bool]:
+    """The underlay a host joins, and whether the running lab has it already: the lab file's,
+    the one made for an earlier tunnel, or (pure: made by the caller's change) a new one."""
     if plan.underlay is not None:
-        pu = plan.underlay
-        return {"netns": pu.netns, "bridge": pu.bridge, "subnet": pu.subnet, "mtu": pu.mtu,
-                "own": False}
+        return plan.underlay, True
     if d["underlay"]:
-        return dict(d["underlay"])
+        u = d["underlay"]
+        return UnderlayPlan(u["netns"], u["bridge"], u["subnet"], int(u["mtu"]), MADE_NOTE,
+                            VXLAN_PORT), True
     net = IPv4Network(UNDERLAY_SUBNET)
     for i in plan.interfaces:
         if i.address and IPv4Interface(i.address).network.overlaps(net):
             raise LabError(f"cannot make an underlay for tunnels: its subnet {net} "
                            f"overlaps {i.netns}/{i.name}'s address {i.address}")
-    u: dict[str, Any] = {"netns": netns_name(plan.lab, UNDERLAY_NODE), "bridge": BRIDGE, "subnet": str(net),
-         "mtu": labelled_mtu + 50, "own": True}
-    state.record([{"op": "netns", "name": u["netns"]}])
-    d["underlay"] = u
-    _save(state, d)
-    with step(f"underlay {u['netns']}"):
-        ipr = netns.create(u["netns"], BASE_SYSCTLS)
-        assert ipr is not None
-        try:
-            ipr.link("add", ifname=BRIDGE, kind="bridge", mtu=u["mtu"])
-            ipr.link("set", index=ipr.link_lookup(ifname=BRIDGE)[0], state="up")
-            ipr.link("set", index=1, state="up")
-        finally:
-            ipr.close()
-    return u
+    return UnderlayPlan(netns_name(plan.lab, UNDERLAY_NODE), BRIDGE, str(net),
+                        labelled_mtu + 50, MADE_NOTE, VXLAN_PORT), False
+
+
+def join_change(state: LabState, plan: Plan, host: str,
+                labelled_mtu: int) -> tuple[Plan, set[str], Joined]:
+    """``host``'s join to the underlay as a change of the running lab (pure of side effects):
+    the change (the underlay, and the host with its address, ``ul0`` and the underlay's port
+    ``ua<n>``), the namespaces of the running lab it adds to (joined, not made), and what a
+    tunnel end needs of it.  The implicit host ``local`` gets a context of its own (made by
+    the change unless it is there), never a cgroup; an added host's cgroup is the lab's
+    already (``cgroup`` empty in the change)."""
+    hp = next((h for h in plan.hosts if h.name == host), None)
+    d = _load(state)
+    u, have = _underlay(plan, d, labelled_mtu)
+    net = IPv4Network(u.subnet)
+    taken = {str(IPv4Interface(h.address).ip) for h in plan.hosts if h.address}
+    taken |= {str(IPv4Interface(j["address"]).ip) for j in d["hosts"].values()}
+    ip = next((a for a in net.hosts() if str(a) not in taken), None)
+    if ip is None:
+        raise LabError(f"the underlay {net} has no free address for host '{host}'")
+    ctx = hp.netns if hp is not None else host_netns(plan.lab, host)
+    if hp is None:
+        assert host == LOCAL
+    address = f"{ip}/{net.prefixlen}"
+    joining = HostPlan(host, ctx, address, UNDERLAY_IF, "", [], None, True, [],
+                       f"ua{ip.packed[-1]}")
+    joined = {u.netns} if have else set()
+    if hp is not None or netns.exists(ctx):
+        joined.add(ctx)
+    change = Plan(plan.lab, plan.tag, hosts=[joining], underlay=u)
+    return change, joined, Joined(host, ctx, address, UNDERLAY_IF)
 
 
 def join(state: LabState, plan: Plan, host: str, labelled_mtu: int) -> Joined:
-    """``host``'s context joined to the underlay (made and journaled if it is not yet)."""
+    """``host``'s context joined to the underlay: the change of :func:`join_change`,
+    journaled and made by the hosts' part of the build engine of ``up``
+    (:mod:`sfclab.realize.change`; its underlay namespace, ``local``'s context, the veth
+    from the host's ``ul0`` to the underlay's bridge with its address and mark), unless it
+    is joined already.  On a failure what the change made is taken out and the error raised
+    naming the object."""
     hp = next((h for h in plan.hosts if h.name == host), None)
     if hp is not None and not hp.emulated:
         raise LabError(f"host '{host}' is reached over SSH: tunnels of added instances are "
@@ -129,50 +157,49 @@ def join(state: LabState, plan: Plan, host: str, labelled_mtu: int) -> Joined:
     d = _load(state)
     if host in d["hosts"]:
         return Joined(**d["hosts"][host])
-    u = _underlay(state, plan, d, labelled_mtu)
-    net = IPv4Network(u["subnet"])
-    taken = {str(IPv4Interface(h.address).ip) for h in plan.hosts if h.address}
-    taken |= {str(IPv4Interface(j["address"]).ip) for j in d["hosts"].values()}
-    ip = next(a for a in net.hosts() if str(a) not in taken)
-    ctx = hp.netns if hp is not None else host_netns(plan.lab, host)
-    j = Joined(host, ctx, f"{ip}/{net.prefixlen}", UNDERLAY_IF)
-    if hp is None:  # the implicit host 'local' gets a context of its own
-        assert host == LOCAL
-        state.record([{"op": "netns", "name": ctx}])
-        if not netns.exists(ctx):
-            with step(f"context of host {host}"):
-                r = netns.create(ctx, BASE_SYSCTLS)
-                assert r is not None
-                r.close()
-    peer = f"ua{ip.packed[-1]}"
-    with step(f"underlay port of host {host}"):
-        ul = netns.iproute(u["netns"])
-        try:
-            ul.link("add", ifname=peer, kind="veth", peer=UNDERLAY_IF)
-            idx = ul.link_lookup(ifname=UNDERLAY_IF)[0]
-            fd = os.open(netns.path(ctx), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                ul.link("set", index=idx, net_ns_fd=fd)
-            finally:
-                os.close(fd)
-            p = ul.link_lookup(ifname=peer)[0]
-            ul.link("set", index=p, mtu=u["mtu"],
-                    master=ul.link_lookup(ifname=u["bridge"])[0])
-            ul.link("set", index=p, state="up")
-        finally:
-            ul.close()
-        c = netns.iproute(ctx)
-        try:
-            i = c.link_lookup(ifname=UNDERLAY_IF)[0]
-            c.link("set", index=i, mtu=u["mtu"])
-            c.addr("add", index=i, address=str(ip), prefixlen=net.prefixlen)
-            c.link("set", index=i, state="up")
-            c.link("set", index=1, state="up")
-        finally:
-            c.close()
+    made, joined, j = join_change(state, plan, host, labelled_mtu)
+    change.journal(state, made, joined)
+    try:
+        change.make(state, plan, made, joined=joined)
+    except BaseException:
+        _undo(plan.lab, made, joined)
+        raise
+    u = made.underlay
+    assert u is not None
+    if d["underlay"] is None and plan.underlay is None:
+        d["underlay"] = {"netns": u.netns, "bridge": u.bridge, "subnet": u.subnet,
+                         "mtu": u.mtu, "own": True}
     d["hosts"][host] = j.__dict__
     _save(state, d)
     return j
+
+
+def _undo(lab: str, made: Plan, joined: set[str]) -> None:
+    """Take out what a failed join made: its namespaces (each once its mark is checked; their
+    veths go with them), else the host's ``ul0`` in its joined context, only if it carries the
+    mark the change gives it (one of that name without it is not the change's: left)."""
+    u = made.underlay
+    assert u is not None
+    gone = False
+    for ns in [u.netns, *(h.netns for h in made.hosts)]:
+        if ns in joined:
+            continue
+        ino, _ = ownership.namespace_problem(lab, ns)
+        if ino is not None:
+            netns.delete(ns, ino)
+            gone = True
+    if gone:
+        return
+    for h in made.hosts:  # both ends joined: the veth between them is the change's own
+        with contextlib.suppress(Exception):
+            ipr = netns.iproute(h.netns)
+            try:
+                idx = ipr.link_lookup(ifname=h.underlay_if)
+                alias = ipr.get_links(idx[0])[0].get_attr("IFLA_IFALIAS") if idx else None
+                if idx and alias == underlay_mark(lab, h.name):
+                    ipr.link("del", index=idx[0])
+            finally:
+                ipr.close()
 
 
 @dataclass
@@ -212,10 +239,11 @@ def contexts(plan: Plan, hosts: list[str]) -> dict[str, HostContext]:
 
 
 def remove_tunnel(plan: Plan, n: NewNode) -> list[str]:
-    """Delete ``n``'s tunnel devices in both contexts (those absent are skipped)."""
+    """Delete ``n``'s tunnel devices in both contexts, each only while it carries its mark
+    (those absent are skipped; one without its mark is left, said so)."""
     if n.vni is None:
         return []
     hl = plan_tunnels.host_link_of(plan, n.node) or \
         plan_tunnels.host_link(plan, n, [(attach_host(plan, n.attach), "", None),
                                          (n.host, "", None)])
-    return remove_live(hl, contexts(plan, [e.host for e in hl.ends]))
+    return remove_live(plan.lab, hl, contexts(plan, [e.host for e in hl.ends]))

@@ -279,7 +279,7 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
             errors += wire.remove_nodes(state, merged, after, add.nodes, here)
         for n in add.nodes:
             if n.host == me or attach_host(merged, n.attach) == me:
-                errors += _remove_end(merged.lab, me, n)
+                errors += _remove_end(merged, me, n)
         new = _new_part(part, after, me)
         record.save_plan(state, new)
         try:  # ended if nothing is left to watch here; started again if its namespace went
@@ -377,30 +377,20 @@ def retire(req: dict[str, Any]) -> dict[str, Any]:
     return {"errors": errors}
 
 
-def _remove_end(lab: str, me: str, n: NewNode) -> list[str]:
-    """The tunnel devices of ``n`` in this host's context, each only if it carries the mark
-    :func:`~sfclab.realize.links.hosted.make_live_end` gave it (``sfclab:<lab>:@<host>:<dev>``
-    as its alias): a device of that name without it is someone else's and is left, said so
-    (absent ones skipped)."""
+def _remove_end(merged: Plan, me: str, n: NewNode) -> list[str]:
+    """The tunnel devices of ``n`` in this host's context, removed by the lab's hosted-link
+    code (:func:`~sfclab.realize.links.hosted.remove_live_end`) as on this machine: each only
+    if it carries the mark :func:`~sfclab.realize.links.hosted.make_live_end` gave it
+    (``sfclab:<lab>:@<host>:<dev>`` as its alias); a device of that name without it is
+    someone else's and is left, said so (absent ones skipped)."""
     if n.vni is None:
         return []
-    from pyroute2 import IPRoute
-
+    hl = plan_tunnels.host_link(merged, n, [(attach_host(merged, n.attach), "", None),
+                                            (n.host, "", None)])
     errors = []
-    try:
-        with IPRoute() as ipr:
-            for dev in names(n.vni):
-                idx = ipr.link_lookup(ifname=dev)
-                if not idx:
-                    continue
-                alias = ipr.get_links(idx[0])[0].get_attr("IFLA_IFALIAS")
-                if alias != context_mark(lab, me, dev):
-                    errors.append(f"tunnel {n.vni}: interface {dev} does not carry the lab's "
-                                  f"mark (alias {alias!r}); left alone")
-                    continue
-                ipr.link("del", index=idx[0])
-    except Exception as e:
-        return [*errors, f"tunnel {n.vni}: {e}"]
+    for e in hl.ends:
+        if e.host == me:
+            errors += hosted.remove_live_end(merged.lab, hl, e, OwnRoot(me))
     return errors
 
 
@@ -423,5 +413,5 @@ def _tunnel_end(merged: Plan, n: NewNode, me: str, here: Joined, there: Joined,
     hl = plan_tunnels.host_link(merged, n, sides[::-1] if attach_side else sides)
     e = hl.ends[0] if attach_side else hl.ends[1]
     port = merged.underlay.vxlan_port if merged.underlay is not None else VXLAN_PORT
-    hosted.make_live_end(merged.lab, hl, e, OwnRoot(me), here.underlay_if, port, real=True)
+    hosted.make_live_end(merged.lab, hl, e, OwnRoot(me), here.underlay_if, port)
 

@@ -10,7 +10,10 @@ in lab namespaces, so removing them removes it.
 
 The same code makes the links of function instances added to a running lab across hosts
 (``chain add``/``migrate``; planned in :mod:`sfclab.plan.tunnels`): :func:`make_live` makes
-their ports and hands each context to :func:`join_context`, the one tunnel path of the lab.
+their ports and hands each context to :func:`join_context`, the one tunnel path of the lab,
+marking every device it makes in a context; :func:`remove_live_end` deletes each only while it
+carries that mark (on this machine for ``chain rm`` and a migration's removal, and in a real
+host's agent for its end).
 """
 
 from __future__ import annotations
@@ -116,14 +119,18 @@ def make_live(lab: str, hl: HostLinkPlan, contexts: dict[str, HostContext],
 
 
 def make_live_end(lab: str, hl: HostLinkPlan, e: HostEndPlan, ctx: HostContext,
-                  underlay_if: str, vxlan_port: int, real: bool = False) -> None:
+                  underlay_if: str, vxlan_port: int) -> None:
     """End ``e`` of ``hl`` in context ``ctx``: its port, a veth made there whose peer moves
-    into the node as ``node_if``, then :func:`join_context` as at ``up`` (``real``: a real
-    host's context, whose devices are marked for teardown)."""
+    into the node as ``node_if``, then :func:`join_context` as at ``up``; every device it
+    makes in the context (port, tunnel, bridge) carries the mark :func:`remove_live_end`
+    checks (``sfclab:<lab>:@<host>:<dev>``), in an emulated host's context as in a real
+    one's."""
     with step(f"tunnel {hl.vni} of {e.node} in host {e.host}"):
         ipr = ctx.iproute()
         try:
             ipr.link("add", ifname=e.port, kind="veth", peer=e.node_if, mtu=hl.mtu)
+            ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0],
+                     ifalias=context_mark(lab, e.host, e.port))
             idx = ipr.link_lookup(ifname=e.node_if)[0]
             fd = os.open(netns.path(e.node_netns), os.O_RDONLY | os.O_CLOEXEC)
             try:
@@ -131,33 +138,44 @@ def make_live_end(lab: str, hl: HostLinkPlan, e: HostEndPlan, ctx: HostContext,
             finally:
                 os.close(fd)
             join_context(ctx, ipr, hl, [e], lab=lab, underlay_if=underlay_if,
-                         vxlan_port=vxlan_port, odir=Path("/"), xdp_nodes=True, real=real)
-            if real:  # the port too: removal checks every device's mark
-                ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0],
-                         ifalias=context_mark(lab, e.host, e.port))
+                         vxlan_port=vxlan_port, odir=Path("/"), xdp_nodes=True, real=True)
         finally:
             ipr.close()
 
 
-def remove_live(hl: HostLinkPlan, contexts: dict[str, HostContext]) -> list[str]:
-    """Delete what :func:`make_live` made in each context (absent devices are skipped; a
-    context gone is skipped); the errors, if any."""
+def remove_live(lab: str, hl: HostLinkPlan, contexts: dict[str, HostContext]) -> list[str]:
+    """Delete what :func:`make_live` made, each end by :func:`remove_live_end` in its
+    context (a context gone is skipped); the errors, if any."""
     errors = []
     for e in hl.ends:
         ctx = contexts.get(e.host)
-        if ctx is None:
-            continue
+        if ctx is not None:
+            errors += remove_live_end(lab, hl, e, ctx)
+    return errors
+
+
+def remove_live_end(lab: str, hl: HostLinkPlan, e: HostEndPlan, ctx: HostContext) -> list[str]:
+    """Delete end ``e``'s devices in context ``ctx`` (its port, tunnel and bridge), each only
+    while it carries the mark :func:`make_live_end` gave it: a device of that name without it
+    is not the lab's and is left, said so; absent ones are skipped.  The errors, if any."""
+    errors = []
+    try:
+        ipr = ctx.iproute()
         try:
-            ipr = ctx.iproute()
-            try:
-                for dev in [e.port, *context_devices(hl, e)]:
-                    idx = ipr.link_lookup(ifname=dev)
-                    if idx:
-                        ipr.link("del", index=idx[0])
-            finally:
-                ipr.close()
-        except Exception as ex:  # keep removing the rest
-            errors.append(f"tunnel {hl.vni} in host {e.host}: {ex}")
+            for dev in [e.port, *context_devices(hl, e)]:
+                idx = ipr.link_lookup(ifname=dev)
+                if not idx:
+                    continue
+                alias = ipr.get_links(idx[0])[0].get_attr("IFLA_IFALIAS")
+                if alias != context_mark(lab, e.host, dev):
+                    errors.append(f"tunnel {hl.vni} in host {e.host}: interface {dev} does "
+                                  f"not carry the lab's mark (alias {alias!r}); left alone")
+                    continue
+                ipr.link("del", index=idx[0])
+        finally:
+            ipr.close()
+    except Exception as ex:  # keep removing the rest
+        errors.append(f"tunnel {hl.vni} in host {e.host}: {ex}")
     return errors
 
 
