@@ -163,7 +163,8 @@ def text(r: dict[str, Any]) -> str:
         lines.append(f"  (xdp engine refused by sfclab on this path: {r['xdp_engine_refused']})")
     for s in SIDES:
         runs = r["runs"][s]
-        bound = "; generator-bound" if r["lower_bound"][s] else ""
+        n = sum(runs["lower_bound"])
+        bound = f"; {n} of {len(runs['lower_bound'])} runs generator-bound" if n else ""
         lines.append(f"  {s:7} NDR {ge[s]}{r['ndr_pps'][s]:>10,.0f} pps (runs: "
                      f"{', '.join(f'{x:,.0f}' for x in runs['ndr_pps'])}; load "
                      f"{', '.join(str(x) for x in runs['load1'])}); "
