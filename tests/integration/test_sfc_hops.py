@@ -1,0 +1,82 @@
+"""The lab of ``bench/bench_sfc_hops.py`` (``src - r1..r8 - f - dst``) builds and steers: with
+labels, every router and the function pop their labels in XDP attached in native (driver) mode
+and the routers' IP stacks forward none of the datagrams; the same lab routed forwards each of
+them in every router's IP stack (which shows the check can tell the two apart).  No speed goal:
+the bench measures."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from sfclab.api import Lab
+
+from .test_sfc import node_counters, running
+
+ROOT = Path(__file__).resolve().parents[2]
+N = 200
+
+
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_sfc_hops",
+                                                  ROOT / "bench" / "bench_sfc_hops.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+#: N datagrams from port 40000, a millisecond apart (no answer awaited)
+SEND = ("import socket, sys, time\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "s.bind(('0.0.0.0', 40000))\n"
+        "for _ in range(int(sys.argv[3])):\n"
+        "    s.sendto(b'sfclab hop', (sys.argv[1], int(sys.argv[2])))\n"
+        "    time.sleep(0.001)\n")
+
+
+def snmp(lab: Lab, node: str, proto: str, field: str) -> int:
+    """One counter of ``/proc/net/snmp`` in the node's namespace (``Ip`` ``ForwDatagrams``: what
+    its IP stack forwarded; ``Udp`` ``NoPorts``: datagrams that arrived for no socket)."""
+    lines = [ln.split() for ln in lab.exec(node, ["cat", "/proc/net/snmp"]).stdout.splitlines()
+             if ln.startswith(proto + ":")]
+    return int(lines[1][lines[0].index(field)])
+
+
+def forwarded(lab: Lab, node: str) -> int:
+    return snmp(lab, node, "Ip", "ForwDatagrams")
+
+
+def carry(lab: Lab, b: ModuleType) -> dict[str, int]:
+    """Send N datagrams src -> dst on the classified port, to no socket (dst counts them as
+    ``NoPorts``; its ICMP answers are rate-limited to a few a second, so almost nothing comes
+    back through the routers); router -> datagrams its IP stack forwarded meanwhile."""
+    before = {r: forwarded(lab, r) for r in b.ROUTERS}
+    got = snmp(lab, "dst", "Udp", "NoPorts")
+    lab.exec("src", [sys.executable, "-c", SEND, str(lab.address("dst")),
+                     str(b.measure.BASE_PORT), str(N)])
+    assert snmp(lab, "dst", "Udp", "NoPorts") - got == N, "dst missed datagrams"
+    return {r: forwarded(lab, r) - before[r] for r in b.ROUTERS}
+
+
+def test_bench_lab_steers_every_hop_in_native_xdp() -> None:
+    b = bench()
+    with running(b.lab_dict(True)) as lab:
+        modes = b.xdp_modes(lab, [*b.ROUTERS, "f"])
+        assert modes and all(m == "native" for ifs in modes.values() for m in ifs.values()), \
+            modes
+        before = node_counters(lab)
+        by_stack = carry(lab, b)
+        after = node_counters(lab)
+        popped = {n: after[n]["popped"] - before[n]["popped"] for n in [*b.ROUTERS, "f"]}
+        # each router pops its one label, f its proxy and its forward label
+        assert all(popped[r] >= N for r in b.ROUTERS) and popped["f"] >= 2 * N, popped
+        assert all(v < N // 10 for v in by_stack.values()), by_stack
+
+
+def test_bench_lab_routed_forwards_in_the_ip_stack() -> None:
+    b = bench()
+    with running(b.lab_dict(False)) as lab:
+        assert all(v >= N for v in carry(lab, b).values())
