@@ -294,7 +294,13 @@ async def _run(t: SshTarget, command: str, stdin: str, timeout: float,
 
     try:
         async with asyncssh.connect(t.address, **_options(t, connect_timeout)) as conn:
-            r = await conn.run(command, input=stdin, check=False, timeout=timeout)
+            proc = await conn.create_process(command)
+            try:
+                proc.stdin.write(stdin)
+                proc.stdin.write_eof()
+            except BrokenPipeError:  # the command ended before reading it: its status says why
+                pass
+            r = await proc.wait(check=False, timeout=timeout)
     except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
         raise HostUnreachable(f"host {t.host} ({t.user}@{t.address}:{t.port}) unreachable "
                               f"over SSH: {e or type(e).__name__}", host=t.host,
