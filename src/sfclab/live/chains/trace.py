@@ -9,14 +9,17 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Callable
 from ipaddress import IPv4Address
-from typing import Any
+from typing import Any, TypeVar
 
 from ...kernel import netns
 from ...plan import flowhash
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...realize.dataplane import DataPlane, decode_chain, decode_path, encode_path
 from ...spec.sfc import ClassifierSpec
+
+T = TypeVar("T")
 
 
 def probe_packet(c: ClassifierSpec, src: IPv4Address, dst: IPv4Address,
@@ -122,6 +125,17 @@ def probe_ports(spec: ClassifierSpec, src: IPv4Address, dst: IPv4Address, sym: i
     return found
 
 
+def _until(wait: float, look: Callable[[], T]) -> T:
+    """``look()`` as soon as it is true, else its last value after ``wait`` seconds: a probe
+    is answered at once on an idle machine and may take a while on a loaded one."""
+    deadline = time.monotonic() + wait
+    while True:
+        got = look()
+        if got or time.monotonic() >= deadline:
+            return got
+        time.sleep(0.002)
+
+
 def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, path: PathPlan,
                 index: int, packet: bytes, dst: IPv4Address, wait: float) -> dict[str, Any]:
     """Label traceroute of one path with a probe that hashes onto it."""
@@ -137,9 +151,8 @@ def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, pa
                                         encode_path(path.stack, k, first, dmac, path.pad))
             before = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
             _send(ns, packet, dst)
-            time.sleep(wait)
-            after = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
-            seen = [n for n in sp.node_ids if after[n] > before[n]]
+            seen = _until(wait, lambda: [n for n, i in sp.node_ids.items()
+                                         if dp.counters(i)["ttl_expired"] > before[n]])
             h = hops_by_label[path.stack[k - 1]]
             hops.append({"hop": k, "label": h.label, "action": h.action,
                          "expected": h.node, "seen_at": seen[0] if seen else None})
@@ -150,8 +163,7 @@ def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, pa
     before_d = dp.counters(sp.node_ids[last])["delivered"]
     before_p = dp.path_count(index)
     _send(ns, packet, dst)
-    time.sleep(wait)
-    delivered = dp.counters(sp.node_ids[last])["delivered"] > before_d
+    delivered = bool(_until(wait, lambda: dp.counters(sp.node_ids[last])["delivered"] > before_d))
     return {"path": path.index, "nodes": path.nodes, "instances": path.instances,
             "hops": hops, "delivered": delivered,
             "took_path": dp.path_count(index) > before_p,
