@@ -119,9 +119,10 @@ int sfc_fw(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	__be32 *lse = (void *)(eth + 1);
 	struct sfc_tuple t = {};
-	struct sfc_hop *hop, *out;
-	__u32 v, label, ttl, bos, bytes, i;
-	void *ip = NULL;
+	const struct sfc_hop *out;
+	__u32 ttl, out_bos, bytes;
+	int verdict;
+	void *ip;
 
 	if ((void *)(eth + 1) > end)
 		return XDP_PASS;
@@ -132,61 +133,18 @@ int sfc_fw(struct xdp_md *ctx)
 	}
 	if (eth->h_proto != bpf_htons(SFC_ETH_P_MPLS_UC))
 		return XDP_PASS;
-	if ((void *)(lse + 1) > end) {
+	if (sfc_function_top(ctx, lse, end, node_id, &ttl, &verdict))
+		return verdict;
+	/* the chain stops here: the packet under the stack is filtered */
+	ip = sfc_function_packet(lse, end, node_id, &out, &out_bos);
+	if (!ip || fw_tuple(ip, end, &t, &bytes)) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}
-	v = bpf_ntohl(lse[0]);
-	label = LSE_LABEL(v);
-	ttl = LSE_TTL(v);
-	bos = LSE_BOS(v);
-	hop = bpf_map_lookup_elem(&sfc_labels, &label);
-	if (!hop || hop->node != node_id) {
-		sfc_count(SFC_C_UNKNOWN_LABEL);
-		return XDP_DROP;
-	}
-	if (ttl <= 1) {
-		sfc_count(SFC_C_TTL_EXPIRED);
-		return XDP_DROP;
-	}
-	if (hop->action == SFC_A_FORWARD)
-		return sfc_pop_and_redirect(ctx, hop, 1, ttl, bos);
-	if (hop->action != SFC_A_PROXY || bos)
-		goto bad;
-	/* the chain stops here: the packet under the stack is filtered */
-	for (i = 0; i < SFC_MAX_LABELS; i++) {
-		__be32 *p = lse + i;
-
-		if ((void *)(p + 1) > end)
-			goto bad;
-		if (LSE_BOS(bpf_ntohl(*p))) {
-			ip = p + 1;
-			break;
-		}
-	}
-	if (!ip || fw_tuple(ip, end, &t, &bytes))
-		goto bad;
 	sfc_count(SFC_C_PROXY_IN); /* in and out of the function, as the proxy counts them */
 	if (fw_verdict(&t, bytes) != SFC_FW_ACCEPT)
 		return XDP_DROP;
-	/* then on by this node's forward label, under the proxy label */
-	if ((void *)(lse + 2) > end)
-		goto bad;
-	v = bpf_ntohl(lse[1]);
-	label = LSE_LABEL(v);
-	out = bpf_map_lookup_elem(&sfc_labels, &label);
-	if (!out || out->node != node_id || out->action != SFC_A_FORWARD)
-		goto bad;
-	if (ttl - 1 <= 1) {
-		sfc_count(SFC_C_TTL_EXPIRED);
-		return XDP_DROP;
-	}
-	sfc_count(SFC_C_POPPED); /* the proxy label; the helper counts the forward label */
-	sfc_count(SFC_C_PROXY_OUT);
-	return sfc_pop_and_redirect(ctx, out, 2, ttl - 1, LSE_BOS(v));
-bad:
-	sfc_count(SFC_C_ERRORS);
-	return XDP_DROP;
+	return sfc_function_leave(ctx, out, ttl, out_bos);
 }
 
 /* the firewall as a stage of a bpf-pipeline node (include/sfc_stage.h): the packet is filtered,

@@ -25,8 +25,8 @@ int sfc_pipe(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	__be32 *lse = (void *)(eth + 1);
-	struct sfc_hop *hop;
-	__u32 v, label, ttl, bos;
+	__u32 ttl;
+	int verdict;
 
 	if ((void *)(eth + 1) > end)
 		return XDP_PASS;
@@ -36,29 +36,8 @@ int sfc_pipe(struct xdp_md *ctx)
 	}
 	if (eth->h_proto != bpf_htons(SFC_ETH_P_MPLS_UC))
 		return XDP_PASS;
-	if ((void *)(lse + 1) > end) {
-		sfc_count(SFC_C_ERRORS);
-		return XDP_DROP;
-	}
-	v = bpf_ntohl(lse[0]);
-	label = LSE_LABEL(v);
-	ttl = LSE_TTL(v);
-	bos = LSE_BOS(v);
-	hop = bpf_map_lookup_elem(&sfc_labels, &label);
-	if (!hop || hop->node != node_id) {
-		sfc_count(SFC_C_UNKNOWN_LABEL);
-		return XDP_DROP;
-	}
-	if (ttl <= 1) {
-		sfc_count(SFC_C_TTL_EXPIRED);
-		return XDP_DROP;
-	}
-	if (hop->action == SFC_A_FORWARD)
-		return sfc_pop_and_redirect(ctx, hop, 1, ttl, bos);
-	if (hop->action != SFC_A_PROXY || bos) {
-		sfc_count(SFC_C_ERRORS);
-		return XDP_DROP;
-	}
+	if (sfc_function_top(ctx, lse, end, node_id, &ttl, &verdict))
+		return verdict;
 	sfc_count(SFC_C_PROXY_IN);
 	sfc_stage_call(ctx, 0);
 	sfc_count(SFC_C_ERRORS); /* a labelled frame and no stage */

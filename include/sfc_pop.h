@@ -45,6 +45,93 @@ static __always_inline int sfc_pop_and_redirect(struct xdp_md *ctx, const struct
 	sfc_count(bos ? SFC_C_DELIVERED : SFC_C_FORWARDED);
 	return bpf_redirect(hop->ifindex, 0);
 }
+
+/*
+ * The top label of a labelled frame (`lse`, after the Ethernet header) at the node of an
+ * SFC-aware function (`node_id`).  Returns 0 when the chain stops here: the top label is this
+ * node's proxy label and not the bottom one; its TTL in *ttl.  Otherwise the frame is dealt
+ * with here and *verdict says what to return: a forward label popped and sent on, or a drop
+ * counted (a short stack, a label not this node's, an expired TTL, a proxy label at the bottom).
+ */
+static __always_inline int sfc_function_top(struct xdp_md *ctx, __be32 *lse, void *end,
+					    __u32 node_id, __u32 *ttl, int *verdict)
+{
+	const struct sfc_hop *hop;
+	__u32 v, label, bos;
+
+	*verdict = XDP_DROP;
+	if ((void *)(lse + 1) > end) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
+	}
+	v = bpf_ntohl(lse[0]);
+	label = LSE_LABEL(v);
+	*ttl = LSE_TTL(v);
+	bos = LSE_BOS(v);
+	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	if (!hop || hop->node != node_id) {
+		sfc_count(SFC_C_UNKNOWN_LABEL);
+		return -1;
+	}
+	if (*ttl <= 1) {
+		sfc_count(SFC_C_TTL_EXPIRED);
+		return -1;
+	}
+	if (hop->action == SFC_A_FORWARD) {
+		*verdict = sfc_pop_and_redirect(ctx, hop, 1, *ttl, bos);
+		return -1;
+	}
+	if (hop->action != SFC_A_PROXY || bos) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Under this node's proxy label: its forward label (the way on, in *out, and whether it is
+ * the bottom one, in *out_bos) and the IPv4 header under the stack, returned; NULL for a
+ * stack that is not so (the caller counts it an error and drops).
+ */
+static __always_inline void *sfc_function_packet(__be32 *lse, void *end, __u32 node_id,
+						 const struct sfc_hop **out, __u32 *out_bos)
+{
+	__u32 v, label, i;
+
+	if ((void *)(lse + 2) > end)
+		return NULL;
+	v = bpf_ntohl(lse[1]);
+	label = LSE_LABEL(v);
+	*out = bpf_map_lookup_elem(&sfc_labels, &label);
+	if (!*out || (*out)->node != node_id || (*out)->action != SFC_A_FORWARD)
+		return NULL;
+	*out_bos = LSE_BOS(v);
+	for (i = 0; i < SFC_MAX_LABELS; i++) {
+		__be32 *p = lse + i;
+
+		if ((void *)(p + 1) > end)
+			return NULL;
+		if (LSE_BOS(bpf_ntohl(*p)))
+			return p + 1;
+	}
+	return NULL;
+}
+
+/*
+ * Out of the function and on: pop the proxy label and the forward label under it (TTL `ttl`
+ * of the proxy label) and send the frame to `out`'s neighbour, counted as the proxy counts.
+ */
+static __always_inline int sfc_function_leave(struct xdp_md *ctx, const struct sfc_hop *out,
+					      __u32 ttl, __u32 out_bos)
+{
+	if (ttl - 1 <= 1) {
+		sfc_count(SFC_C_TTL_EXPIRED);
+		return XDP_DROP;
+	}
+	sfc_count(SFC_C_POPPED); /* the proxy label; the helper counts the forward label */
+	sfc_count(SFC_C_PROXY_OUT);
+	return sfc_pop_and_redirect(ctx, out, 2, ttl - 1, out_bos);
+}
 #endif /* __BPF__ */
 
 #endif
