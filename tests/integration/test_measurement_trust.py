@@ -62,7 +62,7 @@ def test_twice_the_shapers_rate_loses_on_the_shaper(shaped):
     at_shaper = where["loss_by_node"].get("sh", 0) + where.get("backlog_drops", 0)
     assert where["loss_by_node"].get("sh", 0) >= 0.5 * p["lost"], where
     assert at_shaper >= 0.9 * p["lost"], where
-    assert where["unaccounted"] <= 0.1 * p["lost"]
+    assert where["unaccounted"] <= 0.1 * p["lost"], where
     assert set(where["loss_by_reason"]) <= {"CPU_BACKLOG", "QDISC_DROP", "NO_SOCKET",
                                             "NOT_SPECIFIED", "SOCKET_RCVBUFF"}
 
