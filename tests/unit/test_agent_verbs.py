@@ -10,9 +10,11 @@ import pytest
 
 from sfclab.hosts.ssh import AGENT_MODULE, SshTarget
 from sfclab.realize import agent, agent_scan, agent_sfc
-from sfclab.live.runtime import agent_chain, agent_conntrack, agent_health, agent_verbs
+from sfclab.live.runtime import (agent_chain, agent_conntrack, agent_containers, agent_health,
+                                 agent_verbs)
 
-MODULES = (agent, agent_sfc, agent_scan, agent_chain, agent_conntrack, agent_health)
+MODULES = (agent, agent_sfc, agent_scan, agent_chain, agent_conntrack, agent_containers,
+           agent_health)
 
 
 def test_each_module_keeps_its_own_verbs_only():

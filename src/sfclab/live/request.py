@@ -23,6 +23,8 @@ from ..plan.containers import container_plan
 from ..plan.model import ContainerPlan
 from ..plan.chainpaths import Topology
 from ..realize import lifecycle
+from ..realize.runtime import kind_for
+from ..realize.state import LabState
 from ..spec.chainfile import ChainFile, parse
 from ..spec.hosts import HOST_NAME_MAX
 from ..spec.image import ImageSpec, machine_check
@@ -100,7 +102,8 @@ class MigrateInstance:
                             f"characters, got {self.to!r}", place="--to")
 
 
-def _function(doc: Document, i: int, chain: ChainFile, attach_hint: str | None) -> Function:
+def _function(doc: Document, i: int, chain: ChainFile, attach_hint: str | None,
+              here: bool = True) -> Function:
     f = chain.functions[i]
     place: tuple[Any, ...] = ("functions", i)
     if f.kind not in functions.KINDS:
@@ -131,13 +134,16 @@ def _function(doc: Document, i: int, chain: ChainFile, attach_hint: str | None) 
     return Function(f.name, f.kind, params.model_dump(mode="json", by_alias=True,
                                                       exclude_unset=True),
                     f.instances, f.weights(), f.cpu, memory,
-                    _container(doc, place, f.image, cls, params))
+                    _container(doc, place, f.image, cls, params, here))
 
 
 def _container(doc: Document, place: tuple[Any, ...], image: ImageSpec | None,
-               cls: type[functions.NetworkFunction], params: Any) -> ContainerPlan | None:
+               cls: type[functions.NetworkFunction], params: Any,
+               here: bool = True) -> ContainerPlan | None:
     """The container a function's instances run in (``image``), checked against this machine
-    as a lab file's node's is; a kind that runs its image (``container``) must have one."""
+    as a lab file's node's is when ``here`` (a lab whose hosts are this machine's; else each
+    instance's host checks it once placed: :func:`sfclab.live.ops.add.add_chain`); a kind that
+    runs its image (``container``) must have one."""
     if image is None:
         if cls.runs_image:
             raise doc.error(f"a {cls.kind} function runs its image: expected an 'image' key "
@@ -145,7 +151,8 @@ def _container(doc: Document, place: tuple[Any, ...], image: ImageSpec | None,
                             "made)", place)
         return None
     try:
-        machine_check(image)
+        if here:
+            machine_check(image)
     except SpecError as e:
         raise doc.error(e.message, place + ("image", *parse_place(e.place or ""))) from None
     c = container_plan("", "", "", image)
@@ -169,10 +176,17 @@ def default_attach(lab: str, chain: ChainFile) -> str | None:
     return Topology(plan).nearest_forwarder(chain.classifiers[0].ingress)
 
 
+def images_here(lab: str) -> bool:
+    """Whether running lab ``lab``'s hosts are this machine (its instances' images are then
+    checked here as the file is read); not for a lab on hosts reached over SSH."""
+    return kind_for(LabState(lab)) == "local"
+
+
 def from_document(lab: str, doc: Document, wait_s: float = 60.0) -> AddChain:
     chain = parse(doc)
     attach = default_attach(lab, chain)
-    fns = [_function(doc, i, chain, attach) for i in range(len(chain.functions))]
+    here = images_here(lab)
+    fns = [_function(doc, i, chain, attach, here) for i in range(len(chain.functions))]
     return AddChain(lab, chain, fns, doc.source, wait_s, doc)
 
 

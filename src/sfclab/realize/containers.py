@@ -39,10 +39,11 @@ from __future__ import annotations
 import contextlib
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ToolError
+from ..errors import SpecError, ToolError
 from ..kernel import kmsg, netns, podman, sysfs
 from ..plan.model import ContainerPlan
 from ..plan.names import LABEL_LAB, container_labels
@@ -110,6 +111,43 @@ def _release_sysfs(lab: str, nodes: list[str], errors: list[str]) -> None:
 def _start(lab: str, c: ContainerPlan, configs: dict[str, podman.ImageConfig]) -> str:
     with step(f"container {c.name} of node {c.node} (image {c.image})"):
         return podman.run(container(lab, c, configs))
+
+
+def start_node(lab: str, plan: Plan, node: str) -> None:
+    """Start node ``node``'s container, if ``plan`` gives it one (its namespace made, its
+    name journaled): its sysfs held first, then the container, as this stage does at ``up``."""
+    c = next((c for c in plan.containers if c.node == node), None)
+    if c is None:
+        return
+    _hold_sysfs(lab, c)
+    _start(lab, c, {})
+
+
+@dataclass(frozen=True)
+class ImageProblem:
+    """Why this machine cannot run node ``node``'s container: ``key`` is the key under the
+    node's ``image`` (``name``, ``cmd``, ``memory``, ``binds[0]`` ...)."""
+
+    node: str
+    key: str
+    message: str
+
+
+def image_problem(cs: list[ContainerPlan]) -> ImageProblem | None:
+    """The first of containers ``cs`` this machine cannot run (the checks of ``up``:
+    :func:`sfclab.spec.image.machine_check`, each image and command read once), or None."""
+    from ..spec.image import BindSpec, ImageSpec, machine_check
+
+    checked: set[tuple[str, tuple[str, ...]]] = set()
+    for c in cs:
+        spec = ImageSpec(name=c.image, cmd=list(c.cmd) or None, cpus=c.cpus, memory=c.memory,
+                         binds=[BindSpec(source=s, target=t, writable=bool(w))
+                                for s, t, w in c.binds])
+        try:
+            machine_check(spec, checked)
+        except SpecError as e:
+            return ImageProblem(c.node, e.place or "name", e.message)
+    return None
 
 
 def owned(lab: str, journal: list[dict[str, Any]], errors: list[str]) -> dict[str, podman.State]:

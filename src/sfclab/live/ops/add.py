@@ -7,7 +7,9 @@
    classifier entries that another chain holds are refused -- all before anything is made;
 2. journal the new namespaces, save the chain's record (status ``adding``) and the plan with
    the chain merged in, so ``down`` after a ``kill -9`` at any later moment removes it;
-3. make the nodes and start the functions, fit existing interfaces, load the programs;
+3. make the nodes, their containers (on a host reached over SSH, by its agent: the image
+   checked there before step 2) and start the functions, fit existing interfaces, load the
+   programs;
 4. write labels, paths and slot tables (nothing uses them yet), then the classifier entries:
    only now does traffic enter the chain.
 
@@ -32,11 +34,11 @@ from ...plan.model import Plan
 from ...plan.placement import Need, NoRoom
 from ...realize import lifecycle
 from ...realize.functions import instantiate
-from ...realize.runtime import far_name
 from ...realize.state import LabState
 from .. import record
 from ..hosts import underlay
 from ..record import steering_of
+from ..runtime.base import LiveRuntime
 from ..runtime.table import live_for
 from ..hosts.capacity import hosts_of
 from ..request import AddChain, RemoveChain
@@ -73,7 +75,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
                          LABELLED)
         merged = Plan.from_dict(plan.to_dict())
         apply(merged, add)
-        _containers_here(req, merged, add.nodes)
+        _images_there(req, rt, add.nodes)
         for n in add.nodes:  # each function's own checks (neighbours, programs) first
             try:
                 instantiate(state, merged, n.node).check()
@@ -108,15 +110,16 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
             "seconds": round(time.monotonic() - t0, 3)}
 
 
-def _containers_here(req: AddChain, merged: Plan, nodes: list[NewNode]) -> None:
-    """Instances with a container are placed on hosts of this machine: containers run on this
-    machine only, for now (as a lab file's nodes' at ``up``)."""
-    for n in nodes:
-        far = far_name(merged, merged.host_of(n.node)) if n.container is not None else None
-        if far is not None:
-            raise req.error(f"instance {n.node} was placed on host '{n.host}', reached over "
-                            f"SSH as {far}: containers run on this machine only, for now",
-                            n.function, "image")
+def _images_there(req: AddChain, rt: LiveRuntime, nodes: list[NewNode]) -> None:
+    """Each instance's container checked against the host it is placed on, before anything
+    is made (over SSH, by that host's agent: the image must be in *its* store); a refusal is
+    the chain file's error at the function's ``image`` key, naming the host."""
+    got = rt.image_problem(nodes)
+    if got is not None:
+        host, p = got
+        n = next(n for n in nodes if n.node == p.node)
+        raise req.error(f"on host {host} (instance {p.node}): {p.message}", n.function,
+                        f"image.{p.key}")
 
 
 def remove_chain(req: RemoveChain) -> dict[str, Any]:

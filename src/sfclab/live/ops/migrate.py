@@ -24,6 +24,9 @@
 and those ``host add`` made; ``local``, the machine, in a lab without hosts); the clone joins
 that host's cgroups (its CPUs and memory) and is linked to the same attach node as the
 instance (see :mod:`sfclab.live.ops.hostops` for what an emulated host's placement means).
+An instance in a container gives its clone the same image and settings; on a host reached over
+SSH the target host's agent checks that it can run it (the image in its store) before anything
+is made, and makes the clone's container there.
 
 **Functions of the lab file's own chains** move the same way.  Their clone is one-armed like
 an added instance's, hung off the forwarding node before the function on its chain's first
@@ -56,7 +59,6 @@ from ...plan.tunnels import LABELLED_MTU as LABELLED
 from ...plan.sfc import DirectionPlan
 from ...realize import lifecycle
 from ...realize.state import LabState
-from ...realize.runtime import far_name
 from .. import record
 from ..hosts import underlay
 from ..record import steering_of
@@ -143,11 +145,10 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
         raise LabError(f"no room for the clone: {e}") from None
     m = plan_clone(plan, add, old, host, [x for a in record.placed(state) for x in a.nodes],
                    underlay.underlay_mtu(state, plan, LABELLED))
-    far = far_name(plan, next((h for h in plan.hosts if h.name == host), None)) \
-        if m.clone.container is not None else None
-    if far is not None:
-        raise LabError(f"'{old.node}' runs in a container, and host '{host}' is reached over "
-                       f"SSH as {far}: containers run on this machine only, for now")
+    got = rt.image_problem([m.clone])  # its container, checked on the target host
+    if got is not None:
+        raise LabError(f"'{old.node}' runs in a container that host '{got[0]}' cannot run: "
+                       f"image.{got[1].key}: {got[1].message}")
     # apply, switch, apply the removal: this machine (:mod:`sfclab.live.runtime.local`), or
     # each host's agent its share over SSH
     return rt.migrate(req, plan, own, m, t0)

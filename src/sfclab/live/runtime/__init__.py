@@ -9,5 +9,6 @@
 - :mod:`.ssh` with :mod:`.ssh_migrate` and :mod:`.ssh_trace`: each host's agent makes its
   share, journaled there;
 - the agent's verbs on a host driven over SSH: :mod:`.agent_chain`, :mod:`.agent_health`,
-  :mod:`.agent_conntrack`, all in one table with the realize agent's, :mod:`.agent_verbs`.
+  :mod:`.agent_conntrack`, :mod:`.agent_containers`, all in one table with the realize
+  agent's, :mod:`.agent_verbs`.
 """

@@ -12,9 +12,10 @@ each host makes only what is its own (:mod:`sfclab.live.runtime.ssh` says who as
   directory when the lab had no chain), then the host's part saved with the new nodes (so
   ``down``, and ``down`` after a ``kill -9`` of this machine, stops their functions and
   removes them), then
-  the instances placed here (beside their attach node: namespace, veth, addresses, route by
-  the build engine of ``up``, :func:`sfclab.live.chains.wire.make_nodes`; else namespace and
-  tunnel end), their functions with their cgroup limits,
+  the instances placed here (beside their attach node: namespace, veth, addresses, route and
+  container by the build engine of ``up``, :func:`sfclab.live.chains.wire.make_nodes`; else
+  namespace and tunnel end, then the container,
+  :func:`sfclab.realize.containers.start_node`), their functions with their cgroup limits,
   the tunnel ends of instances attached to a node here, the attach ends, interfaces fitted to
   labels, derived MACs (:func:`sfclab.plan.sfc_hosts.interface_mac`) and the programs;
 - ``chain-tables`` ``{"lab", "plan", "addition", "classifiers": bool}``: the labels its nodes
@@ -60,7 +61,7 @@ from ...plan.sfc import SteeringPlan
 from ...plan.sfc_hosts import interface_mac, remote_host
 from ...plan import tunnels as plan_tunnels
 from ...plan.tunnels import attach_host, names
-from ...realize import agent, dataplane
+from ...realize import agent, containers, dataplane
 from ...realize.dataplane import DataPlane, Iface
 from ...realize.links import hosted
 from ...realize.links.hosted import context_mark
@@ -144,6 +145,7 @@ def make(req: dict[str, Any]) -> dict[str, Any]:
                 _tunnel_end(merged, n, me, here, there, attach_side=False)
 
             wire.make_instance(merged, n, link)
+            containers.start_node(merged.lab, merged, n.node)  # its namespace exists now
         for n in attached:
             here, there = _joined(me, part, addresses, n.host)
             _tunnel_end(merged, n, me, here, there, attach_side=True)

@@ -12,6 +12,8 @@ once, and refuses a verb two modules declare:
 - :mod:`.agent_chain`: ``chain-make``, ``chain-tables``, ``chain-unmake``, ``chain-check``,
   ``chain-ready``, ``chain-retire`` and the armed ``chain-switch`` (chains on a running lab);
 - :mod:`.agent_conntrack`: ``conntrack-list``, ``conntrack-make`` (a migration's state);
+- :mod:`.agent_containers`: ``container-check`` (an added instance's container, checked on the
+  host it is placed on);
 - :mod:`.agent_health`: ``chain-watch``, ``chain-health`` (the host's watcher).
 """
 
@@ -22,7 +24,7 @@ from collections.abc import Mapping
 from typing import TypeVar
 
 from ...realize import agent, agent_scan, agent_sfc
-from . import agent_chain, agent_conntrack, agent_health
+from . import agent_chain, agent_conntrack, agent_containers, agent_health
 
 V = TypeVar("V")
 
@@ -39,7 +41,7 @@ def joined(*tables: Mapping[str, V]) -> dict[str, V]:
 
 
 VERBS: dict[str, agent.Verb] = joined(agent.VERBS, agent_sfc.VERBS, agent_scan.VERBS, agent_chain.VERBS,
-               agent_conntrack.VERBS, agent_health.VERBS)
+               agent_conntrack.VERBS, agent_containers.VERBS, agent_health.VERBS)
 ARMED: dict[str, agent.ArmedVerb] = joined(agent.ARMED, agent_chain.ARMED)
 
 

@@ -28,7 +28,7 @@ from ipaddress import IPv4Address
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...plan.chainadd import Addition
+from ...plan.chainadd import Addition, NewNode
 from ...plan.model import Plan
 from ...plan.sfc import (DirectionPlan, EntryRow, PathPlan, SteeringPlan, entries_of,
                         reversed_classifier)
@@ -38,6 +38,7 @@ from ...spec import classifier_file
 from .. import record
 
 if TYPE_CHECKING:
+    from ...realize.containers import ImageProblem
     from ...spec.sfc import ClassifierSpec
     from ..chains.classify_maps import Classify
     from ...plan.migration import Migration
@@ -72,6 +73,11 @@ class LiveRuntime(HostRuntime):
     def check_free(self, plan: Plan, merged: Plan, add: Addition, source: str) -> None:
         """Refuse (:class:`~sfclab.errors.SpecError`, nothing made) a classifier entry of
         ``add`` that another chain holds; ``plan``: the lab before, ``merged``: with ``add``."""
+
+    @abstractmethod
+    def image_problem(self, nodes: list[NewNode]) -> tuple[str, ImageProblem] | None:
+        """The first container of added ``nodes`` (each placed: ``host``) that its host cannot
+        run, with that host's name; None if every one can.  Nothing is made."""
 
     @abstractmethod
     def journal_chain(self, plan: Plan, add: Addition) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import LabError
-from ...plan.chainadd import Addition, apply, withdraw
+from ...plan.chainadd import Addition, NewNode, apply, withdraw
 from ...plan.model import Plan
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...realize import dataplane
@@ -42,6 +42,7 @@ from ..record import steering_of
 from .base import DRAIN_S, LiveRuntime, classified_later
 
 if TYPE_CHECKING:
+    from ...realize.containers import ImageProblem
     from ...spec.sfc import ClassifierSpec
     from ...plan.migration import Migration
     from ..chains.moves import Owner
@@ -60,6 +61,11 @@ class LocalLive(LocalRuntime, LiveRuntime):
             tables.check_room(dp, add.directions, source)
             for d in add.directions:
                 tables.check_free(dp, steering_of(merged), d, source)
+
+    def image_problem(self, nodes: list[NewNode]) -> tuple[str, ImageProblem] | None:
+        """None: every host is this machine, and the chain file's images were checked
+        against it when the file was read (:mod:`sfclab.live.request`)."""
+        return None
 
     def journal_chain(self, plan: Plan, add: Addition) -> None:
         merged = Plan.from_dict(plan.to_dict())

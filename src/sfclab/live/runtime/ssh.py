@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import LabError, RealizeError, SpecError
 from ...hosts.ssh import SshTarget, call
-from ...plan.chainadd import Addition, withdraw
+from ...plan.chainadd import Addition, NewNode, withdraw
 from ...plan.model import Plan
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...plan.split import host_part
@@ -61,6 +61,7 @@ from .base import DRAIN_S, LiveRuntime, classified_later
 
 if TYPE_CHECKING:
     from ...plan.migration import Migration
+    from ...realize.containers import ImageProblem
     from ...spec.sfc import ClassifierSpec
     from ..chains.moves import Owner
     from ..request import MigrateInstance
@@ -93,6 +94,28 @@ class SshLive(SshRuntime, LiveRuntime):
             if got.get("taken"):
                 raise SpecError(got["taken"]["message"], file=source,
                                 place=got["taken"]["place"])
+
+    def image_problem(self, nodes: list[NewNode]) -> tuple[str, ImageProblem] | None:
+        """Each host an instance with a container is placed on checks those containers
+        itself (its agent's ``container-check``, :mod:`.agent_containers`), all hosts at once;
+        the first refusal, in the order of ``nodes``."""
+        from ...realize.containers import ImageProblem
+
+        wanted: dict[str, list[dict[str, Any]]] = {}
+        for n in nodes:
+            if n.container is not None:
+                wanted.setdefault(n.host, []).append(n.container)
+        if not wanted:
+            return None
+        ts = {h: t for h, t in self.targets().items() if h in wanted}
+        got = self.each(ts, lambda t: call(t, "container-check",
+                                           {"containers": wanted[t.host]}, timeout=TIMEOUT_S))
+        problems = {(h, g["problem"]["node"]): ImageProblem(**g["problem"])
+                    for h, g in zip(ts, got) if g.get("problem")}
+        for n in nodes:
+            if (n.host, n.node) in problems:
+                return n.host, problems[(n.host, n.node)]
+        return None
 
     def journal_chain(self, plan: Plan, add: Addition) -> None:
         return None  # each host's agent journals what it makes, there
