@@ -247,3 +247,31 @@ def test_an_image_the_placed_ssh_host_lacks_exits_2_and_makes_nothing(
         assert record.additions(state) == {}
         assert podman.find({"sfclab.lab": lab_name}) == []
         assert not netns.exists(f"sfclab:{lab_name}:fw-1")
+
+
+def test_kill_9_of_a_container_chain_add_on_ssh_hosts_then_down_leaves_nothing(
+        spare_machines, lab_name, tmp_path, capsys, image):
+    """``chain add`` killed (SIGKILL) once m4's agent has journaled the instance's container:
+    ``down`` reaches m4, whose agent removes what its journal names, the container (made or
+    not) and its held sysfs included; no container of the lab is left on any host."""
+    ms = spare_machines
+    with ssh_lab(ms, lab_name, memory="256M"):
+        _add_m4(ms, lab_name)
+        capsys.readouterr()
+        cf = _chain(tmp_path, [{"name": "fw", "kind": "firewall", "rules": [],
+                                "memory": "512M",
+                                "image": {"name": image, "cmd": ["sleep", "infinity"]}}],
+                    "k9")
+        p = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "chain", "add", lab_name, cf],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and p.poll() is None:
+            if any(e.get("op") == "container" for e in _journal(ms, "m4", lab_name)):
+                break
+            time.sleep(0.01)
+        assert p.poll() is None, "chain add ended before m4's agent journaled the container"
+        p.kill()  # SIGKILL, by its PID
+        p.wait()
+    assert podman.find({"sfclab.lab": lab_name}) == []
+    assert _held(ms, "m4", lab_name, "fw-1") is None
+    assert not netns.exists(f"sfclab:{lab_name}:fw-1")
