@@ -6,6 +6,7 @@ without one is exit 2 with nothing made."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -116,3 +117,34 @@ def test_bad_images_in_a_chain_file_exit_2_and_make_nothing(tmp_path: Path, caps
             assert path in err and place in err and words in err, (place, err)
             assert _snapshot(lab) == before, place
             assert containers_of(lab.name) == [], place
+
+
+def test_a_container_instance_across_a_tunnel_to_another_emulated_host_runs_its_container(
+        tmp_path: Path, lab_name: str, image: str) -> None:  # noqa: F811 (the fixture)
+    """Two emulated hosts; of a container function's two instances, fw-1 is placed beside its
+    attach node r1 (c1, the build engine makes it) and fw-2 on c2 (joined by a tunnel): each
+    runs its container joined to its own namespace, its sysfs held; chain rm removes both."""
+    d = {**base_lab(), "name": lab_name}
+    d["hosts"] = {"c1": {"cpus": 1, "memory": "512M"}, "c2": {"cpus": 1, "memory": "512M"}}
+    for n, h in (("src", "c1"), ("r1", "c1"), ("f1", "c2"), ("dst", "c2")):
+        d["nodes"][n]["host"] = h
+    body = {**boxed(image), "functions": [{"name": "fw", "kind": "container", "image": image,
+                                           "instances": 2, "cpu": 0.5, "memory": "32M"}]}
+    with running(d) as lab:
+        add = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        assert {n: i["host"] for n, i in add["instances"].items()} == \
+            {"fw-1": "c1", "fw-2": "c2"}
+        mine = by_node(lab.name)
+        assert set(mine) == {"fw-1", "fw-2"}, mine
+        _, plan = lifecycle.load_plan(lab.name)
+        for n in ("fw-1", "fw-2"):
+            assert mine[n].running, mine[n]
+            assert os.stat(f"/proc/{mine[n].pid}/ns/net").st_ino == \
+                netns.inode(plan.netns_of(n))[1], n
+            assert held_sysfs(lab.name, n), n
+        assert send(lab, "src", str(lab.address("dst")), 41004, 5005, 20) == 20
+        rm = chain_add.remove_chain(request.RemoveChain(lab.name, "boxed"))
+        assert rm["errors"] == [], rm
+        assert containers_of(lab.name) == []
+        assert not held_sysfs(lab.name, "fw-2")
+    assert containers_of(lab.name) == []

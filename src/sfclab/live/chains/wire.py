@@ -15,7 +15,8 @@ out by the same engine's parts as ``down`` takes out a lab (each object's mark c
 A node on another emulated host than its attach node is joined by a tunnel instead
 (:func:`make_tunnelled` with its :class:`~sfclab.live.hosts.underlay.Tunnel`, made by the
 hosted links' code; the node's own side by :func:`make_instance`, as a host's agent over SSH
-makes a tunnelled node's).  A host's agent over SSH makes its nodes beside their attach node with
+makes a tunnelled node's), then its container, if it has one
+(:func:`sfclab.realize.containers.start_node`).  A host's agent over SSH makes its nodes beside their attach node with
 :func:`make_nodes` too.
 """
 
@@ -34,7 +35,7 @@ from ...plan.model import Plan
 from ...plan.sfc import LABEL_ROOM
 from ...plan.tunnels import LABELLED_MTU
 from ...plan import diff
-from ...realize import change, dataplane, ownership
+from ...realize import change, containers, dataplane, ownership
 from ...realize.functions import instantiate
 from ...realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
 from ...realize.state import LabState
@@ -79,6 +80,7 @@ def make_nodes(state: LabState, merged: Plan, nodes: list[NewNode],
             tunnel = planned_tunnel(state, merged, n)
             assert tunnel is not None  # a node with a VNI is on another host: a tunnel
             make_tunnelled(merged, n, tunnel)
+            containers.start_node(merged.lab, merged, n.node)  # its namespace exists now
             if functions:
                 start_function(state, merged, n.node)
 
