@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import functions
-from ..errors import SpecError
+from ..errors import SfclabError, SpecError
 from ..functions.cgroups import LimitParams
 from ..functions.params import parse_size
 from ..plan.chainadd import Instance
@@ -178,8 +178,12 @@ def default_attach(lab: str, chain: ChainFile) -> str | None:
 
 def images_here(lab: str) -> bool:
     """Whether running lab ``lab``'s hosts are this machine (its instances' images are then
-    checked here as the file is read); not for a lab on hosts reached over SSH."""
-    return kind_for(LabState(lab)) == "local"
+    checked here as the file is read); not for a lab on hosts reached over SSH.  A name that
+    is no lab's is left for ``chain add`` to refuse, after the file's own errors."""
+    try:
+        return kind_for(LabState(lab)) == "local"
+    except SfclabError:
+        return True
 
 
 def from_document(lab: str, doc: Document, wait_s: float = 60.0) -> AddChain:

@@ -5,9 +5,13 @@ makes its share (:mod:`.agent_chain`), journaled there; this machine plans and a
 the hosts' CPUs and memory, wiring, labels, tunnels, the merged plan, saved before anything is
 made), each host asked with the merged plan and the addition:
 
+0. ``container-check`` on each host that is to run an instance with a container (before
+   anything is journaled: :meth:`SshLive.image_problem`, :mod:`.agent_containers`): the image
+   must be in *that host's* store;
 1. ``chain-make`` on every host (a host that ``host add --ssh`` joined gets its empty part
-   first), all hosts at once (one connection and thread each): its instances, tunnel ends,
-   attach ends, fitted interfaces, MACs, programs -- each journaled there first;
+   first), all hosts at once (one connection and thread each): its instances (and their
+   containers), tunnel ends, attach ends, fitted interfaces, MACs, programs -- each journaled
+   there first;
 2. ``chain-tables`` on every host: labels, paths and slots (nothing uses them yet);
 3. ``chain-tables`` with classifiers on every host: only now does traffic enter the chain.
 

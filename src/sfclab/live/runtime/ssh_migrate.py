@@ -7,8 +7,10 @@ emulated hosts (:func:`sfclab.plan.migration.plan_clone`); here every host's age
 :mod:`sfclab.plan.migration` as on emulated hosts:
 
 1. **Clone.**  ``chain-make`` on every host with the clone as the addition (its namespace,
-   function, tunnel ends, its programs and the attach node's), then ``chain-tables`` without
-   slots: its labels and the new paths, which nothing uses yet.
+   container if the instance has one -- the target host's agent checked its image first,
+   :mod:`sfclab.live.ops.migrate` --, function, tunnel ends, its programs and the attach
+   node's), then ``chain-tables`` without slots: its labels and the new paths, which nothing
+   uses yet.
 2. **Switch.**  ``chain-switch`` at the ingress hosts, armed
    (:func:`sfclab.hosts.ssh.call_armed`): each host's agent first makes everything ready (its
    part to save made, the maps open) and answers ``armed``; only when all have is each told
