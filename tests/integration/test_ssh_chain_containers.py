@@ -23,6 +23,7 @@ from sfclab.kernel import netns, podman, sysfs
 from sfclab.live import record
 from sfclab.live.ops import chains
 from sfclab.realize import lifecycle
+from sfclab.realize.inspect import inspect
 from sfclab.realize.state import LabState
 
 from .sshd import SPARE, ssh_machines
@@ -114,6 +115,10 @@ def test_container_instances_added_on_ssh_hosts_carry_traffic_and_rm_removes_the
             assert st.labels["sfclab.mark"] == f"sfclab:{lab_name}:{node}:container"
             held = _held(ms, m, lab_name, node)
             assert held is not None and held.source == f"sfclab:{lab_name}:{node}:sysfs"
+        shown = inspect(lab_name)["nodes"]  # read by each host's agent
+        for node in ("box-1", "fw-1"):
+            c = shown[node].get("container")
+            assert c is not None and c["running"] and c["id"] == mine[node].id[:12], (node, c)
         # the chain carries its traffic through both
         before = {n: _proxy_in(lab_name, n) for n in ("box-1", "fw-1")}
         assert send(splan, 5002, 30) == 30
