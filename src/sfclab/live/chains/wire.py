@@ -16,8 +16,8 @@ A node on another emulated host than its attach node is joined by a tunnel inste
 (:func:`make_tunnelled` with its :class:`~sfclab.live.hosts.underlay.Tunnel`, made by the
 hosted links' code; the node's own side by :func:`make_instance`, as a host's agent over SSH
 makes a tunnelled node's), then its container, if it has one
-(:func:`sfclab.realize.containers.start_node`).  A host's agent over SSH makes its nodes beside their attach node with
-:func:`make_nodes` too.
+(:func:`sfclab.realize.containers.start_node`).  A host's agent over SSH makes its nodes
+beside their attach node with :func:`make_nodes` too.
 """
 
 from __future__ import annotations
