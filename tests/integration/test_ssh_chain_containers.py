@@ -28,7 +28,7 @@ from sfclab.realize.state import LabState
 
 from .sshd import SPARE, ssh_machines
 from .test_containers import image
-from .test_ssh_chains import ENV, PROBE, ROOT, send, ssh_lab
+from .test_ssh_chains import ENV, ROOT, send, ssh_lab
 
 __all__ = ["image"]  # the session fixture that builds the test image
 
@@ -144,9 +144,8 @@ def _under_udp(plan, pps: int, act) -> tuple[dict[str, Any], Any]:
     """``act()`` while a UDP stream at ``pps`` runs from src to dst:5002 and back (an echo),
     from before ``act`` starts until it has ended: (the stream's count, what ``act``
     returned)."""
-    echo = subprocess.Popen(["ip", "netns", "exec", plan.netns_of("dst"), *PROBE, "udp-echo",
-                             "5002", "600"], stdout=subprocess.PIPE, text=True, env=ENV,
-                            cwd=ROOT)
+    echo = subprocess.Popen(["ip", "netns", "exec", plan.netns_of("dst"), *STREAM, "udp-echo",
+                             "5002"], stdout=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
     src = None
     try:
         assert echo.stdout is not None and echo.stdout.readline().strip() == "ready"
@@ -219,7 +218,8 @@ def test_a_container_instance_migrates_to_an_ssh_host_and_back_under_udp(
         with capsys.disabled():
             print(f"\ncontainer instance fw-1 -> m4 -> h1 over SSH under UDP at 1 kpps: sent "
                   f"{stream['sent']} in {stream['seconds']} s, lost {stream['lost']}; "
-                  f"switches {switches}; migrations {took}")
+                  f"(runs of sequence numbers {stream['gaps']}); switches {switches}; "
+                  f"migrations {took}")
         assert stream["sent"] >= 1000 and stream["lost"] == 0, stream
         assert _held(ms, "m4", lab_name, "fw-1.m1") is None  # the first clone's, released
         before = _proxy_in(lab_name, "fw-1.m2")
