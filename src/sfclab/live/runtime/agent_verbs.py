@@ -68,6 +68,9 @@ class Lazy(Mapping[str, Any]):
         table = getattr(importlib.import_module(self.owners[verb]), self.attr)
         return table[verb]
 
+    def __contains__(self, verb: object) -> bool:  # the name alone: no import
+        return verb in self.owners
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.owners)
 
