@@ -177,6 +177,8 @@ class LabFile(_Model):
     @field_validator("ip")
     @classmethod
     def _ip(cls, v: Any) -> int | str:
+        if isinstance(v, str) and v in ("4", "6"):
+            v = int(v)
         if isinstance(v, bool) or v not in IP_FAMILIES:
             raise ValueError(f"4, 6 or dual (the address families of the lab's links), "
                              f"not {v!r}")
