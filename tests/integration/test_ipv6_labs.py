@@ -229,3 +229,21 @@ def test_dpi_classifies_ipv6_flows(tmp_path: Path, running_lab, lab_name):
     assert flows[dst6]["src"] == str(lab.address("src", 6))
     assert flows[dst6]["packets_to_src"] >= 1
     assert info["totals"]["ipv6"] >= flows[dst6]["packets"]
+
+
+def test_dual_stack_tenants_share_a_nat(running_lab, lab_name):
+    """Two tenants with identical IPv6 address plans reach a server through the NAT they
+    share: each tenant's IPv6 table and rules in the shared node, NAT66 toward the server."""
+    lab = running_lab({
+        "name": lab_name, "ip": "dual",
+        "tenants": {"red": {"nodes": ["a1", "nat"]}, "blue": {"nodes": ["b1", "nat"]}},
+        "nodes": {"a1": {"kind": "host"}, "b1": {"kind": "host"},
+                  "nat": {"kind": "nat", "outside": "srv"}, "srv": {"kind": "host"}},
+        "links": [{"endpoints": ["a1", "nat"]}, {"endpoints": ["b1", "nat"]},
+                  {"endpoints": ["nat", "srv"]}]})
+    assert lab.address("a1", 6) == lab.address("b1", 6)
+    srv = str(lab.address("srv", 6))
+    for client in ("a1", "b1"):
+        assert ping(lab.netns(client), srv, 3).returncode == 0, client
+    rules = netns.run(lab.netns("nat"), ["ip", "-6", "rule"]).stdout
+    assert "lookup 100" in rules and "lookup 101" in rules

@@ -227,3 +227,15 @@ def test_nat66_ruleset(tmp_path):
     for to in ("2001:2::1]:80", "[2001:2::1]80", "[198.18.0.1]:80", "[2001:2::1]:0"):
         with pytest.raises(ValueError):
             NatParams.model_validate({"outside": "dst", "forward": [{"port": 1, "to": to}]})
+
+
+def test_chains_need_ipv4():
+    e = bad("""
+        name: six
+        ip: 6
+        nodes: {a: {kind: host}, f: {kind: firewall}, b: {kind: host}}
+        links: [{endpoints: [a, f]}, {endpoints: [f, b]}]
+        chains:
+          c1: {ingress: a, egress: b, functions: [f]}
+    """)
+    assert "a lab with chains needs 'ip: 4' or 'ip: dual'" in str(e) and e.place == "chains"
