@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from sfclab.kernel import netns
@@ -150,13 +151,14 @@ def test_ipv6_only_lab(running_lab, lab_name):
     assert _root_ipv6() == root_before
 
 
-def test_dual_stack_over_two_hosts(running_lab, lab_name):
+@pytest.mark.parametrize("attach", ["bridge", "shortbridge", "ovs", "hybrid"])
+def test_dual_stack_over_two_hosts(running_lab, lab_name, attach):
     """IPv6 inside, the VXLAN tunnel between the emulated hosts on the IPv4 underlay."""
     lab = running_lab({
         "name": lab_name, "ip": "dual", "hosts": {"h1": {}, "h2": {}},
         "nodes": {"a": {"kind": "host"}, "r": {"kind": "router", "host": "h2"},
                   "b": {"kind": "host", "host": "h2"}},
-        "links": [{"endpoints": ["a", "r"], "attach": "bridge"}, {"endpoints": ["r", "b"]}]})
+        "links": [{"endpoints": ["a", "r"], "attach": attach}, {"endpoints": ["r", "b"]}]})
     info = lab.inspect()
     assert any(hl.get("vni") for hl in info["host_links"])
     a = lab.netns("a")

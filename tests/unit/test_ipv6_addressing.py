@@ -239,3 +239,16 @@ def test_chains_need_ipv4():
           c1: {ingress: a, egress: b, functions: [f]}
     """)
     assert "a lab with chains needs 'ip: 4' or 'ip: dual'" in str(e) and e.place == "chains"
+
+
+def test_graph_and_topology_show_ipv6_addresses():
+    from sfclab.plan import graph
+    from sfclab.realize.kinds import TABLE
+    from sfclab.web.topology import topology
+
+    p = plan_of("ip: dual")
+    text = graph.mermaid(p, TABLE.shapes())
+    assert "198.18.0.1/24" in text and "2001:2::1/64" in text
+    links = topology(p.to_dict())["links"]
+    assert {"node": "src", "ifname": "eth0", "netns": p.netns_of("src"),
+            "address": "198.18.0.1/24", "address6": "2001:2::1/64"} in links[0]["interfaces"]
