@@ -183,6 +183,14 @@ def test_bad_ip_values_exit_2_and_make_nothing(tmp_path: Path, lab_name: str):
                                "dst": {"kind": "host"}}}, "nodes.f.kind: a bpf-firewall carries"),
         ({"links": [{"endpoints": [{"node": "src", "address6": "2001:2:0:9::1/64"}, "dst"]}]},
          "links[0].endpoints[0].address6: an IPv6 address in a lab of 'ip: 4'"),
+        ({"ip": "dual", "links": [{"endpoints": [{"node": "src", "address6": "2001:2:0:9::1/64"},
+                                                {"node": "dst", "address6": "2001:2:0:8::2/64"}]}]},
+         "links[0].endpoints[1].address6: expected an address in 2001:2:0:9::/64"),
+        ({"nodes": {"src": {"kind": "host"}, "dst": {"kind": "host"},
+                    "nat": {"kind": "nat", "outside": "dst",
+                            "forward": [{"port": 80, "to": "[2001:2::5]:80"}]}},
+          "links": [{"endpoints": ["src", "nat"]}, {"endpoints": ["nat", "dst"]}]},
+         "nodes.nat.forward.0.to: an IPv6 address in a lab without IPv6"),
     ]
     for i, (change, expected) in enumerate(cases):
         d = {"name": lab_name, "nodes": {"src": {"kind": "host"}, "dst": {"kind": "host"}},

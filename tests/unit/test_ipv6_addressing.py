@@ -236,9 +236,16 @@ def test_chains_need_ipv4():
         nodes: {a: {kind: host}, f: {kind: firewall}, b: {kind: host}}
         links: [{endpoints: [a, f]}, {endpoints: [f, b]}]
         chains:
-          c1: {ingress: a, egress: b, functions: [f]}
+          c1: {classifiers: [{ingress: a, proto: tcp}], functions: [f], egress: b}
     """)
     assert "a lab with chains needs 'ip: 4' or 'ip: dual'" in str(e) and e.place == "chains"
+    lab("""
+        name: four
+        nodes: {a: {kind: host}, f: {kind: firewall}, b: {kind: host}}
+        links: [{endpoints: [a, f]}, {endpoints: [f, b]}]
+        chains:
+          c1: {classifiers: [{ingress: a, proto: tcp}], functions: [f], egress: b}
+    """)  # the same chain in an IPv4 lab is valid
 
 
 def test_graph_and_topology_show_ipv6_addresses():
