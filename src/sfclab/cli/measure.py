@@ -130,7 +130,8 @@ PACKET = ("duration", "size", "flows", "threads", "engine", "sink", "pairs")
 
 
 def cmd_iperf(a: argparse.Namespace) -> int:
-    keys = ("flows", "udp", "zerocopy", "duration", "omit", "affinity", "length", "bitrate")
+    keys = ("flows", "udp", "zerocopy", "duration", "omit", "affinity", "length", "bitrate",
+            "ip")
     return _measure(a, _request(a, "iperf", keys), _iperf_text)
 
 
@@ -314,6 +315,8 @@ def _iperf(ts: Any) -> None:
     sp.add_argument("--omit", metavar="S", help="seconds left out at the start (default 0)")
     sp.add_argument("--affinity", help="auto (default: client and server on their own cores) "
                     "or none")
+    sp.add_argument("--ip", metavar="4|6", help="address family to measure over (default: the "
+                    "lab's; IPv4 unless the lab is 'ip: 6')")
 
 
 def _rate(ts: Any) -> None:

@@ -177,6 +177,8 @@ class LabFile(_Model):
     @field_validator("ip")
     @classmethod
     def _ip(cls, v: Any) -> int | str:
+        if isinstance(v, str) and v in ("4", "6"):
+            v = int(v)
         if isinstance(v, bool) or v not in IP_FAMILIES:
             raise ValueError(f"4, 6 or dual (the address families of the lab's links), "
                              f"not {v!r}")
@@ -341,6 +343,9 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
         raw["tenants"] = top.tenants
     raw["nodes"] = {k: dict(v) for k, v in nodes_raw.items()}
     raw["links"] = [_dump_link(lk) for lk in links]
+    if top.chains and 4 not in families(top.ip):
+        raise doc.error("chains steer IPv4 flows (the classifier reads IPv4 headers): a lab "
+                        "with chains needs 'ip: 4' or 'ip: dual'", ("chains",))
     chains, groups = sfc.validate(doc, top.chains, top.groups, nodes)
     if groups:
         raw["groups"] = {g: s.model_dump(exclude_none=True) for g, s in groups.items()}
