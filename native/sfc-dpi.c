@@ -3,8 +3,12 @@
  * sfc-dpi: in-line deep packet inspection for an sfclab "dpi" node.
  *
  * Reads the packets an nftables "queue num Q bypass" rule hands to NFQUEUE Q in the node's
- * namespace, classifies each IPv4 flow by application protocol with nDPI, and accepts every
- * packet (the function observes, it never drops).  The flow table is written as JSON to the
+ * namespace (ip6tables' too in a lab with IPv6), classifies each IPv4 and IPv6 flow by
+ * application protocol with nDPI, and accepts every packet (the function observes, it never
+ * drops).  An IPv6 packet's ports are read after its extension headers (hop-by-hop, routing,
+ * destination options, AH; a fragment header ends the walk, and only a first fragment has
+ * ports); a packet that is neither IPv4 nor IPv6, or too short for its headers, is counted in
+ * "non_ip" and passed.  The flow table is written as JSON to the
  * output file every INTERVAL seconds, on SIGUSR1 and on SIGTERM/SIGINT (then it exits).
  *
  * A flow is the unordered pair of (address, port) ends plus the IP protocol; "src" is the end
@@ -36,9 +40,15 @@
 
 #define HASH_BUCKETS 16384
 
+/* an address of either family: IPv4 in the first 4 bytes, the rest zero */
+struct addr {
+	uint8_t b[16];
+};
+
 struct flow {
 	struct flow *next;
-	uint32_t saddr, daddr;      /* network order, as first seen */
+	struct addr saddr, daddr;   /* network order, as first seen */
+	uint8_t family;             /* 4 or 6 */
 	uint16_t sport, dport;      /* host order */
 	uint8_t l4;
 	uint8_t done;               /* detection finished */
@@ -54,7 +64,7 @@ struct state {
 	struct ndpi_detection_module_struct *ndpi;
 	struct flow *buckets[HASH_BUCKETS];
 	unsigned long nflows, maxflows;
-	uint64_t packets, bytes, untracked, non_ipv4;
+	uint64_t packets, bytes, untracked, non_ip, ipv6;
 	unsigned maxpkts;
 	const char *out;
 	int queue;
@@ -79,29 +89,42 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static unsigned hash_key(uint32_t a, uint16_t ap, uint32_t b, uint16_t bp, uint8_t l4)
+static unsigned hash_key(const struct addr *a, uint16_t ap, const struct addr *b, uint16_t bp,
+			 uint8_t l4)
 {
 	/* symmetric: both directions land in the same bucket */
-	uint32_t h = (a ^ b) * 2654435761u ^ ((uint32_t)(ap ^ bp) << 8) ^ l4;
+	uint32_t x = 0, w, v;
+	unsigned i;
 
-	h ^= h >> 15;
-	return h % HASH_BUCKETS;
+	for (i = 0; i < sizeof(a->b); i += 4) {
+		memcpy(&w, a->b + i, 4);
+		memcpy(&v, b->b + i, 4);
+		x = (x ^ w ^ v) * 2654435761u;
+	}
+	x ^= ((uint32_t)(ap ^ bp) << 8) ^ l4;
+	x ^= x >> 15;
+	return x % HASH_BUCKETS;
 }
 
-static struct flow *lookup(struct state *st, uint32_t sa, uint16_t sp, uint32_t da,
-			   uint16_t dp, uint8_t l4, int *to_dst)
+static int same(const struct addr *a, const struct addr *b)
+{
+	return memcmp(a->b, b->b, sizeof(a->b)) == 0;
+}
+
+static struct flow *lookup(struct state *st, uint8_t family, const struct addr *sa, uint16_t sp,
+			   const struct addr *da, uint16_t dp, uint8_t l4, int *to_dst)
 {
 	unsigned h = hash_key(sa, sp, da, dp, l4);
 	struct flow *f;
 
 	for (f = st->buckets[h]; f; f = f->next) {
-		if (f->l4 != l4)
+		if (f->l4 != l4 || f->family != family)
 			continue;
-		if (f->saddr == sa && f->sport == sp && f->daddr == da && f->dport == dp) {
+		if (same(&f->saddr, sa) && f->sport == sp && same(&f->daddr, da) && f->dport == dp) {
 			*to_dst = 1;
 			return f;
 		}
-		if (f->saddr == da && f->sport == dp && f->daddr == sa && f->dport == sp) {
+		if (same(&f->saddr, da) && f->sport == dp && same(&f->daddr, sa) && f->dport == sp) {
 			*to_dst = 0;
 			return f;
 		}
@@ -117,8 +140,9 @@ static struct flow *lookup(struct state *st, uint32_t sa, uint16_t sp, uint32_t 
 		return NULL;
 	}
 	memset(f->nflow, 0, SIZEOF_FLOW_STRUCT);
-	f->saddr = sa;
-	f->daddr = da;
+	f->family = family;
+	f->saddr = *sa;
+	f->daddr = *da;
 	f->sport = sp;
 	f->dport = dp;
 	f->l4 = l4;
@@ -149,37 +173,104 @@ static void finish(struct state *st, struct flow *f)
 	f->done = 1;
 }
 
+/* The IPv4 header of `pkt`: addresses, L4 protocol and where ports start (-1: none, a later
+ * fragment).  0 on success, -1 if it is no IPv4 header. */
+static int parse_ipv4(const unsigned char *pkt, int len, struct addr *sa, struct addr *da,
+		      uint8_t *l4, int *l4off)
+{
+	unsigned ihl;
+
+	if (len < 20)
+		return -1;
+	ihl = (pkt[0] & 0x0f) * 4;
+	if (ihl < 20 || (int)ihl > len)
+		return -1;
+	*l4 = pkt[9];
+	memcpy(sa->b, pkt + 12, 4);
+	memcpy(da->b, pkt + 16, 4);
+	/* ports only from the first fragment */
+	*l4off = (ntohs(*(const uint16_t *)(pkt + 6)) & 0x1fff) == 0 ? (int)ihl : -1;
+	return 0;
+}
+
+#define MAX_EXT_HEADERS 8
+
+/* The IPv6 header of `pkt` and its extension headers, as parse_ipv4. */
+static int parse_ipv6(const unsigned char *pkt, int len, struct addr *sa, struct addr *da,
+		      uint8_t *l4, int *l4off)
+{
+	int off = 40, n;
+	uint8_t next;
+
+	if (len < 40)
+		return -1;
+	memcpy(sa->b, pkt + 8, 16);
+	memcpy(da->b, pkt + 24, 16);
+	next = pkt[6];
+	for (n = 0; n < MAX_EXT_HEADERS; n++) {
+		switch (next) {
+		case IPPROTO_HOPOPTS:
+		case IPPROTO_ROUTING:
+		case IPPROTO_DSTOPTS:
+			if (off + 2 > len)
+				return -1;
+			next = pkt[off];
+			off += (pkt[off + 1] + 1) * 8;
+			continue;
+		case IPPROTO_AH:
+			if (off + 2 > len)
+				return -1;
+			next = pkt[off];
+			off += (pkt[off + 1] + 2) * 4;
+			continue;
+		case IPPROTO_FRAGMENT:
+			if (off + 8 > len)
+				return -1;
+			*l4 = pkt[off];
+			/* the fragment offset: only the first fragment carries the ports */
+			*l4off = (ntohs(*(const uint16_t *)(pkt + off + 2)) & 0xfff8) == 0 ?
+				off + 8 : -1;
+			return 0;
+		default:
+			*l4 = next;
+			*l4off = off;
+			return 0;
+		}
+	}
+	*l4 = next;
+	*l4off = -1;
+	return 0;
+}
+
 static void classify(struct state *st, const unsigned char *pkt, int len)
 {
-	uint32_t sa, da;
+	struct addr sa = { { 0 } }, da = { { 0 } };
 	uint16_t sp = 0, dp = 0;
-	unsigned ihl;
-	uint8_t l4;
+	uint8_t l4 = 0, family = len > 0 ? pkt[0] >> 4 : 0;
+	int l4off = -1, bad;
 	uint64_t ms = now_ms();
 	struct flow *f;
 	int to_dst;
 
 	st->packets++;
 	st->bytes += len;
-	if (len < 20 || (pkt[0] >> 4) != 4) {
-		st->non_ipv4++;
+	if (family == 4)
+		bad = parse_ipv4(pkt, len, &sa, &da, &l4, &l4off);
+	else if (family == 6)
+		bad = parse_ipv6(pkt, len, &sa, &da, &l4, &l4off);
+	else
+		bad = -1;
+	if (bad) {
+		st->non_ip++;
 		return;
 	}
-	ihl = (pkt[0] & 0x0f) * 4;
-	if (ihl < 20 || (int)ihl > len) {
-		st->non_ipv4++;
-		return;
+	if (family == 6)
+		st->ipv6++;
+	if ((l4 == IPPROTO_TCP || l4 == IPPROTO_UDP) && l4off >= 0 && l4off + 4 <= len) {
+		sp = ntohs(*(const uint16_t *)(pkt + l4off));
+		dp = ntohs(*(const uint16_t *)(pkt + l4off + 2));
 	}
-	l4 = pkt[9];
-	memcpy(&sa, pkt + 12, 4);
-	memcpy(&da, pkt + 16, 4);
-	/* ports only from the first fragment */
-	if ((l4 == IPPROTO_TCP || l4 == IPPROTO_UDP) && (int)ihl + 4 <= len &&
-	    (ntohs(*(const uint16_t *)(pkt + 6)) & 0x1fff) == 0) {
-		sp = ntohs(*(const uint16_t *)(pkt + ihl));
-		dp = ntohs(*(const uint16_t *)(pkt + ihl + 2));
-	}
-	f = lookup(st, sa, sp, da, dp, l4, &to_dst);
+	f = lookup(st, family, &sa, sp, &da, dp, l4, &to_dst);
 	if (!f) {
 		st->untracked++;
 		return;
@@ -223,6 +314,7 @@ static const char *l4_name(uint8_t l4, char *buf, size_t n)
 	case IPPROTO_TCP: return "tcp";
 	case IPPROTO_UDP: return "udp";
 	case IPPROTO_ICMP: return "icmp";
+	case IPPROTO_ICMPV6: return "icmpv6";
 	default:
 		snprintf(buf, n, "%u", l4);
 		return buf;
@@ -232,7 +324,7 @@ static const char *l4_name(uint8_t l4, char *buf, size_t n)
 /* Protocol names are nDPI's own (letters, digits, '.', '_', '-'): no JSON escaping needed. */
 static void dump(struct state *st, int final)
 {
-	char tmp[4096], name[64], l4buf[8], src[INET_ADDRSTRLEN], dst[INET_ADDRSTRLEN];
+	char tmp[4096], name[64], l4buf[8], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	const char *sep = "";
 	FILE *fp;
 	unsigned i;
@@ -246,11 +338,12 @@ static void dump(struct state *st, int final)
 		return;
 	}
 	fprintf(fp, "{\"queue\": %d, \"time\": %.3f, \"started\": %.3f, \"final\": %s, "
-		"\"packets\": %llu, \"bytes\": %llu, \"non_ipv4\": %llu, \"untracked\": %llu, "
-		"\"flow_count\": %lu, \"flows\": [",
+		"\"packets\": %llu, \"bytes\": %llu, \"ipv6\": %llu, \"non_ip\": %llu, "
+		"\"untracked\": %llu, \"flow_count\": %lu, \"flows\": [",
 		st->queue, now_ms() / 1000.0, st->started_ms / 1000.0, final ? "true" : "false",
 		(unsigned long long)st->packets, (unsigned long long)st->bytes,
-		(unsigned long long)st->non_ipv4, (unsigned long long)st->untracked, st->nflows);
+		(unsigned long long)st->ipv6, (unsigned long long)st->non_ip,
+		(unsigned long long)st->untracked, st->nflows);
 	for (i = 0; i < HASH_BUCKETS; i++) {
 		struct flow *f;
 
@@ -259,8 +352,8 @@ static void dump(struct state *st, int final)
 				(f->guessed ? "guessed" : "detected") : "unknown") : "in progress";
 
 			ndpi_protocol2name(st->ndpi, f->proto, name, sizeof(name));
-			inet_ntop(AF_INET, &f->saddr, src, sizeof(src));
-			inet_ntop(AF_INET, &f->daddr, dst, sizeof(dst));
+			inet_ntop(f->family == 6 ? AF_INET6 : AF_INET, f->saddr.b, src, sizeof(src));
+			inet_ntop(f->family == 6 ? AF_INET6 : AF_INET, f->daddr.b, dst, sizeof(dst));
 			fprintf(fp, "%s\n  {\"src\": \"%s\", \"sport\": %u, \"dst\": \"%s\", "
 				"\"dport\": %u, \"l4\": \"%s\", \"protocol\": \"%s\", "
 				"\"master\": \"%s\", \"app\": \"%s\", \"category\": \"%s\", "

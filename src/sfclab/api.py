@@ -9,8 +9,8 @@
 from __future__ import annotations
 
 import subprocess
-from ipaddress import IPv4Address
-from typing import Any
+from ipaddress import IPv4Address, IPv6Address
+from typing import Any, Literal, overload
 
 from .functions.base import NetworkFunction
 from .plan.model import Plan
@@ -65,8 +65,14 @@ class Lab:
     def netns(self, node: str) -> str:
         return lifecycle.node_netns(self.name, node)
 
-    def address(self, node: str) -> IPv4Address:
-        return self._plan().address_of(node)
+    @overload
+    def address(self, node: str, family: Literal[4] = 4) -> IPv4Address: ...
+    @overload
+    def address(self, node: str, family: Literal[6]) -> IPv6Address: ...
+
+    def address(self, node: str, family: int = 4) -> IPv4Address | IPv6Address:
+        """The node's first address of ``family`` (4, or 6 in a lab of ``ip: 6`` or ``dual``)."""
+        return self._plan().address_of(node, family)
 
     def exec(self, node: str, argv: list[str], *, check: bool = True,
              timeout: float | None = 60, input: str | None = None) -> subprocess.CompletedProcess:

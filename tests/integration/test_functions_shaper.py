@@ -8,9 +8,13 @@ import pytest
 from tests.integration.chains import chain
 
 
-def _iperf(lab, seconds=5):
+def _iperf(lab, seconds=3):
+    """TCP's rate through the lab over ``seconds`` after the first (omitted: slow start)."""
     srv = lab.popen("dst", ["iperf3", "-s", "-1", "-p", "5201"])
-    time.sleep(0.3)
+    deadline = time.monotonic() + 10
+    while not lab.exec("dst", ["ss", "-Hltn", "sport = :5201"]).stdout.strip():
+        assert srv.poll() is None and time.monotonic() < deadline, "iperf3 -s did not listen"
+        time.sleep(0.02)
     out = lab.exec("src", ["iperf3", "-c", str(lab.address("dst")), "-p", "5201", "-t",
                            str(seconds), "-O", "1", "-J"], timeout=seconds + 30).stdout
     srv.communicate(timeout=10)
@@ -32,7 +36,7 @@ def test_shaper_holds_rate(tmp_path, discipline, rate, bps):
 
 def test_overhead_only_does_not_limit(tmp_path):
     with chain("shaper", {"overhead_only": True}, tmp_path) as lab:
-        got = _iperf(lab, seconds=3)
+        got = _iperf(lab)
         info = lab.inspect()["nodes"]["fn"]
         assert set(info["interfaces"]) == {"eth0", "eth1"}
         assert info["rate_bps"] == 10**12

@@ -53,3 +53,28 @@ def test_the_table_dispatches_a_chain_verb_and_names_every_verb(monkeypatch, cap
     assert agent_verbs.main(["chain-health"]) == 0  # a lab with no watcher here
     got = json.loads(capsys.readouterr().out)
     assert (got["watcher"], got["instances"], got["events"]) == (None, {}, [])
+
+
+def test_a_call_imports_only_its_verbs_module(tmp_path):
+    """Each call over SSH is a fresh Python running one verb: ``scan`` imports neither the
+    chains' modules nor the spec's (pydantic), which the other verbs need; ``chain-health``
+    imports its own module."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SFCLAB_STATE_DIR": str(tmp_path)}
+    probe = ("import io, sys; sys.stdin = io.StringIO('{\"lab\": \"nolab\"}'); "
+             "from sfclab.live.runtime import agent_verbs; "
+             "status = agent_verbs.main([sys.argv[1]]); "
+             "print(status, *sorted(m for m in ('pydantic', 'sfclab.live.runtime.agent_chain', "
+             "'sfclab.live.runtime.agent_health', 'sfclab.realize.agent_sfc') "
+             "if m in sys.modules), file=sys.stderr)")
+    for verb, loaded in (("scan", []), ("chain-health", ["sfclab.live.runtime.agent_health"])):
+        out = subprocess.run([sys.executable, "-c", probe, verb], capture_output=True,
+                             text=True, check=True, env=env)
+        status, *mods = out.stderr.split()
+        assert status == "0", out.stderr
+        assert [m for m in mods if m != "pydantic"] == loaded, out.stderr
+        if verb == "scan":
+            assert "pydantic" not in mods, out.stderr

@@ -54,6 +54,10 @@ class BpfNatParams(NatParams):
         if len(forward) > M.MAX_FORWARDS:
             raise ValueError(f"{len(forward)} port forwards; a bpf-nat holds at most "
                              f"{M.MAX_FORWARDS} (its forward map's entries per node)")
+        for i, f in enumerate(forward):
+            if f.family == 6:
+                raise ValueError(f"forward {i} is to an IPv6 address; a bpf-nat translates "
+                                 "IPv4 only (kind nat does both)")
         return forward
 
 

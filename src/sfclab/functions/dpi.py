@@ -14,6 +14,9 @@ Lab file keys::
 through when the program is not (or no longer) running, so a crashed classifier never cuts the
 chain.  The rule is an iptables (legacy) rule because this kernel lacks nftables' ``queue``
 expression (``CONFIG_NFT_QUEUE`` is off) while the xtables NFQUEUE target is present.
+In a lab with IPv6 (``ip: 6`` or ``dual``) the same rule goes into ip6tables' ``mangle`` table
+too, to the same queue: the program classifies IPv4 and IPv6 flows alike (``totals.ipv6``
+counts the IPv6 packets, ``totals.non_ip`` what was neither and passed unclassified).
 The program writes ``<state_dir>/dpi-flows.json``; ``inspect`` asks it for a fresh copy
 (SIGUSR1) and returns per-flow protocol, packets and bytes.
 """
@@ -34,6 +37,7 @@ from .base import register
 from .process import ProcessFunction
 
 IPTABLES = "iptables-legacy"
+IP6TABLES = "ip6tables-legacy"
 BINARY = "sfc-dpi"
 
 
@@ -62,6 +66,7 @@ class Dpi(ProcessFunction):
     kind = "dpi"
     Params = DpiParams
     params: DpiParams
+    families = (4, 6)
 
     @property
     def flows_path(self) -> Path:
@@ -73,8 +78,12 @@ class Dpi(ProcessFunction):
             raise SpecError(f"the {BINARY} program is not built (make -C native sfc-dpi) "
                             "or SFCLAB_DPI does not name it", place="kind")
 
+    def _tools(self) -> list[str]:
+        """The xtables of the lab's families: iptables for IPv4, ip6tables for IPv6."""
+        return [t for t, f in ((IPTABLES, 4), (IP6TABLES, 6)) if f in self.ctx.families]
+
     def programs(self) -> list[str]:
-        return [f"{IPTABLES}-restore", f"{IPTABLES}-save"]
+        return [f"{t}-{what}" for t in self._tools() for what in ("restore", "save")]
 
     def ruleset(self) -> str:
         return ("*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n"
@@ -83,16 +92,22 @@ class Dpi(ProcessFunction):
                 f"--queue-num {self.params.queue} --queue-bypass\nCOMMIT\n")
 
     def configure(self) -> None:
-        self.ctx.run([f"{IPTABLES}-restore"], input=self.ruleset())
+        for tool in self._tools():
+            self.ctx.run([f"{tool}-restore"], input=self.ruleset())
 
     def queued(self) -> dict[str, int] | None:
-        """Packets and bytes the queue rule saw (also those bypassed while nothing listened)."""
-        cp = self.ctx.run([f"{IPTABLES}-save", "-c", "-t", "mangle"], check=False)
-        for line in cp.stdout.splitlines():
-            if "sfclab-dpi" in line and line.startswith("["):
-                pk, by = line[1:line.index("]")].split(":")
-                return {"packets": int(pk), "bytes": int(by)}
-        return None
+        """Packets and bytes the queue rules saw (also those bypassed while nothing listened),
+        summed over the families' rules."""
+        out: dict[str, int] | None = None
+        for tool in self._tools():
+            cp = self.ctx.run([f"{tool}-save", "-c", "-t", "mangle"], check=False)
+            for line in cp.stdout.splitlines():
+                if "sfclab-dpi" in line and line.startswith("["):
+                    pk, by = line[1:line.index("]")].split(":")
+                    out = out or {"packets": 0, "bytes": 0}
+                    out["packets"] += int(pk)
+                    out["bytes"] += int(by)
+        return out
 
     def program(self) -> list[str]:
         b = binary_path()
@@ -118,6 +133,6 @@ class Dpi(ProcessFunction):
                             counters=self.queued())
         out["flows"] = table["flows"] if table else []
         out["totals"] = ({k: table[k] for k in ("packets", "bytes", "flow_count", "untracked",
-                                                "non_ipv4")} if table else None)
+                                                "ipv6", "non_ip")} if table else None)
         out["protocols"] = sorted({f["protocol"] for f in out["flows"]})
         return out

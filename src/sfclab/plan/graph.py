@@ -115,7 +115,7 @@ def _edges(plan: Plan) -> list[tuple[str, str, str]]:
         if hosted is not None:
             role = hosted.attach + (f" vni {hosted.vni}" if hosted.vni is not None else "") + \
                 (f" {format_rate(hosted.rate)}" if hosted.rate else "")
-        addrs = [i.address for i in ifs if i.address]
+        addrs = [a for i in ifs for a in (i.address, i.address6) if a]
         label = role + (" " + ", ".join(addrs) if addrs else "")
         edges.append((a, b, label))
     return edges

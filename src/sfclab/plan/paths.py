@@ -5,11 +5,15 @@ Used to refuse measurements between nodes with no path and to find a path's MTU.
 Tenants may have identical address plans, so an address can belong to several nodes: a next
 hop is the owner of the gateway (or of the destination) among the current node's neighbours.
 Device routes (no gateway: a shared node's per-tenant tables) only repeat connected networks,
-which are followed as connected."""
+which are followed as connected.
+
+An IPv6 destination is followed through the IPv6 addresses and routes (``address6``, routes to
+IPv6 prefixes), an IPv4 one through the IPv4 ones."""
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
+from typing import Any
 
 from .model import Plan
 
@@ -20,31 +24,36 @@ class NoPath(Exception):
     """There is no route, or the route loops or crosses a node that does not forward."""
 
 
-def hops(plan: Plan, src: str, dst_ip: IPv4Address, limit: int = 4096) -> list[str]:
+def hops(plan: Plan, src: str, dst_ip: IPv4Address | IPv6Address, limit: int = 4096
+         ) -> list[str]:
     """The nodes visited from ``src`` to the owner of ``dst_ip``, both included."""
-    owners: dict[IPv4Address, list[str]] = {}
+    six = dst_ip.version == 6
+
+    def addr_of(i: Any) -> str:
+        return (i.address6 if six else i.address) or ""
+    owners: dict[Any, list[str]] = {}
     for i in plan.interfaces:
-        if i.address:
-            owners.setdefault(IPv4Address(i.address.split("/")[0]), []).append(i.node)
+        if addr_of(i):
+            owners.setdefault(ip_address(addr_of(i).split("/")[0]), []).append(i.node)
     if dst_ip not in owners:
         raise NoPath(f"no node has address {dst_ip}")
     neighbours: dict[str, set[str]] = {}
     for i in plan.interfaces:
         neighbours.setdefault(i.node, set()).add(i.peer)
 
-    def owner(addr: IPv4Address, near: str) -> str:
+    def owner(addr: Any, near: str) -> str:
         """The node with ``addr``: the one next to ``near`` when several have it."""
         found = owners[addr]
         return next((n for n in found if n in neighbours.get(near, ())), found[0])
 
-    connected: dict[str, list[IPv4Network]] = {}
+    connected: dict[str, list[Any]] = {}
     for i in plan.interfaces:
-        if i.address and i.netns:
-            connected.setdefault(i.node, []).append(IPv4Network(i.address, strict=False))
-    routes: dict[str, list[tuple[IPv4Network, IPv4Address]]] = {}
+        if addr_of(i) and i.netns:
+            connected.setdefault(i.node, []).append(ip_network(addr_of(i), strict=False))
+    routes: dict[str, list[tuple[Any, Any]]] = {}
     for r in plan.routes:
-        if r.gateway:
-            routes.setdefault(r.node, []).append((IPv4Network(r.dst), IPv4Address(r.gateway)))
+        if r.gateway and (":" in r.dst) == six:
+            routes.setdefault(r.node, []).append((ip_network(r.dst), ip_address(r.gateway)))
     forwards = {ns.node: ns.forwards for ns in plan.namespaces}
     path, node = [src], src
     for _ in range(limit):

@@ -2,7 +2,9 @@
 
 Each node kind adds what it knows of its nodes (see the parts' ``inspect``): for a namespace
 node its kind, namespace, forwarding, interfaces (state, MTU, MAC, addresses, alias, master,
-offloads), routes, and a function's own ``inspect``, its host and tenants; for an OVS bridge its name, datapath type
+offloads), routes, and a function's own ``inspect``, its host and tenants; in a lab of ``ip: 6``
+or ``dual`` also each interface's ``addresses6``, the IPv6 routes (``"family": 6``), IPv6
+forwarding and each segment's ``subnet6``; for an OVS bridge its name, datapath type
 (and why: no kernel module means the userspace datapath) and ports.  Nodes come in lab order.  A lab with hosts also shows each host (context, underlay
 address, CPUs, memory, nodes), the underlay (and how tunnels fit its MTU) and every hosted link
 (attach kind, VNI, MTU, rate, tenant, ends); a lab with tenants, each tenant's nodes.
@@ -38,8 +40,11 @@ def inspect(name: str) -> dict[str, Any]:
             entry["tenants"] = plan.tenants_of(n)
     out: dict[str, Any] = {"name": plan.lab, "status": meta.get("status"), "created": meta.get("created"),
            "source": meta.get("source"), "tag": plan.tag, "nodes": nodes,
-           "segments": [{"subnet": s.subnet, "members": s.members, "bridges": s.bridges}
+           "segments": [{"subnet": s.subnet, "members": s.members, "bridges": s.bridges,
+                         **({"subnet6": s.subnet6} if s.subnet6 else {})}
                         for s in plan.segments]}
+    if plan.ip != "4":
+        out["ip"] = plan.ip
     if plan.hosts or plan.host_links:
         out["hosts"] = inspect_hosts(plan)
         out["underlay"] = {"netns": plan.underlay.netns, "subnet": plan.underlay.subnet,

@@ -5,9 +5,9 @@ A node shared by tenants (:class:`~sfclab.plan.model.TenancyPlan`) gets, at ``pr
 - the plan's routes of each tenant's table (its connected routes included);
 - rules: a packet arriving on a tenant's interface is routed by that tenant's table, and so is
   any packet whose connection carries the tenant's mark (replies coming back from the public
-  side after NAT, and the node's own answers);
-- ``table ip sfclab_tenancy``: each tenant's incoming interfaces put new connections in the
-  tenant's conntrack zone (original direction only, so replies from the public side still find
+  side after NAT, and the node's own answers); in a lab with IPv6 the same rules for IPv6;
+- ``table inet sfclab_tenancy`` (``ip`` in a lab of ``ip: 4``, as always): each tenant's
+  incoming interfaces put new connections in the tenant's conntrack zone (original direction only, so replies from the public side still find
   them; identical tenant flows never merge) and mark them with the tenant's number; every
   packet then carries its connection's tenant in the mark's tenant field.
 
@@ -37,7 +37,8 @@ NFT_TABLE = "sfclab_tenancy"
 RULE_PRIORITY = 1000
 
 
-def ruleset(tp: TenancyPlan) -> str:
+def ruleset(tp: TenancyPlan, family: str = "ip") -> str:
+    """The tenancy's nft table, of nft family ``family`` (``ip``; ``inet`` with IPv6)."""
     keep, field = f"{marks.PROXY_MASK:#010x}", f"{marks.TENANT_MASK:#05x}"
     zone, mark, restore = [], [], []
     for t in tp.tenants.values():
@@ -50,7 +51,8 @@ def ruleset(tp: TenancyPlan) -> str:
         restore.append(f"    ct mark and {field} == {t['id']} "
                        f"meta mark set meta mark and {keep} or {t['id']}")
     return "\n".join([
-        f"table ip {NFT_TABLE}", f"delete table ip {NFT_TABLE}", f"table ip {NFT_TABLE} {{",
+        f"table {family} {NFT_TABLE}", f"delete table {family} {NFT_TABLE}",
+        f"table {family} {NFT_TABLE} {{",
         "  chain zones {", "    type filter hook prerouting priority raw;", *zone, "  }",
         "  chain tag {", "    type filter hook prerouting priority mangle;", *mark,
         *restore, "  }",
@@ -73,21 +75,24 @@ class Tenancy(Part):
         for r in b.plan.routes:
             if r.node != tp.node or r.table is None:
                 continue
-            kw: dict[str, Any] = {"dst": r.dst, "table": r.table, "oif": index[r.dev]}
+            kw: dict[str, Any] = {"dst": r.dst, "table": r.table, "oif": index[r.dev],
+                                  "family": 10 if ":" in r.dst else 2}
             if r.gateway:
                 kw["gateway"] = r.gateway
             else:
                 kw["scope"] = 253  # link: a connected route
             ipr.route("add", **kw)
-        prio = RULE_PRIORITY
-        for t in tp.tenants.values():
-            for ifname in t["ifaces"]:
-                ipr.rule("add", iifname=ifname, table=t["id"], priority=prio)
+        six = 6 in b.plan.families
+        for family in (2, 10) if six else (2,):
+            prio = RULE_PRIORITY
+            for t in tp.tenants.values():
+                for ifname in t["ifaces"]:
+                    ipr.rule("add", family=family, iifname=ifname, table=t["id"], priority=prio)
+                    prio += 1
+                ipr.rule("add", family=family, fwmark=t["id"], fwmask=marks.TENANT_MASK,
+                         table=t["id"], priority=prio)
                 prio += 1
-            ipr.rule("add", fwmark=t["id"], fwmask=marks.TENANT_MASK, table=t["id"],
-                     priority=prio)
-            prio += 1
-        netns.run(tp.netns, ["nft", "-f", "-"], input=ruleset(tp))
+        netns.run(tp.netns, ["nft", "-f", "-"], input=ruleset(tp, "inet" if six else "ip"))
 
     def inspect(self, state: LabState, plan: Plan, nodes: dict[str, Any]) -> None:
         for tp in plan.tenancy:

@@ -164,6 +164,9 @@ class IperfRequest(Request):
     zerocopy: bool = False
     omit: float = Field(default=0, ge=0, le=60)  # seconds discarded at the start
     affinity: Literal["auto", "none"] = "auto"
+    #: the address family to measure over: 4 or 6; None (the default): the lab's, IPv4 unless
+    #: the lab is IPv6-only (``ip: 6``)
+    ip: Literal[4, 6] | None = None
     # several sender -> receiver pairs at once (e.g. one per tenant), ``flows`` flows each;
     # each pair's throughput is the metric pair.<from>:<to>.throughput_bps
     pairs: list[Pair] = Field(default_factory=list, max_length=16)
@@ -172,6 +175,15 @@ class IperfRequest(Request):
     @classmethod
     def _pairs(cls, v: list[Pair]) -> list[Pair]:
         return _distinct_pairs(v)
+
+    @field_validator("ip", mode="before")
+    @classmethod
+    def _ip(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip() in ("4", "6"):
+            return int(v)
+        if v is not None and (isinstance(v, bool) or v not in (4, 6)):
+            raise ValueError(f"4 or 6 (the address family to measure over), not {v!r}")
+        return v
 
     def pairs_or_one(self) -> list[Pair]:
         return list(self.pairs) or super().pairs_or_one()

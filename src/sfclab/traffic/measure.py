@@ -38,21 +38,29 @@ MIN_FRAME = 64
 class Endpoints:
     """The two ends of a measurement inside a running lab."""
 
-    def __init__(self, lab: str, src: str, dst: str):
+    def __init__(self, lab: str, src: str, dst: str, family: int | None = 4):
+        """``family``: the address family to measure over (4 or 6); None: the lab's (IPv4
+        unless the lab is IPv6-only)."""
         _state, self.plan = load_plan(lab)
         self.lab = lab
         self.src, self.dst = src, dst
+        if family is None:
+            family = 6 if self.plan.families == (6,) else 4
+        if family not in self.plan.families:
+            raise SpecError(f"lab '{lab}' has no IPv{family} addresses (its 'ip:' is "
+                            f"{self.plan.ip})", place="--ip")
+        self.family = family
         if src == dst:
             raise SpecError(f"expected two different nodes, got '{src}' twice", place="--to")
         self.src_netns = self._netns(src)
         self.dst_netns = self._netns(dst)
         for node, option in ((src, "--from"), (dst, "--to")):
-            if not self.plan.addresses_of(node):
+            if not self.plan.addresses_of(node, family):
                 raise SpecError(f"expected a node with an address (a host or a function), got "
                                 f"'{node}', which has none (a bridge?)", place=option)
-        self.dst_ip = str(self.plan.address_of(dst))
+        self.dst_ip = str(self.plan.address_of(dst, family))
         try:
-            self.hops = hops(self.plan, src, self.plan.address_of(dst))
+            self.hops = hops(self.plan, src, self.plan.address_of(dst, family))
         except NoPath as e:
             raise LabError(f"no path from '{src}' to '{dst}' in lab '{lab}': {e}") from None
         self.mtu = path_mtu(self.plan, self.hops)
@@ -111,7 +119,8 @@ class Endpoints:
 
     def describe(self) -> dict[str, Any]:
         return {"lab": self.lab, "from": self.src, "to": self.dst, "dst_ip": self.dst_ip,
-                "path": self.hops, "path_mtu": self.mtu}
+                "path": self.hops, "path_mtu": self.mtu,
+                **({"ip": self.family} if self.family == 6 else {})}
 
 
 def _finish(m: Measurement, ends: Endpoints, cpu: CpuMonitor | None) -> Measurement:
@@ -274,7 +283,7 @@ def iperf(lab: str, r: IperfRequest) -> Measurement:
 
     from .iperf import Target
 
-    every = [Endpoints(lab, p.from_, p.to) for p in r.pairs_or_one()]
+    every = [Endpoints(lab, p.from_, p.to, r.ip) for p in r.pairs_or_one()]
     ends = every[0]
     targets = [Target(str(p), e.src_netns, e.dst_netns, e.dst_ip)
                for p, e in zip(r.pairs, every)] or None

@@ -9,7 +9,8 @@
                   "host": H|None, "tenant": T|None, "parent": GROUP-ID|None,
                   ["was": KIND, "moved_to": CLONE] | ["stands_for": NODE]}, ...],
      "links":   [{"id": "l3", "link": 3, "source": A, "target": B, "kind": "veth",
-                  "interfaces": [{"node", "ifname", "netns", "address"}, ...]}, ...],
+                  "interfaces": [{"node", "ifname", "netns", "address",
+                                  ["address6"]}, ...]}, ...],   # address6: labs with IPv6
      "chains":  [{"chain": NAME, "reverse": bool, "ingress", "egress",
                   "paths": [{"index", "nodes": [...], "weight"}]}, ...]}
 
@@ -83,7 +84,9 @@ def _links(plan: dict[str, Any], names: set[str]) -> list[dict[str, Any]]:
                     "kind": ifs[0].get("role") or "link", "added": link < 0,
                     **({"vni": hl["vni"], "attach": hl["attach"]} if hl else {}),
                     "interfaces": [{"node": i["node"], "ifname": i["name"],
-                                    "netns": i.get("netns"), "address": i.get("address")}
+                                    "netns": i.get("netns"), "address": i.get("address"),
+                                    **({"address6": i["address6"]} if i.get("address6")
+                                       else {})}
                                    for i in ifs]})
     return out
 

@@ -2,8 +2,8 @@
 (``python -m sfclab.live.runtime.agent_verbs VERB``, the request as JSON on stdin, the answer on
 stdout; :func:`sfclab.realize.agent.main` reads, dispatches and answers).
 
-Each agent module declares its own verbs and nothing else; this table joins them, here,
-once, and refuses a verb two modules declare:
+Each agent module declares its own verbs (its ``VERBS`` and ``ARMED``) and nothing else; this
+table names them, module by module, here, once, and refuses a verb two modules declare:
 
 - :mod:`sfclab.realize.agent`: ``check``, ``up``, ``down``, ``inspect`` (a host's part);
 - :mod:`sfclab.realize.agent_sfc`: ``sfc-read``, ``sfc-classify``, ``sfc-probe`` (its share
@@ -15,18 +15,37 @@ once, and refuses a verb two modules declare:
 - :mod:`.agent_containers`: ``container-check`` (an added instance's container, checked on the
   host it is placed on);
 - :mod:`.agent_health`: ``chain-watch``, ``chain-health`` (the host's watcher).
+
+The table is lazy: a verb's module is imported when the verb is called, not before.  Each
+call over SSH is a fresh Python that runs one verb, so importing every agent module (the
+chains' and the spec's, pydantic with them) would cost every call, ``scan`` included, about
+0.3 s of CPU before its work starts.  That the names here are each module's own verbs is
+checked by the unit tests (``tests/unit/test_agent_verbs.py``), which import them all.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Mapping
-from typing import TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
 
-from ...realize import agent, agent_scan, agent_sfc
-from . import agent_chain, agent_conntrack, agent_containers, agent_health
+from ...realize import agent
 
 V = TypeVar("V")
+
+#: module -> (its verbs, its armed verbs), as each module's ``VERBS`` and ``ARMED`` declare them
+MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "sfclab.realize.agent": (("check", "up", "down", "inspect"), ()),
+    "sfclab.realize.agent_sfc": (("sfc-read", "sfc-classify", "sfc-probe"), ()),
+    "sfclab.realize.agent_scan": (("scan",), ()),
+    "sfclab.live.runtime.agent_chain": (("chain-make", "chain-tables", "chain-unmake",
+                                         "chain-check", "chain-ready", "chain-retire"),
+                                        ("chain-switch",)),
+    "sfclab.live.runtime.agent_conntrack": (("conntrack-list", "conntrack-make"), ()),
+    "sfclab.live.runtime.agent_containers": (("container-check",), ()),
+    "sfclab.live.runtime.agent_health": (("chain-watch", "chain-health"), ()),
+}
 
 
 def joined(*tables: Mapping[str, V]) -> dict[str, V]:
@@ -40,9 +59,34 @@ def joined(*tables: Mapping[str, V]) -> dict[str, V]:
     return out
 
 
-VERBS: dict[str, agent.Verb] = joined(agent.VERBS, agent_sfc.VERBS, agent_scan.VERBS, agent_chain.VERBS,
-               agent_conntrack.VERBS, agent_containers.VERBS, agent_health.VERBS)
-ARMED: dict[str, agent.ArmedVerb] = joined(agent.ARMED, agent_chain.ARMED)
+class Lazy(Mapping[str, Any]):
+    """Verb -> its function, read from its module's table ``attr`` (``VERBS`` or ``ARMED``)
+    when the verb is looked up; ``owners``: verb -> the module that declares it."""
+
+    def __init__(self, owners: Mapping[str, str], attr: str) -> None:
+        self.owners = dict(owners)
+        self.attr = attr
+
+    def __getitem__(self, verb: str) -> Any:
+        table = getattr(importlib.import_module(self.owners[verb]), self.attr)
+        return table[verb]
+
+    def __contains__(self, verb: object) -> bool:  # the name alone: no import
+        return verb in self.owners
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.owners)
+
+    def __len__(self) -> int:
+        return len(self.owners)
+
+
+#: verb -> the module that declares it (a verb is plain or armed, not both)
+PLAIN = joined(*({v: m for v in plain} for m, (plain, _) in MODULES.items()))
+ARMING = joined(*({v: m for v in armed} for m, (_, armed) in MODULES.items()))
+joined(PLAIN, ARMING)
+VERBS: Mapping[str, agent.Verb] = Lazy(PLAIN, "VERBS")
+ARMED: Mapping[str, agent.ArmedVerb] = Lazy(ARMING, "ARMED")
 
 
 def main(argv: list[str]) -> int:

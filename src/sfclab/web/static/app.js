@@ -76,7 +76,18 @@
     return {interfaces: per, links: links};
   }
 
-  function ratesTable(now, per) {
+  function addressesOf(topo) {
+    // node/ifname -> its addresses from the plan (IPv4, then IPv6 in a lab with IPv6)
+    const out = {};
+    for (const l of topo.links) {
+      for (const i of l.interfaces) {
+        out[i.node + "/" + i.ifname] = [i.address, i.address6].filter(Boolean).join(" ");
+      }
+    }
+    return out;
+  }
+
+  function ratesTable(now, per, addrs) {
     const tb = document.querySelector("#rates tbody");
     tb.textContent = "";
     const f = window.SfclabGraph.fmtRate;
@@ -88,6 +99,7 @@
       tr.dataset.rxPackets = i.rx_packets;
       if (r.drops > 0) tr.className = "dropping";
       cell(tr, i.node); cell(tr, i.ifname + (i.root ? " (root)" : ""));
+      cell(tr, addrs[i.node + "/" + i.ifname] || "");
       cell(tr, f(r.rx), "num"); cell(tr, f(r.tx), "num"); cell(tr, f(r.drops), "num");
       cell(tr, i.rx_packets.toLocaleString(), "num"); cell(tr, i.tx_packets.toLocaleString(), "num");
       cell(tr, (i.rx_dropped + i.tx_dropped + i.qdisc_dropped).toLocaleString(), "num");
@@ -113,7 +125,7 @@
           state.links = r.links;
           state.samples = (state.samples || 0) + 1;
           state.graph.setRates(r.links);
-          ratesTable(now, r.interfaces);
+          ratesTable(now, r.interfaces, addressesOf(topo));
         }
         prev = now;
         say("");
