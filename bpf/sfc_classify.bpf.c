@@ -208,7 +208,6 @@ int sfc_classify_xdp(struct xdp_md *ctx)
 	end = (void *)(long)ctx->data_end;
 	eth = data;
 	lse = (void *)(eth + 1);
-#pragma unroll
 	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
 		if (i >= depth)
 			break;
