@@ -14,8 +14,9 @@ Each figure is an NDR (0 % loss; the PDR, 0.5 % loss, beside it) found by the pr
 the first hop's receive processing on the other); both labs are up together, searched in
 alternating order, medians of ``--reps``, the spread (min..max of the runs) printed with the
 ratio.  The generator's engine is chosen per run: the xdp engine (live frames, about 5 Mpps
-here) is tried first and, where sfclab refuses it for this path, the bench says why and uses the
-AF_PACKET engine (about 150 kpps at 64 bytes through a chain here).  A side whose search hit the
+here; on the labelled side the chain's classifier runs in the generator, see docs/measure.md) is
+tried first and, should sfclab refuse it for this path, the bench says why and uses the
+AF_PACKET engine (about 150 kpps at 64 bytes through a chain here).  ``make bench`` runs it.  A side whose search hit the
 generator's ceiling is a lower bound, printed with ``>=``, and so is a ratio over it; a rate the
 generator did not reach is never reported.  After the runs the steered lab's counters must show
 the frames classified and popped at every hop by XDP in native (driver) mode, else exit 1.

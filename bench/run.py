@@ -26,6 +26,7 @@ def main() -> int:
         ["bench_chain_ops.py", "--reps", reps],
         ["bench_sfc_classifier.py", "--reps", reps],
         ["bench_sfc_paths.py", "--reps", reps, "--trial", "1"],
+        ["bench_sfc_hops.py", "--reps", reps, "--trial", "1"],
         ["bench_ssh_hosts.py", "--reps", reps],
         ["bench_ssh_chains.py", "--reps", reps],
         ["bench_container_updown.py", "--reps", reps],

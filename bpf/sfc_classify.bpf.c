@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The SFC classifier (tc, at a chain's ingress node: tcx egress for traffic the node sends
- * itself, tcx ingress for traffic it receives and passes on).
+ * itself, tcx ingress for traffic it receives and passes on; XDP for sfcgen's live frames,
+ * which never pass the node's tcx egress: see sfc_classify_xdp below).
  *
  * Lookup is tuple-space search: one exact-match hash lookup per distinct wildcard mask in the
  * lab (sfc_masks, at most SFC_MAX_MASKS), so its cost grows with the number of masks, never
@@ -80,18 +81,61 @@ static __always_inline int push_stack(struct __sk_buff *skb, struct sfc_path *pa
 	return 0;
 }
 
+/*
+ * The path of a flow of best match `best`: picked by the chain's slot table, its counters
+ * counted.  NULL when the flow is to be dropped (the chain has no instance left, or an entry
+ * is broken; the counter of why already counted), else the path with its index in *pi.
+ */
+static __always_inline struct sfc_path *choose_path(struct sfc_match *best, __be32 src,
+						    __be32 dst, __be16 sport, __be16 dport,
+						    __u8 proto, __u32 *pi, int *unmatched)
+{
+	struct sfc_chain *chain;
+	struct sfc_path *path;
+	__u32 h, c = best->chain;
+
+	chain = bpf_map_lookup_elem(&sfc_chains, &c);
+	if (!chain || !chain->nslots) {
+		*unmatched = 1;
+		return 0;
+	}
+	h = sfc_flow_hash(src, dst, sport, dport, proto, chain->symmetric);
+	*pi = chain->slot[(h % chain->nslots) & (SFC_MAX_SLOTS - 1)];
+	path = bpf_map_lookup_elem(&sfc_paths, pi);
+	if (path && !path->depth) {
+		/* an empty path: the chain's group has no instance left (failover); never leak
+		 * the flow past the missing function */
+		sfc_count(SFC_C_NO_INSTANCE);
+		return 0;
+	}
+	if (!path || path->depth > SFC_MAX_LABELS) {
+		sfc_count(SFC_C_ERRORS);
+		return 0;
+	}
+	return path;
+}
+
+static __always_inline void count_classified(__u32 pi)
+{
+	__u64 *n;
+
+	sfc_count(SFC_C_CLASSIFIED);
+	n = bpf_map_lookup_elem(&sfc_path_counts, &pi);
+	if (n)
+		*n += 1;
+}
+
 static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct ethhdr *eth = data;
 	struct sfc_match *best;
-	struct sfc_chain *chain;
 	struct sfc_path *path;
 	__be32 src, dst;
 	__be16 sport, dport;
 	__u8 proto;
-	__u32 pi, h;
-	__u64 *n;
+	__u32 pi = 0;
+	int unmatched = 0;
 
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
 		return TC_ACT_OK;
@@ -100,29 +144,12 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 	best = best_match(src, dst, sport, dport, proto);
 	if (!best)
 		return TC_ACT_OK;
-	pi = best->chain;
-	chain = bpf_map_lookup_elem(&sfc_chains, &pi);
-	if (!chain || !chain->nslots)
-		return TC_ACT_OK;
-	h = sfc_flow_hash(src, dst, sport, dport, proto, chain->symmetric);
-	pi = chain->slot[(h % chain->nslots) & (SFC_MAX_SLOTS - 1)];
-	path = bpf_map_lookup_elem(&sfc_paths, &pi);
-	if (path && !path->depth) {
-		/* an empty path: the chain's group has no instance left (failover); never leak
-		 * the flow past the missing function */
-		sfc_count(SFC_C_NO_INSTANCE);
-		return TC_ACT_SHOT;
-	}
-	if (!path || path->depth > SFC_MAX_LABELS) {
-		sfc_count(SFC_C_ERRORS);
-		return TC_ACT_SHOT;
-	}
+	path = choose_path(best, src, dst, sport, dport, proto, &pi, &unmatched);
+	if (!path)
+		return unmatched ? TC_ACT_OK : TC_ACT_SHOT;
 	if (push_stack(skb, path))
 		return TC_ACT_SHOT;
-	sfc_count(SFC_C_CLASSIFIED);
-	n = bpf_map_lookup_elem(&sfc_path_counts, &pi);
-	if (n)
-		*n += 1;
+	count_classified(pi);
 	if (at_egress && path->ifindex == skb->ifindex)
 		return TC_ACT_OK;
 	return bpf_redirect(path->ifindex, 0);
@@ -138,6 +165,69 @@ SEC("tc")
 int sfc_classify_ingress(struct __sk_buff *skb)
 {
 	return classify(skb, 0);
+}
+
+/*
+ * The same classification for frames that never were socket buffers: sfcgen's live-frames
+ * engine (`sfcgen send --engine xdp --classify-maps DIR --classify-node N`) loads this object
+ * with the lab's pinned maps and the sending node's node_id, and its program tail-calls here
+ * for every frame it stamps.  Those frames skip the node's tcx egress, where sfc_classify_egress
+ * would have classified them; here they meet the same tables and leave the same way: with the
+ * path's stack, out of its first interface (XDP_TX when that is the one they were sent on).
+ * Unmatched frames leave as they are; a flow the classifier drops is dropped.
+ */
+SEC("xdp")
+int sfc_classify_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct sfc_match *best;
+	struct sfc_path *path;
+	__be32 src, dst, *lse;
+	__be16 sport, dport;
+	__u8 proto;
+	__u32 pi = 0, depth;
+	int unmatched = 0;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
+		return XDP_TX;
+	if (sfc_parse_ip(eth + 1, end, &src, &dst, &sport, &dport, &proto))
+		return XDP_TX;
+	best = best_match(src, dst, sport, dport, proto);
+	if (!best)
+		return XDP_TX;
+	path = choose_path(best, src, dst, sport, dport, proto, &pi, &unmatched);
+	if (!path)
+		return unmatched ? XDP_TX : XDP_DROP;
+	depth = path->depth;
+	if (depth > SFC_MAX_LABELS || bpf_xdp_adjust_head(ctx, -(int)(4 * depth))) {
+		sfc_count(SFC_C_ERRORS);
+		return XDP_DROP;
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	lse = (void *)(eth + 1);
+	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
+		if (i >= depth)
+			break;
+		if ((void *)(lse + i + 1) > end) {
+			sfc_count(SFC_C_ERRORS);
+			return XDP_DROP;
+		}
+		lse[i] = path->lse[i];
+	}
+	if ((void *)(eth + 1) > end) {
+		sfc_count(SFC_C_ERRORS);
+		return XDP_DROP;
+	}
+	__builtin_memcpy(eth->h_dest, path->dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, path->smac, ETH_ALEN);
+	eth->h_proto = bpf_htons(SFC_ETH_P_MPLS_UC);
+	count_classified(pi);
+	if (path->ifindex == ctx->ingress_ifindex)
+		return XDP_TX;
+	return bpf_redirect(path->ifindex, 0);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -7,11 +7,16 @@
  * of the template, and XDP_TX turns into a redirect out of the device named in the run's context.
  * No socket buffer is allocated and nothing is copied from user space per packet.
  *
- * Per packet the program writes what changes: the UDP source port (the flow), the probe header
+ * Per packet the program writes the whole header (`headers`, see below: a recycled page may
+ * carry what a forwarding hop wrote into it), the UDP source port (the flow), the probe header
  * (flow, per-flow sequence number, bpf_ktime_get_ns() send time) and, for IMIX, the frame length
- * with the IPv4/UDP lengths and header checksum.  The template's IPv4 ID carries the sending
- * thread's index; a thread owns flows index, index + threads, ... so one flow's sequence numbers
- * always come from one thread, in order.
+ * with the IPv4/UDP lengths; then the IPv4 header checksum.  The template's IPv4 ID carries the
+ * sending thread's index (no hop changes it); a thread owns flows index, index + threads, ... so
+ * one flow's sequence numbers always come from one thread, in order.
+ *
+ * With `classify` set, each stamped frame is handed by tail call to the lab's classifier
+ * (bpf/sfc_classify.bpf.c, sfc_classify_xdp), which pushes the label stack of the frame's path
+ * and sends it out of the path's first interface, as the sending node's tcx egress would have.
  *
  * Every BPF_PROG_RUN call with more than one repetition adds the program to the kernel's XDP
  * dispatcher and removes it again, and each change waits for an RCU grace period (about 25 ms
@@ -32,6 +37,16 @@ const volatile __u32 flows = 1;
 const volatile __u32 imix = 0; /* 1: sizes cycle through IMIX 7:4:1 of 64/594/1518 */
 const volatile __u16 run = 0;
 const volatile __u32 tx_ifindex = 0; /* the device the sender's runs name in their context */
+/*
+ * The Ethernet, IPv4 and UDP headers of every frame (IPv4 ID and checksum 0), written anew into
+ * each one: the kernel recycles a frame's page for the next frame of the run without copying the
+ * template again, and a page that went through a forwarding hop as a socket buffer comes back
+ * with that hop's rewrites (its next hop's MAC, a lower TTL, a label stack, NAT'ed addresses).
+ * Frames sent from a recycled page would then die at the first hop as OTHERHOST.
+ */
+const volatile __u16 headers[HEADER_WORDS] = {};
+/* 1: each frame is classified by the lab's classifier (sfc_classify_xdp, in classify_then) */
+const volatile __u32 classify = 0;
 /* start of the measured window (CLOCK_MONOTONIC ns), set by the sender before it starts */
 volatile __u64 win_start_ns = 0;
 
@@ -57,6 +72,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } flow_seq SEC(".maps");
+
+/* the classifier's XDP entry, put here by the sender (see xdp_tx_open()) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} classify_then SEC(".maps");
 
 static __always_inline __u16 ipv4_checksum(struct iphdr *ip)
 {
@@ -103,12 +126,17 @@ int sfcgen_tx(struct xdp_md *ctx)
 			return XDP_ABORTED;
 		data = (void *)(long)ctx->data;
 		end = (void *)(long)ctx->data_end;
-		ip = data + sizeof(struct ethhdr);
-		if ((void *)(ip + 1) > end)
-			return XDP_ABORTED;
-		ip->tot_len = bpf_htons(size - 4 - sizeof(struct ethhdr));
-		ip->check = ipv4_checksum(ip);
 	}
+	if (data + 2 * HEADER_WORDS > end)
+		return XDP_ABORTED;
+#pragma unroll
+	for (int i = 0; i < HEADER_WORDS; i++)
+		((__u16 *)data)[i] = headers[i];
+	ip = data + sizeof(struct ethhdr);
+	ip->id = bpf_htons((__u16)tid);
+	if (imix)
+		ip->tot_len = bpf_htons(size - 4 - sizeof(struct ethhdr));
+	ip->check = ipv4_checksum(ip);
 	udp = (void *)(ip + 1);
 	p = (void *)(udp + 1);
 	if ((void *)(p + 1) > end)
@@ -135,6 +163,10 @@ int sfcgen_tx(struct xdp_md *ctx)
 	if (now >= win_start_ns)
 		th->sent_window++;
 	th->bytes += size;
+	if (classify) {
+		bpf_tail_call(ctx, &classify_then, 0);
+		return XDP_ABORTED; /* the classifier is missing: never send unclassified */
+	}
 	return XDP_TX;
 }
 

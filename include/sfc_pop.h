@@ -88,6 +88,21 @@ static __always_inline int sfc_function_top(struct xdp_md *ctx, __be32 *lse, voi
 	return 0;
 }
 
+/* what lies under the label stack at `lse` (the IPv4 header), or NULL for a stack cut short or
+ * deeper than SFC_MAX_LABELS */
+static __always_inline void *sfc_stack_bottom(__be32 *lse, void *end)
+{
+	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
+		__be32 *p = lse + i;
+
+		if ((void *)(p + 1) > end)
+			return NULL;
+		if (LSE_BOS(bpf_ntohl(*p)))
+			return p + 1;
+	}
+	return NULL;
+}
+
 /*
  * Under this node's proxy label: its forward label (the way on, in *out, and whether it is
  * the bottom one, in *out_bos) and the IPv4 header under the stack, returned; NULL for a
@@ -96,7 +111,7 @@ static __always_inline int sfc_function_top(struct xdp_md *ctx, __be32 *lse, voi
 static __always_inline void *sfc_function_packet(__be32 *lse, void *end, __u32 node_id,
 						 const struct sfc_hop **out, __u32 *out_bos)
 {
-	__u32 v, label, i;
+	__u32 v, label;
 
 	if ((void *)(lse + 2) > end)
 		return NULL;
@@ -106,15 +121,7 @@ static __always_inline void *sfc_function_packet(__be32 *lse, void *end, __u32 n
 	if (!*out || (*out)->node != node_id || (*out)->action != SFC_A_FORWARD)
 		return NULL;
 	*out_bos = LSE_BOS(v);
-	for (i = 0; i < SFC_MAX_LABELS; i++) {
-		__be32 *p = lse + i;
-
-		if ((void *)(p + 1) > end)
-			return NULL;
-		if (LSE_BOS(bpf_ntohl(*p)))
-			return p + 1;
-	}
-	return NULL;
+	return sfc_stack_bottom(lse, end);
 }
 
 /*

@@ -14,7 +14,8 @@
  * The frame is the one the node received: plain IPv4, or labelled with the node's proxy label
  * on top.  After the last stage (a tail call to an empty slot returns), sfc_stage_next sends it
  * on as the single-function programs do: labelled, the node's proxy and forward labels popped
- * and the frame redirected to the next hop; plain, passed to the kernel.
+ * and the frame redirected to the next hop; plain, passed to the kernel.  Included after
+ * sfc_pop.h, whose helpers it uses (the stack's bottom, the way out, leaving).
  */
 #ifndef SFCLAB_SFC_STAGE_H
 #define SFCLAB_SFC_STAGE_H
@@ -51,28 +52,17 @@ static __always_inline int sfc_stage_ip(struct xdp_md *ctx, void **ip)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
-	__be32 *lse = (void *)(eth + 1);
-	__u32 i;
 
 	if ((void *)(eth + 1) > end)
 		return -1;
 	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP)) {
-		*ip = lse;
+		*ip = eth + 1;
 		return 0;
 	}
 	if (eth->h_proto != bpf_htons(SFC_ETH_P_MPLS_UC))
 		return -1;
-	for (i = 0; i < SFC_MAX_LABELS; i++) {
-		__be32 *p = lse + i;
-
-		if ((void *)(p + 1) > end)
-			return -1;
-		if (LSE_BOS(bpf_ntohl(*p))) {
-			*ip = p + 1;
-			return 1;
-		}
-	}
-	return -1;
+	*ip = sfc_stack_bottom((__be32 *)(eth + 1), end);
+	return *ip ? 1 : -1;
 }
 
 /* run stage `i` of this node; returns only if there is none */
@@ -86,14 +76,15 @@ static __always_inline void sfc_stage_call(struct xdp_md *ctx, __u32 i)
 	bpf_tail_call(ctx, &sfc_stages, (node_id % SFC_MAX_NODES) * SFC_MAX_STAGES + i);
 }
 
-/* hand the frame to the next stage, or, after the last, send it on (see above) */
+/* hand the frame to the next stage, or, after the last, send it on (see above) as the
+ * single-function programs do (include/sfc_pop.h) */
 static __always_inline int sfc_stage_next(struct xdp_md *ctx)
 {
 	void *data, *end;
 	__u32 zero = 0, *at = bpf_map_lookup_elem(&sfc_stage_at, &zero);
+	const struct sfc_hop *out;
+	__u32 ttl, out_bos;
 	__be32 *lse;
-	struct sfc_hop *out;
-	__u32 v, label, ttl;
 
 	if (at)
 		sfc_stage_call(ctx, *at + 1);
@@ -104,24 +95,13 @@ static __always_inline int sfc_stage_next(struct xdp_md *ctx)
 	if (((struct ethhdr *)data)->h_proto == bpf_htons(SFC_ETH_P_IP))
 		return XDP_PASS;
 	lse = data + sizeof(struct ethhdr);
-	if ((void *)(lse + 2) > end)
-		goto bad;
-	ttl = LSE_TTL(bpf_ntohl(lse[0]));
-	v = bpf_ntohl(lse[1]);
-	label = LSE_LABEL(v);
-	out = bpf_map_lookup_elem(&sfc_labels, &label);
-	if (!out || out->node != node_id || out->action != SFC_A_FORWARD)
-		goto bad;
-	if (ttl - 1 <= 1) {
-		sfc_count(SFC_C_TTL_EXPIRED);
+	if ((void *)(lse + 1) > end ||
+	    !sfc_function_packet(lse, end, node_id, &out, &out_bos)) {
+		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}
-	sfc_count(SFC_C_POPPED); /* the proxy label; the helper counts the forward label */
-	sfc_count(SFC_C_PROXY_OUT);
-	return sfc_pop_and_redirect(ctx, out, 2, ttl - 1, LSE_BOS(v));
-bad:
-	sfc_count(SFC_C_ERRORS);
-	return XDP_DROP;
+	ttl = LSE_TTL(bpf_ntohl(lse[0]));
+	return sfc_function_leave(ctx, out, ttl, out_bos);
 }
 #endif /* __BPF__ */
 

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/if_packet.h>
 #include <linux/rtnetlink.h>
 #include <math.h>
@@ -99,6 +100,9 @@ struct send_cfg {
 	uint8_t dst_mac[6];
 	bool have_dst_mac;
 	uint16_t run;
+	char classify_maps[PATH_MAX]; /* engine xdp: the lab's maps directory, or empty */
+	unsigned classify_node;       /* engine xdp: classify as this node (its node_id) */
+	bool have_classify_node;
 };
 
 /* What the packet engine needs to build frames: resolved once, before the threads start. */

@@ -287,6 +287,27 @@ static int set_qdisc_bypass(void *p, const char *arg)
 	return 0;
 }
 
+static int set_classify_maps(void *p, const char *arg)
+{
+	struct send_cfg *c = &((struct send_args *)p)->cfg;
+
+	if (!arg[0] || strlen(arg) >= sizeof(c->classify_maps)) {
+		fprintf(stderr, "sfcgen: invalid --classify-maps '%s' (a directory of at most %zu "
+			"bytes)\n", arg, sizeof(c->classify_maps) - 1);
+		return -1;
+	}
+	snprintf(c->classify_maps, sizeof(c->classify_maps), "%s", arg);
+	return 0;
+}
+
+static int set_classify_node(void *p, const char *arg)
+{
+	struct send_cfg *c = &((struct send_args *)p)->cfg;
+
+	c->have_classify_node = true;
+	return set_uint(arg, "--classify-node", 1, 0xffff, &c->classify_node);
+}
+
 static int set_cpus(void *p, const char *arg)
 {
 	return parse_cpus(arg, &((struct send_args *)p)->cfg.cpus);
@@ -301,9 +322,11 @@ static int send_help(void *p, const char *arg)
 	       "         [--threads N] [--ramp S] [--batch N]\n"
 	       "         [--engine auto|packet|ring|udp|xdp]\n"
 	       "         [--dev IFNAME] [--dst-mac MAC] [--qdisc-bypass]\n"
-	       "         [--cpus LIST]\n"
+	       "         [--cpus LIST] [--classify-maps DIR --classify-node N]\n"
 	       "  engine xdp: BPF_PROG_RUN live frames; the next hop's interface must take\n"
-	       "  XDP frames (an XDP program on it, or GRO turned on for a veth)\n");
+	       "  XDP frames (an XDP program on it, or GRO turned on for a veth).  Its frames\n"
+	       "  skip the sender's tcx egress: --classify-maps (a lab's pinned SFC maps) and\n"
+	       "  --classify-node (the sending node's node_id) classify them there instead\n");
 	return OPTTAB_DONE;
 }
 
@@ -323,6 +346,8 @@ static const struct opttab send_opttab[] = {
 	{"dst-mac", true, set_dst_mac},
 	{"qdisc-bypass", false, set_qdisc_bypass},
 	{"cpus", true, set_cpus},
+	{"classify-maps", true, set_classify_maps},
+	{"classify-node", true, set_classify_node},
 	{"help", false, send_help},
 };
 
@@ -352,6 +377,15 @@ static int send_parse(int argc, char **argv, struct send_args *a)
 	}
 	if (c->ramp > c->duration) {
 		fprintf(stderr, "sfcgen send: --ramp must not exceed --duration\n");
+		return 2;
+	}
+	if (!c->classify_maps[0] != !c->have_classify_node) {
+		fprintf(stderr, "sfcgen send: --classify-maps and --classify-node go together\n");
+		return 2;
+	}
+	if (c->classify_maps[0] && c->engine != ENGINE_XDP) {
+		fprintf(stderr, "sfcgen send: --classify-maps is for --engine xdp (the other engines' "
+			"frames pass the sender's own classifier)\n");
 		return 2;
 	}
 	if (c->threads > c->flows) {
@@ -388,6 +422,7 @@ static int send_choose_engine(struct send_job *j)
 {
 	struct sender *s = &j->s;
 	struct send_cfg *c = &s->cfg;
+	uint8_t headers[MAX_FRAME];
 
 	s->engine = c->engine;
 	if (s->engine != ENGINE_UDP && resolve_l2(s, j->why, sizeof(j->why))) {
@@ -411,8 +446,10 @@ static int send_choose_engine(struct send_job *j)
 	s->chunk = c->batch;
 	if (s->engine != ENGINE_XDP)
 		return 0;
-	s->xdp = xdp_tx_open(s->path.ifindex, c->flows, c->threads, c->size == 0, c->run, j->why,
-			     sizeof(j->why), j->note, sizeof(j->note));
+	build_headers(headers, s, c->size ? c->size : MAX_FRAME);
+	s->xdp = xdp_tx_open(s->path.ifindex, c->flows, c->threads, c->size == 0, c->run, headers,
+			     c->classify_maps[0] ? c->classify_maps : NULL, c->classify_node,
+			     j->why, sizeof(j->why), j->note, sizeof(j->note));
 	if (!s->xdp) {
 		fprintf(stderr, "sfcgen send: Failed to set up the xdp engine: %s\n", j->why);
 		return -1;

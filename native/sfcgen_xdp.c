@@ -30,6 +30,7 @@
 #include "nl.h"
 #include "sfcgen_tx.skel.h"
 #include "sfcgen_rx.skel.h"
+#include "sfc_classify.skel.h"
 
 /* libbpf's last warning, so a failed load can say why (the verifier log goes there). */
 static char libbpf_last[512];
@@ -62,12 +63,51 @@ static void libbpf_quiet(void)
 
 struct xdp_tx {
 	struct sfcgen_tx *skel;
+	struct sfc_classify *cls; /* the lab's classifier, with the lab's maps (or NULL) */
 	struct bpf_link *hold; /* on loopback: keeps the program in the XDP dispatcher */
 	int prog_fd;
 };
 
+/*
+ * The lab's classifier for node `node`, sharing the maps pinned in `maps` (as sfc-steer loads
+ * it: libbpf's pin root, node_id in .rodata), and its XDP entry put in the generator's
+ * classify_then.  Only sfc_classify_xdp is loaded.  Returns 0, or -1 with why set.
+ */
+static int classify_open(struct xdp_tx *x, const char *maps, unsigned node, char *why,
+			 size_t whylen)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = maps);
+	__u32 zero = 0;
+	int fd, err;
+
+	x->cls = sfc_classify__open_opts(&opts);
+	if (!x->cls) {
+		snprintf(why, whylen, "cannot open the classifier: %s", strerror(errno));
+		return -1;
+	}
+	x->cls->rodata->node_id = node;
+	bpf_program__set_autoload(x->cls->progs.sfc_classify_egress, false);
+	bpf_program__set_autoload(x->cls->progs.sfc_classify_ingress, false);
+	err = sfc_classify__load(x->cls);
+	if (err) {
+		snprintf(why, whylen, "cannot load the classifier with the maps in %s: %s%s%s", maps,
+			 strerror(-err), libbpf_last[0] ? ": " : "", libbpf_last);
+		return -1;
+	}
+	fd = bpf_program__fd(x->cls->progs.sfc_classify_xdp);
+	if (bpf_map__update_elem(x->skel->maps.classify_then, &zero, sizeof(zero), &fd,
+				 sizeof(fd), BPF_ANY)) {
+		snprintf(why, whylen, "cannot chain the classifier to the generator: %s",
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool imix, uint16_t run,
-			   char *why, size_t whylen, char *note, size_t notelen)
+			   const uint8_t headers[2 * HEADER_WORDS], const char *classify_maps,
+			   unsigned classify_node, char *why, size_t whylen, char *note,
+			   size_t notelen)
 {
 	struct xdp_tx *x = calloc(1, sizeof(*x));
 	int err;
@@ -87,6 +127,8 @@ struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool i
 	x->skel->rodata->imix = imix;
 	x->skel->rodata->run = run;
 	x->skel->rodata->tx_ifindex = (__u32)ifindex;
+	memcpy((void *)x->skel->rodata->headers, headers, 2 * HEADER_WORDS);
+	x->skel->rodata->classify = classify_maps != NULL;
 	bpf_map__set_max_entries(x->skel->maps.flow_seq, flows);
 	err = sfcgen_tx__load(x->skel);
 	if (err) {
@@ -95,6 +137,8 @@ struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool i
 		goto fail;
 	}
 	x->prog_fd = bpf_program__fd(x->skel->progs.sfcgen_tx);
+	if (classify_maps && classify_open(x, classify_maps, classify_node, why, whylen))
+		goto fail;
 	note[0] = '\0';
 	x->hold = bpf_program__attach_xdp(x->skel->progs.sfcgen_tx, (int)if_nametoindex("lo"));
 	err = libbpf_get_error(x->hold);
@@ -158,6 +202,7 @@ void xdp_tx_close(struct xdp_tx *x)
 		return;
 	bpf_link__destroy(x->hold);
 	sfcgen_tx__destroy(x->skel);
+	sfc_classify__destroy(x->cls);
 	free(x);
 }
 

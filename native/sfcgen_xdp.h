@@ -16,11 +16,16 @@
 struct xdp_tx;
 
 /*
- * Load the generator program for `flows` flows over `threads` threads sending out of `ifindex`;
- * NULL and a reason on failure.  `note` tells of a degraded start (empty if none).
+ * Load the generator program for `flows` flows over `threads` threads sending out of `ifindex`,
+ * every frame with `headers` (Ethernet, IPv4, UDP; IPv4 ID and checksum 0); NULL and a reason
+ * on failure.  With `classify_maps` (a lab's bpffs maps directory), every frame is classified
+ * by the lab's classifier as node `classify_node` (its node_id) classifies what it sends.
+ * `note` tells of a degraded start (empty if none).
  */
 struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool imix, uint16_t run,
-			   char *why, size_t whylen, char *note, size_t notelen);
+			   const uint8_t headers[2 * HEADER_WORDS], const char *classify_maps,
+			   unsigned classify_node, char *why, size_t whylen, char *note,
+			   size_t notelen);
 /* Send `count` copies of `frame` (stamped per packet by the program) out of `ifindex`. */
 int xdp_tx_send(struct xdp_tx *x, int ifindex, const void *frame, unsigned len, unsigned count);
 /* Probes stamped at or after `start_ns` (CLOCK_MONOTONIC) carry PROBE_MAGIC_WINDOW. */

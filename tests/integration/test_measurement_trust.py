@@ -126,12 +126,3 @@ def test_the_loss_locator_leaves_nothing_attached(shaped):
             break
         time.sleep(0.1)
     assert _programs().count("count_drop") == before == 0
-
-
-def test_the_xdp_engine_refuses_a_forwarding_first_hop(running_lab, capsys):
-    """Its frames die at a forwarding first hop as OTHERHOST (found with the loss locator); the
-    configuration is refused with the reason rather than measured wrong."""
-    lab = running_lab({"chain": {"length": 5}})
-    assert main(["traffic", "rate", lab.name, "--rates", "50k", "--engine", "xdp"]) == 2
-    err = capsys.readouterr().err
-    assert "--engine" in err and "OTHERHOST" in err

@@ -11,6 +11,8 @@ its module here and add one line to :data:`KINDS`.
 - :mod:`.router`    ``router``: forwarding and the lab's static routes, per-namespace settings
 - :mod:`.firewall`  ``firewall``: a router whose forward (and input) path is filtered, with
                     :mod:`.rules` (rule lists as text for one-batch loading)
+- :mod:`.sfc_aware` the base of the SFC-aware eBPF kinds: their node's number and the lab's
+                    data-plane maps, or a refusal of a node on no chain
 - :mod:`.bpf_firewall` ``bpf-firewall``: the firewall in eBPF, SFC-aware (reads the label stack
                     itself, no proxy), with :mod:`.bpf_firewall_maps` (its maps as bytes)
 - :mod:`.balancer` ``balancer``: a load balancer in nftables (DNAT by jhash over weighted

@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import LabError, SpecError
+from ..errors import LabError
 from ..kernel import bpf
 from . import bpf_balancer_maps as M
 from .balancer_params import BalancerParams
-from .base import NetworkFunction, register
+from .base import register
+from .sfc_aware import SfcAwareFunction
 
 
 class BpfBalancerParams(BalancerParams):
@@ -35,18 +36,11 @@ class BpfBalancerParams(BalancerParams):
 
 
 @register
-class BpfBalancer(NetworkFunction):
+class BpfBalancer(SfcAwareFunction):
     kind = "bpf-balancer"
     Params = BpfBalancerParams
     params: BpfBalancerParams
     sfc_program = "sfc_lb"
-
-    def _maps(self) -> tuple[int, Any]:
-        node_id, maps = self.ctx.sfc_node_id, self.ctx.sfc_maps
-        if node_id is None or maps is None:
-            raise SpecError(f"a bpf-balancer reads the label stack: node {self.ctx.node!r} "
-                            "must be a function of a chain", place=f"nodes.{self.ctx.node}")
-        return node_id, maps
 
     def start(self) -> None:
         p = self.params

@@ -24,11 +24,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..errors import SpecError
 from ..kernel import bpf
 from . import bpf_firewall_maps as M
 from . import rules as R
-from .base import FunctionParams, NetworkFunction, register
+from .base import FunctionParams, register
+from .sfc_aware import SfcAwareFunction
 
 #: keys of the kernel firewall a bpf-firewall has no use for, and why
 KERNEL_ONLY = {
@@ -65,18 +65,11 @@ class BpfFirewallParams(FunctionParams):
 
 
 @register
-class BpfFirewall(NetworkFunction):
+class BpfFirewall(SfcAwareFunction):
     kind = "bpf-firewall"
     Params = BpfFirewallParams
     params: BpfFirewallParams
     sfc_program = "sfc_fw"
-
-    def _maps(self) -> tuple[int, Any]:
-        node_id, maps = self.ctx.sfc_node_id, self.ctx.sfc_maps
-        if node_id is None or maps is None:
-            raise SpecError(f"a bpf-firewall reads the label stack: node {self.ctx.node!r} "
-                            "must be a function of a chain", place=f"nodes.{self.ctx.node}")
-        return node_id, maps
 
     def start(self) -> None:
         p = self.params

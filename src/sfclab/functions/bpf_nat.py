@@ -39,7 +39,8 @@ from pydantic import field_validator
 from ..errors import SpecError
 from ..kernel import bpf
 from . import bpf_nat_maps as M
-from .base import NetworkFunction, register
+from .base import register
+from .sfc_aware import SfcAwareFunction
 from .nat import NatParams, PortForward
 from .params import neighbour
 
@@ -62,7 +63,7 @@ class BpfNatParams(NatParams):
 
 
 @register
-class BpfNat(NetworkFunction):
+class BpfNat(SfcAwareFunction):
     kind = "bpf-nat"
     Params = BpfNatParams
     params: BpfNatParams
@@ -79,13 +80,6 @@ class BpfNat(NetworkFunction):
         # a routed packet masqueraded in XDP is handed to the kernel with the node's own
         # address as its source, which the kernel drops as a martian unless told to accept it
         self.ctx.write_sysctl("net.ipv4.conf.all.accept_local", "1")
-
-    def _maps(self) -> tuple[int, Any]:
-        node_id, maps = self.ctx.sfc_node_id, self.ctx.sfc_maps
-        if node_id is None or maps is None:
-            raise SpecError(f"a bpf-nat reads the label stack: node {self.ctx.node!r} "
-                            "must be a function of a chain", place=f"nodes.{self.ctx.node}")
-        return node_id, maps
 
     def _outside(self) -> tuple[int, Any]:
         out = neighbour(self.ctx, self.params.outside, "outside")

@@ -20,7 +20,7 @@ from ..realize.lifecycle import load_plan
 from ..spec.measurement import (MAX, AnyRequest, IperfRequest, LatencyRequest, NdrRequest,
                                 PacketRequest, RateRequest)
 from ..kernel import cpus
-from . import cores
+from . import cores, xdp_path
 from .cpu import CpuMonitor
 from .first_hop import FirstHopPinning
 from .generator import PacketGenerator
@@ -165,13 +165,9 @@ class PacketSetup:
                             "threads", place="--pair" if r.pairs else "--threads")
         for e in self.ends:
             e.check_size(r.size)
-            if r.engine == "xdp" and len(e.hops) > 2:
-                raise SpecError(
-                    f"expected --engine packet for a path whose first hop forwards ({e.src} -> "
-                    f"{e.hops[1]} -> ...): the xdp engine's frames are dropped there as "
-                    "OTHERHOST, a destination MAC that is not the hop's (located by the loss "
-                    "locator; see docs/measure.md); the xdp engine serves a direct link",
-                    place="--engine")
+        #: per pair, the classifier the xdp engine runs in place of the sender's egress
+        self.classifiers = [xdp_path.sender_classifier(e.plan, e.src) if r.engine == "xdp"
+                            else None for e in self.ends]
         self.stack = contextlib.ExitStack()
         self.gen: PacketGenerator | None = None
         #: the native generators under ``gen``'s wrappers, one per pair
@@ -188,7 +184,7 @@ class PacketSetup:
                 self.stack.enter_context(NativeGenerator(
                     e.src_netns, e.dst_netns, e.dst_ip, flows=self.r.flows,
                     threads=self.r.threads, engine=self.r.engine, sink=self.r.sink,
-                    port=BASE_PORT + 100 * i,
+                    port=BASE_PORT + 100 * i, classify=self.classifiers[i],
                     send_cpus=cpus.cpu_list(self.layout.generator) if sep else None,
                     sink_cpus=cpus.cpu_list(self.layout.sink) if sep else None))
                 for i, e in enumerate(self.ends)]

@@ -136,6 +136,8 @@ class NativeGenerator(PacketGenerator):
     hooks only), or ``socket`` (a UDP socket read in user space; its own buffer drops are
     reported as the receiver's, ``raw["receiver"]``).
     ``send_cpus`` and ``sink_cpus`` pin threads (``"0-1"``), as ``taskset`` would.
+    ``classify`` (the xdp engine on a node whose egress classifies for a chain): the generator
+    classifies each frame with the lab's classifier and tables, as that egress would.
     """
 
     ENGINES = measurement.ENGINES
@@ -146,7 +148,8 @@ class NativeGenerator(PacketGenerator):
                  *, src_ip: str | None = None, sink_threads: int | None = None,
                  engine: str = "auto", qdisc_bypass: bool = False, sink: str = "kernel",
                  send_cpus: str | None = None, sink_cpus: str | None = None,
-                 binary: str | None = None, ready_timeout_s: float = 5.0):
+                 binary: str | None = None, ready_timeout_s: float = 5.0,
+                 classify: xdp_path.Classifier | None = None):
         if flows < 1 or threads < 1:
             raise ValueError("flows and threads must be at least 1")
         if engine not in self.ENGINES:
@@ -164,6 +167,7 @@ class NativeGenerator(PacketGenerator):
         self._engine = "auto"
         self.qdisc_bypass = qdisc_bypass
         self.send_cpus = send_cpus
+        self.classify = classify
         self.binary = binary or sfcgen_binary()
         self.sink = sink
         self.final: dict[str, Any] | None = None
@@ -286,6 +290,9 @@ class NativeGenerator(PacketGenerator):
             argv.append("--qdisc-bypass")
         if self.send_cpus:
             argv += ["--cpus", self.send_cpus]
+        if self.engine == "xdp" and self.classify is not None:
+            argv += ["--classify-maps", self.classify.maps,
+                     "--classify-node", str(self.classify.node_id)]
         return argv
 
     def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
