@@ -36,16 +36,16 @@ KUBE_APISERVER := build/kube/kube-apiserver-$(KUBE_VERSION)
 KUBE_GOENV    := GOTOOLCHAIN=local GOFLAGS=-mod=readonly GOPROXY=https://proxy.golang.org \
                  GOPATH=$(HOME)/go GOMODCACHE=$(HOME)/go/pkg/mod GOCACHE=$(HOME)/.cache/go-build
 .PHONY: kube
-kube: $(DEB_STAMP) build/kube/kube-apiserver
-
-# skipped when the pinned version's binary exists; the link names the one the tests start
-build/kube/kube-apiserver: | $(KUBE_APISERVER)
-	@ln -sfn $(notdir $(KUBE_APISERVER)) $@
+# the build is skipped when the pinned version's binary exists; the link (remade each time, so
+# it follows a version bump) names the one the tests start
+kube: $(DEB_STAMP) $(KUBE_APISERVER)
+	@ln -sfn $(notdir $(KUBE_APISERVER)) build/kube/kube-apiserver
 
 $(KUBE_APISERVER):
 	@mkdir -p build/kube
 	@echo "setup: building kube-apiserver $(KUBE_VERSION) from the Go module proxy (about 4 minutes once)"
-	@cd kube/apiserver && $(KUBE_GOENV) $(GO) build -trimpath -ldflags='-s -w' -o $(CURDIR)/$@.tmp .
+	@cd kube/apiserver && $(KUBE_GOENV) $(GO) build -trimpath -o $(CURDIR)/$@.tmp \
+	  -ldflags='-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION)' .
 	@mv $@.tmp $@
 # ---------------------------------------------------------------------------------------------
 
