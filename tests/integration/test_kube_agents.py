@@ -6,6 +6,7 @@ stay live."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -78,6 +79,15 @@ def running_agents(kube_cluster, cluster_nodes):
         p.end()
 
 
+def ls_kube(cluster, lab: str) -> dict:
+    """``sfclab ls --kube --json``'s row of ``lab``."""
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "ls", "--kube", "--kubeconfig",
+                         str(cluster.admin_kubeconfig), "--json"], capture_output=True,
+                        text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    return next(r for r in json.loads(cp.stdout) if r["name"] == lab)
+
+
 def wait_for(what, cond, limit: float):
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
@@ -124,6 +134,7 @@ def test_each_agent_renews_its_own_lease_and_marks_its_parts(kube_cluster, runni
                  for x in api.items(agents.lease_path())}
         assert all(later[k] > v for k, v in first.items())
         assert not any(agents.expired(api.get(agents.lease_path(n))) for n in nodes)
+        assert ls_kube(kube_cluster, lab_name)["held"] == 3
 
         # one agent killed: its Lease expires within its duration (plus a renewal period of
         # slack); the others stay live
@@ -136,6 +147,8 @@ def test_each_agent_renews_its_own_lease_and_marks_its_parts(kube_cluster, runni
         took = time.monotonic() - t0
         assert took <= agents.LEASE_SECONDS + agents.RENEW_SECONDS + 5
         assert not any(agents.expired(api.get(agents.lease_path(n))) for n in nodes[1:])
+        row = ls_kube(kube_cluster, lab_name)
+        assert (row["hosts"], row["nodes"], row["held"]) == (3, 3, 2)
     finally:
         kube.down(lab_name, api)
 

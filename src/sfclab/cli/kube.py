@@ -57,3 +57,17 @@ def down_kube(a: argparse.Namespace) -> int:
     emit(out, a.json, lambda d: f"lab '{d['name']}' removed from the cluster: "
          f"{len(d['parts'])} parts" + ("" if d["lab"] else " (its Lab was gone already)"))
     return ExitStatus.OK
+
+
+def ls_kube(a: argparse.Namespace) -> int:
+    from ..realize.runtime.kubernetes_agent import listing  # light start-up
+
+    def table(rows: list[dict]) -> str:
+        if not rows:
+            return "no labs on the cluster"
+        out = [f"{'NAME':20} {'STATUS':10} {'HOSTS':>5} {'NODES':>5} {'HELD':>5}  CREATED"]
+        out += [f"{r['name']:20} {r['status']:10} {r['hosts']:>5} {r['nodes']:>5} "
+                f"{r['held']:>5}  {r['created']}" for r in rows]
+        return "\n".join(out)
+    emit(listing(_api(a)), a.json, table)
+    return ExitStatus.OK

@@ -126,6 +126,9 @@ def cmd_down(a: argparse.Namespace) -> int:
 def cmd_ls(a: argparse.Namespace) -> int:
     from ..realize import lifecycle  # light start-up: load only what this command needs
 
+    if a.kube:
+        return kube.ls_kube(a)
+
     def table(rows: list[dict]) -> str:
         if not rows:
             return "no labs"
@@ -249,7 +252,7 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("name", nargs="?")
     sp.add_argument("--all", action="store_true", help="remove every lab")
     kube.add_arguments(sp)
-    add("ls", cmd_ls, "list labs", "sfclab ls --json")
+    kube.add_arguments(add("ls", cmd_ls, "list labs", "sfclab ls --json"))
     sp = add("inspect", cmd_inspect, "show a lab's nodes, interfaces, routes and bridges",
              "sfclab inspect chain5 --json")
     sp.add_argument("name")

@@ -24,7 +24,7 @@ from threading import Event
 from typing import Any
 
 from ...errors import ClusterUnreachable
-from .kubernetes import NAMESPACE, NODE_LABEL, parts_path
+from .kubernetes import LAB_LABEL, NAMESPACE, NODE_LABEL, labs_path, parts_path
 from .kubernetes_api import KubeApi, resource_path
 
 #: how long a Lease holds without a renewal (seconds)
@@ -60,6 +60,31 @@ def expired(lease: dict[str, Any], now: float | None = None) -> bool:
         return True
     until = parse_micro_time(spec["renewTime"]) + int(spec.get("leaseDurationSeconds") or 0)
     return (time.time() if now is None else now) > until
+
+
+def listing(api: KubeApi) -> list[dict[str, Any]]:
+    """The labs on the cluster (``ls --kube``): each with its phase, hosts, nodes, and how many
+    of its parts are held by an agent whose Lease is live."""
+    live = {x["spec"].get("holderIdentity") for x in api.items(lease_path())
+            if not expired(x)}
+    parts: dict[str, list[dict[str, Any]]] = {}
+    for p in api.items(parts_path()):
+        lab = (p["metadata"].get("labels") or {}).get(LAB_LABEL)
+        if lab is not None:
+            parts.setdefault(lab, []).append(p)
+    out = []
+    for lab in api.items(labs_path()):
+        name = lab["metadata"]["name"]
+        mine = parts.get(name, [])
+        out.append({
+            "name": name, "status": (lab.get("status") or {}).get("phase", "Pending"),
+            "created": lab["metadata"].get("creationTimestamp"),
+            "hosts": len(mine),
+            "nodes": sum(len((p.get("spec") or {}).get("nodes") or {}) for p in mine),
+            "held": sum(1 for p in mine if (p.get("status") or {}).get("agent") in live
+                        and (p.get("status") or {}).get("agent") == p["spec"].get("node")),
+            "placement": {p["spec"]["host"]: p["spec"]["node"] for p in mine}})
+    return out
 
 
 class Agent:
