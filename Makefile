@@ -33,7 +33,7 @@ DEBS += etcd-server
 GO            ?= /usr/local/go/bin/go
 KUBE_VERSION  := $(shell sed -n 's/^[[:space:]]*\(require \)\{0,1\}k8s.io\/kubernetes \(v[^ ]*\)$$/\2/p' kube/apiserver/go.mod)
 KUBE_APISERVER := build/kube/kube-apiserver-$(KUBE_VERSION)
-KUBE_GOENV    := GOTOOLCHAIN=local GOFLAGS=-mod=readonly GOPROXY=https://proxy.golang.org \
+KUBE_GOENV    := GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" GOPROXY=https://proxy.golang.org \
                  GOPATH=$(HOME)/go GOMODCACHE=$(HOME)/go/pkg/mod GOCACHE=$(HOME)/.cache/go-build
 .PHONY: kube
 # the build is skipped when the pinned version's binary exists; the link (remade each time, so
