@@ -153,3 +153,18 @@ def test_a_lease_expires_when_its_duration_passes_without_a_renewal():
     assert expired(lease, now + 6)
     assert expired({"spec": {"leaseDurationSeconds": 15}}, now)  # never renewed
     assert micro_time(now) == "2027-01-15T08:00:00.000000Z"
+
+
+@pytest.mark.parametrize("change,said", [
+    ({"name": "Kt_1"}, "kt.yaml:1: name: 'Kt_1' is not a name Kubernetes takes"),
+    ({"name": "k.t"}, "name: 'k.t' is not a name Kubernetes takes"),
+    ({"hosts": {"H1": {}}, "nodes": {"a": {"kind": "host", "host": "H1"}}, "links": []},
+     "kt.yaml:3: hosts.H1: 'H1' is not a name Kubernetes takes"),
+])
+def test_a_name_kubernetes_does_not_take_is_refused_at_its_place(change, said):
+    doc = {**THREE_HOSTS, "tenants": None, **change}
+    lab = load_lab_text(yaml.safe_dump({k: v for k, v in doc.items() if v is not None},
+                                       sort_keys=False), "kt.yaml")
+    with pytest.raises(SpecError, match=said.replace(".", r"\.")) as e:
+        kube.resources(lab, nodes(("n1", 4, 4 << 30)))
+    assert e.value.exit_status == 2

@@ -126,9 +126,31 @@ def schedulable_nodes(api: KubeApi) -> list[Host]:
     return list(hosts.values())
 
 
+#: what Kubernetes takes as a part of an object's name (a DNS label, lower case)
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: the longest lab name: it is also a label's value (63 characters at most)
+MAX_LAB_NAME = 63
+
+
+def check_names(lab: Lab) -> None:
+    """The lab's name and its hosts' are names Kubernetes takes for its objects (``LAB`` and
+    ``LAB.HOST``); :class:`SpecError` at the place in the file otherwise."""
+    def bad(name: str, loc: tuple[str, ...], max_len: int) -> None:
+        if not _DNS_LABEL.match(name) or len(name) > max_len:
+            raise lab.error_at(SpecError(
+                f"'{name}' is not a name Kubernetes takes for an object: lower-case letters, "
+                f"digits and '-', starting and ending with a letter or digit, at most "
+                f"{max_len} characters (with --kube)"), loc)
+
+    bad(lab.name, ("name",), MAX_LAB_NAME)
+    for h in lab.hosts:
+        bad(h, ("hosts", h), 253 - len(lab.name) - 1)
+
+
 def resources(lab: Lab, nodes: list[Host]) -> Resources:
-    """The objects of ``lab`` placed on ``nodes`` (pure); :class:`SpecError` when the lab does
-    not fit or an object would be too large."""
+    """The objects of ``lab`` placed on ``nodes`` (pure); :class:`SpecError` when a name is
+    not one Kubernetes takes, the lab does not fit or an object would be too large."""
+    check_names(lab)
     share = shares(lab)
     needs = []
     for h in share:
@@ -177,6 +199,7 @@ def up(lab: Lab, api: KubeApi) -> Resources:
         raise LabError(f"lab '{lab.name}' is already on the cluster {api.config.server}")
     except NotFound:
         pass
+    check_names(lab)  # before the cluster is asked anything
     res = resources(lab, schedulable_nodes(api))
     objs = [(labs_path(), res.lab)] + [(parts_path(), p) for p in res.parts]
     for path, obj in objs:  # the API server checks all (rights, schema) before any is made
