@@ -7,6 +7,7 @@
 #   make test    set-up, then the whole test suite (scripts/test.sh: the tests not marked serial on
 #                several workers, then the serial ones alone; SFCLAB_TEST_WORKERS=N)
 #   make bench   set-up, then the benchmarks in bench/
+#   make kube    the Kubernetes tests' API server (build/kube/) and etcd (part of setup)
 .DELETE_ON_ERROR:
 SHELL := /bin/bash
 
@@ -25,8 +26,31 @@ DEBS := iproute2 iperf3 openvswitch-switch ethtool nftables iptables \
 #: the images `make setup` builds (images/<name>/); the demo and the tests use them
 IMAGES := base haproxy frr squid
 
+# --- Kubernetes (issue #29): etcd from Debian, kube-apiserver from the Go module proxy --------
+# The version is the one kube/apiserver/go.mod pins; its binary is built once per version (a
+# clean clone reuses the Go caches of this machine's root: modules, build cache).
+DEBS += etcd-server
+GO            ?= /usr/local/go/bin/go
+KUBE_VERSION  := $(shell sed -n 's/^[[:space:]]*\(require \)\{0,1\}k8s.io\/kubernetes \(v[^ ]*\)$$/\2/p' kube/apiserver/go.mod)
+KUBE_APISERVER := build/kube/kube-apiserver-$(KUBE_VERSION)
+KUBE_GOENV    := GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" GOPROXY=https://proxy.golang.org \
+                 GOPATH=$(HOME)/go GOMODCACHE=$(HOME)/go/pkg/mod GOCACHE=$(HOME)/.cache/go-build
+.PHONY: kube
+# the build is skipped when the pinned version's binary exists; the link (remade each time, so
+# it follows a version bump) names the one the tests start
+kube: $(DEB_STAMP) $(KUBE_APISERVER)
+	@ln -sfn $(notdir $(KUBE_APISERVER)) build/kube/kube-apiserver
+
+$(KUBE_APISERVER):
+	@mkdir -p build/kube
+	@echo "setup: building kube-apiserver $(KUBE_VERSION) from the Go module proxy (about 4 minutes once)"
+	@cd kube/apiserver && $(KUBE_GOENV) $(GO) build -trimpath -o $(CURDIR)/$@.tmp \
+	  -ldflags='-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION)' .
+	@mv $@.tmp $@
+# ---------------------------------------------------------------------------------------------
+
 .PHONY: setup demo test unit integration bench native images clean
-setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab node_modules/.package-lock.json images
+setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab node_modules/.package-lock.json images kube
 
 $(DEB_STAMP): Makefile
 	@mkdir -p build

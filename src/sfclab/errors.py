@@ -81,3 +81,19 @@ class ToolError(SfclabError):
 
 class MeasurementError(SfclabError):
     """A measurement failed (a client died, a server never answered)."""
+
+
+class ClusterUnreachable(SfclabError):
+    """A Kubernetes API server that did not answer (refused, timed out, TLS failed): exit 1."""
+
+
+class ClusterRefused(SfclabError):
+    """A Kubernetes API server that answered no: a kubeconfig it does not accept, credentials
+    without the rights the request needs, or an object it refuses (exit 2).  ``status`` is the
+    HTTP status (0 for a kubeconfig refused before any request)."""
+
+    exit_status = 2
+
+    def __init__(self, message: str, *, status: int = 0):
+        self.status = status
+        super().__init__(_one_line(message))

@@ -98,3 +98,6 @@ def sfcgen() -> str:
         if not path.exists():
             subprocess.run(["make", "-s", "-C", str(native.repo_root() / "native")], check=True)
     return native.sfcgen_binary()
+
+
+from .kube import kube_cluster  # noqa: E402,F401  (the session's API server, for test_kube*)

@@ -1,7 +1,7 @@
 """The ``sfclab`` command: argument parsing, printing and exit codes; no logic.
 
 One module per command group: :mod:`.lab` (up, down, ls, inspect, exec, graph, validate,
-expand), :mod:`.chain` (chain ...) and :mod:`.chain_ops` (chain add, rm, migrate, watch),
+expand; with :mod:`.kube` for their ``--kube`` form), :mod:`.chain` (chain ...) and :mod:`.chain_ops` (chain add, rm, migrate, watch),
 with :mod:`.chain_functions` (chain inspect's view of the eBPF functions' rules),
 :mod:`.host` (host add, rm, ls), :mod:`.image` (image build, ls), :mod:`.measure` (traffic ...), :mod:`.experiments` (run,
 results, report), :mod:`.serve` (serve).  :mod:`.group` makes a command group's parser,

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..spec.quantities import format_rate
+from . import kube
 from .output import emit, fail, progress
 from .status import ExitStatus
 
@@ -56,6 +57,8 @@ def cmd_up(a: argparse.Namespace) -> int:
     from ..realize import lifecycle  # light start-up: load only what this command needs
     from ..realize.kinds import load_lab  # light start-up: load only what this command needs
 
+    if a.kube:
+        return kube.up_kube(a)
     lab = load_lab(a.file)
     t0 = time.monotonic()
     plan = lifecycle.up(lab, progress=progress())
@@ -109,6 +112,8 @@ def _down_text(name: str, r: dict) -> str:
 def cmd_down(a: argparse.Namespace) -> int:
     from ..realize import lifecycle  # light start-up: load only what this command needs
 
+    if a.kube:
+        return kube.down_kube(a)
     if a.all == bool(a.name):
         return fail("give a lab name or --all", ExitStatus.BAD_INPUT)
     reports = lifecycle.down_all() if a.all else {a.name: lifecycle.down(a.name)}
@@ -120,6 +125,9 @@ def cmd_down(a: argparse.Namespace) -> int:
 
 def cmd_ls(a: argparse.Namespace) -> int:
     from ..realize import lifecycle  # light start-up: load only what this command needs
+
+    if a.kube:
+        return kube.ls_kube(a)
 
     def table(rows: list[dict]) -> str:
         if not rows:
@@ -238,11 +246,13 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     """The lab lifecycle commands."""
     sp = add("up", cmd_up, "build a lab from its file", "sfclab up scenarios/chain5.yaml")
     sp.add_argument("file")
+    kube.add_arguments(sp)
     sp = add("down", cmd_down, "remove a lab completely, by name", "sfclab down chain5")
     sp.epilog = f"{sp.epilog}\n\n{DOWN_EXIT}"
     sp.add_argument("name", nargs="?")
     sp.add_argument("--all", action="store_true", help="remove every lab")
-    add("ls", cmd_ls, "list labs", "sfclab ls --json")
+    kube.add_arguments(sp)
+    kube.add_arguments(add("ls", cmd_ls, "list labs", "sfclab ls --json"))
     sp = add("inspect", cmd_inspect, "show a lab's nodes, interfaces, routes and bridges",
              "sfclab inspect chain5 --json")
     sp.add_argument("name")

@@ -3,7 +3,11 @@ reaching a host, one table.
 
 - :mod:`.base`: the interface and its model;
 - :mod:`.local`: ``local``, this machine's kernel and hosts emulated in it;
-- :mod:`.ssh`: ``ssh``, real machines each driven over SSH by its agent.
+- :mod:`.ssh`: ``ssh``, real machines each driven over SSH by its agent;
+- Kubernetes (issue #29, not yet a row of :data:`RUNTIMES`): :mod:`.kubernetes` writes and
+  removes a lab's resources on a cluster (``up --kube``), :mod:`.kubernetes_agent` is the
+  per-Node agent (its Lease), :mod:`.kubernetes_api` the HTTPS client and kubeconfig,
+  :mod:`.kubernetes_manifests` the manifests of ``deploy/kubernetes/``.
 
 :func:`runtime_for` is the one place that tells them apart: a lab whose file gives its hosts
 ``ssh``, whose plan has a host that is not emulated, or whose journal names a host reached

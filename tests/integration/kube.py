@@ -1,0 +1,249 @@
+"""A real Kubernetes API server for the tests: Debian's etcd and the kube-apiserver ``make setup``
+builds (``build/kube/kube-apiserver``), started by :class:`KubeCluster` on 127.0.0.1 only.
+
+The pattern is controller-runtime's envtest: no kubelet, no scheduler, no controller manager,
+no pod ever runs; the tests create Node objects themselves and run sfclab's agents as
+processes.  What the fixture makes, in a temp dir of its own:
+
+- etcd, its data dir there, listening on two free ports of 127.0.0.1 (never 2379: a free port
+  the kernel hands out, checked free when bound);
+- a service-account key pair (``openssl``), the signing key kept by the API server;
+- a static token file with one admin (group ``system:masters``) and its kubeconfig;
+- kube-apiserver: secure port on 127.0.0.1 (a free port), serving certificate made by the server
+  itself in its cert dir (the kubeconfig trusts that certificate's CA), ``--authorization-mode=RBAC``,
+  no endpoint reconciler (nothing is advertised; the root namespace is not touched).
+
+:meth:`KubeCluster.kubeconfig_for` makes a kubeconfig for a ServiceAccount from a TokenRequest
+(bound to a Node object when a node is named, so the token carries that node's name).  Both
+servers are held by pidfds from the moment they start and are ended through them at the end
+(SIGTERM, then SIGKILL): nothing is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import select
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from sfclab.errors import ClusterRefused, ClusterUnreachable
+from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig, resource_path
+
+ROOT = Path(__file__).resolve().parents[2]
+APISERVER = Path(os.environ.get("SFCLAB_KUBE_APISERVER",
+                                ROOT / "build" / "kube" / "kube-apiserver"))
+ETCD = Path("/usr/bin/etcd")
+#: what the tests skip with when a part is missing
+MISSING = "kube-apiserver (make setup: build/kube/) or etcd (Debian etcd-server) missing"
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now (the kernel's choice)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """A process we started, held by a pidfd from its start; ended only through it."""
+
+    def __init__(self, name: str, argv: list[str], log: Path):
+        self.name = name
+        self.log = log
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        self.fd = os.pidfd_open(self.proc.pid)
+
+    def alive(self) -> bool:
+        return not select.select([self.fd], [], [], 0)[0]
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-2000:]
+
+    def end(self, grace: float = 10.0) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self.fd, signal.SIGTERM)
+        if select.select([self.fd], [], [], grace)[0] == []:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self.fd, signal.SIGKILL)
+        self.proc.wait()
+        os.close(self.fd)
+
+
+def kubeconfig(path: Path, server: str, ca: Path, token: str, user: str) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": user,
+        "clusters": [{"name": "test", "cluster": {"server": server,
+                                                   "certificate-authority": str(ca)}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": "test", "user": user}}]}))
+    path.chmod(0o600)
+    return path
+
+
+class KubeCluster:
+    """etcd and kube-apiserver in ``workdir``, as a context manager (see the module)."""
+
+    def __init__(self, workdir: Path):
+        self.dir = workdir
+        self.servers: list[Server] = []
+        self.server = ""
+        self.admin_kubeconfig = workdir / "admin.kubeconfig"
+        self.ca = workdir / "certs" / "apiserver.crt"
+        self.started = 0.0
+        self.ready_after = 0.0
+
+    def __enter__(self) -> KubeCluster:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _start(self) -> None:
+        d = self.dir
+        d.mkdir(parents=True, exist_ok=True)
+        self.started = time.monotonic()
+        client, peer, secure = free_port(), free_port(), free_port()
+        etcd_url = f"http://127.0.0.1:{client}"
+        self.servers.append(Server("etcd", [
+            str(ETCD), "--name", "sfclab-test", "--data-dir", str(d / "etcd"),
+            "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
+            "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-cluster", f"sfclab-test=http://127.0.0.1:{peer}",
+            "--listen-metrics-urls", f"http://127.0.0.1:{free_port()}"], d / "etcd.log"))
+        key, pub = d / "sa.key", d / "sa.pub"
+        subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True,
+                       capture_output=True)
+        subprocess.run(["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(pub)],
+                       check=True, capture_output=True)
+        token = secrets.token_hex(16)
+        tokens = d / "tokens.csv"
+        tokens.write_text(f'{token},sfclab-admin,sfclab-admin,"system:masters"\n')
+        tokens.chmod(0o600)
+        self._wait_etcd(client)
+        self.server = f"https://127.0.0.1:{secure}"
+        self.servers.append(Server("kube-apiserver", [
+            str(APISERVER), "--etcd-servers", etcd_url, "--bind-address", "127.0.0.1",
+            "--advertise-address", "127.0.0.1", "--secure-port", str(secure),
+            "--cert-dir", str(d / "certs"), "--token-auth-file", str(tokens),
+            "--service-account-key-file", str(pub),
+            "--service-account-signing-key-file", str(key),
+            "--service-account-issuer", "https://kubernetes.default.svc",
+            "--authorization-mode", "RBAC", "--endpoint-reconciler-type", "none",
+            "--service-cluster-ip-range", "10.96.0.0/24", "--allow-privileged",
+            "--enable-priority-and-fairness=false"], d / "kube-apiserver.log"))
+        self._wait_ready(token)
+        self.ready_after = time.monotonic() - self.started
+
+    def _wait_etcd(self, port: int, limit: float = 30.0) -> None:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            etcd = self.servers[0]
+            if not etcd.alive():
+                raise RuntimeError(f"etcd exited:\n{etcd.tail()}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"etcd not listening after {limit} s:\n{self.servers[0].tail()}")
+
+    def _wait_ready(self, token: str, limit: float = 90.0) -> None:
+        deadline = time.monotonic() + limit
+        apiserver = self.servers[-1]
+        while time.monotonic() < deadline:
+            if not apiserver.alive():
+                raise RuntimeError(f"kube-apiserver exited:\n{apiserver.tail()}")
+            if self.ca.exists():
+                kubeconfig(self.admin_kubeconfig, self.server, self.ca, token, "sfclab-admin")
+                try:
+                    KubeApi(KubeConfig.load(str(self.admin_kubeconfig)), timeout=5).get("/readyz")
+                    return
+                except (ClusterUnreachable, ClusterRefused):
+                    pass
+            time.sleep(0.2)
+        raise RuntimeError(f"kube-apiserver not ready after {limit} s:\n{apiserver.tail()}")
+
+    def stop(self) -> None:
+        for s in reversed(self.servers):
+            s.end()
+        self.servers.clear()
+
+    # --- for the tests ---------------------------------------------------------------------
+    def admin(self) -> KubeApi:
+        return KubeApi(KubeConfig.load(str(self.admin_kubeconfig)))
+
+    def kubeconfig_for(self, namespace: str, account: str, node: str | None = None,
+                       seconds: int = 3600) -> Path:
+        """A kubeconfig for ServiceAccount ``namespace/account`` (which must exist), its token
+        from a TokenRequest, bound to Node ``node`` when given."""
+        spec: dict[str, Any] = {"expirationSeconds": seconds}
+        if node is not None:
+            uid = self.admin().get(resource_path("v1", "nodes", name=node))["metadata"]["uid"]
+            spec["boundObjectRef"] = {"kind": "Node", "apiVersion": "v1", "name": node,
+                                      "uid": uid}
+        answer = self.admin().create(
+            resource_path("v1", "serviceaccounts", namespace, account, "token"),
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+        name = f"{account}-{node or 'any'}"
+        return kubeconfig(self.dir / f"{name}.kubeconfig", self.server, self.ca,
+                          answer["status"]["token"], name)
+
+    def pids(self) -> list[int]:
+        return [s.proc.pid for s in self.servers]
+
+    def rss(self) -> dict[str, int]:
+        """Each server's resident memory, bytes."""
+        out = {}
+        for s in self.servers:
+            with open(f"/proc/{s.proc.pid}/status") as f:
+                kb = next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+            out[s.name] = kb * 1024
+        return out
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(tmp_path_factory):
+    """One API server (etcd and kube-apiserver) for the whole session: a :class:`KubeCluster`.
+    Skipped, with the reason, when ``make setup`` has not built kube-apiserver or etcd is
+    missing."""
+    if not (APISERVER.exists() and ETCD.exists()):
+        pytest.skip(MISSING)
+    with KubeCluster(tmp_path_factory.mktemp("kube")) as cluster:
+        yield cluster
+
+
+def settled(attempt: Callable[[], Any], *, refused: bool, limit: float = 15.0) -> Any:
+    """Call ``attempt`` until it is refused by the API server (``refused``: its
+    :class:`ClusterRefused` is returned) or until it is not: RBAC bindings and admission
+    policies just applied take effect a moment later (the API server's caches), so a test
+    waits for the rule it checks, up to ``limit`` seconds, and fails beyond."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            got = attempt()
+            if not refused:
+                return got
+        except ClusterRefused as e:
+            if refused:
+                return e
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not refused within {limit} s")
+        time.sleep(0.2)

@@ -1,0 +1,166 @@
+"""The per-Node agents against a real API server (the :mod:`.kube` fixture): one process per
+Node the test made, each with a token bound to its Node; each holds and renews its own Lease
+and marks the parts placed on its Node; an agent killed lets its Lease expire while the others
+stay live."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from sfclab.realize.runtime import kubernetes as kube
+from sfclab.realize.runtime import kubernetes_agent as agents
+from sfclab.realize.runtime import kubernetes_manifests as manifests
+from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig, resource_path
+
+from .kube import settled
+
+#: one worker runs every test of the API server (make test: --dist loadgroup): one server
+pytestmark = pytest.mark.xdist_group("kube")
+
+
+class AgentProcess:
+    """``python -m sfclab.realize.runtime.kubernetes_agent`` for one Node, held by a pidfd."""
+
+    def __init__(self, node: str, kubeconfig: str):
+        self.node = node
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sfclab.realize.runtime.kubernetes_agent", "--node", node,
+             "--kubeconfig", kubeconfig], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True)
+        self.fd = os.pidfd_open(self.proc.pid)
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self.fd, sig)
+
+    def end(self) -> None:
+        self.signal(signal.SIGTERM)
+        if not select.select([self.fd], [], [], 10)[0]:
+            self.signal(signal.SIGKILL)
+        self.proc.wait()
+        os.close(self.fd)
+
+
+@pytest.fixture
+def cluster_nodes(kube_cluster, lab_name):
+    manifests.install(kube_cluster.admin())
+    api = kube_cluster.admin()
+    names = [f"{lab_name}-n{i}" for i in (1, 2, 3)]
+    for n in names:
+        api.create(resource_path("v1", "nodes"), {
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": n},
+            "status": {"allocatable": {"cpu": "2", "memory": "1Gi"}}})
+    yield names
+    for n in names:
+        api.delete(agents.lease_path(n))
+        api.delete(resource_path("v1", "nodes", name=n))
+
+
+@pytest.fixture
+def running_agents(kube_cluster, cluster_nodes):
+    configs = {n: kube_cluster.kubeconfig_for(kube.NAMESPACE, "sfclab-agent", n)
+               for n in cluster_nodes}
+    # the agent's role just bound takes effect a moment later
+    first = KubeApi(KubeConfig.load(str(configs[cluster_nodes[0]])))
+    settled(lambda: first.items(kube.parts_path()), refused=False)
+    procs = {n: AgentProcess(n, str(c)) for n, c in configs.items()}
+    yield procs
+    for p in procs.values():
+        p.end()
+
+
+def ls_kube(cluster, lab: str) -> dict:
+    """``sfclab ls --kube --json``'s row of ``lab``."""
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "ls", "--kube", "--kubeconfig",
+                         str(cluster.admin_kubeconfig), "--json"], capture_output=True,
+                        text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    return next(r for r in json.loads(cp.stdout) if r["name"] == lab)
+
+
+def wait_for(what, cond, limit: float):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.25)
+    raise AssertionError(f"not within {limit} s: {what}")
+
+
+def test_each_agent_renews_its_own_lease_and_marks_its_parts(kube_cluster, running_agents,
+                                                             lab_name, tmp_path):
+    api = kube_cluster.admin()
+    nodes = list(running_agents)
+    f = tmp_path / "lab.yaml"
+    f.write_text(yaml.safe_dump({
+        "name": lab_name, "hosts": {"h1": {"cpus": 1}, "h2": {"cpus": 1}, "h3": {"cpus": 1}},
+        "nodes": {"a": {"kind": "host", "host": "h1"}, "b": {"kind": "host", "host": "h2"},
+                  "c": {"kind": "host", "host": "h3"}},
+        "links": [{"endpoints": ["a", "b"]}, {"endpoints": ["b", "c"]}]}))
+    from sfclab.realize.kinds import load_lab
+
+    res = kube.up(load_lab(str(f)), api)
+    try:
+        def all_leases():
+            got = {x["metadata"]["name"]: x for x in api.items(agents.lease_path())}
+            want = [agents.lease_name(n) for n in nodes]
+            return [got[w] for w in want] if all(w in got for w in want) else None
+
+        leases = wait_for("every agent's Lease", all_leases, 20)
+        assert {x["spec"]["holderIdentity"] for x in leases} == set(nodes)
+        first = {x["metadata"]["name"]: x["spec"]["renewTime"] for x in leases}
+
+        # each part is marked by the agent of the Node it was placed on, and only by it
+        def marked():
+            parts = api.items(kube.parts_path(), f"{kube.LAB_LABEL}={lab_name}")
+            done = {p["spec"]["host"]: (p.get("status") or {}).get("agent") for p in parts}
+            return done if all(done.values()) and len(done) == 3 else None
+
+        assert wait_for("parts marked", marked, 20) == res.placement
+        # renewed: a later renewTime within two renewal periods
+        time.sleep(agents.RENEW_SECONDS * 2)
+        later = {x["metadata"]["name"]: x["spec"]["renewTime"]
+                 for x in api.items(agents.lease_path())}
+        assert all(later[k] > v for k, v in first.items())
+        assert not any(agents.expired(api.get(agents.lease_path(n))) for n in nodes)
+        assert ls_kube(kube_cluster, lab_name)["held"] == 3
+
+        # one agent killed: its Lease expires within its duration (plus a renewal period of
+        # slack); the others stay live
+        dead = nodes[0]
+        running_agents[dead].signal(signal.SIGKILL)
+        t0 = time.monotonic()
+        wait_for(f"{dead}'s Lease expired",
+                 lambda: agents.expired(api.get(agents.lease_path(dead))),
+                 agents.LEASE_SECONDS + agents.RENEW_SECONDS + 5)
+        took = time.monotonic() - t0
+        assert took <= agents.LEASE_SECONDS + agents.RENEW_SECONDS + 5
+        assert not any(agents.expired(api.get(agents.lease_path(n))) for n in nodes[1:])
+        row = ls_kube(kube_cluster, lab_name)
+        assert (row["hosts"], row["nodes"], row["held"]) == (3, 3, 2)
+    finally:
+        kube.down(lab_name, api)
+
+
+def test_an_agent_refused_by_the_cluster_exits_1_with_one_line(kube_cluster, cluster_nodes,
+                                                               tmp_path):
+    # a token bound to another Node: its first Lease write is refused by the agent's policy
+    cfg = kube_cluster.kubeconfig_for(kube.NAMESPACE, "sfclab-agent", cluster_nodes[1])
+    other = agents.Agent(KubeApi(KubeConfig.load(str(cfg))), cluster_nodes[0])
+    settled(other.renew, refused=True)  # the policy just applied is in force
+    cp = subprocess.run([sys.executable, "-m", "sfclab.realize.runtime.kubernetes_agent",
+                         "--node", cluster_nodes[0], "--kubeconfig", str(cfg)],
+                        capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 1
+    assert "own Node's Lease" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1

@@ -1,0 +1,146 @@
+"""``sfclab up --kube`` and ``down --kube`` against a real API server (the :mod:`.kube` fixture):
+a lab's resources written, placed on the Nodes the test made by their allocatable capacity,
+and removed; bad input refused with one line and nothing written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sfclab.realize.runtime import kubernetes as kube
+from sfclab.realize.runtime import kubernetes_manifests as manifests
+from sfclab.realize.runtime.kubernetes_api import NotFound, resource_path
+
+from .kube import KubeCluster, free_port, kubeconfig
+
+#: one worker runs every test of the API server (make test: --dist loadgroup): one server
+pytestmark = pytest.mark.xdist_group("kube")
+
+
+def sfclab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sfclab.cli", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.fixture
+def installed(kube_cluster):
+    manifests.install(kube_cluster.admin())
+    return kube_cluster
+
+
+@pytest.fixture
+def nodes(installed, lab_name):
+    """Three Nodes of this test (2 CPUs and 1 GiB allocatable each), removed after it."""
+    api = installed.admin()
+    names = [f"{lab_name}-n{i}" for i in (1, 2, 3)]
+    for n in names:
+        api.create(resource_path("v1", "nodes"), {
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": n},
+            "status": {"allocatable": {"cpu": "2", "memory": "1Gi"}}})
+    yield names
+    for n in names:
+        api.delete(resource_path("v1", "nodes", name=n))
+
+
+def lab_file(tmp_path: Path, name: str, cpus: int = 1) -> Path:
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(yaml.safe_dump({
+        "name": name,
+        "hosts": {"h1": {"cpus": cpus, "memory": "256M"}, "h2": {"cpus": cpus},
+                  "h3": {"cpus": cpus}},
+        "nodes": {"a": {"kind": "host", "host": "h1"}, "b": {"kind": "router", "host": "h2"},
+                  "c": {"kind": "host", "host": "h3"}},
+        "links": [{"endpoints": ["a", "b"]}, {"endpoints": ["b", "c"]}]}))
+    return f
+
+
+def parts_of(cluster: KubeCluster, lab: str) -> list[dict]:
+    return cluster.admin().items(kube.parts_path(), f"{kube.LAB_LABEL}={lab}")
+
+
+def lab_exists(cluster: KubeCluster, lab: str) -> bool:
+    try:
+        cluster.admin().get(kube.labs_path(lab))
+    except NotFound:
+        return False
+    return True
+
+
+def test_up_kube_writes_the_lab_placed_on_nodes_and_down_removes_it(installed, nodes, lab_name,
+                                                                    tmp_path):
+    cfg = str(installed.admin_kubeconfig)
+    cp = sfclab("up", "--kube", "--kubeconfig", cfg, str(lab_file(tmp_path, lab_name)), "--json")
+    assert cp.returncode == 0, cp.stderr
+    out = json.loads(cp.stdout)
+    # three hosts of 1 CPU on three Nodes of 2: spread, one per Node
+    assert sorted(out["placement"].values()) == sorted(nodes)
+    lab = installed.admin().get(kube.labs_path(lab_name))
+    assert lab["spec"]["hostCount"] == 3 and "nodes" not in lab["spec"]["file"]
+    assert {p["host"]: p["node"] for p in lab["status"]["placement"]} == out["placement"]
+    parts = {p["spec"]["host"]: p for p in parts_of(installed, lab_name)}
+    assert set(parts) == {"h1", "h2", "h3"}
+    assert list(parts["h2"]["spec"]["nodes"]) == ["b"] and len(parts["h2"]["spec"]["links"]) == 2
+    assert all(p["metadata"]["ownerReferences"][0]["uid"] == lab["metadata"]["uid"]
+               for p in parts.values())
+    assert all(p["metadata"]["labels"][kube.NODE_LABEL] == out["placement"][h]
+               for h, p in parts.items())
+
+    # twice: refused, the first one untouched
+    again = sfclab("up", "--kube", "--kubeconfig", cfg, str(lab_file(tmp_path, lab_name)))
+    assert again.returncode == 2 and "already on the cluster" in again.stderr
+    assert len(parts_of(installed, lab_name)) == 3
+
+    cp = sfclab("down", "--kube", "--kubeconfig", cfg, lab_name, "--json")
+    assert cp.returncode == 0, cp.stderr
+    assert sorted(json.loads(cp.stdout)["parts"]) == [f"{lab_name}.h{i}" for i in (1, 2, 3)]
+    assert parts_of(installed, lab_name) == [] and not lab_exists(installed, lab_name)
+    gone = sfclab("down", "--kube", "--kubeconfig", cfg, lab_name)
+    assert gone.returncode == 2 and f"no lab '{lab_name}' on the cluster" in gone.stderr
+
+
+def test_capacity_already_reserved_by_another_lab_counts(installed, nodes, lab_name, tmp_path):
+    cfg = str(installed.admin_kubeconfig)
+    first, second = f"{lab_name}a", f"{lab_name}b"
+    assert sfclab("up", "--kube", "--kubeconfig", cfg,
+                  str(lab_file(tmp_path, first, cpus=2))).returncode == 0
+    try:
+        # every Node's 2 CPUs are reserved by the first lab now: the second does not fit
+        cp = sfclab("up", "--kube", "--kubeconfig", cfg, str(lab_file(tmp_path, second)))
+        assert cp.returncode == 2, cp.stderr
+        assert "does not fit the cluster's Nodes" in cp.stderr
+        assert len(cp.stderr.strip().splitlines()) == 1
+        assert not lab_exists(installed, second) and parts_of(installed, second) == []
+    finally:
+        assert sfclab("down", "--kube", "--kubeconfig", cfg, first).returncode == 0
+
+
+def test_an_unreachable_cluster_exits_1_with_one_line(installed, tmp_path, lab_name):
+    cfg = kubeconfig(tmp_path / "gone.kubeconfig", f"https://127.0.0.1:{free_port()}",
+                     installed.ca, "t", "gone")
+    cp = sfclab("up", "--kube", "--kubeconfig", str(cfg), str(lab_file(tmp_path, lab_name)))
+    assert cp.returncode == 1
+    assert cp.stderr.startswith("sfclab: error: https://127.0.0.1:")
+    assert "not reachable" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
+
+
+def test_a_kubeconfig_without_rights_exits_2_and_writes_nothing(installed, nodes, lab_name,
+                                                               tmp_path):
+    # the agent's account may read labs and Nodes but not write a Lab
+    cfg = installed.kubeconfig_for(kube.NAMESPACE, "sfclab-agent", nodes[0])
+    cp = sfclab("up", "--kube", "--kubeconfig", str(cfg), str(lab_file(tmp_path, lab_name)))
+    assert cp.returncode == 2, cp.stderr
+    assert "403 Forbidden" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
+    assert not lab_exists(installed, lab_name) and parts_of(installed, lab_name) == []
+
+
+def test_a_kubeconfig_that_is_missing_exits_2(tmp_path, lab_name):
+    cp = sfclab("up", "--kube", "--kubeconfig", str(tmp_path / "none"),
+                str(lab_file(tmp_path, lab_name)))
+    assert cp.returncode == 2
+    assert cp.stderr.strip() == (f"sfclab: error: kubeconfig {tmp_path / 'none'}: cannot be "
+                                 f"read: No such file or directory")
