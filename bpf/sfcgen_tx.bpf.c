@@ -11,7 +11,9 @@
  * (flow, per-flow sequence number, bpf_ktime_get_ns() send time) and, for IMIX, the frame length
  * with the IPv4/UDP lengths and header checksum.  The template's IPv4 ID carries the sending
  * thread's index; a thread owns flows index, index + threads, ... so one flow's sequence numbers
- * always come from one thread, in order.
+ * always come from one thread, in order.  An IPv6 template (its ethertype; fixed sizes only)
+ * carries the thread in the low bits of its flow label, and a UDP checksum computed over its
+ * zero source port and zero probe: the program adds the words it writes to it.
  *
  * Every BPF_PROG_RUN call with more than one repetition adds the program to the kernel's XDP
  * dispatcher and removes it again, and each change waits for an RCU grace period (about 25 ms
@@ -21,6 +23,7 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -72,6 +75,53 @@ static __always_inline __u16 ipv4_checksum(struct iphdr *ip)
 	return (__u16)~sum;
 }
 
+/*
+ * The UDP checksum of an IPv6 probe frame: the template's covered a zero source port and a zero
+ * probe, so the new one is the old one with the words now written added (RFC 1624).
+ */
+static __always_inline void udp6_check_update(struct udphdr *udp, struct probe *p)
+{
+	__u16 *w = (__u16 *)p;
+	__u32 sum = (__u16)~udp->check;
+	__u16 c;
+
+	sum += udp->source;
+#pragma unroll
+	for (int i = 0; i < (int)(sizeof(*p) / 2); i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	c = (__u16)~sum;
+	udp->check = c ? c : 0xffff;
+}
+
+/* The sending thread named by the template: IPv4 ID, or the IPv6 flow label's low bits. */
+static __always_inline int template_thread(void *data, void *end, __u32 *tid, void **l4,
+					   int *ipv6)
+{
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > end)
+		return -1;
+	*ipv6 = eth->h_proto == bpf_htons(ETH_P_IPV6);
+	if (*ipv6) {
+		struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+
+		if ((void *)(ip6 + 1) > end)
+			return -1;
+		*tid = ip6->flow_lbl[2] | (__u32)ip6->flow_lbl[1] << 8;
+		*l4 = ip6 + 1;
+	} else {
+		struct iphdr *ip = data + sizeof(struct ethhdr);
+
+		if ((void *)(ip + 1) > end)
+			return -1;
+		*tid = bpf_ntohs(ip->id);
+		*l4 = ip + 1;
+	}
+	return 0;
+}
+
 SEC("xdp")
 int sfcgen_tx(struct xdp_md *ctx)
 {
@@ -80,6 +130,8 @@ int sfcgen_tx(struct xdp_md *ctx)
 	struct xdp_tx_thread *th;
 	struct udphdr *udp;
 	struct probe *p;
+	void *l4 = NULL;
+	int ipv6 = 0;
 	__u32 tid, flow, owned, nflows, *seq;
 	__u64 now;
 	__u16 size;
@@ -87,14 +139,14 @@ int sfcgen_tx(struct xdp_md *ctx)
 	/* attached to loopback only to stay loaded (see xdp_tx_open()): real frames pass */
 	if (ctx->ingress_ifindex != tx_ifindex)
 		return XDP_PASS;
-	if ((void *)(ip + 1) > end)
+	if (template_thread(data, end, &tid, &l4, &ipv6))
 		return XDP_ABORTED;
-	tid = bpf_ntohs(ip->id);
 	th = bpf_map_lookup_elem(&tx_threads, &tid);
 	if (!th || tid >= threads)
 		return XDP_ABORTED;
 	size = (__u16)(end - data) + 4;
-	if (imix) {
+	udp = l4;
+	if (imix && !ipv6) {
 		int delta;
 
 		size = imix_size(th->sent);
@@ -108,8 +160,8 @@ int sfcgen_tx(struct xdp_md *ctx)
 			return XDP_ABORTED;
 		ip->tot_len = bpf_htons(size - 4 - sizeof(struct ethhdr));
 		ip->check = ipv4_checksum(ip);
+		udp = (void *)(ip + 1);
 	}
-	udp = (void *)(ip + 1);
 	p = (void *)(udp + 1);
 	if ((void *)(p + 1) > end)
 		return XDP_ABORTED;
@@ -122,7 +174,7 @@ int sfcgen_tx(struct xdp_md *ctx)
 	if (!seq)
 		return XDP_ABORTED;
 
-	if (imix)
+	if (imix && !ipv6)
 		udp->len = bpf_htons(size - 4 - sizeof(struct ethhdr) - sizeof(struct iphdr));
 	udp->source = bpf_htons((__u16)(SPORT_BASE + flow));
 	now = bpf_ktime_get_ns();
@@ -131,6 +183,8 @@ int sfcgen_tx(struct xdp_md *ctx)
 	p->flow = (__u16)flow;
 	p->seq = (*seq)++;
 	p->ts_ns = now;
+	if (ipv6)
+		udp6_check_update(udp, p);
 	th->sent++;
 	if (now >= win_start_ns)
 		th->sent_window++;
