@@ -106,28 +106,62 @@ static int resolve_mac6(struct sender *s, const struct in6_addr *nexthop, char *
 	return 0;
 }
 
-/* Resolve what the packet engine needs.  Returns 0, or -1 with a reason in why. */
-static int resolve_l2(struct sender *s, char *why, size_t whylen)
+/* The IPv4 route to --dst: output interface, source address and next hop.  0 or -1. */
+static int resolve_route4(struct sender *s, int *oif, struct in_addr *nexthop, char *why,
+			  size_t whylen)
 {
-	struct l2_path *p = &s->path;
-	struct in_addr gw = {0}, prefsrc, nexthop;
-	struct in6_addr nexthop6;
-	struct ifreq ifr;
+	struct in_addr gw = {0}, prefsrc;
 	unsigned type;
-	int fd = -1, oif, ret = -1;
-	bool v6 = s->cfg.family == AF_INET6;
 
-	if (v6) {
-		if (resolve_route6(s, &oif, &nexthop6, why, whylen))
-			return -1;
-	} else if (nl_route_get(s->cfg.dst, &oif, &gw, &prefsrc, &type)) {
+	if (nl_route_get(s->cfg.dst, oif, &gw, &prefsrc, &type)) {
 		snprintf(why, whylen, "no route to %s", inet_ntoa(s->cfg.dst));
 		return -1;
-	} else if (type != RTN_UNICAST) {
+	}
+	if (type != RTN_UNICAST) {
 		snprintf(why, whylen, "route to %s is not unicast (type %u)", inet_ntoa(s->cfg.dst),
 			 type);
 		return -1;
 	}
+	s->path.src = s->cfg.have_src ? s->cfg.src : prefsrc;
+	if (!s->path.src.s_addr) {
+		snprintf(why, whylen, "no source address for %s", inet_ntoa(s->cfg.dst));
+		return -1;
+	}
+	*nexthop = gw.s_addr ? gw : s->cfg.dst;
+	return 0;
+}
+
+/* The next hop's MAC on p->ifname from the ARP table, waiting up to a second for ARP. */
+static int resolve_mac4(struct sender *s, struct in_addr nexthop, char *why, size_t whylen)
+{
+	struct l2_path *p = &s->path;
+
+	for (int i = 0; !arp_lookup(nexthop, p->ifname, p->dst_mac); i++) {
+		if (i == 100) {
+			snprintf(why, whylen, "next hop %s on %s did not resolve", inet_ntoa(nexthop),
+				 p->ifname);
+			return -1;
+		}
+		if (i % 20 == 0)
+			neigh_probe(nexthop, p->ifname);
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* Resolve what the packet engine needs.  Returns 0, or -1 with a reason in why. */
+static int resolve_l2(struct sender *s, char *why, size_t whylen)
+{
+	struct l2_path *p = &s->path;
+	struct in_addr nexthop = {0};
+	struct in6_addr nexthop6 = IN6ADDR_ANY_INIT;
+	struct ifreq ifr;
+	int fd = -1, oif, ret = -1;
+	bool v6 = s->cfg.family == AF_INET6;
+
+	if (v6 ? resolve_route6(s, &oif, &nexthop6, why, whylen)
+	       : resolve_route4(s, &oif, &nexthop, why, whylen))
+		return -1;
 	if (s->cfg.dev[0]) {
 		oif = (int)if_nametoindex(s->cfg.dev);
 		if (!oif) {
@@ -138,12 +172,6 @@ static int resolve_l2(struct sender *s, char *why, size_t whylen)
 	p->ifindex = oif;
 	if (!if_indextoname((unsigned)oif, p->ifname)) {
 		snprintf(why, whylen, "interface %d has no name", oif);
-		return -1;
-	}
-	if (!v6)
-		p->src = s->cfg.have_src ? s->cfg.src : prefsrc;
-	if (!v6 && !p->src.s_addr) {
-		snprintf(why, whylen, "no source address for %s", inet_ntoa(s->cfg.dst));
 		return -1;
 	}
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -167,24 +195,11 @@ static int resolve_l2(struct sender *s, char *why, size_t whylen)
 		goto cleanup;
 	}
 	p->mtu = (unsigned)ifr.ifr_mtu;
-	if (s->cfg.have_dst_mac) {
+	if (s->cfg.have_dst_mac)
 		memcpy(p->dst_mac, s->cfg.dst_mac, 6);
-	} else if (v6) {
-		if (resolve_mac6(s, &nexthop6, why, whylen))
-			goto cleanup;
-	} else {
-		nexthop = gw.s_addr ? gw : s->cfg.dst;
-		for (int i = 0; !arp_lookup(nexthop, p->ifname, p->dst_mac); i++) {
-			if (i == 100) {
-				snprintf(why, whylen, "next hop %s on %s did not resolve",
-					 inet_ntoa(nexthop), p->ifname);
-				goto cleanup;
-			}
-			if (i % 20 == 0)
-				neigh_probe(nexthop, p->ifname);
-			usleep(10000);
-		}
-	}
+	else if (v6 ? resolve_mac6(s, &nexthop6, why, whylen)
+		    : resolve_mac4(s, nexthop, why, whylen))
+		goto cleanup;
 	ret = 0;
 cleanup:
 	close(fd);

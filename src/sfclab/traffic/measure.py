@@ -22,6 +22,7 @@ from ..spec.measurement import (MAX, AnyRequest, IperfRequest, LatencyRequest, N
 from ..kernel import cpus
 from . import cores
 from .cpu import CpuMonitor
+from .family import MIN_FRAME_OF, address_of
 from .first_hop import FirstHopPinning
 from .generator import PacketGenerator
 from .loss import LossLocator, droptrace_binary
@@ -36,9 +37,10 @@ MIN_FRAME = 64
 
 
 class Endpoints:
-    """The two ends of a measurement inside a running lab."""
+    """The two ends of a measurement inside a running lab; ``dst_ip`` is the receiver's address
+    of ``family`` (4 or 6, :mod:`.family`)."""
 
-    def __init__(self, lab: str, src: str, dst: str):
+    def __init__(self, lab: str, src: str, dst: str, family: int = 4):
         _state, self.plan = load_plan(lab)
         self.lab = lab
         self.src, self.dst = src, dst
@@ -50,7 +52,8 @@ class Endpoints:
             if not self.plan.addresses_of(node):
                 raise SpecError(f"expected a node with an address (a host or a function), got "
                                 f"'{node}', which has none (a bridge?)", place=option)
-        self.dst_ip = str(self.plan.address_of(dst))
+        self.family = family
+        self.dst_ip = address_of(self.plan, lab, dst, family)
         try:
             self.hops = hops(self.plan, src, self.plan.address_of(dst))
         except NoPath as e:
@@ -77,8 +80,9 @@ class Endpoints:
                 raise SpecError(f"IMIX has 1518-byte frames, over this path's MTU of {self.mtu}",
                                 place="size")
             return
-        if not isinstance(size, int) or size < MIN_FRAME or size > self.mtu + ETH_OVERHEAD:
-            raise SpecError(f"expected a frame size from {MIN_FRAME} to "
+        least = MIN_FRAME_OF[self.family]
+        if not isinstance(size, int) or size < least or size > self.mtu + ETH_OVERHEAD:
+            raise SpecError(f"expected a frame size from {least} to "
                             f"{self.mtu + ETH_OVERHEAD} bytes (path MTU {self.mtu} + Ethernet), "
                             f"or imix; got {size}", place="size")
 
@@ -111,7 +115,7 @@ class Endpoints:
 
     def describe(self) -> dict[str, Any]:
         return {"lab": self.lab, "from": self.src, "to": self.dst, "dst_ip": self.dst_ip,
-                "path": self.hops, "path_mtu": self.mtu}
+                "ip": self.family, "path": self.hops, "path_mtu": self.mtu}
 
 
 def _finish(m: Measurement, ends: Endpoints, cpu: CpuMonitor | None) -> Measurement:
@@ -145,7 +149,7 @@ class PacketSetup:
             from . import calibrate  # light start-up; calibrate imports this module
 
             self.calibration = calibrate.stored()
-        self.ends = [Endpoints(lab, p.from_, p.to) for p in r.pairs_or_one()]
+        self.ends = [Endpoints(lab, p.from_, p.to, r.ip) for p in r.pairs_or_one()]
         self.names = [str(p) for p in r.pairs_or_one()]
         self.layout = cores.layout()
         senders = len(self.ends) * r.threads
