@@ -3,6 +3,7 @@
  * The SFC classifier (tc, at a chain's ingress node: tcx egress for traffic the node sends
  * itself, tcx ingress for traffic it receives and passes on).
  *
+ * IPv4 and IPv6 packets are looked up alike, in one key (struct sfc_class_key in sfc.h).
  * Lookup is tuple-space search: one exact-match hash lookup per distinct wildcard mask in the
  * lab (sfc_masks, at most SFC_MAX_MASKS), so its cost grows with the number of masks, never
  * with the number of entries; port ranges arrive expanded to prefixes.  The best priority
@@ -18,11 +19,20 @@
 
 #include "sfc.h"
 
+/* A packet's classifier fields: addresses in four words (IPv4 in the first), its family. */
+struct flow {
+	__be32 src[4];
+	__be32 dst[4];
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 family;
+};
+
 /* the entry of best priority over every wildcard mask in use (tuple-space search), or 0 */
-static __always_inline struct sfc_match *best_match(__be32 src, __be32 dst, __be16 sport,
-						    __be16 dport, __u8 proto)
+static __always_inline struct sfc_match *best_match(const struct flow *f)
 {
-	struct sfc_tuple key = {};
+	struct sfc_class_key key = {};
 	struct sfc_match *best = 0;
 
 	key.node = node_id;
@@ -34,11 +44,14 @@ static __always_inline struct sfc_match *best_match(__be32 src, __be32 dst, __be
 		if (!m || !m->used)
 			break;
 		key.mask = i;
-		key.src = src & m->src;
-		key.dst = dst & m->dst;
-		key.sport = sport & m->sport;
-		key.dport = dport & m->dport;
-		key.proto = proto & m->proto;
+		for (int w = 0; w < 4; w++) {
+			key.src[w] = f->src[w] & m->src[w];
+			key.dst[w] = f->dst[w] & m->dst[w];
+		}
+		key.sport = f->sport & m->sport;
+		key.dport = f->dport & m->dport;
+		key.proto = f->proto & m->proto;
+		key.family = f->family & m->family;
 		hit = bpf_map_lookup_elem(&sfc_classes, &key);
 		if (hit && (!best || hit->priority > best->priority))
 			best = hit;
@@ -87,24 +100,34 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 	struct sfc_match *best;
 	struct sfc_chain *chain;
 	struct sfc_path *path;
-	__be32 src, dst;
-	__be16 sport, dport;
-	__u8 proto;
+	struct flow f = {};
 	__u32 pi, h;
 	__u64 *n;
 
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
+	if ((void *)(eth + 1) > end)
 		return TC_ACT_OK;
-	if (sfc_parse_ip(eth + 1, end, &src, &dst, &sport, &dport, &proto))
+	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP)) {
+		if (sfc_parse_ip(eth + 1, end, &f.src[0], &f.dst[0], &f.sport, &f.dport, &f.proto))
+			return TC_ACT_OK;
+		f.family = SFC_FAMILY_IPV4;
+	} else if (eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
+		if (sfc_parse_ip6(eth + 1, end, f.src, f.dst, &f.sport, &f.dport, &f.proto))
+			return TC_ACT_OK;
+		f.family = SFC_FAMILY_IPV6;
+	} else {
 		return TC_ACT_OK;
-	best = best_match(src, dst, sport, dport, proto);
+	}
+	best = best_match(&f);
 	if (!best)
 		return TC_ACT_OK;
 	pi = best->chain;
 	chain = bpf_map_lookup_elem(&sfc_chains, &pi);
 	if (!chain || !chain->nslots)
 		return TC_ACT_OK;
-	h = sfc_flow_hash(src, dst, sport, dport, proto, chain->symmetric);
+	/* an IPv6 address folded to one word (an IPv4 one is its first word, the rest 0) */
+	h = sfc_flow_hash(f.src[0] ^ f.src[1] ^ f.src[2] ^ f.src[3],
+			  f.dst[0] ^ f.dst[1] ^ f.dst[2] ^ f.dst[3], f.sport, f.dport, f.proto,
+			  chain->symmetric);
 	pi = chain->slot[(h % chain->nslots) & (SFC_MAX_SLOTS - 1)];
 	path = bpf_map_lookup_elem(&sfc_paths, &pi);
 	if (path && !path->depth) {
