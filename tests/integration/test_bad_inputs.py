@@ -370,7 +370,7 @@ CLI: list[tuple[str, list[str], str]] = [
     ("inspect-unknown", ["inspect", "nosuchlab"], "no lab named"),
     ("exec-unknown", ["exec", "nosuchlab", "src", "--", "true"], "no lab named"),
     ("graph-format", ["graph", "scenarios/chain5.yaml", "--format", "png"], "invalid choice"),
-    ("validate-two", ["validate", "a", "b"], "unrecognized arguments"),
+    ("validate-kind", ["validate", "scenarios/chain5.yaml", "--kind", "frob"], "invalid choice"),
     ("traffic-no-lab", ["traffic", "rate"], "required"),
     ("results-action", ["results", "frob"], "invalid choice"),
 ]

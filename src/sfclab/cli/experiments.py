@@ -13,9 +13,11 @@ from .status import ExitStatus
 def cmd_run(a: argparse.Namespace) -> int:
     from ..experiments import live
     from ..experiments.commands import run_experiment
+    from ..experiments.runner import NullProgress
     from ..realize.kinds import load_lab_dict
 
-    s = run_experiment(a.file, a.db, live.lab_up, live.measure, validate_lab=load_lab_dict,
+    s = run_experiment(a.file, a.db, live.lab_up, live.measure,
+                       progress=NullProgress() if a.json else None, validate_lab=load_lab_dict,
                        retry_failed=a.retry_failed, repetitions=a.repetitions,
                        calibrate=live.calibration)
     d = {"experiment": s.experiment_id, "total": s.total, "ran": s.ran, "done": s.done,

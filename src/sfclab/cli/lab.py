@@ -14,16 +14,18 @@ from .output import emit, fail, progress
 from .status import ExitStatus
 
 def cmd_validate(a: argparse.Namespace) -> int:
-    from ..realize.kinds import load_lab  # light start-up: load only what this command needs
-    from ..realize.lifecycle import check  # light start-up: load only what this command needs
+    from ..experiments.validate import check  # light start-up: load only what this command needs
 
-    lab = load_lab(a.file)
-    plan = check(lab)
-    emit({"name": lab.name, "valid": True, "nodes": len(lab.nodes), "links": len(lab.links),
-           "routes": len(plan.routes)}, a.json,
-          lambda d: f"{a.file}: lab '{d['name']}' is valid ({d['nodes']} nodes, {d['links']} links,"
-                    f" {d['routes']} routes)")
-    return ExitStatus.OK
+    findings = [check(f, a.kind) for f in a.file]
+    if a.json:
+        print(json.dumps([f.to_dict() for f in findings], indent=2, default=str))
+    for f in findings:
+        if f.valid and not a.json:
+            print(f.text())
+        elif not f.valid:
+            fail(f.text(), ExitStatus.BAD_INPUT)
+    bad = [f.error.exit_status for f in findings if f.error is not None]
+    return ExitStatus(max(bad)) if bad else ExitStatus.OK
 
 
 def cmd_expand(a: argparse.Namespace) -> int:
@@ -255,9 +257,13 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     sp.add_argument("target", metavar="NAME|FILE")
     sp.add_argument("--format", choices=["mermaid", "dot", "html"], default="mermaid",
                     help="html: one self-contained page (the web view's graph)")
-    sp = add("validate", cmd_validate, "check a lab file without building it",
-             "sfclab validate scenarios/chain5.yaml")
-    sp.add_argument("file")
+    sp = add("validate", cmd_validate,
+             "check lab, experiment, chain and classifier files without running them",
+             "sfclab validate scenarios/chain5.yaml scenarios/demo-chain-length.yaml\n"
+             "  sfclab validate scenarios/sfc-web-classifiers.yaml --kind classifier --json")
+    sp.add_argument("file", nargs="+")
+    sp.add_argument("--kind", choices=["lab", "experiment", "chain", "classifier", "findings"],
+                    help="the file's kind (default: told from its top-level keys)")
     sp = add("expand", cmd_expand, "print a lab file's full form (shorthands expanded)",
              "sfclab expand scenarios/chain5.yaml")
     sp.add_argument("file")

@@ -12,14 +12,23 @@ from .status import ExitStatus
 
 
 def _progress(d: dict[str, Any]) -> None:
+    """One line per trial as it ends (stderr): what was offered, sent and received, the loss,
+    and for a search the interval each goal is narrowed to (``[lo, hi]``, ``-``: not yet)."""
     t = d.get("trial", d)
     offered = t.get("offered_pps")
     loss = t.get("loss_ratio")
     limited = t.get("measurement_limited")
-    print(f"  trial {d.get('index', '')}: offered {offered if offered is None else f'{offered:,.0f}'}"
+    what = f" ({d['purpose']})" if d.get("purpose") else ""
+    narrowed = "; ".join(
+        f"{goal} in [{lo:,.0f}, {'-' if hi is None else f'{hi:,.0f}'}] pps"
+        + (" (done)" if goal in d.get("done", []) else "")
+        for goal, (lo, hi) in (d.get("intervals") or {}).items())
+    print(f"  trial {d.get('index', '')}{what}: offered "
+          f"{'max' if offered is None else f'{offered:,.0f}'}"
           f" pps, sent {t.get('sent_pps', 0):,.0f}, received {t.get('received_pps', 0):,.0f}"
           + (f", loss {loss * 100:.4f} %" if loss is not None else "")
-          + (f", LIMITED ({limited})" if limited else ""), file=sys.stderr)
+          + (f", LIMITED ({limited})" if limited else "")
+          + (f"; {narrowed}" if narrowed else ""), file=sys.stderr, flush=True)
 
 
 def _marks(p: dict[str, Any]) -> str:
@@ -95,7 +104,7 @@ def _measure(a: argparse.Namespace, r: Any, text: Callable[[dict[str, Any]], str
     from ..traffic import measure  # light start-up: the traffic code only to measure
 
     try:
-        d = measure.run(a.lab, r, progress=_progress).to_dict()
+        d = measure.run(a.lab, r, progress=None if a.json else _progress).to_dict()
     except KeyboardInterrupt as e:
         _say_restored(e)
         raise

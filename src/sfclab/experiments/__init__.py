@@ -20,6 +20,7 @@
                        :mod:`.bundle` (a run's evidence: databases, trials, checksums, run id)
                        and :mod:`.hostfacts` (CPU frequency, hypervisor, sysctls, packages)
 - :mod:`.commands`     thin functions the CLI calls
+- :mod:`.validate`     ``sfclab validate``: any sfclab file checked as its command checks it
 """
 
 #: the results database when ``--db`` is not given (in the current directory)

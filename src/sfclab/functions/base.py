@@ -25,7 +25,7 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass, field
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Interface, IPv6Interface
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -48,6 +48,7 @@ class Interface:
     name: str
     peer: str
     address: IPv4Interface | None
+    address6: IPv6Interface | None = None
 
 
 @dataclass
@@ -68,6 +69,8 @@ class FunctionContext:
     #: the directory of those maps; None for a node no chain passes
     sfc_node_id: int | None = None
     sfc_maps: Path | None = None
+    #: the address families (4, 6) of the lab's links (its ``ip:``)
+    families: tuple[int, ...] = (4,)
 
     def interface_toward(self, peer: str) -> Interface:
         for i in self.interfaces:
@@ -138,6 +141,9 @@ class NetworkFunction(abc.ABC):
     #: plane attaches on the node in place of its forwarder and proxy, reading the label stack
     #: itself; None for a kernel function, which the proxy hands plain IPv4
     sfc_program: ClassVar[str | None] = None
+    #: the address families (4, 6) the function carries; a lab of ``ip: 6`` or ``dual`` with
+    #: a kind that lacks one is refused at the node's ``kind`` (IPv4 unless a kind says more)
+    families: ClassVar[tuple[int, ...]] = (4,)
 
     def __init__(self, ctx: FunctionContext, params: FunctionParams):
         self.ctx = ctx

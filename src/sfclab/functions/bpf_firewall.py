@@ -61,7 +61,7 @@ class BpfFirewallParams(FunctionParams):
         if len(rules) > M.MAX_RULES:
             raise ValueError(f"{len(rules)} rules; a bpf-firewall holds at most {M.MAX_RULES} "
                              "(its rule map's entries per node)")
-        return rules
+        return R.refuse_ipv6(rules, "a bpf-firewall")
 
 
 @register

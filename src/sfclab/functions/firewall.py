@@ -6,7 +6,7 @@ Lab file keys::
     iptables: legacy | nft           # which iptables, default legacy (the classic linear list)
     policy: accept | drop            # what happens to packets no rule decides, default accept
     hooks: [forward, input]          # filtered paths, default [forward]
-    rules: [{action, proto, src, dst, sport, dport}, ...]
+    rules: [{action, proto, src, dst, sport, dport}, ...]   # src/dst: IPv4 or IPv6 prefixes
     generate: {count: N, type: stateless | stateful}
     set: true                        # nftables: generated rules as one rule + a set of N
 
@@ -44,6 +44,8 @@ class FirewallParams(FunctionParams):
                 raise ValueError("set: true needs backend: nftables")
             if self.generate is None or self.generate.type != "stateless":
                 raise ValueError("set: true needs generate: {count: N, type: stateless}")
+        if self.backend == "iptables":
+            R.refuse_ipv6(self.rules, "backend iptables")
         return self
 
 
@@ -52,6 +54,9 @@ class Firewall(NetworkFunction):
     kind = "firewall"
     Params = FirewallParams
     params: FirewallParams
+    #: the nftables backend's ``inet`` table filters both; the iptables backend only IPv4
+    #: (its IPv6 rules are refused, and IPv6 packets pass it unfiltered)
+    families = (4, 6)
 
     def _tool(self, what: str) -> str:
         return f"iptables-{self.params.iptables}-{what}"

@@ -13,7 +13,7 @@ import re
 import shlex
 import shutil
 import sys
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,6 +31,20 @@ def parse_prefix(v: Any) -> IPv4Network:
         return IPv4Network(v.strip(), strict=True)
     except ValueError as e:
         raise ValueError(f"an IPv4 prefix such as '198.18.1.0/24' ({e})") from None
+
+
+def parse_prefix46(v: Any) -> IPv4Network | IPv6Network:
+    """An IPv4 prefix as :func:`parse_prefix` takes, or an IPv6 one (``"2001:2:0:3::/64"``, a
+    bare address: a /128).  Host bits must be zero."""
+    if isinstance(v, str) and ":" in v:
+        try:
+            return IPv6Network(v.strip(), strict=True)
+        except ValueError as e:
+            raise ValueError(f"an IPv6 prefix such as '2001:2:0:3::/64' ({e})") from None
+    try:
+        return parse_prefix(v)
+    except ValueError:
+        raise ValueError("a prefix such as '198.18.1.0/24' or '2001:2:0:3::/64'") from None
 
 
 def parse_ports(v: Any) -> tuple[int, int]:
@@ -74,6 +88,9 @@ def _fmt_ports(p: tuple[int, int]) -> str | int:
 Rate = Annotated[int, BeforeValidator(parse_rate)]
 Size = Annotated[int, BeforeValidator(parse_size)]
 Prefix = Annotated[IPv4Network, BeforeValidator(parse_prefix), PlainSerializer(str)]
+#: an IPv4 or IPv6 prefix (the kinds that carry IPv6: firewall rules)
+Prefix46 = Annotated[IPv4Network | IPv6Network, BeforeValidator(parse_prefix46),
+                     PlainSerializer(str)]
 Ports = Annotated[tuple[int, int], BeforeValidator(parse_ports), PlainSerializer(_fmt_ports)]
 Argv = Annotated[list[str], BeforeValidator(parse_argv)]
 

@@ -9,6 +9,12 @@ the paper, rules that never match so every packet walks the whole list), then th
 - stateful generated rule ``i``: the flow's original-direction byte count from conntrack
   ``≥ 2^60 + i`` → drop (needs conntrack accounting, switched on by the firewall in its namespace).
 
+A rule's ``src`` and ``dst`` are IPv4 or IPv6 prefixes (one family per rule): in the nftables
+``inet`` table one rule set covers both families; an IPv4 prefix matches only IPv4 packets
+(``ip saddr``), an IPv6 one only IPv6 packets (``ip6 saddr``), a rule without either both.
+``proto: icmp`` is ICMP for IPv4, ``icmpv6`` ICMP for IPv6.  iptables filters IPv4 only: its
+backend refuses IPv6 prefixes and ``icmpv6`` (and kinds that are IPv4 only refuse them too).
+
 User rules carry the comment ``sfclab rule <index>`` and the policy counter ``sfclab policy``;
 :func:`nft_counters` and :func:`iptables_counters` read the counters back by those names.
 """
@@ -23,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .params import Ports, Prefix
+from .params import Ports, Prefix46
 
 NFT_TABLE = "sfclab_fw"
 GEN_BASE = int(IPv4Address("240.0.0.0"))
@@ -36,9 +42,9 @@ class Rule(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     action: Literal["drop", "accept"]
-    proto: Literal["tcp", "udp", "icmp", "any"] = "any"
-    src: Prefix | None = None
-    dst: Prefix | None = None
+    proto: Literal["tcp", "udp", "icmp", "icmpv6", "any"] = "any"
+    src: Prefix46 | None = None
+    dst: Prefix46 | None = None
     sport: Ports | None = None
     dport: Ports | None = None
 
@@ -46,7 +52,38 @@ class Rule(BaseModel):
     def _ports_need_proto(self) -> "Rule":
         if (self.sport or self.dport) and self.proto not in ("tcp", "udp"):
             raise ValueError("sport/dport need proto: tcp or udp")
+        if self.src is not None and self.dst is not None \
+                and self.src.version != self.dst.version:
+            raise ValueError(f"src and dst of one family (src is IPv{self.src.version}, dst "
+                             f"IPv{self.dst.version})")
+        fam = self.family
+        if fam is not None and self.proto in ("icmp", "icmpv6") \
+                and (self.proto == "icmpv6") != (fam == 6):
+            raise ValueError(f"proto {self.proto} with IPv{fam} prefixes: expected "
+                             f"{'icmpv6' if fam == 6 else 'icmp'}")
         return self
+
+    @property
+    def family(self) -> int | None:
+        """The family its prefixes are of (4 or 6), None if it has none."""
+        p = self.src or self.dst
+        return None if p is None else p.version
+
+    def ipv4_only_problem(self) -> str | None:
+        """Why an IPv4-only backend cannot load this rule, or None."""
+        if self.family == 6 or self.proto == "icmpv6":
+            return "an IPv6 rule (IPv6 prefixes or proto icmpv6)"
+        return None
+
+
+def refuse_ipv6(rules: list[Rule], who: str) -> list[Rule]:
+    """``rules`` unchanged, or a ValueError naming the first IPv6 rule ``who`` cannot load."""
+    for i, r in enumerate(rules):
+        problem = r.ipv4_only_problem()
+        if problem:
+            raise ValueError(f"rule {i} is {problem}; {who} filters IPv4 only (kind firewall "
+                             "with backend nftables filters both)")
+    return rules
 
 
 class Generate(BaseModel):
@@ -71,10 +108,11 @@ def _nft_rule(r: Rule) -> str:
     parts = []
     if r.proto != "any":
         parts.append(f"meta l4proto {r.proto}")
+    ip = "ip6" if r.family == 6 else "ip"
     if r.src:
-        parts.append(f"ip saddr {r.src}")
+        parts.append(f"{ip} saddr {r.src}")
     if r.dst:
-        parts.append(f"ip daddr {r.dst}")
+        parts.append(f"{ip} daddr {r.dst}")
     for key, ports in (("sport", r.sport), ("dport", r.dport)):
         if ports:
             lo, hi = ports

@@ -69,6 +69,7 @@ class Shaper(NetworkFunction):
     kind = "shaper"
     Params = ShaperParams
     params: ShaperParams
+    families = (4, 6)  # HTB and TBF on the egress qdisc shape frames of any protocol
 
     def check(self) -> None:
         if self.params.toward is not None:

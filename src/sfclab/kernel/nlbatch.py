@@ -26,6 +26,7 @@ IFF_UP = 0x1
 IFLA_IFNAME, IFLA_MTU, IFLA_MASTER, IFLA_LINKINFO, IFLA_IFALIAS, IFLA_NET_NS_FD = 3, 4, 10, 18, 20, 28
 IFLA_INFO_KIND, IFLA_INFO_DATA, VETH_INFO_PEER = 1, 2, 1
 IFA_ADDRESS, IFA_LOCAL = 1, 2
+IFA_F_NODAD = 0x02
 RTA_DST, RTA_GATEWAY = 1, 5
 RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_UNIVERSE, RTN_UNICAST = 254, 3, 0, 1
 
@@ -81,19 +82,25 @@ class Batch:
         self.msgs.append((RTM_NEWLINK, 0, body, what))
 
     def addr(self, index: int, cidr: str, what: str) -> None:
-        iface = ipaddress.IPv4Interface(cidr)
+        """Add address ``cidr`` (IPv4, or IPv6 flagged ``nodad``: usable at once, no duplicate
+        address detection on a lab's own links) to interface ``index``."""
+        iface = ipaddress.ip_interface(cidr)
         ip = iface.ip.packed
-        body = struct.pack("BBBBI", socket.AF_INET, iface.network.prefixlen, 0, 0, index)
+        six = iface.version == 6
+        body = struct.pack("BBBBI", socket.AF_INET6 if six else socket.AF_INET,
+                           iface.network.prefixlen, IFA_F_NODAD if six else 0, 0, index)
         body += _attr(IFA_LOCAL, ip) + _attr(IFA_ADDRESS, ip)
         self.msgs.append((RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, body, what))
 
     def route(self, dst: str, gateway: str, what: str) -> None:
-        net = ipaddress.IPv4Network(dst)
-        body = struct.pack("BBBBBBBBI", socket.AF_INET, net.prefixlen, 0, 0, RT_TABLE_MAIN,
+        """Add a route to ``dst`` via ``gateway`` (both of one family) to the main table."""
+        net = ipaddress.ip_network(dst)
+        family = socket.AF_INET6 if net.version == 6 else socket.AF_INET
+        body = struct.pack("BBBBBBBBI", family, net.prefixlen, 0, 0, RT_TABLE_MAIN,
                            RTPROT_BOOT, RT_SCOPE_UNIVERSE, RTN_UNICAST, 0)
         if net.prefixlen:
             body += _attr(RTA_DST, net.network_address.packed)
-        body += _attr(RTA_GATEWAY, ipaddress.IPv4Address(gateway).packed)
+        body += _attr(RTA_GATEWAY, ipaddress.ip_address(gateway).packed)
         self.msgs.append((RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, body, what))
 
     def send(self, sock: socket.socket, chunk: int = 100) -> None:

@@ -157,6 +157,17 @@ def _container(doc: Document, place: tuple[Any, ...], image: ImageSpec | None,
     return c
 
 
+def check_chain_file(path: str) -> ChainFile:
+    """The chain file at ``path`` checked as ``chain add`` checks it, without a running lab:
+    every function's kind, parameters and image (an ``outside`` left to the attach node is not
+    filled in).  A located :class:`~sfclab.errors.SpecError` for the first fault."""
+    doc = Document.from_file(path)
+    chain = parse(doc)
+    for i in range(len(chain.functions)):
+        _function(doc, i, chain, chain.attach)
+    return chain
+
+
 def default_attach(lab: str, chain: ChainFile) -> str | None:
     """The node ``chain``'s functions hang off in running lab ``lab`` (see
     :mod:`sfclab.plan.chainadd`): its own ``attach``, else the router nearest the ingress."""

@@ -9,17 +9,14 @@ names, interface names and addresses and collects the objects; nothing here bran
 
 from __future__ import annotations
 
-from ipaddress import IPv4Interface
-from typing import TYPE_CHECKING, Protocol, cast
+from ipaddress import ip_interface
+from typing import Any, Protocol, cast
 
 from ..spec.lab import Lab, LinkSpec, NodeSpec
 from ..spec.segments import segments
 from . import names, routing, sfc, tenancy
 from . import hosts as plan_hosts
 from .model import InterfacePlan, OvsBridgePlan, Plan, RoutePlan, SegmentPlan
-
-if TYPE_CHECKING:
-    from ipaddress import IPv4Network
 
 
 class NodePlanner(Protocol):
@@ -41,12 +38,13 @@ class LinkPlanner(Protocol):
 class Planner:
     """The planning context kinds and forms write through."""
 
-    def __init__(self, lab: Lab, ovs_datapath: str,
-                 addrs: dict[tuple[int, int], IPv4Interface]):
+    def __init__(self, lab: Lab, ovs_datapath: str, addrs: dict[tuple[int, int], Any],
+                 addrs6: dict[tuple[int, int], Any] | None = None):
         self.lab = lab
         self.ovs_datapath = ovs_datapath
-        self.plan = Plan(lab=lab.name, tag=names.lab_tag(lab.name))
+        self.plan = Plan(lab=lab.name, tag=names.lab_tag(lab.name), ip=str(lab.ip))
         self._addrs = addrs
+        self._addrs6 = addrs6 or {}
         self._counter = 0
         # interface names inside namespaces: explicit ones first, then eth0, eth1 ... per node
         self._used: dict[str, set[str]] = {n: {"lo", "br0"} for n in lab.nodes}
@@ -73,8 +71,9 @@ class Planner:
         self._used[node].add(name)
         return name
 
-    def address(self, link: int, end: int) -> str | None:
-        a = self._addrs.get((link, end))
+    def address(self, link: int, end: int, family: int = 4) -> str | None:
+        """The address of the link's end ``end`` of ``family`` (4 or 6), e.g. "198.18.0.1/24"."""
+        a = (self._addrs if family == 4 else self._addrs6).get((link, end))
         return str(a) if a else None
 
     def alias(self, node: str, link: int) -> str:
@@ -106,15 +105,23 @@ class Planner:
                              address=self.address(link, end), mtu=spec.mtu,
                              offloads=dict(ep.offloads()),
                              master="br0" if node.attachment == "linux-bridge" else None,
-                             alias=self.alias(node.name, link))
+                             alias=self.alias(node.name, link),
+                             address6=self.address(link, end, 6))
 
 
 def build_plan(lab: Lab, *, ovs_datapath: str = "netdev", cpus: list[int] | None = None) -> Plan:
     """Turn a validated lab into a plan.  ``ovs_datapath`` is what ``auto`` resolves to;
     ``cpus`` are the machine's online CPUs (what hosts' ``cpus`` are taken from)."""
     segs = segments(lab.nodes, lab.links)
-    subnets, addrs = tenancy.assign(lab, segs)
-    p = Planner(lab, ovs_datapath, addrs)
+    subnets: dict[int, Any] = {}
+    addrs: dict[tuple[int, int], Any] = {}
+    subnets6: dict[int, Any] = {}
+    addrs6: dict[tuple[int, int], Any] = {}
+    if 4 in lab.families:
+        subnets, addrs = tenancy.assign(lab, segs)
+    if 6 in lab.families:
+        subnets6, addrs6 = tenancy.assign(lab, segs, 6)
+    p = Planner(lab, ovs_datapath, addrs, addrs6)
     if lab.hosts:
         plan_hosts.check_underlay(lab, subnets.values())
         p.plan.hosts, p.plan.underlay = plan_hosts.plan_hosts(lab, cpus or [0])
@@ -123,24 +130,31 @@ def build_plan(lab: Lab, *, ovs_datapath: str = "netdev", cpus: list[int] | None
 
     seg_of: dict[tuple[int, int], int] = {att: s.index for s in segs for att in s.attachments}
     attachments: list[routing.Attachment] = []
+    attachments6: list[routing.Attachment] = []
     for li, (lk, form) in enumerate(zip(lab.links, lab.forms)):
         ends = cast(LinkPlanner, form).plan_link(p, li, lk)
         for j, e in ends.items():
             if e.address:
-                attachments.append(routing.Attachment(e.node, e.name, IPv4Interface(e.address).ip,
+                attachments.append(routing.Attachment(e.node, e.name, ip_interface(e.address).ip,
                                                       seg_of[(li, j)]))
+            if e.address6:
+                attachments6.append(routing.Attachment(e.node, e.name,
+                                                       ip_interface(e.address6).ip,
+                                                       seg_of[(li, j)]))
 
     plan = p.plan
     for seg in segs:
         members = [lab.links[li].endpoints[j].node for li, j in seg.attachments]
-        net = subnets.get(seg.index)
+        net, net6 = subnets.get(seg.index), subnets6.get(seg.index)
         plan.segments.append(SegmentPlan(seg.index, str(net) if net else None, members,
-                                         seg.bridges))
-    nets: dict[int, IPv4Network] = {k: v for k, v in subnets.items() if v is not None}
-    for node, dst, gateway, dev, table in tenancy.routes(lab, segs, nets, attachments):
-        plan.routes.append(RoutePlan(node, p.netns(node), str(dst),
-                                     str(gateway) if gateway else "", dev, table))
-    tenancy.plan_tenants(lab, plan, segs, nets)
+                                         seg.bridges, str(net6) if net6 else None))
+    nets: dict[int, Any] = {k: v for k, v in subnets.items() if v is not None}
+    nets6: dict[int, Any] = {k: v for k, v in subnets6.items() if v is not None}
+    for family_nets, family_att in ((nets, attachments), (nets6, attachments6)):
+        for node, dst, gateway, dev, table in tenancy.routes(lab, segs, family_nets, family_att):
+            plan.routes.append(RoutePlan(node, p.netns(node), str(dst),
+                                         str(gateway) if gateway else "", dev, table))
+    tenancy.plan_tenants(lab, plan, segs, nets or nets6)
     plan.steering = sfc.build(lab, plan)
     if plan.steering is not None:
         plan_hosts.refit(plan)

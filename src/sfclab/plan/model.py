@@ -6,13 +6,20 @@ functions are :class:`FunctionPlan` entries (kind and parameters) keyed by node;
 chains are one :class:`~sfclab.plan.steering.SteeringPlan` (None without chains).
 ``Plan.to_dict`` writes the JSON that state files and the SSH agent exchange, and
 ``Plan.from_dict`` reads it back into these types.
+
+Addresses: a lab's ``ip`` (``"4"``, ``"6"`` or ``"dual"``) says which families its links carry;
+an interface's IPv4 address is ``address``, its IPv6 one ``address6`` (None where the lab has
+no such family), a segment's subnets ``subnet`` and ``subnet6``; routes of both families are
+``RoutePlan`` rows (an IPv6 ``dst`` such as ``::/0`` is an IPv6 route).  ``Plan.address_of(node,
+family=6)`` is the IPv6 twin of today's ``address_of(node)``.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from ipaddress import IPv4Address, IPv4Interface, IPv4Network
-from typing import Any
+from ipaddress import (IPv4Address, IPv4Interface, IPv4Network, IPv6Address, IPv6Interface,
+                       IPv6Network)
+from typing import Any, Literal, overload
 
 from .steering import SteeringPlan
 
@@ -40,6 +47,7 @@ class InterfacePlan:
     offloads: dict[str, bool] = field(default_factory=dict)
     master: str | None = None  # linux bridge device (in the same namespace) or OVS bridge name
     alias: str | None = None
+    address6: str | None = None  # "2001:2:0:1::1/64" (labs of ip 6 or dual)
 
 
 @dataclass
@@ -196,6 +204,7 @@ class SegmentPlan:
     subnet: str | None
     members: list[str]  # nodes with an address on it
     bridges: list[str]
+    subnet6: str | None = None  # its IPv6 subnet (labs of ip 6 or dual)
 
 
 @dataclass
@@ -218,6 +227,12 @@ class Plan:
     tenants: dict[str, list[str]] = field(default_factory=dict)  # tenant -> its nodes
     tenancy: list[TenancyPlan] = field(default_factory=list)  # shared nodes
     containers: list[ContainerPlan] = field(default_factory=list)  # nodes with an image
+    ip: str = "4"  # the lab's ``ip:``: "4", "6" or "dual"
+
+    @property
+    def families(self) -> tuple[int, ...]:
+        """The address families (4, 6) of the lab's links."""
+        return {"4": (4,), "6": (6,), "dual": (4, 6)}[self.ip]
 
     def host_of(self, node: str) -> HostPlan | None:
         for h in self.hosts:
@@ -238,16 +253,39 @@ class Plan:
     def interfaces_of(self, node: str) -> list[InterfacePlan]:
         return [i for i in self.interfaces if i.node == node and i.netns is not None]
 
-    def addresses_of(self, node: str) -> list[IPv4Interface]:
+    @overload
+    def addresses_of(self, node: str, family: Literal[4] = 4) -> list[IPv4Interface]: ...
+    @overload
+    def addresses_of(self, node: str, family: Literal[6]) -> list[IPv6Interface]: ...
+    @overload
+    def addresses_of(self, node: str, family: int) -> list[IPv4Interface | IPv6Interface]: ...
+
+    def addresses_of(self, node: str, family: int = 4) -> Any:
+        """The node's addresses of ``family`` (4: IPv4Interface, 6: IPv6Interface), in
+        interface order."""
+        if family == 6:
+            return [IPv6Interface(i.address6) for i in self.interfaces_of(node) if i.address6]
         return [IPv4Interface(i.address) for i in self.interfaces_of(node) if i.address]
 
-    def address_of(self, node: str) -> IPv4Address:
-        addrs = self.addresses_of(node)
+    @overload
+    def address_of(self, node: str, family: Literal[4] = 4) -> IPv4Address: ...
+    @overload
+    def address_of(self, node: str, family: Literal[6]) -> IPv6Address: ...
+    @overload
+    def address_of(self, node: str, family: int) -> IPv4Address | IPv6Address: ...
+
+    def address_of(self, node: str, family: int = 4) -> Any:
+        """The node's first address of ``family`` (an IPv4Address, or an IPv6Address for
+        ``family=6``); ``KeyError`` if it has none."""
+        addrs = self.addresses_of(node, family)
         if not addrs:
             raise KeyError(node)
         return addrs[0].ip
 
-    def subnets(self) -> list[IPv4Network]:
+    def subnets(self, family: int = 4) -> list[Any]:
+        """The segments' subnets of ``family``."""
+        if family == 6:
+            return [IPv6Network(s.subnet6) for s in self.segments if s.subnet6]
         return [IPv4Network(s.subnet) for s in self.segments if s.subnet]
 
     # --- JSON -----------------------------------------------------------------------------
@@ -257,6 +295,14 @@ class Plan:
             d["steering"] = self.steering.to_dict()
         if not d["containers"]:  # a lab without images saves the plan it always saved
             del d["containers"]
+        if self.ip == "4":  # so does an IPv4 lab: no IPv6 keys
+            del d["ip"]
+            for i in d["interfaces"]:
+                del i["address6"]
+            for v in d["veths"]:
+                del v["a"]["address6"], v["b"]["address6"]
+            for s in d["segments"]:
+                del s["subnet6"]
         return d
 
     @classmethod
@@ -283,4 +329,5 @@ class Plan:
             tenants=d.get("tenants", {}),
             tenancy=[TenancyPlan(**x) for x in d.get("tenancy", [])],
             containers=[ContainerPlan(**x) for x in d.get("containers", [])],
+            ip=d.get("ip", "4"),
         )

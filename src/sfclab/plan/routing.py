@@ -9,33 +9,42 @@ Routes are then compressed: the next hop that serves the most destinations becom
 route, and the destinations of every other next hop are merged into the fewest covering
 prefixes (exactly, never covering a destination that goes elsewhere).  A chain of N routers so
 needs O(log N) routes per namespace instead of O(N).
+
+IPv4 and IPv6 are routed alike and apart: ``compute`` is called once per family with that
+family's subnets and attachments; the default route is ``0.0.0.0/0`` or ``::/0``.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from ipaddress import IPv4Address, IPv4Network, collapse_addresses
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, collapse_addresses
+from typing import Any
+
+#: the default route of each family
+DEFAULT: dict[int, IPv4Network | IPv6Network] = {4: IPv4Network("0.0.0.0/0"),
+                                                 6: IPv6Network("::/0")}
 
 
 @dataclass(frozen=True)
 class Attachment:
     node: str
     ifname: str
-    address: IPv4Address
+    address: IPv4Address | IPv6Address
     segment: int
 
 
 @dataclass(frozen=True)
 class Route:
     node: str
-    dst: IPv4Network
-    gateway: IPv4Address
+    dst: IPv4Network | IPv6Network
+    gateway: IPv4Address | IPv6Address
     dev: str
 
 
-def compute(order: list[str], forwards: dict[str, bool], subnets: dict[int, IPv4Network],
+def compute(order: list[str], forwards: dict[str, bool], subnets: dict[int, Any],
             attachments: list[Attachment]) -> list[Route]:
+    """The routes of every node, for the one family of ``subnets`` and ``attachments``."""
     rank = {n: i for i, n in enumerate(order)}
     on_seg: dict[int, list[Attachment]] = {}
     of_node: dict[str, list[Attachment]] = {}
@@ -73,7 +82,7 @@ def compute(order: list[str], forwards: dict[str, bool], subnets: dict[int, IPv4
                     first[w] = first[v] if v != u else (nb, out)
                     queue.append(w)
         direct = {a.segment for a in mine}
-        groups: dict[tuple[IPv4Address, str], list[IPv4Network]] = {}
+        groups: dict[tuple[Any, str], list[Any]] = {}
         for seg, net in subnets.items():
             if seg in direct:
                 continue
@@ -92,7 +101,7 @@ def compute(order: list[str], forwards: dict[str, bool], subnets: dict[int, IPv4
             continue
         keys = sorted(groups, key=lambda k: (-len(groups[k]), int(k[0])))
         default = keys[0]
-        routes.append(Route(u, IPv4Network("0.0.0.0/0"), default[0], default[1]))
+        routes.append(Route(u, DEFAULT[default[0].version], default[0], default[1]))
         for k in keys[1:]:
             for net in collapse_addresses(groups[k]):
                 routes.append(Route(u, net, k[0], k[1]))

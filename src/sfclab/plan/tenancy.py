@@ -16,8 +16,8 @@ connection's mark for replies) and the conntrack zones.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv4Interface, IPv4Network
-from typing import TYPE_CHECKING
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from ..spec.hosts import spaces
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 TABLE_BASE = 100
 
 #: (node, destination, gateway or None for a connected route, device, table or None for main)
-RouteRow = tuple[str, IPv4Network, IPv4Address | None, str, int | None]
+RouteRow = tuple[str, IPv4Network | IPv6Network, IPv4Address | IPv6Address | None, str,
+                 int | None]
 
 
 def table_of(lab: Lab, tenant: str) -> int:
@@ -54,17 +55,18 @@ def _check_room(lab: Lab) -> None:
             else SpecError(msg, file=lab.source, place="tenants")
 
 
-def assign(lab: Lab, segs: list[Segment]
-           ) -> tuple[dict[int, IPv4Network | None], dict[tuple[int, int], IPv4Interface]]:
-    """Subnets and addresses, space by space (one space when the lab has no tenants)."""
+def assign(lab: Lab, segs: list[Segment], family: int = 4
+           ) -> tuple[dict[int, Any], dict[tuple[int, int], Any]]:
+    """Subnets and addresses of ``family``, space by space (one space when the lab has no
+    tenants)."""
     _check_room(lab)
-    subnets: dict[int, IPv4Network | None] = {}
-    addrs: dict[tuple[int, int], IPv4Interface] = {}
+    subnets: dict[int, Any] = {}
+    addrs: dict[tuple[int, int], Any] = {}
     groups: list[str | None] = [None, *lab.tenants]
-    avoid: tuple[IPv4Network, ...] = ()
+    avoid: tuple[Any, ...] = ()
     for space in groups:
         mine = [s for s in segs if segment_space(lab, s) == space]
-        sn, ad = addressing.assign(lab.addressing, lab.links, mine, lab.source, avoid)
+        sn, ad = addressing.assign(lab.addressing, lab.links, mine, lab.source, avoid, family)
         subnets.update(sn)
         addrs.update(ad)
         if space is None:
@@ -72,7 +74,7 @@ def assign(lab: Lab, segs: list[Segment]
     return subnets, addrs
 
 
-def routes(lab: Lab, segs: list[Segment], nets: dict[int, IPv4Network],
+def routes(lab: Lab, segs: list[Segment], nets: dict[int, Any],
            attachments: list[routing.Attachment]) -> list[RouteRow]:
     order = list(lab.nodes)
     forwards = {n: s.forwards for n, s in lab.nodes.items()}
@@ -82,7 +84,7 @@ def routes(lab: Lab, segs: list[Segment], nets: dict[int, IPv4Network],
     space = {s.index: segment_space(lab, s) for s in segs}
     out: list[RouteRow] = []
 
-    def within(allowed: set[str | None]) -> tuple[dict[int, IPv4Network],
+    def within(allowed: set[str | None]) -> tuple[dict[int, Any],
                                                   list[routing.Attachment]]:
         return ({k: v for k, v in nets.items() if space[k] in allowed},
                 [a for a in attachments if space[a.segment] in allowed])
@@ -107,7 +109,7 @@ def routes(lab: Lab, segs: list[Segment], nets: dict[int, IPv4Network],
 
 
 def _public_returns(lab: Lab, order: list[str], forwards: dict[str, bool],
-                    nets: dict[int, IPv4Network], attachments: list[routing.Attachment],
+                    nets: dict[int, Any], attachments: list[routing.Attachment],
                     space: dict[int, str | None]) -> list[RouteRow]:
     """Routes of public-only *forwarding* nodes back to tenants' subnets: a public chain
     between shared nodes (e.g. DPI -> firewall -> shaper -> router) must carry replies back
@@ -116,7 +118,7 @@ def _public_returns(lab: Lab, order: list[str], forwards: dict[str, bool],
     same way from the node (identical address plans behind different shared nodes are
     ambiguous: no route, as before)."""
     tenant_nets = {v for k, v in nets.items() if space[k] is not None}
-    seen: dict[tuple[str, IPv4Network], set[tuple[IPv4Address | None, str]]] = {}
+    seen: dict[tuple[str, Any], set[tuple[Any, str]]] = {}
     for t in lab.tenants:
         n = {k: v for k, v in nets.items() if space[k] in (t, None)}
         att = [a for a in attachments if space[a.segment] in (t, None)]
@@ -129,7 +131,7 @@ def _public_returns(lab: Lab, order: list[str], forwards: dict[str, bool],
             if len(ways) == 1 for gw, dev in ways]
 
 
-def plan_tenants(lab: Lab, plan: Plan, segs: list[Segment], nets: dict[int, IPv4Network]) -> None:
+def plan_tenants(lab: Lab, plan: Plan, segs: list[Segment], nets: dict[int, Any]) -> None:
     """The plan's tenants (their nodes) and shared nodes' tenancy."""
     for t in lab.tenants:
         plan.tenants[t] = [n for n, s in lab.nodes.items() if t in s.tenants]

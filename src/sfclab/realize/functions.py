@@ -8,7 +8,7 @@ an earlier ``up`` started.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Interface, IPv6Interface
 
 from ..functions import get
 from ..functions.base import FunctionContext, Interface, NetworkFunction
@@ -18,7 +18,8 @@ from .steering import maps_dir
 
 
 def context(state: LabState, plan: Plan, node: str) -> FunctionContext:
-    ifaces = [Interface(i.name, i.peer, IPv4Interface(i.address) if i.address else None)
+    ifaces = [Interface(i.name, i.peer, IPv4Interface(i.address) if i.address else None,
+                        IPv6Interface(i.address6) if i.address6 else None)
               for i in plan.interfaces_of(node)]
     routes = [{"dst": r.dst, "gateway": r.gateway, "dev": r.dev}
               for r in plan.routes if r.node == node]
@@ -28,7 +29,8 @@ def context(state: LabState, plan: Plan, node: str) -> FunctionContext:
     node_id = sp.node_ids.get(node) if sp else None
     maps = maps_dir(plan) if node_id is not None else None
     return FunctionContext(plan.lab, node, plan.netns_of(node), ifaces, state.node_dir(node),
-                           routes, host.cgroup if host else None, image, node_id, maps)
+                           routes, host.cgroup if host else None, image, node_id, maps,
+                           plan.families)
 
 
 def instantiate(state: LabState, plan: Plan, node: str) -> NetworkFunction:

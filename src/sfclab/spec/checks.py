@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .addresses import families
 from .kinds import KindTable, LinkForm
 from .segments import segments
 from .source import Document, format_place
@@ -90,36 +91,70 @@ def _fmt(loc: tuple[Any, ...]) -> str:
 def check_addresses(doc: Document, addressing: AddressingSpec, nodes: dict[str, NodeSpec],
                     links: list[LinkSpec], places: list[tuple[Any, ...]],
                     spaces: list[str | None] | None = None) -> None:
-    """Explicit addresses: each unique, and no two segments' subnets overlapping, within one
+    """Explicit addresses of each family (``address``, ``address6``): each unique, each in the
+    subnet its segment already has, and no two segments' subnets overlapping, within one
     address space (a tenant's, or the public one: tenants' spaces may overlap)."""
+    for family, key in ((4, "address"), (6, "address6")):
+        _check_family_addresses(doc, nodes, links, places, spaces, family, key)
 
+
+def _check_family_addresses(doc: Document, nodes: dict[str, NodeSpec], links: list[LinkSpec],
+                            places: list[tuple[Any, ...]], spaces: list[str | None] | None,
+                            family: int, key: str) -> None:
     space = spaces or [None] * len(links)
     seen: dict[Any, tuple[Any, ...]] = {}
     nets: list[tuple[Any, int, tuple[Any, ...], str | None]] = []
+    # a /31 (IPv4) or /127 (IPv6) has no network or broadcast address (RFC 3021, RFC 6164)
+    shortest_whole = 31 if family == 4 else 127
     for seg in segments(nodes, links):
         seg_net = None
         for li, j in seg.attachments:
-            ep = links[li].endpoints[j]
-            if ep.address is None:
+            addr = links[li].endpoints[j].address_of(family)
+            if addr is None:
                 continue
-            loc = places[li] + ("endpoints", j, "address")
-            key = (space[li], ep.address.ip)
-            if key in seen:
-                raise doc.error(f"address {ep.address.ip} is already given at {_fmt(seen[key])}",
-                                loc)
-            if ep.address.ip in (ep.address.network.network_address,
-                                 ep.address.network.broadcast_address) and \
-                    ep.address.network.prefixlen < 31:
-                raise doc.error(f"expected a host address, not the network or broadcast address "
-                                f"of {ep.address.network}", loc)
-            seen[key] = loc
+            loc = places[li] + ("endpoints", j, key)
+            seen_key = (space[li], addr.ip)
+            if seen_key in seen:
+                raise doc.error(f"address {addr.ip} is already given at "
+                                f"{_fmt(seen[seen_key])}", loc)
+            net = addr.network
+            ends = (net.network_address, net.broadcast_address) if family == 4 \
+                else (net.network_address,)
+            if addr.ip in ends and net.prefixlen < shortest_whole:
+                what = "the network or broadcast address" if family == 4 \
+                    else "the subnet-router anycast address (host part zero)"
+                raise doc.error(f"expected a host address, not {what} of {net}", loc)
+            seen[seen_key] = loc
             if seg_net is None:
-                seg_net = ep.address.network
+                seg_net = net
                 for other, oseg, oloc, ospace in nets:
                     if oseg != seg.index and ospace == space[li] and other.overlaps(seg_net):
                         raise doc.error(f"subnet {seg_net} overlaps {other} given at {_fmt(oloc)} "
                                         "on another segment", loc)
                 nets.append((seg_net, seg.index, loc, space[li]))
-            elif ep.address.network != seg_net:
-                raise doc.error(f"expected an address in {seg_net}, the subnet this segment already "
-                                "has", loc)
+            elif net != seg_net:
+                raise doc.error(f"expected an address in {seg_net}, the subnet this segment "
+                                "already has", loc)
+
+
+def check_families(doc: Document, ip: int | str, nodes: dict[str, NodeSpec],
+                   links: list[LinkSpec], places: list[tuple[Any, ...]]) -> None:
+    """An explicit address of a family the lab does not put on its links (``address6`` in an
+    ``ip: 4`` lab, ``address`` in an ``ip: 6`` lab) is refused at its place, and so is a node
+    whose kind cannot carry the lab's families (its :attr:`families`, IPv4 only for the eBPF
+    and balancer kinds)."""
+    fams = families(ip)
+    for lk, place in zip(links, places):
+        for j, ep in enumerate(lk.endpoints):
+            for family, key in ((4, "address"), (6, "address6")):
+                if ep.address_of(family) is not None and family not in fams:
+                    raise doc.error(f"an IPv{family} address in a lab of 'ip: {ip}': set "
+                                    f"'ip: dual' (or 'ip: {family}') to address links in "
+                                    f"IPv{family}", place + ("endpoints", j, key))
+    for name, n in nodes.items():
+        carries = n.kind_ref.families
+        missing = [f for f in fams if f not in carries]
+        if missing:
+            raise doc.error(f"a {n.kind} carries IPv{' and IPv'.join(map(str, carries))} only, "
+                            f"and this lab is 'ip: {ip}': expected 'ip: 4' or another kind",
+                            ("nodes", name, "kind"))

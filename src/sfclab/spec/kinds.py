@@ -56,6 +56,11 @@ class NodeKind(Protocol):
         place of its forwarder and proxy; None for every other kind."""
         ...
 
+    @property
+    def families(self) -> tuple[int, ...]:
+        """The address families (4, 6) its nodes carry; a lab of another ``ip:`` is refused."""
+        ...
+
     def params_model(self) -> type[BaseModel]:
         """The pydantic model of the node's keys (``kind`` excluded for functions)."""
         ...

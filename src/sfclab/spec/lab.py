@@ -3,7 +3,9 @@
 Model (containerlab's words)::
 
     name: demo                      # [A-Za-z0-9][A-Za-z0-9_.-]*, at most 32 characters
+    ip: dual                        # 4 (default) | 6 | dual: the address families of links
     addressing: {pool: 198.18.0.0/15, prefix: 24}   # optional; one subnet per segment
+    # IPv6: {pool6: 2001:2::/48, prefix6: 64} (RFC 5180's benchmarking range, a /64 a segment)
     mtu: 1500                       # optional default for every link
     chain: {length: 5, link: veth}  # optional shorthand, expanded by sfclab.spec.chain
     nodes:
@@ -14,6 +16,7 @@ Model (containerlab's words)::
     links:
       - endpoints: [src, "r1:eth5"] # "node" or "node:interface", or a mapping:
       - endpoints: [{node: r1, address: 198.18.9.1/24, tx-checksum: off}, sw]
+      - endpoints: [{node: r1, address6: "2001:2:0:9::1/64"}, src]   # ip: 6 or dual
         mtu: 9000
       - endpoints: [r1, br]
         port: internal              # namespace<->ovs-bridge: veth (default) | internal
@@ -27,7 +30,7 @@ Model (containerlab's words)::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from ipaddress import IPv4Interface, IPv4Network
+from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
@@ -36,7 +39,7 @@ from ..errors import SpecError
 import yaml
 
 from . import chain, checks, hosts as hosts_spec, sfc, text
-from .addresses import address_problem
+from .addresses import IP_FAMILIES, IPV6_POOL, IPV6_PREFIX, address_problem, families
 from .chain import ChainSpec
 from .hosts import Attach, HostSpec, Rate, UnderlaySpec
 from .image import ImageSpec
@@ -54,6 +57,7 @@ class EndpointSpec(_Model):
     node: str
     interface: str | None = None
     address: IPv4Interface | None = None
+    address6: IPv6Interface | None = None
     tso: bool | None = None
     gso: bool | None = None
     gro: bool | None = None
@@ -77,6 +81,30 @@ class EndpointSpec(_Model):
             if v.network.prefixlen < 8:
                 raise ValueError("a prefix of /8 or longer on a link")
         return v
+
+    @field_validator("address6", mode="before")
+    @classmethod
+    def _address6_text(cls, v: Any) -> Any:
+        if v is not None and not isinstance(v, str):
+            raise ValueError("an IPv6 address with its prefix as text, e.g. 2001:2:0:9::1/64")
+        if isinstance(v, str) and "/" not in v:
+            raise ValueError(f"an IPv6 address with its prefix length, e.g. {v}/64")
+        return v
+
+    @field_validator("address6")
+    @classmethod
+    def _address6(cls, v: IPv6Interface | None) -> IPv6Interface | None:
+        if v is not None:
+            problem = address_problem(v.network) or address_problem(v.ip)
+            if problem:
+                raise ValueError(f"a unicast host address on a link, not {problem}")
+            if not 16 <= v.network.prefixlen <= 127:
+                raise ValueError("a prefix between /16 and /127 on a link")
+        return v
+
+    def address_of(self, family: int) -> IPv4Interface | IPv6Interface | None:
+        """The endpoint's explicit address of ``family`` (4 or 6), or None."""
+        return self.address if family == 4 else self.address6
 
     def offloads(self) -> dict[str, bool]:
         """The offloads this endpoint asks to set, in ethtool's words."""
@@ -108,18 +136,26 @@ class LinkSpec(_Model):
 class AddressingSpec(_Model):
     pool: IPv4Network = IPv4Network("198.18.0.0/15")
     prefix: int = Field(default=24, ge=8, le=30)
+    pool6: IPv6Network = IPV6_POOL
+    prefix6: int = Field(default=IPV6_PREFIX, ge=16, le=127)
 
-    @field_validator("pool")
+    @field_validator("pool", "pool6")
     @classmethod
-    def _pool(cls, v: IPv4Network) -> IPv4Network:
+    def _pool(cls, v: IPv4Network | IPv6Network) -> IPv4Network | IPv6Network:
         problem = address_problem(v)
         if problem:
             raise ValueError(f"a pool of unicast addresses, not {problem}")
         return v
 
+    def pool_of(self, family: int) -> tuple[IPv4Network | IPv6Network, int, str]:
+        """The pool of ``family``, its subnets' prefix length and that key's name."""
+        return (self.pool, self.prefix, "prefix") if family == 4 else \
+            (self.pool6, self.prefix6, "prefix6")
+
 
 class LabFile(_Model):
     name: str = Field(max_length=LAB_NAME_MAX)
+    ip: Any = 4  # checked by _ip: 4 | 6 | dual
     nodes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     links: list[dict[str, Any]] = Field(default_factory=list)
     chain: ChainSpec | None = None
@@ -136,6 +172,14 @@ class LabFile(_Model):
     def _name(cls, v: str) -> str:
         if not NAME_RE.match(v):
             raise ValueError(f"a name of {NAME_WORDS}")
+        return v
+
+    @field_validator("ip")
+    @classmethod
+    def _ip(cls, v: Any) -> int | str:
+        if isinstance(v, bool) or v not in IP_FAMILIES:
+            raise ValueError(f"4, 6 or dual (the address families of the lab's links), "
+                             f"not {v!r}")
         return v
 
 
@@ -212,6 +256,12 @@ class Lab:
     underlay: UnderlaySpec | None = None
     #: the address space of each link: a tenant's name, or None (public)
     link_spaces: list[str | None] = field(default_factory=list)
+    ip: int | str = 4  # the address families of its links: 4, 6 or dual
+
+    @property
+    def families(self) -> tuple[int, ...]:
+        """The families (4, 6) its links are addressed in."""
+        return families(self.ip)
 
     @property
     def tenants(self) -> list[str]:
@@ -277,8 +327,11 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
     link_spaces = [hosts_spec.link_space(doc, nodes, lk, place)
                    for lk, place in zip(links, places)]
     checks.check_addresses(doc, top.addressing, nodes, links, places, link_spaces)
+    checks.check_families(doc, top.ip, nodes, links, places)
 
     raw: dict[str, Any] = {"name": top.name}
+    if top.ip != 4:
+        raw["ip"] = top.ip
     if "addressing" in data:
         raw["addressing"] = data["addressing"]
     if hosts:
@@ -294,7 +347,7 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
     if chains:
         raw["chains"] = {c: s.as_dict() for c, s in chains.items()}
     return Lab(top.name, nodes, links, top.addressing, doc.source, raw, forms, doc, chains,
-               groups, hosts, underlay, link_spaces)
+               groups, hosts, underlay, link_spaces, top.ip)
 
 
 def _raw_nodes_and_links(doc: Document, top: LabFile
@@ -380,8 +433,9 @@ def _dump_link(lk: LinkSpec) -> dict[str, Any]:
         elif d.keys() == {"node", "interface"}:
             eps.append(f"{ep.node}:{ep.interface}")
         else:
-            if "address" in d:
-                d["address"] = str(d["address"])
+            for key in ("address", "address6"):
+                if key in d:
+                    d[key] = str(d[key])
             eps.append(d)
     out: dict[str, Any] = {"endpoints": eps}
     for k in ("mtu", "port", "connect", "attach", "rate"):

@@ -47,5 +47,6 @@ def configure_interface(b: Builder, i: InterfacePlan, *, set_mtu: bool, enslave:
     batch = b.batch(i.netns)
     batch.link(index, what, mtu=i.mtu if set_mtu else None, master=master,
                alias=i.alias if i.netns is not None else None)  # root ends: marked at birth
-    if i.address:
-        batch.addr(index, i.address, f"address {i.address} on {where}/{i.name}")
+    for address in (i.address, i.address6):
+        if address:
+            batch.addr(index, address, f"address {address} on {where}/{i.name}")

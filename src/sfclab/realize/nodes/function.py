@@ -45,6 +45,10 @@ class FunctionNode(NamespaceNode):
     def sfc_program(self) -> str | None:  # type: ignore[override]
         return self.cls.sfc_program
 
+    @property  # per function class, as sfc_program
+    def families(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self.cls.families
+
     def params_model(self) -> type[BaseModel]:
         return self.cls.Params
 

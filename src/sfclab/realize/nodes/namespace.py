@@ -1,7 +1,10 @@
 """What every node with a namespace of its own shares: hosts, functions and Linux bridges.
 
 Its namespace is made with the lab's base sysctls written inside (no IPv6 chatter in counters,
-TTL 255 so long chains pass traffic; forwarding nodes also get ``ip_forward``), journaled by
+TTL 255 so long chains pass traffic; forwarding nodes also get ``ip_forward``), or in a lab of
+``ip: 6`` or ``dual`` the IPv6 ones (:func:`lab_sysctls`: IPv6 on, no duplicate address
+detection, no router advertisements or solicitations, hop limit 255, IPv6 forwarding in
+forwarding nodes), always inside the lab's namespace, never the root's; journaled by
 name, marked as it is made (``lo``'s alias is its name: :func:`sfclab.kernel.netns.marked`,
 what ``down`` checks before it deletes it), brought up (``lo``) in stage 6, and shown by
 ``inspect`` with its interfaces and routes.
@@ -33,6 +36,15 @@ if TYPE_CHECKING:
 BASE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
                 "net.ipv4.ip_default_ttl": "255"}
 FORWARDING_SYSCTLS = {"net.ipv4.ip_forward": "1"}
+#: in place of BASE_SYSCTLS's IPv6 keys in a lab of ``ip: 6`` or ``dual``: IPv6 on, addresses
+#: usable at once (no DAD; sfclab also adds them ``nodad``), no router advertisements taken or
+#: solicited (routes are the plan's), hop limit 255 like the IPv4 TTL
+IPV6_SYSCTLS = {f"net.ipv6.conf.{scope}.{key}": value
+                for scope in ("all", "default")
+                for key, value in (("disable_ipv6", "0"), ("accept_dad", "0"), ("accept_ra", "0"),
+                                   ("router_solicitations", "0"), ("hop_limit", "255"))}
+FORWARDING6_SYSCTLS = {"net.ipv6.conf.all.forwarding": "1",
+                       "net.ipv6.conf.default.forwarding": "1"}
 _IFF_UP = 1
 
 
@@ -43,6 +55,8 @@ class NamespaceNode(Part):
     has_namespace: ClassVar[bool] = True
     forwards: ClassVar[bool] = False
     sfc_program: ClassVar[str | None] = None
+    #: the address families its nodes carry (function kinds: their class's ``families``)
+    families: ClassVar[tuple[int, ...]] = (4, 6)
     #: how ``graph`` draws it: mermaid brackets, Graphviz shape
     mermaid: ClassVar[tuple[str, str]] = ('("', '")')
     dot: ClassVar[str] = "ellipse"
@@ -70,10 +84,7 @@ class NamespaceNode(Part):
     # --- building --------------------------------------------------------------------------
     def namespaces(self, b: Builder) -> None:
         for ns in self.mine(b.plan):
-            sysctls = dict(BASE_SYSCTLS)
-            if ns.forwards:
-                sysctls.update(FORWARDING_SYSCTLS)
-            b.open_namespace(ns.name, sysctls)
+            b.open_namespace(ns.name, lab_sysctls(b.plan.families, ns.forwards))
 
     def configure(self, b: Builder) -> None:
         for ns in self.mine(b.plan):
@@ -88,6 +99,9 @@ class NamespaceNode(Part):
                 ipr = netns.iproute(ns.name)
                 try:
                     entry["forwarding"] = netns.read_sysctl(ns.name, "net.ipv4.ip_forward") == "1"
+                    if 6 in plan.families:
+                        entry["forwarding6"] = netns.read_sysctl(
+                            ns.name, "net.ipv6.conf.all.forwarding") == "1"
                     entry["interfaces"] = _interfaces(ipr, ns.name)
                     entry["routes"] = _routes(ipr)
                 finally:
@@ -95,10 +109,28 @@ class NamespaceNode(Part):
             nodes[ns.node] = entry
 
 
+def lab_sysctls(families: tuple[int, ...], forwards: bool) -> dict[str, str]:
+    """The sysctls written inside a lab namespace: the base ones, IPv6's in a lab that carries
+    IPv6, and forwarding of each family the lab carries for a node that forwards."""
+    sysctls = dict(BASE_SYSCTLS)
+    if 6 in families:
+        sysctls.update(IPV6_SYSCTLS)
+    if forwards:
+        sysctls.update(FORWARDING_SYSCTLS)
+        if 6 in families:
+            sysctls.update(FORWARDING6_SYSCTLS)
+    return sysctls
+
+
 def _interfaces(ipr: IPRoute, ns: str) -> list[dict[str, Any]]:
     addrs: dict[int, list[str]] = {}
+    addrs6: dict[int, list[str]] = {}
     for a in ipr.get_addr(family=2):
         addrs.setdefault(a["index"], []).append(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}")
+    for a in ipr.get_addr(family=10):
+        if a["scope"] == 0:  # global: the lab's; link-local ones (scope 253) are the kernel's
+            addrs6.setdefault(a["index"], []).append(
+                f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}")
     links = list(ipr.get_links())
     names = {m["index"]: m.get_attr("IFLA_IFNAME") for m in links}
     out = []
@@ -110,6 +142,7 @@ def _interfaces(ipr: IPRoute, ns: str) -> list[dict[str, Any]]:
         d = {"name": name, "state": "up" if m["flags"] & _IFF_UP else "down",
              "mtu": m.get_attr("IFLA_MTU"), "mac": m.get_attr("IFLA_ADDRESS"),
              "addresses": addrs.get(m["index"], []),
+             **({"addresses6": addrs6[m["index"]]} if m["index"] in addrs6 else {}),
              "kind": info.get_attr("IFLA_INFO_KIND") if info else None,
              "alias": m.get_attr("IFLA_IFALIAS"),
              "master": names.get(m.get_attr("IFLA_MASTER"))}
@@ -121,10 +154,20 @@ def _interfaces(ipr: IPRoute, ns: str) -> list[dict[str, Any]]:
 
 
 def _routes(ipr: IPRoute) -> list[dict[str, Any]]:
+    """The main table's IPv4 routes, then its IPv6 routes to global prefixes (a gateway or a
+    global destination: not the kernel's link-local and multicast ones); IPv6 rows say
+    ``"family": 6`` and the default is ``default6``."""
     names = {m["index"]: m.get_attr("IFLA_IFNAME") for m in ipr.get_links()}
     out = []
     for r in ipr.get_routes(family=2, table=254):
         dst = r.get_attr("RTA_DST")
         out.append({"dst": f"{dst}/{r['dst_len']}" if dst else "default",
                     "gateway": r.get_attr("RTA_GATEWAY"), "dev": names.get(r.get_attr("RTA_OIF"))})
+    for r in ipr.get_routes(family=10, table=254):
+        dst = r.get_attr("RTA_DST")
+        if r["type"] != 1 or (dst and dst.lower().startswith(("fe80:", "ff"))):
+            continue  # local, multicast and link-local: the kernel's own
+        out.append({"dst": f"{dst}/{r['dst_len']}" if dst else "default6",
+                    "gateway": r.get_attr("RTA_GATEWAY"), "dev": names.get(r.get_attr("RTA_OIF")),
+                    "family": 6})
     return out

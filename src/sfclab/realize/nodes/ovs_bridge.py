@@ -30,6 +30,7 @@ class OvsBridge(Part):
     has_namespace = False
     forwards = False
     sfc_program = None
+    families = (4, 6)  # a bridge forwards frames of either family
     teardown_rank = 20
     mermaid = ('[["', '"]]')
     dot = "box3d"
