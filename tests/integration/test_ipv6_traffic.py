@@ -1,5 +1,5 @@
 """The native generator and receiver over IPv6, and packet measurements with ``ip: 6``, through
-a router of a real lab (src - r1 - dst) given IPv6 by hand (:mod:`.v6hand`)."""
+a router of a real dual-stack lab (src - r1 - dst, ``ip: dual``)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,19 @@ import subprocess
 import pytest
 
 from sfclab.cli import main
+from sfclab.kernel import netns
 from sfclab.spec.measurement import NdrRequest, RateRequest
 from sfclab.traffic import measure
 from sfclab.traffic.native import NativeGenerator
 
-from .v6hand import give_ipv6
 
 
 @pytest.fixture
 def routed6(running_lab, sfcgen):
-    """src - r1 - dst with IPv6 on every interface; yields (lab, {node: first IPv6 address})."""
-    lab = running_lab({"chain": {"length": 3}})
-    return lab, give_ipv6(lab._plan())
+    """src - r1 - dst of ip dual; yields (lab, {node: its first IPv6 address})."""
+    lab = running_lab({"ip": "dual", "chain": {"length": 3}})
+    plan = lab._plan()
+    return lab, {n: plan.address_of(n, 6) for n in ("src", "r1", "dst")}
 
 
 @pytest.mark.serial  # times or counts what the machine's load changes
@@ -112,3 +113,10 @@ def test_the_loss_locator_places_ipv6_loss_on_the_router(routed6):
     assert p["loss_ratio"] > 0.5, p
     where = p["located"]
     assert where["loss_by_node"].get("r1", 0) >= 0.8 * p["lost"], where
+
+
+def test_ip_6_in_a_lab_without_ipv6_exits_2_and_starts_nothing(running_lab, capsys):
+    lab = running_lab({"chain": {"length": 2}})
+    assert main(["traffic", "rate", lab.name, "--ip", "6", "--rates", "1k"]) == 2
+    assert "has no IPv6 address" in capsys.readouterr().err
+    assert not netns.pids_in([lab.netns("src"), lab.netns("dst")])

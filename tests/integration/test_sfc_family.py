@@ -1,5 +1,5 @@
-"""Classifiers by family on real namespaces (issue 28 item 2): in a dual-stack lab (IPv6 given by
-hand, :mod:`.v6hand`) an IPv4 flow takes one chain and an IPv6 flow another, each through its
+"""Classifiers by family on real namespaces (issue 28 item 2): in a dual-stack lab (``ip:
+dual``) an IPv4 flow takes one chain and an IPv6 flow another, each through its
 own function; the forwarders and the proxy carry the IPv6 packet under the label stack and
 deliver it as IPv6 (ethertype 0x86DD after the last pop), and the function sees it unlabelled."""
 
@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 from .test_sfc import FW, HOST, Capture, lab_dict, line, node_counters, running
-from .v6hand import give_ipv6
 
 #: counts the datagrams to its port by family for a while, then prints them as JSON
 RECEIVER = r"""
@@ -45,15 +44,15 @@ def test_ipv4_and_ipv6_flows_take_their_own_chains() -> None:
                   "six": {"classifiers": [{"ingress": "src", "proto": "udp",
                                            "dst": "2001:2::/32", "dport": 7100}],
                           "functions": ["f2"], "egress": "dst"}})
-    with running(d) as lab:
-        v6 = give_ipv6(lab._plan())
+    with running({**d, "ip": "dual"}) as lab:
+        dst6 = lab._plan().address_of("dst", 6)
         rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", "6"],
                        stdout=subprocess.PIPE, text=True)
         assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
         at_f2 = Capture(lab, "f2", "eth0", 5.0)
         at_dst = Capture(lab, "dst", "eth0", 5.0)
         before = node_counters(lab)
-        for dst in (str(lab.address("dst")), str(v6["dst"])):
+        for dst in (str(lab.address("dst")), str(dst6)):
             lab.exec("src", [sys.executable, "-c", SENDER, dst, "7100", "20"])
         after = node_counters(lab)
         got = json.loads(rx.communicate(timeout=30)[0].strip().splitlines()[-1])
@@ -77,15 +76,15 @@ def test_a_flow_of_the_wrong_family_is_not_classified() -> None:
                  {"six": {"classifiers": [{"ingress": "src", "proto": "udp", "dport": 7200,
                                            "family": "ipv6"}],
                           "functions": ["f1"], "egress": "dst"}})
-    with running(d) as lab:
-        v6 = give_ipv6(lab._plan())
+    with running({**d, "ip": "dual"}) as lab:
+        dst6 = lab._plan().address_of("dst", 6)
         rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7200", "4"],
                        stdout=subprocess.PIPE, text=True)
         assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
         before = node_counters(lab)
         lab.exec("src", [sys.executable, "-c", SENDER, str(lab.address("dst")), "7200", "10"])
         mid = node_counters(lab)
-        lab.exec("src", [sys.executable, "-c", SENDER, str(v6["dst"]), "7200", "10"])
+        lab.exec("src", [sys.executable, "-c", SENDER, str(dst6), "7200", "10"])
         after = node_counters(lab)
         got = json.loads(rx.communicate(timeout=30)[0].strip().splitlines()[-1])
         assert got == {"4": 10, "6": 10}, got

@@ -9,7 +9,9 @@ which are followed as connected."""
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
+
+from typing import Any
 
 from .model import Plan
 
@@ -20,31 +22,38 @@ class NoPath(Exception):
     """There is no route, or the route loops or crosses a node that does not forward."""
 
 
-def hops(plan: Plan, src: str, dst_ip: IPv4Address, limit: int = 4096) -> list[str]:
-    """The nodes visited from ``src`` to the owner of ``dst_ip``, both included."""
-    owners: dict[IPv4Address, list[str]] = {}
+def hops(plan: Plan, src: str, dst_ip: IPv4Address | IPv6Address,
+         limit: int = 4096) -> list[str]:
+    """The nodes visited from ``src`` to the owner of ``dst_ip``, both included, over the
+    addresses and routes of ``dst_ip``'s family."""
+    v6 = dst_ip.version == 6
+
+    def addr(i: Any) -> str:
+        return (i.address6 if v6 else i.address) or ""
+
+    owners: dict[IPv4Address | IPv6Address, list[str]] = {}
     for i in plan.interfaces:
-        if i.address:
-            owners.setdefault(IPv4Address(i.address.split("/")[0]), []).append(i.node)
+        if addr(i):
+            owners.setdefault(ip_address(addr(i).split("/")[0]), []).append(i.node)
     if dst_ip not in owners:
         raise NoPath(f"no node has address {dst_ip}")
     neighbours: dict[str, set[str]] = {}
     for i in plan.interfaces:
         neighbours.setdefault(i.node, set()).add(i.peer)
 
-    def owner(addr: IPv4Address, near: str) -> str:
-        """The node with ``addr``: the one next to ``near`` when several have it."""
-        found = owners[addr]
+    def owner(a: IPv4Address | IPv6Address, near: str) -> str:
+        """The node with ``a``: the one next to ``near`` when several have it."""
+        found = owners[a]
         return next((n for n in found if n in neighbours.get(near, ())), found[0])
 
-    connected: dict[str, list[IPv4Network]] = {}
+    connected: dict[str, list[Any]] = {}
     for i in plan.interfaces:
-        if i.address and i.netns:
-            connected.setdefault(i.node, []).append(IPv4Network(i.address, strict=False))
-    routes: dict[str, list[tuple[IPv4Network, IPv4Address]]] = {}
+        if addr(i) and i.netns:
+            connected.setdefault(i.node, []).append(ip_network(addr(i), strict=False))
+    routes: dict[str, list[tuple[Any, IPv4Address | IPv6Address]]] = {}
     for r in plan.routes:
-        if r.gateway:
-            routes.setdefault(r.node, []).append((IPv4Network(r.dst), IPv4Address(r.gateway)))
+        if r.gateway and ip_network(r.dst).version == dst_ip.version:
+            routes.setdefault(r.node, []).append((ip_network(r.dst), ip_address(r.gateway)))
     forwards = {ns.node: ns.forwards for ns in plan.namespaces}
     path, node = [src], src
     for _ in range(limit):

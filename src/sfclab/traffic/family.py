@@ -1,11 +1,10 @@
 """The address family of a packet measurement: which of an endpoint's addresses the generator
 sends to, and the frame-size floor that family sets.
 
-A measurement of ``ip: 4`` (the default) sends to the receiver's IPv4 address, as the lab's
-plan gives it.  One of ``ip: 6`` sends to the receiver's IPv6 address: a global-scope address on
-one of the interfaces the plan gives that node, read from its namespace, so an IPv6 address the
-lab carries is found whoever put it there.  The path (hops, MTU, first hop) is the one the plan
-computes: a dual-stack lab routes both families over the same links.
+A measurement of ``ip: 4`` (the default) sends to the receiver's IPv4 address, one of ``ip: 6``
+to its IPv6 address, as the lab's plan gives them (a lab of ``ip: 6`` or ``dual`` has IPv6
+addresses, ``docs/labs.md``).  The path (hops, MTU, first hop) follows the plan's routes of the
+same family.
 
 Frame sizes count as RFC 2544 counts them (Ethernet header and FCS included); the probe after
 the UDP header must fit, so the smallest frame is 64 bytes over IPv4 and 84 over IPv6 (40 bytes
@@ -14,40 +13,27 @@ of IPv6 header against IPv4's 20): :data:`MIN_FRAME_OF`.
 
 from __future__ import annotations
 
-import json
-from ipaddress import IPv6Address
+from ipaddress import IPv4Address, IPv6Address, ip_interface
 
 from ..errors import LabError
-from ..kernel import netns
-from ..plan.model import Plan
+from ..plan.model import InterfacePlan, Plan
 from ..spec.measurement import MIN_FRAME_OF
 
-__all__ = ["MIN_FRAME_OF", "address_of"]
+__all__ = ["MIN_FRAME_OF", "address_of", "interface_address"]
 
 
-def _ipv6_of(ns: str, ifnames: set[str]) -> list[IPv6Address]:
-    """Global IPv6 addresses on the named interfaces of namespace ``ns``, in interface order."""
-    cp = netns.run(ns, ["ip", "-j", "-6", "addr", "show", "scope", "global"], check=False)
-    if cp.returncode != 0:
-        return []
-    out = []
-    for link in json.loads(cp.stdout or "[]"):
-        if link.get("ifname") not in ifnames:
-            continue
-        for a in link.get("addr_info", []):
-            if a.get("family") == "inet6" and not a.get("tentative"):
-                out.append(IPv6Address(a["local"]))
-    return out
-
-
-def address_of(plan: Plan, lab: str, node: str, family: int) -> str:
+def address_of(plan: Plan, lab: str, node: str, family: int) -> IPv4Address | IPv6Address:
     """The address of ``node`` the generator sends to for ``family`` (4 or 6); a
-    :class:`LabError` when the node has none of IPv6."""
-    if family == 4:
-        return str(plan.address_of(node))
-    names = {i.name for i in plan.interfaces_of(node)}
-    found = _ipv6_of(plan.netns_of(node), names)
-    if not found:
-        raise LabError(f"node '{node}' of lab '{lab}' has no global IPv6 address on its "
-                       f"interfaces ({', '.join(sorted(names))}): measuring with ip 6 needs one")
-    return str(found[0])
+    :class:`LabError` when the node has none of that family."""
+    try:
+        return plan.address_of(node, family)
+    except KeyError:
+        raise LabError(f"node '{node}' of lab '{lab}' has no IPv{family} address (a lab has "
+                       f"IPv6 addresses with ip: 6 or dual, IPv4 ones with ip: 4 or dual)"
+                       ) from None
+
+
+def interface_address(i: InterfacePlan, family: int) -> IPv4Address | IPv6Address | None:
+    """The interface's address of ``family``, or None."""
+    a = i.address6 if family == 6 else i.address
+    return ip_interface(a).ip if a else None

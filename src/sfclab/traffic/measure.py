@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from ipaddress import IPv4Interface
 from typing import Any
 
 from ..errors import LabError, SpecError
@@ -22,7 +21,7 @@ from ..spec.measurement import (MAX, AnyRequest, IperfRequest, LatencyRequest, N
 from ..kernel import cpus
 from . import cores
 from .cpu import CpuMonitor
-from .family import MIN_FRAME_OF, address_of
+from .family import MIN_FRAME_OF, address_of, interface_address
 from .first_hop import FirstHopPinning
 from .generator import PacketGenerator
 from .loss import LossLocator, droptrace_binary
@@ -49,13 +48,14 @@ class Endpoints:
         self.src_netns = self._netns(src)
         self.dst_netns = self._netns(dst)
         for node, option in ((src, "--from"), (dst, "--to")):
-            if not self.plan.addresses_of(node):
+            if not self.plan.addresses_of(node, 4) and not self.plan.addresses_of(node, 6):
                 raise SpecError(f"expected a node with an address (a host or a function), got "
                                 f"'{node}', which has none (a bridge?)", place=option)
         self.family = family
-        self.dst_ip = address_of(self.plan, lab, dst, family)
+        dst_addr = address_of(self.plan, lab, dst, family)
+        self.dst_ip = str(dst_addr)
         try:
-            self.hops = hops(self.plan, src, self.plan.address_of(dst))
+            self.hops = hops(self.plan, src, dst_addr)
         except NoPath as e:
             raise LabError(f"no path from '{src}' to '{dst}' in lab '{lab}': {e}") from None
         self.mtu = path_mtu(self.plan, self.hops)
@@ -92,10 +92,11 @@ class Endpoints:
         with hosts) the sender's port in its host context, or the underlay's side of the
         sender's host when the tunnel ends in the sender itself (``attach: direct``)."""
         nxt = self.hops[1] if len(self.hops) > 1 else self.dst
-        src_nets = [a.network for a in self.plan.addresses_of(self.src)]
+        src_nets = [a.network for a in self.plan.addresses_of(self.src, self.family)]
         out = []
         for i in self.plan.interfaces_of(nxt):
-            if i.address and any(IPv4Interface(i.address).ip in n for n in src_nets):
+            a = interface_address(i, self.family)
+            if a is not None and any(a in n for n in src_nets):
                 out.append((nxt, self.plan.netns_of(nxt), i.name))
         hosted = {hl.link: hl for hl in self.plan.host_links}
         for i in self.plan.interfaces_of(self.src):
