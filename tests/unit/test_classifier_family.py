@@ -112,3 +112,15 @@ def test_the_key_of_a_row_holds_the_address_in_the_family_s_words() -> None:
     assert tail4[:16] == bytes.fromhex("c6120100") + bytes(12)
     assert struct.unpack(">HHBB", tail6[32:38]) == (0, 0, 17, 6)
     assert struct.unpack(">HHBB", tail4[32:38]) == (0, 0, 17, 4)
+
+
+def test_the_mask_count_tells_a_family_less_classifier_from_an_ipv4_one() -> None:
+    """Two classifiers of one shape but different families need two masks: the count made
+    once per shape must not take the second for the first."""
+    from sfclab.live.chains.classify_maps import check_counts
+
+    rules = [Rule.of(spec(proto="udp", dport=53)), Rule.of(spec(family="any", proto="udp",
+                                                                 dport=53))]
+    total, masks = check_counts(rules, {"src": object()}, {"src": []},  # type: ignore[dict-item]
+                                set(), "f.yaml")
+    assert total == 2 and masks == {(0, 0, 0, 16, True, True), (0, 0, 0, 16, True, False)}
