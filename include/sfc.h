@@ -72,7 +72,7 @@ enum sfc_counter {
 	SFC_C_CLASSIFIED,     /* packets matched by a classifier and pushed */
 	SFC_C_POPPED,         /* labels taken off by this node */
 	SFC_C_FORWARDED,      /* labelled packets sent on to the next hop */
-	SFC_C_DELIVERED,      /* last label popped: sent on as plain IPv4 */
+	SFC_C_DELIVERED,      /* last label popped: sent on as plain IPv4 or IPv6 */
 	SFC_C_TTL_EXPIRED,
 	SFC_C_UNKNOWN_LABEL,  /* top label absent, or owned by another node */
 	SFC_C_PROXY_IN,       /* stack taken off before the function */
