@@ -4,6 +4,7 @@
  * itself, tcx ingress for traffic it receives and passes on; XDP for sfcgen's live frames,
  * which never pass the node's tcx egress: see sfc_classify_xdp below).
  *
+ * IPv4 and IPv6 packets are looked up alike, in one key (struct sfc_class_key in sfc.h).
  * Lookup is tuple-space search: one exact-match hash lookup per distinct wildcard mask in the
  * lab (sfc_masks, at most SFC_MAX_MASKS), so its cost grows with the number of masks, never
  * with the number of entries; port ranges arrive expanded to prefixes.  The best priority
@@ -19,11 +20,20 @@
 
 #include "sfc.h"
 
+/* A packet's classifier fields: addresses in four words (IPv4 in the first), its family. */
+struct flow {
+	__be32 src[4];
+	__be32 dst[4];
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+	__u8 family;
+};
+
 /* the entry of best priority over every wildcard mask in use (tuple-space search), or 0 */
-static __always_inline struct sfc_match *best_match(__be32 src, __be32 dst, __be16 sport,
-						    __be16 dport, __u8 proto)
+static __always_inline struct sfc_match *best_match(const struct flow *f)
 {
-	struct sfc_tuple key = {};
+	struct sfc_class_key key = {};
 	struct sfc_match *best = 0;
 
 	key.node = node_id;
@@ -35,11 +45,14 @@ static __always_inline struct sfc_match *best_match(__be32 src, __be32 dst, __be
 		if (!m || !m->used)
 			break;
 		key.mask = i;
-		key.src = src & m->src;
-		key.dst = dst & m->dst;
-		key.sport = sport & m->sport;
-		key.dport = dport & m->dport;
-		key.proto = proto & m->proto;
+		for (int w = 0; w < 4; w++) {
+			key.src[w] = f->src[w] & m->src[w];
+			key.dst[w] = f->dst[w] & m->dst[w];
+		}
+		key.sport = f->sport & m->sport;
+		key.dport = f->dport & m->dport;
+		key.proto = f->proto & m->proto;
+		key.family = f->family & m->family;
 		hit = bpf_map_lookup_elem(&sfc_classes, &key);
 		if (hit && (!best || hit->priority > best->priority))
 			best = hit;
@@ -86,9 +99,9 @@ static __always_inline int push_stack(struct __sk_buff *skb, struct sfc_path *pa
  * counted.  NULL when the flow is to be dropped (the chain has no instance left, or an entry
  * is broken; the counter of why already counted), else the path with its index in *pi.
  */
-static __always_inline struct sfc_path *choose_path(struct sfc_match *best, __be32 src,
-						    __be32 dst, __be16 sport, __be16 dport,
-						    __u8 proto, __u32 *pi, int *unmatched)
+static __always_inline struct sfc_path *choose_path(struct sfc_match *best,
+						    const struct flow *f, __u32 *pi,
+						    int *unmatched)
 {
 	struct sfc_chain *chain;
 	struct sfc_path *path;
@@ -99,7 +112,10 @@ static __always_inline struct sfc_path *choose_path(struct sfc_match *best, __be
 		*unmatched = 1;
 		return 0;
 	}
-	h = sfc_flow_hash(src, dst, sport, dport, proto, chain->symmetric);
+	/* an IPv6 address folded to one word (an IPv4 one is its first word, the rest 0) */
+	h = sfc_flow_hash(f->src[0] ^ f->src[1] ^ f->src[2] ^ f->src[3],
+			  f->dst[0] ^ f->dst[1] ^ f->dst[2] ^ f->dst[3], f->sport, f->dport, f->proto,
+			  chain->symmetric);
 	*pi = chain->slot[(h % chain->nslots) & (SFC_MAX_SLOTS - 1)];
 	path = bpf_map_lookup_elem(&sfc_paths, pi);
 	if (path && !path->depth) {
@@ -131,20 +147,27 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 	struct ethhdr *eth = data;
 	struct sfc_match *best;
 	struct sfc_path *path;
-	__be32 src, dst;
-	__be16 sport, dport;
-	__u8 proto;
+	struct flow f = {};
 	__u32 pi = 0;
 	int unmatched = 0;
 
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
+	if ((void *)(eth + 1) > end)
 		return TC_ACT_OK;
-	if (sfc_parse_ip(eth + 1, end, &src, &dst, &sport, &dport, &proto))
+	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP)) {
+		if (sfc_parse_ip(eth + 1, end, &f.src[0], &f.dst[0], &f.sport, &f.dport, &f.proto))
+			return TC_ACT_OK;
+		f.family = SFC_FAMILY_IPV4;
+	} else if (eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
+		if (sfc_parse_ip6(eth + 1, end, f.src, f.dst, &f.sport, &f.dport, &f.proto))
+			return TC_ACT_OK;
+		f.family = SFC_FAMILY_IPV6;
+	} else {
 		return TC_ACT_OK;
-	best = best_match(src, dst, sport, dport, proto);
+	}
+	best = best_match(&f);
 	if (!best)
 		return TC_ACT_OK;
-	path = choose_path(best, src, dst, sport, dport, proto, &pi, &unmatched);
+	path = choose_path(best, &f, &pi, &unmatched);
 	if (!path)
 		return unmatched ? TC_ACT_OK : TC_ACT_SHOT;
 	if (push_stack(skb, path))
@@ -183,20 +206,28 @@ int sfc_classify_xdp(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct sfc_match *best;
 	struct sfc_path *path;
-	__be32 src, dst, *lse;
-	__be16 sport, dport;
-	__u8 proto;
+	struct flow f = {};
+	__be32 *lse;
 	__u32 pi = 0, depth;
 	int unmatched = 0;
 
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
+	if ((void *)(eth + 1) > end)
 		return XDP_TX;
-	if (sfc_parse_ip(eth + 1, end, &src, &dst, &sport, &dport, &proto))
+	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP)) {
+		if (sfc_parse_ip(eth + 1, end, &f.src[0], &f.dst[0], &f.sport, &f.dport, &f.proto))
+			return XDP_TX;
+		f.family = SFC_FAMILY_IPV4;
+	} else if (eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
+		if (sfc_parse_ip6(eth + 1, end, f.src, f.dst, &f.sport, &f.dport, &f.proto))
+			return XDP_TX;
+		f.family = SFC_FAMILY_IPV6;
+	} else {
 		return XDP_TX;
-	best = best_match(src, dst, sport, dport, proto);
+	}
+	best = best_match(&f);
 	if (!best)
 		return XDP_TX;
-	path = choose_path(best, src, dst, sport, dport, proto, &pi, &unmatched);
+	path = choose_path(best, &f, &pi, &unmatched);
 	if (!path)
 		return unmatched ? XDP_TX : XDP_DROP;
 	depth = path->depth;

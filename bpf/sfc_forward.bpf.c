@@ -79,7 +79,7 @@ static __always_inline int proxy(struct xdp_md *ctx, __u32 ttl)
 	if (park(&st, &id))
 		goto bad;
 	__builtin_memcpy(&eth, data, sizeof(eth));
-	eth.h_proto = bpf_htons(SFC_ETH_P_IP);
+	eth.h_proto = bpf_htons(sfc_inner_proto(lse + 1 + (st.depth & (SFC_MAX_LABELS - 1)), end));
 	if (bpf_xdp_adjust_head(ctx, (int)(4 * (1 + st.depth))))
 		goto bad;
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
@@ -176,7 +176,7 @@ int sfc_forward(struct xdp_md *ctx)
 	}
 	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
 	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
-	neth.h_proto = bpf_htons(bos ? SFC_ETH_P_IP : SFC_ETH_P_MPLS_UC);
+	neth.h_proto = bpf_htons(bos ? sfc_inner_proto(lse + (npop & 31), end) : SFC_ETH_P_MPLS_UC);
 	if (bpf_xdp_adjust_head(ctx, (int)(4 * npop))) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;

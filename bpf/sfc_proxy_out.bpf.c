@@ -49,7 +49,7 @@ static __always_inline int parked_id(struct __sk_buff *skb, struct ethhdr *eth, 
 /* the stack below its top label written back (the first with TTL `ttl` - 1) and the frame
  * readdressed to `hop`: 0, or -1 (counted) */
 static __always_inline int restore_stack(struct __sk_buff *skb, struct sfc_stack *st,
-					 struct sfc_hop *hop, __u32 n, __u32 ttl)
+					 struct sfc_hop *hop, __u32 n, __u32 ttl, __be16 inner)
 {
 	struct ethhdr neth;
 
@@ -72,7 +72,7 @@ static __always_inline int restore_stack(struct __sk_buff *skb, struct sfc_stack
 	}
 	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
 	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
-	neth.h_proto = bpf_htons(n ? SFC_ETH_P_MPLS_UC : SFC_ETH_P_IP);
+	neth.h_proto = n ? bpf_htons(SFC_ETH_P_MPLS_UC) : inner;
 	if (bpf_skb_store_bytes(skb, 0, &neth, sizeof(neth), 0)) {
 		sfc_count(SFC_C_ERRORS);
 		return -1;
@@ -88,9 +88,13 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	struct sfc_stack *st;
 	struct sfc_hop *hop;
 	__u32 id, v, ttl, label, n;
+	__be16 inner;
 
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(SFC_ETH_P_IP))
+	/* IPv4 or IPv6 under the stack; the flow fallback of parked_id() knows IPv4 only */
+	if ((void *)(eth + 1) > end || (eth->h_proto != bpf_htons(SFC_ETH_P_IP) &&
+					eth->h_proto != bpf_htons(SFC_ETH_P_IPV6)))
 		return TC_ACT_OK;
+	inner = eth->h_proto;
 	if (!parked_id(skb, eth, end, &id))
 		return TC_ACT_OK;
 	skb->mark &= ~SFC_MARK_PROXY_MASK; /* the tenancy's bits stay */
@@ -120,7 +124,7 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	n = hop->action == SFC_A_UNPAD ? 0 : st->depth - 1;
 	if (n > SFC_MAX_LABELS - 1)
 		return TC_ACT_SHOT;
-	if (restore_stack(skb, st, hop, n, ttl))
+	if (restore_stack(skb, st, hop, n, ttl, inner))
 		return TC_ACT_SHOT;
 	sfc_count(SFC_C_PROXY_OUT);
 	sfc_count(SFC_C_POPPED);

@@ -18,8 +18,9 @@
  * It keeps exactly what the socket sink keeps, with the same code (flow_account() in
  * sfcgen_shared.h): totals and a latency histogram per CPU (`totals`), and per flow the received,
  * reordered and duplicated counts with a window of recent sequence numbers (`flow_states`,
- * memory-mapped by the reader).  Frames that are not
- * IPv4/UDP to the sink's port pass untouched; frames to the port without a valid probe are
+ * memory-mapped by the reader).  Probes come over IPv4 (no options) or IPv6 (UDP as the first
+ * next header, no extension headers), with the same probe after the UDP header.  Frames that are
+ * not UDP to the sink's port pass untouched; frames to the port without a valid probe are
  * counted as invalid and dropped.
  *
  * Flow state is updated without locks: it assumes one receive queue per flow, which holds for
@@ -29,6 +30,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -55,24 +57,38 @@ struct {
 
 enum verdict { NOT_OURS, COUNTED };
 
-/* Count the frame from `data` to `end` if it is a probe to the sink's port. */
-static __always_inline enum verdict count_probe(void *data, void *end)
+/*
+ * Count the frame from `data` to `end` (its headers; `frame_len` bytes in all, FCS excluded) if
+ * it is a probe to the sink's port.
+ */
+static __always_inline enum verdict count_probe(void *data, void *end, __u64 frame_len)
 {
 	struct ethhdr *eth = data;
 	struct xdp_sink_totals *t;
 	struct flow_state *f;
-	struct iphdr *ip;
 	struct udphdr *udp;
 	struct probe *p;
 	__u32 zero = 0, flow;
-	__u64 now, lat, len, idx;
+	__u64 now, lat, idx;
 
-	ip = (void *)(eth + 1);
-	if ((void *)(ip + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+	if ((void *)(eth + 1) > end)
 		return NOT_OURS;
-	if (ip->ihl != 5 || ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(0x3fff)))
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+
+		if ((void *)(ip + 1) > end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP ||
+		    (ip->frag_off & bpf_htons(0x3fff)))
+			return NOT_OURS;
+		udp = (void *)(ip + 1);
+	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+
+		if ((void *)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_UDP)
+			return NOT_OURS;
+		udp = (void *)(ip6 + 1);
+	} else {
 		return NOT_OURS;
-	udp = (void *)(ip + 1);
+	}
 	if ((void *)(udp + 1) > end || udp->dest != port_be)
 		return NOT_OURS;
 	t = bpf_map_lookup_elem(&totals, &zero);
@@ -94,9 +110,8 @@ static __always_inline enum verdict count_probe(void *data, void *end)
 		t->invalid++;
 		return COUNTED;
 	}
-	len = (__u64)(end - data);
 	t->received++;
-	t->bytes += len + 4;
+	t->bytes += frame_len + 4;
 	if (!flow_account(f, p->run, p->seq) && p->magic == PROBE_MAGIC_WINDOW)
 		t->received_window++;
 	if (p->magic == PROBE_MAGIC_WINDOW) {
@@ -126,27 +141,29 @@ int sfcgen_rx(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 
-	return count_probe(data, end) == COUNTED ? XDP_DROP : XDP_PASS;
+	return count_probe(data, end, (__u64)(end - data)) == COUNTED ? XDP_DROP : XDP_PASS;
 }
 
 #define TCX_NEXT (-1)
 #define TCX_DROP 2
-/* Ethernet, IPv4 without options, UDP and the probe: what count_probe() reads. */
+/* Ethernet, IPv4 without options or IPv6, UDP and the probe: what count_probe() reads. */
 #define PROBE_HEADROOM (14 + 20 + 8 + 18)
+#define PROBE_HEADROOM6 (14 + 40 + 8 + 18)
 
 SEC("tc")
 int sfcgen_rx_tc(struct __sk_buff *skb)
 {
+	__u32 need = skb->protocol == bpf_htons(ETH_P_IPV6) ? PROBE_HEADROOM6 : PROBE_HEADROOM;
 	void *data, *end;
 
-	if (skb->len < PROBE_HEADROOM)
+	if (skb->len < need)
 		return TCX_NEXT;
-	if ((long)skb->data_end - (long)skb->data < PROBE_HEADROOM &&
-	    bpf_skb_pull_data(skb, PROBE_HEADROOM))
+	if ((long)skb->data_end - (long)skb->data < need && bpf_skb_pull_data(skb, need))
 		return TCX_NEXT;
 	data = (void *)(long)skb->data;
 	end = (void *)(long)skb->data_end;
-	return count_probe(data, end) == COUNTED ? TCX_DROP : TCX_NEXT;
+	/* only the headers were pulled into the linear part: the frame is skb->len long */
+	return count_probe(data, end, skb->len) == COUNTED ? TCX_DROP : TCX_NEXT;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -12,7 +12,9 @@
  * (flow, per-flow sequence number, bpf_ktime_get_ns() send time) and, for IMIX, the frame length
  * with the IPv4/UDP lengths; then the IPv4 header checksum.  The template's IPv4 ID carries the
  * sending thread's index (no hop changes it); a thread owns flows index, index + threads, ... so
- * one flow's sequence numbers always come from one thread, in order.
+ * one flow's sequence numbers always come from one thread, in order.  An IPv6 template (`ipv6`;
+ * fixed sizes only) carries the thread in the low bits of its flow label, and a UDP checksum
+ * computed over its zero source port and zero probe: the program adds the words it writes to it.
  *
  * With `classify` set, each stamped frame is handed by tail call to the lab's classifier
  * (bpf/sfc_classify.bpf.c, sfc_classify_xdp), which pushes the label stack of the frame's path
@@ -26,6 +28,7 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -44,7 +47,9 @@ const volatile __u32 tx_ifindex = 0; /* the device the sender's runs name in the
  * with that hop's rewrites (its next hop's MAC, a lower TTL, a label stack, NAT'ed addresses).
  * Frames sent from a recycled page would then die at the first hop as OTHERHOST.
  */
-const volatile __u16 headers[HEADER_WORDS] = {};
+const volatile __u16 headers[HEADER_WORDS6] = {};
+/* 1: the template is Ethernet/IPv6/UDP (HEADER_WORDS6 words), else Ethernet/IPv4/UDP */
+const volatile __u32 ipv6 = 0;
 /* 1: each frame is classified by the lab's classifier (sfc_classify_xdp, in classify_then) */
 const volatile __u32 classify = 0;
 /* start of the measured window (CLOCK_MONOTONIC ns), set by the sender before it starts */
@@ -95,6 +100,45 @@ static __always_inline __u16 ipv4_checksum(struct iphdr *ip)
 	return (__u16)~sum;
 }
 
+/*
+ * The UDP checksum of an IPv6 probe frame: the template's covered a zero source port and a zero
+ * probe, so the new one is the old one with the words now written added (RFC 1624).
+ */
+static __always_inline void udp6_check_update(struct udphdr *udp, struct probe *p)
+{
+	__u16 *w = (__u16 *)p;
+	__u32 sum = (__u16)~udp->check;
+	__u16 c;
+
+	sum += udp->source;
+#pragma unroll
+	for (int i = 0; i < (int)(sizeof(*p) / 2); i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	c = (__u16)~sum;
+	udp->check = c ? c : 0xffff;
+}
+
+/* The sending thread the frame's template names: IPv4 ID, or the IPv6 flow label's low bits. */
+static __always_inline int template_thread(void *data, void *end, __u32 *tid)
+{
+	if (ipv6) {
+		struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+
+		if ((void *)(ip6 + 1) > end)
+			return -1;
+		*tid = ip6->flow_lbl[2] | (__u32)ip6->flow_lbl[1] << 8;
+	} else {
+		struct iphdr *ip = data + sizeof(struct ethhdr);
+
+		if ((void *)(ip + 1) > end)
+			return -1;
+		*tid = bpf_ntohs(ip->id);
+	}
+	return 0;
+}
+
 SEC("xdp")
 int sfcgen_tx(struct xdp_md *ctx)
 {
@@ -110,14 +154,13 @@ int sfcgen_tx(struct xdp_md *ctx)
 	/* attached to loopback only to stay loaded (see xdp_tx_open()): real frames pass */
 	if (ctx->ingress_ifindex != tx_ifindex)
 		return XDP_PASS;
-	if ((void *)(ip + 1) > end)
+	if (template_thread(data, end, &tid))
 		return XDP_ABORTED;
-	tid = bpf_ntohs(ip->id);
 	th = bpf_map_lookup_elem(&tx_threads, &tid);
 	if (!th || tid >= threads)
 		return XDP_ABORTED;
 	size = (__u16)(end - data) + 4;
-	if (imix) {
+	if (imix && !ipv6) {
 		int delta;
 
 		size = imix_size(th->sent);
@@ -127,17 +170,31 @@ int sfcgen_tx(struct xdp_md *ctx)
 		data = (void *)(long)ctx->data;
 		end = (void *)(long)ctx->data_end;
 	}
-	if (data + 2 * HEADER_WORDS > end)
-		return XDP_ABORTED;
+	if (ipv6) {
+		struct ipv6hdr *ip6;
+
+		if (data + 2 * HEADER_WORDS6 > end)
+			return XDP_ABORTED;
 #pragma unroll
-	for (int i = 0; i < HEADER_WORDS; i++)
-		((__u16 *)data)[i] = headers[i];
-	ip = data + sizeof(struct ethhdr);
-	ip->id = bpf_htons((__u16)tid);
-	if (imix)
-		ip->tot_len = bpf_htons(size - 4 - sizeof(struct ethhdr));
-	ip->check = ipv4_checksum(ip);
-	udp = (void *)(ip + 1);
+		for (int i = 0; i < HEADER_WORDS6; i++)
+			((__u16 *)data)[i] = headers[i];
+		ip6 = data + sizeof(struct ethhdr);
+		ip6->flow_lbl[1] = (__u8)(tid >> 8);
+		ip6->flow_lbl[2] = (__u8)tid;
+		udp = (void *)(ip6 + 1);
+	} else {
+		if (data + 2 * HEADER_WORDS > end)
+			return XDP_ABORTED;
+#pragma unroll
+		for (int i = 0; i < HEADER_WORDS; i++)
+			((__u16 *)data)[i] = headers[i];
+		ip = data + sizeof(struct ethhdr);
+		ip->id = bpf_htons((__u16)tid);
+		if (imix)
+			ip->tot_len = bpf_htons(size - 4 - sizeof(struct ethhdr));
+		ip->check = ipv4_checksum(ip);
+		udp = (void *)(ip + 1);
+	}
 	p = (void *)(udp + 1);
 	if ((void *)(p + 1) > end)
 		return XDP_ABORTED;
@@ -150,7 +207,7 @@ int sfcgen_tx(struct xdp_md *ctx)
 	if (!seq)
 		return XDP_ABORTED;
 
-	if (imix)
+	if (imix && !ipv6)
 		udp->len = bpf_htons(size - 4 - sizeof(struct ethhdr) - sizeof(struct iphdr));
 	udp->source = bpf_htons((__u16)(SPORT_BASE + flow));
 	now = bpf_ktime_get_ns();
@@ -159,6 +216,8 @@ int sfcgen_tx(struct xdp_md *ctx)
 	p->flow = (__u16)flow;
 	p->seq = (*seq)++;
 	p->ts_ns = now;
+	if (ipv6)
+		udp6_check_update(udp, p);
 	th->sent++;
 	if (now >= win_start_ns)
 		th->sent_window++;

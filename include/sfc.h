@@ -8,11 +8,16 @@
  * lab, so one label table serves every node: an entry names the node that owns the label, and
  * a node drops a packet whose top label it does not own.
  *
- *   classifier (tc, at the chain's ingress node): 5-tuple -> chain, by tuple-space search
- *       (one hash lookup per distinct wildcard mask, best priority wins); chain -> path by a
- *       hash of the flow over weighted slots; pushes the path's whole label stack at once.
+ *   classifier (tc, at the chain's ingress node): 5-tuple and family -> chain, by tuple-space
+ *       search (one hash lookup per distinct wildcard mask, best priority wins); chain -> path
+ *       by a hash of the flow over weighted slots; pushes the path's whole label stack at once.
+ *       IPv4 and IPv6 share one key (struct sfc_class_key: 128-bit addresses, an IPv4 one in
+ *       the first word, and the family as a masked field like the protocol), so the lookup,
+ *       the masks and the limits are the same for both; a flow of the wrong family never
+ *       matches an entry of one family.
  *   forwarder (XDP, every node on a path): pops its own top label and redirects to the next
- *       hop (the last pop delivers plain IPv4), or hands the packet to the proxy.
+ *       hop (the last pop delivers plain IPv4 or IPv6, by the version under the stack), or
+ *       hands the packet to the proxy.
  *   proxy (XDP + tc at a function node): takes the rest of the stack off, parks it under a
  *       stack id carried by skb->mark through the function (NAT-safe: the mark survives address
  *       rewriting), and puts it back on whatever leaves the function.
@@ -53,6 +58,9 @@ enum sfc_limit {
 #define SFC_MARK_TENANT_MASK 0x00000fffu /* the tenancy's; never written by a BPF program */
 #define SFC_ETH_P_MPLS_UC 0x8847
 #define SFC_ETH_P_IP 0x0800
+#define SFC_ETH_P_IPV6 0x86DD
+#define SFC_FAMILY_IPV4 4 /* sfc_class_key.family of an IPv4 packet */
+#define SFC_FAMILY_IPV6 6
 #define SFC_FLOW_MASK 0xffffffffu /* sfc_tuple.mask of a whole flow (sfc_flows) */
 
 /* label stack entry (RFC 3032), host order: label 20 bits, TC 3, bottom of stack 1, TTL 8 */
@@ -64,7 +72,7 @@ enum sfc_counter {
 	SFC_C_CLASSIFIED,     /* packets matched by a classifier and pushed */
 	SFC_C_POPPED,         /* labels taken off by this node */
 	SFC_C_FORWARDED,      /* labelled packets sent on to the next hop */
-	SFC_C_DELIVERED,      /* last label popped: sent on as plain IPv4 */
+	SFC_C_DELIVERED,      /* last label popped: sent on as plain IPv4 or IPv6 */
 	SFC_C_TTL_EXPIRED,
 	SFC_C_UNKNOWN_LABEL,  /* top label absent, or owned by another node */
 	SFC_C_PROXY_IN,       /* stack taken off before the function */
@@ -88,14 +96,27 @@ struct sfc_tuple {            /* a masked 5-tuple at one node: classifier key (m
 	__u8 pad[3];
 };
 
+struct sfc_class_key {        /* a masked classifier key at one node (mask: its index) */
+	__u32 node;
+	__u32 mask;
+	__be32 src[4];        /* IPv4: src[0], the rest 0 */
+	__be32 dst[4];
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;           /* IPv6: the first next header */
+	__u8 family;          /* SFC_FAMILY_IPV4 or SFC_FAMILY_IPV6; 0 under a mask without it */
+	__u8 pad[2];
+};
+
 struct sfc_mask {             /* one wildcard mask (0 in `used` ends the list) */
 	__u32 used;
-	__be32 src;
-	__be32 dst;
+	__be32 src[4];
+	__be32 dst[4];
 	__be16 sport;
 	__be16 dport;
 	__u8 proto;
-	__u8 pad[3];
+	__u8 family;          /* 0xff: the entry is of one family; 0: of either (no prefix) */
+	__u8 pad[2];
 };
 
 struct sfc_match {
@@ -163,7 +184,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SFC_MAX_CLASSES);
-	__type(key, struct sfc_tuple);
+	__type(key, struct sfc_class_key);
 	__type(value, struct sfc_match);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -300,6 +321,41 @@ static __always_inline int sfc_mark_id(__u32 mark, __u32 *id)
 	if ((mark & SFC_MARK_TAG_MASK) != SFC_MARK_TAG)
 		return -1;
 	*id = (mark >> SFC_MARK_ID_SHIFT) & SFC_MARK_ID_MASK;
+	return 0;
+}
+
+/* The ethertype of what lies at `ip` once the label stack is off: IPv6 by its version, else
+ * IPv4 (what the classifier pushed labels onto is one of the two). */
+static __always_inline __u16 sfc_inner_proto(void *ip, void *end)
+{
+	__u8 *b = ip;
+
+	if ((void *)(b + 1) <= end && (b[0] >> 4) == 6)
+		return SFC_ETH_P_IPV6;
+	return SFC_ETH_P_IP;
+}
+
+/* The IPv6 5-tuple of the packet whose IPv6 header starts at `ip`: addresses, the first next
+ * header as the protocol, ports when that is TCP or UDP (extension headers are not walked: a
+ * packet with one has proto = its type and ports 0).  Returns 0, or -1 if cut short. */
+static __always_inline int sfc_parse_ip6(void *ip, void *end, __be32 *src, __be32 *dst,
+					 __be16 *sport, __be16 *dport, __u8 *proto)
+{
+	__u8 *b = ip;
+
+	if ((void *)(b + 40) > end || (b[0] >> 4) != 6)
+		return -1;
+	__builtin_memcpy(src, b + 8, 16);
+	__builtin_memcpy(dst, b + 24, 16);
+	*proto = b[6];
+	*sport = 0;
+	*dport = 0;
+	if (*proto == 6 || *proto == 17) {
+		if ((void *)(b + 44) > end)
+			return -1;
+		*sport = *(__be16 *)(b + 40);
+		*dport = *(__be16 *)(b + 42);
+	}
 	return 0;
 }
 

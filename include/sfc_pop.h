@@ -31,7 +31,8 @@ static __always_inline int sfc_pop_and_redirect(struct xdp_md *ctx, const struct
 	}
 	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
 	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
-	neth.h_proto = bpf_htons(bos ? SFC_ETH_P_IP : SFC_ETH_P_MPLS_UC);
+	neth.h_proto = bpf_htons(bos ? sfc_inner_proto(lse + (n == 2 ? 2 : 1), end)
+				     : SFC_ETH_P_MPLS_UC);
 	if (bpf_xdp_adjust_head(ctx, n == 2 ? 8 : 4)) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;

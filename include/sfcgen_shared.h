@@ -17,8 +17,10 @@
  */
 #define PROBE_MAGIC_WINDOW 0x5fc7u
 #define SPORT_BASE 10000u  /* UDP source port of flow f: SPORT_BASE + f */
-/* the xdp engine rewrites a frame's Ethernet, IPv4 and UDP headers (42 bytes) in 16-bit words */
+/* the xdp engine rewrites a frame's Ethernet, IPv4 and UDP headers (42 bytes) in 16-bit words,
+ * or its Ethernet, IPv6 and UDP headers (62 bytes) */
 #define HEADER_WORDS 21u
+#define HEADER_WORDS6 31u
 #define MAX_FLOWS 50000u
 #define MAX_THREADS 64u
 #define SEQ_WINDOW 1024u   /* bits of sequence history per flow at the sink */

@@ -2,9 +2,10 @@
 /*
  * sfcgen's parts and what they share (see sfcgen.c for the model):
  *   sfcgen.c          command line (send|sink), clocks, CPU lists
- *   sfcgen_probe.c    frames: sizes (fixed or IMIX), Ethernet/IPv4/UDP headers, the probe
+ *   sfcgen_probe.c    frames: sizes (fixed or IMIX), Ethernet/IPv4|IPv6/UDP headers, the probe
  *   sfcgen_engines.c  the sending engines (packet, ring, udp, xdp), pacing and the start gate
  *   sfcgen_send.c     `sfcgen send`: options, next hop and MAC, threads, the JSON report
+ *   sfcgen_route6.c   the IPv6 route and neighbour look-ups (rtnetlink)
  *   sfcgen_sink.c     `sfcgen sink`: receiving threads or the XDP sink, snapshots, percentiles
  *   sfcgen_xdp.c      the eBPF halves (live-frames engine, XDP sink)
  *   lib/              shared with the other tools: netlink, checked options, logging, histogram
@@ -52,8 +53,34 @@
 #include "opt.h"
 
 #define MIN_FRAME 64u
+#define MIN_FRAME6 84u /* IPv6: Ethernet 14 + IPv6 40 + UDP 8 + probe 18 + FCS 4 */
 #define MAX_FRAME 1518u
 #define WIRE_OVERHEAD (14u + 4u + 20u + 8u) /* Ethernet header + FCS + IPv4 + UDP */
+#define WIRE_OVERHEAD6 (14u + 4u + 40u + 8u) /* Ethernet header + FCS + IPv6 + UDP */
+
+/*
+ * Where the headers of a generated frame sit, by address family (AF_INET or AF_INET6): the
+ * UDP header after Ethernet and IPv4 (20) or IPv6 (40, no extension headers), the probe after it.
+ */
+static inline unsigned udp_off(int family)
+{
+	return family == AF_INET6 ? 14u + 40u : 14u + 20u;
+}
+
+static inline unsigned probe_off(int family)
+{
+	return udp_off(family) + 8u;
+}
+
+static inline unsigned wire_overhead(int family)
+{
+	return family == AF_INET6 ? WIRE_OVERHEAD6 : WIRE_OVERHEAD;
+}
+
+static inline unsigned min_frame(int family)
+{
+	return family == AF_INET6 ? MIN_FRAME6 : MIN_FRAME;
+}
 #define DEFAULT_BATCH 64u
 #define MAX_BATCH 256u
 #define RING_FRAME_SIZE 2048u
@@ -82,8 +109,11 @@ enum engine { ENGINE_AUTO, ENGINE_PACKET, ENGINE_RING, ENGINE_UDP, ENGINE_XDP };
 extern const char *const engine_names[5];
 
 struct send_cfg {
+	int family; /* AF_INET or AF_INET6, of --dst (and --src, which must match) */
 	struct in_addr dst;
 	struct in_addr src;
+	struct in6_addr dst6;
+	struct in6_addr src6;
 	bool have_src;
 	unsigned dport;
 	unsigned flows;
@@ -112,6 +142,7 @@ struct l2_path {
 	uint8_t src_mac[6];
 	uint8_t dst_mac[6];
 	struct in_addr src;
+	struct in6_addr src6;
 	unsigned mtu;
 };
 
@@ -201,6 +232,11 @@ void pin_thread(const struct cpu_list *l, unsigned index);
 unsigned frame_size_at(const struct send_cfg *c, uint64_t n);
 uint16_t ip_checksum(const void *data, size_t len);
 void build_headers(uint8_t *f, const struct sender *s, unsigned size);
+void udp6_checksum(uint8_t *f);
+int route6_get(const struct in6_addr *dst, int *oif, struct in6_addr *gw, struct in6_addr *src,
+	       unsigned *type);
+bool neigh6_lookup(const struct in6_addr *addr, int ifindex, uint8_t mac[6]);
+void neigh6_probe(const struct in6_addr *nexthop, const char *ifname, int ifindex);
 void print_u64_array(const uint64_t *v, unsigned n);
 int cmd_send(int argc, char **argv);
 int cmd_sink(int argc, char **argv);

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "sfcgen.h"
 
+#include <netinet/ip6.h>
+
 static void gate_wait(struct send_thread *t)
 {
 	struct sender *s = t->s;
@@ -270,7 +272,7 @@ static void link_dst(const struct sender *s, struct sockaddr_ll *to)
 {
 	memset(to, 0, sizeof(*to));
 	to->sll_family = AF_PACKET;
-	to->sll_protocol = htons(ETH_P_IP);
+	to->sll_protocol = htons(s->cfg.family == AF_INET6 ? ETH_P_IPV6 : ETH_P_IP);
 	to->sll_ifindex = s->path.ifindex;
 	to->sll_halen = 6;
 	memcpy(to->sll_addr, s->path.dst_mac, 6);
@@ -318,9 +320,13 @@ static unsigned ring_fill(struct send_thread *t, struct ring_state *e, uint64_t 
 			break; /* still owned by the kernel */
 		if (e->ntempl == 3)
 			ti = size == 64 ? 0 : size == 594 ? 1 : 2;
-		memcpy(f, e->templ[ti], 42);
-		((struct udphdr *)(f + 34))->source = htons((uint16_t)(SPORT_BASE + flow));
-		stamp_probe((struct probe *)(f + 42), s, flow, t->flow_seq[*owned]++, now);
+		memcpy(f, e->templ[ti], probe_off(s->cfg.family));
+		((struct udphdr *)(f + udp_off(s->cfg.family)))->source =
+			htons((uint16_t)(SPORT_BASE + flow));
+		stamp_probe((struct probe *)(f + probe_off(s->cfg.family)), s, flow,
+			    t->flow_seq[*owned]++, now);
+		if (s->cfg.family == AF_INET6)
+			udp6_checksum(f);
 		h->tp_len = size - 4;
 		r->slot_flow[i] = (int16_t)*owned;
 		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
@@ -441,8 +447,12 @@ static int64_t packet_engine_burst(struct send_thread *t, union engine_state *u,
 		unsigned flow = t->index + owned * s->cfg.threads;
 
 		build_headers(e->bufs[i], s, size);
-		((struct udphdr *)(e->bufs[i] + 34))->source = htons((uint16_t)(SPORT_BASE + flow));
-		stamp_probe((struct probe *)(e->bufs[i] + 42), s, flow, t->flow_seq[owned]++, now);
+		((struct udphdr *)(e->bufs[i] + udp_off(s->cfg.family)))->source =
+			htons((uint16_t)(SPORT_BASE + flow));
+		stamp_probe((struct probe *)(e->bufs[i] + probe_off(s->cfg.family)), s, flow,
+			    t->flow_seq[owned]++, now);
+		if (s->cfg.family == AF_INET6)
+			udp6_checksum(e->bufs[i]);
 		e->iov[i].iov_len = size - 4;
 		e->msg_flow[i] = owned;
 		owned = next_owned(t, owned);
@@ -484,32 +494,58 @@ static void packet_engine_close(struct send_thread *t, union engine_state *u)
 
 /* ---- udp: connected UDP sockets, one per flow, and sendmmsg ---------------------------- */
 
+/* The socket addresses of flow's source and of the destination, in the family of --dst. */
+static socklen_t udp_addrs(const struct sender *s, unsigned flow, struct sockaddr_storage *src,
+			   struct sockaddr_storage *dst)
+{
+	memset(src, 0, sizeof(*src));
+	memset(dst, 0, sizeof(*dst));
+	if (s->cfg.family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)src, *b = (struct sockaddr_in6 *)dst;
+
+		a->sin6_family = b->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)(SPORT_BASE + flow));
+		if (s->cfg.have_src)
+			a->sin6_addr = s->cfg.src6;
+		b->sin6_port = htons((uint16_t)s->cfg.dport);
+		b->sin6_addr = s->cfg.dst6;
+		return sizeof(*a);
+	}
+	struct sockaddr_in *a = (struct sockaddr_in *)src, *b = (struct sockaddr_in *)dst;
+
+	a->sin_family = b->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)(SPORT_BASE + flow));
+	if (s->cfg.have_src)
+		a->sin_addr = s->cfg.src;
+	b->sin_port = htons((uint16_t)s->cfg.dport);
+	b->sin_addr = s->cfg.dst;
+	return sizeof(*a);
+}
+
 static int udp_socket(struct send_thread *t, unsigned flow, int *fd)
 {
 	const struct sender *s = t->s;
-	struct sockaddr_in src = {.sin_family = AF_INET,
-				  .sin_port = htons((uint16_t)(SPORT_BASE + flow))};
-	struct sockaddr_in dst = {.sin_family = AF_INET,
-				  .sin_port = htons((uint16_t)s->cfg.dport),
-				  .sin_addr = s->cfg.dst};
+	struct sockaddr_storage src, dst;
+	socklen_t alen = udp_addrs(s, flow, &src, &dst);
 	int one = 1, sndbuf = 4 << 20;
 
-	if (s->cfg.have_src)
-		src.sin_addr = s->cfg.src;
-	*fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	*fd = socket(s->cfg.family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (*fd < 0) {
 		th_fail(t, errno, "create UDP socket");
 		return -1;
 	}
 	setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(*fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
+	if (s->cfg.family == AF_INET6)
+		setsockopt(*fd, IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof(one));
+	else
+		setsockopt(*fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
 	if (setsockopt(*fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
 		setsockopt(*fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-	if (bind(*fd, (struct sockaddr *)&src, sizeof(src))) {
+	if (bind(*fd, (struct sockaddr *)&src, alen)) {
 		th_fail(t, errno, "bind UDP source port");
 		return -1;
 	}
-	if (connect(*fd, (struct sockaddr *)&dst, sizeof(dst))) {
+	if (connect(*fd, (struct sockaddr *)&dst, alen)) {
 		th_fail(t, errno, "connect UDP socket");
 		return -1;
 	}
@@ -550,7 +586,7 @@ static int64_t udp_engine_burst(struct send_thread *t, union engine_state *u, ui
 		unsigned size = frame_size_at(&s->cfg, n + i);
 
 		stamp_probe((struct probe *)e->bufs[i], s, flow, t->flow_seq[owned] + i, now);
-		e->iov[i].iov_len = size - WIRE_OVERHEAD;
+		e->iov[i].iov_len = size - wire_overhead(s->cfg.family);
 	}
 	done = sendmmsg(e->fds[owned], e->msgs, (unsigned)want, 0);
 	if (done < 0) {
@@ -562,7 +598,7 @@ static int64_t udp_engine_burst(struct send_thread *t, union engine_state *u, ui
 		return -1;
 	}
 	for (int i = 0; i < done; i++)
-		t->bytes += e->iov[i].iov_len + WIRE_OVERHEAD;
+		t->bytes += e->iov[i].iov_len + wire_overhead(s->cfg.family);
 	t->flow_seq[owned] += (uint32_t)done;
 	t->flow_sent[owned] += (uint64_t)done;
 	t->sent += (uint64_t)done;
@@ -587,7 +623,9 @@ static void udp_engine_close(struct send_thread *t, union engine_state *u)
 /*
  * The kernel transmits `want` copies of one template frame per BPF_PROG_RUN call in
  * live-frames mode; bpf/sfcgen_tx.bpf.c stamps each copy (flow, sequence number, send time) as
- * it goes.  The template's IPv4 ID names this thread, so the program uses this thread's flows.
+ * it goes.  The template's IPv4 ID (IPv6: flow label) names this thread, so the program uses
+ * this thread's flows.  An IPv6 template carries the UDP checksum of its zero probe and source
+ * port; the program adds what it stamps to it.
  * No qdisc and no egress hook of the device sees these frames.
  */
 static int xdp_engine_open(struct send_thread *t, union engine_state *u)
@@ -601,6 +639,13 @@ static int xdp_engine_open(struct send_thread *t, union engine_state *u)
 	e->size = s->cfg.size ? s->cfg.size : MAX_FRAME; /* imix: the program trims */
 	memset(frame, 0, sizeof(frame));
 	build_headers(frame, s, e->size);
+	if (s->cfg.family == AF_INET6) {
+		struct ip6_hdr *ip6 = (struct ip6_hdr *)(frame + 14);
+
+		ip6->ip6_flow = htonl(6u << 28 | t->index);
+		udp6_checksum(frame);
+		return 0;
+	}
 	ip->id = htons((uint16_t)t->index);
 	ip->check = 0;
 	ip->check = ip_checksum(ip, 20);

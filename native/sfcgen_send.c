@@ -58,16 +58,62 @@ static void neigh_probe(struct in_addr nexthop, const char *ifname)
 	close(fd);
 }
 
-/* Resolve what the packet engine needs.  Returns 0, or -1 with a reason in why. */
-static int resolve_l2(struct sender *s, char *why, size_t whylen)
+/* The IPv6 route to --dst: output interface, source address and the next hop's MAC from the
+ * neighbour table (neighbour discovery started first).  Returns 0, or -1 with a reason. */
+static int resolve_route6(struct sender *s, int *oif, struct in6_addr *nexthop, char *why,
+			  size_t whylen)
 {
 	struct l2_path *p = &s->path;
-	struct in_addr gw, prefsrc, nexthop;
-	struct ifreq ifr;
+	struct in6_addr gw, prefsrc;
+	char dst[INET6_ADDRSTRLEN];
 	unsigned type;
-	int fd = -1, oif, ret = -1;
 
-	if (nl_route_get(s->cfg.dst, &oif, &gw, &prefsrc, &type)) {
+	inet_ntop(AF_INET6, &s->cfg.dst6, dst, sizeof(dst));
+	if (route6_get(&s->cfg.dst6, oif, &gw, &prefsrc, &type)) {
+		snprintf(why, whylen, "no route to %s", dst);
+		return -1;
+	}
+	if (type != RTN_UNICAST) {
+		snprintf(why, whylen, "route to %s is not unicast (type %u)", dst, type);
+		return -1;
+	}
+	p->src6 = s->cfg.have_src ? s->cfg.src6 : prefsrc;
+	if (IN6_IS_ADDR_UNSPECIFIED(&p->src6)) {
+		snprintf(why, whylen, "no source address for %s", dst);
+		return -1;
+	}
+	*nexthop = IN6_IS_ADDR_UNSPECIFIED(&gw) ? s->cfg.dst6 : gw;
+	return 0;
+}
+
+/* The next hop's MAC on p->ifname, waiting up to a second for neighbour discovery. */
+static int resolve_mac6(struct sender *s, const struct in6_addr *nexthop, char *why,
+			size_t whylen)
+{
+	struct l2_path *p = &s->path;
+	char hop[INET6_ADDRSTRLEN];
+
+	for (int i = 0; !neigh6_lookup(nexthop, p->ifindex, p->dst_mac); i++) {
+		if (i == 100) {
+			inet_ntop(AF_INET6, nexthop, hop, sizeof(hop));
+			snprintf(why, whylen, "next hop %s on %s did not resolve", hop, p->ifname);
+			return -1;
+		}
+		if (i % 20 == 0)
+			neigh6_probe(nexthop, p->ifname, p->ifindex);
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* The IPv4 route to --dst: output interface, source address and next hop.  0 or -1. */
+static int resolve_route4(struct sender *s, int *oif, struct in_addr *nexthop, char *why,
+			  size_t whylen)
+{
+	struct in_addr gw = {0}, prefsrc;
+	unsigned type;
+
+	if (nl_route_get(s->cfg.dst, oif, &gw, &prefsrc, &type)) {
 		snprintf(why, whylen, "no route to %s", inet_ntoa(s->cfg.dst));
 		return -1;
 	}
@@ -76,6 +122,46 @@ static int resolve_l2(struct sender *s, char *why, size_t whylen)
 			 type);
 		return -1;
 	}
+	s->path.src = s->cfg.have_src ? s->cfg.src : prefsrc;
+	if (!s->path.src.s_addr) {
+		snprintf(why, whylen, "no source address for %s", inet_ntoa(s->cfg.dst));
+		return -1;
+	}
+	*nexthop = gw.s_addr ? gw : s->cfg.dst;
+	return 0;
+}
+
+/* The next hop's MAC on p->ifname from the ARP table, waiting up to a second for ARP. */
+static int resolve_mac4(struct sender *s, struct in_addr nexthop, char *why, size_t whylen)
+{
+	struct l2_path *p = &s->path;
+
+	for (int i = 0; !arp_lookup(nexthop, p->ifname, p->dst_mac); i++) {
+		if (i == 100) {
+			snprintf(why, whylen, "next hop %s on %s did not resolve", inet_ntoa(nexthop),
+				 p->ifname);
+			return -1;
+		}
+		if (i % 20 == 0)
+			neigh_probe(nexthop, p->ifname);
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* Resolve what the packet engine needs.  Returns 0, or -1 with a reason in why. */
+static int resolve_l2(struct sender *s, char *why, size_t whylen)
+{
+	struct l2_path *p = &s->path;
+	struct in_addr nexthop = {0};
+	struct in6_addr nexthop6 = IN6ADDR_ANY_INIT;
+	struct ifreq ifr;
+	int fd = -1, oif, ret = -1;
+	bool v6 = s->cfg.family == AF_INET6;
+
+	if (v6 ? resolve_route6(s, &oif, &nexthop6, why, whylen)
+	       : resolve_route4(s, &oif, &nexthop, why, whylen))
+		return -1;
 	if (s->cfg.dev[0]) {
 		oif = (int)if_nametoindex(s->cfg.dev);
 		if (!oif) {
@@ -86,11 +172,6 @@ static int resolve_l2(struct sender *s, char *why, size_t whylen)
 	p->ifindex = oif;
 	if (!if_indextoname((unsigned)oif, p->ifname)) {
 		snprintf(why, whylen, "interface %d has no name", oif);
-		return -1;
-	}
-	p->src = s->cfg.have_src ? s->cfg.src : prefsrc;
-	if (!p->src.s_addr) {
-		snprintf(why, whylen, "no source address for %s", inet_ntoa(s->cfg.dst));
 		return -1;
 	}
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -114,21 +195,11 @@ static int resolve_l2(struct sender *s, char *why, size_t whylen)
 		goto cleanup;
 	}
 	p->mtu = (unsigned)ifr.ifr_mtu;
-	if (s->cfg.have_dst_mac) {
+	if (s->cfg.have_dst_mac)
 		memcpy(p->dst_mac, s->cfg.dst_mac, 6);
-	} else {
-		nexthop = gw.s_addr ? gw : s->cfg.dst;
-		for (int i = 0; !arp_lookup(nexthop, p->ifname, p->dst_mac); i++) {
-			if (i == 100) {
-				snprintf(why, whylen, "next hop %s on %s did not resolve",
-					 inet_ntoa(nexthop), p->ifname);
-				goto cleanup;
-			}
-			if (i % 20 == 0)
-				neigh_probe(nexthop, p->ifname);
-			usleep(10000);
-		}
-	}
+	else if (v6 ? resolve_mac6(s, &nexthop6, why, whylen)
+		    : resolve_mac4(s, nexthop, why, whylen))
+		goto cleanup;
 	ret = 0;
 cleanup:
 	close(fd);
@@ -148,15 +219,27 @@ void print_u64_array(const uint64_t *v, unsigned n)
 /* The command line as parsed: the configuration and which required options were given. */
 struct send_args {
 	struct send_cfg cfg;
-	bool have_dst, have_port, have_batch;
+	bool have_dst, have_port, have_batch, have_size;
+	int src_family;
 };
+
+/* An IPv4 (dotted quad) or IPv6 literal into v4 or v6; its family, or 0 if it is neither. */
+static int parse_addr(const char *arg, struct in_addr *v4, struct in6_addr *v6)
+{
+	if (inet_pton(AF_INET, arg, v4) == 1)
+		return AF_INET;
+	if (inet_pton(AF_INET6, arg, v6) == 1)
+		return AF_INET6;
+	return 0;
+}
 
 static int set_dst(void *p, const char *arg)
 {
 	struct send_args *a = p;
 
-	if (!inet_aton(arg, &a->cfg.dst)) {
-		fprintf(stderr, "sfcgen: invalid --dst '%s'\n", arg);
+	a->cfg.family = parse_addr(arg, &a->cfg.dst, &a->cfg.dst6);
+	if (!a->cfg.family) {
+		fprintf(stderr, "sfcgen: invalid --dst '%s' (an IPv4 or IPv6 address)\n", arg);
 		return -1;
 	}
 	a->have_dst = true;
@@ -167,8 +250,9 @@ static int set_src(void *p, const char *arg)
 {
 	struct send_args *a = p;
 
-	if (!inet_aton(arg, &a->cfg.src)) {
-		fprintf(stderr, "sfcgen: invalid --src '%s'\n", arg);
+	a->src_family = parse_addr(arg, &a->cfg.src, &a->cfg.src6);
+	if (!a->src_family) {
+		fprintf(stderr, "sfcgen: invalid --src '%s' (an IPv4 or IPv6 address)\n", arg);
 		return -1;
 	}
 	a->cfg.have_src = true;
@@ -203,6 +287,7 @@ static int set_size(void *p, const char *arg)
 {
 	struct send_cfg *c = &((struct send_args *)p)->cfg;
 
+	((struct send_args *)p)->have_size = true;
 	if (!strcmp(arg, "imix")) {
 		c->size = 0;
 		return 0;
@@ -319,6 +404,7 @@ static int send_help(void *p, const char *arg)
 	(void)arg;
 	printf("usage: sfcgen send --dst IP [--src IP] --dport PORT [--flows N]\n"
 	       "         [--size 64..1518|imix] [--rate PPS|max] [--duration S]\n"
+	       "  IP: IPv4 or IPv6; IPv6 frames are 84..1518 bytes (default 84), no imix\n"
 	       "         [--threads N] [--ramp S] [--batch N]\n"
 	       "         [--engine auto|packet|ring|udp|xdp]\n"
 	       "         [--dev IFNAME] [--dst-mac MAC] [--qdisc-bypass]\n"
@@ -369,6 +455,24 @@ static int send_parse(int argc, char **argv, struct send_args *a)
 		return r == OPTTAB_DONE ? 0 : 2;
 	if (!a->have_dst || !a->have_port) {
 		fprintf(stderr, "sfcgen send: --dst and --dport are required\n");
+		return 2;
+	}
+	if (!a->have_size)
+		c->size = min_frame(c->family); /* the smallest frame of the family */
+	if (c->have_src && a->src_family != c->family) {
+		fprintf(stderr, "sfcgen send: --src and --dst must be of one family (IPv4 or IPv6)\n");
+		return 2;
+	}
+	if (c->family == AF_INET6 && c->size == 0) {
+		fprintf(stderr, "sfcgen send: --size imix: IMIX has 64-byte frames, and an IPv6 "
+			"frame with the probe is at least %u bytes; give a fixed --size\n",
+			MIN_FRAME6);
+		return 2;
+	}
+	if (c->size && c->size < min_frame(c->family)) {
+		fprintf(stderr, "sfcgen send: --size %u: an IPv6 frame with the probe is at least "
+			"%u bytes (Ethernet 14, IPv6 40, UDP 8, probe 18, FCS 4)\n", c->size,
+			MIN_FRAME6);
 		return 2;
 	}
 	if (c->ramp > 0 && c->rate == 0) {
@@ -446,7 +550,10 @@ static int send_choose_engine(struct send_job *j)
 	s->chunk = c->batch;
 	if (s->engine != ENGINE_XDP)
 		return 0;
+	memset(headers, 0, sizeof(headers)); /* a zero probe: the IPv6 checksum below covers it */
 	build_headers(headers, s, c->size ? c->size : MAX_FRAME);
+	if (s->cfg.family == AF_INET6)
+		udp6_checksum(headers);
 	s->xdp = xdp_tx_open(s->path.ifindex, c->flows, c->threads, c->size == 0, c->run, headers,
 			     c->classify_maps[0] ? c->classify_maps : NULL, c->classify_node,
 			     j->why, sizeof(j->why), j->note, sizeof(j->note));

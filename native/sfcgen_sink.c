@@ -54,6 +54,18 @@ static void sink_count_overflow(struct sink_thread *t, struct msghdr *h)
 	}
 }
 
+/* Bytes a datagram's frame had beyond its UDP payload: IPv6 unless its source is IPv4 (a plain
+ * IPv4 socket, or an IPv4-mapped address on the dual-stack one). */
+static inline unsigned datagram_overhead(const struct msghdr *h)
+{
+	const struct sockaddr_in6 *a = h->msg_name;
+
+	if (h->msg_namelen >= sizeof(*a) && a->sin6_family == AF_INET6 &&
+	    !IN6_IS_ADDR_V4MAPPED(&a->sin6_addr))
+		return WIRE_OVERHEAD6;
+	return WIRE_OVERHEAD;
+}
+
 /* Count one datagram that arrived at now (t->lock held): the probe, its flow, its latency. */
 static inline void sink_account(struct sink_thread *t, const struct sink *k, struct mmsghdr *m,
 				const uint8_t *buf, int64_t now)
@@ -69,7 +81,7 @@ static inline void sink_account(struct sink_thread *t, const struct sink *k, str
 		return;
 	}
 	t->st.received++;
-	t->st.bytes += len + WIRE_OVERHEAD;
+	t->st.bytes += len + datagram_overhead(&m->msg_hdr);
 	if (p->magic == PROBE_MAGIC_WINDOW) {
 		if (!t->st.win_first_ns) {
 			t->st.win_first_ns = now;
@@ -98,6 +110,7 @@ static void *sink_thread_main(void *arg)
 	struct iovec iov[RX_BATCH];
 	static __thread uint8_t bufs[RX_BATCH][RX_BUF];
 	static __thread char ctl[RX_BATCH][CMSG_SPACE(sizeof(uint32_t))];
+	static __thread struct sockaddr_in6 from[RX_BATCH];
 
 	free(arg);
 	pin_thread(&k->cpus, (unsigned)(t - k->th));
@@ -115,6 +128,8 @@ static void *sink_thread_main(void *arg)
 			msgs[i].msg_hdr.msg_iovlen = 1;
 			msgs[i].msg_hdr.msg_control = ctl[i];
 			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
+			msgs[i].msg_hdr.msg_name = &from[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		}
 		n = recvmmsg(t->fd, msgs, RX_BATCH, MSG_WAITFORONE, NULL);
 		if (n < 0) {
@@ -386,7 +401,9 @@ struct sink_args {
 	bool xdp;
 	enum sink_hook hook;
 	const char *xdp_dev;
+	int bind_family; /* AF_INET, AF_INET6, or 0: both (an IPv6 socket taking IPv4 too) */
 	struct in_addr bind_addr;
+	struct in6_addr bind_addr6;
 	bool have_port;
 };
 
@@ -420,8 +437,14 @@ static int set_threads(void *p, const char *arg)
 
 static int set_bind(void *p, const char *arg)
 {
-	if (!inet_aton(arg, &((struct sink_args *)p)->bind_addr)) {
-		fprintf(stderr, "sfcgen: invalid --bind '%s'\n", arg);
+	struct sink_args *a = p;
+
+	if (inet_pton(AF_INET, arg, &a->bind_addr) == 1)
+		a->bind_family = AF_INET;
+	else if (inet_pton(AF_INET6, arg, &a->bind_addr6) == 1)
+		a->bind_family = AF_INET6;
+	else {
+		fprintf(stderr, "sfcgen: invalid --bind '%s' (an IPv4 or IPv6 address)\n", arg);
 		return -1;
 	}
 	return 0;
@@ -507,6 +530,7 @@ static int sink_parse(int argc, char **argv, struct sink_args *a, struct sink *k
 	a->k = k;
 	a->hook = SINK_XDP;
 	a->bind_addr.s_addr = htonl(INADDR_ANY);
+	a->bind_addr6 = in6addr_any;
 	r = opttab_parse("sfcgen", argc, argv, sink_opttab,
 			 sizeof(sink_opttab) / sizeof(sink_opttab[0]), a);
 	if (r)
@@ -527,16 +551,28 @@ struct sink_made {
 };
 
 /* One receiving thread's socket (SO_REUSEPORT on the shared port), lock and flow state. */
-static int sink_open_socket(struct sink *k, struct sink_thread *t, struct in_addr bind_addr,
+static int sink_open_socket(struct sink *k, struct sink_thread *t, const struct sink_args *sa,
 			    struct sink_made *m)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,
 				.sin_port = htons((uint16_t)k->port),
-				.sin_addr = bind_addr};
+				.sin_addr = sa->bind_addr};
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
+				  .sin6_port = htons((uint16_t)k->port),
+				  .sin6_addr = sa->bind_addr6};
 	struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
-	int one = 1, rcvbuf = 16 << 20;
+	int one = 1, zero = 0, rcvbuf = 16 << 20, family = sa->bind_family;
 
-	t->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* no --bind: one IPv6 socket for both families, or IPv4 where IPv6 sockets cannot be */
+	t->fd = socket(family == AF_INET ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (t->fd < 0 && family == 0) {
+		family = AF_INET;
+		t->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	} else if (family == 0) {
+		family = AF_INET6;
+		if (setsockopt(t->fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)))
+			fprintf(stderr, "sfcgen sink: IPv6 socket takes no IPv4: %s\n", strerror(errno));
+	}
 	if (t->fd < 0) {
 		fprintf(stderr, "sfcgen sink: Failed to create a UDP socket: %s\n", strerror(errno));
 		return -1;
@@ -557,7 +593,8 @@ static int sink_open_socket(struct sink *k, struct sink_thread *t, struct in_add
 	}
 	if (setsockopt(t->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
 		setsockopt(t->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	if (bind(t->fd, (struct sockaddr *)&a, sizeof(a))) {
+	if (family == AF_INET6 ? bind(t->fd, (struct sockaddr *)&a6, sizeof(a6))
+			       : bind(t->fd, (struct sockaddr *)&a, sizeof(a))) {
 		fprintf(stderr, "sfcgen sink: Failed to bind UDP port %u: %s\n", k->port,
 			strerror(errno));
 		return -1;
@@ -593,7 +630,7 @@ static int sink_setup(struct sink *k, const struct sink_args *a, sigset_t *sigs,
 		return -1;
 	}
 	while (m->opened < k->threads)
-		if (sink_open_socket(k, &k->th[m->opened], a->bind_addr, m))
+		if (sink_open_socket(k, &k->th[m->opened], a, m))
 			return -1;
 	return 0;
 }

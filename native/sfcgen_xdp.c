@@ -105,7 +105,7 @@ static int classify_open(struct xdp_tx *x, const char *maps, unsigned node, char
 }
 
 struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool imix, uint16_t run,
-			   const uint8_t headers[2 * HEADER_WORDS], const char *classify_maps,
+			   const uint8_t headers[2 * HEADER_WORDS6], const char *classify_maps,
 			   unsigned classify_node, char *why, size_t whylen, char *note,
 			   size_t notelen)
 {
@@ -127,7 +127,9 @@ struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool i
 	x->skel->rodata->imix = imix;
 	x->skel->rodata->run = run;
 	x->skel->rodata->tx_ifindex = (__u32)ifindex;
-	memcpy((void *)x->skel->rodata->headers, headers, 2 * HEADER_WORDS);
+	x->skel->rodata->ipv6 = headers[12] == 0x86 && headers[13] == 0xdd;
+	memcpy((void *)x->skel->rodata->headers, headers,
+	       2 * (x->skel->rodata->ipv6 ? HEADER_WORDS6 : HEADER_WORDS));
 	x->skel->rodata->classify = classify_maps != NULL;
 	bpf_map__set_max_entries(x->skel->maps.flow_seq, flows);
 	err = sfcgen_tx__load(x->skel);

@@ -23,7 +23,7 @@ struct xdp_tx;
  * `note` tells of a degraded start (empty if none).
  */
 struct xdp_tx *xdp_tx_open(int ifindex, unsigned flows, unsigned threads, bool imix, uint16_t run,
-			   const uint8_t headers[2 * HEADER_WORDS], const char *classify_maps,
+			   const uint8_t headers[2 * HEADER_WORDS6], const char *classify_maps,
 			   unsigned classify_node, char *why, size_t whylen, char *note,
 			   size_t notelen);
 /* Send `count` copies of `frame` (stamped per packet by the program) out of `ifindex`. */

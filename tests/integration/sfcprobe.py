@@ -26,6 +26,13 @@ def parse(frame: bytes) -> dict:
             out["labels"].append([v >> 12, (v >> 8) & 1, v & 0xff])
             if (v >> 8) & 1:
                 break
+    if len(frame) >= off + 40 and frame[off] >> 4 == 6:
+        out["proto"] = frame[off + 6]
+        out["src"] = socket.inet_ntop(socket.AF_INET6, frame[off + 8:off + 24])
+        out["dst"] = socket.inet_ntop(socket.AF_INET6, frame[off + 24:off + 40])
+        if out["proto"] in (6, 17) and len(frame) >= off + 44:
+            out["sport"], out["dport"] = struct.unpack_from(">HH", frame, off + 40)
+        return out
     if len(frame) >= off + 20 and frame[off] >> 4 == 4:
         ihl = (frame[off] & 15) * 4
         out["proto"] = frame[off + 9]

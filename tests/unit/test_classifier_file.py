@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from ipaddress import IPv4Network
+from ipaddress import ip_network
 from pathlib import Path
 from typing import Any
 
@@ -140,14 +140,18 @@ def test_a_file_that_is_not_a_list_is_refused(tmp_path: Path) -> None:
     {"ingress": "s", "proto": "udp", "src": "10.0.0.0/8", "dport": "7000-7100", "priority": 3},
     {"ingress": "s", "proto": "tcp", "sport": "1-1000", "dport": 80, "dst": "1.2.3.4/32"},
     {"ingress": "s"},
+    {"ingress": "s", "proto": "udp", "src": "2001:2::/48", "dport": "7000-7100"},
+    {"ingress": "s", "family": "ipv6", "proto": "icmpv6"},
+    {"ingress": "s", "family": "any", "proto": "tcp", "dport": 443},
 ])
 def test_compact_rows_are_the_planners_entries(d: dict[str, Any]) -> None:
     c = ClassifierSpec.model_validate(d)
 
     def as_row(e: dict[str, Any]) -> tuple[Any, ...]:
-        s, t = IPv4Network(e["src"]), IPv4Network(e["dst"])
+        s, t = ip_network(e["src"]), ip_network(e["dst"])
         return (e["ingress"], int(s.network_address), s.prefixlen, int(t.network_address),
-                t.prefixlen, *e["sport"], *e["dport"], e["proto"], e["priority"])
+                t.prefixlen, *e["sport"], *e["dport"], e["proto"], e["priority"],
+                e.get("family", 4))
 
     for rev in (None, "d"):
         spec = reversed_classifier(c, rev) if rev else c

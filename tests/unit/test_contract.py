@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
 
 import pytest
@@ -79,9 +79,13 @@ def test_the_map_sizes_are_the_limits_in_btf(built: Path) -> None:
 
 
 @pytest.mark.parametrize("old, new, says", [
-    ("\t__be16 sport;\n\t__be16 dport;\n\t__u8 proto;\n\t__u8 pad[3];\n};\n\nstruct sfc_mask",
-     "\t__be32 sport;\n\t__be16 dport;\n\t__u8 proto;\n\t__u8 pad[3];\n};\n\nstruct sfc_mask",
+    ("\t__be16 sport;\n\t__be16 dport;\n\t__u8 proto;\n\t__u8 pad[3];\n};\n\nstruct sfc_class_key",
+     "\t__be32 sport;\n\t__be16 dport;\n\t__u8 proto;\n\t__u8 pad[3];\n};\n\nstruct sfc_class_key",
      "struct sfc_tuple.sport"),
+    ("\t__u8 family;          /* SFC_FAMILY_IPV4", "\t__u8 famly;          /* SFC_FAMILY_IPV4",
+     "struct sfc_class_key: members"),
+    ("\t__be32 src[4];        /* IPv4: src[0]", "\t__be32 src[2];        /* IPv4: src[0]",
+     "struct sfc_class_key.src"),
     ("\t__u32 ifindex;        /* forward", "\t__be32 ifindex;        /* forward",
      "struct sfc_hop.ifindex: __be32 in C, host order"),
     ("\t__s32 priority;", "\t__u32 priority;", "struct sfc_match.priority"),
@@ -92,7 +96,7 @@ def test_the_map_sizes_are_the_limits_in_btf(built: Path) -> None:
     ("SFC_A_PROXY = 2", "SFC_A_PROXY = 3", "enum sfc_action"),
     ("__type(key, struct sfc_tuple);\n\t__type(value, __u32);",
      "__type(key, struct sfc_stack);\n\t__type(value, __u32);", "map sfc_flows"),
-], ids=["member-size", "byte-order", "signedness", "member-order", "limit", "mask-limit",
+], ids=["member-size", "family-member", "address-width", "byte-order", "signedness", "member-order", "limit", "mask-limit",
         "counter", "action", "map-key"])
 def test_a_header_edited_in_a_copy_is_caught_as_drift(built: Path, tmp_path: Path, old: str,
                                                       new: str, says: str) -> None:
@@ -106,9 +110,17 @@ def test_the_packers_write_the_bytes_the_hand_packed_formats_wrote() -> None:
     dmac = bytes.fromhex("020000000002")
     assert dataplane.encode_tuple(3, 1, IPv4Network("10.0.0.0/8"), IPv4Network("10.1.2.3/32"),
                                   80, 443, 6) == \
-        struct.pack("<II", 3, 1) + struct.pack(">IIHHB3x", 0x0A000000, 0x0A010203, 80, 443, 6)
-    assert dataplane.encode_mask(8, 32, 0, 16, True) == struct.pack("<I", 1) + struct.pack(
-        ">IIHHB3x", 0xFF000000, 0xFFFFFFFF, 0, 0xFFFF, 0xFF)
+        struct.pack("<II", 3, 1) + struct.pack(">4I4IHHBB2x", 0x0A000000, 0, 0, 0, 0x0A010203,
+                                               0, 0, 0, 80, 443, 6, 4)
+    assert dataplane.encode_tuple(3, 2, IPv6Network("2001:2::/32"), IPv6Network("::/0"), 0, 0,
+                                  17, 6) == \
+        struct.pack("<II", 3, 2) + struct.pack(">4I4IHHBB2x", 0x20010002, 0, 0, 0, 0, 0, 0, 0,
+                                               0, 0, 17, 6)
+    assert dataplane.encode_mask(8, 32, 0, 16, True, True) == struct.pack("<I", 1) + \
+        struct.pack(">4I4IHHBB2x", 0xFF000000, 0, 0, 0, 0xFFFFFFFF, 0, 0, 0, 0, 0xFFFF, 0xFF,
+                    0xFF)
+    assert dataplane.encode_mask(48, 0, 0, 0, False, False)[4:12] == \
+        struct.pack(">II", 0xFFFFFFFF, 0xFFFF0000)
     raw = dataplane.encode_path([100, 200], 64, iface, dmac)
     lses = [dataplane.lse(100, 64, False), dataplane.lse(200, 64, True)] + [0] * 14
     assert raw == struct.pack("<II", 2, 7) + iface.mac + dmac + struct.pack(">16I", *lses)

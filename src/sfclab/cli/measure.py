@@ -126,7 +126,7 @@ def _say_restored(e: BaseException) -> None:
         print(f"sfclab: interrupted; {note}", file=sys.stderr)
 
 
-PACKET = ("duration", "size", "flows", "threads", "engine", "sink", "pairs")
+PACKET = ("duration", "ip", "size", "flows", "threads", "engine", "sink", "pairs")
 
 
 def cmd_iperf(a: argparse.Namespace) -> int:
@@ -294,7 +294,10 @@ def _generator_options(sp: argparse.ArgumentParser, threads: bool = True) -> Non
 
 
 def _packet_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
-    sp.add_argument("--size", help="frame bytes (64..MTU+18) or imix (default 64)")
+    sp.add_argument("--ip", help="4 or 6: send to the receiver's IPv4 (default) or IPv6 "
+                    "address")
+    sp.add_argument("--size", help="frame bytes (64..MTU+18) or imix (default 64; with "
+                    "--ip 6: 84..MTU+18, default 84)")
     sp.add_argument("--pair", dest="pairs", action="append", metavar="FROM:TO",
                     help="a sender:receiver pair; repeat for several at once (instead of "
                     "--from/--to)")

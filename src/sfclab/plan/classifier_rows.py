@@ -2,9 +2,10 @@
 
 The compact twin of :func:`sfclab.plan.sfc.entries_of`: one :data:`Row` per combination of
 port prefixes of a validated classifier (:class:`~sfclab.spec.classifier_file.Rule`), with the
-same meaning as an :class:`~sfclab.plan.steering.EntryRow` -- addresses and prefix lengths,
-ports as (value, prefix length of 16), the IP protocol number (0: any) and the priority -- but
-no strings to parse again, so 100,000 of them are made in a fraction of a second.  Pure.
+same meaning as an :class:`~sfclab.plan.steering.EntryRow` -- addresses (32-bit for IPv4,
+128-bit for IPv6) and prefix lengths, ports as (value, prefix length of 16), the IP protocol
+number (0: any), the priority and the family (4, 6; 0: either) -- but no strings to parse
+again, so 100,000 of them are made in a fraction of a second.  Pure.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..spec.classifier_file import Rule
-from .sfc import PROTOS, port_prefixes
+from .sfc import FAMILIES, PROTOS, port_prefixes
 
-#: (ingress, src, src_len, dst, dst_len, sport, sport_len, dport, dport_len, proto, priority)
-Row = tuple[str, int, int, int, int, int, int, int, int, int, int]
+#: (ingress, src, src_len, dst, dst_len, sport, sport_len, dport, dport_len, proto, priority,
+#: family)
+Row = tuple[str, int, int, int, int, int, int, int, int, int, int, int]
 
 _ANY_NET = (0, 0)
 _ANY_PORT: tuple[tuple[int, int], ...] = ((0, 0),)
@@ -34,18 +36,19 @@ def rows_of(r: Rule, *, reverse_at: str | None = None) -> list[Row]:
         src, dst, sport, dport, ingress = dst, src, dport, sport, reverse_at
     s, sl = src or _ANY_NET
     d, dl = dst or _ANY_NET
-    proto, prio = PROTOS[r.proto], r.priority
-    return [(ingress, s, sl, d, dl, sp, spl, dp, dpl, proto, prio)
+    proto, prio, fam = PROTOS[r.proto], r.priority, FAMILIES[r.family]
+    return [(ingress, s, sl, d, dl, sp, spl, dp, dpl, proto, prio, fam)
             for sp, spl in _blocks(sport) for dp, dpl in _blocks(dport)]
 
 
-#: a wildcard mask: prefix lengths of source, destination, ports, and whether proto is matched
-Mask = tuple[int, int, int, int, bool]
+#: a wildcard mask: prefix lengths of source, destination, ports, and whether proto and family
+#: are matched
+Mask = tuple[int, int, int, int, bool, bool]
 
 
 def mask_of(row: Row) -> Mask:
     """A row's wildcard mask, as :func:`sfclab.plan.sfc.mask_key` gives an entry's."""
-    return (row[2], row[4], row[6], row[8], row[9] != 0)
+    return (row[2], row[4], row[6], row[8], row[9] != 0, row[11] != 0)
 
 
 def entry_count(r: Rule) -> int:
@@ -61,6 +64,7 @@ def masks_of(r: Rule, *, reverse: bool = False) -> set[Mask]:
     sps = {n for _, n in _blocks(r.sport)}
     dps = {n for _, n in _blocks(r.dport)}
     proto = PROTOS[r.proto] != 0
+    fam = FAMILIES[r.family] != 0
     if reverse:
         sl, dl, sps, dps = dl, sl, dps, sps
-    return {(sl, dl, a, b, proto) for a in sps for b in dps}
+    return {(sl, dl, a, b, proto, fam) for a in sps for b in dps}

@@ -24,35 +24,37 @@ class NoPath(Exception):
     """There is no route, or the route loops or crosses a node that does not forward."""
 
 
-def hops(plan: Plan, src: str, dst_ip: IPv4Address | IPv6Address, limit: int = 4096
-         ) -> list[str]:
-    """The nodes visited from ``src`` to the owner of ``dst_ip``, both included."""
-    six = dst_ip.version == 6
+def hops(plan: Plan, src: str, dst_ip: IPv4Address | IPv6Address,
+         limit: int = 4096) -> list[str]:
+    """The nodes visited from ``src`` to the owner of ``dst_ip``, both included, over the
+    addresses and routes of ``dst_ip``'s family."""
+    v6 = dst_ip.version == 6
 
-    def addr_of(i: Any) -> str:
-        return (i.address6 if six else i.address) or ""
-    owners: dict[Any, list[str]] = {}
+    def addr(i: Any) -> str:
+        return (i.address6 if v6 else i.address) or ""
+
+    owners: dict[IPv4Address | IPv6Address, list[str]] = {}
     for i in plan.interfaces:
-        if addr_of(i):
-            owners.setdefault(ip_address(addr_of(i).split("/")[0]), []).append(i.node)
+        if addr(i):
+            owners.setdefault(ip_address(addr(i).split("/")[0]), []).append(i.node)
     if dst_ip not in owners:
         raise NoPath(f"no node has address {dst_ip}")
     neighbours: dict[str, set[str]] = {}
     for i in plan.interfaces:
         neighbours.setdefault(i.node, set()).add(i.peer)
 
-    def owner(addr: Any, near: str) -> str:
-        """The node with ``addr``: the one next to ``near`` when several have it."""
-        found = owners[addr]
+    def owner(a: IPv4Address | IPv6Address, near: str) -> str:
+        """The node with ``a``: the one next to ``near`` when several have it."""
+        found = owners[a]
         return next((n for n in found if n in neighbours.get(near, ())), found[0])
 
     connected: dict[str, list[Any]] = {}
     for i in plan.interfaces:
-        if addr_of(i) and i.netns:
-            connected.setdefault(i.node, []).append(ip_network(addr_of(i), strict=False))
-    routes: dict[str, list[tuple[Any, Any]]] = {}
+        if addr(i) and i.netns:
+            connected.setdefault(i.node, []).append(ip_network(addr(i), strict=False))
+    routes: dict[str, list[tuple[Any, IPv4Address | IPv6Address]]] = {}
     for r in plan.routes:
-        if r.gateway and (":" in r.dst) == six:
+        if r.gateway and ip_network(r.dst).version == dst_ip.version:
             routes.setdefault(r.node, []).append((ip_network(r.dst), ip_address(r.gateway)))
     forwards = {ns.node: ns.forwards for ns in plan.namespaces}
     path, node = [src], src

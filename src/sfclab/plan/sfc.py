@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Mapping
-from ipaddress import IPv4Network
+from ipaddress import ip_network
 from itertools import product
 from typing import Any, cast
 
@@ -64,7 +64,9 @@ FIRST_LABEL = 16
 #: the label of padding entries (RFC 3032's reserved range: never given to a hop)
 PAD_LABEL = 15
 LABEL_ROOM = 4 * MAX_LABELS
-PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "any": 0}
+PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "any": 0}
+#: a classifier's family as the data plane keys it (sfc_class_key.family); 0: either
+FAMILIES = {"ipv4": 4, "ipv6": 6, "any": 0}
 
 
 def lse(label: int, ttl: int, bottom: bool) -> int:
@@ -384,15 +386,19 @@ def classifier_row(index: int, c: ClassifierSpec) -> ClassifierRow:
 def entries_of(c: ClassifierSpec) -> list[EntryRow]:
     """A classifier's data-plane entries: one per combination of port prefixes (each an
     :class:`EntryRow`)."""
-    any_net = IPv4Network("0.0.0.0/0")
-    return [EntryRow(ingress=c.ingress, src=str(c.src or any_net), dst=str(c.dst or any_net),
-                     sport=s, dport=t, proto=PROTOS[c.proto], priority=c.priority)
-            for s in (port_prefixes(*c.sport) if c.sport else [(0, 0)])
-            for t in (port_prefixes(*c.dport) if c.dport else [(0, 0)])]
+    any_net = "::/0" if c.family == "ipv6" else "0.0.0.0/0"
+    out = [EntryRow(ingress=c.ingress, src=str(c.src or any_net), dst=str(c.dst or any_net),
+                    sport=s, dport=t, proto=PROTOS[c.proto], priority=c.priority)
+           for s in (port_prefixes(*c.sport) if c.sport else [(0, 0)])
+           for t in (port_prefixes(*c.dport) if c.dport else [(0, 0)])]
+    if c.family != "ipv4":  # an IPv4 entry is written as before families
+        for e in out:
+            e["family"] = FAMILIES[c.family]
+    return out
 
 
-def mask_key(e: Mapping[str, Any]) -> tuple[int, int, int, int, bool]:
+def mask_key(e: Mapping[str, Any]) -> tuple[int, int, int, int, bool, bool]:
     """An entry's wildcard mask: prefix lengths of addresses and ports, and whether the
-    protocol is matched."""
-    return (IPv4Network(e["src"]).prefixlen, IPv4Network(e["dst"]).prefixlen,
-            e["sport"][1], e["dport"][1], e["proto"] != 0)
+    protocol and the family are matched (an entry recorded before families is IPv4's)."""
+    return (ip_network(e["src"]).prefixlen, ip_network(e["dst"]).prefixlen,
+            e["sport"][1], e["dport"][1], e["proto"] != 0, e.get("family", 4) != 0)

@@ -57,12 +57,13 @@ class EntryRow(TypedDict):
     port is (value, prefix length of 16): a tuple when planned, a list once read from JSON."""
 
     ingress: str
-    src: str  # a prefix, "0.0.0.0/0" for any
+    src: str  # a prefix, "0.0.0.0/0" (IPv6: "::/0") for any
     dst: str
     sport: Sequence[int]
     dport: Sequence[int]
-    proto: int  # 6, 17, 1; 0 for any
+    proto: int  # 6, 17, 1, 58; 0 for any
     priority: int
+    family: NotRequired[int]  # 6, or 0 for either (sfc_class_key.family); absent: 4
 
 
 class ClassifierRow(TypedDict):

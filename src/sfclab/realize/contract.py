@@ -37,8 +37,11 @@ from ..spec import limits
 LAYOUTS: dict[str, tuple[tuple[str, str], ...]] = {
     "sfc_tuple": (("node", "<I"), ("mask", "<I"), ("src", ">I"), ("dst", ">I"),
                   ("sport", ">H"), ("dport", ">H"), ("proto", "B"), ("pad", "3x")),
-    "sfc_mask": (("used", "<I"), ("src", ">I"), ("dst", ">I"), ("sport", ">H"),
-                 ("dport", ">H"), ("proto", "B"), ("pad", "3x")),
+    "sfc_class_key": (("node", "<I"), ("mask", "<I"), ("src", ">4I"), ("dst", ">4I"),
+                      ("sport", ">H"), ("dport", ">H"), ("proto", "B"), ("family", "B"),
+                      ("pad", "2x")),
+    "sfc_mask": (("used", "<I"), ("src", ">4I"), ("dst", ">4I"), ("sport", ">H"),
+                 ("dport", ">H"), ("proto", "B"), ("family", "B"), ("pad", "2x")),
     "sfc_match": (("priority", "<i"), ("chain", "<I")),
     "sfc_chain": (("nslots", "<I"), ("symmetric", "<I"), ("slot", f"<{limits.SLOTS}I")),
     "sfc_path": (("depth", "<I"), ("ifindex", "<I"), ("smac", "6s"), ("dmac", "6s"),
@@ -67,7 +70,7 @@ ACTIONS = {"forward": 1, "proxy": 2, "unpad": 3}
 
 #: map -> (key type, value type), as declared in include/sfc.h
 MAPS: dict[str, tuple[str, str]] = {
-    "sfc_masks": ("__u32", "sfc_mask"), "sfc_classes": ("sfc_tuple", "sfc_match"),
+    "sfc_masks": ("__u32", "sfc_mask"), "sfc_classes": ("sfc_class_key", "sfc_match"),
     "sfc_chains": ("__u32", "sfc_chain"), "sfc_paths": ("__u32", "sfc_path"),
     "sfc_labels": ("__u32", "sfc_hop"), "sfc_stack_ids": ("sfc_stack", "__u32"),
     "sfc_stacks": ("__u32", "sfc_stack"), "sfc_next_stack": ("__u32", "__u32"),

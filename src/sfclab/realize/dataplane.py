@@ -19,19 +19,19 @@ import os
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 from typing import Any, Self
 
 from ..errors import RealizeError
 from ..kernel import bpf
-from ..plan.classifier_rows import Row, mask_of
+from ..plan.classifier_rows import Mask, Row, mask_of
 from ..plan.sfc import MAX_LABELS, MAX_MASKS, PAD_LABEL, SLOTS, SteeringPlan, lse
 from .contract import ACTIONS, COUNTERS, NCOUNTERS, packer
 
 BPFFS = Path("/sys/fs/bpf")
 __all__ = ["ACTIONS", "COUNTERS", "NCOUNTERS", "DataPlane", "Iface", "Undo"]
-_TUPLE, _MASK, _MATCH = packer("sfc_tuple"), packer("sfc_mask"), packer("sfc_match")
+_TUPLE, _MASK, _MATCH = packer("sfc_class_key"), packer("sfc_mask"), packer("sfc_match")
 _CHAIN, _PATH, _HOP = packer("sfc_chain"), packer("sfc_path"), packer("sfc_hop")
 #: the classifier's effective priority: the lab file's priority, then the earlier classifier
 ORDER_BITS = 12
@@ -62,23 +62,48 @@ def _mask_bytes(plen: int, bits: int) -> int:
     return ((1 << bits) - 1) ^ ((1 << (bits - plen)) - 1) if plen else 0
 
 
+def words(addr: int, family: int) -> tuple[int, int, int, int]:
+    """An address as the key's four 32-bit words: IPv6 all of them, IPv4 (and the address 0
+    of a family-less entry) the first."""
+    if family == 6:
+        return (addr >> 96, (addr >> 64) & 0xffffffff, (addr >> 32) & 0xffffffff,
+                addr & 0xffffffff)
+    return (addr, 0, 0, 0)
+
+
+def _prefix_words(plen: int) -> tuple[int, int, int, int]:
+    """A prefix length as a 128-bit mask in four words (a /n of IPv4 is the same first n
+    bits: IPv4 addresses sit in the first word)."""
+    return words(_mask_bytes(plen, 128), 6)
+
+
 def encode_mask(src_plen: int, dst_plen: int, sport_plen: int, dport_plen: int,
-                proto: bool) -> bytes:
-    return _MASK.pack(1, _mask_bytes(src_plen, 32), _mask_bytes(dst_plen, 32),
+                proto: bool, family: bool) -> bytes:
+    return _MASK.pack(1, *_prefix_words(src_plen), *_prefix_words(dst_plen),
                       _mask_bytes(sport_plen, 16), _mask_bytes(dport_plen, 16),
-                      0xff if proto else 0)
+                      0xff if proto else 0, 0xff if family else 0)
 
 
-# struct sfc_tuple in its two runs: node, mask index (host order); src, dst, sport, dport,
-# proto (network order) -- one call each in the bulk path
+def _mask_len(w: tuple[int, ...]) -> int:
+    return sum(bin(x).count("1") for x in w)
+
+
+# struct sfc_class_key in its two runs: node, mask index (host order); src, dst, sport, dport,
+# proto, family (network order) -- one call each in the bulk path
 _KEY_HEAD, _KEY_TAIL = _TUPLE.parts
 
 
-def encode_tuple(node: int, mask: int, src: IPv4Network, dst: IPv4Network, sport: int,
-                 dport: int, proto: int) -> bytes:
+def _key_tail(row: Row) -> bytes:
+    fam = row[11]
+    return _KEY_TAIL.pack(*words(row[1], fam), *words(row[3], fam), row[5], row[7], row[9], fam)
+
+
+def encode_tuple(node: int, mask: int, src: IPv4Network | IPv6Network,
+                 dst: IPv4Network | IPv6Network, sport: int, dport: int, proto: int,
+                 family: int = 4) -> bytes:
     """One classifier key (the layout of :meth:`DataPlane.add_rows`), e.g. to delete it."""
-    return _TUPLE.pack(node, mask, int(src.network_address), int(dst.network_address), sport,
-                       dport, proto)
+    return _TUPLE.pack(node, mask, *words(int(src.network_address), family),
+                       *words(int(dst.network_address), family), sport, dport, proto, family)
 
 
 def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes, pad: int = 0) -> bytes:
@@ -160,17 +185,18 @@ class DataPlane:
         self.close()
 
     # --- classifier -----------------------------------------------------------------------
-    def masks(self) -> list[tuple[int, int, int, int, bool]]:
+    def masks(self) -> list[Mask]:
         """The masks in use, by index (their order in the map)."""
         out = []
         m = self.maps["sfc_masks"]
         for i in range(MAX_MASKS):
             raw = m.lookup(struct.pack("<I", i))
-            used, src, dst, sp, dp, proto = _MASK.unpack(raw) if raw is not None else (0,) * 6
-            if used == 0:
+            v = _MASK.unpack(raw) if raw is not None else (0,) * 14
+            if v[0] == 0:
                 break
-            out.append((bin(src).count("1"), bin(dst).count("1"), bin(sp).count("1"),
-                        bin(dp).count("1"), proto != 0))
+            sp, dp, proto, fam = v[9:13]
+            out.append((_mask_len(v[1:5]), _mask_len(v[5:9]), bin(sp).count("1"),
+                        bin(dp).count("1"), proto != 0, fam != 0))
         return out
 
     def add_entries(self, node_ids: dict[str, int], direction: int,
@@ -180,10 +206,10 @@ class DataPlane:
         after the ones in use.  Returns the number of entries written."""
         rows = []
         for e in entries:
-            src, dst = IPv4Network(e["src"]), IPv4Network(e["dst"])
+            src, dst = ip_network(e["src"]), ip_network(e["dst"])
             rows.append((e["ingress"], int(src.network_address), src.prefixlen,
                          int(dst.network_address), dst.prefixlen, *e["sport"], *e["dport"],
-                         e["proto"], e["priority"]))
+                         e["proto"], e["priority"], e.get("family", 4)))
         return self.add_rows(node_ids, direction, rows, order)
 
     def holders(self, node_ids: dict[str, int], rows: Iterable[Row],
@@ -199,8 +225,7 @@ class DataPlane:
         for row in rows:
             mi = index.get(mask_of(row))
             raw = None if mi is None else held.get(
-                _KEY_HEAD.pack(node_ids[row[0]], mi) +
-                _KEY_TAIL.pack(row[1], row[3], row[5], row[7], row[9]))
+                _KEY_HEAD.pack(node_ids[row[0]], mi) + _key_tail(row))
             out.append(None if raw is None else match_chain(raw))
         return out
 
@@ -225,7 +250,7 @@ class DataPlane:
         index = {mk: i for i, mk in enumerate(masks)}
         tie = (1 << ORDER_BITS) - 1 - min(order, 4095)
         items: dict[bytes, int] = {}
-        le, be = _KEY_HEAD.pack, _KEY_TAIL.pack
+        le = _KEY_HEAD.pack
         room = self.maps["sfc_masks"].max_entries
         for row in rows:
             mk = mask_of(row)
@@ -238,7 +263,7 @@ class DataPlane:
                 self.maps["sfc_masks"].update(struct.pack("<I", len(masks)), encode_mask(*mk))
                 mi = index[mk] = len(masks)
                 masks.append(mk)
-            key = le(node_ids[row[0]], mi) + be(row[1], row[3], row[5], row[7], row[9])
+            key = le(node_ids[row[0]], mi) + _key_tail(row)
             prio = (row[10] << ORDER_BITS) | tie
             if items.get(key, -1) < prio:
                 items[key] = prio

@@ -18,8 +18,9 @@ way (a position-keeping YAML tree and a pydantic model per entry: about a minute
   readers refuse them; YAML with aliases: the lab file's bounded reader.  Each item's line is
   known on the first two ways; on the others a bad entry is located by the lab file's reader.
 * **Checking.**  :func:`fast_rule` accepts only the plain forms of :class:`ClassifierSpec`'s
-  fields (a str ingress, a proto name, ``a.b.c.d[/n]`` prefixes without host bits, an int port
-  or a ``lo-hi`` string, an int priority) and never anything the model refuses; whatever it does
+  fields (a str ingress, no family but ipv4, a proto name, ``a.b.c.d[/n]`` prefixes without host
+  bits, an int port or a ``lo-hi`` string, an int priority) and never anything the model
+  refuses (IPv6 classifiers take the model's way); whatever it does
   not accept is validated by the model itself, so a bad entry gets exactly the lab file's message,
   with the file, the place (``[12].dport``) and the line (exit status 2).
 
@@ -33,7 +34,7 @@ import json
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, IPv6Network
 from typing import Any, NamedTuple
 
 import yaml
@@ -56,20 +57,25 @@ class Rule(NamedTuple):
     sport: tuple[int, int] | None  # (lo, hi)
     dport: tuple[int, int] | None
     priority: int
+    family: str = "ipv4"  # ipv4 | ipv6 | any; the addresses are 128-bit ones with ipv6
 
     @classmethod
     def of(cls, c: ClassifierSpec) -> Rule:
-        def net(n: IPv4Network | None) -> tuple[int, int] | None:
+        def net(n: IPv4Network | IPv6Network | None) -> tuple[int, int] | None:
             return None if n is None else (int(n.network_address), n.prefixlen)
 
-        return cls(c.ingress, c.proto, net(c.src), net(c.dst), c.sport, c.dport, c.priority)
+        return cls(c.ingress, c.proto, net(c.src), net(c.dst), c.sport, c.dport, c.priority,
+                   c.family)
 
     def spec(self) -> ClassifierSpec:
         """The model form (for what needs one: a few entries, never the bulk path)."""
-        def net(p: tuple[int, int] | None) -> IPv4Network | None:
-            return None if p is None else IPv4Network(p)
+        def net(p: tuple[int, int] | None) -> IPv4Network | IPv6Network | None:
+            if p is None:
+                return None
+            return IPv6Network(p) if self.family == "ipv6" else IPv4Network(p)
 
         return ClassifierSpec(ingress=self.ingress, proto=self.proto,  # type: ignore[arg-type]
+                              family=self.family,  # type: ignore[arg-type]
                               src=net(self.src), dst=net(self.dst), sport=self.sport,
                               dport=self.dport, priority=self.priority)
 
@@ -119,7 +125,8 @@ def fast_rule(d: Any) -> Rule | None:
     proto = d.get("proto", "any")
     priority = d.get("priority", 0)
     if type(ingress) is not str or type(proto) is not str or proto not in _PROTOS \
-            or type(priority) is not int or not 0 <= priority <= 65535:
+            or type(priority) is not int or not 0 <= priority <= 65535 \
+            or d.get("family", "ipv4") != "ipv4":  # IPv6 and any: the model decides
         return None
     src, dst = _prefix(d.get("src")), _prefix(d.get("dst"))
     sport, dport = _ports(d.get("sport")), _ports(d.get("dport"))

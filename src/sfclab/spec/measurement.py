@@ -9,7 +9,8 @@ and one set of defaults (documented in ``docs/measure.md``)::
     to: dst                       # ... and the receiving one (default dst)
     pairs: [src:dst, src2:dst2]   # rate/ndr: several sender -> receiver pairs at once
     duration: 2                   # seconds per trial (iperf: of the whole run)
-    size: 64                      # frame bytes, 64 .. path MTU + 18, or imix
+    ip: 4                         # rate/ndr/latency: 4 or 6, the family of the endpoints' addresses
+    size: 64                      # frame bytes, 64 .. path MTU + 18, or imix (ip 6: 84 .. , no imix)
     engine: auto                  # auto | packet | ring | udp | xdp (the sender)
     sink: kernel                  # kernel | xdp | tc | socket (the receiver)
     flows: 1                      # UDP flows (distinct source ports); iperf: parallel pairs
@@ -32,7 +33,8 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+from pydantic import (BeforeValidator, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from ..errors import SpecError
 from .strict import Strict
@@ -94,6 +96,12 @@ def _size(v: Any) -> Any:
     return v
 
 
+def _family(v: Any) -> Any:
+    if isinstance(v, str) and v.strip() in ("4", "6"):
+        return int(v.strip())
+    return v
+
+
 def _percent(v: Any) -> Any:
     if isinstance(v, str) and v.strip().endswith("%"):
         v = v.strip()[:-1]
@@ -106,6 +114,9 @@ def _percent(v: Any) -> Any:
 Rate = Annotated[float, BeforeValidator(_rate)]
 RateOrMax = Annotated[float | Literal["max"], BeforeValidator(_rate_or_max)]
 FrameSize = Annotated[int | Literal["imix"], BeforeValidator(_size)]
+Family = Annotated[Literal[4, 6], BeforeValidator(_family)]
+#: the smallest frame that carries sfcgen's probe: Ethernet 14 + IP + UDP 8 + probe 18 + FCS 4
+MIN_FRAME_OF = {4: 64, 6: 84}
 Percent = Annotated[float, BeforeValidator(_percent)]
 
 
@@ -200,8 +211,12 @@ class IperfRequest(Request):
 
 
 class PacketRequest(Request):
-    """Options of the native generator (see ``sfclab.traffic.native``)."""
+    """Options of the native generator (see ``sfclab.traffic.native``).  ``ip`` picks the
+    endpoints' addresses of that family; an IPv6 frame has 20 bytes more of IP header, so its
+    smallest size is 84 (the default with ``ip: 6``) and IMIX, with its 64-byte frames, is
+    refused."""
 
+    ip: Family = 4
     size: FrameSize = 64
     flows: int = Field(default=1, ge=1, le=50000)
     threads: int = Field(default=1, ge=1, le=64)
@@ -220,6 +235,27 @@ class PacketRequest(Request):
     @classmethod
     def _pairs(cls, v: list[Pair]) -> list[Pair]:
         return _distinct_pairs(v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_size(cls, d: Any) -> Any:
+        """Without a size, the smallest frame of the family."""
+        if isinstance(d, dict) and "size" not in d and _family(d.get("ip")) == 6:
+            return {**d, "size": MIN_FRAME_OF[6]}
+        return d
+
+    @field_validator("size")
+    @classmethod
+    def _size_of_family(cls, v: int | str, info: ValidationInfo) -> int | str:
+        if info.data.get("ip") != 6:
+            return v
+        if v == "imix":
+            raise ValueError("a fixed frame size with ip 6: IMIX has 64-byte frames, and an "
+                             f"IPv6 frame with the probe is at least {MIN_FRAME_OF[6]} bytes")
+        if isinstance(v, int) and v < MIN_FRAME_OF[6]:
+            raise ValueError(f"a frame size from {MIN_FRAME_OF[6]} bytes with ip 6 (Ethernet 14, "
+                             "IPv6 40, UDP 8, probe 18, FCS 4)")
+        return v
 
     def pairs_or_one(self) -> list[Pair]:
         return list(self.pairs) or super().pairs_or_one()

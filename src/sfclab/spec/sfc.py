@@ -15,7 +15,10 @@ Model (networking-sfc's flow classifier, port pair group and port chain, in a la
       fwpool: {instances: [fw1, fw2], weights: [1, 3]}   # flows spread by weight, sticky
 
 ``ingress`` is the node where the label stack is pushed: a host classifies what it sends, a
-forwarding node what it receives.  ``proto`` is tcp, udp, icmp or any; ``src``/``dst`` are
+forwarding node what it receives.  ``family`` is ipv4, ipv6 or any: the packets it matches
+(default: the family of ``src``/``dst``, else ipv4); a flow of the other family never matches,
+and ``any`` takes no prefix.  ``proto`` is tcp, udp, icmp (IPv4), icmpv6 (IPv6) or any (for
+IPv6 the first next header: extension headers are not walked); ``src``/``dst`` are IPv4 or IPv6
 prefixes; ``sport``/``dport`` a port or a range ``lo-hi`` (tcp and udp only); ``priority`` an
 integer from 0 to 65535 (default 0; higher wins, equal priorities: the earlier classifier).
 Unmatched traffic is untouched and follows routes.  What a chain needs of the topology (a path
@@ -25,7 +28,7 @@ of direct links between its stops) is checked by the planner (:mod:`sfclab.plan.
 from __future__ import annotations
 
 import math
-from ipaddress import IPv4Network
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -74,14 +77,19 @@ def port_prefixes(lo: int, hi: int) -> list[tuple[int, int]]:
     return out
 
 
-Mask = tuple[int, int, int, int, bool]
+#: prefix lengths of source, destination, ports; whether proto and family are matched
+Mask = tuple[int, int, int, int, bool, bool]
+Family = Literal["ipv4", "ipv6", "any"]
+#: the family whose packets each protocol name matches, where it is one family's
+PROTO_FAMILY = {"icmp": "ipv4", "icmpv6": "ipv6"}
 
 
 class ClassifierSpec(Strict):
     ingress: str
-    proto: Literal["tcp", "udp", "icmp", "any"] = "any"
-    src: IPv4Network | None = None
-    dst: IPv4Network | None = None
+    family: Family = "ipv4"
+    proto: Literal["tcp", "udp", "icmp", "icmpv6", "any"] = "any"
+    src: IPv4Network | IPv6Network | None = None
+    dst: IPv4Network | IPv6Network | None = None
     sport: tuple[int, int] | None = None
     dport: tuple[int, int] | None = None
     priority: int = Field(default=0, ge=0, le=65535)
@@ -95,9 +103,45 @@ class ClassifierSpec(Strict):
     @classmethod
     def _prefix_written(cls, v: Any) -> Any:
         """A prefix is written as one (a number or true would be taken as an address)."""
-        if v is not None and not isinstance(v, (str, IPv4Network)):
-            raise ValueError("an IPv4 prefix such as '198.18.0.0/16'")
+        if v is not None and not isinstance(v, (str, IPv4Network, IPv6Network)):
+            raise ValueError("an IPv4 or IPv6 prefix such as '198.18.0.0/16' or "
+                             "'2001:2::/48'")
+        if isinstance(v, str):  # one message, not one per family the union tries
+            try:
+                return ip_network(v.strip())
+            except ValueError as e:
+                raise ValueError(f"an IPv4 or IPv6 prefix without host bits ({e})") from None
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_of_prefixes(cls, d: Any) -> Any:
+        """Without ``family``: that of the prefixes (one written with ':' is IPv6), else ipv4."""
+        if not isinstance(d, dict) or "family" in d:
+            return d
+        written = [d.get(k) for k in ("src", "dst") if d.get(k) is not None]
+        if any(isinstance(p, IPv6Network) or (isinstance(p, str) and ":" in p)
+               for p in written):
+            return {**d, "family": "ipv6"}
+        return d
+
+    @model_validator(mode="after")
+    def _one_family(self) -> ClassifierSpec:
+        for k in ("src", "dst"):
+            p = getattr(self, k)
+            if p is None:
+                continue
+            if self.family == "any":
+                raise ValueError(f"no {k} prefix with family any (a prefix is of one family: "
+                                 "ipv4 or ipv6)")
+            if f"ipv{p.version}" != self.family:
+                raise ValueError(f"{k} {p} is an IPv{p.version} prefix; family is "
+                                 f"{self.family}")
+        want = PROTO_FAMILY.get(self.proto)
+        if want is not None and want != self.family:
+            raise ValueError(f"proto {self.proto} matches {want} packets only; family is "
+                             f"{self.family}")
+        return self
 
     @model_validator(mode="after")
     def _ports_need_tcp_udp(self) -> ClassifierSpec:
@@ -118,7 +162,8 @@ class ClassifierSpec(Strict):
         sps, dps = set(self._lengths(self.sport)), set(self._lengths(self.dport))
         if reverse:
             sl, dl, sps, dps = dl, sl, dps, sps
-        return {(sl, dl, a, b, self.proto != "any") for a in sps for b in dps}
+        return {(sl, dl, a, b, self.proto != "any", self.family != "any")
+                for a in sps for b in dps}
 
     @staticmethod
     def _lengths(r: tuple[int, int] | None) -> list[int]:
@@ -126,6 +171,8 @@ class ClassifierSpec(Strict):
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"ingress": self.ingress, "proto": self.proto}
+        if self.family != "ipv4":
+            d["family"] = self.family
         for k in ("src", "dst"):
             if getattr(self, k) is not None:
                 d[k] = str(getattr(self, k))

@@ -1,6 +1,7 @@
 """Measurement: iperf3 and native-generator drivers, the NDR/PDR search, latency, CPU.
 
-- :mod:`.measure`      from a typed request to a measurement in a running lab
+- :mod:`.measure`      from a typed request to a measurement in a running lab; :mod:`.family`
+                       the endpoints' address of the request's family (IPv4 or IPv6)
 - :mod:`.result`       the one structured result every measurement returns
 - :mod:`.iperf`        iperf3 throughput: N server/client pairs between two namespaces
 - :mod:`.generator`    the packet-generator interface every rate measurement is written against;

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from ipaddress import IPv4Interface
 from typing import Any
 
 from ..errors import LabError, SpecError
@@ -22,6 +21,7 @@ from ..spec.measurement import (MAX, AnyRequest, IperfRequest, LatencyRequest, N
 from ..kernel import cpus
 from . import cores, xdp_path
 from .cpu import CpuMonitor
+from .family import MIN_FRAME_OF, address_of, interface_address
 from .first_hop import FirstHopPinning
 from .generator import PacketGenerator
 from .loss import LossLocator, droptrace_binary
@@ -36,7 +36,8 @@ MIN_FRAME = 64
 
 
 class Endpoints:
-    """The two ends of a measurement inside a running lab."""
+    """The two ends of a measurement inside a running lab; ``dst_ip`` is the receiver's address
+    of ``family`` (4 or 6, :mod:`.family`)."""
 
     def __init__(self, lab: str, src: str, dst: str, family: int | None = 4):
         """``family``: the address family to measure over (4 or 6); None: the lab's (IPv4
@@ -55,12 +56,13 @@ class Endpoints:
         self.src_netns = self._netns(src)
         self.dst_netns = self._netns(dst)
         for node, option in ((src, "--from"), (dst, "--to")):
-            if not self.plan.addresses_of(node, family):
+            if not self.plan.addresses_of(node, 4) and not self.plan.addresses_of(node, 6):
                 raise SpecError(f"expected a node with an address (a host or a function), got "
                                 f"'{node}', which has none (a bridge?)", place=option)
-        self.dst_ip = str(self.plan.address_of(dst, family))
+        dst_addr = address_of(self.plan, lab, dst, family)
+        self.dst_ip = str(dst_addr)
         try:
-            self.hops = hops(self.plan, src, self.plan.address_of(dst, family))
+            self.hops = hops(self.plan, src, dst_addr)
         except NoPath as e:
             raise LabError(f"no path from '{src}' to '{dst}' in lab '{lab}': {e}") from None
         self.mtu = path_mtu(self.plan, self.hops)
@@ -85,8 +87,9 @@ class Endpoints:
                 raise SpecError(f"IMIX has 1518-byte frames, over this path's MTU of {self.mtu}",
                                 place="size")
             return
-        if not isinstance(size, int) or size < MIN_FRAME or size > self.mtu + ETH_OVERHEAD:
-            raise SpecError(f"expected a frame size from {MIN_FRAME} to "
+        least = MIN_FRAME_OF[self.family]
+        if not isinstance(size, int) or size < least or size > self.mtu + ETH_OVERHEAD:
+            raise SpecError(f"expected a frame size from {least} to "
                             f"{self.mtu + ETH_OVERHEAD} bytes (path MTU {self.mtu} + Ethernet), "
                             f"or imix; got {size}", place="size")
 
@@ -96,10 +99,11 @@ class Endpoints:
         with hosts) the sender's port in its host context, or the underlay's side of the
         sender's host when the tunnel ends in the sender itself (``attach: direct``)."""
         nxt = self.hops[1] if len(self.hops) > 1 else self.dst
-        src_nets = [a.network for a in self.plan.addresses_of(self.src)]
+        src_nets = [a.network for a in self.plan.addresses_of(self.src, self.family)]
         out = []
         for i in self.plan.interfaces_of(nxt):
-            if i.address and any(IPv4Interface(i.address).ip in n for n in src_nets):
+            a = interface_address(i, self.family)
+            if a is not None and any(a in n for n in src_nets):
                 out.append((nxt, self.plan.netns_of(nxt), i.name))
         hosted = {hl.link: hl for hl in self.plan.host_links}
         for i in self.plan.interfaces_of(self.src):
@@ -119,8 +123,7 @@ class Endpoints:
 
     def describe(self) -> dict[str, Any]:
         return {"lab": self.lab, "from": self.src, "to": self.dst, "dst_ip": self.dst_ip,
-                "path": self.hops, "path_mtu": self.mtu,
-                **({"ip": self.family} if self.family == 6 else {})}
+                "ip": self.family, "path": self.hops, "path_mtu": self.mtu}
 
 
 def _finish(m: Measurement, ends: Endpoints, cpu: CpuMonitor | None) -> Measurement:
@@ -154,7 +157,7 @@ class PacketSetup:
             from . import calibrate  # light start-up; calibrate imports this module
 
             self.calibration = calibrate.stored()
-        self.ends = [Endpoints(lab, p.from_, p.to) for p in r.pairs_or_one()]
+        self.ends = [Endpoints(lab, p.from_, p.to, r.ip) for p in r.pairs_or_one()]
         self.names = [str(p) for p in r.pairs_or_one()]
         self.layout = cores.layout()
         senders = len(self.ends) * r.threads

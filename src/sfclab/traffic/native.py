@@ -123,7 +123,8 @@ class _LineReader:
 
 
 class NativeGenerator(PacketGenerator):
-    """UDP/IPv4 trials from ``src_netns`` to ``dst_ip`` (an address in ``dst_netns``).
+    """UDP trials from ``src_netns`` to ``dst_ip`` (an address in ``dst_netns``), over IPv4 or
+    IPv6 as ``dst_ip`` is (an IPv6 frame is at least 84 bytes, and never IMIX).
 
     ``engine`` picks the sender's technique (see ``sfcgen send --help``): ``packet`` (AF_PACKET
     ``sendmmsg``, the default through ``auto``), ``ring``, ``udp``, or ``xdp`` (BPF_PROG_RUN live

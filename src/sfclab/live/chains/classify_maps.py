@@ -50,8 +50,8 @@ def check_counts(rules: list[Rule], fwd: dict[str, DirectionPlan],
     the classifier that passes a limit)."""
     total = 0
     masks = set(masks_in_use)
-    # what a classifier makes depends on its prefix lengths, ports and protocol only: each
-    # such shape is counted once (a file of 100,000 sources has a handful of shapes)
+    # what a classifier makes depends on its prefix lengths, ports, protocol and family only:
+    # each such shape is counted once (a file of 100,000 sources has a handful of shapes)
     shapes: dict[tuple[Any, ...], tuple[int, set[Mask]]] = {}
     for i, c in enumerate(rules):
         d = fwd.get(c.ingress)
@@ -61,7 +61,7 @@ def check_counts(rules: list[Rule], fwd: dict[str, DirectionPlan],
                             place=f"[{i}].ingress")
         both = bool(back[c.ingress])
         shape = (c.src[1] if c.src else -1, c.dst[1] if c.dst else -1, c.sport, c.dport,
-                 c.proto, both)
+                 c.proto, c.family, both)
         got = shapes.get(shape)
         if got is None:
             got = shapes[shape] = (entry_count(c) * (1 + len(back[c.ingress])),

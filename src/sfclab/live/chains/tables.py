@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from ipaddress import IPv4Network
+from ipaddress import ip_network
 from typing import Any
 
 from ...errors import LabError, SpecError
@@ -145,8 +145,8 @@ def _keys(dp: DataPlane, sp: SteeringPlan, entries: Sequence[Mapping[str, Any]])
         if mk not in masks:
             continue  # a mask no entry uses yet: no such key can be in the table
         out.append(encode_tuple(sp.node_ids[e["ingress"]], masks.index(mk),
-                                IPv4Network(e["src"]), IPv4Network(e["dst"]), e["sport"][0],
-                                e["dport"][0], e["proto"]))
+                                ip_network(e["src"]), ip_network(e["dst"]), e["sport"][0],
+                                e["dport"][0], e["proto"], e.get("family", 4)))
     return out
 
 

@@ -54,7 +54,7 @@ def check(lab: LabName, body: Any) -> AnyRequest:
                 raise SpecError(f"expected a node of lab '{lab}' with a namespace "
                                 f"({', '.join(nodes)}), got '{node}'", place=place)
         try:
-            ends = Endpoints(lab, p.from_, p.to)
+            ends = Endpoints(lab, p.from_, p.to, r.ip if isinstance(r, PacketRequest) else 4)
         except LabError as e:  # no path between them: the request asks the impossible
             raise SpecError(str(e), place="to") from None
         if isinstance(r, PacketRequest):
