@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...errors import RealizeError
 from ...hosts import ovs, shaping
 from ...hosts.attach import ATTACH_KINDS, Joint, shortbridge_binary, tunnel_mark
 from ...hosts.context import EmulatedHost
@@ -90,26 +91,31 @@ def join_context(ctx: HostContext, ipr: IPRoute, hl: HostLinkPlan, here: list[Ho
     checks on ports, tunnel and bridges, and the rate.  The one path for every tunnel of a
     lab: the lab file's hosted links at ``up`` and the links of instances ``chain
     add``/``migrate`` make on a running lab."""
+    e0 = here[0]
+
+    def mark(devices: list[str]) -> None:  # each as soon as it exists: what teardown checks
+        for n in devices if real else []:
+            idx = ipr.link_lookup(ifname=n)
+            if idx:
+                ipr.link("set", index=idx[0], ifalias=context_mark(lab, e0.host, n))
+
+    mark([e.port for e in here if e.port])
     for e in here:
         if e.port:
             ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0], state="up")
             if xdp_nodes:  # a veth takes XDP-redirected frames only with NAPI: GRO on
                 ctx.set_offloads(e.port, {"gro": True})
-    e0 = here[0]
     if e0.vxlan and ATTACH_KINDS[hl.attach].kernel_tunnel:
         ul = ipr.link_lookup(ifname=underlay_if)[0]
         ipr.link("add", ifname=e0.vxlan, kind="vxlan", vxlan_id=hl.vni, vxlan_local=e0.local,
                  vxlan_group=e0.remote, vxlan_port=vxlan_port, vxlan_link=ul,
                  vxlan_learning=0, mtu=hl.mtu)
+        mark([e0.vxlan])
         if not ATTACH_KINDS[hl.attach].in_node:
             ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
     ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, lab, odir, xdp_nodes=xdp_nodes,
                                        underlay_if=underlay_if, udp_port=vxlan_port))
-    if real:  # the marks teardown checks before removing them
-        for n in [e.port for e in here if e.port] + context_devices_at(hl, here):
-            idx = ipr.link_lookup(ifname=n)
-            if idx:
-                ipr.link("set", index=idx[0], ifalias=context_mark(lab, e0.host, n))
+    mark(context_devices_at(hl, here))
     if hl.rate is not None:
         for e in here:
             shaping.shape(ctx, e.port, hl.rate, hl.mtu)
@@ -256,6 +262,8 @@ class Hosted(LinkForm):
 
     def links(self, b: Builder) -> None:
         mtu_of = {(i.netns, i.name): i.mtu for i in self.interfaces(b.plan)}
+        if b.whole is not b.plan:
+            self._names_free(b)
         for hl in b.plan.host_links:
             if ATTACH_KINDS[hl.attach].in_node:
                 continue  # the tunnel device itself becomes the node's interface
@@ -266,6 +274,23 @@ class Hosted(LinkForm):
                                   peer_mtu=hl.mtu)
                 b.created(e.node_netns, e.node_if)
                 b.created(e.netns, e.port)
+
+    def _names_free(self, b: Builder) -> None:
+        """A change adds to host contexts that outlive it: every device name its hosted links
+        will use there must be free, or it is refused naming the device, before anything is
+        made (the link batch would make some ports and fail on the taken name, and a port in
+        a context with its peer at an attach node is not yet marked, so never removed)."""
+        for host, items in self.by_host(b.plan).items():
+            ctx, _, _ = self.end_host(b, host, items[0][1][0].netns)
+            ipr = ctx.iproute()
+            try:
+                for hl, here in items:
+                    for dev in [e.port for e in here if e.port] + context_devices_at(hl, here):
+                        if ipr.link_lookup(ifname=dev):
+                            raise RealizeError("the name is taken in the host's context",
+                                               obj=f"interface {dev} of host {host}")
+            finally:
+                ipr.close()
 
     @staticmethod
     def by_host(plan: Plan) -> dict[str, list[tuple[HostLinkPlan, list[HostEndPlan]]]]:
