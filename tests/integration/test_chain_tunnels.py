@@ -283,3 +283,34 @@ def test_a_failed_join_leaves_an_interface_it_did_not_make(lab_name: str) -> Non
         _, plan = lifecycle.load_plan(lab.name)
         j = underlay.join(state, plan, "edge3", LABELLED_MTU)
         assert link(f"sfclab:{lab.name}:@edge3", "ul0") is not None and j.address
+
+
+def test_a_tunnel_name_taken_in_a_context_refuses_the_add_and_leaves_the_lab_as_it_was(
+        lab_name: str, tmp_path: Path) -> None:
+    """A device sfclab did not make holding the name of an added instance's tunnel port in a
+    host's context: ``chain add`` is refused naming it before any of the tunnel is made in
+    either context (no port left unmarked at the attach node's host), the device is left, the
+    instances' namespaces are gone; once the name is free the same add works."""
+    from sfclab.errors import RealizeError
+    from sfclab.plan.tunnels import ADDED_VNI_BASE
+
+    with running(named(lab_name)) as lab:
+        hostops.add_host(lab.name, "edge2", 1, 256 << 20)
+        ctx = f"sfclab:{lab.name}:@edge2"
+        port = f"pn{ADDED_VNI_BASE}"
+        subprocess.run(["ip", "-n", ctx, "link", "add", port, "type", "veth", "peer", "name",
+                        "other0"], check=True)
+        req = request.read_chain_file(lab.name, chain_file(tmp_path, GROUP))
+        with pytest.raises(RealizeError, match=f"interface {port} of host edge2"):
+            chain_add.add_chain(req)
+        left = link(ctx, port)
+        assert left is not None and left.get("ifalias") is None  # not the lab's: untouched
+        for host in ("local", "edge2"):
+            for dev in (f"vxn{ADDED_VNI_BASE}", f"brn{ADDED_VNI_BASE}"):
+                assert link(f"sfclab:{lab.name}:@{host}", dev) is None, (host, dev)
+        assert link(f"sfclab:{lab.name}:@local", port) is None
+        assert not any(netns.exists(f"sfclab:{lab.name}:fw-{k}") for k in (1, 2))
+        assert record.load_addition(LabState(lab.name), "grp") is None
+        subprocess.run(["ip", "-n", ctx, "link", "del", port], check=True)
+        d = chain_add.add_chain(req)
+        assert sorted(i["host"] for i in d["instances"].values()) == ["edge2", "local"]

@@ -234,13 +234,19 @@ def test_host_add_ssh_scans_checks_journals_and_rm_and_down_reach_it(spare_machi
         assert hostops.list_hosts(lab_name)[-1]["memory"] == 64 << 20
     assert not Path(f"/sys/fs/cgroup/memory/sfclab:{lab_name}:@m4").exists()
     for m in ("m1", "m4"):  # the tunnel's devices in the hosts' contexts: removed by mark
-        for dev in ("vxn", "brn"):
+        for dev in ("pn", "vxn", "brn"):
             assert not _context_link(ms, m, f"{dev}{ADDED_VNI_BASE}"), (m, dev)
 
 
 def _context_link(ms, m: str, dev: str) -> bool:
     return subprocess.run(["ip", "-n", ms.context(m), "link", "show", "dev", dev],
                           capture_output=True, check=False).returncode == 0
+
+
+def _alias(ms, m: str, dev: str) -> str | None:
+    cp = subprocess.run(["ip", "-n", ms.context(m), "-j", "link", "show", "dev", dev],
+                        capture_output=True, text=True, check=False)
+    return json.loads(cp.stdout)[0].get("ifalias") if cp.returncode == 0 else None
 
 
 def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_remove_it(
@@ -295,6 +301,20 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
         assert vni.nodes == [node]
         assert _context_link(ms, "m4", f"vxn{ADDED_VNI_BASE}")
         assert _context_link(ms, "m1", f"vxn{ADDED_VNI_BASE}")  # r1's host, h1
+        # the tunnel is a hosted link of this machine's plan, shown like the lab file's
+        assert main(["host", "ls", lab_name]) == 0
+        assert f"tunnel added: r1@h1 - {node}@m4, vni {ADDED_VNI_BASE}, attach bridge" in \
+            capsys.readouterr().out
+        # each agent made its end by the hosted links' part of the build engine: every device
+        # in its root namespace marked, VXLAN device and bridge journaled by mark (as up
+        # journals a real host's)
+        for m, host in (("m4", "m4"), ("m1", "h1")):
+            jm = [json.loads(x) for x in
+                  (ms.dir / f"state-{m}" / "labs" / lab_name / "journal").read_text().splitlines()]
+            for dev in (f"pn{ADDED_VNI_BASE}", f"vxn{ADDED_VNI_BASE}", f"brn{ADDED_VNI_BASE}"):
+                mark = f"sfclab:{lab_name}:@{host}:{dev}"
+                assert _alias(ms, m, dev) == mark, (m, dev)
+                assert dev.startswith("pn") or {"op": "link", "name": dev, "alias": mark} in jm
         got = chains.inspect(lab_name)["chains"]["more"]
         assert node in got["directions"][0]["paths"][0]["nodes"]
         t = chains.trace(lab_name, "more")
@@ -322,7 +342,7 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
         capsys.readouterr()
         assert not os.path.exists(f"/run/netns/{ns}")
         leftovers = [(m, dev) for m in ("m1", "m4") for dev in
-                     ("vxn", "brn") if any(_context_link(ms, m, f"{dev}{v}")
+                     ("pn", "vxn", "brn") if any(_context_link(ms, m, f"{dev}{v}")
                                            for v in range(ADDED_VNI_BASE, ADDED_VNI_BASE + 8))]
         assert leftovers == []
         assert send(splan, 5002, 10) == 10  # unclassified again: straight to dst
@@ -331,7 +351,7 @@ def test_chain_add_lands_on_an_added_ssh_host_carries_traffic_and_rm_and_down_re
         capsys.readouterr()
     assert not Path(f"/sys/fs/cgroup/memory/sfclab:{lab_name}:@m4").exists()
     for m in ("m1", "m4"):  # the tunnel's devices in the hosts' contexts: removed by mark
-        for dev in ("vxn", "brn"):
+        for dev in ("pn", "vxn", "brn"):
             assert not _context_link(ms, m, f"{dev}{ADDED_VNI_BASE}"), (m, dev)
 
 

@@ -38,6 +38,7 @@ from .containers import for_node
 from .model import (ContainerPlan, FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan,
                     VethPlan)
 from .names import netns_name
+from .tunnels import planned_link
 from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, classifier_row,
                   reversed_classifier)
 
@@ -261,16 +262,21 @@ def apply(plan: Plan, add: Addition) -> None:
     sp = plan.steering.copy() if plan.steering else SteeringPlan()
     for n in add.nodes:
         plan.namespaces.append(NamespacePlan(n.node, n.netns, n.kind, True))
-        mine = InterfacePlan(n.node, n.netns, n.ifname, -1, n.attach, "veth", address=n.address,
-                             mtu=BASE_MTU + LABEL_ROOM,
-                             offloads={"tx-checksum": False, "gro": False},
+        # beside its attach node a veth; on another host a hosted link (its tunnel)
+        form = "veth" if n.vni is None else "hosted"
+        mtu = n.mtu or BASE_MTU + LABEL_ROOM
+        mine = InterfacePlan(n.node, n.netns, n.ifname, -1, n.attach, form, address=n.address,
+                             mtu=mtu, offloads={"tx-checksum": False, "gro": False},
                              alias=f"sfclab:{plan.lab}:{n.node}:added")
         theirs = InterfacePlan(n.attach, netns_name(plan.lab, n.attach), n.attach_ifname, -1,
-                               n.node, "veth", address=n.gateway, mtu=BASE_MTU + LABEL_ROOM,
+                               n.node, form, address=n.gateway, mtu=mtu,
                                offloads={"tx-checksum": False},
                                alias=f"sfclab:{plan.lab}:{n.attach}:added")
         plan.interfaces += [mine, theirs]
-        plan.veths.append(VethPlan(-1, mine, theirs))
+        if n.vni is None:
+            plan.veths.append(VethPlan(-1, mine, theirs))
+        else:
+            plan.host_links.append(planned_link(plan, n))
         plan.routes.append(RoutePlan(n.node, n.netns, "0.0.0.0/0",
                                      str(IPv4Interface(n.gateway).ip), n.ifname))
         plan.functions[n.node] = FunctionPlan(n.kind, n.params)
@@ -320,10 +326,10 @@ def withdraw(plan: Plan, add: Addition) -> list[int]:
 
 def change_of(plan: Plan, nodes: set[str]) -> Plan:
     """What ``nodes`` (added by ``chain add`` or ``migrate``, each joined to its attach node by
-    a veth) bring to ``plan``, as a plan of their own: their namespaces, their links (both
-    ends, the attach node's included), their routes, functions and containers.  Nothing else
-    of the lab is in it: the build engine makes exactly these objects
-    (:mod:`sfclab.realize.change`).
+    a veth, or across hosts by a hosted link) bring to ``plan``, as a plan of their own: their
+    namespaces, their links (both ends, the attach node's included; a tunnel with its ends in
+    both host contexts), their routes, functions and containers.  Nothing else of the lab is
+    in it: the build engine makes exactly these objects (:mod:`sfclab.realize.change`).
     The converse of :func:`drop_nodes`."""
     return Plan(plan.lab, plan.tag,
                 namespaces=[n for n in plan.namespaces if n.node in nodes],
@@ -331,7 +337,9 @@ def change_of(plan: Plan, nodes: set[str]) -> Plan:
                 veths=[v for v in plan.veths if v.a.node in nodes or v.b.node in nodes],
                 routes=[r for r in plan.routes if r.node in nodes],
                 functions={n: f for n, f in plan.functions.items() if n in nodes},
-                containers=[c for c in plan.containers if c.node in nodes])
+                containers=[c for c in plan.containers if c.node in nodes],
+                host_links=[hl for hl in plan.host_links
+                            if hl.link == -1 and any(e.node in nodes for e in hl.ends[1:])])
 
 
 def drop_nodes(plan: Plan, gone: set[str]) -> None:

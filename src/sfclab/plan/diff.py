@@ -14,17 +14,20 @@ routes         namespace, destination and table
 functions      node
 containers     name
 hosts          name
+hosted links   link number, VNI and each end's host, node and
+               interface (an added instance's tunnel: link -1)
 =============  ===============================================
 
-The steering plan, the underlay and the hosted links are no objects of a change here: the data
-plane's entries are written and cleared by the live operations, and an added instance's tunnel
-is removed by the hosted links' code.  :func:`within` keeps the part of a change on some nodes
-(a host's share, for its agent).
+The steering plan and the underlay are no objects of a change here: the data plane's entries
+are written and cleared by the live operations.  :func:`within` keeps the part of a change on
+some nodes (a host's share, for its agent): of a hosted link, the ends at those nodes.
 """
 
 from __future__ import annotations
 
-from .model import InterfacePlan, Plan, RoutePlan, VethPlan
+from dataclasses import replace
+
+from .model import HostLinkPlan, InterfacePlan, Plan, RoutePlan, VethPlan
 
 
 def _iface(i: InterfacePlan) -> tuple[str | None, str]:
@@ -39,6 +42,10 @@ def _route(r: RoutePlan) -> tuple[str, str, int | None]:
     return (r.netns, r.dst, r.table)
 
 
+def _host_link(hl: HostLinkPlan) -> tuple[int, int | None, tuple[tuple[str, str, str], ...]]:
+    return (hl.link, hl.vni, tuple((e.host, e.node, e.node_if) for e in hl.ends))
+
+
 def removed(before: Plan, after: Plan) -> Plan:
     """The objects of ``before`` that ``after`` lacks, as a plan of lab ``before.lab``."""
     ns = {n.name for n in after.namespaces}
@@ -47,6 +54,7 @@ def removed(before: Plan, after: Plan) -> Plan:
     routes = {_route(r) for r in after.routes}
     cts = {c.name for c in after.containers}
     hosts = {h.name for h in after.hosts}
+    links = {_host_link(hl) for hl in after.host_links}
     return Plan(before.lab, before.tag,
                 namespaces=[n for n in before.namespaces if n.name not in ns],
                 interfaces=[i for i in before.interfaces if _iface(i) not in ifs],
@@ -55,12 +63,14 @@ def removed(before: Plan, after: Plan) -> Plan:
                 functions={n: f for n, f in before.functions.items()
                            if n not in after.functions},
                 containers=[c for c in before.containers if c.name not in cts],
-                hosts=[h for h in before.hosts if h.name not in hosts])
+                hosts=[h for h in before.hosts if h.name not in hosts],
+                host_links=[hl for hl in before.host_links if _host_link(hl) not in links])
 
 
 def within(change: Plan, nodes: set[str]) -> Plan:
     """The part of ``change`` (from :func:`removed`) on ``nodes``: their namespaces,
-    interfaces, routes, functions and containers, and the veths with an end on one of them."""
+    interfaces, routes, functions and containers, the veths with an end on one of them, and
+    the ends at them of hosted links."""
     return Plan(change.lab, change.tag,
                 namespaces=[n for n in change.namespaces if n.node in nodes],
                 interfaces=[i for i in change.interfaces if i.node in nodes],
@@ -68,4 +78,6 @@ def within(change: Plan, nodes: set[str]) -> Plan:
                 routes=[r for r in change.routes if r.node in nodes],
                 functions={n: f for n, f in change.functions.items() if n in nodes},
                 containers=[c for c in change.containers if c.node in nodes],
-                hosts=list(change.hosts))
+                hosts=list(change.hosts),
+                host_links=[replace(hl, ends=[e for e in hl.ends if e.node in nodes])
+                            for hl in change.host_links if any(e.node in nodes for e in hl.ends)])

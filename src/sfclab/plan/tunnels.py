@@ -18,9 +18,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..spec.hosts import VXLAN_OVERHEAD
-from .chainadd import BASE_MTU
 from .hosts import VNI_BASE
 from .model import HostEndPlan, HostLinkPlan
+from .names import host_netns
+from .paths import DEFAULT_MTU as BASE_MTU
 from .sfc import LABEL_ROOM
 
 if TYPE_CHECKING:
@@ -82,6 +83,20 @@ def host_link(plan: Plan, n: NewNode, ends: list[tuple[str, str, str | None]]) -
                                local=addr.split("/")[0] if addr else None,
                                remote=other.split("/")[0] if other else None, joiner=br))
     return HostLinkPlan(-1, ATTACH, n.mtu, out, n.vni)
+
+
+def planned_link(plan: Plan, n: NewNode) -> HostLinkPlan:
+    """The hosted link of added instance ``n`` (with a VNI) as the plan knows it: each end in
+    its host's context (a plan host's, else the implicit host ``local``'s,
+    ``sfclab:<lab>:@local``), with its underlay address where the plan has one (a host the
+    lab file or ``host add --ssh`` names); the others are given theirs once their hosts join
+    the underlay (:mod:`sfclab.live.hosts.underlay`)."""
+    ends = []
+    for host in (attach_host(plan, n.attach), n.host):
+        hp = next((h for h in plan.hosts if h.name == host), None)
+        ends.append((host, hp.netns if hp is not None else host_netns(plan.lab, host),
+                     (hp.address or None) if hp is not None else None))
+    return host_link(plan, n, ends)
 
 
 def host_link_of(plan: Plan, node: str) -> HostLinkPlan | None:

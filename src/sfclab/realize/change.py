@@ -10,17 +10,23 @@ A failure is raised naming the object; the caller takes out what the change made
 namespaces, whose removal takes their links' ends with them).
 
 A change may add to namespaces the running lab has already without making them: the lab's
-namespaces its links end in (joined by the builder itself), and those it names in ``joined``
-(the contexts and the underlay a host's join to the underlay adds a port to:
+namespaces its links end in (joined by the builder itself), the host contexts its hosted links
+end in (an added instance's tunnel across hosts: :func:`contexts`), and those it names in
+``joined`` (the contexts and the underlay a host's join to the underlay adds a port to:
 :mod:`sfclab.realize.hosts`).  A joined namespace is the running lab's: kept open once its
-mark is checked, never journaled again by the change, never made.
+mark is checked, never journaled again by the change, never made.  A real host's context is
+the machine's own root namespace (a host's agent making or removing its share): it is no
+namespace of the lab, so it is never joined; the change names that host in its ``hosts`` (its
+cgroup empty: the lab's already), whose part opens it, and the hosted links' part marks and
+journals what it puts there, as at ``up``.
 
 A removal is a change too: the objects the lab's plan loses (:func:`sfclab.plan.diff.removed`,
 the plan with the thing against the plan without it), taken out by :func:`remove` with the same
 parts' ``teardown`` that ``down`` runs (:func:`sfclab.realize.teardown.remove`), over the journal
 entries those objects were made with; each object is removed only once it shows the lab's mark
 (:mod:`sfclab.realize.ownership`), and the ends of its links in the lab's namespaces it joined
-only while they carry the alias the plan gave them (``teardown_joined``).
+(and a tunnel's devices in the host contexts) only while they carry the alias or the mark they
+were given (``teardown_joined``).
 """
 
 from __future__ import annotations
@@ -37,6 +43,15 @@ from .kinds import TABLE
 from .state import LabState
 
 
+def contexts(change: Plan) -> set[str]:
+    """The host contexts ``change``'s hosted links end in that the running lab has (an
+    emulated host's namespace, or the implicit host ``local``'s): joined, never made.  Those
+    of the hosts ``change`` names are its own to open (a host's agent: its machine's root
+    namespace, by the hosts' part)."""
+    own = {h.name for h in change.hosts}
+    return {e.netns for hl in change.host_links for e in hl.ends if e.host not in own}
+
+
 def journal(state: LabState, change: Plan, joined: Collection[str] = ()) -> None:
     """Write the journal entries of ``change``'s objects, before any is made; the namespaces
     in ``joined`` are the running lab's (journaled when they were made) and are left out."""
@@ -48,10 +63,11 @@ def make(state: LabState, whole: Plan, change: Plan,
          say: Callable[[str], None] | None = None, joined: Collection[str] = ()) -> None:
     """Make ``change``'s objects, stage by stage, with every part of the kind table; ``whole``
     is the running lab's plan with them; ``joined``: namespaces of the running lab the change
-    adds to (each refused unless it carries the lab's mark)."""
+    adds to besides those its links end in (:func:`contexts`; each refused unless it carries
+    the lab's mark)."""
     builder = Builder(change, TABLE.parts(), state, say, whole=whole)
     try:
-        for name in sorted(joined):
+        for name in sorted(set(joined) | contexts(change)):
             builder.join_namespace(name)
         builder.build()
     finally:
@@ -74,6 +90,7 @@ def remove(state: LabState, whole: Plan, change: Plan) -> list[str]:
             journal.append(e)
     made = {n.name for n in change.namespaces}
     joined = {i.netns for i in change.interfaces if i.netns and i.netns not in made}
+    joined |= contexts(change) - made
     seen = replace(change, hosts=whole.hosts, steering=whole.steering, underlay=whole.underlay)
     rep = teardown.TeardownReport(errors=errors)
     teardown.remove(state, seen, journal, rep, joined)

@@ -40,6 +40,10 @@ if TYPE_CHECKING:
     from .teardown import TeardownReport
 
 
+#: the UDP port of a lab's tunnels when it names no underlay (VXLAN's IANA port)
+VXLAN_PORT = 4789
+
+
 def context(plan: Plan, host: str) -> HostContext:
     """The host's context: its namespace for an emulated host; for a real host (whose part is
     built by its agent, there) the namespace the agent runs in: the machine's root."""

@@ -121,7 +121,7 @@ def remove(state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
     end_processes_in(owned, rep)
     for part in [p for p in parts if p.teardown_rank >= PROCESSES_RANK]:
         part.teardown(state, plan, journal, rep)
-    if joined and plan is not None:
+    if joined is not None and plan is not None:
         for part in parts:
             part.teardown_joined(state, plan, joined, rep)
     delete_namespaces(owned, rep)

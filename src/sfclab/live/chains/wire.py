@@ -12,44 +12,34 @@ out of the interface they came in by), before any traffic is steered to it.  The
 (:func:`remove_nodes`) is the plan diff from the lab with them to the lab without them, taken
 out by the same engine's parts as ``down`` takes out a lab (each object's mark checked).
 
-A node on another emulated host than its attach node is joined by a tunnel instead
-(:func:`make_tunnelled` with its :class:`~sfclab.live.hosts.underlay.Tunnel`, made by the
-hosted links' code; the node's own side by :func:`make_instance`, as a host's agent over SSH
-makes a tunnelled node's), then its container, if it has one
-(:func:`sfclab.realize.containers.start_node`).  A host's agent over SSH makes its nodes
-beside their attach node with :func:`make_nodes` too.
+A node on another host than its attach node is joined by a tunnel instead: a hosted link of
+the change (:func:`sfclab.plan.tunnels.planned_link`), its hosts joined to the underlay first
+(:func:`join_tunnels`), made and removed by the hosted links' part through the two hosts'
+contexts, which the change joins.  A host's agent over SSH makes its share of the same change
+(:func:`make_change`: its nodes, the ends of their links at its attach nodes, its tunnels' ends
+in its own root namespace).
 """
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
-from ipaddress import IPv4Interface
 
 from ...errors import RealizeError
 from ...kernel import ethtool, netns
-from ...plan.chainadd import BASE_MTU, NewNode, change_of
-from ...plan.model import Plan
-from ...plan.sfc import LABEL_ROOM
+from ...plan.chainadd import NewNode, change_of
+from ...plan.model import HostPlan, Plan
 from ...plan.tunnels import LABELLED_MTU
 from ...plan import diff
-from ...realize import change, containers, dataplane, ownership
+from ...realize import change, dataplane, ownership
 from ...realize.functions import instantiate
-from ...realize.nodes.namespace import BASE_SYSCTLS, FORWARDING_SYSCTLS
 from ...realize.state import LabState
 from ...realize.steering import PROGRAM_OBJECT, steer_binary
-from ...realize.links.hosted import make_live
 from ...realize.step import step
 from .. import record
 from ..hosts import underlay
-from ..hosts.underlay import remove_tunnel
-
-if TYPE_CHECKING:
-    from pyroute2 import IPRoute
-
-    from ..hosts.underlay import Tunnel
 
 ONE_ARM_SYSCTLS = {"net.ipv4.conf.all.send_redirects": "0",
                    "net.ipv4.conf.default.send_redirects": "0"}
@@ -64,82 +54,25 @@ def journal_nodes(state: LabState, merged: Plan, nodes: list[NewNode]) -> None:
 def make_nodes(state: LabState, merged: Plan, nodes: list[NewNode],
                say: Callable[[str], None] | None = None, *, functions: bool = True) -> None:
     """Make ``nodes`` (journaled: :func:`journal_nodes`) and start their functions (unless
-    ``functions`` is false: the caller starts them with :func:`start_function`): those on
-    their attach node's host by the build engine, the others each with its tunnel."""
-    here = [n for n in nodes if n.vni is None]
-    made = change_of(merged, {n.node for n in here})
-    if not functions:
-        made.functions = {}
-    change.make(state, merged, made, say)
-    for n in here:  # one-armed (before any traffic is steered to it: that comes last)
-        with step(f"sysctls of {n.node}"):
+    ``functions`` is false: the caller starts them with :func:`start_function`), by the build
+    engine; a node on another host than its attach node has its tunnel's hosts joined to the
+    underlay first (:func:`join_tunnels`), its tunnel then made with it as a hosted link."""
+    join_tunnels(state, merged, nodes)
+    make_change(state, merged, change_of(merged, {n.node for n in nodes}), say,
+                functions=functions)
+
+
+def make_change(state: LabState, merged: Plan, made: Plan,
+                say: Callable[[str], None] | None = None, *, functions: bool = True) -> None:
+    """Make ``made`` (added nodes' part of ``merged``, journaled; a host's agent keeps its
+    share of it) by the build engine, then one-armed: ICMP redirects off in each new node
+    (before any traffic is steered to it: that comes last).  Functions only with
+    ``functions``."""
+    change.make(state, merged, made if functions else replace(made, functions={}), say)
+    for ns in made.namespaces:
+        with step(f"sysctls of {ns.node}"):
             for key, value in ONE_ARM_SYSCTLS.items():
-                netns.write_sysctl(n.netns, key, value)
-    for n in nodes:
-        if n.vni is not None:
-            tunnel = planned_tunnel(state, merged, n)
-            assert tunnel is not None  # a node with a VNI is on another host: a tunnel
-            make_tunnelled(merged, n, tunnel)
-            containers.start_node(merged.lab, merged, n.node)  # its namespace exists now
-            if functions:
-                start_function(state, merged, n.node)
-
-
-def make_tunnelled(plan: Plan, n: NewNode, tunnel: Tunnel) -> None:
-    """The namespace, link, addresses and route of added node ``n`` (its name journaled) on
-    another emulated host than its attach node: ``tunnel`` is its hosted link (in the plan's
-    ``host_links``), made through the two hosts' contexts by the lab's hosted-link code."""
-    def link(_ipr: IPRoute) -> None:
-        make_live(plan.lab, tunnel.link, tunnel.contexts, tunnel.underlay_ifs, tunnel.vxlan_port)
-
-    make_instance(plan, n, link)
-    fit_attach(plan, n)
-
-
-def make_instance(plan: Plan, n: NewNode, link: Callable[[IPRoute], None]) -> None:
-    """Added node ``n``'s own side: its namespace, its link made by ``link`` (handed the
-    namespace's socket), its interface, address and default route, its offloads."""
-    with step(f"namespace {n.netns}"):
-        ipr = netns.create(n.netns, {**BASE_SYSCTLS, **FORWARDING_SYSCTLS, **ONE_ARM_SYSCTLS})
-    assert ipr is not None
-    try:
-        link(ipr)
-        mtu = n.mtu or BASE_MTU + LABEL_ROOM
-        mine = ipr.link_lookup(ifname=n.ifname)[0]
-        with step(f"interface {n.node}/{n.ifname}"):
-            ipr.link("set", index=mine, mtu=mtu, ifalias=f"sfclab:{plan.lab}:{n.node}:added")
-            ipr.addr("add", index=mine, address=str(IPv4Interface(n.address).ip),
-                     prefixlen=IPv4Interface(n.address).network.prefixlen)
-            ipr.link("set", index=1, state="up")
-            ipr.link("set", index=mine, state="up")
-        with step(f"default route of {n.node}"):
-            ipr.route("add", dst="0.0.0.0/0", gateway=str(IPv4Interface(n.gateway).ip),
-                      oif=mine)
-        with step(f"offloads of {n.node}/{n.ifname}"), netns.entered(n.netns):
-            ethtool.set_offloads(n.ifname, {"tx-checksum": False, "gro": False})
-    finally:
-        ipr.close()
-
-
-def fit_attach(plan: Plan, n: NewNode) -> None:
-    """The attach node's end of ``n``'s link (there already): MTU, mark, gateway address, up,
-    offloads."""
-    mtu = n.mtu or BASE_MTU + LABEL_ROOM
-    attach_ns = plan.netns_of(n.attach)
-    other = netns.iproute(attach_ns)
-    try:
-        with step(f"interface {n.attach}/{n.attach_ifname}"):
-            idx = other.link_lookup(ifname=n.attach_ifname)[0]
-            other.link("set", index=idx, mtu=mtu,
-                       ifalias=f"sfclab:{plan.lab}:{n.attach}:added")
-            gw = IPv4Interface(n.gateway)
-            other.addr("add", index=idx, address=str(gw.ip),
-                       prefixlen=gw.network.prefixlen)
-            other.link("set", index=idx, state="up")
-    finally:
-        other.close()
-    with step(f"offloads of {n.attach}/{n.attach_ifname}"), netns.entered(attach_ns):
-        ethtool.set_offloads(n.attach_ifname, {"tx-checksum": False})
+                netns.write_sysctl(ns.name, key, value)
 
 
 def start_function(state: LabState, plan: Plan, node: str) -> None:
@@ -168,22 +101,21 @@ def stop_function(state: LabState, plan: Plan, node: str) -> list[str]:
 
 
 def remove_nodes(state: LabState, before: Plan, after: Plan, nodes: list[NewNode],
-                 here: set[str] | None = None) -> list[str]:
+                 here: set[str] | None = None, host: HostPlan | None = None) -> list[str]:
     """Remove added ``nodes``: the plan diff from ``before`` (the lab's plan with them) to
     ``after`` (without them), kept to the nodes and their attach nodes (``here``: those of
-    them on this host, for a host's agent), removed by the build engine's parts as ``down``
+    them on this host, for a host's agent, whose ``host`` is named in the change as in
+    :func:`make_change`: its tunnels' ends are in its own root namespace, marked and
+    journaled), removed by the build engine's parts as ``down``
     removes a lab's (:func:`sfclab.realize.change.remove`): each container, then each
     function stopped, what runs in the namespaces ended, each link's end at its attach node
-    deleted, the namespaces last, each object once its mark is checked.  Without ``here`` this
-    machine holds every end: a node's tunnel, if it has one, goes first through the two hosts'
-    contexts (the hosted links' code).  The errors, going on past them."""
-    errors: list[str] = []
+    deleted (a tunnel's devices in its host contexts), the namespaces last, each object once
+    its mark is checked.  The errors, going on past them."""
     if here is None:
-        for n in nodes:
-            errors += remove_tunnel(before, n)
         here = {n.node for n in nodes} | {n.attach for n in nodes}
     cut = diff.within(diff.removed(before, after), here)
-    return errors + change.remove(state, before, cut)
+    cut.hosts = [] if host is None else [host]
+    return change.remove(state, before, cut)
 
 
 def load_programs(plan: Plan, node: str, node_id: int,
@@ -220,11 +152,13 @@ def set_link(plan: Plan, node: str, ifname: str, *, mtu: int | None = None,
         ipr.close()
 
 
-def planned_tunnel(state: LabState, merged: Plan, n: NewNode) -> underlay.Tunnel | None:
-    """``n``'s tunnel, if it has one: its hosts joined, its hosted link put in the plan (and
-    the plan saved) before it is made."""
-    t = underlay.tunnel(state, merged, n, LABELLED_MTU)
-    if t is not None:
-        merged.host_links.append(t.link)
+def join_tunnels(state: LabState, merged: Plan, nodes: list[NewNode]) -> None:
+    """The hosts of each tunnel of ``nodes`` joined to the underlay (made on first need:
+    :func:`sfclab.live.hosts.underlay.tunnel`) and its hosted link in ``merged`` given their
+    underlay addresses; the plan saved before the tunnel is made."""
+    links = {n.node: underlay.tunnel(state, merged, n, LABELLED_MTU) for n in nodes}
+    got = {hl.vni: hl for hl in links.values() if hl is not None}
+    if got:
+        merged.host_links = [hl for hl in merged.host_links
+                             if hl.link != -1 or hl.vni not in got] + list(got.values())
         record.save_plan(state, merged)
-    return t

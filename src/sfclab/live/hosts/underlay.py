@@ -19,8 +19,9 @@ made by the hosts' part of the build engine of ``up`` (:mod:`sfclab.realize.host
 What was made is recorded in ``underlay.json`` in the lab's state directory; everything lives
 in lab namespaces, so removing them removes it.  ``host rm`` drops the host's record.
 
-:func:`tunnel` joins an added instance's two hosts and plans its hosted link; the link itself
-is made and removed by the lab's one hosted-link code (:mod:`sfclab.realize.links.hosted`).
+:func:`tunnel` joins an added instance's two hosts and gives its hosted link their underlay
+addresses; the link itself is a plan object of the change that adds the instance, made and
+removed by the hosted links' part of the build engine (:mod:`sfclab.realize.links.hosted`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from ipaddress import IPv4Interface, IPv4Network
 from typing import Any
 
 from ...errors import LabError
-from ...hosts.context import EmulatedHost, HostContext
 from ...kernel import netns
 from ...plan import tunnels as plan_tunnels
 from ...plan.chainadd import NewNode
@@ -42,7 +42,6 @@ from ...plan.names import UNDERLAY_NODE, host_netns, netns_name
 from ...plan.tunnels import LOCAL, attach_host
 from ...realize import change, ownership
 from ...realize.hosts import underlay_mark
-from ...realize.links.hosted import remove_live
 from ...realize.state import LabState
 
 UNDERLAY_SUBNET = "198.19.128.0/24"
@@ -202,48 +201,12 @@ def _undo(lab: str, made: Plan, joined: set[str]) -> None:
                 ipr.close()
 
 
-@dataclass
-class Tunnel:
-    """What the hosted-link code needs to make an added instance's tunnel on a running lab
-    (:func:`sfclab.realize.links.hosted.make_live`)."""
-
-    link: HostLinkPlan
-    contexts: dict[str, HostContext]
-    underlay_ifs: dict[str, str]
-    vxlan_port: int
-
-
-def tunnel(state: LabState, plan: Plan, n: NewNode, labelled_mtu: int) -> Tunnel | None:
+def tunnel(state: LabState, plan: Plan, n: NewNode, labelled_mtu: int) -> HostLinkPlan | None:
     """The two hosts of ``n``'s tunnel joined to the underlay (made on first need,
-    journaled) and its hosted link; None when ``n`` is on its attach node's host."""
+    journaled) and its hosted link with their contexts and underlay addresses; None when
+    ``n`` is on its attach node's host."""
     if n.vni is None:
         return None
     ends = [join(state, plan, attach_host(plan, n.attach), labelled_mtu),
             join(state, plan, n.host, labelled_mtu)]
-    hl = plan_tunnels.host_link(plan, n, [(j.host, j.netns, j.address) for j in ends])
-    return Tunnel(hl, {j.host: EmulatedHost(j.host, j.netns) for j in ends},
-                  {j.host: j.underlay_if for j in ends},
-                  plan.underlay.vxlan_port if plan.underlay is not None else VXLAN_PORT)
-
-
-def contexts(plan: Plan, hosts: list[str]) -> dict[str, HostContext]:
-    """The contexts of ``hosts`` that exist now (emulated: the lab's namespaces, each only if
-    it carries the lab's mark: :mod:`sfclab.realize.ownership`)."""
-    out: dict[str, HostContext] = {}
-    for host in hosts:
-        hp = next((h for h in plan.hosts if h.name == host), None)
-        ns = hp.netns if hp is not None else host_netns(plan.lab, host)
-        if ownership.namespace_problem(plan.lab, ns)[0] is not None:
-            out[host] = EmulatedHost(host, ns)
-    return out
-
-
-def remove_tunnel(plan: Plan, n: NewNode) -> list[str]:
-    """Delete ``n``'s tunnel devices in both contexts, each only while it carries its mark
-    (those absent are skipped; one without its mark is left, said so)."""
-    if n.vni is None:
-        return []
-    hl = plan_tunnels.host_link_of(plan, n.node) or \
-        plan_tunnels.host_link(plan, n, [(attach_host(plan, n.attach), "", None),
-                                         (n.host, "", None)])
-    return remove_live(plan.lab, hl, contexts(plan, [e.host for e in hl.ends]))
+    return plan_tunnels.host_link(plan, n, [(j.host, j.netns, j.address) for j in ends])

@@ -6,18 +6,17 @@ This machine plans the chain exactly as for emulated hosts (placement, wiring, l
 tunnels: :mod:`sfclab.plan.chainadd`) and sends every host the merged plan and the addition;
 each host makes only what is its own (:mod:`sfclab.live.runtime.ssh` says who asks what):
 
-- ``chain-make`` ``{"lab", "plan", "addition", "addresses"}``: journal first (the new nodes'
-  objects by the engine's parts, :func:`sfclab.live.chains.wire.journal_nodes`, as ``up``
-  journals a lab's; the tunnel devices in the host's context, by mark; the share's bpffs
-  directory when the lab had no chain), then the host's part saved with the new nodes (so
-  ``down``, and ``down`` after a ``kill -9`` of this machine, stops their functions and
-  removes them), then
-  the instances placed here (beside their attach node: namespace, veth, addresses, route and
-  container by the build engine of ``up``, :func:`sfclab.live.chains.wire.make_nodes`; else
-  namespace and tunnel end, then the container,
-  :func:`sfclab.realize.containers.start_node`), their functions with their cgroup limits,
-  the tunnel ends of instances attached to a node here, the attach ends, interfaces fitted to
-  labels, derived MACs (:func:`sfclab.plan.sfc_hosts.interface_mac`) and the programs;
+- ``chain-make`` ``{"lab", "plan", "addition", "addresses"}``: this host's share of the
+  change that adds the nodes (:func:`_share`: the instances placed here, the ends of their
+  links at attach nodes here, a tunnel's end in this host's own root namespace) journaled
+  first by the engine's parts, as ``up`` journals a lab's (the tunnel devices in the host's
+  context by mark; the share's bpffs directory when the lab had no chain), then the host's
+  part saved with the new nodes (so ``down``, and ``down`` after a ``kill -9`` of this
+  machine, stops their functions and removes them), then the share made by the build engine
+  of ``up`` (:func:`sfclab.live.chains.wire.make_change`: namespaces, veths or tunnel ends
+  through the hosted links' part, addresses, routes), interfaces fitted to labels, derived
+  MACs (:func:`sfclab.plan.sfc_hosts.interface_mac`), the functions with their cgroup
+  limits and the programs;
 - ``chain-tables`` ``{"lab", "plan", "addition", "classifiers": bool}``: the labels its nodes
   own, the paths and slots of directions whose ingress is here, then (second call) their
   classifier entries: traffic enters the chain only once every host has its entries;
@@ -25,8 +24,8 @@ each host makes only what is its own (:mod:`sfclab.live.runtime.ssh` says who as
   "later"}``: classifier entries out (``later``: those ``chain classify`` added, by
   direction), a drain, slots, paths and freed labels out (``clear``: more path ranges, a
   migration's old ones), the nodes removed (the plan diff from ``plan`` to ``after``, this
-  host's share, by the engine's parts: :func:`sfclab.live.chains.wire.remove_nodes`) and
-  the tunnel ends, the part saved as
+  host's share, by the engine's parts, the tunnel ends among them:
+  :func:`sfclab.live.chains.wire.remove_nodes`), the part saved as
   ``after`` has it (``phase`` ``classifiers``: only the classifier entries; ``rest``: all
   but them, no drain).  Tolerates halves; answers its errors;
 - ``chain-check`` ``{"lab", "plan", "addition"}``: before anything, whether another chain
@@ -50,21 +49,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from ...errors import LabError, SpecError
-from ...hosts.context import OwnRoot
 from ...kernel import netns
-from ...plan.chainadd import Addition, NewNode
-from ...plan.model import Plan
+from ...plan import diff
+from ...plan.chainadd import Addition, NewNode, change_of
+from ...plan.model import HostPlan, Plan
 from ...plan.sfc import SteeringPlan
 from ...plan.sfc_hosts import interface_mac, remote_host
-from ...plan import tunnels as plan_tunnels
-from ...plan.tunnels import attach_host, names
-from ...realize import agent, containers, dataplane
+from ...plan.tunnels import attach_host
+from ...realize import agent, change, dataplane
 from ...realize.dataplane import DataPlane, Iface
-from ...realize.links import hosted
-from ...realize.links.hosted import context_mark
 from ...realize.state import LabState
 from ...realize.step import step
 from . import agent_health
@@ -72,12 +69,7 @@ from ..chains import handover, tables, wire
 from .. import record
 from ..health import watcher
 from .ssh import part_of
-from ..hosts.underlay import Joined
 
-VXLAN_PORT = 4789  # VXLAN's IANA port, when the plan names no underlay
-
-if TYPE_CHECKING:
-    from pyroute2 import IPRoute
 
 
 
@@ -108,48 +100,40 @@ def _new_part(part: Plan, merged: Plan, me: str) -> Plan:
     return out
 
 
-def _joined(me: str, part: Plan, addresses: dict[str, str], other: str) -> tuple[Joined,
-                                                                                   Joined]:
-    hp = part.hosts[0]
-    here = Joined(me, "", hp.address, hp.underlay_if)
-    there = Joined(other, "", addresses[other], "")
-    return here, there
+def _share(part: Plan, merged: Plan, me: str, nodes: list[NewNode]) -> Plan:
+    """This host's share of the change that adds ``nodes`` (:func:`change_of`): the nodes
+    placed here, the ends of their links at attach nodes here (a tunnel's end in this host's
+    own context among them), and this host, whose context is this machine's root namespace
+    (its cgroup the lab's already)."""
+    here = {n.node for n in nodes if n.host == me} | \
+        {n.attach for n in nodes if attach_host(merged, n.attach) == me}
+    made = diff.within(change_of(merged, {n.node for n in nodes}), here)
+    made.hosts = [_own(part)]
+    return made
+
+
+def _own(part: Plan) -> HostPlan:
+    """This host as a change names it: its context this machine's own root namespace, its
+    cgroup the lab's already (empty: neither made nor removed by the change)."""
+    return replace(part.hosts[0], cgroup="")
 
 
 def make(req: dict[str, Any]) -> dict[str, Any]:
     state, part, me, merged, add = _load(req)
     mine = [n for n in add.nodes if n.host == me]
     attached = [n for n in add.nodes if n.host != me and attach_host(merged, n.attach) == me]
-    tunnelled = [n for n in mine if n.vni is not None] + attached
-    mark = context_mark(merged.lab, me, "")[:-1]
     top = dataplane.share_dir(merged.lab, me)
+    made = _share(part, merged, me, mine + attached)
     with state.locked(), record.slot_lock(state):  # the host's watcher waits for it whole
-        # the nodes' objects journaled by the engine's parts, as up journals a lab's; then
-        # what their tunnels put in this host's own context, and the host's maps
-        wire.journal_nodes(state, merged, mine)
-        state.record([{"op": "link", "name": dev, "alias": f"{mark}:{dev}"}
-                      for n in tunnelled for dev in names(n.vni or 0)[1:]] +
-                     ([] if part.steering else [{"op": "bpffs", "path": str(top)}]))
+        # the share's objects journaled by the engine's parts, as up journals a lab's (the
+        # devices its tunnels put in this host's own context among them, by mark); the maps
+        change.journal(state, made)
+        if not part.steering:
+            state.record([{"op": "bpffs", "path": str(top)}])
         record.save_plan(state, _new_part(part, merged, me))
-        addresses = dict(req["addresses"])
-        # beside their attach node: by the build engine of up; functions later, once the
-        # ends have the MACs the other hosts address them by
-        wire.make_nodes(state, merged, [n for n in mine if n.vni is None], functions=False)
-        for n in mine:
-            if n.vni is None:
-                continue
-            here, there = _joined(me, part, addresses, attach_host(merged, n.attach))
-
-            def link(_ipr: IPRoute, n: NewNode = n, here: Joined = here,
-                     there: Joined = there) -> None:
-                _tunnel_end(merged, n, me, here, there, attach_side=False)
-
-            wire.make_instance(merged, n, link)
-            containers.start_node(merged.lab, merged, n.node)  # its namespace exists now
-        for n in attached:
-            here, there = _joined(me, part, addresses, n.host)
-            _tunnel_end(merged, n, me, here, there, attach_side=True)
-            wire.fit_attach(merged, n)
+        # by the build engine of up; functions later, once the ends have the MACs the other
+        # hosts address them by
+        wire.make_change(state, merged, made, functions=False)
         local = set(_new_part(part, merged, me).hosts[0].nodes)
         for node, ifname, mtu in add.mtu:
             if node in local:
@@ -274,14 +258,11 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
             return {"host": me, "errors": errors}
         after = Plan.from_dict(req["after"])
         # this host's share of the nodes' removal: the nodes here, and the ends of their
-        # links at attach nodes here; their tunnels' devices in this host's context
+        # links at attach nodes here (their tunnels' devices in this host's context)
         here = {n.node for n in add.nodes if n.host == me} | \
             {n.attach for n in add.nodes if attach_host(merged, n.attach) == me}
         if here:
-            errors += wire.remove_nodes(state, merged, after, add.nodes, here)
-        for n in add.nodes:
-            if n.host == me or attach_host(merged, n.attach) == me:
-                errors += _remove_end(merged, me, n)
+            errors += wire.remove_nodes(state, merged, after, add.nodes, here, _own(part))
         new = _new_part(part, after, me)
         record.save_plan(state, new)
         try:  # ended if nothing is left to watch here; started again if its namespace went
@@ -379,23 +360,6 @@ def retire(req: dict[str, Any]) -> dict[str, Any]:
     return {"errors": errors}
 
 
-def _remove_end(merged: Plan, me: str, n: NewNode) -> list[str]:
-    """The tunnel devices of ``n`` in this host's context, removed by the lab's hosted-link
-    code (:func:`~sfclab.realize.links.hosted.remove_live_end`) as on this machine: each only
-    if it carries the mark :func:`~sfclab.realize.links.hosted.make_live_end` gave it
-    (``sfclab:<lab>:@<host>:<dev>`` as its alias); a device of that name without it is
-    someone else's and is left, said so (absent ones skipped)."""
-    if n.vni is None:
-        return []
-    hl = plan_tunnels.host_link(merged, n, [(attach_host(merged, n.attach), "", None),
-                                            (n.host, "", None)])
-    errors = []
-    for e in hl.ends:
-        if e.host == me:
-            errors += hosted.remove_live_end(merged.lab, hl, e, OwnRoot(me))
-    return errors
-
-
 #: this module's verbs (every verb of the agent, in one table: :mod:`.agent_verbs`)
 VERBS = {"chain-make": make, "chain-tables": write_tables, "chain-unmake": unmake,
          "chain-check": check, "chain-ready": ready, "chain-retire": retire}
@@ -403,17 +367,3 @@ VERBS = {"chain-make": make, "chain-tables": write_tables, "chain-unmake": unmak
 
 #: verbs that make ready, answer ``armed`` and act on ``go`` (:func:`sfclab.hosts.ssh.call_armed`)
 ARMED = {"chain-switch": switch}
-
-
-def _tunnel_end(merged: Plan, n: NewNode, me: str, here: Joined, there: Joined,
-                attach_side: bool) -> None:
-    """This host's end of added instance ``n``'s tunnel (its attach node's side, or the
-    instance's), made in this machine's own root namespace by the lab's hosted-link code,
-    its devices marked (a real host's context outlives the lab)."""
-    sides: list[tuple[str, str, str | None]] = [(there.host, there.netns, there.address),
-                                               (here.host, here.netns, here.address)]
-    hl = plan_tunnels.host_link(merged, n, sides[::-1] if attach_side else sides)
-    e = hl.ends[0] if attach_side else hl.ends[1]
-    port = merged.underlay.vxlan_port if merged.underlay is not None else VXLAN_PORT
-    hosted.make_live_end(merged.lab, hl, e, OwnRoot(me), here.underlay_if, port)
-

@@ -8,12 +8,14 @@ link's attach kind (:mod:`sfclab.hosts.attach`) joins ports and tunnel; a ``rate
 on each port toward its node (:mod:`sfclab.hosts.shaping`).  Everything of a hosted link lives
 in lab namespaces, so removing them removes it.
 
-The same code makes the links of function instances added to a running lab across hosts
-(``chain add``/``migrate``; planned in :mod:`sfclab.plan.tunnels`): :func:`make_live` makes
-their ports and hands each context to :func:`join_context`, the one tunnel path of the lab,
-marking every device it makes in a context; :func:`remove_live_end` deletes each only while it
-carries that mark (on this machine for ``chain rm`` and a migration's removal, and in a real
-host's agent for its end).
+The same stages make the links of function instances added to a running lab across hosts
+(``chain add``/``migrate``; planned in :mod:`sfclab.plan.tunnels`), as a change of the build
+engine (:mod:`sfclab.realize.change`): their host contexts are then the running lab's (joined)
+or a real host's root namespace, which outlive the change, so :func:`join_context` marks every
+device it makes there (port, tunnel, bridge: ``sfclab:<lab>:@<host>:<dev>``), a real host's
+are journaled as at ``up``, and the change's removal (:meth:`Hosted.teardown_joined`) deletes
+each only while it carries that mark (:func:`remove_live_end`), on this machine and in a real
+host's agent for its end alike.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...errors import RealizeError
 from ...hosts import ovs, shaping
 from ...hosts.attach import ATTACH_KINDS, Joint, shortbridge_binary, tunnel_mark
+from ...hosts.context import EmulatedHost
 from ...kernel import netns
 from ...plan import hosts as plan_hosts
 from ...plan.model import InterfacePlan
-from .. import hosts as realize_hosts
+from .. import hosts as realize_hosts, ownership
 from ..step import step
 from .base import LinkForm, configure_interface
 
@@ -82,81 +86,44 @@ def join_context(ctx: HostContext, ipr: IPRoute, hl: HostLinkPlan, here: list[Ho
     """One host's side of hosted link ``hl`` in its context (``here``: its ends there, ports
     already made): ports up (GRO on where XDP-redirected frames arrive), across hosts the
     link's VXLAN device toward the other host's underlay address (no learning), the attach
-    kind joining ports and tunnel, on a real host the marks teardown checks, and the rate.
-    The one path for every tunnel of a lab: the lab file's hosted links at ``up`` and the
-    links of instances ``chain add``/``migrate`` make on a running lab (:func:`make_live`)."""
+    kind joining ports and tunnel, with ``real`` (a context that outlives what is built now: a
+    real host's root namespace, or a running lab's context a change joined) the marks teardown
+    checks on ports, tunnel and bridges, and the rate.  The one path for every tunnel of a
+    lab: the lab file's hosted links at ``up`` and the links of instances ``chain
+    add``/``migrate`` make on a running lab."""
+    e0 = here[0]
+
+    def mark(devices: list[str]) -> None:  # each as soon as it exists: what teardown checks
+        for n in devices if real else []:
+            idx = ipr.link_lookup(ifname=n)
+            if idx:
+                ipr.link("set", index=idx[0], ifalias=context_mark(lab, e0.host, n))
+
+    mark([e.port for e in here if e.port])
     for e in here:
         if e.port:
             ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0], state="up")
             if xdp_nodes:  # a veth takes XDP-redirected frames only with NAPI: GRO on
                 ctx.set_offloads(e.port, {"gro": True})
-    e0 = here[0]
     if e0.vxlan and ATTACH_KINDS[hl.attach].kernel_tunnel:
         ul = ipr.link_lookup(ifname=underlay_if)[0]
         ipr.link("add", ifname=e0.vxlan, kind="vxlan", vxlan_id=hl.vni, vxlan_local=e0.local,
                  vxlan_group=e0.remote, vxlan_port=vxlan_port, vxlan_link=ul,
                  vxlan_learning=0, mtu=hl.mtu)
+        mark([e0.vxlan])
         if not ATTACH_KINDS[hl.attach].in_node:
             ipr.link("set", index=ipr.link_lookup(ifname=e0.vxlan)[0], state="up")
     ATTACH_KINDS[hl.attach].join(Joint(ctx, ipr, hl, here, lab, odir, xdp_nodes=xdp_nodes,
                                        underlay_if=underlay_if, udp_port=vxlan_port))
-    if real:  # the marks teardown checks before removing them
-        for n in context_devices_at(hl, here):
-            idx = ipr.link_lookup(ifname=n)
-            if idx:
-                ipr.link("set", index=idx[0], ifalias=context_mark(lab, e0.host, n))
+    mark(context_devices_at(hl, here))
     if hl.rate is not None:
         for e in here:
             shaping.shape(ctx, e.port, hl.rate, hl.mtu)
 
 
-def make_live(lab: str, hl: HostLinkPlan, contexts: dict[str, HostContext],
-              underlay_ifs: dict[str, str], vxlan_port: int) -> None:
-    """Hosted link ``hl`` made on a running lab (an added instance's link across hosts): each
-    end by :func:`make_live_end` in its host's context."""
-    for e in hl.ends:
-        make_live_end(lab, hl, e, contexts[e.host], underlay_ifs[e.host], vxlan_port)
-
-
-def make_live_end(lab: str, hl: HostLinkPlan, e: HostEndPlan, ctx: HostContext,
-                  underlay_if: str, vxlan_port: int) -> None:
-    """End ``e`` of ``hl`` in context ``ctx``: its port, a veth made there whose peer moves
-    into the node as ``node_if``, then :func:`join_context` as at ``up``; every device it
-    makes in the context (port, tunnel, bridge) carries the mark :func:`remove_live_end`
-    checks (``sfclab:<lab>:@<host>:<dev>``), in an emulated host's context as in a real
-    one's."""
-    with step(f"tunnel {hl.vni} of {e.node} in host {e.host}"):
-        ipr = ctx.iproute()
-        try:
-            ipr.link("add", ifname=e.port, kind="veth", peer=e.node_if, mtu=hl.mtu)
-            ipr.link("set", index=ipr.link_lookup(ifname=e.port)[0],
-                     ifalias=context_mark(lab, e.host, e.port))
-            idx = ipr.link_lookup(ifname=e.node_if)[0]
-            fd = os.open(netns.path(e.node_netns), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                ipr.link("set", index=idx, net_ns_fd=fd)
-            finally:
-                os.close(fd)
-            join_context(ctx, ipr, hl, [e], lab=lab, underlay_if=underlay_if,
-                         vxlan_port=vxlan_port, odir=Path("/"), xdp_nodes=True, real=True)
-        finally:
-            ipr.close()
-
-
-def remove_live(lab: str, hl: HostLinkPlan, contexts: dict[str, HostContext]) -> list[str]:
-    """Delete what :func:`make_live` made, each end by :func:`remove_live_end` in its
-    context (a context gone is skipped); the errors, if any."""
-    errors = []
-    for e in hl.ends:
-        ctx = contexts.get(e.host)
-        if ctx is not None:
-            errors += remove_live_end(lab, hl, e, ctx)
-    return errors
-
-
 def remove_live_end(lab: str, hl: HostLinkPlan, e: HostEndPlan, ctx: HostContext) -> list[str]:
     """Delete end ``e``'s devices in context ``ctx`` (its port, tunnel and bridge), each only
-    while it carries the mark :func:`make_live_end` gave it: a device of that name without it
+    while it carries the mark :func:`join_context` gave it: a device of that name without it
     is not the lab's and is left, said so; absent ones are skipped.  The errors, if any."""
     errors = []
     try:
@@ -295,6 +262,8 @@ class Hosted(LinkForm):
 
     def links(self, b: Builder) -> None:
         mtu_of = {(i.netns, i.name): i.mtu for i in self.interfaces(b.plan)}
+        if b.whole is not b.plan:
+            self._names_free(b)
         for hl in b.plan.host_links:
             if ATTACH_KINDS[hl.attach].in_node:
                 continue  # the tunnel device itself becomes the node's interface
@@ -306,6 +275,23 @@ class Hosted(LinkForm):
                 b.created(e.node_netns, e.node_if)
                 b.created(e.netns, e.port)
 
+    def _names_free(self, b: Builder) -> None:
+        """A change adds to host contexts that outlive it: every device name its hosted links
+        will use there must be free, or it is refused naming the device, before anything is
+        made (the link batch would make some ports and fail on the taken name, and a port in
+        a context with its peer at an attach node is not yet marked, so never removed)."""
+        for host, items in self.by_host(b.plan).items():
+            ctx, _, _ = self.end_host(b, host, items[0][1][0].netns)
+            ipr = ctx.iproute()
+            try:
+                for hl, here in items:
+                    for dev in [e.port for e in here if e.port] + context_devices_at(hl, here):
+                        if ipr.link_lookup(ifname=dev):
+                            raise RealizeError("the name is taken in the host's context",
+                                               obj=f"interface {dev} of host {host}")
+            finally:
+                ipr.close()
+
     @staticmethod
     def by_host(plan: Plan) -> dict[str, list[tuple[HostLinkPlan, list[HostEndPlan]]]]:
         """Each host's hosted links with their ends on it."""
@@ -315,9 +301,23 @@ class Hosted(LinkForm):
                 out.setdefault(h, []).append((hl, [e for e in hl.ends if e.host == h]))
         return out
 
+    @staticmethod
+    def end_host(b: Builder, host: str, ctx_ns: str) -> tuple[HostContext, str, bool]:
+        """Host ``host`` of a hosted link's end, its context namespace ``ctx_ns``: its context,
+        its underlay interface, and whether the context outlives what is built now (a real
+        host's root namespace, or a context of the running lab a change joined), so that what
+        is made there is marked.  A host no plan names is the implicit host ``local`` of a lab
+        without hosts (an added instance's tunnel): its context is ``ctx_ns``."""
+        hp = next((h for p in (b.plan, b.whole) for h in p.hosts if h.name == host), None)
+        if hp is None:
+            return EmulatedHost(host, ctx_ns), plan_hosts.UNDERLAY_IF, ctx_ns in b.joined
+        ctx = realize_hosts.context(b.plan if hp in b.plan.hosts else b.whole, host)
+        return (ctx, hp.underlay_if or plan_hosts.UNDERLAY_IF,
+                not hp.emulated or ctx_ns in b.joined)
+
     def after_links(self, b: Builder) -> None:
         for host, items in self.by_host(b.plan).items():
-            ctx = realize_hosts.context(b.plan, host)
+            ctx, _, _ = self.end_host(b, host, items[0][1][0].netns)
             odir = realize_hosts.ovs_dir(b.state, host)
             if any(ATTACH_KINDS[hl.attach].needs_ovs for hl, _ in items):
                 with step(f"Open vSwitch of host {host}"):
@@ -335,11 +335,9 @@ class Hosted(LinkForm):
         (the shortbridge's own tunnel end resolves the remote host's MAC address)."""
         if not b.plan.host_links:
             return
-        assert b.plan.underlay is not None
-        xdp_nodes = b.plan.steering is not None
+        xdp_nodes = b.whole.steering is not None
         for host, items in self.by_host(b.plan).items():
-            ctx = realize_hosts.context(b.plan, host)
-            hp = next(h for h in b.plan.hosts if h.name == host)
+            ctx, underlay_if, _ = self.end_host(b, host, items[0][1][0].netns)
             odir = realize_hosts.ovs_dir(b.state, host)
             ipr = ctx.iproute()
             try:
@@ -347,22 +345,52 @@ class Hosted(LinkForm):
                     with step(f"link {hl.link} ({hl.attach}) in host {host}: tunnel end"):
                         ATTACH_KINDS[hl.attach].finish(Joint(
                             ctx, ipr, hl, here, b.plan.lab, odir, xdp_nodes=xdp_nodes,
-                            underlay_if=hp.underlay_if, udp_port=b.plan.underlay.vxlan_port))
+                            underlay_if=underlay_if, udp_port=vxlan_port(b)))
             finally:
                 ipr.close()
 
-    @staticmethod
-    def _join(b: Builder, ctx: HostContext, ipr: IPRoute, hl: HostLinkPlan,
+    def _join(self, b: Builder, ctx: HostContext, ipr: IPRoute, hl: HostLinkPlan,
               here: list[HostEndPlan], odir: Path) -> None:
-        assert b.plan.underlay is not None
-        host = next(h for h in b.plan.hosts if h.name == here[0].host)
-        join_context(ctx, ipr, hl, here, lab=b.plan.lab, underlay_if=host.underlay_if,
-                     vxlan_port=b.plan.underlay.vxlan_port, odir=odir,
-                     xdp_nodes=b.plan.steering is not None, real=not host.emulated)
+        _, underlay_if, outlives = self.end_host(b, here[0].host, here[0].netns)
+        join_context(ctx, ipr, hl, here, lab=b.plan.lab, underlay_if=underlay_if,
+                     vxlan_port=vxlan_port(b), odir=odir,
+                     xdp_nodes=b.whole.steering is not None, real=outlives)
+
+    def teardown_joined(self, state: LabState, plan: Plan, joined: set[str],
+                        report: TeardownReport) -> None:
+        """A change's hosted links (an added instance's tunnel): each end's devices in its
+        host's context -- a context of the running lab the change joined (only while that
+        namespace carries the lab's mark) or a real host's root namespace -- deleted each only
+        while it carries the mark :func:`join_context` gave it (:func:`remove_live_end`); the
+        port's peer, the node's end, goes with it."""
+        named = {h.name for h in plan.hosts}
+        for hl in plan.host_links:
+            for e in hl.ends:
+                if e.netns in joined:
+                    ino, why = ownership.namespace_problem(state.name, e.netns)
+                    if why:
+                        report.errors.append(f"namespace {e.netns}: {why}; tunnel {hl.vni} "
+                                             "left alone")
+                        continue
+                    if ino is None:
+                        continue  # absent: nothing of it is left
+                    ctx: HostContext = EmulatedHost(e.host, e.netns)
+                elif e.host in named:  # a host the change names: its own context (an agent's)
+                    ctx = realize_hosts.context(plan, e.host)
+                else:
+                    continue
+                errors = remove_live_end(state.name, hl, e, ctx)
+                report.errors += errors
 
     def configure(self, b: Builder) -> None:
         for i in self.interfaces(b.plan):
             configure_interface(b, i, set_mtu=False, enslave=True)  # created with their MTU
+
+
+def vxlan_port(b: Builder) -> int:
+    """The UDP port of the lab's tunnels: its underlay's, else VXLAN's own."""
+    u = b.plan.underlay or b.whole.underlay
+    return u.vxlan_port if u is not None else realize_hosts.VXLAN_PORT
 
 
 def _wait_gone(pid: int, odir: Path, seconds: float = 10) -> None:
