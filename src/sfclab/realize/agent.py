@@ -135,11 +135,17 @@ def up(req: dict[str, Any]) -> dict[str, Any]:
             "underlay_if": host.underlay_if}
 
 
+#: how long an agent's ``down`` waits for the lab's lock: on a host only this agent's own
+#: operations take it, and one left running by a command killed mid-way (``kill -9`` of
+#: ``chain add``) ends by itself; ``down`` then removes what it made
+DOWN_LOCK_WAIT_S = 60.0
+
+
 def down(req: dict[str, Any]) -> dict[str, Any]:
     from .teardown import teardown
 
     state = LabState(str(req["lab"]))
-    with state.locked():
+    with state.locked(wait=DOWN_LOCK_WAIT_S):
         if not state.exists:
             _mark_removed(state.name, req.get("token"))
             return {"absent": True, "errors": []}
