@@ -139,11 +139,45 @@ static __always_inline int template_thread(void *data, void *end, __u32 *tid)
 	return 0;
 }
 
+/*
+ * The template's headers written over the frame's (see `headers`), with the sending thread in
+ * them and, for IPv4, the IMIX size and the header checksum.  The UDP header, or NULL when the
+ * frame is too short.
+ */
+static __always_inline struct udphdr *write_headers(void *data, void *end, __u32 tid, __u16 size)
+{
+	struct iphdr *ip;
+
+	if (ipv6) {
+		struct ipv6hdr *ip6;
+
+		if (data + 2 * HEADER_WORDS6 > end)
+			return NULL;
+#pragma unroll
+		for (int i = 0; i < HEADER_WORDS6; i++)
+			((__u16 *)data)[i] = headers[i];
+		ip6 = data + sizeof(struct ethhdr);
+		ip6->flow_lbl[1] = (__u8)(tid >> 8);
+		ip6->flow_lbl[2] = (__u8)tid;
+		return (void *)(ip6 + 1);
+	}
+	if (data + 2 * HEADER_WORDS > end)
+		return NULL;
+#pragma unroll
+	for (int i = 0; i < HEADER_WORDS; i++)
+		((__u16 *)data)[i] = headers[i];
+	ip = data + sizeof(struct ethhdr);
+	ip->id = bpf_htons((__u16)tid);
+	if (imix)
+		ip->tot_len = bpf_htons(size - 4 - sizeof(struct ethhdr));
+	ip->check = ipv4_checksum(ip);
+	return (void *)(ip + 1);
+}
+
 SEC("xdp")
 int sfcgen_tx(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	struct iphdr *ip = data + sizeof(struct ethhdr);
 	struct xdp_tx_thread *th;
 	struct udphdr *udp;
 	struct probe *p;
@@ -170,31 +204,9 @@ int sfcgen_tx(struct xdp_md *ctx)
 		data = (void *)(long)ctx->data;
 		end = (void *)(long)ctx->data_end;
 	}
-	if (ipv6) {
-		struct ipv6hdr *ip6;
-
-		if (data + 2 * HEADER_WORDS6 > end)
-			return XDP_ABORTED;
-#pragma unroll
-		for (int i = 0; i < HEADER_WORDS6; i++)
-			((__u16 *)data)[i] = headers[i];
-		ip6 = data + sizeof(struct ethhdr);
-		ip6->flow_lbl[1] = (__u8)(tid >> 8);
-		ip6->flow_lbl[2] = (__u8)tid;
-		udp = (void *)(ip6 + 1);
-	} else {
-		if (data + 2 * HEADER_WORDS > end)
-			return XDP_ABORTED;
-#pragma unroll
-		for (int i = 0; i < HEADER_WORDS; i++)
-			((__u16 *)data)[i] = headers[i];
-		ip = data + sizeof(struct ethhdr);
-		ip->id = bpf_htons((__u16)tid);
-		if (imix)
-			ip->tot_len = bpf_htons(size - 4 - sizeof(struct ethhdr));
-		ip->check = ipv4_checksum(ip);
-		udp = (void *)(ip + 1);
-	}
+	udp = write_headers(data, end, tid, size);
+	if (!udp)
+		return XDP_ABORTED;
 	p = (void *)(udp + 1);
 	if ((void *)(p + 1) > end)
 		return XDP_ABORTED;

@@ -209,7 +209,7 @@ LABS: list[tuple[str, str, str | None, str]] = [
     ("fw-rule-port-noproto", node("{kind: firewall, rules: [{action: drop, dport: 80}]}"),
      "nodes.f.rules[0]", "need proto"),
     ("fw-rule-prefix", node("{kind: firewall, rules: [{action: drop, src: 10.0.0.1/8}]}"),
-     "nodes.f.rules[0].src", "IPv4 prefix"),
+     "nodes.f.rules[0].src", "expected a prefix such as '198.18.1.0/24'"),
     ("fw-rules-mapping", node("{kind: firewall, rules: {a: 1}}"), "nodes.f.rules",
      "expected a list"),
     ("fw-set-iptables", node("{kind: firewall, backend: iptables, set: true}"), "nodes.f",

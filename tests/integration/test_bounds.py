@@ -137,8 +137,9 @@ def test_a_kernel_refusal_midway_takes_out_everything_the_write_made(lab: Lab) -
     room = MAX_CLASSES - len(before)
     # first the lab's own entry again (another priority: a replaced value), then one entry
     # more than the map has room for, under a mask no entry used yet
-    rows = [("src", 0, 0, 0, 0, 0, 0, 7000, 16, 17, 9)]
-    rows += [("src", 0x0A000000 + i, 32, 0, 0, 0, 0, 9999, 16, 17, 0) for i in range(room + 1)]
+    rows = [("src", 0, 0, 0, 0, 0, 0, 7000, 16, 17, 9, 4)]
+    rows += [("src", 0x0A000000 + i, 32, 0, 0, 0, 0, 9999, 16, 17, 0, 4)
+             for i in range(room + 1)]
     with DataPlane(lab.name) as dp:
         with pytest.raises(RealizeError) as ei:
             dp.add_rows(sp.node_ids, 0, rows, order=4000)

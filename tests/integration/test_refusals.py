@@ -57,7 +57,7 @@ def test_classify_refuses_an_entry_another_chain_holds(tmp_path: Path,
                                                        ) -> None:
     with running(two_chains()) as lab:
         sp = steer_chains._steering(lab.name)[1]
-        row = [("src", 0, 0, 0, 0, 0, 0, 7999, 16, 17, 0)]
+        row = [("src", 0, 0, 0, 0, 0, 0, 7999, 16, 17, 0, 4)]
         with DataPlane(lab.name) as dp:
             owner = dp.holders(sp.node_ids, row)
         f = tmp_path / "steal.json"
@@ -68,7 +68,7 @@ def test_classify_refuses_an_entry_another_chain_holds(tmp_path: Path,
         assert f"{f}: [1]" in err and "'base'" in err, err
         with DataPlane(lab.name) as dp:  # nothing written: 7999 still base's, 8001 nobody's
             assert dp.holders(sp.node_ids, row) == owner != [None]
-            assert dp.holders(sp.node_ids, [row[0][:7] + (8001, 16, 17, 0)]) == [None]
+            assert dp.holders(sp.node_ids, [row[0][:7] + (8001, 16, 17, 0, 4)]) == [None]
         # the chain's own entry may be given again
         assert main(["chain", "classify", lab.name, "base", "--from-file", str(f)]) == 0
 
