@@ -141,6 +141,27 @@ static __always_inline void count_classified(__u32 pi)
 		*n += 1;
 }
 
+/* The classifier fields of an IPv4 or IPv6 frame into *f: 0, or -1 for any other frame. */
+static __always_inline int parse_flow(struct ethhdr *eth, void *end, struct flow *f)
+{
+	if ((void *)(eth + 1) > end)
+		return -1;
+	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP)) {
+		if (sfc_parse_ip(eth + 1, end, &f->src[0], &f->dst[0], &f->sport, &f->dport,
+				 &f->proto))
+			return -1;
+		f->family = SFC_FAMILY_IPV4;
+		return 0;
+	}
+	if (eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
+		if (sfc_parse_ip6(eth + 1, end, f->src, f->dst, &f->sport, &f->dport, &f->proto))
+			return -1;
+		f->family = SFC_FAMILY_IPV6;
+		return 0;
+	}
+	return -1;
+}
+
 static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
@@ -151,19 +172,8 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 	__u32 pi = 0;
 	int unmatched = 0;
 
-	if ((void *)(eth + 1) > end)
+	if (parse_flow(eth, end, &f))
 		return TC_ACT_OK;
-	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP)) {
-		if (sfc_parse_ip(eth + 1, end, &f.src[0], &f.dst[0], &f.sport, &f.dport, &f.proto))
-			return TC_ACT_OK;
-		f.family = SFC_FAMILY_IPV4;
-	} else if (eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
-		if (sfc_parse_ip6(eth + 1, end, f.src, f.dst, &f.sport, &f.dport, &f.proto))
-			return TC_ACT_OK;
-		f.family = SFC_FAMILY_IPV6;
-	} else {
-		return TC_ACT_OK;
-	}
 	best = best_match(&f);
 	if (!best)
 		return TC_ACT_OK;
@@ -211,19 +221,8 @@ int sfc_classify_xdp(struct xdp_md *ctx)
 	__u32 pi = 0, depth;
 	int unmatched = 0;
 
-	if ((void *)(eth + 1) > end)
+	if (parse_flow(eth, end, &f))
 		return XDP_TX;
-	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP)) {
-		if (sfc_parse_ip(eth + 1, end, &f.src[0], &f.dst[0], &f.sport, &f.dport, &f.proto))
-			return XDP_TX;
-		f.family = SFC_FAMILY_IPV4;
-	} else if (eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
-		if (sfc_parse_ip6(eth + 1, end, f.src, f.dst, &f.sport, &f.dport, &f.proto))
-			return XDP_TX;
-		f.family = SFC_FAMILY_IPV6;
-	} else {
-		return XDP_TX;
-	}
 	best = best_match(&f);
 	if (!best)
 		return XDP_TX;

@@ -26,6 +26,16 @@ def container_plan(lab: str, node: str, netns: str, image: ImageSpec) -> Contain
         privileged=image.privileged)
 
 
+def image_of(c: ContainerPlan) -> ImageSpec:
+    """The image part of container ``c`` as the spec's :class:`ImageSpec` again (what the
+    machine's checks read: name, command, limits, binds)."""
+    from ..spec.image import BindSpec, ImageSpec  # light start-up: only labs with images
+
+    return ImageSpec(name=c.image, cmd=list(c.cmd) or None, cpus=c.cpus, memory=c.memory,
+                     binds=[BindSpec(source=s, target=t, writable=bool(w))
+                            for s, t, w in c.binds])
+
+
 def for_node(lab: str, node: str, template: ContainerPlan) -> ContainerPlan:
     """``template`` (a container planned for no node yet, or another node's) as node
     ``node``'s of lab ``lab``: its podman name and namespace are that node's."""

@@ -136,15 +136,13 @@ class ImageProblem:
 def image_problem(cs: list[ContainerPlan]) -> ImageProblem | None:
     """The first of containers ``cs`` this machine cannot run (the checks of ``up``:
     :func:`sfclab.spec.image.machine_check`, each image and command read once), or None."""
-    from ..spec.image import BindSpec, ImageSpec, machine_check
+    from ..plan.containers import image_of
+    from ..spec.image import machine_check
 
     checked: set[tuple[str, tuple[str, ...]]] = set()
     for c in cs:
-        spec = ImageSpec(name=c.image, cmd=list(c.cmd) or None, cpus=c.cpus, memory=c.memory,
-                         binds=[BindSpec(source=s, target=t, writable=bool(w))
-                                for s, t, w in c.binds])
         try:
-            machine_check(spec, checked)
+            machine_check(image_of(c), checked)
         except SpecError as e:
             return ImageProblem(c.node, e.place or "name", e.message)
     return None

@@ -53,16 +53,14 @@ def _images(plan: Plan) -> list[str]:
     """What this machine lacks for the containers of ``plan`` (each image read once)."""
     if not plan.containers:
         return []
-    from ..spec.image import BindSpec, ImageSpec, machine_check  # only parts with images
+    from ..plan.containers import image_of  # only parts with images
+    from ..spec.image import machine_check
 
     out: list[str] = []
     checked: set[tuple[str, tuple[str, ...]]] = set()
     for c in plan.containers:
-        spec = ImageSpec(name=c.image, cmd=list(c.cmd) or None, cpus=c.cpus, memory=c.memory,
-                         binds=[BindSpec(source=s, target=t, writable=bool(w))
-                                for s, t, w in c.binds])
         try:
-            machine_check(spec, checked)
+            machine_check(image_of(c), checked)
         except SpecError as e:
             out.append(f"what node {c.node}'s image needs: nodes.{c.node}.image.{e}")
     return out
