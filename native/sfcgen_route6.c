@@ -7,38 +7,10 @@
  */
 #define _GNU_SOURCE
 #include "sfcgen.h"
+#include "lib/nl.h"
 
 #include <libmnl/libmnl.h>
 #include <linux/neighbour.h>
-
-/* Send nh, hand every answer message to cb until the answer ends; 0 or -1 (errno set). */
-static int nl6_talk(struct nlmsghdr *nh, mnl_cb_t cb, void *data)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
-	unsigned seq = (unsigned)time(NULL), portid;
-	int ret = -1, r;
-	ssize_t len;
-
-	if (!nl)
-		return -1;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)
-		goto cleanup;
-	portid = mnl_socket_get_portid(nl);
-	nh->nlmsg_seq = seq;
-	if (mnl_socket_sendto(nl, nh, nh->nlmsg_len) < 0)
-		goto cleanup;
-	do {
-		len = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (len < 0)
-			goto cleanup;
-		r = mnl_cb_run(buf, (size_t)len, seq, portid, cb, data);
-	} while (r > MNL_CB_STOP && (nh->nlmsg_flags & NLM_F_DUMP));
-	ret = r < 0 ? -1 : 0;
-cleanup:
-	mnl_socket_close(nl);
-	return ret;
-}
 
 struct route6 {
 	int oif;
@@ -117,7 +89,7 @@ int route6_get(const struct in6_addr *dst, int *oif, struct in6_addr *gw, struct
 	rt->rtm_family = AF_INET6;
 	rt->rtm_dst_len = 128;
 	mnl_attr_put(nh, RTA_DST, sizeof(*dst), dst);
-	if (nl6_talk(nh, route6_msg, &r) || !r.found)
+	if (nl_request(nh, route6_msg, &r) || !r.found)
 		return -1;
 	*oif = r.oif;
 	*gw = r.gw;
@@ -183,7 +155,7 @@ bool neigh6_lookup(const struct in6_addr *addr, int ifindex, uint8_t mac[6])
 	nd = mnl_nlmsg_put_extra_header(nh, sizeof(*nd));
 	nd->ndm_family = AF_INET6;
 	nd->ndm_ifindex = ifindex;
-	if (nl6_talk(nh, neigh6_msg, &q))
+	if (nl_request(nh, neigh6_msg, &q))
 		return false;
 	return q.found;
 }

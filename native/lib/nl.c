@@ -9,13 +9,16 @@
 #include "log.h"
 #include "nl.h"
 
-/* Send one request, read the one answer and hand each message to cb; 0 or -1 (errno set). */
-static int request(struct nlmsghdr *nh, mnl_cb_t cb, void *data)
+/*
+ * Send one request and hand each message of the answer to cb (every part of a dump's answer
+ * when nh asks for a dump); 0 or -1 (errno set).
+ */
+int nl_request(struct nlmsghdr *nh, mnl_cb_t cb, void *data)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
 	unsigned seq = (unsigned)time(NULL), portid;
-	int ret = -1;
+	int ret = -1, r;
 	ssize_t len;
 
 	if (!nl)
@@ -26,10 +29,13 @@ static int request(struct nlmsghdr *nh, mnl_cb_t cb, void *data)
 	nh->nlmsg_seq = seq;
 	if (mnl_socket_sendto(nl, nh, nh->nlmsg_len) < 0)
 		goto cleanup;
-	len = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (len < 0)
-		goto cleanup;
-	ret = mnl_cb_run(buf, (size_t)len, seq, portid, cb, data) < 0 ? -1 : 0;
+	do {
+		len = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (len < 0)
+			goto cleanup;
+		r = mnl_cb_run(buf, (size_t)len, seq, portid, cb, data);
+	} while (r > MNL_CB_STOP && (nh->nlmsg_flags & NLM_F_DUMP));
+	ret = r < 0 ? -1 : 0;
 cleanup:
 	mnl_socket_close(nl);
 	return ret;
@@ -90,7 +96,7 @@ int nl_route_get(struct in_addr dst, int *oif, struct in_addr *gw, struct in_add
 	rt->rtm_family = AF_INET;
 	rt->rtm_dst_len = 32;
 	mnl_attr_put_u32(nh, RTA_DST, dst.s_addr);
-	if (request(nh, route_msg, &r) < 0 || !r.found) {
+	if (nl_request(nh, route_msg, &r) < 0 || !r.found) {
 		log_err("Failed to find a route to %s: %s", inet_ntoa(dst),
 			strerror(errno ? errno : ENETUNREACH));
 		return -1;
@@ -150,7 +156,7 @@ int nl_link_get(int ifindex, int nsid, int *link, int *link_nsid,
 	ifi->ifi_index = ifindex;
 	if (nsid >= 0)
 		mnl_attr_put_u32(nh, IFLA_TARGET_NETNSID, (uint32_t)nsid);
-	if (request(nh, link_msg, &l) < 0 || !l.found)
+	if (nl_request(nh, link_msg, &l) < 0 || !l.found)
 		return -1;
 	return 0;
 }
