@@ -43,7 +43,8 @@ ST = Path(sys.executable).with_name("st")
 BUDGET_S = 50
 #: operations whose request body says more than a JSON schema can (nodes that must exist)
 SEMANTIC_BODIES = ["/api/labs", "/api/labs/{lab}/chains", "/api/labs/{lab}/hosts",
-                   "/api/labs/{lab}/measurements", "/api/labs/{lab}/chains/{chain}/migrate"]
+                   "/api/labs/{lab}/measurements", "/api/labs/{lab}/measurements/check",
+                   "/api/labs/{lab}/chains/{chain}/migrate"]
 
 
 def small_lab_schema(prefix: str) -> dict[str, Any]:

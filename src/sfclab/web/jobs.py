@@ -6,6 +6,11 @@ result or error.  :class:`Jobs` allows one running measurement per lab (a second
 two generators would measure each other), keeps the last result of each lab (the page paints
 its per-hop loss), and ``close()`` interrupts every running worker with SIGINT and waits for it
 to clean up, which is what ``serve`` does on Ctrl-C or SIGTERM.
+
+A worker is signalled through a pidfd opened when it started (``pidfd_send_signal``), never by
+its PID alone: once the worker has ended and been reaped the pidfd still names that process,
+so a signal can never reach another one that took its PID.  The worker ends its own tools
+(generators, iperf3) by pidfd as it unwinds (:mod:`sfclab.web.worker`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Clash, NotFound
+from .progress import goals_of, trial_row
 
 #: how long a stopped worker may take to unwind before it is killed
 STOP_GRACE = 60.0
@@ -36,11 +42,14 @@ class Job:
     started: float = field(default_factory=time.time)
     ended: float | None = None
     progress: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # one per progress event
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     error_status: int | None = None
     stopping: bool = False  # stop() asked it to end
     proc: subprocess.Popen[str] | None = field(default=None, repr=False)
+    pidfd: int | None = field(default=None, repr=False)  # the worker's, open while it runs
+    pidfd_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def to_dict(self, full: bool = True) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "lab": self.lab, "type": self.request.get("type"),
@@ -49,6 +58,7 @@ class Job:
                              "trials": len(self.progress), "error": self.error}
         if full:
             d["progress"] = self.progress
+            d["rows"] = self.rows
             d["result"] = self.result
         return d
 
@@ -71,6 +81,7 @@ class Jobs:
             job.proc = subprocess.Popen(
                 [self.python, "-m", "sfclab.web.worker", lab], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, text=True, start_new_session=True)
+            job.pidfd = os.pidfd_open(job.proc.pid)  # not yet reaped: this very process
             self._jobs[job.id] = job
         assert job.proc.stdin is not None
         job.proc.stdin.write(json.dumps(request))
@@ -86,14 +97,16 @@ class Jobs:
                 ev = json.loads(line)
             except ValueError:
                 continue
-            if ev.get("event") == "progress":
-                job.progress.append(ev.get("data"))
+            if ev.get("event") == "progress" and isinstance(ev.get("data"), dict):
+                job.rows.append(trial_row(ev["data"], job.rows, goals_of(job.request)))
+                job.progress.append(ev["data"])
             elif ev.get("event") == "result":
                 job.result = ev.get("data")
             elif ev.get("event") == "error":
                 job.error, job.error_status = ev.get("body"), ev.get("status")
         code = job.proc.wait()
         job.ended = time.time()
+        self._close_pidfd(job)
         if job.result is not None and code == 0:
             job.status = "done"
         elif job.stopping or job.error_status == 499:
@@ -127,11 +140,11 @@ class Jobs:
         if job.status == "running" and p is not None and p.poll() is None:
             if not job.stopping:  # once: a second SIGINT would interrupt the unwinding
                 job.stopping = True
-                os.kill(p.pid, signal.SIGINT)
+                self._signal(job, signal.SIGINT)
             try:
                 p.wait(wait)
             except subprocess.TimeoutExpired:
-                os.kill(p.pid, signal.SIGKILL)  # our own child, by its PID
+                self._signal(job, signal.SIGKILL)
                 p.wait()
         deadline = time.monotonic() + 5
         while job.status == "running" and time.monotonic() < deadline:
@@ -144,6 +157,25 @@ class Jobs:
         for j in running:
             if j.proc is not None and j.proc.poll() is None:
                 j.stopping = True
-                os.kill(j.proc.pid, signal.SIGINT)
+                self._signal(j, signal.SIGINT)
         for j in running:
             self.stop(j.id)
+
+    @staticmethod
+    def _signal(job: Job, sig: int) -> None:
+        """Send ``sig`` to the job's worker through its pidfd (nothing once it has ended)."""
+        with job.pidfd_lock:
+            if job.pidfd is None:
+                return
+            try:
+                signal.pidfd_send_signal(job.pidfd, sig)
+            except ProcessLookupError:
+                pass  # it has exited; the pidfd never names another process
+
+    @staticmethod
+    def _close_pidfd(job: Job) -> None:
+        with job.pidfd_lock:
+            if job.pidfd is not None:
+                os.close(job.pidfd)
+                job.pidfd = None
+

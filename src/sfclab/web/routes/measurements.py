@@ -10,7 +10,14 @@ It is validated before anything starts, with the same words as the command line 
 files (422 with the place, e.g. ``rates[1]``), and checked against the lab as ``sfclab traffic``
 checks it (nodes, a path between them, the frame size against the path MTU).  ``POST`` answers
 202 with the measurement's id; ``GET /api/measurements/{id}`` shows its status and one progress
-entry per trial; ``/result`` is the measurement once done (409 while it runs).
+entry per trial (``progress``, as the measurement reported it) and the page's row of each
+(``rows``: offered, received, loss, where the packets were lost, the interval an NDR/PDR search
+narrowed to); ``/result`` is the measurement once done (409 while it runs); ``DELETE`` stops it.
+
+``POST /api/labs/{lab}/measurements/check`` runs the same checks and starts nothing: 200 with
+the request as it would run (every default filled in), or the 422 that ``POST`` would answer.
+The page's form asks it as a person types, so the form shows the command line's words at the
+field the place names.
 """
 
 from __future__ import annotations
@@ -69,6 +76,14 @@ def start(lab: LabName, body: dict[str, Any] = Body(..., examples=[EXAMPLE]),
           s: Services = Depends(services)) -> dict[str, Any]:
     r = check(lab, body)
     return s.jobs.start(lab, to_file_form(r)).to_dict()
+
+
+@router.post("/api/labs/{lab}/measurements/check", summary="check a measurement request, "
+             "start nothing", openapi_extra=json_body(measurement_schema()),
+             responses=answers(404, *WITH_BODY), dependencies=[Depends(takes())])
+def check_only(lab: LabName, body: dict[str, Any] = Body(..., examples=[EXAMPLE])
+               ) -> dict[str, Any]:
+    return {"valid": True, "request": to_file_form(check(lab, body))}
 
 
 @router.get("/api/measurements", summary="measurements started by this server")
