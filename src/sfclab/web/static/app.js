@@ -135,7 +135,7 @@
       try {
         const l = await api("/api/labs/" + encodeURIComponent(name) + "/loss");
         state.loss = l;
-        state.graph.setLoss(l.loss_by_node);
+        if (!state.trialLoss) state.graph.setLoss(l.loss_by_node);  // else a trial's (measure.js)
         document.getElementById("loss").textContent = l.measurement === null
           ? "no measurement finished yet"
           : "measurement " + l.measurement + " (" + l.type + "): lost " + l.lost + " of " +
@@ -146,45 +146,9 @@
     await tick();
     await loss();
     timers.push(setInterval(tick, 1000), setInterval(loss, 3000));
-    measurementPanel(name, topo, loss);
-  }
-
-  function measurementPanel(name, topo, loss) {
-    const ta = document.getElementById("measure-request");
-    const hosts = topo.nodes.filter(n => n.kind === "host").map(n => n.id);
-    ta.value = JSON.stringify({type: "rate", from: hosts[0] || "src",
-                               to: hosts[hosts.length - 1] || "dst", size: 64,
-                               rates: ["20k", "50k"], duration: 1});
-    const out = document.getElementById("measure-progress");
-    const startB = document.getElementById("measure-start");
-    const stopB = document.getElementById("measure-stop");
-    startB.onclick = async function () {
-      let body;
-      try { body = JSON.parse(ta.value); } catch (e) { out.textContent = "not JSON: " + e; return; }
-      try {
-        const job = await api("/api/labs/" + encodeURIComponent(name) + "/measurements",
-          {method: "POST", headers: {"Content-Type": "application/json"},
-           body: JSON.stringify(body)});
-        state.job = job;
-        stopB.disabled = false;
-        const t = setInterval(async function () {
-          const j = await api("/api/measurements/" + job.id);
-          state.job = j;
-          out.textContent = "measurement " + j.id + ": " + j.status + ", " +
-            j.progress.length + " trials\n" + j.progress.map(p => JSON.stringify(
-              {offered_pps: (p.trial || p).offered_pps, sent_pps: (p.trial || p).sent_pps,
-               received_pps: (p.trial || p).received_pps, loss_ratio: (p.trial || p).loss_ratio,
-               measurement_limited: (p.trial || p).measurement_limited})).join("\n") +
-            (j.error ? "\n" + j.error.error : "") +
-            (j.result ? "\nmetrics: " + JSON.stringify(j.result.metrics) : "");
-          if (j.status !== "running") { clearInterval(t); stopB.disabled = true; loss(); }
-        }, 1000);
-        timers.push(t);
-      } catch (e) { out.textContent = e.message; }
-    };
-    stopB.onclick = async function () {
-      if (state.job) await api("/api/measurements/" + state.job.id, {method: "DELETE"});
-    };
+    window.SfclabMeasure.panel(document.getElementById("measure"), {
+      lab: name, topo: topo, api: api, state: state, graph: () => state.graph, say: say,
+      ended: loss, later: t => timers.push(t)});
   }
 
   // ---------------------------------------------------------------- results

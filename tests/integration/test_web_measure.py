@@ -1,0 +1,123 @@
+"""The lab view's measurement form in a real browser (Debian's chromium, headless, driven by
+Playwright) against ``sfclab serve`` run as a command, on a real lab
+(:func:`tests.integration.weblab.web_lab`, whose shaper before ``dst`` drops most of a 40 kpps
+stream).
+
+The form checks what is typed as the command line does: a bad rate shows, at the rates field,
+the very message ``sfclab traffic rate --rates`` prints, and Start stays off.  An NDR/PDR
+search started from the form is followed trial by trial: rows appear while it runs, and the
+trial's loss is painted on the shaper.  Stop ends it: the job is shown as stopped with the
+trials it ran, no process of it is left in the lab's namespaces, and the lab is up and passes
+traffic.  With ``SFCLAB_WEB_SCREENSHOTS=DIR`` the running form is saved as ``web-measure.png``
+(the one in docs/ was made so)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Browser
+
+from sfclab.kernel import netns
+from sfclab.realize.state import LabState
+from tests.integration.test_web_browser import browser, new_page, screenshot  # noqa: F401
+from tests.integration.weblab import ROOT, serving, web_lab
+from tests.webresults import make_results_db
+
+#: the measurement's own programs (the native generator, iperf3)
+TOOLS = ("sfcgen", "iperf3")
+
+
+def comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def cli_message(lab: str, *options: str) -> str:
+    """What ``sfclab traffic rate LAB OPTIONS`` says is wrong (after 'error: --option: ')."""
+    r = subprocess.run([sys.executable, "-m", "sfclab.cli", "traffic", "rate", lab, *options],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("sfclab: error: --rates: "), line
+    return line[len("sfclab: error: --rates: "):]
+
+
+def test_the_form_checks_runs_follows_and_stops_a_search(
+        browser: Browser, running_lab: Any, lab_name: str, tmp_path: Path) -> None:  # noqa: F811
+    lab = running_lab(web_lab(lab_name))
+    plan = LabState(lab_name).plan()
+    assert plan is not None
+    spaces = [ns["name"] for ns in plan["namespaces"]]
+    before = set(netns.pids_in(spaces))
+    with serving(make_results_db(tmp_path / "r.db")) as served:
+        page = new_page(browser)
+        page.goto(served.page(f"#/lab/{lab_name}"))
+        page.wait_for_function(f"() => document.body.dataset.ready === 'lab/{lab_name}'")
+        page.wait_for_function("() => (sfclab.checked || 0) >= 1")
+        assert page.is_enabled("#measure-start")
+        # the senders and receivers offered are the lab's nodes
+        offered = page.eval_on_selector_all("#measure-pairs select[data-role=sender] option",
+                                            "os => os.map(o => o.value)")
+        assert offered == [ns["node"] for ns in plan["namespaces"]]
+
+        # a bad rate: the command line's message at the rates field, as it is typed
+        rates = "#measure-form .measure-field[data-key=rates]"
+        page.select_option("#measure-kind", "rate")
+        page.fill(f"{rates} input", "")
+        page.type(f"{rates} input", "100k, fast", delay=20)
+        page.wait_for_function("() => sfclab.formError && sfclab.formError.place === 'rates[1]'")
+        assert page.inner_text(f"{rates} .measure-error") == cli_message(
+            lab_name, "--rates", "100k,fast")
+        assert "invalid" in (page.get_attribute(rates, "class") or "")
+        assert page.is_disabled("#measure-start")
+        page.fill(f"{rates} input", "10k")
+        page.wait_for_function("() => sfclab.formError === null")
+        assert page.inner_text(f"{rates} .measure-error") == ""
+
+        # an NDR/PDR search from the form, followed trial by trial
+        page.select_option("#measure-kind", "ndr")
+        assert page.is_hidden(rates)
+        page.fill("#measure-form input[name=max_rate]", "40k")
+        page.fill("#measure-form input[name=duration]", "1")
+        page.wait_for_function("() => sfclab.formError === null && "
+                               "JSON.parse(document.getElementById('measure-request').value)"
+                               ".max_rate === '40k'")
+        page.wait_for_function("() => !document.getElementById('measure-start').disabled")
+        page.click("#measure-start")
+        page.wait_for_function("() => sfclab.job && sfclab.job.status === 'running' && "
+                               "sfclab.job.rows.length >= 2", timeout=120000)
+        page.wait_for_function("() => sfclab.cy.getElementById('sh').hasClass('lossy')",
+                               timeout=20000)
+        job = page.evaluate("sfclab.job")
+        assert job["status"] == "running" and job["type"] == "ndr"
+        lossy = [r for r in job["rows"] if r["lost"]]
+        assert lossy and all(r["loss_by_node"].get("sh", 0) > 0 for r in lossy), job["rows"]
+        assert all(set(r["intervals"]) == {"ndr", "pdr"} for r in job["rows"])
+        shown = page.eval_on_selector_all("#measure-trials tr[data-index]", "rs => rs.length")
+        assert shown >= 2
+        assert "sh " in page.inner_text("#measure-trials")
+        screenshot(page, "web-measure.png")
+
+        # Stop: the job ends, shown as stopped with its trials
+        page.click("#measure-stop")
+        page.wait_for_function("() => sfclab.job.status === 'stopped'", timeout=90000)
+        stopped = page.evaluate("sfclab.job")
+        assert len(stopped["rows"]) >= len(job["rows"])
+        assert "stopped" in page.inner_text("#measure-status")
+        assert page.eval_on_selector_all("#measure-trials tr[data-index]",
+                                         "rs => rs.length") == len(stopped["rows"])
+        assert page.is_disabled("#measure-stop") and page.is_enabled("#measure-start")
+        assert not page.errors  # type: ignore[attr-defined]
+        page.close()
+        # no process of the measurement is left in the lab; the lab is up and passes traffic
+        left = set(netns.pids_in(spaces))
+        assert left <= before, {p: comm(p) for p in left - before}
+        assert not [p for p in left if comm(p) in TOOLS]
+        assert LabState(lab_name).meta()["status"] == "up"
+        assert all(netns.exists(ns) for ns in spaces)
+        lab.exec("src", ["ping", "-c", "2", "-W", "2", str(lab.address("dst"))])
