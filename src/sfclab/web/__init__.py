@@ -16,7 +16,9 @@ Objects and how they relate:
   never the command line.
 - :class:`.jobs.Jobs` (:mod:`.jobs`) runs measurements in the background, one worker process each
   (:mod:`.worker`), so stopping the server interrupts them the way Ctrl-C interrupts
-  ``sfclab traffic``: generators end, steering is restored, the lab is left as it was.
+  ``sfclab traffic``: generators end, steering is restored, the lab is left as it was; each
+  job keeps the page's row of every trial (:mod:`.progress`: offered, received, loss, where the
+  packets were lost, the interval an NDR/PDR search narrowed to).
 - :class:`.counters.Counters` (:mod:`.counters`) reads the interface counters of a lab's namespaces
 over netlink
   sockets it keeps open, for the page's per-interface packet and drop rates.
