@@ -74,8 +74,10 @@ def test_the_page_gets_the_token_as_a_cookie_and_the_address_loses_it(tmp_path: 
 
 
 def test_the_token_is_the_only_secret_the_page_carries() -> None:
-    js = (ROOT / "src/sfclab/web/static/app.js").read_text()
-    assert "sessionStorage" not in js and "localStorage" not in js and "Authorization" not in js
+    for path in (ROOT / "src/sfclab/web/static").glob("*.js"):
+        js = path.read_text()
+        assert "sessionStorage" not in js and "localStorage" not in js, path
+        assert "Authorization" not in js, path
 
 
 # ------------------------------------------------------------------ where requests come from
