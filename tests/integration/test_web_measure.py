@@ -4,7 +4,8 @@ Playwright) against ``sfclab serve`` run as a command, on a real lab
 stream).
 
 The form checks what is typed as the command line does: a bad rate shows, at the rates field,
-the very message ``sfclab traffic rate --rates`` prints, and Start stays off.  An NDR/PDR
+the very message ``sfclab traffic rate --rates`` prints, and Start stays off; a pair given twice
+is refused at the pairs.  An NDR/PDR
 search started from the form is followed trial by trial: rows appear while it runs, and the
 trial's loss is painted on the shaper.  Stop ends it: the job is shown as stopped with the
 trials it ran, no process of it is left in the lab's namespaces, and the lab is up and passes
@@ -78,6 +79,14 @@ def test_the_form_checks_runs_follows_and_stops_a_search(
         page.fill(f"{rates} input", "10k")
         page.wait_for_function("() => sfclab.formError === null")
         assert page.inner_text(f"{rates} .measure-error") == ""
+
+        # a second pair like the first: the message at the pairs; removed, the form is valid
+        page.click("#measure-add-pair")
+        page.wait_for_function("() => sfclab.formError && sfclab.formError.place === 'pairs'")
+        assert "each pair once" in page.inner_text(
+            "#measure-form .measure-field[data-key=pairs] > .measure-error")
+        page.click("#measure-pairs .measure-remove-pair")
+        page.wait_for_function("() => sfclab.formError === null")
 
         # an NDR/PDR search from the form, followed trial by trial
         page.select_option("#measure-kind", "ndr")

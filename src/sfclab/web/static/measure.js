@@ -89,7 +89,8 @@
       r.appendChild(document.createTextNode(" → "));
       r.appendChild(nodeSelect(nodes, to, "receiver"));
       if (pairsBox.children.length) {
-        const rm = el("button", {type: "button", title: "remove this pair"}, "×");
+        const rm = el("button", {type: "button", title: "remove this pair",
+                                 class: "measure-remove-pair"}, "×");
         rm.onclick = () => { r.remove(); changed(); };
         r.appendChild(rm);
       }
@@ -184,7 +185,7 @@
       else if (key) at = form.querySelector(`.measure-field[data-key="${CSS.escape(key)}"]`);
       if (at && !at.hidden) {
         at.classList.add("invalid");
-        at.querySelector(".measure-error").textContent = body.message || body.error;
+        at.querySelector(":scope > .measure-error").textContent = body.message || body.error;
       } else {
         general.textContent = body.error;
       }
