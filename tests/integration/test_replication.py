@@ -6,7 +6,8 @@ forwarder, `scenarios/trellis-forwarding.yaml`): two NDR searches per side, the 
 interleaved in one run as the script runs them.  The rerun's ratio of mean NDRs must lie inside
 the 95 % Fieller interval of the ratio that the page's finding block states; the ranges and
 the rule are the findings file's (`scenarios/findings.yaml`).  A page whose T4 block holds no
-interval (not run yet) skips, saying so.
+interval (not run yet) skips, saying so.  A side whose search passed at the generator's top
+is a lower bound (the findings' rule); then only the end of the interval it bounds is checked.
 """
 
 from __future__ import annotations
@@ -70,8 +71,16 @@ def test_a_rerun_of_t4_lands_inside_the_pages_interval(tmp_path, lab_name):
     t4 = next(x for x in findings.findings if x.id == FINDING)
     with Store(db, readonly=True) as s:
         c = compare(s, t4)
-    assert c.a.n == 2 and c.b.n == 2 and not c.censored
+    assert c.a.n == 2 and c.b.n == 2
+    if c.censored == "ab":
+        pytest.skip(f"{FINDING}: both sides' searches passed at the generator's top here")
+    # a censored side (its search passed at the generator's top, as native's does on a loaded
+    # machine whose generator reaches less) holds a lower bound: the rerun's ratio is then a
+    # lower bound (a) or an upper bound (b), and only that end can be checked
     lo, hi = interval
-    assert lo <= c.ratio <= hi, (f"{FINDING}: rerun ratio {c.ratio:.3g} (native "
-                                 f"{c.a.mean:.0f} pps, user space {c.b.mean:.0f} pps) outside "
-                                 f"the page's 95 % interval {lo:g}–{hi:g}")
+    low_ok = c.censored == "b" or c.ratio >= lo
+    high_ok = c.censored == "a" or c.ratio <= hi
+    assert low_ok and high_ok, (
+        f"{FINDING}: rerun ratio {c.ratio:.3g} (native {c.a.mean:.0f} pps, user space "
+        f"{c.b.mean:.0f} pps, censored: {c.censored or 'none'}) outside the page's 95 % "
+        f"interval {lo:g}–{hi:g}")
