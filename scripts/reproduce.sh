@@ -43,8 +43,8 @@
 # REPRO_BUNDLE=DIR copies the bundle into DIR (e.g. a folder of the repository) when it is
 # under 20 MB, else only its SHA256SUMS and how to rebuild it.  A second invocation into the
 # same OUT_DIR resumes the same run, only at the same commit.
-# Needs root and the machine alone.  About 1 h 35 min on an idle 2-core machine (estimated
-# 2026-11-25: about 35 min for the [P] and [B] iperf3 files, about 52 min for the 99 NDR
+# Needs root and the machine alone.  About 1 h 40 min on an idle 2-core machine (estimated
+# 2026-11-25: about 36 min for the [P] and [B] iperf3 files, about 55 min for the 106 NDR
 # searches and 8 offered-rate runs of P4-SFC, Trellis and the OpenStack study, plus REPRO_BUDGET
 # for added repetitions); several times that on a loaded machine (docs/reproduction.md, "How to
 # rerun", with the parts cut to stay under 2 h and what each cut costs in power).
