@@ -43,9 +43,11 @@
 # REPRO_BUNDLE=DIR copies the bundle into DIR (e.g. a folder of the repository) when it is
 # under 20 MB, else only its SHA256SUMS and how to rebuild it.  A second invocation into the
 # same OUT_DIR resumes the same run, only at the same commit.
-# Needs root.  About an hour on a 2-core machine (measured piecewise: 22 min for the [P] and
-# [B] files, about 15 for P4-SFC, about 28 for Trellis and the OpenStack study), plus up to
-# REPRO_BUDGET for added repetitions.
+# Needs root and the machine alone.  About 1 h 40 min on an idle 2-core machine (estimated
+# 2026-11-25: about 36 min for the [P] and [B] iperf3 files, about 55 min for the 106 NDR
+# searches and 8 offered-rate runs of P4-SFC, Trellis and the OpenStack study, plus REPRO_BUDGET
+# for added repetitions); several times that on a loaded machine (docs/reproduction.md, "How to
+# rerun", with the parts cut to stay under 2 h and what each cut costs in power).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)

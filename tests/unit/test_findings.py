@@ -283,3 +283,31 @@ def test_a_peak_at_the_top_of_its_offered_grid_is_censored(tmp_path):
         x1, x2 = compare(s, f.findings[0]), compare(s, f.findings[1])
     assert x1.censored == "a" and x1.verdict == "inconclusive"  # 2x, but a may lie above
     assert x2.censored == "ab" and x2.verdict == "not testable here"
+
+
+def test_a_total_metric_is_the_per_pair_search_rate_times_the_pairs(tmp_path):
+    """O3: a search of several pairs reports the rate each pair got (its loss goal held in
+    every pair); the node's capacity is that times the pairs, a bound times the pairs too."""
+    f = load_findings(_write(tmp_path, SEARCHED.replace("metric: ndr_pps",
+                                                        "metric: total.ndr_pps")))
+    pairs = {"a": ["vm1:dst", "vm2:dst", "vm3:dst", "vm4:dst"], "b": ["vm1:dst"],
+             "c": ["vm1:dst", "vm2:dst"]}
+    got = {"a": [("ndr_pps", 20), ("ndr_pps", 21), ("ndr_pps", 19)],
+           "b": [("ndr_pps", 60), ("ndr_pps", 62), ("ndr_pps", 58)],
+           "c": [("ndr_lower_bound_pps", 30), ("ndr_pps", 29), ("ndr_pps", 31)]}
+    with Store(tmp_path / "d.db") as s:
+        eid = s.register_experiment("d", "h", {}, 1, "/s/d.yaml")
+        pts = [SimpleNamespace(key=f"{v}-{i}", params={"variant": v}, repetition=i, lab={},
+                               measure={"type": "ndr", "pairs": pairs[v]}, lab_hash="x")
+               for v, xs in got.items() for i in range(len(xs))]
+        s.add_runs(eid, pts)
+        for r in s.runs(eid):
+            name, kpps = got[r.params["variant"]][r.repetition]
+            s.mark_running(r.id, started=100.0)
+            s.finish_run(r.id, {name: kpps * 1e3}, ended=110.0)
+    with Store(tmp_path / "d.db", readonly=True) as s:
+        x1, x2 = compare(s, f.findings[0]), compare(s, f.findings[1])
+    assert x1.a.mean == pytest.approx(80e3) and x1.b.mean == pytest.approx(60e3)
+    assert x1.ratio == pytest.approx(4 / 3) and not x1.censored
+    # c's first search passed at its top: 2 x 30 kpps is a lower bound of c's total
+    assert x2.censored == "b" and x2.b.n == 3 and x2.b.mean == pytest.approx(60e3)

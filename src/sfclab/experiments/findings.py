@@ -8,7 +8,7 @@
         claim: zerocopy raises TCP throughput 25-170 %
         published: "+25 to +170 %"      # the study's value, as text
         db: paper-calibration-tcp       # OUT/<db>.db of scripts/reproduce.sh
-        metric: throughput_bps
+        metric: throughput_bps          # or total.M: M times the run's number of pairs
         unit: Gbit/s                    # optional: a key of UNITS
         a: {measure.zerocopy: true, measure.flows: 8}    # one point: params (and optionally
         b: {measure.zerocopy: false, measure.flows: 8}   #   ``experiment: NAME``, and
@@ -397,9 +397,33 @@ def done_runs(store: Store) -> tuple[list[RunRow], dict[int, str], dict[int, str
 LOWER_BOUNDS = {"ndr_pps": "ndr_lower_bound_pps", "pdr_pps": "pdr_lower_bound_pps"}
 
 
+#: ``total.M``: a per-pair figure ``M`` times the run's number of sender -> receiver pairs.  A
+#: search with several pairs offers each the same rate and reports that rate (its loss goal
+#: holds for every pair), so ``total.ndr_pps`` is what all the pairs carried together
+TOTAL = "total."
+
+
+def pairs_of(run: RunRow) -> int:
+    """How many sender -> receiver pairs the run's measurement had (1 without ``pairs``)."""
+    pairs = run.measure.get("pairs") if isinstance(run.measure, dict) else None
+    return len(pairs) if isinstance(pairs, list) and pairs else 1
+
+
+def metric_value(run: RunRow, metric: str) -> float | None:
+    """The run's ``metric`` (``total.M``: ``M`` times :func:`pairs_of`), None when absent."""
+    if metric.startswith(TOTAL):
+        v = run.metrics.get(metric[len(TOTAL):])
+        return None if v is None else v * pairs_of(run)
+    return run.metrics.get(metric)
+
+
 def censored_value(run: RunRow, metric: str) -> float | None:
     """The lower bound a run holds in place of ``metric`` (None: the metric is measured, or
     ``metric`` is not a searched rate)."""
+    if metric.startswith(TOTAL):
+        base = metric[len(TOTAL):]
+        v = censored_value(run, base)
+        return None if v is None else v * pairs_of(run)
     bound = LOWER_BOUNDS.get(metric)
     if bound is None or metric in run.metrics or bound not in run.metrics:
         return None
@@ -436,11 +460,11 @@ def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, 
     if len(points) > 1:
         raise SpecError(f"{what} selects {len(points)} points, expected one (add parameters "
                         f"or 'experiment' to {dict(where)})")
-    vals = [r.metrics[metric] for r in chosen if metric in r.metrics]
+    measured = [(r, v) for r in chosen if (v := metric_value(r, metric)) is not None]
     bounds = [v for r in chosen if (v := censored_value(r, metric)) is not None]
-    at_top = any(at_grid_top(r, metric, r.metrics[metric]) for r in chosen
-                 if metric in r.metrics)
-    return vals + bounds, {r.experiment_id for r in chosen}, bool(bounds) or at_top
+    at_top = any(at_grid_top(r, metric, v) for r, v in measured)
+    return [v for _, v in measured] + bounds, {r.experiment_id for r in chosen}, \
+        bool(bounds) or at_top
 
 
 def compare(store: Store, f: Finding, b_store: Store | None = None) -> Comparison:
@@ -481,9 +505,9 @@ def run_params(run: RunRow, names: Mapping[int, str]) -> dict[str, Any]:
 
 def run_value(run: RunRow, metric: str, per_s: bool = False) -> float | None:
     """The run's ``metric``, per second of its trial when ``per_s``; None when absent."""
-    if metric not in run.metrics:
+    v = metric_value(run, metric)
+    if v is None:
         return None
-    v = run.metrics[metric]
     if per_s:
         d = run.measure.get("duration") if isinstance(run.measure, dict) else None
         if not isinstance(d, (int, float)) or d <= 0:
