@@ -1,10 +1,18 @@
 """The replication test of issue 26 (item 7): rerun one small group of the reproduction and
 check that its figure lands inside the interval docs/reproduction.md publishes for it.
 
+It runs with the reproduction, not in ``make test``: the page's figures were measured on the
+machine alone, and a rerun beside a loaded test suite measures the load, not the claim.  The
+rerun's last step (docs/reproduction.md, "How to rerun") runs it with
+``SFCLAB_REPLICATION=1``; without it the rerun is skipped, saying so.
+
 The group is Trellis's [T] Fig. 4 finding T4 (native kernel forwarding against a user-space tun
 forwarder, `scenarios/trellis-forwarding.yaml`): two NDR searches per side, the two variants
-interleaved in one run as the script runs them.  The rerun's ratio of mean NDRs must lie inside
-the 95 % Fieller interval of the ratio that the page's finding block states; the ranges and
+interleaved in one run as the script runs them.  The rerun replicates the page when the 95 %
+Fieller interval of its ratio of mean NDRs meets the interval the page's finding block states
+(two samples of one ratio whose intervals do not meet differ at about the 1 % level; a rerun's
+point estimate alone, from 2 repetitions, falls outside the page's 95 % interval far more often
+than 5 % of the time even when nothing changed); the ranges and
 the rule are the findings file's (`scenarios/findings.yaml`).  A page whose T4 block holds no
 interval (not run yet) skips, saying so.  A side whose search passed at the generator's top
 is a lower bound (the findings' rule); then only the end of the interval it bounds is checked.
@@ -12,6 +20,7 @@ is a lower bound (the findings' rule); then only the end of the interval it boun
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -50,6 +59,10 @@ def test_page_interval_is_read_from_the_finding_block():
     assert page_interval(page.replace("95 % interval 2.32–2.54", "no 95 % interval")) is None
 
 
+@pytest.mark.serial
+@pytest.mark.skipif(os.environ.get("SFCLAB_REPLICATION") != "1",
+                    reason="a replication runs with the reproduction on the machine alone "
+                           "(SFCLAB_REPLICATION=1, docs/reproduction.md)")
 def test_a_rerun_of_t4_lands_inside_the_pages_interval(tmp_path, lab_name):
     interval = page_interval((ROOT / "docs" / "reproduction.md").read_text())
     if interval is None:
@@ -78,9 +91,12 @@ def test_a_rerun_of_t4_lands_inside_the_pages_interval(tmp_path, lab_name):
     # machine whose generator reaches less) holds a lower bound: the rerun's ratio is then a
     # lower bound (a) or an upper bound (b), and only that end can be checked
     lo, hi = interval
-    low_ok = c.censored == "b" or c.ratio >= lo
-    high_ok = c.censored == "a" or c.ratio <= hi
-    assert low_ok and high_ok, (
-        f"{FINDING}: rerun ratio {c.ratio:.3g} (native {c.a.mean:.0f} pps, user space "
-        f"{c.b.mean:.0f} pps, censored: {c.censored or 'none'}) outside the page's 95 % "
-        f"interval {lo:g}–{hi:g}")
+    own = c.interval
+    # a censored side opens its end of the rerun's interval (the findings' rule): only the
+    # other end can miss the page's interval
+    own_lo = 0.0 if c.censored == "b" or not own.defined else own.low
+    own_hi = math.inf if c.censored == "a" or not own.defined else own.high
+    assert own_lo <= hi and own_hi >= lo, (
+        f"{FINDING}: rerun ratio {c.ratio:.3g}, 95 % interval {own_lo:.3g}–{own_hi:.3g} "
+        f"(native {c.a.mean:.0f} pps, user space {c.b.mean:.0f} pps, censored: "
+        f"{c.censored or 'none'}) does not meet the page's 95 % interval {lo:g}–{hi:g}")
