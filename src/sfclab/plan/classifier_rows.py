@@ -11,9 +11,13 @@ again, so 100,000 of them are made in a fraction of a second.  Pure.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from ..spec.classifier_file import Rule
-from .sfc import FAMILIES, PROTOS, port_prefixes
+from ..spec.ports import port_prefixes
+from .labels import FAMILIES, PROTOS
+
+if TYPE_CHECKING:  # light start-up: the agent loads this module with the data plane's maps
+    from ..spec.classifier_file import Rule
 
 #: (ingress, src, src_len, dst, dst_len, sport, sport_len, dport, dport_len, proto, priority,
 #: family)

@@ -56,23 +56,13 @@ from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
 from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
 from . import maglev
+from .labels import FAMILIES, PAD_LABEL, PROTOS, lse  # noqa: F401 - one copy, light
 from .model import InterfacePlan, Plan
 from .steering import (ClassifierRow, DirectionPlan, EntryRow, Hop, PathPlan,  # noqa: F401
                        SteeringPlan)
 
 FIRST_LABEL = 16
-#: the label of padding entries (RFC 3032's reserved range: never given to a hop)
-PAD_LABEL = 15
 LABEL_ROOM = 4 * MAX_LABELS
-PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "any": 0}
-#: a classifier's family as the data plane keys it (sfc_class_key.family); 0: either
-FAMILIES = {"ipv4": 4, "ipv6": 6, "any": 0}
-
-
-def lse(label: int, ttl: int, bottom: bool) -> int:
-    """An RFC 3032 label stack entry: label, traffic class 0, bottom of stack, TTL."""
-    return (label << 12) | (int(bottom) << 8) | ttl
-
 
 def _error(lab: Lab, msg: str, loc: tuple[Any, ...]) -> SpecError:
     if lab.doc is not None:

@@ -11,7 +11,8 @@ directory):
 - ``sfc-probe`` ``{"lab": L, "index": I, "stack": [...], "ttl": K, "restore": T, "node": N,
   "packet": HEX, "dst": A, "wait": S, "pad": P}``: one step of ``chain trace``: path ``I``'s
   stack (and its ``P`` padding entries) given TTL ``K``, the probe sent from ingress node
-  ``N``, then after ``S`` seconds the TTL put back.
+  ``N``, then the TTL put back as soon as the probe has taken the path (the path's packet
+  count here has grown: the classifier has read the entry), or after ``S`` seconds at most.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from ..errors import LabError
 from ..kernel import netns
 from ..plan.model import Plan
-from ..plan.sfc import SteeringPlan
+from ..plan.steering import SteeringPlan
 from ..plan.sfc_hosts import remote_host
 from .dataplane import DataPlane, Undo, decode_path, encode_path, path_base, share_dir
 from .state import LabState
@@ -90,13 +91,17 @@ def probe(req: dict[str, Any]) -> dict[str, Any]:
         try:
             dp.maps["sfc_paths"].update(key, encode_path(stack, int(req["ttl"]), first, dmac,
                                                          pad))
+            taken = dp.path_count(int(req["index"]))
             with netns.entered(plan.netns_of(node)):
                 s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
             try:
                 s.sendto(bytes.fromhex(str(req["packet"])), (str(req["dst"]), 0))
             finally:
                 s.close()
-            time.sleep(float(req.get("wait", 0.05)))
+            # at once on an idle host, up to the wait on a loaded one
+            deadline = time.monotonic() + float(req.get("wait", 0.05))
+            while dp.path_count(int(req["index"])) == taken and time.monotonic() < deadline:
+                time.sleep(0.002)
         finally:
             dp.maps["sfc_paths"].update(key, encode_path(stack, int(req["restore"]), first,
                                                          dmac, pad))

@@ -26,7 +26,9 @@ from typing import Any, Self
 from ..errors import RealizeError
 from ..kernel import bpf
 from ..plan.classifier_rows import Mask, Row, mask_of
-from ..plan.sfc import MAX_LABELS, MAX_MASKS, PAD_LABEL, SLOTS, SteeringPlan, lse
+from ..plan.labels import PAD_LABEL, lse
+from ..plan.steering import SteeringPlan
+from ..spec.limits import MAX_LABELS, MAX_MASKS, SLOTS
 from .contract import ACTIONS, COUNTERS, NCOUNTERS, packer
 
 BPFFS = Path("/sys/fs/bpf")

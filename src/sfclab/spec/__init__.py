@@ -18,6 +18,7 @@
 - :mod:`.hosts`            hosts and tenants in the lab file
 - :mod:`.image`            ``image:`` on a node: its container, checked as text and on the machine
 - :mod:`.sfc`              service function chains and groups (``chains:``, ``groups:``)
+- :mod:`.ports`            a port range as the data plane's prefix blocks
 - :mod:`.chainfile`        a chain file handed to a running lab (``sfclab chain add``)
 - :mod:`.classifier_file`  a file of classifiers (``sfclab chain classify --from-file``)
 - :mod:`.filekind`         which kind of sfclab file a document is, from its top-level keys

@@ -36,6 +36,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from .limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_CLASSES, MAX_FUNCTIONS,
                      MAX_GROUP_INSTANCES, MAX_LABELS, MAX_MASKS)
 from .names import NAME_WORDS, node_name_ok
+from .ports import port_prefixes  # noqa: F401 - one copy (light, for the agent)
 from .source import Document
 from .strict import Strict
 from .wording import pydantic_error
@@ -62,19 +63,6 @@ def port_range(v: Any) -> tuple[int, int]:
     if not 0 <= lo <= hi <= 65535:
         raise ValueError("ports from 0 to 65535, the lower first")
     return lo, hi
-
-
-def port_prefixes(lo: int, hi: int) -> list[tuple[int, int]]:
-    """The range lo..hi as (value, prefix length) blocks of 16-bit ports (ranges to prefixes):
-    at most 32 blocks, one data-plane entry each."""
-    out: list[tuple[int, int]] = []
-    while lo <= hi:
-        size = lo & -lo if lo else 1 << 16
-        while size > hi - lo + 1:
-            size //= 2
-        out.append((lo, 16 - size.bit_length() + 1))
-        lo += size
-    return out
 
 
 #: prefix lengths of source, destination, ports; whether proto and family are matched

@@ -1,13 +1,16 @@
 """``chain trace`` on hosts driven over SSH (the ``ssh`` runtime's ``trace_paths``): each step's
-probe sent by the ingress's host's agent (which sets and puts back the path's TTL), the TTL
-expiries read on every host (the model: :mod:`sfclab.live.ops.chains`; the probes:
+probe sent by the ingress's host's agent (which sets the path's TTL and puts it back once the
+probe has taken the path), the TTL expiries read on every host until one is seen or the wait
+has passed (the model: :mod:`sfclab.live.ops.chains`; the probes:
 :mod:`sfclab.live.chains.trace`).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from ipaddress import IPv4Address
-from typing import Any
+from typing import Any, TypeVar
 
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...realize.runtime.ssh import SshRuntime
@@ -16,13 +19,27 @@ from ..chains.trace import probe_packet
 
 PROBE_TRIES = 3  # tries of a step whose probe no host counted
 
+T = TypeVar("T")
+
+
+def _until(wait: float, look: Callable[[], T]) -> T:
+    """``look()`` (one read of every host) until it is true or ``wait`` seconds have passed,
+    at least once: a probe is counted at once on an idle machine, later on a loaded one."""
+    deadline = time.monotonic() + wait
+    while True:
+        got = look()
+        if got or time.monotonic() >= deadline:
+            return got
+
 
 def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
                   path: PathPlan, index: int, packet: bytes, dst: IPv4Address, wait: float
                   ) -> tuple[list[dict[str, Any]], bool]:
     """``trace`` on hosts driven over SSH: each step's probe sent by the ingress's host's
-    agent (which sets and puts back the path's TTL), the TTL expiries read on every host."""
+    agent (which sets the path's TTL and puts it back once the probe took the path), the TTL
+    expiries read on every host until one has grown (up to ``wait`` seconds)."""
     hops_by_label = {h.label: h for h in sp.hops}
+    last = sp.node_ids[hops_by_label[path.stack[-1]].node]
 
     def expired() -> dict[str, int]:
         snap = rt.data_plane(sp.node_ids)
@@ -34,25 +51,31 @@ def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
                                        "packet": packet.hex(), "dst": str(dst),
                                        "wait": wait})
 
+    def delivered() -> int:
+        return rt.data_plane(sp.node_ids).counters(last)["delivered"]
+
+    before = after = expired()
+
+    def counted() -> list[str]:
+        nonlocal after
+        after = expired()
+        return [n for n in sp.node_ids if after[n] > before[n]]
+
     hops: list[dict[str, Any]] = []
-    before = expired()
     for k in range(1, len(path.stack) + 1):
+        seen: list[str] = []
         for _ in range(PROBE_TRIES):  # a probe lost on a loaded host is sent again
             step(k)
-            after = expired()
-            seen = [n for n in sp.node_ids if after[n] > before[n]]
+            seen = _until(wait, counted)
             if seen:
                 break
         h = hops_by_label[path.stack[k - 1]]
         hops.append({"hop": k, "label": h.label, "action": h.action, "expected": h.node,
                      "seen_at": seen[0] if seen else None})
         before = after
-    last = hops_by_label[path.stack[-1]].node
-    snap = rt.data_plane(sp.node_ids)
-    was = snap.counters(sp.node_ids[last])["delivered"]
+    was = delivered()
     step(d.ttl)
-    snap = rt.data_plane(sp.node_ids)
-    return hops, snap.counters(sp.node_ids[last])["delivered"] > was
+    return hops, _until(wait, lambda: delivered() > was)
 
 
 def trace_over_ssh(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
