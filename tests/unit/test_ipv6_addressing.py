@@ -290,3 +290,16 @@ def test_added_instances_get_an_ipv6_link_and_default_route_in_a_dual_lab():
     apply(four, Addition("c", "r1", nodes=[alone]))
     assert all(i.address6 is None for i in four.interfaces)
     assert all(r.dst != "::/0" for r in four.routes)
+
+
+def test_the_flow_hash_folds_an_ipv6_address_as_the_classifier_does():
+    """IPv4 addresses hash as before; an IPv6 one as the xor of its four words."""
+    from sfclab.plan import flowhash
+
+    a = IPv6Address("2001:2:0:1::2")
+    words = [int.from_bytes(a.packed[i:i + 4], "little") for i in (0, 4, 8, 12)]
+    assert flowhash._be32(a) == words[0] ^ words[1] ^ words[2] ^ words[3]
+    assert flowhash._be32(IPv4Address("198.18.0.1")) == \
+        int.from_bytes(IPv4Address("198.18.0.1").packed, "little")
+    folded = IPv4Address(flowhash._be32(a).to_bytes(4, "little"))
+    assert flowhash.flow_hash(a, a, 1, 2, 17, 0) == flowhash.flow_hash(folded, folded, 1, 2, 17, 0)
