@@ -167,9 +167,7 @@ def test_ipv4_address_in_an_ipv6_lab():
     assert e.place == "links[0].endpoints[0].address"
 
 
-@pytest.mark.parametrize("kind,keys", [
-    ("bpf-firewall", ""), ("bpf-nat", ", outside: y"), ("tun", ", exec: [cat]"),
-    ("balancer", ", vip: 198.18.9.9, backends: [{address: 198.18.1.2}]")])
+@pytest.mark.parametrize("kind,keys", [("bpf-firewall", ""), ("bpf-nat", ", outside: y")])
 def test_ipv4_only_kinds_refused_in_ipv6_labs(kind, keys):
     for ip in ("6", "dual"):
         e = bad(f"""
@@ -259,3 +257,49 @@ def test_graph_and_topology_show_ipv6_addresses():
     links = topology(p.to_dict())["links"]
     assert {"node": "src", "ifname": "eth0", "netns": p.netns_of("src"),
             "address": "198.18.0.1/24", "address6": "2001:2::1/64"} in links[0]["interfaces"]
+
+
+def test_added_instances_get_an_ipv6_link_and_default_route_in_a_dual_lab():
+    """chain add in a lab of ip: dual: each instance a /64 from the top of 2001:2::/48 (clear
+    of the lab's), the attach node ::1, the instance ::2 and a ::/0 route via ::1; IPv4 labs
+    none; the change plan keeps the lab's families (its namespaces get IPv6 on)."""
+    from sfclab.plan.chainadd import Addition, NewNode, apply, change_of, wire6
+    from sfclab.plan.chainpaths import free_subnets6
+
+    def new(k: int) -> NewNode:
+        return NewNode(f"f-{k}", f"sfclab:six:f-{k}", "router", {}, "f", 0.1, 0, "local", "r1",
+                       f"sfx{k}", "eth0", "", f"198.19.255.{254 - 4 * k}/30",
+                       f"198.19.255.{253 - 4 * k}/30")
+
+    plan = plan_of("ip: dual")
+    nodes = [new(1), new(2)]
+    wire6(plan, nodes)
+    assert [(n.subnet6, n.gateway6, n.address6) for n in nodes] == [
+        ("2001:2:0:ffff::/64", "2001:2:0:ffff::1/64", "2001:2:0:ffff::2/64"),
+        ("2001:2:0:fffe::/64", "2001:2:0:fffe::1/64", "2001:2:0:fffe::2/64")]
+    apply(plan, Addition("c", "r1", nodes=nodes))
+    assert str(free_subnets6(plan, 1)[0]) == "2001:2:0:fffd::/64"
+    assert [i.address6 for i in plan.interfaces_of("f-1")] == ["2001:2:0:ffff::2/64"]
+    assert "2001:2:0:ffff::1/64" in [i.address6 for i in plan.interfaces_of("r1")]
+    routes = [(r.dst, r.gateway) for r in plan.routes if r.node == "f-1"]
+    assert ("::/0", "2001:2:0:ffff::1") in routes
+    assert change_of(plan, {"f-1"}).families == (4, 6)
+    four, alone = plan_of(""), new(3)
+    wire6(four, [alone])
+    assert (alone.subnet6, alone.address6, alone.gateway6) == ("", "", "")
+    apply(four, Addition("c", "r1", nodes=[alone]))
+    assert all(i.address6 is None for i in four.interfaces)
+    assert all(r.dst != "::/0" for r in four.routes)
+
+
+def test_the_flow_hash_folds_an_ipv6_address_as_the_classifier_does():
+    """IPv4 addresses hash as before; an IPv6 one as the xor of its four words."""
+    from sfclab.plan import flowhash
+
+    a = IPv6Address("2001:2:0:1::2")
+    words = [int.from_bytes(a.packed[i:i + 4], "little") for i in (0, 4, 8, 12)]
+    assert flowhash._be32(a) == words[0] ^ words[1] ^ words[2] ^ words[3]
+    assert flowhash._be32(IPv4Address("198.18.0.1")) == \
+        int.from_bytes(IPv4Address("198.18.0.1").packed, "little")
+    folded = IPv4Address(flowhash._be32(a).to_bytes(4, "little"))
+    assert flowhash.flow_hash(a, a, 1, 2, 17, 0) == flowhash.flow_hash(folded, folded, 1, 2, 17, 0)

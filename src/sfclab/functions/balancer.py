@@ -2,7 +2,9 @@
 has no IPVS: ``CONFIG_IP_VS`` is off).
 
 Lab file keys: those of :mod:`.balancer_params` (``vip``, ``proto``, ``ports``, ``backends``,
-``sticky``).  In ``table ip sfclab_lb`` of the node's namespace:
+``sticky``), where this kind also takes an IPv6 ``vip`` with IPv6 backends (one family per
+balancer: the VIP's, which the lab's ``ip:`` must carry).  In ``table ip sfclab_lb`` (``table
+ip6 sfclab_lb`` for an IPv6 VIP) of the node's namespace:
 
 - ``prerouting`` (nat): the first packet of a connection to the VIP (its protocol and ports)
   is DNATed to ``jhash(...) mod W`` looked up in a map where each backend appears ``weight``
@@ -19,9 +21,13 @@ removed; conntrack keeps established connections where they are.
 from __future__ import annotations
 
 import json
+from ipaddress import IPv4Address, IPv6Address
 from typing import Any
 
-from .balancer_params import BalancerParams
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..errors import SpecError
+from .balancer_params import MAX_WEIGHT, BalancerParams
 from .base import NetworkFunction, register
 
 TABLE = "sfclab_lb"
@@ -29,11 +35,49 @@ TABLE = "sfclab_lb"
 SEED = 0x5FC1
 
 
+class AnyBackend(BaseModel):
+    """A backend of either family (the eBPF twin's :class:`.balancer_params.Backend` is
+    IPv4 only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: IPv4Address | IPv6Address
+    weight: int = Field(default=1, ge=1, le=MAX_WEIGHT)
+
+
+class KernelBalancerParams(BalancerParams):
+    """The shared keys, with a VIP and backends of either family (all of the VIP's)."""
+
+    vip: IPv4Address | IPv6Address  # type: ignore[assignment]
+    backends: list[AnyBackend] = Field(min_length=1)  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _one_family(self) -> KernelBalancerParams:
+        for b in self.backends:
+            if b.address.version != self.vip.version:
+                raise ValueError(f"backends of the vip's family (IPv{self.vip.version}): "
+                                 f"{b.address} is IPv{b.address.version}")
+        return self
+
+
 @register
 class Balancer(NetworkFunction):
     kind = "balancer"
-    Params = BalancerParams
-    params: BalancerParams
+    Params = KernelBalancerParams
+    params: KernelBalancerParams
+    families = (4, 6)
+
+    @property
+    def nft_family(self) -> str:
+        """The nftables family of its table: ``ip`` for an IPv4 VIP, ``ip6`` for IPv6."""
+        return "ip" if self.params.vip.version == 4 else "ip6"
+
+    def check(self) -> None:
+        v = self.params.vip.version
+        if v not in self.ctx.families:
+            raise SpecError(f"expected a vip of the lab's families (IPv"
+                            f"{' and IPv'.join(map(str, self.ctx.families))}), got an IPv{v} "
+                            f"address ({self.params.vip})", place="vip")
 
     def programs(self) -> list[str]:
         return ["nft"]
@@ -43,19 +87,20 @@ class Balancer(NetworkFunction):
         proto = "meta l4proto { tcp, udp }" if p.proto == "any" else f"meta l4proto {p.proto}"
         lo, hi = p.ports
         ports = f"th dport {lo}" if lo == hi else f"th dport {lo}-{hi}"
-        of = "ip saddr" if p.sticky == "source" else \
-            "ip saddr . ip daddr . meta l4proto . th sport . th dport"
+        fam = self.nft_family
+        of = f"{fam} saddr" if p.sticky == "source" else \
+            f"{fam} saddr . {fam} daddr . meta l4proto . th sport . th dport"
         entries = [str(b.address) for b in p.backends for _ in range(b.weight)]
         mapping = ", ".join(f"{i} : {a}" for i, a in enumerate(entries))
-        lines = [f"table ip {TABLE}", f"delete table ip {TABLE}", f"table ip {TABLE} {{",
+        lines = [f"table {fam} {TABLE}", f"delete table {fam} {TABLE}", f"table {fam} {TABLE} {{",
                  "  chain prerouting {", "    type nat hook prerouting priority dstnat;",
-                 f"    ip daddr {p.vip} {proto} {ports} dnat to jhash {of} mod {len(entries)} "
+                 f"    {fam} daddr {p.vip} {proto} {ports} dnat to jhash {of} mod {len(entries)} "
                  f'seed {SEED:#x} map {{ {mapping} }} comment "sfclab balance"',
                  "  }", "  chain forward {", "    type filter hook forward priority filter;"]
         for i, b in enumerate(p.backends):
-            lines.append(f"    ct original ip daddr {p.vip} ct direction original "
-                         f'ip daddr {b.address} counter comment "sfclab backend {i}"')
-        lines += [f"    ct original ip daddr {p.vip} ct direction reply counter "
+            lines.append(f"    ct original {fam} daddr {p.vip} ct direction original "
+                         f'{fam} daddr {b.address} counter comment "sfclab backend {i}"')
+        lines += [f"    ct original {fam} daddr {p.vip} ct direction reply counter "
                   'comment "sfclab replies"', "  }", "}"]
         return "\n".join(lines) + "\n"
 
@@ -63,7 +108,7 @@ class Balancer(NetworkFunction):
         self.ctx.run(["nft", "-f", "-"], input=self.ruleset())
 
     def counters(self) -> dict[str, dict[str, int]]:
-        cp = self.ctx.run(["nft", "-j", "list", "table", "ip", TABLE], check=False)
+        cp = self.ctx.run(["nft", "-j", "list", "table", self.nft_family, TABLE], check=False)
         out: dict[str, dict[str, int]] = {}
         if cp.returncode == 0:
             for item in json.loads(cp.stdout).get("nftables", []):
@@ -82,7 +127,7 @@ class Balancer(NetworkFunction):
         total = sum(b.weight for b in p.backends)
         backends = [dict(c.get(f"backend {i}", {}), address=str(b.address), weight=b.weight,
                          up=True, slots=b.weight) for i, b in enumerate(p.backends)]
-        return {"program": f"nftables (table ip {TABLE}: jhash mod {total})",
+        return {"program": f"nftables (table {self.nft_family} {TABLE}: jhash mod {total})",
                 "vip": str(p.vip), "proto": p.proto, "ports": f"{p.ports[0]}-{p.ports[1]}",
                 "sticky": p.sticky, "table": total, "backends": backends,
                 "replies": c.get("replies")}

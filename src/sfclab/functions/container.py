@@ -19,9 +19,14 @@ How packets reach it (``reach``):
   ``caps: [NET_ADMIN]`` in ``image``).
 - ``nfqueue``: every packet the node forwards is queued to NFQUEUE ``queue`` in its namespace
   (one iptables-legacy rule in the ``mangle`` table's FORWARD chain, as ``dpi`` does: the
-  kernel here has no nftables ``queue``), and the program gives each a verdict.  The container
+  kernel here has no nftables ``queue``; in a lab with IPv6 the same rule in ip6tables-legacy,
+  so IPv6 packets reach the same queue), and the program gives each a verdict.  The container
   gets the ``NET_ADMIN`` capability it needs to bind a queue.  With ``bypass``, packets pass
   unqueued while nothing reads the queue (the container has not started, or died).
+
+In labs of ``ip: 6`` or ``dual`` the container joins the node's namespace with its IPv6
+addresses and routes (the kind adds nothing of its own for routed reach): a program listening
+on ``::`` is reached over IPv6 as over IPv4.
 
 In a chain the proxy takes the label stack off before the function and puts it back after (as
 for every function), so the program sees plain IPv4.  Connections the program opens itself
@@ -46,6 +51,7 @@ if TYPE_CHECKING:
     from ..plan.model import ContainerPlan
 
 IPTABLES = "iptables-legacy"
+IP6TABLES = "ip6tables-legacy"
 COMMENT = "sfclab-container"
 #: the capability a program needs to bind an NFQUEUE
 QUEUE_CAP = "NET_ADMIN"
@@ -69,6 +75,7 @@ class Container(NetworkFunction):
     Params = ContainerParams
     params: ContainerParams
     runs_image = True
+    families = (4, 6)
 
     @classmethod
     def plan_container(cls, params: Any, c: ContainerPlan) -> None:
@@ -92,9 +99,15 @@ class Container(NetworkFunction):
                             "give it an 'image' key (in the lab file or the chain file)",
                             place="image")
 
+    def _tools(self) -> list[str]:
+        """The xtables of its queue rule: iptables for IPv4, ip6tables for IPv6 (none for
+        routed reach)."""
+        if self.params.reach != "nfqueue":
+            return []
+        return [t for t, f in ((IPTABLES, 4), (IP6TABLES, 6)) if f in self.ctx.families]
+
     def programs(self) -> list[str]:
-        return [f"{IPTABLES}-restore", f"{IPTABLES}-save"] if self.params.reach == "nfqueue" \
-            else []
+        return [f"{t}-{what}" for t in self._tools() for what in ("restore", "save")]
 
     def ruleset(self) -> str:
         p = self.params
@@ -105,17 +118,22 @@ class Container(NetworkFunction):
                 f"--queue-num {p.queue or 0}{bypass}\nCOMMIT\n")
 
     def configure(self) -> None:
-        if self.params.reach == "nfqueue":
-            self.ctx.run([f"{IPTABLES}-restore"], input=self.ruleset())
+        for tool in self._tools():
+            self.ctx.run([f"{tool}-restore"], input=self.ruleset())
 
     def queued(self) -> dict[str, int] | None:
-        """Packets and bytes the queue rule saw (bypassed ones too)."""
-        cp = self.ctx.run([f"{IPTABLES}-save", "-c", "-t", "mangle"], check=False)
-        for line in cp.stdout.splitlines():
-            if COMMENT in line and line.startswith("["):
-                pk, by = line[1:line.index("]")].split(":")
-                return {"packets": int(pk), "bytes": int(by)}
-        return None
+        """Packets and bytes the queue rules saw (bypassed ones too), summed over the
+        families' rules."""
+        out: dict[str, int] | None = None
+        for tool in self._tools():
+            cp = self.ctx.run([f"{tool}-save", "-c", "-t", "mangle"], check=False)
+            for line in cp.stdout.splitlines():
+                if COMMENT in line and line.startswith("["):
+                    pk, by = line[1:line.index("]")].split(":")
+                    out = out or {"packets": 0, "bytes": 0}
+                    out["packets"] += int(pk)
+                    out["bytes"] += int(by)
+        return out
 
     def inspect(self) -> dict[str, Any]:
         out: dict[str, Any] = {"reach": self.params.reach}

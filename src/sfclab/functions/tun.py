@@ -11,10 +11,12 @@ Lab file keys::
 
 Objects made in the node's namespace at configure:
 
-- the TUN device (persistent, no packet-information header), IPv6 off, up, reverse-path
-  filter off;
-- routing table ``table`` with ``default dev <device>``;
-- one rule per lab interface ``iif <interface> lookup <table>`` (preference 1000).
+- the TUN device (persistent, no packet-information header), up, reverse-path filter off;
+  in a lab of ``ip: 4`` IPv6 off on it, in a lab with IPv6 IPv6 on but with no address of its
+  own (``addr_gen_mode`` none: no link-local address, so the kernel sends no router
+  solicitation, neighbour or MLD packet of its own into the program);
+- routing table ``table`` with ``default dev <device>``, for each family of the lab;
+- one rule per lab interface and family ``iif <interface> lookup <table>`` (preference 1000).
 
 So packets arriving from the lab go into the TUN; the program reads them and writes back the
 ones it wants forwarded; those arrive with ``iif <device>``, match no rule and are routed by the
@@ -67,6 +69,7 @@ class Tun(ProcessFunction):
     kind = "tun"
     Params = TunParams
     params: TunParams
+    families = (4, 6)
 
     @property
     def stats_path(self):
@@ -83,10 +86,12 @@ class Tun(ProcessFunction):
     def programs(self) -> list[str]:
         return ["ip"]
 
-    def ip_batch(self) -> str:
+    def ip_batch(self, family: int = 4) -> str:
+        """The ``ip -<family> -batch`` of the detour in one family (the device is set up in
+        IPv4's, or in IPv6's for a lab of ``ip: 6``)."""
         p = self.params
-        lines = [f"link set dev {p.device} up",
-                 f"route replace default dev {p.device} table {p.table}"]
+        lines = [f"link set dev {p.device} up"] if family == self.ctx.families[0] else []
+        lines.append(f"route replace default dev {p.device} table {p.table}")
         lines += [f"rule add iif {i.name} lookup {p.table} pref {RULE_PREF}"
                   for i in self.ctx.interfaces]
         return "\n".join(lines) + "\n"
@@ -94,9 +99,16 @@ class Tun(ProcessFunction):
     def configure(self) -> None:
         dev = self.params.device
         self.ctx.run(["ip", "tuntap", "add", "dev", dev, "mode", "tun"])
-        # no IPv6 on the device: the kernel's own router solicitations would reach the program
-        self.ctx.write_sysctl(f"net.ipv6.conf.{dev}.disable_ipv6", "1")
-        self.ctx.run(["ip", "-batch", "-"], input=self.ip_batch())
+        if 6 in self.ctx.families:
+            # IPv6 on, but no address of the device's own (set before it is up): the kernel
+            # then sends nothing of its own (router solicitations, MLD) into the program
+            self.ctx.write_sysctl(f"net.ipv6.conf.{dev}.addr_gen_mode", "1")
+            self.ctx.write_sysctl(f"net.ipv6.conf.{dev}.accept_ra", "0")
+        else:
+            # no IPv6 on the device: the kernel's own router solicitations would reach it
+            self.ctx.write_sysctl(f"net.ipv6.conf.{dev}.disable_ipv6", "1")
+        for fam in self.ctx.families:
+            self.ctx.run(["ip", f"-{fam}", "-batch", "-"], input=self.ip_batch(fam))
         # packets written back come in on the TUN with lab sources: no reverse-path check there
         self.ctx.write_sysctl(f"net.ipv4.conf.{self.params.device}.rp_filter", "0")
         if self.ctx.read_sysctl("net.ipv4.conf.all.rp_filter") == "1":

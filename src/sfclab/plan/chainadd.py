@@ -8,7 +8,10 @@ forwarding node).  The function is one-armed: labelled frames come in from the a
 ``eth0`` by its default route (via the attach node) and the proxy puts the stack back.  The
 link gets a /30 of its own from the top of 198.18.0.0/15 downward, clear of the lab's
 segments; only the attach node knows it (functions added this way are reached by labels, not by
-routes: a NAT among them needs ``symmetric: true`` for its replies).
+routes: a NAT among them needs ``symmetric: true`` for its replies).  In a lab of ``ip: dual``
+the link also gets a /64 of its own from the top of 2001:2::/48 downward (the attach node's end
+``::1``, the instance's ``::2``) and the instance an IPv6 default route via the attach node, as
+``up`` addresses and routes a node of the lab (:func:`wire6`).
 
 **Labels and indices.**  Existing labels are reused where a hop is the same (node, action,
 out interface); new ones are numbered after the highest in use, so no existing chain's label
@@ -27,13 +30,14 @@ converse.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Interface, IPv6Interface
 from typing import Any
 
 from ..errors import SpecError
 from ..spec.chainfile import ChainFile
 from .chainpaths import (NO_PATH, Labels, Topology, build_direction, free_ifname,
-                         free_path_base, free_subnets, path_ranges, used_ifaces)
+                         free_path_base, free_subnets, free_subnets6, path_ranges,
+                         used_ifaces)
 from .containers import for_node
 from .model import (ContainerPlan, FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan,
                     VethPlan)
@@ -74,6 +78,23 @@ class NewNode:
     #: its container (a :class:`~sfclab.plan.model.ContainerPlan`, JSON form), when the chain
     #: file gives the function an ``image``
     container: dict[str, Any] | None = None
+    #: in a lab of ``ip: dual``: the link's IPv6 subnet, its own address and the attach
+    #: node's end (its IPv6 gateway); empty in an IPv4 lab
+    subnet6: str = ""
+    address6: str = ""
+    gateway6: str = ""
+
+
+def wire6(plan: Plan, nodes: list[NewNode]) -> None:
+    """Give ``nodes`` their IPv6 links in a lab that carries IPv6: a free /64 each
+    (:func:`~.chainpaths.free_subnets6`), ``::1`` for the attach node's end and ``::2`` for
+    the instance's; nothing in an IPv4 lab."""
+    if 6 not in plan.families:
+        return
+    for n, net in zip(nodes, free_subnets6(plan, len(nodes))):
+        n.subnet6 = str(net)
+        n.gateway6 = str(IPv6Interface((int(net.network_address) + 1, 64)))
+        n.address6 = str(IPv6Interface((int(net.network_address) + 2, 64)))
 
 
 @dataclass
@@ -166,6 +187,7 @@ def plan_addition(plan: Plan, sp: SteeringPlan | None, chain: ChainFile,
                                  attach, a_if, "eth0", str(net), f"{hosts[1]}/30",
                                  f"{hosts[0]}/30", container=container))
         topo.link(attach, inst.node, a_if, "eth0", True, inst.kind)
+    wire6(plan, add.nodes)
     _steer(plan, sp, topo, chain, add)
     return add
 
@@ -267,11 +289,13 @@ def apply(plan: Plan, add: Addition) -> None:
         mtu = n.mtu or BASE_MTU + LABEL_ROOM
         mine = InterfacePlan(n.node, n.netns, n.ifname, -1, n.attach, form, address=n.address,
                              mtu=mtu, offloads={"tx-checksum": False, "gro": False},
-                             alias=f"sfclab:{plan.lab}:{n.node}:added")
+                             alias=f"sfclab:{plan.lab}:{n.node}:added",
+                             address6=n.address6 or None)
         theirs = InterfacePlan(n.attach, netns_name(plan.lab, n.attach), n.attach_ifname, -1,
                                n.node, form, address=n.gateway, mtu=mtu,
                                offloads={"tx-checksum": False},
-                               alias=f"sfclab:{plan.lab}:{n.attach}:added")
+                               alias=f"sfclab:{plan.lab}:{n.attach}:added",
+                               address6=n.gateway6 or None)
         plan.interfaces += [mine, theirs]
         if n.vni is None:
             plan.veths.append(VethPlan(-1, mine, theirs))
@@ -279,6 +303,9 @@ def apply(plan: Plan, add: Addition) -> None:
             plan.host_links.append(planned_link(plan, n))
         plan.routes.append(RoutePlan(n.node, n.netns, "0.0.0.0/0",
                                      str(IPv4Interface(n.gateway).ip), n.ifname))
+        if n.gateway6:
+            plan.routes.append(RoutePlan(n.node, n.netns, "::/0",
+                                         str(IPv6Interface(n.gateway6).ip), n.ifname))
         plan.functions[n.node] = FunctionPlan(n.kind, n.params)
         if n.container is not None:  # started by the containers stage, as at up
             plan.containers.append(ContainerPlan(**n.container))
@@ -331,7 +358,7 @@ def change_of(plan: Plan, nodes: set[str]) -> Plan:
     both host contexts), their routes, functions and containers.  Nothing else of the lab is
     in it: the build engine makes exactly these objects (:mod:`sfclab.realize.change`).
     The converse of :func:`drop_nodes`."""
-    return Plan(plan.lab, plan.tag,
+    return Plan(plan.lab, plan.tag, ip=plan.ip,
                 namespaces=[n for n in plan.namespaces if n.node in nodes],
                 interfaces=[i for i in plan.interfaces if i.node in nodes or i.peer in nodes],
                 veths=[v for v in plan.veths if v.a.node in nodes or v.b.node in nodes],

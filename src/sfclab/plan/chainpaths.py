@@ -11,7 +11,7 @@ their RFC 8595 stacks, as :mod:`sfclab.plan.sfc` builds them for a lab file).
 from __future__ import annotations
 
 from collections import deque
-from ipaddress import IPv4Interface, IPv4Network
+from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 
 from ..errors import SpecError
 from ..spec.limits import MAX_PATHS
@@ -23,6 +23,9 @@ from .sfc import (FIRST_LABEL, DirectionPlan, Hop, SteeringPlan, _slots, assembl
 NO_PATH = MAX_PATHS - 1
 #: new links' addresses: /30s from the top down (a lab's own segments come from the bottom up)
 ADDED_POOL = IPv4Network("198.18.0.0/15")
+#: where added functions' IPv6 links take their /64s, from the top down (RFC 5180's range, the
+#: lab's default ``pool6``)
+ADDED_POOL6 = IPv6Network("2001:2::/48")
 
 
 class Topology:
@@ -91,6 +94,25 @@ def free_subnets(plan: Plan, count: int, taken: list[IPv4Network] | None = None
         if len(out) == count:
             return out
     raise SpecError(f"no free /30 left in {ADDED_POOL} for the functions' links")
+
+
+def free_subnets6(plan: Plan, count: int, taken: list[IPv6Network] | None = None
+                  ) -> list[IPv6Network]:
+    """``count`` /64s from the top of :data:`ADDED_POOL6` down (a lab's own IPv6 segments are
+    given from the bottom of its ``pool6`` up), clear of every IPv6 subnet and address of the
+    lab: the IPv6 twins of :func:`free_subnets`, for labs of ``ip: dual``."""
+    used: list[IPv6Network] = plan.subnets(6) + list(taken or [])
+    used += [IPv6Interface(i.address6).network for i in plan.interfaces if i.address6]
+    out: list[IPv6Network] = []
+    top = int(ADDED_POOL6.broadcast_address) >> 64
+    for at in range(top, (int(ADDED_POOL6.network_address) >> 64) - 1, -1):
+        net = IPv6Network((at << 64, 64))
+        if any(net.overlaps(u) for u in used):
+            continue
+        out.append(net)
+        if len(out) == count:
+            return out
+    raise SpecError(f"no free /64 left in {ADDED_POOL6} for the functions' links")
 
 
 def free_ifname(plan: Plan, node: str, taken: set[str]) -> str:

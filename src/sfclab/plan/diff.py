@@ -55,7 +55,7 @@ def removed(before: Plan, after: Plan) -> Plan:
     cts = {c.name for c in after.containers}
     hosts = {h.name for h in after.hosts}
     links = {_host_link(hl) for hl in after.host_links}
-    return Plan(before.lab, before.tag,
+    return Plan(before.lab, before.tag, ip=before.ip,
                 namespaces=[n for n in before.namespaces if n.name not in ns],
                 interfaces=[i for i in before.interfaces if _iface(i) not in ifs],
                 veths=[v for v in before.veths if _veth(v) not in veths],
@@ -71,7 +71,7 @@ def within(change: Plan, nodes: set[str]) -> Plan:
     """The part of ``change`` (from :func:`removed`) on ``nodes``: their namespaces,
     interfaces, routes, functions and containers, the veths with an end on one of them, and
     the ends at them of hosted links."""
-    return Plan(change.lab, change.tag,
+    return Plan(change.lab, change.tag, ip=change.ip,
                 namespaces=[n for n in change.namespaces if n.node in nodes],
                 interfaces=[i for i in change.interfaces if i.node in nodes],
                 veths=[v for v in change.veths if v.a.node in nodes or v.b.node in nodes],

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .chainadd import Addition, NewNode, apply, drop_nodes
+from .chainadd import Addition, NewNode, apply, drop_nodes, wire6
 from .chainpaths import (Labels, Topology, build_direction, free_ifname, free_path_base,
                          free_subnets, path_ranges)
 from .containers import moved_to
@@ -92,6 +92,7 @@ def plan_clone(plan: Plan, owner: Addition, old: NewNode, host: str,
                     old.cpu, old.memory, host, old.attach, free_ifname(plan, old.attach, set()),
                     "eth0", str(net), f"{hs[1]}/30", f"{hs[0]}/30",
                     container=moved_to(plan, old.node, name))  # the same image, its own
+    wire6(plan, [clone])
     fit(plan, [clone], placed, underlay_mtu, LABELLED_MTU)
     merged = Plan.from_dict(plan.to_dict())
     apply(merged, Addition(owner.chain, owner.attach, nodes=[clone], source=owner.source))

@@ -47,7 +47,7 @@ def host_part(plan: Plan, host: str) -> Plan:
             links.append(HostLinkPlan(hl.link, hl.attach, hl.mtu, copy.deepcopy(here), hl.vni,
                                       hl.rate, hl.space))
     out = Plan(
-        lab=plan.lab, tag=plan.tag,
+        lab=plan.lab, tag=plan.tag, ip=plan.ip,
         namespaces=[copy.deepcopy(n) for n in plan.namespaces if n.name in spaces],
         interfaces=[copy.deepcopy(i) for i in plan.interfaces if i.netns in spaces],
         veths=[copy.deepcopy(v) for v in plan.veths

@@ -93,7 +93,8 @@ def probe(req: dict[str, Any]) -> dict[str, Any]:
                                                          pad))
             taken = dp.path_count(int(req["index"]))
             with netns.entered(plan.netns_of(node)):
-                s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+                s = socket.socket(socket.AF_INET6 if ":" in str(req["dst"]) else socket.AF_INET,
+                                  socket.SOCK_RAW, socket.IPPROTO_RAW)
             try:
                 s.sendto(bytes.fromhex(str(req["packet"])), (str(req["dst"]), 0))
             finally:

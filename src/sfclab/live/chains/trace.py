@@ -10,7 +10,7 @@ import socket
 import struct
 import time
 from collections.abc import Callable
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 from typing import Any, TypeVar
 
 from ...kernel import netns
@@ -20,13 +20,16 @@ from ...realize.dataplane import DataPlane, decode_chain, decode_path, encode_pa
 from ...spec.sfc import ClassifierSpec
 
 T = TypeVar("T")
+#: a probe's address: IPv4, or IPv6 for a classifier of family ipv6
+Address = IPv4Address | IPv6Address
 
 
-def probe_packet(c: ClassifierSpec, src: IPv4Address, dst: IPv4Address,
+def probe_packet(c: ClassifierSpec, src: Address, dst: Address,
                  sport: int | None = None, dport: int | None = None) -> tuple[bytes, int]:
-    """An IPv4 packet matching ``c`` (header included), and its IP protocol; ``sport``,
-    ``dport``: the ports, else the classifier's first ones."""
-    proto = {"tcp": 6, "udp": 17, "icmp": 1, "any": 17}[c.proto]
+    """An IP packet matching ``c`` (header included; IPv6 when ``dst`` is), and its IP
+    protocol (IPv6: its next header); ``sport``, ``dport``: the ports, else the
+    classifier's first ones."""
+    proto = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "any": 17}[c.proto]
     sport = sport if sport is not None else c.sport[0] if c.sport else 40000
     dport = dport if dport is not None else c.dport[0] if c.dport else 33434
     payload = b"sfclab chain trace"
@@ -34,9 +37,19 @@ def probe_packet(c: ClassifierSpec, src: IPv4Address, dst: IPv4Address,
         l4 = struct.pack(">HHHH", sport, dport, 8 + len(payload), 0) + payload
     elif proto == 6:
         l4 = struct.pack(">HHIIBBHHH", sport, dport, 1, 0, 5 << 4, 0x02, 1024, 0, 0)
+    elif proto == 58:  # an ICMPv6 echo request, its checksum over the pseudo-header
+        l4 = struct.pack(">BBHHH", 128, 0, 0, 0x5fc, 1) + payload
+        pseudo = src.packed + dst.packed + struct.pack(">IxxxB", len(l4), proto)
+        return _ipv6(src, dst, proto, l4[:2] + struct.pack(">H", _csum(pseudo + l4)) + l4[4:]), \
+            proto
     else:
         l4 = struct.pack(">BBHHH", 8, 0, 0, 0x5fc, 1) + payload
         l4 = l4[:2] + struct.pack(">H", _csum(l4)) + l4[4:]
+    if dst.version == 6:
+        pseudo = src.packed + dst.packed + struct.pack(">IxxxB", len(l4), proto)
+        at = 16 if proto == 6 else 6
+        l4 = l4[:at] + struct.pack(">H", _csum(pseudo + l4) or 0xffff) + l4[at + 2:]
+        return _ipv6(src, dst, proto, l4), proto
     hdr = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 0x5fc1, 0, 64, proto, 0,
                       src.packed, dst.packed)
     hdr = hdr[:10] + struct.pack(">H", _csum(hdr)) + hdr[12:]
@@ -45,6 +58,11 @@ def probe_packet(c: ClassifierSpec, src: IPv4Address, dst: IPv4Address,
         at = 16 if proto == 6 else 6
         l4 = l4[:at] + struct.pack(">H", _csum(pseudo + l4) or 0xffff) + l4[at + 2:]
     return hdr + l4, proto
+
+
+def _ipv6(src: Address, dst: Address, proto: int, l4: bytes) -> bytes:
+    """``l4`` behind an IPv6 header (hop limit 64, no flow label)."""
+    return struct.pack(">IHBB16s16s", 6 << 28, len(l4), proto, 64, src.packed, dst.packed) + l4
 
 
 def _csum(b: bytes) -> int:
@@ -56,9 +74,10 @@ def _csum(b: bytes) -> int:
     return ~s & 0xffff
 
 
-def _send(netns_name: str, packet: bytes, dst: IPv4Address) -> None:
+def _send(netns_name: str, packet: bytes, dst: Address) -> None:
     with netns.entered(netns_name):
-        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        s = socket.socket(socket.AF_INET6 if dst.version == 6 else socket.AF_INET,
+                          socket.SOCK_RAW, socket.IPPROTO_RAW)
     try:
         s.sendto(packet, (str(dst), 0))
     finally:
@@ -66,8 +85,8 @@ def _send(netns_name: str, packet: bytes, dst: IPv4Address) -> None:
 
 
 def trace_here(lab: str, plan: Any, sp: SteeringPlan, d: DirectionPlan,
-               wanted: list[PathPlan], base: int, spec: ClassifierSpec, src: IPv4Address,
-               dst: IPv4Address, wait: float) -> dict[str, Any]:
+               wanted: list[PathPlan], base: int, spec: ClassifierSpec, src: Address,
+               dst: Address, wait: float) -> dict[str, Any]:
     """``trace`` of direction ``d``'s ``wanted`` paths in this machine's kernel: a probe
     hashed onto each path (:func:`probe_ports` against the live slot table), then the label
     traceroute of :mod:`sfclab.live.ops.chains`."""
@@ -99,20 +118,20 @@ def trace_here(lab: str, plan: Any, sp: SteeringPlan, d: DirectionPlan,
                                              for x in traced)}
 
 
-def probe_ports(spec: ClassifierSpec, src: IPv4Address, dst: IPv4Address, sym: int,
+def probe_ports(spec: ClassifierSpec, src: Address, dst: Address, sym: int,
                 slots: list[int], wanted: set[int], limit: int = 1 << 18
                 ) -> dict[int, tuple[int, int]]:
     """Path-table index -> (source port, destination port) of a probe matching ``spec``
     whose flow hash (:mod:`sfclab.plan.flowhash`) picks a slot holding that path, for each
     of ``wanted`` found within ``limit`` tries (ports inside the classifier's ranges)."""
-    proto = {"tcp": 6, "udp": 17, "icmp": 1, "any": 17}[spec.proto]
+    proto = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "any": 17}[spec.proto]
     s_lo, s_hi = spec.sport if spec.sport else (40000, 65535)
     d_lo, d_hi = spec.dport if spec.dport else (33434, 33434)
     found: dict[int, tuple[int, int]] = {}
     tries = 0
     for dport in range(d_lo, d_hi + 1):
         for sport in range(s_lo, s_hi + 1):
-            hs, hd = (sport, dport) if proto != 1 else (0, 0)
+            hs, hd = (sport, dport) if proto not in (1, 58) else (0, 0)
             pi = slots[flowhash.slot_of(len(slots), flowhash.flow_hash(src, dst, hs, hd, proto,
                                                                        sym))] if slots else -1
             if pi in wanted and pi not in found:
@@ -120,7 +139,7 @@ def probe_ports(spec: ClassifierSpec, src: IPv4Address, dst: IPv4Address, sym: i
                 if len(found) == len(wanted):
                     return found
             tries += 1
-            if tries >= limit or proto == 1:
+            if tries >= limit or proto in (1, 58):
                 return found
     return found
 
@@ -137,7 +156,7 @@ def _until(wait: float, look: Callable[[], T]) -> T:
 
 
 def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, path: PathPlan,
-                index: int, packet: bytes, dst: IPv4Address, wait: float) -> dict[str, Any]:
+                index: int, packet: bytes, dst: Address, wait: float) -> dict[str, Any]:
     """Label traceroute of one path with a probe that hashes onto it."""
     ns = plan.netns_of(d.ingress)
     hops_by_label = {h.label: h for h in sp.hops}

@@ -16,7 +16,7 @@ delivered.  It briefly lowers that path's TTL, so run it on a quiet lab.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address
+from ipaddress import ip_address
 from typing import Any
 
 from ...errors import LabError
@@ -194,13 +194,15 @@ def _trace_direction(lab: str, plan: Any, sp: SteeringPlan, chain: str, d: Direc
         raise LabError(f"chain '{chain}' has paths 0 to {len(d.paths) - 1}, no path {path}")
     spec = ClassifierSpec.model_validate({k: v for k, v in cl.items()
                                           if k not in ("index", "entries")})
+    # the probe's family: the classifier's (IPv6 for ipv6; any and ipv4 probe with IPv4)
+    fam = 6 if spec.family == "ipv6" else 4
     src = spec.src.network_address + (1 if spec.src.num_addresses > 1 else 0) if spec.src \
-        else plan.address_of(d.ingress)
+        else plan.address_of(d.ingress, fam)
     dst = spec.dst.network_address + (1 if spec.dst.num_addresses > 1 else 0) if spec.dst \
-        else plan.address_of(d.egress)
+        else plan.address_of(d.egress, fam)
     wanted = [d.paths[path]] if path is not None else list(d.paths)
     base = path_base(sp, d.index)
     return live_for(LabState(lab)).trace_paths(plan, sp, d, wanted, base, spec,
-                                               IPv4Address(src), IPv4Address(dst), wait)
+                                               ip_address(src), ip_address(dst), wait)
 
 

@@ -24,7 +24,7 @@ anything is made -- and then ask the runtime of :func:`sfclab.live.runtime.table
 from __future__ import annotations
 
 from abc import abstractmethod
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +106,8 @@ class LiveRuntime(HostRuntime):
     @abstractmethod
     def trace_paths(self, plan: Plan, sp: SteeringPlan, d: DirectionPlan,
                     wanted: list[PathPlan], base: int, spec: ClassifierSpec,
-                    src: IPv4Address, dst: IPv4Address, wait: float) -> dict[str, Any]:
+                    src: IPv4Address | IPv6Address, dst: IPv4Address | IPv6Address,
+                    wait: float) -> dict[str, Any]:
         """``chain trace`` of direction ``d``'s ``wanted`` paths (:mod:`sfclab.live.chains.trace`)."""
 
     # --- health ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,7 +126,8 @@ class LocalLive(LocalRuntime, LiveRuntime):
 
     def trace_paths(self, plan: Plan, sp: SteeringPlan, d: DirectionPlan,
                     wanted: list[PathPlan], base: int, spec: ClassifierSpec,
-                    src: IPv4Address, dst: IPv4Address, wait: float) -> dict[str, Any]:
+                    src: IPv4Address | IPv6Address, dst: IPv4Address | IPv6Address,
+                    wait: float) -> dict[str, Any]:
         return trace.trace_here(self.state.name, plan, sp, d, wanted, base, spec, src, dst,
                                 wait)
 

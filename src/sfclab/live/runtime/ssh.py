@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -205,7 +205,8 @@ class SshLive(SshRuntime, LiveRuntime):
 
     def trace_paths(self, plan: Plan, sp: SteeringPlan, d: DirectionPlan,
                     wanted: list[PathPlan], base: int, spec: ClassifierSpec,
-                    src: IPv4Address, dst: IPv4Address, wait: float) -> dict[str, Any]:
+                    src: IPv4Address | IPv6Address, dst: IPv4Address | IPv6Address,
+                    wait: float) -> dict[str, Any]:
         return live_ssh_trace.trace_over_ssh(self, plan, sp, d, wanted, base, spec, src, dst, wait)
 
     # --- health ----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 from typing import Any, TypeVar
 
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
@@ -33,7 +33,8 @@ def _until(wait: float, look: Callable[[], T]) -> T:
 
 
 def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
-                  path: PathPlan, index: int, packet: bytes, dst: IPv4Address, wait: float
+                  path: PathPlan, index: int, packet: bytes, dst: IPv4Address | IPv6Address,
+                  wait: float
                   ) -> tuple[list[dict[str, Any]], bool]:
     """``trace`` on hosts driven over SSH: each step's probe sent by the ingress's host's
     agent (which sets the path's TTL and puts it back once the probe took the path), the TTL
@@ -80,7 +81,8 @@ def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
 
 def trace_over_ssh(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
                         wanted: list[PathPlan], base: int, spec: ClassifierSpec,
-                        src: IPv4Address, dst: IPv4Address, wait: float) -> dict[str, Any]:
+                        src: IPv4Address | IPv6Address, dst: IPv4Address | IPv6Address,
+                        wait: float) -> dict[str, Any]:
     """``trace`` over SSH: the slot table lives on the ingress's host, so probes are not
     hashed onto paths; each wanted path is traced by the label traceroute with the default
     probe (its TTL steps set in that path's own entry), which shows the path's hops."""
