@@ -29,7 +29,7 @@ from ..experiments.report import (CHAIN_LENGTH, MAX_PLOTTED_METRICS, Heading, Pa
                                   main_parameter, ordered_metrics)
 from ..experiments.stats import metric_names, series, short
 from ..experiments.store import ExperimentRow, RunRow, Store
-from ..experiments.units import axis_label, scale
+from ..experiments.units import axis_label, param_words, scale, title
 from .errors import NotFound
 
 #: points on a drawn fit curve
@@ -119,7 +119,7 @@ def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
     throughput against chain length, fits), and the offered-vs-received curves."""
     done = store.runs(e.id, status="done", with_metrics=True)
     x = main_parameter(done)
-    out: dict[str, Any] = {"experiment": e.id, "x": x, "x_label": short(x) if x else None,
+    out: dict[str, Any] = {"experiment": e.id, "x": x, "x_label": param_words(x) if x else None,
                            "metrics": [], "curves": []}
     if x is not None:
         shown, _cpu = ordered_metrics(metric_names(done))
@@ -131,6 +131,7 @@ def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
             fitted = x == CHAIN_LENGTH and is_throughput(name)
             out["metrics"].append({
                 "metric": name, "unit": sc.unit, "y_label": axis_label(name, sc),
+                "title": title(name, x),
                 "throughput": is_throughput(name),
                 "series": [{"name": s.name, "x": s.xs,
                             "mean": [sc(p.mean) for p in s.points],
@@ -150,6 +151,9 @@ def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
     if pts:
         sc = scale("offered_pps", pts)
         out["curves_unit"] = sc.unit
+        out["curves_title"] = title("received_pps", "offered_pps")
+        out["curves_x_label"] = axis_label("offered_pps", sc)
+        out["curves_y_label"] = axis_label("received_pps", sc)
         out["curves"] = [{"name": k, "offered": [sc(o) for o, _ in sorted(v)],
                           "received": [sc(r) for _, r in sorted(v)]}
                          for k, v in curves.items() if v]
