@@ -19,8 +19,8 @@ from typing import Any
 from ..errors import SpecError
 from ..spec.experiment import LabValidator, expand, load_experiment
 from ..spec.limits import MAX_RUNS
-from ..traffic.environment import environment as host_environment
 from .report import build_report
+from .provenance import recorded_environment as host_environment
 from .runner import Calibrate, LabUp, Measure, Progress, Runner, RunSummary, TextProgress
 from .stats import short
 from .store import Store

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from ..experiments.compare import compare
 from ..experiments.fit import analyze_chain
 from ..experiments.report import (CHAIN_LENGTH, MAX_PLOTTED_METRICS, Heading, Para, Table,
                                   _curve_points, experiment_blocks, is_throughput,
@@ -191,3 +192,14 @@ def tables(store: Store, e: ExperimentRow) -> list[dict[str, Any]]:
             _TABLES.pop(next(iter(_TABLES)))
         _TABLES[key] = out
         return out
+
+
+def comparison(store: Store, sides: list[str], metrics: list[str] | None) -> dict[str, Any]:
+    """:func:`sfclab.experiments.compare.compare` for the page: an unknown experiment is 404,
+    bad input (a malformed side, a metric not every side measured) 422."""
+    try:
+        return clean(compare(store, sides, metrics=metrics))
+    except SpecError as e:
+        if e.message.startswith("no experiment"):
+            raise NotFound(str(e)) from None
+        raise
