@@ -308,6 +308,7 @@
         await drawResults(db, exp);
       }
       sel.onchange = () => pick().catch(e => say(e.message));
+      window.SfclabCompare.setup(api, db, data.experiments);
       if (data.experiments.length) {
         const wanted = location.hash.split("/")[2];
         sel.value = wanted && data.experiments.some(e => String(e.id) === wanted)
