@@ -99,3 +99,12 @@ def test_words_for_parameters_and_titles() -> None:
     assert metric_words("cpu.softirq") == "CPU softirq"
     assert title("throughput_bps", "lab.chain.length", of="e") == \
         "e: throughput against chain length"
+
+
+def test_the_terminal_shows_runs_in_words_and_units(db: Path) -> None:
+    from sfclab.experiments.commands import results_show
+
+    listing = results_show(db, "chains")
+    one = results_show(db, run=1)
+    assert "throughput_bps" not in listing + one and "retransmits" in listing
+    assert "Gbit/s" in listing and "  throughput " in one and " Gbit/s" in one

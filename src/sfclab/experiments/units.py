@@ -167,6 +167,12 @@ def param_words(param: str) -> str:
     return " ".join(parts).replace("_", " ")
 
 
+def reading(metric: str, value: float) -> str:
+    """One figure as a person reads it: ``throughput_bps`` 1.23e10 -> ``throughput 12.3
+    Gbit/s``."""
+    return f"{metric_words(metric)} {scale(metric, [value]).format(value)}"
+
+
 def point_words(label: dict[str, object]) -> str:
     """A point of the swept parameters in words: ``{"measure.flows": 1}`` -> ``flows 1``."""
     return ", ".join(f"{param_words(k)} {v}" for k, v in label.items()) or "all runs"
