@@ -139,7 +139,7 @@ def test_report_of_one_run_without_sweep(tmp_path):
     run_experiment(p, tmp_path / "o.db", lab_up, make_measure(), NullProgress(),
                    sleep=lambda s: None, environment=None)
     md = write_report(tmp_path / "o.db", tmp_path / "out").read_text()
-    assert "| throughput_bps |" in md and "| 2 |" in md
+    assert "| throughput |" in md and "| 2 |" in md
 
 
 def test_results_commands(db):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import SpecError
 from .status import ExitStatus
 
 
@@ -46,12 +48,42 @@ def cmd_results(a: argparse.Namespace) -> int:
 def cmd_report(a: argparse.Namespace) -> int:
     from ..experiments.commands import write_report
 
+    if a.compare:
+        return _compare(a)
+    if a.out is None:
+        raise SpecError("expected --out DIR (where the report goes) or --compare RUN RUN ...",
+                        place="--out")
     path = write_report(a.db, a.out)
     if a.json:
         print(json.dumps({"report": str(path), "html": str(path.with_suffix(".html"))}))
     else:
         print(f"report written: {path} (and {path.with_suffix('.html')})")
     return ExitStatus.OK
+
+
+def _compare(a: argparse.Namespace) -> int:
+    from ..experiments.compare import compare
+    from ..experiments.comparetext import render
+    from ..experiments.store import Store
+
+    with Store(a.db, readonly=True) as st:
+        c = compare(st, a.compare, metrics=a.metric, findings=a.findings)
+    if a.json:
+        print(json.dumps(clean(c), indent=2, default=str))
+    else:
+        print(render(c))
+    return ExitStatus.OK
+
+
+def clean(v: Any) -> Any:
+    """``v`` with NaN and infinities as None (JSON has neither)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    return v
 
 
 def register(sub: Any, add: Callable) -> None:
@@ -77,4 +109,11 @@ def register(sub: Any, add: Callable) -> None:
     sp = add("report", cmd_report, "write report.md and report.html with tables, plots and fits",
              "sfclab report --db results.db --out report/")
     sp.add_argument("--db", default=DEFAULT_DB)
-    sp.add_argument("--out", required=True, metavar="DIR")
+    sp.add_argument("--out", metavar="DIR", help="where report.md, report.html and plots/ go")
+    sp.add_argument("--compare", nargs="+", metavar="RUN",
+                    help="instead: compare these side by side (the first is the baseline): "
+                         "experiments by id or name, or EXPERIMENT:RUNS (run ids, 12-20,25)")
+    sp.add_argument("--metric", action="append", help="with --compare: only this metric "
+                    "(repeatable; default: every metric all sides measured)")
+    sp.add_argument("--findings", metavar="FILE", help="with --compare: the published findings "
+                    "(default: scenarios/findings.yaml of this source tree)")

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..experiments.units import reading
 from .status import ExitStatus
 
 
@@ -69,7 +70,7 @@ def _iperf_text(d: dict[str, Any]) -> str:
              f"({' > '.join(d['params'].get('path', []))}): {_bps(m.get('throughput_bps'))}"]
     for k in ("jain_fairness", "retransmits", "udp_loss_ratio", "jitter_ms"):
         if k in m:
-            lines.append(f"  {k}: {m[k]:.6g}")
+            lines.append(f"  {reading(k, m[k])}")
     for i, bps in enumerate(d.get("per_flow_bps", [])):
         lines.append(f"  flow {i}: {_bps(bps)}")
     return "\n".join(lines)

@@ -4,12 +4,16 @@
 - :mod:`.live`         the real lab, measurement and calibration the runner is given (its
                        tests give it fakes)
 - :mod:`.store`        the SQLite results store (experiments, runs, metrics, environment, raw)
-- host facts come from :mod:`sfclab.traffic.environment`
+- host facts come from :mod:`sfclab.traffic.environment`, with :mod:`.provenance` (the
+                       source tree's commit and the load of each invocation)
 - :mod:`.stats`        mean, standard deviation, Student-t confidence intervals, series
 - :mod:`.fit`          the power law t(n) = (1 - l)^(n - 2) t(2) and where it stops holding
-- :mod:`.units`        units people read: a metric's quantity and the prefix that fits it
+- :mod:`.units`        units and words people read: a metric's quantity, the prefix that
+                       fits it, and the words for metrics and parameters in every label
 - :mod:`.plots`        PNG and SVG figures (matplotlib, headless)
 - :mod:`.report`       report.md and a self-contained report.html
+- :mod:`.compare`      results side by side: series, ratios with 95 % intervals, environment
+                       differences, published bands; :mod:`.comparetext` prints it
 - :mod:`.findings`     published findings as data, and their verdicts from a run's databases
 - :mod:`.verdicts`     the verdict rule: Fieller's interval of a ratio against the claim
 - :mod:`.page`         docs/reproduction.md filled from a run of scripts/reproduce.sh, with

@@ -8,7 +8,6 @@ missing database: exit 2) or whatever ``lab_up``/``measure`` raise outside a run
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,11 +18,12 @@ from typing import Any
 from ..errors import SpecError
 from ..spec.experiment import LabValidator, expand, load_experiment
 from ..spec.limits import MAX_RUNS
-from ..traffic.environment import environment as host_environment
+from .provenance import recorded_environment as host_environment
 from .report import build_report
 from .runner import Calibrate, LabUp, Measure, Progress, Runner, RunSummary, TextProgress
 from .stats import short
 from .store import Store
+from .units import reading
 
 from . import DEFAULT_DB  # noqa: E402  (re-exported for callers)
 
@@ -81,10 +81,6 @@ def results_ls(db: str | os.PathLike[str] | None) -> str:
     return _table(["id", "name", "created", "done", "failed", "pending", "source"], rows)
 
 
-def _fmt(v: float) -> str:
-    return "–" if isinstance(v, float) and math.isnan(v) else f"{v:.6g}"
-
-
 def results_show(db: str | os.PathLike[str] | None, experiment: int | str | None = None,
                  run: int | None = None) -> str:
     """With ``run``: that run in full (parameters, metrics, environment, raw outputs).
@@ -101,7 +97,7 @@ def results_show(db: str | os.PathLike[str] | None, experiment: int | str | None
             out.append("params: " + json.dumps(r.params, sort_keys=True))
             out.append("measure: " + json.dumps(r.measure, sort_keys=True))
             out.append("metrics:")
-            out += [f"  {k} = {_fmt(v)}" for k, v in r.metrics.items()]
+            out += [f"  {reading(k, v)}" for k, v in r.metrics.items()]
             env = store.run_environment(r.id)
             if env:
                 out.append("environment: " + json.dumps(env, sort_keys=True))
@@ -119,8 +115,8 @@ def results_show(db: str | os.PathLike[str] | None, experiment: int | str | None
         rows = []
         for r in store.runs(e.id, with_metrics=True):
             params = " ".join(f"{short(k)}={v}" for k, v in r.params.items())
-            metrics = " ".join(f"{k}={_fmt(v)}" for k, v in sorted(r.metrics.items())
-                               if not k.startswith("cpu."))
+            metrics = ", ".join(reading(k, v) for k, v in sorted(r.metrics.items())
+                                if not k.startswith("cpu."))
             rows.append([r.id, r.order, r.status, params or "–", r.repetition,
                          metrics if r.status != "failed" else (r.error or "")[:80]])
         return head + _table(["run", "trial", "status", "params", "rep", "metrics / error"], rows)

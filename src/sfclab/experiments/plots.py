@@ -21,7 +21,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .fit import ChainAnalysis
-from .stats import Series, relative_to_baseline, short
+from .stats import Series, relative_to_baseline
+from .units import metric_words, param_words
 
 FORMATS = ("png", "svg")
 
@@ -85,8 +86,8 @@ def plot_series(all_series: Sequence[Series], stem: str | Path, *, ylabel: str |
     fig = _figure()
     ax = fig.add_subplot()
     _errorbars(ax, all_series, yscale)
-    ax.set_xlabel(short(all_series[0].x))
-    ax.set_ylabel(ylabel or all_series[0].metric)
+    ax.set_xlabel(param_words(all_series[0].x))
+    ax.set_ylabel(ylabel or metric_words(all_series[0].metric))
     if logy:
         ax.set_yscale("log")
     if title:
@@ -104,8 +105,9 @@ def plot_relative(all_series: Sequence[Series], stem: str | Path, *,
     ax = fig.add_subplot()
     _errorbars(ax, rel)
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_xlabel(short(rel[0].x))
-    ax.set_ylabel(f"{rel[0].metric} relative to {short(rel[0].x)}={rel[0].xs[0]}")
+    ax.set_xlabel(param_words(rel[0].x))
+    ax.set_ylabel(f"{metric_words(rel[0].metric)} relative to {param_words(rel[0].x)} "
+                  f"{rel[0].xs[0]}")
     if title:
         ax.set_title(title)
     return save(fig, stem)
@@ -148,8 +150,8 @@ def plot_offered_received(curves: Mapping[str, Sequence[tuple[float, float]]],
                    facecolors="none", edgecolors="red", linewidths=1.2,
                    label="measurement-limited", zorder=3)
     ax.plot([0, top], [0, top], color="grey", linewidth=0.8, linestyle=":", label="ideal (no loss)")
-    ax.set_xlabel(f"offered ({unit})")
-    ax.set_ylabel(f"received ({unit})")
+    ax.set_xlabel(f"offered rate ({unit})")
+    ax.set_ylabel(f"received rate ({unit})")
     ax.legend(fontsize="small")
     ax.grid(True, alpha=0.3)
     if title:
@@ -175,7 +177,7 @@ def plot_fit(lengths: Sequence[float], throughputs: Sequence[float], analysis: C
                 label=f"fit up to n = {analysis.holds_up_to}: l = {100 * h.loss:.1f} %")
         ax.axvline(analysis.breaks_at, color="grey", linewidth=0.8, linestyle=":")
     ax.set_yscale("log")
-    ax.set_xlabel("chain length n")
+    ax.set_xlabel("chain length")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize="small")
     ax.grid(True, alpha=0.3, which="both")

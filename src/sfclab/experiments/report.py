@@ -32,7 +32,8 @@ from .fit import analyze_chain
 from .plots import plot_fit, plot_offered_received, plot_relative, plot_series
 from .stats import Series, Summary, metric_names, series, short, summarize, swept_params
 from .store import ExperimentRow, RunRow, Store
-from .units import Scale, axis_label, scale
+from .units import (Scale, axis_label, metric_words, param_words, point_words, scale,
+                    title)
 
 CHAIN_LENGTH = "lab.chain.length"
 THROUGHPUT_RE = re.compile(r"(throughput|bps|bits_per_second|pps|rate|goodput)", re.I)
@@ -188,7 +189,7 @@ def _series_table(all_series: list[Series]) -> tuple[Table, Scale, bool]:
     for s in all_series:
         xs += [x for x in s.xs if x not in xs]
     sc = scale(all_series[0].metric, [p.mean for s in all_series for p in s.points])
-    header = [short(all_series[0].x)] + [s.name for s in all_series]
+    header = [param_words(all_series[0].x)] + [s.name for s in all_series]
     rows = []
     wide = False
     for x in xs:
@@ -253,7 +254,8 @@ def experiment_blocks(store: Store, exp: ExperimentRow, out_dir: Path,
                        + (f" Source: `{exp.source}`." if exp.source else "")))
     if spec.get("sweep"):
         blocks.append(Table(["swept parameter", "values"],
-                            [[p, ", ".join(map(str, v))] for p, v in spec["sweep"].items()]))
+                            [[param_words(p), ", ".join(map(str, v))]
+                             for p, v in spec["sweep"].items()]))
 
     envs = store.environments(exp.id)
     if envs:
@@ -294,7 +296,8 @@ def _metric_blocks(exp: ExperimentRow, done: list[RunRow], out_dir: Path,
         for n in shown + cpu:
             s = summarize(r.metrics.get(n, math.nan) for r in done)
             sc = scale(n, [s.mean])
-            rows.append([n, _cell(s, sc, with_n=False), sc.format(s.std), str(s.n)])
+            rows.append([metric_words(n), _cell(s, sc, with_n=False), sc.format(s.std),
+                         str(s.n)])
         blocks.append(Heading(3, "Metrics"))
         blocks.append(Table(["metric", "mean ± 95 % CI", "std", "n"], rows))
         if any(WIDE_MARK in r[1] for r in rows):
@@ -307,22 +310,23 @@ def _metric_blocks(exp: ExperimentRow, done: list[RunRow], out_dir: Path,
         if not all_series:
             continue
         table, sc, wide = _series_table(all_series)
-        blocks.append(Heading(3, f"`{name}` against `{short(x)}`"))
+        blocks.append(Heading(3, title(name, x)))
         blocks.append(table)
         if wide:
             blocks.append(Para(WIDE_NOTE))
         if plotted < MAX_PLOTTED_METRICS:
             stem = out_dir / "plots" / f"{exp.id}-{_slug(name)}"
-            plot_series(all_series, stem, title=f"{exp.name}: {name}",
+            plot_series(all_series, stem, title=title(name, x, of=exp.name),
                         ylabel=axis_label(name, sc), yscale=sc.factor)
-            blocks.append(Image(f"plots/{stem.name}.png", f"{name} against {short(x)}"))
+            blocks.append(Image(f"plots/{stem.name}.png", title(name, x)))
             plotted += 1
             numeric = all(isinstance(v, (int, float)) for s in all_series for v in s.xs)
             wanted = name in fit_metrics if fit_metrics is not None else is_throughput(name)
             if wanted and numeric:
                 stem_r = out_dir / "plots" / f"{exp.id}-{_slug(name)}-relative"
-                plot_relative(all_series, stem_r, title=f"{exp.name}: {name}, relative")
-                blocks.append(Image(f"plots/{stem_r.name}.png", f"{name} relative"))
+                plot_relative(all_series, stem_r,
+                              title=f"{exp.name}: {metric_words(name)}, relative")
+                blocks.append(Image(f"plots/{stem_r.name}.png", f"{metric_words(name)} relative"))
             if wanted and x == CHAIN_LENGTH:
                 blocks += _fit_blocks(exp, done, name, all_series, out_dir)
     if cpu:
@@ -335,14 +339,14 @@ def _cpu_blocks(done: list[RunRow], cpu: list[str], x: str) -> list[Block]:
     (means over the repetitions)."""
     columns: dict[str, list[Series]] = {n: series(done, n, x) for n in cpu}
     rows: dict[str, list[str]] = {}
-    header = [short(x)] + [n[len("cpu."):] for n in cpu]
+    header = [param_words(x)] + [metric_words(n) for n in cpu]
     for j, n in enumerate(cpu):
         sc = scale(n, [p.mean for s in columns[n] for p in s.points])
         for s in columns[n]:
             for xv, p in zip(s.xs, s.points):
                 key = f"{xv}" + (f" ({s.name})" if s.label else "")
                 rows.setdefault(key, [key] + [""] * len(cpu))[j + 1] = sc.format(p.mean, 3)
-    return [Heading(3, f"CPU during the measurements, against `{short(x)}`"),
+    return [Heading(3, f"CPU during the measurements, against {param_words(x)}"),
             Para("Means over the repetitions: shares of all cores in %, per-process CPU in "
                  "seconds."),
             Table(header, list(rows.values()))]
@@ -350,7 +354,8 @@ def _cpu_blocks(done: list[RunRow], cpu: list[str], x: str) -> list[Block]:
 
 def _fit_blocks(exp: ExperimentRow, done: list[RunRow], name: str, all_series: list[Series],
                 out_dir: Path) -> list[Block]:
-    blocks: list[Block] = [Heading(4, f"Power law t(n) = (1 − l)^(n − 2) · t(2) for `{name}`")]
+    blocks: list[Block] = [Heading(4, "Power law t(n) = (1 − l)^(n − 2) · t(2) for "
+                                      f"{metric_words(name)}")]
     rows: list[list[str]] = []
     notes: list[Block] = []
     sc = scale(name, [p.mean for s in all_series for p in s.points])
@@ -375,7 +380,7 @@ def _fit_blocks(exp: ExperimentRow, done: list[RunRow], name: str, all_series: l
                           + "."))
         stem = out_dir / "plots" / f"{exp.id}-{_slug(name)}-fit-{i}"
         plot_fit(ns, ts, a, stem, ylabel=axis_label(name, sc), yscale=sc.factor,
-                 title=f"{exp.name}: {s.name}")
+                 title=f"{exp.name}: {metric_words(name)}, {point_words(s.label)}")
         notes.append(Image(f"plots/{stem.name}.png", f"power-law fit, {s.name}"))
     if rows:
         blocks.append(Table(["series", "per-hop loss l", "95 % CI of l", "t(2)", "R²",
@@ -401,8 +406,9 @@ def _curve_blocks(store: Store, exp: ExperimentRow, done: list[RunRow],
     stem = out_dir / "plots" / f"{exp.id}-offered-received"
     sc = scale("offered_pps", [o for pts in curves.values() for o, _ in pts])
     plot_offered_received(curves, stem, unit=sc.unit, scale=sc.factor,
-                          title=f"{exp.name}: offered vs received", limited=limited)
-    return [Heading(3, "Offered vs received"),
+                          title=f"{exp.name}: received rate against offered rate",
+                          limited=limited)
+    return [Heading(3, "Received rate against offered rate"),
             Image(f"plots/{stem.name}.png", "offered vs received")]
 
 

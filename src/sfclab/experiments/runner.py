@@ -36,7 +36,7 @@ from typing import Any, ContextManager, TextIO
 
 from ..errors import SfclabError
 from ..spec.experiment import Experiment, LabValidator, RunPoint, expand, trial_order
-from ..traffic.environment import environment as host_environment
+from .provenance import recorded_environment as host_environment
 from ..traffic.result import Measurement, ResultError
 from .store import Store
 

@@ -413,6 +413,13 @@ class Store:
             "SELECT data FROM environment WHERE experiment_id = ? AND run_id IS NULL ORDER BY id",
             (experiment_id,))]
 
+    def environments_recorded(self, experiment_id: int) -> list[tuple[float, dict[str, Any]]]:
+        """(recorded, data) of each host environment of the experiment, oldest first."""
+        return [(t, _loads(d, f"an environment of experiment {experiment_id}", self.path))
+                for t, d in self._conn.execute(
+            "SELECT recorded, data FROM environment WHERE experiment_id = ? AND run_id IS NULL"
+            " ORDER BY id", (experiment_id,))]
+
     def run_environment(self, run_id: int) -> dict[str, Any] | None:
         row = self._conn.execute("SELECT data FROM environment WHERE run_id = ?",
                                  (run_id,)).fetchone()

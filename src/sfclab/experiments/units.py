@@ -4,6 +4,13 @@ Metric names end in their unit (``throughput_bps``, ``received_pps``, ``latency_
 ``loss_ratio``, ``cpu.…_s``); :func:`quantity` reads it and :func:`scale` picks one prefix for a
 whole column or axis (the one that fits its largest value), so a table shows ``12.3 Gbit/s``
 rather than ``1.23e+10`` and an axis is labelled ``throughput (Gbit/s)``.
+
+Words people read, never field names: :func:`metric_words` names a metric (``received_pps`` ->
+``received rate``, from :data:`METRIC_WORDS` or its name without the unit), :func:`param_words`
+a swept parameter (``lab.chain.length`` -> ``chain length``, from :data:`PARAM_WORDS`), and
+:func:`axis_label` / :func:`title` put them together.  The terminal, the report, the plots and
+the web view all take their labels from here (the web view in the JSON the server sends);
+field names stay in JSON keys and CSV columns only.
 """
 
 from __future__ import annotations
@@ -95,9 +102,89 @@ def scale(metric: str, values: Iterable[float]) -> Scale:
     return Scale(base / chosen[0], f"{chosen[1]}{q.unit}")
 
 
+#: a metric's words where its name without the unit would not say it (one entry per metric)
+METRIC_WORDS: dict[str, str] = {
+    "throughput_bps": "throughput",
+    "received_pps": "received rate",
+    "sent_pps": "sent rate",
+    "offered_pps": "offered rate",
+    "max_received_pps": "peak received rate",
+    "max_received_at_offered_pps": "offered rate at the peak",
+    "ndr_pps": "NDR",
+    "pdr_pps": "PDR",
+    "ndr_lower_bound_pps": "NDR (lower bound)",
+    "loss_ratio": "loss",
+    "udp_loss_ratio": "UDP loss",
+    "jain_fairness": "Jain fairness",
+    "flow_max_bps": "fastest flow",
+    "flow_min_bps": "slowest flow",
+}
+
+#: a swept parameter's words (the rest: the last part of its name, '_' as a space)
+PARAM_WORDS: dict[str, str] = {
+    "lab.chain.length": "chain length",
+    "chain.length": "chain length",
+    "measure.flows": "flows",
+    "measure.size": "frame size (B)",
+    "measure.duration": "duration (s)",
+    "measure.rates": "offered rates",
+    "measure.zerocopy": "zerocopy",
+    "measure.protocol": "protocol",
+    "offered_pps": "offered rate",
+}
+
+_UNIT_TOKEN = re.compile(r"(^|_)(bps|pps|us|ms|ns|s|ratio|bytes)(?=$|_)")
+_PERCENTILE = re.compile(r"^(.*?)\s*\b(p\d+(?:\.\d+)?|mean|min|max|avg)\s*(.*)$")
+
+
+def metric_words(metric: str) -> str:
+    """The metric in words without its unit: ``throughput_bps`` -> ``throughput``,
+    ``latency_us_p99`` and ``latency_p99_us`` -> ``latency p99``, ``cpu.softirq`` -> ``CPU
+    softirq``."""
+    if metric in METRIC_WORDS:
+        return METRIC_WORDS[metric]
+    head, _, name = metric.rpartition(".")
+    words = _UNIT_TOKEN.sub(r"\1", name).strip("_").replace("_", " ")
+    words = re.sub(r"\s+", " ", words)
+    m = _PERCENTILE.match(words) if words.startswith("latency") else None
+    if m and m.group(3):  # "latency p99 one way" stays; "latency p99" is already in order
+        words = f"{m.group(1)} {m.group(3)} {m.group(2)}".strip()
+    if head.startswith("cpu"):
+        words = "CPU " + words
+    return words or quantity(metric)[0].label or "value"
+
+
+def param_words(param: str) -> str:
+    """A swept parameter in words: ``lab.chain.length`` -> ``chain length``,
+    ``measure.flows`` -> ``flows``, ``lab.nodes.fw.rules`` -> ``fw rules``."""
+    if param in PARAM_WORDS:
+        return PARAM_WORDS[param]
+    parts = param.split(".")
+    if parts[0] in ("lab", "measure") and len(parts) > 1:
+        parts = parts[1:]
+    if parts[0] == "nodes" and len(parts) > 1:
+        parts = parts[1:]
+    return " ".join(parts).replace("_", " ")
+
+
+def reading(metric: str, value: float) -> str:
+    """One figure as a person reads it: ``throughput_bps`` 1.23e10 -> ``throughput 12.3
+    Gbit/s``."""
+    return f"{metric_words(metric)} {scale(metric, [value]).format(value)}"
+
+
+def point_words(label: dict[str, object]) -> str:
+    """A point of the swept parameters in words: ``{"measure.flows": 1}`` -> ``flows 1``."""
+    return ", ".join(f"{param_words(k)} {v}" for k, v in label.items()) or "all runs"
+
+
 def axis_label(metric: str, s: Scale) -> str:
     """``throughput_bps`` in Gbit/s -> ``throughput (Gbit/s)``."""
-    name = metric.rsplit(".", 1)[-1]
-    words = re.sub(r"(^|_)(bps|pps|us|ms|ns|s|ratio)($|_)", r"\1\3", name).strip("_")
-    words = words.replace("_", " ") or quantity(metric)[0].label or metric
+    words = metric_words(metric)
     return f"{words} ({s.unit})" if s.unit else words
+
+
+def title(metric: str, param: str | None = None, *, of: str = "") -> str:
+    """A figure's or a section's title: ``chains: throughput against chain length``."""
+    text = metric_words(metric) + (f" against {param_words(param)}" if param else "")
+    return f"{of}: {text}" if of else text

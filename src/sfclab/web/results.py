@@ -23,13 +23,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from ..experiments.compare import compare
 from ..experiments.fit import analyze_chain
 from ..experiments.report import (CHAIN_LENGTH, MAX_PLOTTED_METRICS, Heading, Para, Table,
                                   _curve_points, experiment_blocks, is_throughput,
                                   main_parameter, ordered_metrics)
 from ..experiments.stats import metric_names, series, short
 from ..experiments.store import ExperimentRow, RunRow, Store
-from ..experiments.units import axis_label, scale
+from ..experiments.units import axis_label, param_words, scale, title
 from .errors import NotFound
 
 #: points on a drawn fit curve
@@ -119,7 +120,7 @@ def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
     throughput against chain length, fits), and the offered-vs-received curves."""
     done = store.runs(e.id, status="done", with_metrics=True)
     x = main_parameter(done)
-    out: dict[str, Any] = {"experiment": e.id, "x": x, "x_label": short(x) if x else None,
+    out: dict[str, Any] = {"experiment": e.id, "x": x, "x_label": param_words(x) if x else None,
                            "metrics": [], "curves": []}
     if x is not None:
         shown, _cpu = ordered_metrics(metric_names(done))
@@ -131,6 +132,7 @@ def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
             fitted = x == CHAIN_LENGTH and is_throughput(name)
             out["metrics"].append({
                 "metric": name, "unit": sc.unit, "y_label": axis_label(name, sc),
+                "title": title(name, x),
                 "throughput": is_throughput(name),
                 "series": [{"name": s.name, "x": s.xs,
                             "mean": [sc(p.mean) for p in s.points],
@@ -150,6 +152,9 @@ def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
     if pts:
         sc = scale("offered_pps", pts)
         out["curves_unit"] = sc.unit
+        out["curves_title"] = title("received_pps", "offered_pps")
+        out["curves_x_label"] = axis_label("offered_pps", sc)
+        out["curves_y_label"] = axis_label("received_pps", sc)
         out["curves"] = [{"name": k, "offered": [sc(o) for o, _ in sorted(v)],
                           "received": [sc(r) for _, r in sorted(v)]}
                          for k, v in curves.items() if v]
@@ -187,3 +192,14 @@ def tables(store: Store, e: ExperimentRow) -> list[dict[str, Any]]:
             _TABLES.pop(next(iter(_TABLES)))
         _TABLES[key] = out
         return out
+
+
+def comparison(store: Store, sides: list[str], metrics: list[str] | None) -> dict[str, Any]:
+    """:func:`sfclab.experiments.compare.compare` for the page: an unknown experiment is 404,
+    bad input (a malformed side, a metric not every side measured) 422."""
+    try:
+        return clean(compare(store, sides, metrics=metrics))
+    except SpecError as e:
+        if e.message.startswith("no experiment"):
+            raise NotFound(str(e)) from None
+        raise

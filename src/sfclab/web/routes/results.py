@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import PlainTextResponse, Response
 
+from ...experiments.compare import MAX_SIDES
+from ...experiments.report import MAX_PLOTTED_METRICS
 from .. import results
 from ..contract import answers
 from ..services import Services, services
@@ -79,3 +81,16 @@ def export(format: Literal["json", "csv"] = "json", experiment: str | None = Non
     if format == "csv":
         return PlainTextResponse(text, media_type="text/csv")
     return Response(text, media_type="application/json")
+
+
+@router.get("/compare", summary="two or more experiments or run sets side by side: series, "
+            "ratios to the first with 95 % intervals, environment differences, published "
+            "figures and the labs they ran on")
+def compare(side: Annotated[list[str], Query(min_length=2, max_length=MAX_SIDES,
+                                             description="an experiment (id or name) or "
+                                             "EXPERIMENT:RUNS (run ids, 12-20,25); the first is "
+                                             "the baseline")],
+            metric: Annotated[list[str] | None, Query(max_length=MAX_PLOTTED_METRICS)] = None,
+            db: DbName = None, s: Services = Depends(services)) -> dict[str, Any]:
+    with results.open_store(_db(db, s)) as st:
+        return results.comparison(st, side, metric)

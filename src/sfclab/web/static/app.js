@@ -192,8 +192,9 @@
         }
       });
       const d = plotDiv(plotsEl, m.metric);
+      d.dataset.label = m.title;  // people's words, from the server (experiments/units.py)
       window.Plotly.newPlot(d, traces, {
-        title: {text: m.metric + " against " + p.x_label}, xaxis: {title: {text: p.x_label}},
+        title: {text: m.title}, xaxis: {title: {text: p.x_label}},
         yaxis: {title: {text: m.y_label}, rangemode: "tozero"}, margin: {t: 50}},
         {responsive: true});
       state.plots.push(m.metric);
@@ -205,9 +206,10 @@
       traces.push({x: [0, top], y: [0, top], name: "ideal (no loss)", mode: "lines",
                    line: {dash: "dot", color: "#999"}});
       const d = plotDiv(plotsEl, "offered vs received");
-      window.Plotly.newPlot(d, traces, {title: {text: "offered vs received"},
-        xaxis: {title: {text: "offered (" + p.curves_unit + ")"}},
-        yaxis: {title: {text: "received (" + p.curves_unit + ")"}}, margin: {t: 50}},
+      d.dataset.label = p.curves_title;
+      window.Plotly.newPlot(d, traces, {title: {text: p.curves_title},
+        xaxis: {title: {text: p.curves_x_label}},
+        yaxis: {title: {text: p.curves_y_label}}, margin: {t: 50}},
         {responsive: true});
       state.plots.push("offered vs received");
     }
@@ -270,6 +272,7 @@
         await drawResults(db, exp);
       }
       sel.onchange = () => pick().catch(e => say(e.message));
+      window.SfclabCompare.setup(api, db, data.experiments);
       if (data.experiments.length) {
         const wanted = location.hash.split("/")[2];
         sel.value = wanted && data.experiments.some(e => String(e.id) === wanted)
