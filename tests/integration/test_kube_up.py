@@ -14,7 +14,7 @@ import yaml
 
 from sfclab.realize.runtime import kubernetes as kube
 from sfclab.realize.runtime import kubernetes_manifests as manifests
-from sfclab.realize.runtime.kubernetes_api import NotFound, resource_path
+from sfclab.realize.runtime.kubernetes_api import NotFound
 
 from .kube import KubeCluster, free_port, kubeconfig
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.xdist_group("kube")
 
 def sfclab(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sfclab.cli", *args], capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=180)
 
 
 @pytest.fixture
@@ -34,17 +34,10 @@ def installed(kube_cluster):
 
 
 @pytest.fixture
-def nodes(installed, lab_name):
-    """Three Nodes of this test (2 CPUs and 1 GiB allocatable each), removed after it."""
-    api = installed.admin()
-    names = [f"{lab_name}-n{i}" for i in (1, 2, 3)]
-    for n in names:
-        api.create(resource_path("v1", "nodes"), {
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": n},
-            "status": {"allocatable": {"cpu": "2", "memory": "1Gi"}}})
-    yield names
-    for n in names:
-        api.delete(resource_path("v1", "nodes", name=n))
+def nodes(installed, kube_machines):
+    """Three Nodes of this test (2 CPUs and 1 GiB allocatable each, an emulated machine and
+    its agent each: :class:`.kube.KubeMachines`), removed after it."""
+    return kube_machines.nodes
 
 
 def lab_file(tmp_path: Path, name: str, cpus: int = 1) -> Path:

@@ -2,11 +2,15 @@
 
 The cluster is the one of the kubeconfig (``--kubeconfig``, else ``$KUBECONFIG``, else
 ``~/.kube/config``) and its context (``--context``, else its current one); the library
-(:mod:`sfclab.realize.runtime.kubernetes`) writes and removes the objects."""
+(:mod:`sfclab.realize.runtime.kubernetes`) writes and removes the objects, and
+(:mod:`sfclab.realize.runtime.kubernetes_parts`) waits for the agents: ``up`` until every
+part is ``Up``, ``down`` until every part is ``Removed`` (each part's change of phase shown on
+stderr as it comes, up to ``--timeout`` seconds)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from .output import emit
@@ -21,6 +25,12 @@ def add_arguments(sp: argparse.ArgumentParser) -> None:
                     help="with --kube: the kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
     sp.add_argument("--context", help="with --kube: the kubeconfig's context (default: its "
                     "current one)")
+    sp.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                    help="with --kube: how long to wait for the agents (default: 300 s)")
+
+
+def _say(m: str) -> None:
+    print(f"  {m}", file=sys.stderr, flush=True)
 
 
 def _api(a: argparse.Namespace):  # noqa: ANN202 (a KubeApi, imported lazily)
@@ -29,31 +39,46 @@ def _api(a: argparse.Namespace):  # noqa: ANN202 (a KubeApi, imported lazily)
     return KubeApi(KubeConfig.load(a.kubeconfig, a.context))
 
 
+def _timeout(a: argparse.Namespace) -> float:
+    from ..errors import SpecError
+
+    t = float(getattr(a, "timeout", 300.0))
+    if not 0 < t <= 86400:
+        raise SpecError(f"--timeout: expected seconds in (0, 86400], got {t:g}")
+    return t
+
+
 def up_kube(a: argparse.Namespace) -> int:
     from ..realize.kinds import load_lab  # light start-up: load only what this command needs
     from ..realize.runtime import kubernetes  # light start-up
 
+    from ..realize.runtime.kubernetes_parts import wait_up  # light start-up
+
     lab = load_lab(a.file)
+    timeout = _timeout(a)
     t0 = time.monotonic()
-    res = kubernetes.up(lab, _api(a))
+    api = _api(a)
+    res = kubernetes.up(lab, api)
+    _say(f"lab '{lab.name}' written: {len(res.parts)} parts; waiting for their agents")
+    wait_up(api, lab.name, timeout, _say)
     out = {"name": lab.name, "namespace": kubernetes.NAMESPACE, "placement": res.placement,
            "parts": [p["metadata"]["name"] for p in res.parts],
            "seconds": round(time.monotonic() - t0, 4)}
-    emit(out, a.json, lambda d: f"lab '{d['name']}' written to the cluster: "
+    emit(out, a.json, lambda d: f"lab '{d['name']}' is up on the cluster: "
          f"{len(d['parts'])} parts, " + ", ".join(f"{h} on {n}" for h, n in
                                                   d["placement"].items()))
     return ExitStatus.OK
 
 
 def down_kube(a: argparse.Namespace) -> int:
-    from ..realize.runtime import kubernetes  # light start-up
-
     if a.all or not a.name:
         from .output import fail
 
         return fail("with --kube, give a lab name (--all is for this machine's labs)",
                     ExitStatus.BAD_INPUT)
-    out = kubernetes.down(a.name, _api(a))
+    from ..realize.runtime.kubernetes_parts import remove  # light start-up
+
+    out = remove(_api(a), a.name, _timeout(a), _say)
     emit(out, a.json, lambda d: f"lab '{d['name']}' removed from the cluster: "
          f"{len(d['parts'])} parts" + ("" if d["lab"] else " (its Lab was gone already)"))
     return ExitStatus.OK
