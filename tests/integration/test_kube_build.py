@@ -119,6 +119,13 @@ def test_up_kube_builds_every_part_traffic_crosses_machines_and_down_leaves_noth
     assert netns.exists(f"sfclab:{lab_name}:a") and netns.exists(f"sfclab:{lab_name}:c")
     r = ping(f"sfclab:{lab_name}:a", address_of(ps, "c"), count=3)
     assert r.returncode == 0, r.stdout + r.stderr
+    # inspect, with no --kube: the lab's journal names the cluster (the runtime table's row)
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "inspect", lab_name, "--json"],
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    seen = json.loads(cp.stdout)["kube"]
+    assert {p["host"]: (p["node"], p["phase"]) for p in seen["parts"]} == \
+        {h: (node_of[h], "Up") for h in ("h1", "h2", "h3")}
 
     cp = sfclab(ms, "down", lab_name, "--json")
     assert cp.returncode == 0, cp.stderr + ms.logs()
@@ -164,6 +171,10 @@ def test_an_agent_killed_mid_build_and_restarted_reconciles_to_the_same_lab(
     assert spaces == sorted(f"sfclab:{lab_name}:{n}" for n in "abc")
     assert api.get(kube.labs_path(lab_name))["status"]["phase"] in ("Pending", "Up")
 
-    cp = sfclab(ms, "down", lab_name)
+    # down with no --kube: through the lab's journal, the kubernetes runtime
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "down", lab_name],
+                        capture_output=True, text=True, timeout=180)
     assert cp.returncode == 0, cp.stderr + ms.logs()
+    assert subprocess.run([sys.executable, "-m", "sfclab.cli", "ls", "--json"],
+                          capture_output=True, text=True).stdout.count(lab_name) == 0
     nothing_of(ms, lab_name, before)

@@ -85,7 +85,7 @@ def test_up_kube_writes_the_lab_placed_on_nodes_and_down_removes_it(installed, n
 
     # twice: refused, the first one untouched
     again = sfclab("up", "--kube", "--kubeconfig", cfg, str(lab_file(tmp_path, lab_name)))
-    assert again.returncode == 2 and "already on the cluster" in again.stderr
+    assert again.returncode == 2 and "already exists on this machine" in again.stderr
     assert len(parts_of(installed, lab_name)) == 3
 
     cp = sfclab("down", "--kube", "--kubeconfig", cfg, lab_name, "--json")

@@ -49,20 +49,31 @@ def _timeout(a: argparse.Namespace) -> float:
 
 
 def up_kube(a: argparse.Namespace) -> int:
-    from ..realize.kinds import load_lab  # light start-up: load only what this command needs
-    from ..realize.runtime import kubernetes  # light start-up
-
-    from ..realize.runtime.kubernetes_parts import wait_up  # light start-up
+    """``up --kube``: the lab checked and planned as ``up`` does, then built through the
+    ``kubernetes`` runtime (the row of :data:`sfclab.realize.runtime.RUNTIMES`), journaled
+    here, so ``down`` and ``inspect`` find the cluster."""
+    from ..errors import LabError
+    from ..realize import lifecycle  # light start-up: load only what this command needs
+    from ..realize.kinds import load_lab
+    from ..realize.runtime import kubernetes
+    from ..realize.runtime.kubernetes_runtime import KubeRuntime
+    from ..realize.state import LabState
 
     lab = load_lab(a.file)
     timeout = _timeout(a)
+    kubernetes.check_names(lab)  # before the cluster is asked anything
     t0 = time.monotonic()
-    api = _api(a)
-    res = kubernetes.up(lab, api)
-    _say(f"lab '{lab.name}' written: {len(res.parts)} parts; waiting for their agents")
-    wait_up(api, lab.name, timeout, _say)
-    out = {"name": lab.name, "namespace": kubernetes.NAMESPACE, "placement": res.placement,
-           "parts": [p["metadata"]["name"] for p in res.parts],
+    state = LabState(lab.name)
+    with state.locked():
+        if state.exists:
+            raise LabError(f"lab '{lab.name}' already exists on this machine; "
+                           f"run 'sfclab down {lab.name}' first")
+        plan = lifecycle.check(lab)
+        rt = KubeRuntime(state, _api(a), a.kubeconfig, a.context, timeout)
+        rt.up(lab, plan, _say)
+    placement = rt.placement
+    out = {"name": lab.name, "namespace": kubernetes.NAMESPACE, "placement": placement,
+           "parts": [f"{lab.name}.{h}" for h in placement],
            "seconds": round(time.monotonic() - t0, 4)}
     emit(out, a.json, lambda d: f"lab '{d['name']}' is up on the cluster: "
          f"{len(d['parts'])} parts, " + ", ".join(f"{h} on {n}" for h, n in
@@ -78,7 +89,13 @@ def down_kube(a: argparse.Namespace) -> int:
                     ExitStatus.BAD_INPUT)
     from ..realize.runtime.kubernetes_parts import remove  # light start-up
 
+    from ..realize.runtime.kubernetes_runtime import journaled
+    from ..realize.state import LabState
+
     out = remove(_api(a), a.name, _timeout(a), _say)
+    state = LabState(a.name)
+    if state.exists and journaled(state) is not None:  # this machine's record of it
+        state.remove()
     emit(out, a.json, lambda d: f"lab '{d['name']}' removed from the cluster: "
          f"{len(d['parts'])} parts" + ("" if d["lab"] else " (its Lab was gone already)"))
     return ExitStatus.OK
