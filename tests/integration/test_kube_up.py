@@ -5,6 +5,7 @@ and removed; bad input refused with one line and nothing written."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,8 @@ def test_an_unreachable_cluster_exits_1_with_one_line(installed, tmp_path, lab_n
     assert cp.returncode == 1
     assert cp.stderr.startswith("sfclab: error: https://127.0.0.1:")
     assert "not reachable" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
+    # nothing half-made on this machine either: no state of the lab (its journal of the cluster)
+    assert not (Path(os.environ["SFCLAB_STATE_DIR"]) / "labs" / lab_name).exists()
 
 
 def test_a_kubeconfig_without_rights_exits_2_and_writes_nothing(installed, nodes, lab_name,

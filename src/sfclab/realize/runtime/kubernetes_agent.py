@@ -55,6 +55,10 @@ RENEW_SECONDS = 5.0
 ROUND_SECONDS = 1.0
 #: how long one verb (a part's build or removal) may take (seconds)
 VERB_SECONDS = 600.0
+#: what the host agent's answer says when another operation holds the lab's lock
+#: (:meth:`sfclab.realize.state.LabState.locked`): a build left running by an agent killed
+#: mid-build (its child outlives it); tried again next round, not ``Failed``
+BUSY = "is busy"
 #: the longest message written to a part's status (its schema's limit)
 MAX_MESSAGE = 1024
 
@@ -208,13 +212,15 @@ class Agent:
         if phase == "Removed":
             return
         if phase == "Removing":
+            t0 = time.monotonic()
             try:
                 got = self.remove(lab)
             except SfclabError as e:
                 self.status(part, "Removing", f"removal failed, retrying: {e}")
                 return
-            self.status(part, "Removed", f"{got.get('namespaces', 0)} namespaces removed"
-                        if not got.get("absent") else "nothing of it was here")
+            self.status(part, "Removed", f"{got.get('namespaces', 0)} namespaces removed in "
+                        f"{time.monotonic() - t0:.2f} s" if not got.get("absent")
+                        else "nothing of it was here")
             return
         if "plan" not in spec:
             return
@@ -234,13 +240,17 @@ class Agent:
             if state.exists:  # half-built (its agent killed), or an older generation's
                 self.say(f"part {meta['name']}: removing what an earlier build left")
                 self.remove(lab)
+            t0 = time.monotonic()
             got = self.verb("up", {"plan": spec["plan"],
                                    "token": str(meta.get("uid", "")).replace("-", "")})
         except SfclabError as e:
+            if BUSY in str(e):  # a build its killed predecessor started is still running
+                self.status(part, "Building", f"waiting for an earlier build to end: {e}")
+                return
             self.status(part, "Failed", str(e))
             return
-        message = f"{len(got.get('namespaces') or [])} namespaces built, underlay " \
-                  f"{got.get('underlay_if')}"
+        message = f"{len(got.get('namespaces') or [])} namespaces built in " \
+                  f"{time.monotonic() - t0:.2f} s, underlay {got.get('underlay_if')}"
         tmp = record_path(lab).with_suffix(".tmp")
         tmp.write_text(json.dumps({"uid": meta.get("uid"), "generation": meta.get("generation"),
                                    "part": meta["name"], "message": message}))
