@@ -127,6 +127,16 @@ def test_up_kube_builds_every_part_traffic_crosses_machines_and_down_leaves_noth
     assert {p["host"]: (p["node"], p["phase"]) for p in seen["parts"]} == \
         {h: (node_of[h], "Up") for h in ("h1", "h2", "h3")}
 
+    # host ls --kube: each host's Node, phase and whether its agent's Lease is live
+    cp = subprocess.run(
+        [sys.executable, "-m", "sfclab.cli", "host", "ls", lab_name, "--kube", "--kubeconfig",
+         str(ms.cluster.admin_kubeconfig), "--json"], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    assert {r["host"]: (r["node"], r["phase"], r["live"], r["nodes"])
+            for r in json.loads(cp.stdout)} == {"h1": (node_of["h1"], "Up", True, ["a"]),
+                                                "h2": (node_of["h2"], "Up", True, ["b"]),
+                                                "h3": (node_of["h3"], "Up", True, ["c"])}
+
     cp = sfclab(ms, "down", lab_name, "--json")
     assert cp.returncode == 0, cp.stderr + ms.logs()
     assert sorted(json.loads(cp.stdout)["parts"]) == [f"{lab_name}.h{i}" for i in (1, 2, 3)]

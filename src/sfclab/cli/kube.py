@@ -113,3 +113,27 @@ def ls_kube(a: argparse.Namespace) -> int:
         return "\n".join(out)
     emit(listing(_api(a)), a.json, table)
     return ExitStatus.OK
+
+
+def host_ls_kube(a: argparse.Namespace) -> int:
+    """``host ls --kube LAB``: each host of the lab as its part's status says (its Node, phase,
+    agent, whether that agent's Lease is live, its nodes, its agent's message)."""
+    from ..errors import LabError
+    from ..realize.runtime.kubernetes_agent import expired, lease_path
+    from ..realize.runtime.kubernetes_parts import parts_of, phase
+    from ..realize.runtime.kubernetes_runtime import part_row
+
+    api = _api(a)
+    lab, parts = parts_of(a.name, api)
+    if lab is None and not parts:
+        raise LabError(f"no lab '{a.name}' on the cluster {api.config.server}")
+    live = {x["spec"].get("holderIdentity") for x in api.items(lease_path()) if not expired(x)}
+    rows = [{**part_row(p, phase(p)), "live": p["spec"].get("node") in live} for p in parts]
+
+    def table(rs: list[dict]) -> str:
+        out = [f"{'HOST':12} {'NODE':24} {'PHASE':9} {'LIVE':5} NODES"]
+        out += [f"{r['host']:12} {r['node']:24} {r['phase']:9} {'yes' if r['live'] else 'no':5} "
+                f"{','.join(r['nodes'])}" for r in rs]
+        return "\n".join(out)
+    emit(rows, a.json, table)
+    return ExitStatus.OK
