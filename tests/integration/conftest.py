@@ -100,4 +100,4 @@ def sfcgen() -> str:
     return native.sfcgen_binary()
 
 
-from .kube import kube_cluster  # noqa: E402,F401  (the session's API server, for test_kube*)
+from .kube import kube_cluster, kube_machines  # noqa: E402,F401  (the API server, its Nodes)

@@ -28,6 +28,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from collections.abc import Callable
@@ -247,3 +248,151 @@ def settled(attempt: Callable[[], Any], *, refused: bool, limit: float = 15.0) -
         if time.monotonic() > deadline:
             raise AssertionError(f"not refused within {limit} s")
         time.sleep(0.2)
+
+
+# --- Nodes with agents, each in an emulated machine ----------------------------------------
+#: the emulated machines' underlay addresses: each is a Node's InternalIP
+MACHINES = {"m1": "198.19.255.11", "m2": "198.19.255.12", "m3": "198.19.255.13"}
+
+
+class AgentProcess:
+    """``python -m sfclab.realize.runtime.kubernetes_agent`` for one Node, held by a pidfd:
+    building in ``netns`` (its machine's context), its state in ``state`` (its machine's
+    state directory), talking to the API server from this machine's namespace."""
+
+    def __init__(self, node: str, kubeconfig: Path, netns: str | None = None,
+                 state: Path | None = None, log: Path | None = None):
+
+        self.node, self.kubeconfig, self.netns, self.state = node, kubeconfig, netns, state
+        self.log = log
+        env = dict(os.environ, **({"SFCLAB_STATE_DIR": str(state)} if state else {}))
+        argv = [sys.executable, "-m", "sfclab.realize.runtime.kubernetes_agent", "--node", node,
+                "--kubeconfig", str(kubeconfig), *(["--netns", netns] if netns else [])]
+        out = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 (held by the process)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=out, env=env,
+                                     text=True)
+        if log:
+            out.close()
+        self.fd = os.pidfd_open(self.proc.pid)
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self.fd, sig)
+
+    def end(self) -> None:
+        if self.fd < 0:
+            return
+        self.signal(signal.SIGTERM)
+        if not select.select([self.fd], [], [], 10)[0]:
+            self.signal(signal.SIGKILL)
+        self.proc.wait()
+        os.close(self.fd)
+        self.fd = -1
+
+    def restart(self) -> AgentProcess:
+        """The same agent started again (after :meth:`end` or a kill)."""
+        self.end()
+        return AgentProcess(self.node, self.kubeconfig, self.netns, self.state, self.log)
+
+
+class KubeMachines:
+    """Three Kubernetes Nodes of one test, each an emulated machine (a context namespace of
+    the machines' lab, its underlay address the Node's InternalIP) with its agent running:
+    ``nodes`` (Node names in machine order), ``agents`` (by Node), ``context(node)``."""
+
+    def __init__(self, cluster: KubeCluster, name: str, tmp: Path):
+        self.cluster, self.name, self.tmp = cluster, name, tmp
+        self.machines = f"k{name[1:]}"  # the machines' lab: a name of its own
+        self.nodes = [f"{name}-{m}" for m in MACHINES]
+        self.machine_of = dict(zip(self.nodes, MACHINES, strict=True))
+        self.agents: dict[str, AgentProcess] = {}
+
+    def context(self, node: str) -> str:
+        return f"sfclab:{self.machines}:@{self.machine_of[node]}"
+
+    def state(self, node: str) -> Path:
+        return self.tmp / f"state-{self.machine_of[node]}"
+
+    def start(self, node: str) -> AgentProcess:
+        cfg = self.cluster.kubeconfig_for("sfclab-system", "sfclab-agent", node)
+        self.agents[node] = AgentProcess(node, cfg, self.context(node), self.state(node),
+                                         self.tmp / f"agent-{node}.log")
+        return self.agents[node]
+
+    def __enter__(self) -> KubeMachines:
+        from sfclab.realize import lifecycle
+        from sfclab.realize.kinds import load_lab_dict
+        from sfclab.realize.runtime import kubernetes_manifests as manifests
+
+        api = self.cluster.admin()
+        manifests.install(api)
+        lifecycle.up(load_lab_dict({
+            "name": self.machines,
+            "hosts": {m: {"address": a} for m, a in MACHINES.items()},
+            "nodes": {"x": {"kind": "host", "host": "m1"}}}))
+        try:
+            for n, m in self.machine_of.items():
+                api.create(resource_path("v1", "nodes"), {
+                    "apiVersion": "v1", "kind": "Node", "metadata": {"name": n},
+                    "status": {"allocatable": {"cpu": "2", "memory": "1Gi"},
+                               "addresses": [{"type": "InternalIP",
+                                              "address": MACHINES[m]}]}})
+            probe = KubeApi(KubeConfig.load(str(self.cluster.kubeconfig_for(
+                "sfclab-system", "sfclab-agent", self.nodes[0]))))
+            # the agent's role just bound takes effect a moment later
+            settled(lambda: probe.items(resource_path("sfclab.dev/v1alpha1", "labparts",
+                                                      "sfclab-system")), refused=False)
+            for n in self.nodes:
+                self.start(n)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}"
+                         for p in sorted(self.tmp.glob("agent-*.log")))
+
+    def left_on_machines(self) -> dict[str, list[str]]:
+        """The labs a test left built on the machines (its parts not removed by their
+        agents), each removed by the host agent's ``down`` (its journal, marks checked)."""
+        from sfclab.kernel import netns
+
+        out: dict[str, list[str]] = {}
+        for n in self.nodes:
+            labs = self.state(n) / "labs"
+            for d in sorted(labs.iterdir()) if labs.is_dir() else []:
+                if d.is_dir():
+                    out.setdefault(n, []).append(d.name)
+                    netns.run(self.context(n), [sys.executable, "-m",
+                              "sfclab.live.runtime.agent_verbs", "down"], check=False,
+                              input=f'{{"lab": "{d.name}"}}',
+                              env=dict(os.environ, SFCLAB_STATE_DIR=str(self.state(n))))
+        return out
+
+    def __exit__(self, *exc: object) -> None:
+        from sfclab.realize import lifecycle
+
+        api = self.cluster.admin()
+        left: dict[str, list[str]] = {}
+        try:
+            for a in self.agents.values():
+                a.end()
+            left = self.left_on_machines()
+        finally:
+            for n in self.nodes:
+                with contextlib.suppress(ClusterRefused):
+                    api.delete(resource_path("coordination.k8s.io/v1", "leases",
+                                             "sfclab-system", f"sfclab-agent-{n}"))
+                with contextlib.suppress(ClusterRefused):
+                    api.delete(resource_path("v1", "nodes", name=n))
+            lifecycle.down(self.machines)
+        assert not left, f"a test left parts built on the machines (removed): {left}"
+
+
+@pytest.fixture
+def kube_machines(kube_cluster, lab_name, tmp_path):
+    """:class:`KubeMachines` of this test: three Nodes, each an emulated machine running its
+    agent; all of it removed after."""
+    with KubeMachines(kube_cluster, lab_name, tmp_path) as ms:
+        yield ms

@@ -5,10 +5,7 @@ stay live."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import select
 import signal
 import subprocess
 import sys
@@ -19,8 +16,8 @@ import yaml
 
 from sfclab.realize.runtime import kubernetes as kube
 from sfclab.realize.runtime import kubernetes_agent as agents
-from sfclab.realize.runtime import kubernetes_manifests as manifests
-from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig, resource_path
+from sfclab.realize.runtime import kubernetes_parts as parts
+from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig
 
 from .kube import settled
 
@@ -28,55 +25,14 @@ from .kube import settled
 pytestmark = pytest.mark.xdist_group("kube")
 
 
-class AgentProcess:
-    """``python -m sfclab.realize.runtime.kubernetes_agent`` for one Node, held by a pidfd."""
-
-    def __init__(self, node: str, kubeconfig: str):
-        self.node = node
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sfclab.realize.runtime.kubernetes_agent", "--node", node,
-             "--kubeconfig", kubeconfig], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True)
-        self.fd = os.pidfd_open(self.proc.pid)
-
-    def signal(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            signal.pidfd_send_signal(self.fd, sig)
-
-    def end(self) -> None:
-        self.signal(signal.SIGTERM)
-        if not select.select([self.fd], [], [], 10)[0]:
-            self.signal(signal.SIGKILL)
-        self.proc.wait()
-        os.close(self.fd)
+@pytest.fixture
+def cluster_nodes(kube_machines):
+    return kube_machines.nodes
 
 
 @pytest.fixture
-def cluster_nodes(kube_cluster, lab_name):
-    manifests.install(kube_cluster.admin())
-    api = kube_cluster.admin()
-    names = [f"{lab_name}-n{i}" for i in (1, 2, 3)]
-    for n in names:
-        api.create(resource_path("v1", "nodes"), {
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": n},
-            "status": {"allocatable": {"cpu": "2", "memory": "1Gi"}}})
-    yield names
-    for n in names:
-        api.delete(agents.lease_path(n))
-        api.delete(resource_path("v1", "nodes", name=n))
-
-
-@pytest.fixture
-def running_agents(kube_cluster, cluster_nodes):
-    configs = {n: kube_cluster.kubeconfig_for(kube.NAMESPACE, "sfclab-agent", n)
-               for n in cluster_nodes}
-    # the agent's role just bound takes effect a moment later
-    first = KubeApi(KubeConfig.load(str(configs[cluster_nodes[0]])))
-    settled(lambda: first.items(kube.parts_path()), refused=False)
-    procs = {n: AgentProcess(n, str(c)) for n, c in configs.items()}
-    yield procs
-    for p in procs.values():
-        p.end()
+def running_agents(kube_machines):
+    return kube_machines.agents
 
 
 def ls_kube(cluster, lab: str) -> dict:
@@ -150,7 +106,10 @@ def test_each_agent_renews_its_own_lease_and_marks_its_parts(kube_cluster, runni
         row = ls_kube(kube_cluster, lab_name)
         assert (row["hosts"], row["nodes"], row["held"]) == (3, 3, 2)
     finally:
-        kube.down(lab_name, api)
+        for node, agent in running_agents.items():  # the killed one back, to remove its part
+            if agent.proc.poll() is not None:
+                running_agents[node] = agent.restart()
+        parts.remove(api, lab_name, 120, lambda _m: None)
 
 
 def test_an_agent_refused_by_the_cluster_exits_1_with_one_line(kube_cluster, cluster_nodes,

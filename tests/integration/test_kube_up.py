@@ -5,6 +5,7 @@ and removed; bad input refused with one line and nothing written."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import yaml
 
 from sfclab.realize.runtime import kubernetes as kube
 from sfclab.realize.runtime import kubernetes_manifests as manifests
-from sfclab.realize.runtime.kubernetes_api import NotFound, resource_path
+from sfclab.realize.runtime.kubernetes_api import NotFound
 
 from .kube import KubeCluster, free_port, kubeconfig
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.xdist_group("kube")
 
 def sfclab(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sfclab.cli", *args], capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=180)
 
 
 @pytest.fixture
@@ -34,17 +35,10 @@ def installed(kube_cluster):
 
 
 @pytest.fixture
-def nodes(installed, lab_name):
-    """Three Nodes of this test (2 CPUs and 1 GiB allocatable each), removed after it."""
-    api = installed.admin()
-    names = [f"{lab_name}-n{i}" for i in (1, 2, 3)]
-    for n in names:
-        api.create(resource_path("v1", "nodes"), {
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": n},
-            "status": {"allocatable": {"cpu": "2", "memory": "1Gi"}}})
-    yield names
-    for n in names:
-        api.delete(resource_path("v1", "nodes", name=n))
+def nodes(installed, kube_machines):
+    """Three Nodes of this test (2 CPUs and 1 GiB allocatable each, an emulated machine and
+    its agent each: :class:`.kube.KubeMachines`), removed after it."""
+    return kube_machines.nodes
 
 
 def lab_file(tmp_path: Path, name: str, cpus: int = 1) -> Path:
@@ -92,7 +86,7 @@ def test_up_kube_writes_the_lab_placed_on_nodes_and_down_removes_it(installed, n
 
     # twice: refused, the first one untouched
     again = sfclab("up", "--kube", "--kubeconfig", cfg, str(lab_file(tmp_path, lab_name)))
-    assert again.returncode == 2 and "already on the cluster" in again.stderr
+    assert again.returncode == 2 and "already exists on this machine" in again.stderr
     assert len(parts_of(installed, lab_name)) == 3
 
     cp = sfclab("down", "--kube", "--kubeconfig", cfg, lab_name, "--json")
@@ -126,6 +120,8 @@ def test_an_unreachable_cluster_exits_1_with_one_line(installed, tmp_path, lab_n
     assert cp.returncode == 1
     assert cp.stderr.startswith("sfclab: error: https://127.0.0.1:")
     assert "not reachable" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
+    # nothing half-made on this machine either: no state of the lab (its journal of the cluster)
+    assert not (Path(os.environ["SFCLAB_STATE_DIR"]) / "labs" / lab_name).exists()
 
 
 def test_a_kubeconfig_without_rights_exits_2_and_writes_nothing(installed, nodes, lab_name,

@@ -85,6 +85,11 @@ def cmd_rm(a: argparse.Namespace) -> int:
 def cmd_ls(a: argparse.Namespace) -> int:
     from ..live.ops import hostops  # light start-up: load only what this command needs
 
+    if a.kube:
+        from . import kube
+
+        return kube.host_ls_kube(a)
+
     emit(hostops.list_hosts(a.name), a.json, _ls_text)
     return ExitStatus.OK
 
@@ -111,7 +116,10 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("--agent-state", metavar="DIR", help="the agent's state directory on that "
                    "host (with --ssh; default: the lab's first host's)")
     p.add_argument("--wait", type=float, default=60.0, metavar="S", help=wait)
-    one("ls", cmd_ls, "capacity, use and functions per host", "sfclab host ls sfcweb")
+    p = one("ls", cmd_ls, "capacity, use and functions per host", "sfclab host ls sfcweb")
+    from . import kube
+
+    kube.add_arguments(p)
     p = one("rm", cmd_rm, "remove a host 'host add' made (refused while functions run there)",
             "sfclab host rm sfcweb edge2 --drain")
     p.add_argument("host", metavar="NAME")

@@ -207,6 +207,9 @@ KINDS: dict[str, EntryKind] = {
                              "udp_port": int}, lambda lab, e: _ifname(e["dev"])),
     "watcher": EntryKind({"pid": int, "netns": str}),
     "remote-host": EntryKind({"host": str, "target": dict}, _host),
+    # the Kubernetes cluster a lab was written to (sfclab.realize.runtime.kubernetes_runtime):
+    # nothing of it is on this machine; its objects carry the lab's mark there
+    "kube-cluster": EntryKind({"server": str}),
     "container": EntryKind({"name": str, "node": str}, container_problem),
 }
 

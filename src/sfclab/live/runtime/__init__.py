@@ -8,6 +8,8 @@
   journal;
 - :mod:`.ssh` with :mod:`.ssh_migrate` and :mod:`.ssh_trace`: each host's agent makes its
   share, journaled there;
+- :mod:`.kubernetes`: a lab on Kubernetes, whose Nodes' agents build and remove it whole; its
+  operations on a running lab are refused for now;
 - the agent's verbs on a host driven over SSH: :mod:`.agent_chain`, :mod:`.agent_health`,
   :mod:`.agent_conntrack`, :mod:`.agent_containers`, all in one table with the realize
   agent's, :mod:`.agent_verbs`.

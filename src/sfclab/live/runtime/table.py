@@ -7,11 +7,13 @@ from __future__ import annotations
 from ...realize.runtime import kind_for
 from ...realize.state import LabState
 from .base import LiveRuntime
+from .kubernetes import KubeLive
 from .local import LocalLive
 from .ssh import SshLive
 
 #: each runtime's operations on a running lab, by its name
-LIVE: dict[str, type[LiveRuntime]] = {"local": LocalLive, "ssh": SshLive}
+LIVE: dict[str, type[LiveRuntime]] = {"local": LocalLive, "ssh": SshLive,
+                                      "kubernetes": KubeLive}
 
 
 def live_for(state: LabState) -> LiveRuntime:

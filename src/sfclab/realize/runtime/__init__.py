@@ -4,15 +4,18 @@ reaching a host, one table.
 - :mod:`.base`: the interface and its model;
 - :mod:`.local`: ``local``, this machine's kernel and hosts emulated in it;
 - :mod:`.ssh`: ``ssh``, real machines each driven over SSH by its agent;
-- Kubernetes (issue #29, not yet a row of :data:`RUNTIMES`): :mod:`.kubernetes` writes and
-  removes a lab's resources on a cluster (``up --kube``), :mod:`.kubernetes_agent` is the
-  per-Node agent (its Lease), :mod:`.kubernetes_api` the HTTPS client and kubeconfig,
-  :mod:`.kubernetes_manifests` the manifests of ``deploy/kubernetes/``.
+- :mod:`.kubernetes_runtime`: ``kubernetes``, Kubernetes Nodes each built by its agent;
+  :mod:`.kubernetes` writes and removes a lab's resources on a cluster (``up --kube``),
+  :mod:`.kubernetes_parts` waits for and reads the parts' statuses, :mod:`.kubernetes_agent`
+  is the per-Node agent (its Lease, its parts built), :mod:`.kubernetes_api` the HTTPS client
+  and kubeconfig, :mod:`.kubernetes_manifests` the manifests of ``deploy/kubernetes/``.
 
-:func:`runtime_for` is the one place that tells them apart: a lab whose file gives its hosts
-``ssh``, whose plan has a host that is not emulated, or whose journal names a host reached
-over SSH, has the ``ssh`` runtime (in a plan: a host that is not emulated); every other lab the
-``local`` one.  Another way of reaching hosts (a Kubernetes cluster, say) is one more module
+:func:`runtime_for` is the one place that tells them apart: a lab whose journal names a
+Kubernetes cluster (``up --kube`` wrote it) has the ``kubernetes`` runtime; a lab whose file
+gives its hosts ``ssh``, whose plan has a host that is not emulated, or whose journal names a
+host reached over SSH, has the ``ssh`` runtime (in a plan: a host that is not emulated); every
+other lab the ``local`` one.  (A lab file never says ``kubernetes``: ``up --kube`` chooses it,
+:data:`RUNTIMES` ``["kubernetes"]``.)  Another way of reaching hosts (a Kubernetes cluster, say) is one more module
 implementing
 :class:`~.base.HostRuntime` and one more row in :data:`RUNTIMES` (and, for the operations on a
 running lab, in :data:`sfclab.live.runtime.table.LIVE`).
@@ -25,6 +28,8 @@ from typing import TYPE_CHECKING
 from ...plan.model import HostPlan, Plan
 from ..state import LabState
 from .base import HostRuntime
+from .kubernetes_runtime import KubeRuntime
+from .kubernetes_runtime import journaled as on_cluster
 from .local import LocalRuntime
 from .ssh import SshRuntime, journaled
 
@@ -32,7 +37,8 @@ if TYPE_CHECKING:
     from ...spec.lab import Lab
 
 #: each runtime by its name
-RUNTIMES: dict[str, type[HostRuntime]] = {"local": LocalRuntime, "ssh": SshRuntime}
+RUNTIMES: dict[str, type[HostRuntime]] = {"local": LocalRuntime, "ssh": SshRuntime,
+                                           "kubernetes": KubeRuntime}
 
 
 def kind_for(where: LabState | Lab | Plan, host: HostPlan | None = None) -> str:
@@ -40,6 +46,8 @@ def kind_for(where: LabState | Lab | Plan, host: HostPlan | None = None) -> str:
     hosts' ``ssh``), or host ``host`` of a plan (``None``: a node on no host, this
     machine's)."""
     if isinstance(where, LabState):
+        if on_cluster(where) is not None:
+            return "kubernetes"
         return "ssh" if journaled(where) else "local"
     if isinstance(where, Plan):
         return "ssh" if host is not None and not host.emulated else "local"

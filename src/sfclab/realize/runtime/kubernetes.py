@@ -22,6 +22,14 @@ spread over Nodes when they can be; the Nodes are the cluster's schedulable ones
 reserve.  sfclab's own first-fit-decreasing policy (:func:`sfclab.plan.placement.place`)
 decides; a lab that fits nowhere is refused before anything is written.
 
+**Allocation.**  The controller side (``up --kube``) plans the lab as ``up`` does
+(:func:`sfclab.plan.build.build_plan`), each host at its Node's ``InternalIP`` (the lab's
+underlay subnet kept when it holds them all, else the smallest one that does), and splits the
+plan per host (:func:`sfclab.plan.split.split`): each part's ``spec.plan`` is its host's share,
+with the VXLAN VNIs, tunnel ends and addresses already chosen, so an agent builds its part from
+its part alone.  The Lab's status keeps what was allocated lab-wide: each host's underlay
+address and each tunnel's VNI.
+
 **Writing** is all or nothing: every object is first sent as a server-side dry run (the API
 server checks schema, admission and the caller's rights and stores nothing), then created;
 if a create fails, the objects created before it are deleted again and the error raised.
@@ -34,8 +42,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ipaddress import IPv4Address, IPv4Network
+
 from ...errors import ClusterRefused, LabError, SpecError
 from ...plan.placement import Host, Need, NoRoom, fmt_bytes, place
+from ...plan.split import SplitError, split
 from .kubernetes_api import KubeApi, NotFound, resource_path
 
 if TYPE_CHECKING:
@@ -84,6 +95,7 @@ class Resources:
     parts: list[dict[str, Any]]
     placement: dict[str, str]  # host -> Node
     nodes: list[Host] = field(default_factory=list)  # the Nodes as placement saw them
+    status: dict[str, Any] = field(default_factory=dict)  # the Lab's status: what was allocated
 
 
 def host_of(lab: Lab, node: str) -> str:
@@ -103,6 +115,69 @@ def shares(lab: Lab) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
         for h in dict.fromkeys(host_of(lab, e.node) for e in spec.endpoints):
             out[h][1].append(raw)
     return out
+
+
+def node_addresses(api: KubeApi) -> dict[str, str]:
+    """Each Node's ``InternalIP`` (IPv4), where it has one: the VXLAN tunnels' ends."""
+    out = {}
+    for n in api.items(resource_path("v1", "nodes")):
+        for a in (n.get("status") or {}).get("addresses") or []:
+            if a.get("type") == "InternalIP" and ":" not in str(a.get("address", "")):
+                out[n["metadata"]["name"]] = str(a["address"])
+                break
+    return out
+
+
+def covering(addresses: list[IPv4Address]) -> IPv4Network:
+    """The smallest subnet (at most a /30) holding every one of ``addresses`` as a host."""
+    for prefix in range(30, 7, -1):
+        net = IPv4Network(f"{addresses[0]}/{prefix}", strict=False)
+        if all(a in net and a not in (net.network_address, net.broadcast_address)
+               for a in addresses):
+            return net
+    raise SpecError(f"the Nodes' addresses {', '.join(map(str, addresses))} share no subnet")
+
+
+def placed(lab: Lab, placement: dict[str, str], ips: dict[str, str]) -> Lab:
+    """``lab`` with each host at its Node's address (a lab that names no host: one host,
+    :data:`IMPLICIT_HOST`); its underlay subnet kept when it holds them all."""
+    from ..kinds import load_lab_dict  # light start-up: only up --kube plans
+
+    raw = json.loads(json.dumps(lab.raw))
+    hosts = raw.get("hosts") or {IMPLICIT_HOST: {}}
+    for h, node in placement.items():
+        if node not in ips:
+            raise SpecError(f"Kubernetes Node {node} (host {h}'s) has no InternalIP address "
+                            "to end the lab's tunnels at", file=lab.source)
+        hosts[h] = {**(hosts.get(h) or {}), "address": ips[node]}
+    raw["hosts"] = hosts
+    addrs = [IPv4Address(ips[n]) for n in placement.values()]
+    underlay = dict(raw.get("underlay") or {})
+    subnet = underlay.get("subnet")
+    if subnet is None or not all(a in IPv4Network(str(subnet), strict=False) for a in addrs):
+        underlay["subnet"] = str(covering(addrs))
+    raw["underlay"] = underlay
+    return load_lab_dict(raw, lab.source)
+
+
+def part_plans(lab: Lab, placement: dict[str, str], ips: dict[str, str]
+               ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Each host's part of the lab's plan (as JSON), and what was allocated lab-wide (the
+    Lab's status: underlay addresses, tunnels' VNIs)."""
+    from ...kernel.cpus import online  # light start-up: only up --kube plans
+    from ...plan.build import build_plan
+
+    plan = build_plan(placed(lab, placement, ips), ovs_datapath="netdev", cpus=online())
+    try:
+        parts = split(plan)
+    except SplitError as e:
+        raise SpecError(f"the lab cannot be split over Kubernetes Nodes: {e}",
+                        file=lab.source) from e
+    status = {"underlay": {"subnet": plan.underlay.subnet if plan.underlay else None,
+                           "hosts": {h.name: h.address for h in plan.hosts}},
+              "tunnels": [{"link": f"link{hl.link}", "vni": hl.vni} for hl in plan.host_links
+                          if hl.vni is not None]}
+    return {h: p.to_dict() for h, p in parts.items()}, status
 
 
 def schedulable_nodes(api: KubeApi) -> list[Host]:
@@ -147,9 +222,10 @@ def check_names(lab: Lab) -> None:
         bad(h, ("hosts", h), 253 - len(lab.name) - 1)
 
 
-def resources(lab: Lab, nodes: list[Host]) -> Resources:
+def resources(lab: Lab, nodes: list[Host], ips: dict[str, str] | None = None) -> Resources:
     """The objects of ``lab`` placed on ``nodes`` (pure); :class:`SpecError` when a name is
-    not one Kubernetes takes, the lab does not fit or an object would be too large."""
+    not one Kubernetes takes, the lab does not fit or an object would be too large.  With
+    ``ips`` (each Node's address), each part carries its host's plan for its agent."""
     check_names(lab)
     share = shares(lab)
     needs = []
@@ -173,6 +249,7 @@ def resources(lab: Lab, nodes: list[Host]) -> Resources:
     lab_obj: dict[str, Any] = {"apiVersion": GROUP_VERSION, "kind": "Lab",
                "metadata": {"name": lab.name, "namespace": NAMESPACE, "labels": labels},
                "spec": {"lab": lab.name, "hostCount": len(share), "file": wide}}
+    plans, status = part_plans(lab, placement, ips) if ips is not None else ({}, {})
     parts: list[dict[str, Any]] = []
     for need in needs:
         node_names, links = share[need.instance]
@@ -182,14 +259,18 @@ def resources(lab: Lab, nodes: list[Host]) -> Resources:
                          "labels": {**labels, NODE_LABEL: placement[need.instance]}},
             "spec": {"lab": lab.name, "host": need.instance, "node": placement[need.instance],
                      "cpu": need.cpu, "memory": need.memory, "nodes": node_names,
-                     "links": links}})
+                     "links": links,
+                     **({"plan": plans[need.instance]} if need.instance in plans else {})}})
     for obj in [lab_obj] + parts:
         size = len(json.dumps(obj))
         if size > MAX_OBJECT:
             raise SpecError(f"{obj['kind']} {obj['metadata']['name']} would be {size} bytes, "
                             f"more than the {MAX_OBJECT} an object may have (etcd): spread the "
                             f"lab's nodes over more hosts", file=lab.source)
-    return Resources(lab_obj, parts, placement, nodes)
+    if len(json.dumps(status)) > MAX_OBJECT:
+        raise SpecError(f"Lab {lab.name}'s status (its tunnels' VNIs) would be more than the "
+                        f"{MAX_OBJECT} bytes an object may have (etcd)", file=lab.source)
+    return Resources(lab_obj, parts, placement, nodes, status)
 
 
 def up(lab: Lab, api: KubeApi) -> Resources:
@@ -200,7 +281,7 @@ def up(lab: Lab, api: KubeApi) -> Resources:
     except NotFound:
         pass
     check_names(lab)  # before the cluster is asked anything
-    res = resources(lab, schedulable_nodes(api))
+    res = resources(lab, schedulable_nodes(api), node_addresses(api))
     objs = [(labs_path(), res.lab)] + [(parts_path(), p) for p in res.parts]
     for path, obj in objs:  # the API server checks all (rights, schema) before any is made
         api.create(path, obj, dry_run=True)
@@ -215,7 +296,7 @@ def up(lab: Lab, api: KubeApi) -> Resources:
             api.create(parts_path(), p)
             made.append(parts_path(p["metadata"]["name"]))
         api.request("PATCH", labs_path(lab.name, "status"),
-                    {"status": {"phase": "Pending", "placement": [
+                    {"status": {"phase": "Pending", **res.status, "placement": [
                         {"host": h, "node": n} for h, n in res.placement.items()]}},
                     content_type="application/merge-patch+json")
     except BaseException:

@@ -9,30 +9,72 @@ for dead.  The agent's credentials may write no other Lease (its admission polic
 another's.
 
 **The parts.**  Each round it lists the ``LabPart`` objects labelled with its Node
-(``sfclab.dev/node=N``) and writes into each one's status which agent holds it and which
-generation it saw.  Building a part in this machine's kernel (the build engine of ``up``,
-:mod:`sfclab.realize.build`, over the part's nodes and links) is not done yet: the status says
-so (phase ``Pending``), and ``docs/kubernetes.md`` lists it under what is left.
+(``sfclab.dev/node=N``) and reconciles each (:meth:`Agent.reconcile`), writing its progress
+and result to the part's status (``phase``: ``Building``, ``Up`` or ``Failed`` with the
+error; ``agent``; ``observedGeneration``):
+
+- a part to build (``spec.plan``, its host's share of the lab's plan) is built by the host
+  agent's ``up`` verb (:func:`sfclab.realize.agent.up`: the build engine of ``up`` through
+  the node, link and function tables, the journal and the lab's marks on this machine, a
+  rollback on failure), run as ``python -m sfclab.live.runtime.agent_verbs up`` in this
+  machine's context (``--netns``: an emulated machine's context namespace in the tests; none
+  in a DaemonSet pod, whose network is the host's);
+- a part built here before is checked by its record (:func:`record_path`: the part's uid and
+  generation, written once its ``up`` answered) and the lab's local state (``up``): a part
+  left half-built (the agent killed mid-build) is removed by its journal, its marks checked,
+  then built again;
+- a part whose status the controller side set to ``Removing`` (``down --kube``) is removed
+  by the ``down`` verb (what its journal names, each object's mark checked) and reported
+  ``Removed``; a part that is gone from the cluster while its record is here is removed too.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from threading import Event
 from typing import Any
 
-from ...errors import ClusterUnreachable
+from ...errors import ClusterUnreachable, RealizeError, SfclabError
+from ...kernel import netns as kernel_netns
+from ..state import LabState, labs_dir
 from .kubernetes import LAB_LABEL, NAMESPACE, NODE_LABEL, labs_path, parts_path
-from .kubernetes_api import KubeApi, resource_path
+from .kubernetes_api import Conflict, KubeApi, NotFound, resource_path
 
 #: how long a Lease holds without a renewal (seconds)
 LEASE_SECONDS = 15
 #: how often an agent renews it (seconds)
 RENEW_SECONDS = 5.0
-#: what a part's status says while its agent cannot build it
-NOT_BUILT = "seen by its agent; building a part on a Kubernetes Node is not implemented yet"
+#: how often an agent looks at its parts (seconds)
+ROUND_SECONDS = 1.0
+#: how long one verb (a part's build or removal) may take (seconds)
+VERB_SECONDS = 600.0
+#: what the host agent's answer says when another operation holds the lab's lock
+#: (:meth:`sfclab.realize.state.LabState.locked`): a build left running by an agent killed
+#: mid-build (its child outlives it); tried again next round, not ``Failed``
+BUSY = "is busy"
+#: the longest message written to a part's status (its schema's limit)
+MAX_MESSAGE = 1024
+
+
+def record_path(lab: str) -> Path:
+    """This machine's record of the part of ``lab`` its agent built: ``{"uid", "generation",
+    "part"}``, beside the lab's local state."""
+    return labs_dir() / f".{lab}.kube-part.json"
+
+
+def read_record(lab: str) -> dict[str, Any] | None:
+    try:
+        got = json.loads(record_path(lab).read_text())
+    except (OSError, ValueError):
+        return None
+    return got if isinstance(got, dict) else None
 
 
 def lease_name(node: str) -> str:
@@ -91,11 +133,14 @@ class Agent:
     """The agent of Node ``node``, talking to the cluster through ``api`` (its own
     credentials)."""
 
-    def __init__(self, api: KubeApi, node: str, say: Callable[[str], None] | None = None):
+    def __init__(self, api: KubeApi, node: str, say: Callable[[str], None] | None = None,
+                 netns: str | None = None):
         self.api = api
         self.node = node
+        self.netns = netns  # the machine's context, when it is not this process's own
         self.say = say or (lambda _m: None)
         self.acquired = time.time()
+        self.renewed = -RENEW_SECONDS  # monotonic time of the last renewal (none yet)
 
     def renew(self) -> dict[str, Any]:
         """Write this Node's Lease, renewed now (made on the first call)."""
@@ -113,45 +158,159 @@ class Agent:
         return [p for p in self.api.items(parts_path(), f"{NODE_LABEL}={self.node}")
                 if (p.get("spec") or {}).get("node") == self.node]
 
-    def report(self, part: dict[str, Any]) -> None:
-        """Say in ``part``'s status that this agent holds it, at the generation it saw."""
+    # --- reconciling ---------------------------------------------------------------------
+    def verb(self, verb: str, req: dict[str, Any]) -> dict[str, Any]:
+        """The host agent's ``verb`` on this machine (see the module); its answer, or
+        :class:`RealizeError` with its one line."""
+        argv = [sys.executable, "-m", "sfclab.live.runtime.agent_verbs", verb]
+        text = json.dumps(req)
+        try:
+            if self.netns is None:
+                cp = subprocess.run(argv, input=text, capture_output=True, text=True,
+                                    timeout=VERB_SECONDS)
+            else:
+                cp = kernel_netns.run(self.netns, argv, check=False, input=text,
+                                      timeout=VERB_SECONDS)
+        except subprocess.TimeoutExpired as e:
+            raise RealizeError(f"{verb} took more than {VERB_SECONDS:g} s") from e
+        if cp.returncode != 0:
+            lines = (cp.stderr or "").strip().splitlines()
+            raise RealizeError(lines[-1] if lines else f"{verb} exited {cp.returncode}")
+        answer = json.loads(cp.stdout or "{}")
+        return answer if isinstance(answer, dict) else {}
+
+    def status(self, part: dict[str, Any], phase: str, message: str = "") -> None:
+        """Write ``part``'s status, on the condition that the part has not changed since it was
+        read (its resourceVersion): a ``Removing`` written meanwhile is never overwritten."""
         meta = part["metadata"]
-        status = part.get("status") or {}
-        if status.get("agent") == self.node and \
-                status.get("observedGeneration") == meta.get("generation"):
-            return
         self.api.request("PATCH", parts_path(meta["name"], "status"),
-                         {"status": {"agent": self.node, "phase": "Pending",
+                         {"metadata": {"resourceVersion": meta.get("resourceVersion")},
+                          "status": {"agent": self.node, "phase": phase,
                                      "observedGeneration": meta.get("generation"),
-                                     "message": NOT_BUILT}},
+                                     "message": message[:MAX_MESSAGE]}},
                          content_type="application/merge-patch+json")
-        self.say(f"part {meta['name']}: held by {self.node}")
+        self.say(f"part {meta['name']}: {phase}{': ' + message if message else ''}")
+
+    def fresh(self, part: dict[str, Any]) -> dict[str, Any]:
+        return self.api.get(parts_path(part["metadata"]["name"]))
+
+    def remove(self, lab: str) -> dict[str, Any]:
+        """Remove this machine's part of ``lab`` (the ``down`` verb: what its journal names,
+        marks checked), then its record."""
+        got = self.verb("down", {"lab": lab})
+        if got.get("errors"):
+            raise RealizeError("; ".join(map(str, got["errors"])))
+        record_path(lab).unlink(missing_ok=True)
+        return got
+
+    def reconcile(self, part: dict[str, Any]) -> None:
+        """Bring this machine to what ``part`` asks (see the module)."""
+        meta, spec = part["metadata"], part.get("spec") or {}
+        status = part.get("status") or {}
+        lab = str(spec.get("lab"))
+        phase = status.get("phase")
+        if phase == "Removed":
+            return
+        if phase == "Removing":
+            t0 = time.monotonic()
+            try:
+                got = self.remove(lab)
+            except SfclabError as e:
+                self.status(part, "Removing", f"removal failed, retrying: {e}")
+                return
+            self.status(part, "Removed", f"{got.get('namespaces', 0)} namespaces removed in "
+                        f"{time.monotonic() - t0:.2f} s" if not got.get("absent")
+                        else "nothing of it was here")
+            return
+        if "plan" not in spec:
+            return
+        rec = read_record(lab)
+        state = LabState(lab)
+        if rec is not None and rec.get("uid") == meta.get("uid") and \
+                rec.get("generation") == meta.get("generation") and state.exists and \
+                state.meta().get("status") == "up":
+            if phase != "Up" or status.get("observedGeneration") != meta.get("generation"):
+                self.status(part, "Up", rec.get("message", ""))
+            return
+        if phase == "Failed" and status.get("observedGeneration") == meta.get("generation"):
+            return  # its build failed and rolled back; a new generation is tried again
+        self.status(part, "Building")
+        part = self.fresh(part)
+        try:
+            if state.exists:  # half-built (its agent killed), or an older generation's
+                self.say(f"part {meta['name']}: removing what an earlier build left")
+                self.remove(lab)
+            t0 = time.monotonic()
+            got = self.verb("up", {"plan": spec["plan"],
+                                   "token": str(meta.get("uid", "")).replace("-", "")})
+        except SfclabError as e:
+            if BUSY in str(e):  # a build its killed predecessor started is still running
+                self.status(part, "Building", f"waiting for an earlier build to end: {e}")
+                return
+            self.status(part, "Failed", str(e))
+            return
+        message = f"{len(got.get('namespaces') or [])} namespaces built in " \
+                  f"{time.monotonic() - t0:.2f} s, underlay {got.get('underlay_if')}"
+        tmp = record_path(lab).with_suffix(".tmp")
+        tmp.write_text(json.dumps({"uid": meta.get("uid"), "generation": meta.get("generation"),
+                                   "part": meta["name"], "message": message}))
+        os.replace(tmp, record_path(lab))
+        self.status(part, "Up", message)
+
+    def orphans(self, parts: list[dict[str, Any]]) -> None:
+        """Remove the parts this machine built whose LabPart is gone from the cluster."""
+        uids = {p["metadata"].get("uid") for p in parts}
+        for f in labs_dir().glob(".*.kube-part.json"):
+            lab = f.name[1:-len(".kube-part.json")]
+            rec = read_record(lab)
+            if rec is None or rec.get("uid") in uids:
+                continue
+            try:
+                self.api.get(parts_path(str(rec.get("part"))))
+                continue  # there, but not (or no longer) placed on this Node's list yet
+            except NotFound:
+                pass
+            self.say(f"part {rec.get('part')}: gone from the cluster; removing it here")
+            try:
+                self.remove(lab)
+            except SfclabError as e:
+                self.say(f"part {rec.get('part')}: removal failed, retrying: {e}")
 
     def round(self) -> None:
-        self.renew()
-        for p in self.parts():
-            self.report(p)
+        if time.monotonic() - self.renewed >= RENEW_SECONDS:
+            self.renew()
+            self.renewed = time.monotonic()
+        parts = self.parts()
+        for p in parts:
+            try:
+                self.reconcile(p)
+            except Conflict:
+                pass  # the part changed while it was read: the next round sees it
+            except NotFound:
+                pass  # deleted meanwhile: orphans() removes what was built
+        self.orphans(parts)
 
     def run(self, stop: Event) -> None:
-        """Rounds every :data:`RENEW_SECONDS` until ``stop`` is set; a cluster that does not
-        answer is retried (the Lease expires meanwhile, as it should)."""
+        """Rounds every :data:`ROUND_SECONDS` (the Lease renewed every
+        :data:`RENEW_SECONDS`) until ``stop`` is set; a cluster that does not answer, or
+        refuses one write, is retried (the Lease expires meanwhile, as it should)."""
         while not stop.is_set():
             try:
                 self.round()
             except ClusterUnreachable as e:
                 self.say(f"cluster not reachable, retrying: {e}")
-            stop.wait(RENEW_SECONDS)
+            except SfclabError as e:
+                self.say(f"round failed, retrying: {e}")
+            stop.wait(ROUND_SECONDS)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m sfclab.realize.runtime.kubernetes_agent --node N [--kubeconfig F]
-    [--context C | --in-cluster]``: the agent of Node N until SIGTERM (exit 0), or 1 when the
-    cluster refuses it (one line on stderr)."""
+    [--context C | --in-cluster] [--netns NS]``: the agent of Node N until SIGTERM (exit 0),
+    or 1 when the cluster refuses it (one line on stderr)."""
     import argparse  # light start-up: only the agent's own process
     import signal
-    import sys
 
-    from ...errors import SfclabError
     from .kubernetes_api import KubeConfig
 
     p = argparse.ArgumentParser(prog="python -m sfclab.realize.runtime.kubernetes_agent")
@@ -160,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--context")
     p.add_argument("--in-cluster", action="store_true",
                    help="the Pod's own ServiceAccount token and the cluster's address")
+    p.add_argument("--netns", help="build in this network namespace (an emulated machine's "
+                   "context; default: the agent's own)")
     a = p.parse_args(argv)
     stop = Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -168,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         config = KubeConfig.in_cluster() if a.in_cluster else \
             KubeConfig.load(a.kubeconfig, a.context)
         agent = Agent(KubeApi(config), a.node,
-                      lambda m: print(f"agent {a.node}: {m}", file=sys.stderr, flush=True))
+                      lambda m: print(f"agent {a.node}: {m}", file=sys.stderr, flush=True),
+                      a.netns)
         agent.round()  # the first round's refusal is the caller's error: exit 1
         agent.say("holding its Lease")
         agent.run(stop)

@@ -1,0 +1,170 @@
+"""The ``kubernetes`` runtime: a lab whose hosts are Kubernetes Nodes, each built by its Node's
+agent (:mod:`.kubernetes_agent`).
+
+This machine makes nothing of such a lab.  ``up`` journals one :data:`OP` entry (the
+kubeconfig and context that reach the cluster, and its server) in this machine's state of the
+lab, *before* the cluster is written, then writes the lab's objects (:func:`.kubernetes.up`) and
+waits until every part is ``Up`` (:func:`.kubernetes_parts.wait_up`).  A lab so journaled has
+this runtime (:func:`journaled`, read by :func:`sfclab.realize.runtime.kind_for`), so the lab's
+usual commands reach the cluster with no ``--kube``: ``down`` has each part removed by its
+agent and then deletes the objects (:func:`.kubernetes_parts.remove`); ``inspect`` reads the
+parts' statuses (:meth:`KubeRuntime.inspect_far`).
+
+Not yet through this runtime (each refused with one line): running a program in a node
+(``exec``, ``traffic``), the chains' data plane (``chain`` counters) and hosts leaving.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from typing import TYPE_CHECKING, Any
+
+from ...errors import LabError, RealizeError
+from ...plan.model import HostPlan, Plan
+from ..state import LabState
+from ..teardown import TeardownReport
+from .base import Counters, HostRuntime, Progress
+from .kubernetes_api import KubeApi, KubeConfig
+
+if TYPE_CHECKING:
+    from ...spec.lab import Lab
+
+OP = "kube-cluster"
+#: how long ``down`` waits for the agents to remove their parts (seconds)
+DOWN_SECONDS = 300.0
+
+
+def journaled(state: LabState) -> dict[str, Any] | None:
+    """The cluster lab ``state`` was written to (its journal's :data:`OP` entry), if any."""
+    return next((e for e in state.journal() if e.get("op") == OP), None)
+
+
+def not_here(what: str) -> LabError:
+    return LabError(f"{what} is not available for a lab on Kubernetes yet "
+                    "(docs/kubernetes.md: what is left)")
+
+
+class KubeRuntime(HostRuntime):
+    """A lab on a Kubernetes cluster (see the module)."""
+
+    kind = "kubernetes"
+    here = False
+
+    def __init__(self, state: LabState, api: KubeApi | None = None,
+                 kubeconfig: str | None = None, context: str | None = None,
+                 timeout: float = DOWN_SECONDS):
+        super().__init__(state)
+        self._api = api
+        self.kubeconfig = kubeconfig
+        self.context_name = context
+        self.timeout = timeout
+        self.say: Progress = lambda _m: None
+        self.placement: dict[str, str] = {}  # host -> Node, once up has placed them
+        self._left = False
+
+    @property
+    def api(self) -> KubeApi:
+        """The cluster's client: the one given, else the journaled kubeconfig's."""
+        if self._api is None:
+            e = journaled(self.state)
+            if e is None:
+                raise LabError(f"lab '{self.state.name}' names no Kubernetes cluster here")
+            self._api = KubeApi(KubeConfig.load(e.get("kubeconfig"), e.get("context")))
+        return self._api
+
+    # --- a lab's life ----------------------------------------------------------------------
+    def check_node(self, plan: Plan, node: str) -> None:
+        return None  # checked there, by the Node's agent, as it builds (sfclab.realize.needs)
+
+    def up(self, lab: Lab, plan: Plan, say: Progress) -> None:
+        import yaml  # light start-up: down/ls/inspect never write YAML
+
+        from . import kubernetes
+        from .kubernetes_parts import wait_up
+
+        state = self.state
+        state.begin(plan.to_dict(), yaml.safe_dump(lab.to_dict(), sort_keys=False), lab.source)
+        state.record([{"op": OP, "server": self.api.config.server,
+                       "kubeconfig": os.path.abspath(self.kubeconfig) if self.kubeconfig
+                       else None, "context": self.context_name}])
+        t0 = time.monotonic()
+        try:
+            res = kubernetes.up(lab, self.api)
+        except BaseException:
+            state.remove()  # nothing was written to the cluster (all or nothing)
+            raise
+        self.placement = res.placement
+        say(f"lab '{lab.name}' written: {len(res.parts)} parts; waiting for their agents")
+        try:
+            wait_up(self.api, lab.name, self.timeout, say)
+        except BaseException:
+            state.set_meta(status="failed")  # on the cluster: down removes it
+            raise
+        state.set_meta(status="up", pid=None, up_seconds=round(time.monotonic() - t0, 4))
+
+    def down(self) -> TeardownReport:
+        from .kubernetes_parts import remove
+
+        rep = TeardownReport()
+        try:
+            got = remove(self.api, self.state.name, self.timeout, self.say)
+        except LabError as e:
+            if "no lab" not in str(e):
+                raise
+            got = {"parts": []}  # removed already (down --kube from elsewhere)
+        except RealizeError as e:
+            rep.errors.append(str(e))
+            self._left = True
+            return rep
+        rep.hosts = [{"host": p.split(".", 1)[-1], "address": p, "removed": True, "part": p}
+                     for p in got["parts"]]
+        return rep
+
+    def left(self) -> list[str]:
+        return ["the cluster's parts"] if self._left else []
+
+    def inspect(self, plan: Plan, found: dict[str, Any]) -> None:
+        return None  # nothing of the lab is on this machine: inspect_far reads the cluster
+
+    def inspect_far(self, out: dict[str, Any]) -> None:
+        from .kubernetes_parts import parts_of, phase
+
+        lab, parts = parts_of(self.state.name, self.api)
+        out["kube"] = {"server": self.api.config.server,
+                       "phase": ((lab or {}).get("status") or {}).get("phase"),
+                       "parts": [part_row(p, phase(p)) for p in parts]}
+        for p in parts:
+            for n in (p.get("spec") or {}).get("nodes") or {}:
+                if n in out.get("nodes", {}):
+                    out["nodes"][n].update(kube_node=p["spec"]["node"], kube_phase=phase(p))
+
+    # --- programs in a node's namespace ----------------------------------------------------
+    def context(self, host: HostPlan) -> str | None:
+        return None  # a Node's context is its own root namespace
+
+    def reached_as(self, host: HostPlan | None) -> str | None:
+        assert host is not None
+        return host.name
+
+    def run(self, host: str | None, ns: str | None, argv: list[str], *, check: bool,
+            input: str | None, timeout: float | None) -> subprocess.CompletedProcess:
+        raise not_here("running a program in a node")
+
+    def exec(self, host: str | None, ns: str | None, argv: list[str]) -> int:
+        raise not_here("running a program in a node")
+
+    def data_plane(self, node_ids: dict[str, int]) -> Counters:
+        raise not_here("reading the chains' data plane")
+
+    def leave(self, host: HostPlan) -> list[str]:
+        raise not_here("a host leaving")
+
+
+def part_row(p: dict[str, Any], ph: str) -> dict[str, Any]:
+    """One part as ``inspect`` and ``host ls`` show it."""
+    spec, status = p.get("spec") or {}, p.get("status") or {}
+    return {"part": p["metadata"]["name"], "host": spec.get("host"), "node": spec.get("node"),
+            "phase": ph, "agent": status.get("agent"), "message": status.get("message"),
+            "nodes": sorted((spec.get("nodes") or {}))}
