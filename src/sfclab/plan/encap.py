@@ -12,7 +12,7 @@ Only the bytes between hops differ:
   (SPI) is the path's index in the path table; its service index (SI) starts at 255 and the
   proxy after each function lowers it by one; each node forwards by (node, SPI, SI) -> the
   label of its hop there (``sfc_nsh`` in ``include/sfc_nsh.h``, :func:`nsh_entries`), so the
-  same labels say what it does (``include/sfc_nsh.h``).
+  same labels say what it does.
 - ``srv6``: one SID per hop (a per-node locator :: the label); not built yet.
 
 An :class:`Encap` says what the planner and the realizer give the links and the nodes of a
