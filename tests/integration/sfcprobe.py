@@ -26,6 +26,12 @@ def parse(frame: bytes) -> dict:
             out["labels"].append([v >> 12, (v >> 8) & 1, v & 0xff])
             if (v >> 8) & 1:
                 break
+    if out["ethertype"] == 0x894F and len(frame) >= off + 8:  # NSH: base and path header
+        base, sph = struct.unpack_from(">II", frame, off)
+        out["nsh"] = {"ver": base >> 30, "ttl": (base >> 22) & 0x3f, "len": (base >> 16) & 0x3f,
+                      "md": (base >> 8) & 0xf, "np": base & 0xff, "spi": sph >> 8,
+                      "si": sph & 0xff}
+        off += 8
     if len(frame) >= off + 40 and frame[off] >> 4 == 6:
         out["proto"] = frame[off + 6]
         out["src"] = socket.inet_ntop(socket.AF_INET6, frame[off + 8:off + 24])

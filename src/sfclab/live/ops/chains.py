@@ -73,7 +73,7 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
         counters = {n: dp.counters(i) for n, i in sp.node_ids.items()}
         for name in names:
             dirs = _chain_dirs(sp, lab, name)
-            c: dict[str, Any] = {"directions": []}
+            c: dict[str, Any] = {"encap": dirs[0].encap if dirs else "mpls", "directions": []}
             nodes: set[str] = set()
             for d in dirs:
                 base = path_base(sp, d.index)
@@ -91,6 +91,7 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
                     x["share"] = round(x["classified"] / total, 4)
                 c["directions"].append({"ingress": d.ingress, "egress": d.egress,
                                         "reverse": d.reverse, "ttl": d.ttl,
+                                        "encap": d.encap,
                                         "classifiers": [{k: v for k, v in x.items()
                                                          if k != "entries"} |
                                                         {"entries": len(x["entries"])}
@@ -166,6 +167,10 @@ def trace(lab: str, chain: str, path: int | None = None, wait: float = 0.05,
     ``directions`` sums each one up."""
     plan, sp = _steering(lab)
     dirs = _chain_dirs(sp, lab, chain)
+    if dirs and dirs[0].encap != "mpls":  # the trace steps label TTLs hop by hop
+        raise LabError(f"chain '{chain}' is encap {dirs[0].encap}: chain trace follows MPLS "
+                       "label TTLs and does not trace it yet (its counters are in chain "
+                       "inspect)")
     if direction is not None and not 0 <= direction < len(dirs):
         raise LabError(f"chain '{chain}' has directions 0 to {len(dirs) - 1}, no direction "
                        f"{direction}")
