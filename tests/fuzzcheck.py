@@ -228,15 +228,17 @@ def judge(case: Case, tmp: Path) -> Failure | None:
 
 
 def judge_cli(case: Case, path: Path, refused: bool) -> Failure | None:
-    """``sfclab validate FILE`` in process (labs only): exit 2 and one located line when the
-    library refused the file, exit 0 when it accepted it; never a traceback."""
+    """``sfclab validate --kind lab FILE`` in process (labs only; a mutated lab file is checked as
+    a lab whatever it now looks like, e.g. ``[]``, which alone reads as a classifier list): exit 2
+    and one located line when the library refused the file, exit 0 when it accepted it; never a
+    traceback."""
     if case.kind != "lab":
         return None
     from sfclab.cli import main
 
     err, out = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        status = main(["validate", str(path)])
+        status = main(["validate", "--kind", "lab", str(path)])
     said = err.getvalue()
     lines = [ln for ln in said.splitlines() if ln.strip()]
     want = 2 if refused else 0
