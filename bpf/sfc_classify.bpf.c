@@ -10,7 +10,7 @@
  * with the number of entries; port ranges arrive expanded to prefixes.  The best priority
  * wins.  The chain's slot table (weighted by the planner) picks the path by a hash of the flow
  * -- the same for both directions of a symmetric chain -- and the path's whole label stack is
- * pushed in one step.  Unmatched packets pass untouched and follow routes.
+ * pushed in one step (an SRv6 chain's path: an outer IPv6 header and SRH, sfc_srv6.h).  Unmatched packets pass untouched and follow routes.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -19,6 +19,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "sfc.h"
+#include "sfc_srv6.h"
 
 /* A packet's classifier fields: addresses in four words (IPv4 in the first), its family. */
 struct flow {
@@ -180,8 +181,17 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 	path = choose_path(best, &f, &pi, &unmatched);
 	if (!path)
 		return unmatched ? TC_ACT_OK : TC_ACT_SHOT;
-	if (push_stack(skb, path))
+	if (sfc_srv6_entry(path->lse[0])) { /* an SRv6 chain: H.Encaps (sfc_srv6.h) */
+		if (skb->gso_size) {
+			sfc_count(SFC_C_GSO);
+			return TC_ACT_SHOT;
+		}
+		if (sfc_srv6_encap_skb(skb, path->lse, path->depth, LSE_TTL(bpf_ntohl(path->lse[0])),
+				       path->smac, path->dmac))
+			return TC_ACT_SHOT;
+	} else if (push_stack(skb, path)) {
 		return TC_ACT_SHOT;
+	}
 	count_classified(pi);
 	if (at_egress && path->ifindex == skb->ifindex)
 		return TC_ACT_OK;
@@ -230,6 +240,12 @@ int sfc_classify_xdp(struct xdp_md *ctx)
 	if (!path)
 		return unmatched ? XDP_TX : XDP_DROP;
 	depth = path->depth;
+	if (sfc_srv6_entry(path->lse[0])) { /* an SRv6 chain: H.Encaps (sfc_srv6.h) */
+		if (sfc_srv6_encap_xdp(ctx, path->lse, depth, LSE_TTL(bpf_ntohl(path->lse[0])),
+				       path->smac, path->dmac))
+			return XDP_DROP;
+		goto out;
+	}
 	if (depth > SFC_MAX_LABELS || bpf_xdp_adjust_head(ctx, -(int)(4 * depth))) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
@@ -254,6 +270,7 @@ int sfc_classify_xdp(struct xdp_md *ctx)
 	__builtin_memcpy(eth->h_dest, path->dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, path->smac, ETH_ALEN);
 	eth->h_proto = bpf_htons(SFC_ETH_P_MPLS_UC);
+out:
 	count_classified(pi);
 	if (path->ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
