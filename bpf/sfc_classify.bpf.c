@@ -186,7 +186,8 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 			sfc_count(SFC_C_GSO);
 			return TC_ACT_SHOT;
 		}
-		if (sfc_srv6_encap_skb(skb, path->lse, path->depth, LSE_TTL(bpf_ntohl(path->lse[0])),
+		if (sfc_srv6_encap_skb(skb, path->lse, 0, path->depth,
+				       LSE_TTL(bpf_ntohl(path->lse[0])),
 				       path->smac, path->dmac))
 			return TC_ACT_SHOT;
 	} else if (push_stack(skb, path)) {

@@ -129,7 +129,7 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	if (n > SFC_MAX_LABELS - 1)
 		return TC_ACT_SHOT;
 	if (n && sfc_srv6_entry(st->lse[0])) { /* an SRv6 chain: the SIDs after this node's */
-		if (sfc_srv6_encap_skb(skb, st->lse + 1, n, ttl - 1, hop->smac, hop->dmac))
+		if (sfc_srv6_encap_skb(skb, st->lse, 1, n, ttl - 1, hop->smac, hop->dmac))
 			return TC_ACT_SHOT;
 	} else if (restore_stack(skb, st, hop, n, ttl, inner)) {
 		return TC_ACT_SHOT;

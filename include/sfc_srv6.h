@@ -106,11 +106,13 @@ static __always_inline int sfc_srv6_sid_of(__be32 e, __be32 *sid)
 
 /*
  * H.Encaps on a socket buffer whose Ethernet header is followed by the IPv4 or IPv6 packet:
- * the outer header and an SRH with the SIDs of the `n` entries `lse` (top first), the hop
+ * the outer header and an SRH with the SIDs of the `n` entries of `lse` (SFC_MAX_LABELS of them,
+ * top first) from entry `off` on, the hop
  * limit `hop_limit`, the Ethernet header rewritten from `smac` to `dmac`.  0, or -1 (counted).
  */
-static __always_inline int sfc_srv6_encap_skb(struct __sk_buff *skb, const __be32 *lse, __u32 n,
-					      __u32 hop_limit, const __u8 *smac, const __u8 *dmac)
+static __always_inline int sfc_srv6_encap_skb(struct __sk_buff *skb, const __be32 *lse, __u32 off,
+					      __u32 n, __u32 hop_limit, const __u8 *smac,
+					      const __u8 *dmac)
 {
 	__u8 h[SFC_SRV6_HDR];
 	__be32 sid[4], first[4];
@@ -118,7 +120,8 @@ static __always_inline int sfc_srv6_encap_skb(struct __sk_buff *skb, const __be3
 	__u16 inner_len = skb->len - sizeof(struct ethhdr);
 	__u8 nh = skb->protocol == bpf_htons(SFC_ETH_P_IPV6) ? 41 : 4;
 
-	if (n < 1 || n > SFC_MAX_LABELS || sfc_srv6_sid_of(lse[0], first))
+	if (n < 1 || off + n > SFC_MAX_LABELS ||
+	    sfc_srv6_sid_of(lse[off & (SFC_MAX_LABELS - 1)], first))
 		goto bad;
 	sfc_srv6_header(h, n, hop_limit, nh, inner_len, first);
 	if (bpf_skb_adjust_room(skb, (__s32)(SFC_SRV6_HDR + SFC_SRV6_SID * n), BPF_ADJ_ROOM_MAC,
@@ -130,7 +133,7 @@ static __always_inline int sfc_srv6_encap_skb(struct __sk_buff *skb, const __be3
 	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
 		if (i >= n)
 			break;
-		if (sfc_srv6_sid_of(lse[(n - 1 - i) & (SFC_MAX_LABELS - 1)], sid))
+		if (sfc_srv6_sid_of(lse[(off + n - 1 - i) & (SFC_MAX_LABELS - 1)], sid))
 			goto bad;
 		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + SFC_SRV6_HDR + SFC_SRV6_SID * i,
 					sid, sizeof(sid), 0))
@@ -157,11 +160,13 @@ static __always_inline int sfc_srv6_encap_xdp(struct xdp_md *ctx, const __be32 *
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	__be32 first[4];
+	__u16 inner_len;
 	__u8 nh, *h;
 
 	if ((void *)(eth + 1) > end || n < 1 || n > 13 || sfc_srv6_sid_of(lse[0], first))
 		goto bad;
 	nh = eth->h_proto == bpf_htons(SFC_ETH_P_IPV6) ? 41 : 4;
+	inner_len = bpf_xdp_get_buff_len(ctx) - sizeof(*eth);
 	if (bpf_xdp_adjust_head(ctx, -(int)(SFC_SRV6_HDR + SFC_SRV6_SID * n)))
 		goto bad;
 	data = (void *)(long)ctx->data;
@@ -170,8 +175,7 @@ static __always_inline int sfc_srv6_encap_xdp(struct xdp_md *ctx, const __be32 *
 	h = (__u8 *)(eth + 1);
 	if ((void *)(h + SFC_SRV6_HDR) > end)
 		goto bad;
-	sfc_srv6_header(h, n, hop_limit, nh,
-			(__u16)(end - data - sizeof(*eth) - SFC_SRV6_HDR - SFC_SRV6_SID * n), first);
+	sfc_srv6_header(h, n, hop_limit, nh, inner_len, first);
 	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
 		__u8 *seg = h + SFC_SRV6_HDR + SFC_SRV6_SID * (i & (SFC_MAX_LABELS - 1));
 

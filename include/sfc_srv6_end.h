@@ -53,7 +53,7 @@ static __always_inline int sfc_srv6_proxy(struct xdp_md *ctx, __u8 *srh, void *e
 		st.lse[i] = bpf_htonl(v);
 		st.depth = i + 1;
 	}
-	if (!inner || park(&st, &id))
+	if (!inner || data + sizeof(eth) > end || park(&st, &id))
 		return sfc_srv6_drop(SFC_C_ERRORS);
 	__builtin_memcpy(&eth, data, sizeof(eth));
 	eth.h_proto = bpf_htons(inner);
@@ -100,9 +100,9 @@ static __always_inline int sfc_srv6_next(struct xdp_md *ctx, __u8 *srh, void *en
 		if (!proto || bpf_xdp_adjust_head(ctx, (int)hlen))
 			return sfc_srv6_drop(SFC_C_ERRORS);
 		eth = (void *)(long)ctx->data;
-		if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
-			return XDP_DROP;
 	}
+	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+		return XDP_DROP;
 	__builtin_memcpy(eth->h_dest, hop->dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, hop->smac, ETH_ALEN);
 	eth->h_proto = bpf_htons(proto);
