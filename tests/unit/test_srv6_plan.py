@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 from ipaddress import IPv6Address, IPv6Network
 from pathlib import Path
@@ -74,3 +75,17 @@ def test_a_drifted_locator_is_caught(built: Path, tmp_path: Path) -> None:
                    check=True, capture_output=True, timeout=120)
     drift = contract.srv6_drift(btf.read(str(obj)))
     assert len(drift) == 1 and "enum sfc_srv6" in drift[0]
+
+
+def test_an_srv6_paths_entries_carry_the_srv6_mark() -> None:
+    """The classifier tells an SRv6 path by its entries' traffic class (SFC_LSE_SRV6); an MPLS
+    path's entries stay as they were."""
+    from sfclab.realize.dataplane import Iface, encode_path, lse
+
+    iface, dmac = Iface(7, b"\x02" * 6), b"\x04" * 6
+    mpls = encode_path([100, 200], 64, iface, dmac)
+    six = encode_path([100, 200], 64, iface, dmac, encap="srv6")
+    tail = struct.unpack(">16I", six[-64:])
+    assert tail[:2] == (lse(100, 64, False) | 0x200, lse(200, 64, True) | 0x200)
+    assert six[:-64] == mpls[:-64] and struct.unpack(">16I", mpls[-64:])[:2] == \
+        (lse(100, 64, False), lse(200, 64, True))

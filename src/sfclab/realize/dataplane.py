@@ -25,6 +25,7 @@ from typing import Any, Self
 
 from ..errors import RealizeError
 from ..kernel import bpf
+from ..plan import srv6
 from ..plan.classifier_rows import Mask, Row, mask_of
 from ..plan.sfc import MAX_LABELS, MAX_MASKS, PAD_LABEL, SLOTS, SteeringPlan, lse
 from .contract import ACTIONS, COUNTERS, NCOUNTERS, packer
@@ -106,11 +107,15 @@ def encode_tuple(node: int, mask: int, src: IPv4Network | IPv6Network,
                        *words(int(dst.network_address), family), sport, dport, proto, family)
 
 
-def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes, pad: int = 0) -> bytes:
+def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes, pad: int = 0,
+                encap: str = "mpls") -> bytes:
     """struct sfc_path: ``stack`` (top first) and ``pad`` padding entries below it (label
-    :data:`~sfclab.plan.sfc.PAD_LABEL`, owned by no node), the bottom one marked."""
+    :data:`~sfclab.plan.sfc.PAD_LABEL`, owned by no node), the bottom one marked.  A path of an
+    SRv6 chain has every entry marked :data:`~sfclab.plan.srv6.LSE_SRV6` (the classifier then
+    writes its labels as SIDs, ``include/sfc_srv6.h``)."""
     labels = [*stack, *[PAD_LABEL] * pad]
-    entries = [lse(lbl, ttl, i == len(labels) - 1) for i, lbl in enumerate(labels)]
+    mark = srv6.LSE_SRV6 if encap == "srv6" else 0
+    entries = [lse(lbl, ttl, i == len(labels) - 1) | mark for i, lbl in enumerate(labels)]
     entries += [0] * (MAX_LABELS - len(entries))
     return _PATH.pack(len(labels), iface.index, iface.mac, dmac, *entries)
 
