@@ -20,6 +20,7 @@ from ..functions.cgroups import LimitParams
 from ..functions.params import parse_size
 from ..plan.chainadd import Instance
 from ..plan.containers import container_plan
+from ..plan.encap import encap_problem
 from ..plan.model import ContainerPlan
 from ..plan.chainpaths import Topology
 from ..realize import lifecycle
@@ -170,6 +171,7 @@ def check_chain_file(path: str) -> ChainFile:
     filled in).  A located :class:`~sfclab.errors.SpecError` for the first fault."""
     doc = Document.from_file(path)
     chain = parse(doc)
+    _check_encap(doc, chain)
     for i in range(len(chain.functions)):
         _function(doc, i, chain, chain.attach)
     return chain
@@ -197,8 +199,17 @@ def images_here(lab: str) -> bool:
         return True
 
 
+def _check_encap(doc: Document, chain: ChainFile) -> None:
+    """The chain's ``encap`` is one that is built (:func:`sfclab.plan.encap.encap_problem`;
+    a chain file has no padding and no SFC-aware eBPF function)."""
+    problem = encap_problem(chain.encap, 0, [])
+    if problem:
+        raise doc.error(problem[0], problem[1])
+
+
 def from_document(lab: str, doc: Document, wait_s: float = 60.0) -> AddChain:
     chain = parse(doc)
+    _check_encap(doc, chain)
     attach = default_attach(lab, chain)
     here = images_here(lab)
     fns = [_function(doc, i, chain, attach, here) for i in range(len(chain.functions))]

@@ -189,7 +189,8 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
                                 file=add.source, place="classifiers")
             start, end = (chain.egress, ingress) if reverse else (ingress, chain.egress)
             d = build_direction(topo, labels, chain.name, free_idx.pop(0), reverse, start, end,
-                                stages, weights, chain.symmetric, chain.ttl, "functions")
+                                stages, weights, chain.symmetric, chain.ttl, "functions",
+                                chain.encap)
             d.path_base = free_path_base(ranges, len(d.paths))
             ranges.append((d.path_base, len(d.paths)))
             for i, c in enumerate(chain.classifiers):

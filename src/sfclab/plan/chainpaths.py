@@ -15,6 +15,7 @@ from ipaddress import IPv4Interface, IPv4Network
 
 from ..errors import SpecError
 from ..spec.limits import MAX_PATHS
+from ..spec.sfc import Encap
 from .model import Plan
 from .sfc import (FIRST_LABEL, DirectionPlan, Hop, SteeringPlan, _slots, assemble,
                   shortest_path)
@@ -143,12 +144,13 @@ class Labels:
 
 def build_direction(topo: Topology, labels: Labels, cname: str, index: int, reverse: bool,
                     start: str, end: str, stages: list[list[str]], weights: list[list[int]],
-                    symmetric: bool, ttl: int, place: str) -> DirectionPlan:
+                    symmetric: bool, ttl: int, place: str, encap: Encap = "mpls"
+                    ) -> DirectionPlan:
     """One chain direction: a path per combination of instances, their stacks (RFC 8595),
     assembled as for a lab file's chains (:func:`sfclab.plan.sfc.assemble`)."""
     if reverse:
         stages, weights = stages[::-1], weights[::-1]
-    d = DirectionPlan(index, cname, reverse, start, end, symmetric, ttl)
+    d = DirectionPlan(index, cname, reverse, start, end, symmetric, ttl, encap=encap)
     d.paths = assemble(cname, start, end, stages, weights, topo.shortest, labels.label,
                        lambda msg: SpecError(msg, place=place))
     d.slots = _slots(d.paths)

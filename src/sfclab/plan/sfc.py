@@ -32,8 +32,13 @@ action *unpad* in place of *forward*: its owner, the node before the egress, pop
 padding in one step and delivers plain IPv4 as before.  Each hop of the path then carries K
 labels more than it would unpadded (a function's proxy parks and restores them with the rest).
 
+**Encodings.**  A chain's ``encap`` (:mod:`.encap`) says how these same paths and labels go on
+the wire: as the label stack (mpls) or as an NSH header whose (SPI, SI) each node maps back to
+its label; the planning here is the same for all of them.
+
 **Fitting the links.**  Labelled frames are longer than the IP packets inside them: every
-interface of a non-host node on a path takes ``4 x 16`` bytes more MTU (hosts keep theirs, so
+interface of a non-host node on a path takes ``4 x 16`` bytes more MTU (an NSH chain's: 8, its
+header; the most of the chains crossing it) (hosts keep theirs, so
 what they send still fits once labelled).  Interfaces on paths get transmit checksum offload
 off (the checksum is filled before a label is pushed), and interfaces where a stack is pushed
 after the kernel's receive path (functions, forwarding ingress nodes) GRO off, since labels
@@ -56,6 +61,7 @@ from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
 from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
 from . import maglev
+from .encap import encap_of, encap_problem
 from .model import InterfacePlan, Plan
 from .steering import (ClassifierRow, DirectionPlan, EntryRow, Hop, PathPlan,  # noqa: F401
                        SteeringPlan)
@@ -187,8 +193,10 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
     ingress_used: set[str] = set()
     edges_used: set[tuple[str, str]] = set()  # (node, interface)
     first_hops: set[tuple[str, str]] = set()
+    room: dict[tuple[str, str], int] = {}  # (node, interface) -> MTU its encodings add
 
     for cname, chain in lab.chains.items():
+        _check_encap(lab, cname, chain)
         dirs = [False, True] if chain.symmetric else [False]
         ingresses = sorted({c.ingress for c in chain.classifiers},
                            key=[c.ingress for c in chain.classifiers].index)
@@ -203,6 +211,8 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
                     first_hops.add((p.nodes[0], p.ifname))
                 ingress_used.add(d.ingress)
                 edges_used.update(_path_ifaces(d, labels))
+                for key in _stack_ifaces(d, labels):
+                    room[key] = max(room.get(key, 0), encap_of(d.encap).headroom)
     if len(sp.directions) > MAX_DIRECTIONS:
         raise _error(lab, f"{len(sp.directions)} chain directions; at most {MAX_DIRECTIONS}",
                      ("chains",))
@@ -219,26 +229,8 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
 
     # programs per node, and the links fitted to labelled traffic
     for n in sp.node_ids:
-        ifaces = sorted({i for (m, i) in edges_used if m == n})
-        att = [("sfc_forward", i, "xdp") for i in ifaces]
-        own = lab.nodes[n].kind_ref.sfc_program
-        if own:  # an eBPF function forwards and filters by itself, on every interface
-            att = [(own, i.name, "xdp") for i in plan.interfaces_of(n)]
-            # several on one node (bpf-pipeline): their stages in the tail-call table, first
-            stages = getattr(lab.nodes[n].params, "sfc_stages", None)
-            att[:0] = [(s, str(k), "tail") for k, s in enumerate(stages() if stages else [])]
-        elif n in functions_used:
-            att += [("sfc_proxy_in", i, "tcx-ingress") for i in ifaces]
-            att += [("sfc_proxy_out", i, "tcx-egress") for i in ifaces]
-        if n in ingress_used:
-            if lab.nodes[n].forwards:
-                att += [("sfc_classify_ingress", i.name, "tcx-ingress")
-                        for i in plan.interfaces_of(n)]
-            else:
-                outs = sorted({i for (m, i) in first_hops if m == n})
-                att += [("sfc_classify_egress", i, "tcx-egress") for i in outs]
-                sp.single_segment += [(n, i) for i in outs]
-        sp.attach[n] = att
+        sp.attach[n] = _programs(lab, plan, sp, n, edges_used, functions_used, ingress_used,
+                                 first_hops)
     pushers = functions_used | {n for n in ingress_used if lab.nodes[n].forwards}
     for end in plan.interfaces:
         if end.netns is None or end.node not in sp.node_ids:
@@ -249,8 +241,66 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
         if end.node in pushers:
             end.offloads.setdefault("gro", False)
         if on_path and lab.nodes[end.node].forwards:
-            end.mtu = (end.mtu or 1500) + LABEL_ROOM
+            end.mtu = (end.mtu or 1500) + room.get((end.node, end.name), LABEL_ROOM)
     return sp
+
+
+def _programs(lab: Lab, plan: Plan, sp: SteeringPlan, n: str, edges_used: set[tuple[str, str]],
+              functions_used: set[str], ingress_used: set[str],
+              first_hops: set[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """Node ``n``'s attachments (program, interface, hook), each once; a host that classifies
+    is added to ``sp.single_segment``."""
+    ifaces = sorted({i for (m, i) in edges_used if m == n})
+    # each encoding of the chains through the node brings its programs (one set for
+    # MPLS and NSH: they dispatch by ethertype), each attachment once
+    encs = [encap_of(e) for e in dict.fromkeys(d.encap for d in sp.directions
+                                                if any(n in p.nodes for p in d.paths))]
+    att = [(e.forwarder, i, "xdp") for e in encs for i in ifaces]
+    own = lab.nodes[n].kind_ref.sfc_program
+    if own:  # an eBPF function forwards and filters by itself, on every interface
+        att = [(own, i.name, "xdp") for i in plan.interfaces_of(n)]
+        # several on one node (bpf-pipeline): their stages in the tail-call table, first
+        stages = getattr(lab.nodes[n].params, "sfc_stages", None)
+        att[:0] = [(s, str(k), "tail") for k, s in enumerate(stages() if stages else [])]
+    elif n in functions_used:
+        att += [(e.proxy[0], i, "tcx-ingress") for e in encs for i in ifaces]
+        att += [(e.proxy[1], i, "tcx-egress") for e in encs for i in ifaces]
+    if n in ingress_used:
+        if lab.nodes[n].forwards:
+            att += [(e.classify[1], i.name, "tcx-ingress") for e in encs
+                    for i in plan.interfaces_of(n)]
+        else:
+            outs = sorted({i for (m, i) in first_hops if m == n})
+            att += [(e.classify[0], i, "tcx-egress") for e in encs for i in outs]
+            sp.single_segment += [(n, i) for i in outs]
+    return list(dict.fromkeys(att))
+
+
+def _check_encap(lab: Lab, cname: str, chain: SfcChainSpec) -> None:
+    """A chain's ``encap`` against what it is built with (:func:`.encap.encap_problem`)."""
+    aware = []
+    for i, f in enumerate(chain.functions):
+        names = lab.groups[f].instances if f in lab.groups else [f]
+        if any(lab.nodes[n].kind_ref.sfc_program for n in names):
+            aware.append((i, f))
+    problem = encap_problem(chain.encap, chain.pad_labels, aware)
+    if problem:
+        raise _error(lab, problem[0], ("chains", cname, *problem[1]))
+
+
+def _stack_ifaces(d: DirectionPlan, labels: _Labels) -> set[tuple[str, str]]:
+    """The interfaces direction ``d``'s frames cross: its first hops and its forward labels'."""
+    hops = {h.label: h for h in labels.hops.values()}
+    out: set[tuple[str, str]] = set()
+    for p in d.paths:
+        out.add((p.nodes[0], p.ifname))
+        out.add((p.next, p.next_ifname))
+        for lbl in p.stack:
+            h = hops[lbl]
+            if h.action in ("forward", "unpad") and h.ifname and h.next and h.next_ifname:
+                out.add((h.node, h.ifname))
+                out.add((h.next, h.next_ifname))
+    return out
 
 
 def _path_ifaces(d: DirectionPlan, labels: _Labels) -> set[tuple[str, str]]:
@@ -280,7 +330,8 @@ def _direction(lab: Lab, g: _Graph, labels: _Labels, cname: str, chain: SfcChain
     start, end = (chain.egress, ingress) if reverse else (ingress, chain.egress)
     if reverse:
         stages, weights = stages[::-1], weights[::-1]
-    d = DirectionPlan(index, cname, reverse, start, end, chain.symmetric, chain.ttl)
+    d = DirectionPlan(index, cname, reverse, start, end, chain.symmetric, chain.ttl,
+                      encap=chain.encap)
     d.paths = assemble(cname, start, end, stages, weights, g.shortest, labels.label,
                        lambda msg: _error(lab, msg, fplace), chain.pad_labels,
                        lambda msg: _error(lab, msg, ("chains", cname, "pad_labels")))

@@ -6,7 +6,7 @@ A :class:`SteeringPlan` (``Plan.steering``; None for a lab without chains) is ma
 - ``node_ids``: the number of each node on a chain's path (its key in the data plane's maps);
 - ``hops``: the labels, each a :class:`Hop` owned by one node (*forward* out an interface to a
   neighbour, or *proxy* to the node's function);
-- ``directions``: each chain direction (:class:`DirectionPlan`) with its paths
+- ``directions``: each chain direction (:class:`DirectionPlan`, with its ``encap``) with its paths
   (:class:`PathPlan`: nodes, function instances, label stack), the 256 slots shared among
   them, and its classifier rows (:class:`ClassifierRow`: the classifier as its file wrote it,
   plus its data-plane entries, each an :class:`EntryRow`);
@@ -23,7 +23,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+if TYPE_CHECKING:  # the agent's light verbs read plans without the spec's pydantic
+    from ..spec.sfc import Encap
 
 
 @dataclass
@@ -97,6 +100,9 @@ class DirectionPlan:
     #: where its paths start in the path table; None: after the directions before it (the
     #: lab file's chains), set for chains added to a running lab (``sfclab chain add``)
     path_base: int | None = None
+    #: how its paths are written on the wire (:mod:`sfclab.plan.encap`); the same paths,
+    #: labels and slots whatever it is
+    encap: Encap = "mpls"
 
 
 @dataclass

@@ -10,6 +10,7 @@ Model (YAML or JSON; the P4-SFC orchestrator's customer description in a lab's w
     egress: dst
     symmetric: false
     ttl: 64
+    encap: mpls                       # mpls (default), nsh or srv6 (docs/sfc.md)
     functions:                        # in the order visited; each defined here, inline
       - name: fw                      # instances are named fw-1, fw-2 ... in the lab
         kind: firewall                # any function kind, with its lab-file keys beside it
@@ -35,12 +36,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from .image import ImageSpec
 from .names import NAME_WORDS, node_name_ok
 from .limits import MAX_FUNCTIONS, MAX_GROUP_INSTANCES, MAX_HOST_CPUS
-from .sfc import ClassifierSpec, EntryCounter, growth_problem
+from .sfc import (ClassifierSpec, Encap, EntryCounter, encap_ttl_check, encap_ttl_default,
+                  growth_problem)
 from .source import Document
 from .strict import Strict
 from .text import refuse_nul
@@ -78,8 +80,16 @@ class ChainFile(Strict):
     classifiers: list[ClassifierSpec] = Field(min_length=1)
     egress: str
     symmetric: bool = False
+    encap: Encap = "mpls"  # before ttl: its check reads it
     ttl: int = Field(default=64, ge=1, le=255)
     functions: list[FunctionEntry] = Field(min_length=1, max_length=MAX_FUNCTIONS)
+
+    _ttl_default = model_validator(mode="before")(encap_ttl_default)
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl_fits(cls, v: int, info: ValidationInfo) -> int:
+        return encap_ttl_check(v, info.data.get("encap"))
 
     @field_validator("name")
     @classmethod

@@ -11,6 +11,7 @@ Model (networking-sfc's flow classifier, port pair group and port chain, in a la
         egress: dst                          # where the chain delivers (unlabelled)
         symmetric: true                      # the reverse flow visits the same instances back
         ttl: 64                              # the label stack's TTL at the ingress
+        encap: mpls                          # mpls (default), nsh or srv6: the on-wire encoding
     groups:
       fwpool: {instances: [fw1, fw2], weights: [1, 3]}   # flows spread by weight, sticky
 
@@ -21,7 +22,10 @@ and ``any`` takes no prefix.  ``proto`` is tcp, udp, icmp (IPv4), icmpv6 (IPv6) 
 IPv6 the first next header: extension headers are not walked); ``src``/``dst`` are IPv4 or IPv6
 prefixes; ``sport``/``dport`` a port or a range ``lo-hi`` (tcp and udp only); ``priority`` an
 integer from 0 to 65535 (default 0; higher wins, equal priorities: the earlier classifier).
-Unmatched traffic is untouched and follows routes.  What a chain needs of the topology (a path
+Unmatched traffic is untouched and follows routes.  ``encap`` is how the planned path is written
+on the wire between hops: ``mpls`` (an RFC 3032 label stack, the default), ``nsh`` (an RFC 8300
+header; its TTL field has 6 bits, so ``ttl`` is at most 63 and 63 by default) or ``srv6``; what
+each needs is in :mod:`sfclab.plan.encap`.  What a chain needs of the topology (a path
 of direct links between its stops) is checked by the planner (:mod:`sfclab.plan.sfc`).
 """
 
@@ -31,7 +35,8 @@ import math
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import (Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from .limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_CLASSES, MAX_FUNCTIONS,
                      MAX_GROUP_INSTANCES, MAX_LABELS, MAX_MASKS)
@@ -80,6 +85,28 @@ def port_prefixes(lo: int, hi: int) -> list[tuple[int, int]]:
 #: prefix lengths of source, destination, ports; whether proto and family are matched
 Mask = tuple[int, int, int, int, bool, bool]
 Family = Literal["ipv4", "ipv6", "any"]
+#: a chain's on-wire encoding of its planned path (what each needs: sfclab.plan.encap)
+Encap = Literal["mpls", "srv6", "nsh"]
+#: the largest TTL of an NSH chain (RFC 8300's TTL field has 6 bits), also its default
+NSH_MAX_TTL = 63
+
+
+def encap_ttl_default(d: Any) -> Any:
+    """A chain's keys with ``ttl`` filled in for an NSH chain that gives none (63, the largest
+    its header holds; other encodings keep the model's default, 64)."""
+    if isinstance(d, dict) and d.get("encap") == "nsh" and "ttl" not in d:
+        return {**d, "ttl": NSH_MAX_TTL}
+    return d
+
+
+def encap_ttl_check(ttl: int, encap: Any) -> int:
+    """``ttl`` of a chain of ``encap``: an NSH chain's fits its 6-bit field."""
+    if encap == "nsh" and ttl > NSH_MAX_TTL:
+        raise ValueError(f"a TTL of at most {NSH_MAX_TTL} for an NSH chain (RFC 8300's TTL "
+                         f"field has 6 bits), got {ttl}")
+    return ttl
+
+
 #: the family whose packets each protocol name matches, where it is one family's
 PROTO_FAMILY = {"icmp": "ipv4", "icmpv6": "ipv6"}
 
@@ -208,15 +235,26 @@ class SfcChainSpec(Strict):
     functions: list[str] = Field(min_length=1, max_length=MAX_FUNCTIONS)
     egress: str
     symmetric: bool = False
+    #: before ``ttl``: its check reads it
+    encap: Encap = "mpls"
     ttl: int = Field(default=64, ge=1, le=255)
     #: padding entries pushed below each path's labels (the stack depth without more hops;
     #: bounded here by the stack, by the path's own labels in sfclab.plan.sfc)
     pad_labels: int = Field(default=0, ge=0, le=MAX_LABELS - LABELS_PER_FUNCTION)
 
+    _ttl_default = model_validator(mode="before")(encap_ttl_default)
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl_fits(cls, v: int, info: ValidationInfo) -> int:
+        return encap_ttl_check(v, info.data.get("encap"))
+
     def as_dict(self) -> dict[str, Any]:
         d = {"classifiers": [c.as_dict() for c in self.classifiers],
              "functions": list(self.functions), "egress": self.egress,
              "symmetric": self.symmetric, "ttl": self.ttl}
+        if self.encap != "mpls":
+            d["encap"] = self.encap
         if self.pad_labels:
             d["pad_labels"] = self.pad_labels
         return d

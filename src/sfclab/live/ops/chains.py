@@ -73,7 +73,7 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
         counters = {n: dp.counters(i) for n, i in sp.node_ids.items()}
         for name in names:
             dirs = _chain_dirs(sp, lab, name)
-            c: dict[str, Any] = {"directions": []}
+            c: dict[str, Any] = {"encap": dirs[0].encap if dirs else "mpls", "directions": []}
             nodes: set[str] = set()
             for d in dirs:
                 base = path_base(sp, d.index)
@@ -91,6 +91,7 @@ def inspect(lab: str, chain: str | None = None) -> dict[str, Any]:
                     x["share"] = round(x["classified"] / total, 4)
                 c["directions"].append({"ingress": d.ingress, "egress": d.egress,
                                         "reverse": d.reverse, "ttl": d.ttl,
+                                        "encap": d.encap,
                                         "classifiers": [{k: v for k, v in x.items()
                                                          if k != "entries"} |
                                                         {"entries": len(x["entries"])}
