@@ -20,9 +20,17 @@ from sfclab.live.ops import add as chain_add
 from sfclab.live.ops import chains
 from sfclab.plan import srv6
 
+from .test_chain_ops import counters as live_counters
 from .test_sfc import (FW, HOST, ROUTER, TCP_CLIENT, TCP_SERVER, TOPOLOGIES, Capture, echo,
                        lab_dict, line, node_counters, running, send, steering)
 from .test_sfc_family import RECEIVER, SENDER
+
+
+def live_plan(lab: str) -> Any:
+    """The steering plan as the lab's state holds it now (after ``chain add``)."""
+    from sfclab.realize import lifecycle
+
+    return lifecycle.load_plan(lab)[1].steering
 
 
 def srv6_chain(fns: list[str], **more: Any) -> dict[str, Any]:
@@ -50,6 +58,7 @@ def test_p4sfc_functional_by_srv6(topology: str) -> None:
         server = echo(lab, "dst", 7005)
         ins = {f: Capture(lab, f, "eth0") for f in fns}
         at_dst = Capture(lab, "dst", "eth0")
+        at_src = Capture(lab, "src", "eth0")
         before = node_counters(lab)
         assert send(lab, "src", dst, 40000, 7005, 20) == 20
         bypass = echo(lab, "dst", 9999, 3)
@@ -64,6 +73,14 @@ def test_p4sfc_functional_by_srv6(topology: str) -> None:
         assert len(got) == 20 and all(x["ethertype"] == 0x0800 and "srh" not in x
                                       for x in got), got[:3]
         assert after["src"]["classified"] - before["src"]["classified"] == 20
+        # on the wire out of the ingress: H.Encaps, every SID of the path, the first active
+        owner = {h.label: sp.node_ids[h.node] for h in sp.hops}
+        sent = [x for x in at_src.frames() if x["out"] and x.get("dport") == 7005]
+        assert len(sent) == 20 and all("srh" in x for x in sent), sent[:3]
+        srh = sent[0]["srh"]
+        assert srh["segments"] == [str(s) for s in srv6.segment_list(path.stack, owner)]
+        assert srh["segments_left"] == len(path.stack) - 1 and srh["hop_limit"] == 64
+        assert srh["dst"] == srh["segments"][-1]
         server.wait(timeout=30)
         bypass.wait(timeout=30)
 
@@ -100,6 +117,8 @@ def test_nat_in_a_symmetric_srv6_chain_tcp_both_ways() -> None:
                           "encap": "srv6"}})
     with running(d) as lab:
         before = node_counters(lab)
+        out_src = Capture(lab, "src", "eth0", 6.0)
+        out_dst = Capture(lab, "dst", "eth0", 6.0)
         srv = lab.popen("dst", [sys.executable, "-c", TCP_SERVER], stdout=subprocess.PIPE,
                         text=True)
         assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
@@ -115,6 +134,10 @@ def test_nat_in_a_symmetric_srv6_chain_tcp_both_ways() -> None:
             after["src"]["classified"] - before["src"]["classified"]
         assert after["nat"]["proxy_miss"] == before["nat"]["proxy_miss"]
         assert after["r2"]["forwarded"] > before["r2"]["forwarded"]
+        # both directions left their ingress under an SRH, the replies from the server's port
+        fwd = [x for x in out_src.frames() if x["out"] and x.get("dport") == 8080]
+        rev = [x for x in out_dst.frames() if x["out"] and x.get("sport") == 8080]
+        assert fwd and rev and all("srh" in x for x in fwd + rev), (fwd[:2], rev[:2])
 
 
 def test_an_ipv4_and_an_ipv6_flow_each_through_an_srv6_chain() -> None:
@@ -132,6 +155,7 @@ def test_an_ipv4_and_an_ipv6_flow_each_through_an_srv6_chain() -> None:
         assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
         at_f2 = Capture(lab, "f2", "eth0", 5.0)
         at_dst = Capture(lab, "dst", "eth0", 5.0)
+        at_src = Capture(lab, "src", "eth0", 5.0)
         before = node_counters(lab)
         for dst in (str(lab.address("dst")), str(dst6)):
             lab.exec("src", [sys.executable, "-c", SENDER, dst, "7100", "20"])
@@ -148,6 +172,10 @@ def test_an_ipv4_and_an_ipv6_flow_each_through_an_srv6_chain() -> None:
         at = [x for x in incoming(at_dst) if x.get("dport") == 7100]
         assert sorted({x["ethertype"] for x in at}) == [0x0800, 0x86DD], at[:3]
         assert all("srh" not in x for x in at)
+        # H.Encaps of either family: next header 4 (IPv4 inside) and 41 (IPv6 inside)
+        sent = [x for x in at_src.frames() if x["out"] and x.get("dport") == 7100]
+        assert len(sent) == 40 and all("srh" in x for x in sent), sent[:2]
+        assert sorted(x["srh"]["next_header"] for x in sent) == [4] * 20 + [41] * 20
 
 
 def test_hop_limit_expiry_drops_and_counts() -> None:
@@ -199,13 +227,20 @@ def test_chain_add_of_an_srv6_chain_on_a_running_lab(tmp_path: Path) -> None:
     f.write_text(json.dumps(body))
     with running(d) as lab:
         got = chain_add.add_chain(request.read_chain_file(lab.name, str(f)))
-        assert got["instances"] == ["fw-1"]
+        assert set(got["instances"]) == {"fw-1"}
         at_fw = Capture(lab, "fw-1", "eth0", 4.0)
-        before = node_counters(lab)
+        at_src = Capture(lab, "src", "eth0", 4.0)
+        server = echo(lab, "dst", 5005, 3)
+        before = live_counters(lab.name)
         assert send(lab, "src", str(lab.address("dst")), 41000, 5005, 10) == 10
-        after = node_counters(lab)
+        after = live_counters(lab.name)
+        server.wait(timeout=30)
+        assert next(d for d in live_plan(lab.name).directions
+                    if d.chain == "video").encap == "srv6"
         assert after["fw-1"]["proxy_in"] - before["fw-1"]["proxy_in"] == 10
         frames = [x for x in incoming(at_fw) if x.get("dport") == 5005]
         assert len(frames) == 10 and all("srh" not in x for x in frames)
+        sent = [x for x in at_src.frames() if x["out"] and x.get("dport") == 5005]
+        assert len(sent) == 10 and all("srh" in x for x in sent), sent[:2]
         rm = chain_add.remove_chain(request.RemoveChain(lab.name, "video"))
         assert rm["errors"] == []

@@ -342,7 +342,7 @@ class DataPlane:
                 dmac = ifaces[(p.next, p.next_ifname)].mac
                 self.maps["sfc_paths"].update(struct.pack("<I", first_path + p.index),
                                               encode_path(p.stack, d.ttl, iface, dmac,
-                                                          p.pad))
+                                                          p.pad, d.encap))
             self.maps["sfc_chains"].update(struct.pack("<I", d.index), encode_chain(
                 len(d.slots), (2 if d.reverse else 1) if d.symmetric else 0,
                 [first_path + s for s in d.slots]))

@@ -64,7 +64,8 @@ def write_paths(dp: DataPlane, d: DirectionPlan, base: int,
         iface = ifaces[(d.ingress, p.ifname)]
         dmac = ifaces[(p.next, p.next_ifname)].mac
         dp.maps["sfc_paths"].update(struct.pack("<I", base + p.index),
-                                    encode_path(p.stack, d.ttl, iface, dmac, p.pad))
+                                    encode_path(p.stack, d.ttl, iface, dmac, p.pad,
+                                                d.encap))
 
 
 def clear_paths(dp: DataPlane, base: int, count: int) -> None:
