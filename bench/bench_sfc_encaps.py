@@ -53,23 +53,24 @@ def built_encaps() -> list[str]:
     return [n for n, e in ENCAPS.items() if not e.refused]
 
 
-def lab_of(encap: str | None) -> dict[str, Any]:
-    """The bench lab: steered by ``encap``, or routed (None)."""
+def lab_of(encap: str | None, ip: int) -> dict[str, Any]:
+    """The bench lab (IPv4 or IPv6-only, ``ip``): steered by ``encap``, or routed (None)."""
     kinds = {"src": {"kind": "host"}, "dst": {"kind": "host"}, "f1": FW, "f2": FW, "f3": FW}
     d: dict[str, Any] = {"name": "e" + secrets.token_hex(3),
                          "nodes": {n: kinds.get(n, {"kind": "router"}) for n in NAMES},
-                         "links": [{"endpoints": [a, b]} for a, b in zip(NAMES, NAMES[1:])]}
+                         "links": [{"endpoints": [a, b]} for a, b in zip(NAMES, NAMES[1:])],
+                         "ip": ip}
     if encap:
         d["chains"] = {"c": {"classifiers": [{"ingress": "src", "proto": "udp",
-                                              "dport": measure.BASE_PORT}],
+                                              "dport": measure.BASE_PORT, "family": "any"}],
                              "functions": ["f1", "f2", "f3"], "egress": "dst",
                              "encap": encap}}
     return d
 
 
-def ndr(lab: str, size: int, trial: float) -> tuple[float, float, bool]:
+def ndr(lab: str, size: int, trial: float, ip: int) -> tuple[float, float, bool]:
     """(NDR, PDR, whether the NDR is only a lower bound) of one search."""
-    m = measure.run(lab, NdrRequest(size=size, duration=trial))
+    m = measure.run(lab, NdrRequest(size=size, duration=trial, ip=ip))
     v = m.extra.get("ndr_pps")
     lower = v is None
     if v is None:
@@ -78,9 +79,9 @@ def ndr(lab: str, size: int, trial: float) -> tuple[float, float, bool]:
     return float(v), float(p), lower
 
 
-def cpu_per_packet(lab: str, size: int, rate: float, trial: float) -> float:
+def cpu_per_packet(lab: str, size: int, rate: float, trial: float, ip: int) -> float:
     """Nanoseconds of CPU (all cores) per received packet at offered ``rate``."""
-    r = RateRequest(size=size, duration=trial, rates=[rate])
+    r = RateRequest(size=size, duration=trial, rates=[rate], ip=ip)
     with measure.PacketSetup(lab, r) as setup:
         assert setup.gen is not None
         with CpuMonitor() as cpu:
@@ -95,20 +96,21 @@ def median(xs: list[float]) -> float:
     return statistics.median(found) if found else float("nan")
 
 
-def run(sizes: list[int], reps: int, trial: float, cpu_rate: float) -> dict[str, Any]:
-    variants = [*built_encaps(), "routes"]
+def run(encaps: list[str], sizes: list[int], reps: int, trial: float, cpu_rate: float,
+        ip: int) -> dict[str, Any]:
+    variants = [*encaps, "routes"]
     rows: dict[str, dict[int, dict[str, list[Any]]]] = {
         v: {s: {"ndr": [], "pdr": [], "lower": [], "cpu_ns": []} for s in sizes}
         for v in variants}
     with ExitStack() as stack:
-        labs = {v: stack.enter_context(Lab.from_dict(lab_of(None if v == "routes" else v),
-                                                     "bench")) for v in variants}
+        labs = {v: stack.enter_context(Lab.from_dict(lab_of(None if v == "routes" else v,
+                                                            ip), "bench")) for v in variants}
         for rep in range(reps):
             order = variants if rep % 2 == 0 else variants[::-1]
             for size in sizes:
                 for v in order:
-                    n, p, lower = ndr(labs[v].name, size, trial)
-                    c = cpu_per_packet(labs[v].name, size, cpu_rate, trial)
+                    n, p, lower = ndr(labs[v].name, size, trial, ip)
+                    c = cpu_per_packet(labs[v].name, size, cpu_rate, trial, ip)
                     r = rows[v][size]
                     r["ndr"].append(n)
                     r["pdr"].append(p)
@@ -119,7 +121,7 @@ def run(sizes: list[int], reps: int, trial: float, cpu_rate: float) -> dict[str,
                           file=sys.stderr, flush=True)
         classified = {v: chains.inspect(labs[v].name, "c")["chains"]["c"]["directions"][0]
                       ["paths"][0]["classified"] for v in variants if v != "routes"}
-    out = {"variants": variants, "sizes": sizes, "reps": reps, "trial_s": trial,
+    out = {"variants": variants, "ip": ip, "sizes": sizes, "reps": reps, "trial_s": trial,
            "cpu_rate_pps": cpu_rate, "classified": classified, "load": os.getloadavg(),
            "runs": rows,
            "median": {v: {s: {k: median(rows[v][s][k]) for k in ("ndr", "pdr", "cpu_ns")}
@@ -128,7 +130,7 @@ def run(sizes: list[int], reps: int, trial: float, cpu_rate: float) -> dict[str,
 
 
 def text(r: dict[str, Any]) -> str:
-    lines = [f"3-function chain src-f1-r1-f2-r2-f3-dst, medians of {r['reps']} runs, "
+    lines = [f"3-function chain src-f1-r1-f2-r2-f3-dst, IPv{r['ip']}, medians of {r['reps']} runs, "
              f"{r['trial_s']:g} s trials; CPU at {r['cpu_rate_pps']:,.0f} pps offered; "
              f"load average {r['load'][0]:.1f}"]
     for s in r["sizes"]:
@@ -144,14 +146,20 @@ def text(r: dict[str, Any]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[64, 512])
+    ap.add_argument("--encaps", nargs="+", default=built_encaps(),
+                    help="encapsulations to run (default: every one built)")
+    ap.add_argument("--ip", type=int, choices=[4, 6], default=4,
+                    help="the lab's and the frames' family (IPv6 frames start at 84 bytes)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=None,
+                    help="frame sizes (default 64 512; with --ip 6: 84 512)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--trial", type=float, default=1.0, help="seconds per (final) trial")
     ap.add_argument("--cpu-rate", type=float, default=50000.0,
                     help="offered pps of the CPU-per-packet trial (below every NDR)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    r = run(a.sizes, a.reps, a.trial, a.cpu_rate)
+    sizes = a.sizes or ([84, 512] if a.ip == 6 else [64, 512])
+    r = run(a.encaps, sizes, a.reps, a.trial, a.cpu_rate, a.ip)
     print(json.dumps(r, indent=2) if a.json else text(r))
     return 0 if all(n > 0 for n in r["classified"].values()) else 1
 
