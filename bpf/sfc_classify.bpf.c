@@ -10,7 +10,10 @@
  * with the number of entries; port ranges arrive expanded to prefixes.  The best priority
  * wins.  The chain's slot table (weighted by the planner) picks the path by a hash of the flow
  * -- the same for both directions of a symmetric chain -- and the path's whole label stack is
- * pushed in one step (an SRv6 chain's path: an outer IPv6 header and SRH, sfc_srv6.h).  Unmatched packets pass untouched and follow routes.
+ * pushed in one step.  Unmatched packets pass untouched and follow routes.  A path of an NSH
+ * chain (sfc_path.encap) holds its NSH header in place of labels: the same push, ethertype
+ * 0x894F, and the next protocol set by the packet's family (include/sfc_nsh.h).  An SRv6 chain's path (its entries marked
+ * SFC_LSE_SRV6) is written as an outer IPv6 header and SRH instead (include/sfc_srv6.h).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -19,6 +22,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "sfc.h"
+#include "sfc_nsh.h"
 #include "sfc_srv6.h"
 
 /* A packet's classifier fields: addresses in four words (IPv4 in the first), its family. */
@@ -63,7 +67,7 @@ static __always_inline struct sfc_match *best_match(const struct flow *f)
 
 /* the path's label stack pushed and the frame readdressed to its first hop: 0, or -1 (the
  * counter of why already counted) */
-static __always_inline int push_stack(struct __sk_buff *skb, struct sfc_path *path)
+static __always_inline int push_stack(struct __sk_buff *skb, struct sfc_path *path, __u8 np)
 {
 	struct ethhdr neth;
 
@@ -88,6 +92,13 @@ static __always_inline int push_stack(struct __sk_buff *skb, struct sfc_path *pa
 	__builtin_memcpy(neth.h_dest, path->dmac, ETH_ALEN);
 	__builtin_memcpy(neth.h_source, path->smac, ETH_ALEN);
 	neth.h_proto = bpf_htons(SFC_ETH_P_MPLS_UC);
+	if (path->encap == SFC_ENCAP_NSH) {
+		neth.h_proto = bpf_htons(SFC_ETH_P_NSH);
+		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + 3, &np, 1, 0)) {
+			sfc_count(SFC_C_ERRORS);
+			return -1;
+		}
+	}
 	if (bpf_skb_store_bytes(skb, 0, &neth, sizeof(neth), 0)) {
 		sfc_count(SFC_C_ERRORS);
 		return -1;
@@ -181,7 +192,7 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 	path = choose_path(best, &f, &pi, &unmatched);
 	if (!path)
 		return unmatched ? TC_ACT_OK : TC_ACT_SHOT;
-	if (sfc_srv6_entry(path->lse[0])) { /* an SRv6 chain: H.Encaps (sfc_srv6.h) */
+	if (path->encap == SFC_ENCAP_SRV6) { /* an SRv6 chain: H.Encaps (sfc_srv6.h) */
 		if (skb->gso_size) {
 			sfc_count(SFC_C_GSO);
 			return TC_ACT_SHOT;
@@ -190,7 +201,7 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 				       LSE_TTL(bpf_ntohl(path->lse[0])),
 				       path->smac, path->dmac))
 			return TC_ACT_SHOT;
-	} else if (push_stack(skb, path)) {
+	} else if (push_stack(skb, path, sfc_nsh_np(f.family))) {
 		return TC_ACT_SHOT;
 	}
 	count_classified(pi);
@@ -241,7 +252,7 @@ int sfc_classify_xdp(struct xdp_md *ctx)
 	if (!path)
 		return unmatched ? XDP_TX : XDP_DROP;
 	depth = path->depth;
-	if (sfc_srv6_entry(path->lse[0])) { /* an SRv6 chain: H.Encaps (sfc_srv6.h) */
+	if (path->encap == SFC_ENCAP_SRV6) { /* an SRv6 chain: H.Encaps (sfc_srv6.h) */
 		if (sfc_srv6_encap_xdp(ctx, path->lse, depth, LSE_TTL(bpf_ntohl(path->lse[0])),
 				       path->smac, path->dmac))
 			return XDP_DROP;
@@ -271,6 +282,14 @@ int sfc_classify_xdp(struct xdp_md *ctx)
 	__builtin_memcpy(eth->h_dest, path->dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, path->smac, ETH_ALEN);
 	eth->h_proto = bpf_htons(SFC_ETH_P_MPLS_UC);
+	if (path->encap == SFC_ENCAP_NSH) {
+		if ((void *)((__u8 *)lse + 4) > end) {
+			sfc_count(SFC_C_ERRORS);
+			return XDP_DROP;
+		}
+		eth->h_proto = bpf_htons(SFC_ETH_P_NSH);
+		((__u8 *)lse)[3] = sfc_nsh_np(f.family);
+	}
 out:
 	count_classified(pi);
 	if (path->ifindex == ctx->ingress_ifindex)

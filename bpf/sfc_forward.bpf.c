@@ -15,6 +15,8 @@
  *            stack id (sfc_stack_ids / sfc_stacks, one entry per distinct stack, not per flow),
  *            take the whole stack off and pass the IPv4 packet up with the id in XDP metadata;
  *            sfc_proxy_in turns it into skb->mark, sfc_proxy_out puts the stack back.
+ * An NSH frame (ethertype 0x894F, a chain of `encap: nsh`) goes to nsh_forward instead: the
+ * same hops and actions, found by (SPI, SI) (include/sfc_nsh.h).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -22,6 +24,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "sfc.h"
+#include "sfc_nsh.h"
 #include "sfc_srv6.h"
 
 static __always_inline int park(struct sfc_stack *st, __u32 *id)
@@ -49,6 +52,47 @@ static __always_inline int park(struct sfc_stack *st, __u32 *id)
 	return 0;
 }
 
+/* The frame handed up to the function: `strip` bytes after the Ethernet header taken off (the
+ * stack or header parked as `id`), `eth` written in front, the id left in XDP metadata for
+ * sfc_proxy_in, and the flow remembered for functions that lose the mark. */
+static __always_inline int hand_up(struct xdp_md *ctx, struct ethhdr *eth, int strip, __u32 id)
+{
+	void *data, *end;
+	struct sfc_tuple fk = {};
+	__u32 *meta;
+	__u8 proto;
+
+	if (bpf_xdp_adjust_head(ctx, strip))
+		goto bad;
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
+		goto bad;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > data || data + sizeof(*eth) > end)
+		goto bad;
+	*meta = sfc_mark_of(id);
+	__builtin_memcpy(data, eth, sizeof(*eth));
+	/* for functions that lose the mark (a program reading a TUN device): the flow */
+	fk.node = node_id;
+	fk.mask = SFC_FLOW_MASK;
+	if (!sfc_parse_ip(data + sizeof(*eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport,
+			  &proto)) {
+		__u32 *was;
+
+		fk.proto = proto;
+		was = bpf_map_lookup_elem(&sfc_flows, &fk);
+		if (!was || *was != id)
+			bpf_map_update_elem(&sfc_flows, &fk, &id, BPF_ANY);
+	}
+	sfc_count(SFC_C_POPPED);
+	sfc_count(SFC_C_PROXY_IN);
+	return XDP_PASS;
+bad:
+	sfc_count(SFC_C_ERRORS);
+	return XDP_DROP;
+}
+
 #include "sfc_srv6_end.h"
 
 static __always_inline int proxy(struct xdp_md *ctx, __u32 ttl)
@@ -57,9 +101,7 @@ static __always_inline int proxy(struct xdp_md *ctx, __u32 ttl)
 	__be32 *lse = data + sizeof(struct ethhdr);
 	struct sfc_stack st = {};
 	struct ethhdr eth;
-	__u32 id, i, *meta;
-	__u8 proto;
-	struct sfc_tuple fk = {};
+	__u32 id, i;
 
 	if ((void *)(lse + 1) > end)
 		return XDP_DROP;
@@ -85,31 +127,7 @@ static __always_inline int proxy(struct xdp_md *ctx, __u32 ttl)
 		goto bad;
 	__builtin_memcpy(&eth, data, sizeof(eth));
 	eth.h_proto = bpf_htons(sfc_inner_proto(lse + 1 + (st.depth & (SFC_MAX_LABELS - 1)), end));
-	if (bpf_xdp_adjust_head(ctx, (int)(4 * (1 + st.depth))))
-		goto bad;
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
-		goto bad;
-	data = (void *)(long)ctx->data;
-	end = (void *)(long)ctx->data_end;
-	meta = (void *)(long)ctx->data_meta;
-	if ((void *)(meta + 1) > data || data + sizeof(eth) > end)
-		goto bad;
-	*meta = sfc_mark_of(id);
-	__builtin_memcpy(data, &eth, sizeof(eth));
-	/* for functions that lose the mark (a program reading a TUN device): the flow */
-	fk.node = node_id;
-	fk.mask = SFC_FLOW_MASK;
-	if (!sfc_parse_ip(data + sizeof(eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport, &proto)) {
-		__u32 *was;
-
-		fk.proto = proto;
-		was = bpf_map_lookup_elem(&sfc_flows, &fk);
-		if (!was || *was != id)
-			bpf_map_update_elem(&sfc_flows, &fk, &id, BPF_ANY);
-	}
-	sfc_count(SFC_C_POPPED);
-	sfc_count(SFC_C_PROXY_IN);
-	return XDP_PASS;
+	return hand_up(ctx, &eth, (int)(4 * (1 + st.depth)), id);
 bad:
 	sfc_count(SFC_C_ERRORS);
 	return XDP_DROP;
@@ -128,6 +146,65 @@ static __always_inline __u32 stack_depth(__be32 *lse, void *end)
 	return 0;
 }
 
+/* An NSH frame (include/sfc_nsh.h): this node's hop at its (SPI, SI), by the hop's label.
+ * forward: TTL - 1 and on to the next hop, or, at the path's last label, the header off and
+ * the packet on plain; proxy: the header parked (TTL - 1) and the packet handed up. */
+static __always_inline int nsh_forward(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data, neth;
+	__be32 *w = (void *)(eth + 1);
+	struct sfc_stack st = {};
+	struct sfc_nsh_hop *nh;
+	struct sfc_hop *hop;
+	__u32 base, sph, ttl, id;
+
+	if (sfc_nsh_parse(w, end, &base, &sph) ||
+	    sfc_nsh_hop_at(NSH_SPI(sph), NSH_SI(sph), &nh, &hop)) {
+		sfc_count(SFC_C_NSH_UNKNOWN);
+		return XDP_DROP;
+	}
+	ttl = NSH_TTL(base);
+	if (ttl <= 1) {
+		sfc_count(SFC_C_NSH_TTL_EXPIRED);
+		return XDP_DROP;
+	}
+	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
+	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
+	neth.h_proto = bpf_htons(sfc_nsh_inner(base));
+	if (hop->action == SFC_A_PROXY) {
+		st.depth = SFC_STACK_NSH;
+		st.lse[0] = bpf_htonl(NSH_WITH_TTL(base, ttl - 1));
+		st.lse[1] = bpf_htonl(sph);
+		if (park(&st, &id)) {
+			sfc_count(SFC_C_ERRORS);
+			return XDP_DROP;
+		}
+		__builtin_memcpy(&neth, eth, 2 * ETH_ALEN); /* up to the function as it came */
+		return hand_up(ctx, &neth, SFC_NSH_BYTES, id);
+	}
+	if (hop->action != SFC_A_FORWARD) {
+		sfc_count(SFC_C_ERRORS);
+		return XDP_DROP;
+	}
+	if (nh->last) {
+		if (bpf_xdp_adjust_head(ctx, SFC_NSH_BYTES)) {
+			sfc_count(SFC_C_ERRORS);
+			return XDP_DROP;
+		}
+		data = (void *)(long)ctx->data;
+		end = (void *)(long)ctx->data_end;
+		if (data + sizeof(neth) > end)
+			return XDP_DROP;
+	} else {
+		w[0] = bpf_htonl(NSH_WITH_TTL(base, ttl - 1));
+		neth.h_proto = bpf_htons(SFC_ETH_P_NSH);
+	}
+	__builtin_memcpy(data, &neth, sizeof(neth));
+	sfc_count(nh->last ? SFC_C_DELIVERED : SFC_C_FORWARDED);
+	return bpf_redirect(hop->ifindex, 0);
+}
+
 SEC("xdp")
 int sfc_forward(struct xdp_md *ctx)
 {
@@ -140,6 +217,8 @@ int sfc_forward(struct xdp_md *ctx)
 
 	if ((void *)(eth + 1) > end)
 		return XDP_PASS;
+	if (eth->h_proto == bpf_htons(SFC_ETH_P_NSH))
+		return nsh_forward(ctx);
 	if (eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
 		int verdict = sfc_srv6_end(ctx); /* an SRv6 chain's frame (sfc_srv6.h) */
 

@@ -14,6 +14,8 @@
  * A packet with no parked stack -- one the function made itself (an ICMP error, a TCP reset),
  * or rewrote beyond recognition after losing the mark -- is counted as a proxy miss and left to
  * the node's IP routes, which take it to its address like any unclassified packet.
+ *
+ * A parked NSH header (a chain of `encap: nsh`) goes back by nsh_restore, with SI - 1.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -22,6 +24,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "sfc.h"
+#include "sfc_nsh.h"
 #include "sfc_srv6.h"
 
 /* the parked stack id of this packet into `id`: from its mark, or else from its flow (a
@@ -84,6 +87,54 @@ static __always_inline int restore_stack(struct __sk_buff *skb, struct sfc_stack
 	return 0;
 }
 
+/* A parked NSH header (include/sfc_nsh.h) put back with SI - 1 and the frame sent to this
+ * node's hop at the new (SPI, SI): still NSH, or plain at the path's last label.  SI 0 (the
+ * path has no function left to count) drops it as nsh_si_expired. */
+static __always_inline int nsh_restore(struct __sk_buff *skb, struct sfc_stack *st, __be16 inner)
+{
+	__u32 base = bpf_ntohl(st->lse[0]), sph = bpf_ntohl(st->lse[1]), si = NSH_SI(sph);
+	struct sfc_nsh_hop *nh;
+	struct sfc_hop *hop;
+	struct ethhdr neth;
+	__be32 w[2];
+
+	if (si <= 1) {
+		sfc_count(SFC_C_NSH_SI_EXPIRED);
+		return TC_ACT_SHOT;
+	}
+	si -= 1;
+	if (sfc_nsh_hop_at(NSH_SPI(sph), si, &nh, &hop) || hop->action != SFC_A_FORWARD) {
+		sfc_count(SFC_C_NSH_UNKNOWN);
+		return TC_ACT_SHOT;
+	}
+	if (skb->gso_size) {
+		sfc_count(SFC_C_GSO);
+		return TC_ACT_SHOT;
+	}
+	if (!nh->last) {
+		w[0] = bpf_htonl((base & ~0xffu) | (inner == bpf_htons(SFC_ETH_P_IPV6) ?
+						    SFC_NSH_NP_IPV6 : SFC_NSH_NP_IPV4));
+		w[1] = bpf_htonl((sph & ~0xffu) | si);
+		if (bpf_skb_adjust_room(skb, SFC_NSH_BYTES, BPF_ADJ_ROOM_MAC, 0) ||
+		    bpf_skb_store_bytes(skb, sizeof(struct ethhdr), w, sizeof(w), 0)) {
+			sfc_count(SFC_C_ERRORS);
+			return TC_ACT_SHOT;
+		}
+	}
+	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
+	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
+	neth.h_proto = nh->last ? inner : bpf_htons(SFC_ETH_P_NSH);
+	if (bpf_skb_store_bytes(skb, 0, &neth, sizeof(neth), 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return TC_ACT_SHOT;
+	}
+	sfc_count(SFC_C_PROXY_OUT);
+	sfc_count(nh->last ? SFC_C_DELIVERED : SFC_C_FORWARDED);
+	if (hop->ifindex == skb->ifindex)
+		return TC_ACT_OK;
+	return bpf_redirect(hop->ifindex, 0);
+}
+
 SEC("tc")
 int sfc_proxy_out(struct __sk_buff *skb)
 {
@@ -103,6 +154,8 @@ int sfc_proxy_out(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	skb->mark &= ~SFC_MARK_PROXY_MASK; /* the tenancy's bits stay */
 	st = bpf_map_lookup_elem(&sfc_stacks, &id);
+	if (st && st->depth == SFC_STACK_NSH)
+		return nsh_restore(skb, st, inner);
 	if (!st || !st->depth) {
 		/* the function was the chain's last stop: its routes deliver the packet */
 		sfc_count(SFC_C_PROXY_OUT);

@@ -81,6 +81,9 @@ enum sfc_counter {
 	SFC_C_ERRORS,         /* malformed stacks, helper failures, full tables */
 	SFC_C_GSO,            /* GSO packets a push point could not label */
 	SFC_C_NO_INSTANCE,    /* classified onto a path with no instance left: dropped */
+	SFC_C_NSH_TTL_EXPIRED, /* NSH: arrived with TTL 1 or 0 (include/sfc_nsh.h) */
+	SFC_C_NSH_SI_EXPIRED, /* NSH: the service index would reach 0 after a function */
+	SFC_C_NSH_UNKNOWN,    /* NSH: no hop of this node at the (SPI, SI), or a bad header */
 	SFC_NCOUNTERS = 16,
 };
 
@@ -130,12 +133,17 @@ struct sfc_chain {
 	__u32 slot[SFC_MAX_SLOTS]; /* slot -> path index */
 };
 
+/* how a path is written on the wire between hops (a chain's `encap`, src/sfclab/plan/encap.py) */
+enum sfc_encap { SFC_ENCAP_MPLS = 0, SFC_ENCAP_NSH = 1, SFC_ENCAP_SRV6 = 2 };
+
 struct sfc_path {             /* what the ingress pushes, and where it sends it */
 	__u32 depth;
 	__u32 ifindex;        /* the ingress node's interface toward the first hop */
 	__u8 smac[6];
 	__u8 dmac[6];
 	__be32 lse[SFC_MAX_LABELS];
+	__u32 encap;          /* enum sfc_encap: what lse holds (NSH: its header, depth 2) and
+			       * the ethertype pushed */
 };
 
 /* forward: pop the label, send on to the next hop; proxy: hand to the function here; unpad:
@@ -172,6 +180,7 @@ const volatile __u32 node_id = 0;
 const enum sfc_limit sfc_contract_limit SFC_CONTRACT = SFC_MAX_LABELS;
 const enum sfc_counter sfc_contract_counter SFC_CONTRACT = SFC_NCOUNTERS;
 const enum sfc_action sfc_contract_action SFC_CONTRACT = SFC_A_FORWARD;
+const enum sfc_encap sfc_contract_encap SFC_CONTRACT = SFC_ENCAP_MPLS;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

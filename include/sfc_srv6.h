@@ -14,8 +14,8 @@
  * SIDs are never routed: every node acts on the active SID (the outer destination) in XDP,
  * by the label table, and redirects as the label forwarder does.
  *
- *   classifier (H.Encaps): a path whose entries carry SFC_LSE_SRV6 in their traffic class is
- *       an SRv6 path.  Its labels become the SRH's segment list (the last label is
+ *   classifier (H.Encaps): a path of encap SFC_ENCAP_SRV6 (sfc.h; its entries also carry
+ *       SFC_LSE_SRV6 in their traffic class, which the proxy's parked stack keeps).  Its labels become the SRH's segment list (the last label is
  *       segments[0]); segments left = n - 1; the outer destination is the first SID, the
  *       source the ingress's locator, the hop limit the chain's TTL, the next header 4 (IPv4
  *       inside) or 41 (IPv6 inside).
@@ -51,7 +51,7 @@ enum sfc_srv6 {
 
 const enum sfc_srv6 sfc_contract_srv6 SFC_CONTRACT = SFC_SRV6_ROOM;
 
-/* the path or parked stack whose top entry is `top` is an SRv6 one */
+/* the parked stack whose top entry is `top` is an SRv6 one */
 static __always_inline int sfc_srv6_entry(__be32 top)
 {
 	return !!(bpf_ntohl(top) & SFC_LSE_SRV6);

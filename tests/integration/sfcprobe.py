@@ -27,6 +27,12 @@ def parse(frame: bytes) -> dict:
             out["labels"].append([v >> 12, (v >> 8) & 1, v & 0xff])
             if (v >> 8) & 1:
                 break
+    if out["ethertype"] == 0x894F and len(frame) >= off + 8:  # NSH: base and path header
+        base, sph = struct.unpack_from(">II", frame, off)
+        out["nsh"] = {"ver": base >> 30, "ttl": (base >> 22) & 0x3f, "len": (base >> 16) & 0x3f,
+                      "md": (base >> 8) & 0xf, "np": base & 0xff, "spi": sph >> 8,
+                      "si": sph & 0xff}
+        off += 8
     if (out["ethertype"] == 0x86DD and len(frame) >= off + 48 and frame[off + 6] == 43
             and frame[off + 42] == 4):
         # an SRv6 frame: the outer header and the SRH, then what it carries

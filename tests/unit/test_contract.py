@@ -31,14 +31,14 @@ def built() -> Path:
     return ROOT / "native" / "build"
 
 
-def compile_with(built: Path, tmp: Path, old: str, new: str) -> btf.Btf:
+def compile_with(built: Path, tmp: Path, old: str, new: str, name: str = "sfc.h") -> btf.Btf:
     """sfc_forward.bpf.c compiled against a copy of include/ with ``old`` replaced by ``new``
-    in sfc.h, with the Makefile's flags."""
+    in header ``name``, with the Makefile's flags."""
     inc = tmp / "include"
     shutil.copytree(ROOT / "include", inc)
-    header = (inc / "sfc.h").read_text()
+    header = (inc / name).read_text()
     assert header.count(old) == 1, old
-    (inc / "sfc.h").write_text(header.replace(old, new))
+    (inc / name).write_text(header.replace(old, new))
     multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True,
                                check=True).stdout.strip()
     obj = tmp / "sfc_forward.bpf.o"
@@ -54,7 +54,10 @@ def test_every_sfc_object_agrees_with_the_python_layouts(built: Path, obj: str) 
     b = btf.read(str(built / f"{obj}.bpf.o"))
     assert contract.drift(b) == []
     # what the check leans on is really there: the structs, the limits, the maps
-    assert set(contract.LAYOUTS) <= set(b.structs)
+    want = set(contract.LAYOUTS) - (set() if obj in contract.NSH_OBJECTS
+                                    else set(contract.NSH_STRUCTS))
+    assert want <= set(b.structs)
+    assert (obj in contract.NSH_OBJECTS) == ("sfc_nsh" in b.maps)
     assert b.enums["sfc_limit"]["SFC_MAX_LABELS"] == 16
     assert b.maps["sfc_classes"].max_entries == b.enums["sfc_limit"]["SFC_MAX_CLASSES"]
 
@@ -70,9 +73,9 @@ def test_the_map_sizes_are_the_limits_in_btf(built: Path) -> None:
         "sfc_stacks": lim["SFC_MAX_STACKS"], "sfc_next_stack": 1,
         "sfc_flows": lim["SFC_MAX_FLOWS"],
         "sfc_counters": lim["SFC_MAX_NODES"] * contract.NCOUNTERS,
-        "sfc_path_counts": lim["SFC_MAX_PATHS"]}
+        "sfc_path_counts": lim["SFC_MAX_PATHS"], "sfc_nsh": lim["SFC_MAX_HOPS"]}
     for m, d in b.maps.items():
-        key, value = contract.MAPS[m]
+        key, value = {**contract.MAPS, **contract.NSH_MAPS}[m]
         assert d.key_size == (b.structs[key].size if key in b.structs else int(key[-2:]) // 8)
         assert d.value_size == (b.structs[value].size if value in b.structs
                                 else int(value[-2:]) // 8)
@@ -104,6 +107,33 @@ def test_a_header_edited_in_a_copy_is_caught_as_drift(built: Path, tmp_path: Pat
     assert any(d.startswith(says) for d in drift), drift
 
 
+@pytest.mark.parametrize("old, new, says", [
+    ("\t__u32 spi;\n\t__u32 si;", "\t__u32 spi;\n\t__u8 si;", "struct sfc_nsh_key"),
+    ("\t__u32 last;           /* 1:", "\t__u64 last;           /* 1:",
+     "struct sfc_nsh_hop.last"),
+    ("__type(value, struct sfc_nsh_hop);", "__type(value, __u64);", "map sfc_nsh"),
+], ids=["nsh-key", "nsh-member", "nsh-map"])
+def test_an_nsh_header_edited_in_a_copy_is_caught_as_drift(built: Path, tmp_path: Path,
+                                                           old: str, new: str,
+                                                           says: str) -> None:
+    drift = contract.drift(compile_with(built, tmp_path, old, new, "sfc_nsh.h"))
+    assert any(d.startswith(says) for d in drift), drift
+
+
+def test_an_nsh_path_and_its_entries_are_the_bytes_of_rfc_8300() -> None:
+    """An NSH path's header as the classifier pushes it (version 0, TTL, length 2, MD type 2;
+    SPI, SI 255), flagged NSH; the (node, SPI, SI) -> (label, last) entries."""
+    iface = dataplane.Iface(7, bytes.fromhex("020000000001"))
+    dmac = bytes.fromhex("020000000002")
+    raw = dataplane.encode_path([100, 200], 63, iface, dmac, encap="nsh", spi=0x123)
+    # 0x0FC20200: ver 00, O 0, U 0, TTL 111111, length 000010, U 0000, MD 0010, NP 0
+    assert raw == struct.pack("<II", 2, 7) + iface.mac + dmac + \
+        struct.pack(">16I", 0x0FC20200, 0x000123FF, *[0] * 14) + struct.pack("<I", 1)
+    assert dataplane.encode_path([100], 64, iface, dmac)[-4:] == bytes(4)  # MPLS: 0
+    assert dataplane.nsh_key(3, 0x123, 254) == struct.pack("<III", 3, 0x123, 254)
+    assert dataplane.nsh_value(17, True) == struct.pack("<II", 17, 1)
+
+
 def test_the_packers_write_the_bytes_the_hand_packed_formats_wrote() -> None:
     """The layouts in the contract give the bytes the earlier hand-written formats gave."""
     iface = dataplane.Iface(7, bytes.fromhex("020000000001"))
@@ -123,7 +153,8 @@ def test_the_packers_write_the_bytes_the_hand_packed_formats_wrote() -> None:
         struct.pack(">II", 0xFFFFFFFF, 0xFFFF0000)
     raw = dataplane.encode_path([100, 200], 64, iface, dmac)
     lses = [dataplane.lse(100, 64, False), dataplane.lse(200, 64, True)] + [0] * 14
-    assert raw == struct.pack("<II", 2, 7) + iface.mac + dmac + struct.pack(">16I", *lses)
+    assert raw == struct.pack("<II", 2, 7) + iface.mac + dmac + struct.pack(">16I", *lses) + \
+        struct.pack("<I", 0)
     assert dataplane.decode_path(raw) == (iface, dmac)
     assert dataplane.encode_hop(5, "proxy", iface, dmac) == \
         struct.pack("<III", 5, 2, 7) + iface.mac + dmac

@@ -50,10 +50,11 @@ def test_the_default_is_mpls_and_the_plan_carries_each_chains_encap() -> None:
     assert {(d.chain, d.ttl) for d in sp.directions} == {("c", 64), ("n", 63)}
     again = SteeringPlan.from_dict(sp.to_dict())  # the state journal keeps it
     assert [d.encap for d in again.directions] == [d.encap for d in sp.directions]
-    # a state written before encodings reads as MPLS
+    # an MPLS direction is written as before encodings; such a state reads as MPLS
     old = sp.to_dict()
+    assert ["encap" in d for d in old["directions"]] == [False, True, True]
     for d in old["directions"]:
-        del d["encap"]
+        d.pop("encap", None)
     assert {d.encap for d in SteeringPlan.from_dict(old).directions} == {"mpls"}
 
 

@@ -85,7 +85,9 @@ def test_an_srv6_paths_entries_carry_the_srv6_mark() -> None:
     iface, dmac = Iface(7, b"\x02" * 6), b"\x04" * 6
     mpls = encode_path([100, 200], 64, iface, dmac)
     six = encode_path([100, 200], 64, iface, dmac, encap="srv6")
-    tail = struct.unpack(">16I", six[-64:])
-    assert tail[:2] == (lse(100, 64, False) | 0x200, lse(200, 64, True) | 0x200)
-    assert six[:-64] == mpls[:-64] and struct.unpack(">16I", mpls[-64:])[:2] == \
-        (lse(100, 64, False), lse(200, 64, True))
+    # struct sfc_path: depth, ifindex, smac, dmac, 16 entries, encap (SFC_ENCAP_SRV6 = 2)
+    assert six[:20] == mpls[:20]
+    assert struct.unpack(">16I", six[20:84])[:2] == (lse(100, 64, False) | 0x200,
+                                                      lse(200, 64, True) | 0x200)
+    assert struct.unpack(">16I", mpls[20:84])[:2] == (lse(100, 64, False), lse(200, 64, True))
+    assert struct.unpack("<I", six[84:])[0] == 2 and struct.unpack("<I", mpls[84:])[0] == 0

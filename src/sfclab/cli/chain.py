@@ -41,7 +41,8 @@ def _inspect_text(d: dict[str, Any]) -> str:
         lines.append(f"chain {name}")
         for di in c["directions"]:
             lines.append(f"  {di['ingress']} -> {di['egress']}"
-                         f"{' (reverse)' if di['reverse'] else ''}, TTL {di['ttl']}")
+                         f"{' (reverse)' if di['reverse'] else ''}, TTL {di['ttl']}"
+                         f"{', encap ' + di['encap'] if di.get('encap', 'mpls') != 'mpls' else ''}")
             for cl in di["classifiers"]:
                 what = " ".join(f"{k} {v}" for k, v in cl.items()
                                 if k not in ("index", "ingress", "entries"))

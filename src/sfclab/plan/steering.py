@@ -117,10 +117,12 @@ class SteeringPlan:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for x in d["directions"]:  # an unpadded path is written as before padding existed
+        for x in d["directions"]:  # an unpadded path is written as before padding existed,
             for p in x["paths"]:
                 if not p["pad"]:
                     del p["pad"]
+            if x["encap"] == "mpls":  # and an MPLS direction as before encodings
+                del x["encap"]
         return d
 
     def copy(self) -> SteeringPlan:

@@ -82,7 +82,7 @@ def probe(req: dict[str, Any]) -> dict[str, Any]:
     key = struct.pack("<I", int(req["index"]))
     stack = [int(x) for x in req["stack"]]
     pad = int(req.get("pad", 0))  # the path's padding entries, kept as the path has them
-    encap = str(req.get("encap", "mpls"))  # how the classifier writes the path (its entries)
+    encap = str(req.get("encap", "mpls"))  # how the path is written (an NSH chain's header)
     with dp:
         raw = dp.maps["sfc_paths"].lookup(key)
         if raw is None:
@@ -90,7 +90,7 @@ def probe(req: dict[str, Any]) -> dict[str, Any]:
         first, dmac = decode_path(raw)
         try:
             dp.maps["sfc_paths"].update(key, encode_path(stack, int(req["ttl"]), first, dmac,
-                                                         pad, encap))
+                                                         pad, encap, int(req["index"])))
             with netns.entered(plan.netns_of(node)):
                 s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
             try:
@@ -100,7 +100,7 @@ def probe(req: dict[str, Any]) -> dict[str, Any]:
             time.sleep(float(req.get("wait", 0.05)))
         finally:
             dp.maps["sfc_paths"].update(key, encode_path(stack, int(req["restore"]), first,
-                                                         dmac, pad, encap))
+                                                         dmac, pad, encap, int(req["index"])))
     return {}
 
 

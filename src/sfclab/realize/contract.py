@@ -47,11 +47,18 @@ LAYOUTS: dict[str, tuple[tuple[str, str], ...]] = {
     "sfc_match": (("priority", "<i"), ("chain", "<I")),
     "sfc_chain": (("nslots", "<I"), ("symmetric", "<I"), ("slot", f"<{limits.SLOTS}I")),
     "sfc_path": (("depth", "<I"), ("ifindex", "<I"), ("smac", "6s"), ("dmac", "6s"),
-                 ("lse", f">{limits.MAX_LABELS}I")),
+                 ("lse", f">{limits.MAX_LABELS}I"), ("encap", "<I")),
     "sfc_hop": (("node", "<I"), ("action", "<I"), ("ifindex", "<I"), ("smac", "6s"),
                 ("dmac", "6s")),
     "sfc_stack": (("depth", "<I"), ("lse", f">{limits.MAX_LABELS}I")),
+    # include/sfc_nsh.h (in the objects that forward NSH: NSH_OBJECTS)
+    "sfc_nsh_key": (("node", "<I"), ("spi", "<I"), ("si", "<I")),
+    "sfc_nsh_hop": (("label", "<I"), ("last", "<I")),
 }
+#: the structs and maps of include/sfc_nsh.h, and the objects that include it
+NSH_STRUCTS = ("sfc_nsh_key", "sfc_nsh_hop")
+NSH_MAPS = {"sfc_nsh": ("sfc_nsh_key", "sfc_nsh_hop")}
+NSH_OBJECTS = ("sfc_forward", "sfc_proxy_out", "sfc_classify")
 
 #: enum sfc_limit -> the Python constant that must equal it
 LIMITS: dict[str, int] = {
@@ -64,11 +71,14 @@ LIMITS: dict[str, int] = {
 
 #: the per-node counters, in the order of enum sfc_counter (``SFC_C_<NAME>``)
 COUNTERS = ("classified", "popped", "forwarded", "delivered", "ttl_expired", "unknown_label",
-            "proxy_in", "proxy_out", "proxy_miss", "errors", "gso", "no_instance")
+            "proxy_in", "proxy_out", "proxy_miss", "errors", "gso", "no_instance",
+            "nsh_ttl_expired", "nsh_si_expired", "nsh_unknown")
 #: counter slots per node (``SFC_NCOUNTERS``)
 NCOUNTERS = 16
 #: enum sfc_action: what the owner of a label does with it
 ACTIONS = {"forward": 1, "proxy": 2, "unpad": 3}
+#: enum sfc_encap: struct sfc_path's encap, a chain's ``encap``
+ENCAPS = {"mpls": 0, "nsh": 1, "srv6": 2}
 
 #: map -> (key type, value type), as declared in include/sfc.h
 MAPS: dict[str, tuple[str, str]] = {
@@ -130,9 +140,12 @@ def drift(btf: Btf) -> list[str]:
     """Every way the Python side differs from the object whose BTF is ``btf``; empty if none."""
     enums = {"sfc_limit": LIMITS, "sfc_action": {f"SFC_A_{a.upper()}": v
                                                   for a, v in ACTIONS.items()},
+             "sfc_encap": {f"SFC_ENCAP_{e.upper()}": v for e, v in ENCAPS.items()},
              "sfc_counter": {**{f"SFC_C_{c.upper()}": i for i, c in enumerate(COUNTERS)},
                              "SFC_NCOUNTERS": NCOUNTERS}}
-    return _drift(btf, LAYOUTS, enums, MAPS)
+    nsh = NSH_STRUCTS[0] in btf.structs  # an object that includes sfc_nsh.h
+    layouts = {k: v for k, v in LAYOUTS.items() if nsh or k not in NSH_STRUCTS}
+    return _drift(btf, layouts, enums, {**MAPS, **(NSH_MAPS if nsh else {})})
 
 
 def srv6_drift(btf: Btf) -> list[str]:

@@ -27,13 +27,16 @@ from ..errors import RealizeError
 from ..kernel import bpf
 from ..plan import srv6
 from ..plan.classifier_rows import Mask, Row, mask_of
-from ..plan.sfc import MAX_LABELS, MAX_MASKS, PAD_LABEL, SLOTS, SteeringPlan, lse
-from .contract import ACTIONS, COUNTERS, NCOUNTERS, packer
+from ..plan.sfc import (MAX_LABELS, MAX_MASKS, PAD_LABEL, SLOTS, DirectionPlan, SteeringPlan,
+                        lse)
+from ..plan.encap import NSH_FIRST_SI, nsh_entries
+from .contract import ACTIONS, COUNTERS, ENCAPS, NCOUNTERS, packer
 
 BPFFS = Path("/sys/fs/bpf")
 __all__ = ["ACTIONS", "COUNTERS", "NCOUNTERS", "DataPlane", "Iface", "Undo"]
 _TUPLE, _MASK, _MATCH = packer("sfc_class_key"), packer("sfc_mask"), packer("sfc_match")
 _CHAIN, _PATH, _HOP = packer("sfc_chain"), packer("sfc_path"), packer("sfc_hop")
+_NSH_KEY, _NSH_HOP = packer("sfc_nsh_key"), packer("sfc_nsh_hop")
 #: the classifier's effective priority: the lab file's priority, then the earlier classifier
 ORDER_BITS = 12
 
@@ -108,16 +111,39 @@ def encode_tuple(node: int, mask: int, src: IPv4Network | IPv6Network,
 
 
 def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes, pad: int = 0,
-                encap: str = "mpls") -> bytes:
+                encap: str = "mpls", spi: int = 0) -> bytes:
     """struct sfc_path: ``stack`` (top first) and ``pad`` padding entries below it (label
-    :data:`~sfclab.plan.sfc.PAD_LABEL`, owned by no node), the bottom one marked.  A path of an
-    SRv6 chain has every entry marked :data:`~sfclab.plan.srv6.LSE_SRV6` (the classifier then
-    writes its labels as SIDs, ``include/sfc_srv6.h``)."""
-    labels = [*stack, *[PAD_LABEL] * pad]
-    mark = srv6.LSE_SRV6 if encap == "srv6" else 0
-    entries = [lse(lbl, ttl, i == len(labels) - 1) | mark for i, lbl in enumerate(labels)]
+    :data:`~sfclab.plan.sfc.PAD_LABEL`, owned by no node), the bottom one marked; for an NSH
+    chain (``encap``) the path's NSH header instead, of service path ``spi``
+    (:func:`nsh_header`).  A path of an SRv6 chain has every entry marked
+    :data:`~sfclab.plan.srv6.LSE_SRV6` (the classifier writes its labels as SIDs and the proxy
+    parks them so marked, ``include/sfc_srv6.h``)."""
+    if encap == "nsh":
+        entries = list(nsh_header(ttl, spi))
+    else:
+        labels = [*stack, *[PAD_LABEL] * pad]
+        mark = srv6.LSE_SRV6 if encap == "srv6" else 0
+        entries = [lse(lbl, ttl, i == len(labels) - 1) | mark for i, lbl in enumerate(labels)]
+    depth = len(entries)
     entries += [0] * (MAX_LABELS - len(entries))
-    return _PATH.pack(len(labels), iface.index, iface.mac, dmac, *entries)
+    return _PATH.pack(depth, iface.index, iface.mac, dmac, *entries, ENCAPS[encap])
+
+
+def nsh_header(ttl: int, spi: int, si: int = NSH_FIRST_SI) -> tuple[int, int]:
+    """The two words of an NSH header as the classifier pushes it (include/sfc_nsh.h): version
+    0, TTL ``ttl``, length 2, MD type 2, next protocol 0 (the classifier sets it by the
+    packet's family); SPI ``spi``, SI ``si``."""
+    return (ttl & 0x3f) << 22 | 2 << 16 | 2 << 8, (spi & 0xffffff) << 8 | si
+
+
+def nsh_key(node: int, spi: int, si: int) -> bytes:
+    """A key of ``sfc_nsh`` (struct sfc_nsh_key)."""
+    return _NSH_KEY.pack(node, spi, si)
+
+
+def nsh_value(label: int, last: bool) -> bytes:
+    """A value of ``sfc_nsh`` (struct sfc_nsh_hop)."""
+    return _NSH_HOP.pack(label, int(last))
 
 
 def decode_path(raw: bytes) -> tuple[Iface, bytes]:
@@ -342,7 +368,7 @@ class DataPlane:
                 dmac = ifaces[(p.next, p.next_ifname)].mac
                 self.maps["sfc_paths"].update(struct.pack("<I", first_path + p.index),
                                               encode_path(p.stack, d.ttl, iface, dmac,
-                                                          p.pad, d.encap))
+                                                          p.pad, d.encap, first_path + p.index))
             self.maps["sfc_chains"].update(struct.pack("<I", d.index), encode_chain(
                 len(d.slots), (2 if d.reverse else 1) if d.symmetric else 0,
                 [first_path + s for s in d.slots]))
@@ -350,6 +376,7 @@ class DataPlane:
                 self.add_entries(ids, d.index, c["entries"], order + c["index"])
             first_path += len(d.paths)
             order += 64
+        self.write_nsh(sp, None, nodes)
         for h in sp.hops:
             if nodes is not None and h.node not in nodes:
                 continue
@@ -357,6 +384,33 @@ class DataPlane:
             nmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
             self.maps["sfc_labels"].update(struct.pack("<I", h.label),
                                            encode_hop(ids[h.node], h.action, out, nmac))
+
+    def write_nsh(self, sp: SteeringPlan, only: DirectionPlan | None = None,
+                  nodes: set[str] | None = None) -> int:
+        """The ``sfc_nsh`` entries of ``sp``'s NSH directions (or of ``only``): each node's
+        hop on each path at each service index (:func:`sfclab.plan.encap.nsh_entries`), the
+        SPI being the path's index in the path table; ``nodes``: only theirs.  Returns how
+        many were written (none, and the map is not opened, without an NSH direction)."""
+        dirs = [d for d in ([only] if only else sp.directions) if d.encap == "nsh"]
+        if not dirs:
+            return 0
+        owner = {h.label: (h.node, h.action) for h in sp.hops}
+        m = self.nsh_map()
+        n = 0
+        for d in dirs:
+            base = path_base(sp, d.index)
+            for p in d.paths:
+                for node, spi, si, label, last in nsh_entries(base + p.index, p.stack, owner):
+                    if nodes is None or node in nodes:
+                        m.update(nsh_key(sp.node_ids[node], spi, si), nsh_value(label, last))
+                        n += 1
+        return n
+
+    def nsh_map(self) -> bpf.PinnedMap:
+        """``sfc_nsh``, opened when first needed (only NSH chains use it)."""
+        if "sfc_nsh" not in self.maps:
+            self.maps["sfc_nsh"] = bpf.PinnedMap(str(self.dir / "sfc_nsh"))
+        return self.maps["sfc_nsh"]
 
     # --- counters -------------------------------------------------------------------------
     def counters(self, node_id: int) -> dict[str, int]:

@@ -59,13 +59,21 @@ def delete_labels(dp: DataPlane, labels: Iterable[int]) -> None:
 
 
 def write_paths(dp: DataPlane, d: DirectionPlan, base: int,
-                ifaces: dict[tuple[str, str], Iface]) -> None:
+                ifaces: dict[tuple[str, str], Iface], sp: SteeringPlan | None = None,
+                nodes: set[str] | None = None) -> None:
+    """Direction ``d``'s paths from path-table index ``base``; for an NSH chain first its
+    nodes' (SPI, SI) entries, from the labels of ``sp`` (``nodes``: only theirs, a host's
+    share)."""
+    if d.encap == "nsh":
+        if sp is None:
+            raise ValueError("an NSH direction's paths need the steering plan's labels")
+        dp.write_nsh(sp, d, nodes)
     for p in d.paths:
         iface = ifaces[(d.ingress, p.ifname)]
         dmac = ifaces[(p.next, p.next_ifname)].mac
         dp.maps["sfc_paths"].update(struct.pack("<I", base + p.index),
-                                    encode_path(p.stack, d.ttl, iface, dmac, p.pad,
-                                                d.encap))
+                                    encode_path(p.stack, d.ttl, iface, dmac, p.pad, d.encap,
+                                                base + p.index))
 
 
 def clear_paths(dp: DataPlane, base: int, count: int) -> None:

@@ -149,7 +149,7 @@ def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, pa
         for k in range(1, len(path.stack) + 1):
             dp.maps["sfc_paths"].update(struct.pack("<I", index),
                                         encode_path(path.stack, k, first, dmac, path.pad,
-                                                    d.encap))
+                                                    d.encap, index))
             before = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
             _send(ns, packet, dst)
             seen = _until(wait, lambda: [n for n, i in sp.node_ids.items()
@@ -160,7 +160,7 @@ def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, pa
     finally:
         dp.maps["sfc_paths"].update(struct.pack("<I", index),
                                     encode_path(path.stack, d.ttl, first, dmac, path.pad,
-                                                d.encap))
+                                                d.encap, index))
     last = hops_by_label[path.stack[-1]].node
     before_d = dp.counters(sp.node_ids[last])["delivered"]
     before_p = dp.path_count(index)

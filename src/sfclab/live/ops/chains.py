@@ -167,6 +167,10 @@ def trace(lab: str, chain: str, path: int | None = None, wait: float = 0.05,
     ``directions`` sums each one up."""
     plan, sp = _steering(lab)
     dirs = _chain_dirs(sp, lab, chain)
+    if dirs and dirs[0].encap != "mpls":  # the trace steps label TTLs hop by hop
+        raise LabError(f"chain '{chain}' is encap {dirs[0].encap}: chain trace follows MPLS "
+                       "label TTLs and does not trace it yet (its counters are in chain "
+                       "inspect)")
     if direction is not None and not 0 <= direction < len(dirs):
         raise LabError(f"chain '{chain}' has directions 0 to {len(dirs) - 1}, no direction "
                        f"{direction}")

@@ -203,9 +203,11 @@ def write_tables(req: dict[str, Any]) -> dict[str, Any]:
         else:
             ifaces = _ifaces(merged, msp, local)
             tables.write_labels(dp, msp, hops, ifaces)
+            for d in add.directions:  # NSH: this host's nodes' hops on every new path
+                dp.write_nsh(msp, d, local)
             for d in mine:
                 assert d.path_base is not None
-                tables.write_paths(dp, d, d.path_base, ifaces)
+                tables.write_paths(dp, d, d.path_base, ifaces, msp, local)
                 if req.get("slots", True):  # a migration's new paths wait for the switch
                     tables.write_slots(dp, d, tables.slot_paths(msp, d))
     return {"labels": len(hops), "directions": len(mine)}

@@ -97,7 +97,7 @@ class LocalLive(LocalRuntime, LiveRuntime):
             tables.write_labels(dp, msp, add.hops, ifaces)
             for d in add.directions:
                 assert d.path_base is not None
-                tables.write_paths(dp, d, d.path_base, ifaces)
+                tables.write_paths(dp, d, d.path_base, ifaces, msp)
                 tables.write_slots(dp, d, tables.slot_paths(msp, d))
             say("classifiers: traffic on")
             for d in add.directions:

@@ -92,7 +92,7 @@ def _apply_clone(state: LabState, req: MigrateInstance, plan: Plan, own: Owner,
             tables.write_labels(dp, msp, m.new_hops, ifaces)
             for d in m.news:
                 assert d.path_base is not None
-                tables.write_paths(dp, d, d.path_base, ifaces)
+                tables.write_paths(dp, d, d.path_base, ifaces, msp)
         if req.conntrack:
             return conntrack.copy(old.netns, clone.netns)
         return 0, set(), []

@@ -30,8 +30,7 @@ def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
 
     def step(ttl: int) -> None:
         rt.probe(plan, {"index": index, "stack": path.stack, "pad": path.pad, "ttl": ttl,
-                                       "encap": d.encap,
-                                       "restore": d.ttl, "node": d.ingress,
+                                       "restore": d.ttl, "node": d.ingress, "encap": d.encap,
                                        "packet": packet.hex(), "dst": str(dst),
                                        "wait": wait})
 
