@@ -54,12 +54,13 @@ def built_encaps() -> list[str]:
 
 
 def lab_of(encap: str | None, ip: int) -> dict[str, Any]:
-    """The bench lab (IPv4 or IPv6-only, ``ip``): steered by ``encap``, or routed (None)."""
+    """The bench lab (IPv4, or dual-stack for IPv6 frames, ``ip``): steered by ``encap``, or
+    routed (None)."""
     kinds = {"src": {"kind": "host"}, "dst": {"kind": "host"}, "f1": FW, "f2": FW, "f3": FW}
     d: dict[str, Any] = {"name": "e" + secrets.token_hex(3),
                          "nodes": {n: kinds.get(n, {"kind": "router"}) for n in NAMES},
                          "links": [{"endpoints": [a, b]} for a, b in zip(NAMES, NAMES[1:])],
-                         "ip": ip}
+                         "ip": "dual" if ip == 6 else 4}  # chains need IPv4 in the lab
     if encap:
         d["chains"] = {"c": {"classifiers": [{"ingress": "src", "proto": "udp",
                                               "dport": measure.BASE_PORT, "family": "any"}],
