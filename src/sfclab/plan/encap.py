@@ -12,7 +12,7 @@ Only the bytes between hops differ:
   (SPI) is the path's index in the path table; its service index (SI) starts at 255 and the
   proxy after each function lowers it by one; each node forwards by (node, SPI, SI) -> the
   label of its hop there (``sfc_nsh`` in ``include/sfc_nsh.h``, :func:`nsh_entries`), so the
-  same labels say what it does (``include/sfc_nsh.h``).
+  same labels say what it does.
 - ``srv6``: an outer IPv6 header and an RFC 8754 segment routing header, one SID per label
   (the owner's locator :: the label, :mod:`.srv6`); each node acts on the active SID by its
   label, a function's proxy parks the SIDs still to come (``include/sfc_srv6.h``).
