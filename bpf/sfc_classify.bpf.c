@@ -12,7 +12,8 @@
  * -- the same for both directions of a symmetric chain -- and the path's whole label stack is
  * pushed in one step.  Unmatched packets pass untouched and follow routes.  A path of an NSH
  * chain (sfc_path.encap) holds its NSH header in place of labels: the same push, ethertype
- * 0x894F, and the next protocol set by the packet's family (include/sfc_nsh.h).
+ * 0x894F, and the next protocol set by the packet's family (include/sfc_nsh.h).  An SRv6 chain's path (its entries marked
+ * SFC_LSE_SRV6) is written as an outer IPv6 header and SRH instead (include/sfc_srv6.h).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -22,6 +23,7 @@
 
 #include "sfc.h"
 #include "sfc_nsh.h"
+#include "sfc_srv6.h"
 
 /* A packet's classifier fields: addresses in four words (IPv4 in the first), its family. */
 struct flow {
@@ -190,8 +192,18 @@ static __always_inline int classify(struct __sk_buff *skb, int at_egress)
 	path = choose_path(best, &f, &pi, &unmatched);
 	if (!path)
 		return unmatched ? TC_ACT_OK : TC_ACT_SHOT;
-	if (push_stack(skb, path, sfc_nsh_np(f.family)))
+	if (path->encap == SFC_ENCAP_SRV6) { /* an SRv6 chain: H.Encaps (sfc_srv6.h) */
+		if (skb->gso_size) {
+			sfc_count(SFC_C_GSO);
+			return TC_ACT_SHOT;
+		}
+		if (sfc_srv6_encap_skb(skb, path->lse, 0, path->depth,
+				       LSE_TTL(bpf_ntohl(path->lse[0])),
+				       path->smac, path->dmac))
+			return TC_ACT_SHOT;
+	} else if (push_stack(skb, path, sfc_nsh_np(f.family))) {
 		return TC_ACT_SHOT;
+	}
 	count_classified(pi);
 	if (at_egress && path->ifindex == skb->ifindex)
 		return TC_ACT_OK;
@@ -240,6 +252,12 @@ int sfc_classify_xdp(struct xdp_md *ctx)
 	if (!path)
 		return unmatched ? XDP_TX : XDP_DROP;
 	depth = path->depth;
+	if (path->encap == SFC_ENCAP_SRV6) { /* an SRv6 chain: H.Encaps (sfc_srv6.h) */
+		if (sfc_srv6_encap_xdp(ctx, path->lse, depth, LSE_TTL(bpf_ntohl(path->lse[0])),
+				       path->smac, path->dmac))
+			return XDP_DROP;
+		goto out;
+	}
 	if (depth > SFC_MAX_LABELS || bpf_xdp_adjust_head(ctx, -(int)(4 * depth))) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
@@ -272,6 +290,7 @@ int sfc_classify_xdp(struct xdp_md *ctx)
 		eth->h_proto = bpf_htons(SFC_ETH_P_NSH);
 		((__u8 *)lse)[3] = sfc_nsh_np(f.family);
 	}
+out:
 	count_classified(pi);
 	if (path->ifindex == ctx->ingress_ifindex)
 		return XDP_TX;

@@ -2,7 +2,9 @@
 /*
  * The SFC forwarder (XDP, on every interface of every node on a chain's path).
  *
- * Plain (non-MPLS) frames pass untouched: IP traffic of the node routes as before.  A labelled
+ * An SRv6 chain's frame (an outer IPv6 header with an SRH whose active SID is in the SFC
+ * locator) is acted on by sfc_srv6_end (include/sfc_srv6_end.h) as End, End.DX4/DX6 or the
+ * dynamic proxy.  Other plain (non-MPLS) frames pass untouched: IP traffic of the node routes as before.  A labelled
  * frame's top label must belong to this node (else it is dropped as an unknown label) and have
  * a TTL above 1 (else dropped as expired).  Then, by the label's action:
  *   forward: pop it, give its TTL less one to the new top entry, rewrite the Ethernet header
@@ -23,6 +25,7 @@
 
 #include "sfc.h"
 #include "sfc_nsh.h"
+#include "sfc_srv6.h"
 
 static __always_inline int park(struct sfc_stack *st, __u32 *id)
 {
@@ -89,6 +92,8 @@ bad:
 	sfc_count(SFC_C_ERRORS);
 	return XDP_DROP;
 }
+
+#include "sfc_srv6_end.h"
 
 static __always_inline int proxy(struct xdp_md *ctx, __u32 ttl)
 {
@@ -214,6 +219,11 @@ int sfc_forward(struct xdp_md *ctx)
 		return XDP_PASS;
 	if (eth->h_proto == bpf_htons(SFC_ETH_P_NSH))
 		return nsh_forward(ctx);
+	if (eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
+		int verdict = sfc_srv6_end(ctx); /* an SRv6 chain's frame (sfc_srv6.h) */
+
+		return verdict < 0 ? XDP_PASS : verdict;
+	}
 	if (eth->h_proto != bpf_htons(SFC_ETH_P_MPLS_UC))
 		return XDP_PASS;
 	if ((void *)(lse + 1) > end) {

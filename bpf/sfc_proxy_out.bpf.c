@@ -8,6 +8,9 @@
  * with the rest, or as plain IPv4 if nothing is left -- or if the label unpads (the last of a
  * padded path: the padding below it is not put back).
  *
+ * A stack parked from an SRv6 chain (entries marked SFC_LSE_SRV6) goes back on as an outer IPv6
+ * header and SRH holding the rest as SIDs (sfc_srv6.h), the next SID active.
+ *
  * A packet with no parked stack -- one the function made itself (an ICMP error, a TCP reset),
  * or rewrote beyond recognition after losing the mark -- is counted as a proxy miss and left to
  * the node's IP routes, which take it to its address like any unclassified packet.
@@ -22,6 +25,7 @@
 
 #include "sfc.h"
 #include "sfc_nsh.h"
+#include "sfc_srv6.h"
 
 /* the parked stack id of this packet into `id`: from its mark, or else from its flow (a
  * function that rewrote the mark kept the flow's 5-tuple); 1 if found, 0 if the packet is no
@@ -177,8 +181,12 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	n = hop->action == SFC_A_UNPAD ? 0 : st->depth - 1;
 	if (n > SFC_MAX_LABELS - 1)
 		return TC_ACT_SHOT;
-	if (restore_stack(skb, st, hop, n, ttl, inner))
+	if (n && sfc_srv6_entry(st->lse[0])) { /* an SRv6 chain: the SIDs after this node's */
+		if (sfc_srv6_encap_skb(skb, st->lse, 1, n, ttl - 1, hop->smac, hop->dmac))
+			return TC_ACT_SHOT;
+	} else if (restore_stack(skb, st, hop, n, ttl, inner)) {
 		return TC_ACT_SHOT;
+	}
 	sfc_count(SFC_C_PROXY_OUT);
 	sfc_count(SFC_C_POPPED);
 	sfc_count(n ? SFC_C_FORWARDED : SFC_C_DELIVERED);

@@ -1,7 +1,8 @@
 """Packet helpers for the SFC tests, run inside a lab namespace (``python3 -m ...``):
 
     capture IFACE SECONDS      every frame seen on IFACE (AF_PACKET), as JSON lines:
-                               direction, ethertype, MPLS labels (label, bottom, TTL), IPv4 5-tuple
+                               direction, ethertype, MPLS labels (label, bottom, TTL), an SRv6
+                               outer header and SRH (``srh``), the inner 5-tuple
     udp-send DST SPORT DPORT N  N datagrams from SPORT to DST:DPORT
     udp-flows DST DPORT SPORT0 N  N flows of one datagram each (source ports SPORT0 ...)
     udp-echo PORT SECONDS      answer every datagram to PORT, print how many
@@ -32,6 +33,17 @@ def parse(frame: bytes) -> dict:
                       "md": (base >> 8) & 0xf, "np": base & 0xff, "spi": sph >> 8,
                       "si": sph & 0xff}
         off += 8
+    if (out["ethertype"] == 0x86DD and len(frame) >= off + 48 and frame[off + 6] == 43
+            and frame[off + 42] == 4):
+        # an SRv6 frame: the outer header and the SRH, then what it carries
+        n = frame[off + 44] + 1
+        out["srh"] = {"hop_limit": frame[off + 7], "segments_left": frame[off + 43],
+                      "next_header": frame[off + 40],
+                      "dst": socket.inet_ntop(socket.AF_INET6, frame[off + 24:off + 40]),
+                      "segments": [socket.inet_ntop(socket.AF_INET6,
+                                                    frame[off + 48 + 16 * i:off + 64 + 16 * i])
+                                   for i in range(n)]}
+        off += 48 + 8 * frame[off + 41]
     if len(frame) >= off + 40 and frame[off] >> 4 == 6:
         out["proto"] = frame[off + 6]
         out["src"] = socket.inet_ntop(socket.AF_INET6, frame[off + 8:off + 24])

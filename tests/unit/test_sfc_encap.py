@@ -72,7 +72,8 @@ def test_an_nsh_only_lab_gives_its_path_interfaces_the_headers_room() -> None:
 
 @pytest.mark.parametrize("kw,place,words", [
     ({"encap": "vxlan"}, "chains.c.encap", "expected one of"),
-    ({"encap": "srv6"}, "chains.c.encap", "not built yet"),
+    ({"encap": "srv6", "pad_labels": 2}, "chains.c.pad_labels", "pad_labels"),
+    ({"encap": "srv6", "functions": ["bfw"]}, "chains.c.functions[0]", "SFC-aware"),
     ({"encap": "nsh", "ttl": 64}, "chains.c.ttl", "at most 63"),
     ({"encap": "nsh", "pad_labels": 2}, "chains.c.pad_labels", "pad_labels"),
     ({"encap": "nsh", "functions": ["bfw"]}, "chains.c.functions[0]", "SFC-aware"),
@@ -109,14 +110,15 @@ def test_chain_files_take_encap() -> None:
         assert e.value.place == place
 
 
-def test_chain_add_check_refuses_an_encoding_not_built(tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]
-                                                       ) -> None:
+def test_chain_add_check_takes_srv6_and_refuses_its_padding(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
     f = tmp_path / "c.yaml"
     f.write_text(chain_text(encap="srv6"))
+    assert main(["validate", str(f), "--kind", "chain"]) == 0
+    f.write_text(chain_text(encap="srv6", pad_labels=1))
     assert main(["validate", str(f), "--kind", "chain"]) == 2
-    err = capsys.readouterr().err
-    assert "encap" in err and "not built yet" in err
+    assert "pad_labels" in capsys.readouterr().err
 
 
 def test_the_table_has_one_entry_per_encoding_and_refuses_a_second() -> None:

@@ -19,6 +19,7 @@ Nothing here touches the kernel, so all of it is tested without root.
 - :mod:`.sfc`              chains -> the steering plan: paths, labels, stacks, classifier entries
 - :mod:`.labels`           the data plane's numbering: label stack entries, protocols, families
 - :mod:`.encap`            a chain's on-wire encodings (mpls, nsh, srv6), one table entry each
+- :mod:`.srv6`             SRv6 SIDs: a node's locator :: the label, the segment list of a path
 - :mod:`.sfc_hosts`        the SFC data plane split over hosts that are separate machines
 - :mod:`.flowhash`         the classifier's flow hash, as the data plane computes it
 - :mod:`.maglev`           slot tables by Maglev hashing: failover moves only the dead's flows

@@ -13,7 +13,9 @@ Only the bytes between hops differ:
   proxy after each function lowers it by one; each node forwards by (node, SPI, SI) -> the
   label of its hop there (``sfc_nsh`` in ``include/sfc_nsh.h``, :func:`nsh_entries`), so the
   same labels say what it does.
-- ``srv6``: one SID per hop (a per-node locator :: the label); not built yet.
+- ``srv6``: an outer IPv6 header and an RFC 8754 segment routing header, one SID per label
+  (the owner's locator :: the label, :mod:`.srv6`); each node acts on the active SID by its
+  label, a function's proxy parks the SIDs still to come (``include/sfc_srv6.h``).
 
 An :class:`Encap` says what the planner and the realizer give the links and the nodes of a
 path of that encoding; :data:`ENCAPS` is the table, :func:`encap_of` the one look-up.
@@ -72,8 +74,7 @@ def register(e: Encap) -> None:
 
 register(Encap("mpls", 0x8847, 4 * MAX_LABELS, aware_functions=True, pads=True))
 register(Encap("nsh", 0x894F, NSH_BYTES, max_ttl=63))
-register(Encap("srv6", 0x86DD, 40 + 8 + 16 * MAX_LABELS,
-               refused="the srv6 encapsulation is not built yet (use mpls or nsh)"))
+register(Encap("srv6", 0x86DD, 40 + 8 + 16 * MAX_LABELS))
 
 
 def encap_of(name: str) -> Encap:

@@ -16,6 +16,7 @@ The bpf-firewall's own maps (``include/sfc_fw.h``) are stated by
 :mod:`sfclab.functions.bpf_firewall_maps`, which writes them; :func:`fw_drift` checks them.
 The bpf-balancer's (``include/sfc_lb.h``) likewise by :mod:`sfclab.functions.bpf_balancer_maps`,
 checked by :func:`lb_drift`.
+The SRv6 layout (``include/sfc_srv6.h``) by :mod:`sfclab.plan.srv6`, checked by :func:`srv6_drift`.
 The bpf-nat's (``include/sfc_nat.h``): :mod:`sfclab.functions.bpf_nat_maps`, :func:`nat_drift`.
 
 :func:`drift` compares all of it with an object's BTF (:mod:`sfclab.kernel.btf`) and returns
@@ -31,6 +32,7 @@ from ..functions import bpf_balancer_maps as lbm
 from ..functions import bpf_firewall_maps as fwm
 from ..functions import bpf_nat_maps as natm
 from ..kernel.btf import Btf
+from ..plan import srv6
 from ..spec import limits
 
 #: C struct -> its members, in order: (name, struct format of the member)
@@ -144,6 +146,12 @@ def drift(btf: Btf) -> list[str]:
     nsh = NSH_STRUCTS[0] in btf.structs  # an object that includes sfc_nsh.h
     layouts = {k: v for k, v in LAYOUTS.items() if nsh or k not in NSH_STRUCTS}
     return _drift(btf, layouts, enums, {**MAPS, **(NSH_MAPS if nsh else {})})
+
+
+def srv6_drift(btf: Btf) -> list[str]:
+    """The SRv6 layout (``enum sfc_srv6`` in include/sfc_srv6.h: the locator, the header sizes,
+    the traffic class that marks an SRv6 path) against :data:`sfclab.plan.srv6.C_CONSTANTS`."""
+    return _drift(btf, {}, {"sfc_srv6": srv6.C_CONSTANTS}, {})
 
 
 def fw_drift(btf: Btf) -> list[str]:

@@ -25,6 +25,7 @@ from typing import Any, Self
 
 from ..errors import RealizeError
 from ..kernel import bpf
+from ..plan import srv6
 from ..plan.classifier_rows import Mask, Row, mask_of
 from ..plan.encap import NSH_FIRST_SI, nsh_entries
 from ..plan.labels import PAD_LABEL, lse
@@ -115,12 +116,15 @@ def encode_path(stack: list[int], ttl: int, iface: Iface, dmac: bytes, pad: int 
     """struct sfc_path: ``stack`` (top first) and ``pad`` padding entries below it (label
     :data:`~sfclab.plan.sfc.PAD_LABEL`, owned by no node), the bottom one marked; for an NSH
     chain (``encap``) the path's NSH header instead, of service path ``spi``
-    (:func:`nsh_header`)."""
+    (:func:`nsh_header`).  A path of an SRv6 chain has every entry marked
+    :data:`~sfclab.plan.srv6.LSE_SRV6` (the classifier writes its labels as SIDs and the proxy
+    parks them so marked, ``include/sfc_srv6.h``)."""
     if encap == "nsh":
         entries = list(nsh_header(ttl, spi))
     else:
         labels = [*stack, *[PAD_LABEL] * pad]
-        entries = [lse(lbl, ttl, i == len(labels) - 1) for i, lbl in enumerate(labels)]
+        mark = srv6.LSE_SRV6 if encap == "srv6" else 0
+        entries = [lse(lbl, ttl, i == len(labels) - 1) | mark for i, lbl in enumerate(labels)]
     depth = len(entries)
     entries += [0] * (MAX_LABELS - len(entries))
     return _PATH.pack(depth, iface.index, iface.mac, dmac, *entries, ENCAPS[encap])

@@ -167,7 +167,8 @@ def trace(lab: str, chain: str, path: int | None = None, wait: float = 0.05,
     ``directions`` sums each one up."""
     plan, sp = _steering(lab)
     dirs = _chain_dirs(sp, lab, chain)
-    if dirs and dirs[0].encap != "mpls":  # the trace steps label TTLs hop by hop
+    # the trace steps the path's TTL hop by hop: label TTLs, or SRv6's hop limit (one per SID)
+    if dirs and dirs[0].encap not in ("mpls", "srv6"):
         raise LabError(f"chain '{chain}' is encap {dirs[0].encap}: chain trace follows MPLS "
                        "label TTLs and does not trace it yet (its counters are in chain "
                        "inspect)")
