@@ -4,6 +4,8 @@
 #   make images  build the container images the demo and tests use (sfclab image build: each
 #                only when its recipe's tag is not in podman's store)
 #   make demo    set-up, then the main job (scripts/demo.sh)
+#   make screenshots  after `make demo`: docs/web-*.png from the demo's results and a lab of
+#                the demo, in headless chromium (scripts/screenshots.sh)
 #   make test    set-up, then the whole test suite (scripts/test.sh: the tests not marked serial on
 #                several workers, then the serial ones alone; SFCLAB_TEST_WORKERS=N)
 #   make bench   set-up, then the benchmarks in bench/
@@ -58,7 +60,7 @@ $(KUBE_APISERVER):
 	@mv $@.tmp $@
 # ---------------------------------------------------------------------------------------------
 
-.PHONY: setup demo test unit integration bench native images clean
+.PHONY: setup demo screenshots test unit integration bench native images clean
 setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab node_modules/.package-lock.json images kube
 
 $(DEB_STAMP): Makefile
@@ -95,6 +97,9 @@ images: $(STAMP)
 
 demo: setup
 	@scripts/demo.sh
+
+screenshots: setup
+	@scripts/screenshots.sh
 
 test: setup
 	@scripts/test.sh $(PYTEST_ARGS)

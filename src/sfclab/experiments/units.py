@@ -157,13 +157,18 @@ def metric_words(metric: str) -> str:
     if metric in METRIC_WORDS:
         return METRIC_WORDS[metric]
     head, _, name = metric.rpartition(".")
+    name = re.sub(r"(^|_)p(\d+)_(\d+)(?=$|_)", r"\1p\2.\3", name)  # p99_9 is p99.9
+    share = re.match(r"^ndr(\d+)pct_", name)  # ndr10pct_latency_p50_us: at 10 % of the NDR
+    name = name[share.end():] if share else name
     words = _UNIT_TOKEN.sub(r"\1", name).strip("_").replace("_", " ")
     words = re.sub(r"\s+", " ", words)
-    m = _PERCENTILE.match(words) if words.startswith("latency") else None
+    m = _PERCENTILE.match(words) if "latency" in words else None
     if m and m.group(3):  # "latency p99 one way" stays; "latency p99" is already in order
         words = f"{m.group(1)} {m.group(3)} {m.group(2)}".strip()
     if head.startswith("cpu"):
         words = "CPU " + words
+    if share:
+        words += f" at {share[1]} % of the NDR"
     return words or quantity(metric)[0].label or "value"
 
 

@@ -36,20 +36,26 @@
     plot(out, m.title, traces, {xaxis: P.xaxis(c.x_label, xs),
                                 yaxis: {title: {text: m.y_label}, rangemode: "tozero"}});
     if (!m.ratios.length) return;
+    // the axis holds every bounded end; an interval without an upper bound (the baseline's
+    // own interval reaches 0) is drawn leaving the plot at its top, its point a triangle
+    const all = v => [].concat(...m.ratios.map(v)).filter(x => x !== null);
+    const top = 1.15 * Math.max(1, ...all(r => r.ratio), ...all(r => r.high));
+    const bottom = 1.15 * Math.min(0, ...all(r => r.low));
+    const unbounded = r => r.high.map((h, i) => h === null && r.low[i] !== null);
     const ratios = m.ratios.map(r => ({
       x: r.x, y: r.ratio, name: r.name, type: "scatter", mode: "lines+markers",
       line: {color: COLOURS[r.side % COLOURS.length]},
-      // an end the server could not bound: no upper bound (the baseline's interval reaches 0)
-      marker: {symbol: r.high.map((h, i) => h === null && r.low[i] !== null
-                                  ? "triangle-up" : "circle"), size: 8},
-      error_y: bars(r.ratio, r.low, r.high),
-      text: r.x.map((x, i) => r.low[i] === null ? "no interval (fewer than 2 repetitions)"
+      marker: {symbol: unbounded(r).map(u => u ? "triangle-up" : "circle"), size: 8},
+      error_y: bars(r.ratio, r.low, r.high.map((h, i) => unbounded(r)[i] ? 100 * top : h)),
+      text: r.x.map((x, i) => r.low[i] === null
+        ? "no interval (fewer than 2 repetitions, or no spread)"
         : "95 %: " + r.low[i].toPrecision(3) + " – " +
           (r.high[i] === null ? "no upper bound" : r.high[i].toPrecision(3))),
       hovertemplate: "%{x}: %{y:.3g}× (%{text})"}));
     const d = plot(out, "ratio: " + m.title, ratios, {
       xaxis: P.xaxis(c.x_label, m.ratios.map(r => r.x)),
-      yaxis: {title: {text: "ratio to " + c.sides[0].label + " (95 % interval)"}},
+      yaxis: {title: {text: "ratio to " + c.sides[0].label + " (95 % interval)"},
+              range: [bottom, top]},
       shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1,
                 line: {dash: "dot", color: "#999"}}]});
     d.classList.add("ratio");
