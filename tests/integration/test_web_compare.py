@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, Page
 
 from tests.integration.test_web_browser import browser, new_page  # noqa: F401
-from tests.integration.weblab import serving
+from tests.integration.weblab import Served, serving
 from tests.webresults import make_reproduction_db
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +46,23 @@ def sfclab_run(f: Path, db: Path) -> dict[str, Any]:
     return out
 
 
+def compare_first_two(page: Page, served: Served, db: Path, drawn: str) -> dict[str, Any]:
+    """Open the results view of ``db``, tick experiments 1 and 2 and compare them; wait until
+    ``drawn`` (a selector in the comparison) is drawn; the comparison the page received."""
+    page.goto(served.page(f"?db={db.name}#/results"))
+    page.wait_for_function("() => document.body.dataset.ready === 'results'", timeout=60000)
+    page.click("#compare summary")
+    page.check("#compare-pick input[value='1']")
+    page.check("#compare-pick input[value='2']")
+    page.click("#compare-go")
+    page.wait_for_function("sel => sfclab.compare && (sfclab.compare.error || "
+                           "document.querySelector(sel))", arg=f"#compare-out {drawn}",
+                           timeout=30000)
+    c: dict[str, Any] = page.evaluate("sfclab.compare")
+    assert "error" not in c, c
+    return c
+
+
 def test_two_runs_compared_side_by_side(browser: Browser,  # noqa: F811
                                         running_lab: Any, lab_name: str,
                                         tmp_path: Path) -> None:
@@ -58,18 +75,7 @@ def test_two_runs_compared_side_by_side(browser: Browser,  # noqa: F811
     running_lab({"name": lab_name, "chain": {"length": 2}})  # the lab they ran on, up again
     with serving(db) as served:
         page = new_page(browser)
-        page.goto(served.page(f"?db={db.name}#/results"))
-        page.wait_for_function("() => document.body.dataset.ready === 'results'",
-                               timeout=60000)
-        page.click("#compare summary")
-        page.check("#compare-pick input[value='1']")
-        page.check("#compare-pick input[value='2']")
-        page.click("#compare-go")
-        page.wait_for_function("() => sfclab.compare && (sfclab.compare.error || "
-                               "document.querySelector('#compare-out .ratio .main-svg'))",
-                               timeout=30000)
-        c = page.evaluate("sfclab.compare")
-        assert "error" not in c, c
+        c = compare_first_two(page, served, db, ".ratio .main-svg")
         assert [s["label"] for s in c["sides"]] == ["cmp (id 1)", "cmp (id 2)"]
 
         # the curves overlaid: one per side, against the chain length, with intervals
@@ -135,18 +141,7 @@ def test_published_figures_drawn_beside_ours(browser: Browser, tmp_path: Path) -
     db = make_reproduction_db(tmp_path / "repro.db")
     with serving(db) as served:
         page = new_page(browser)
-        page.goto(served.page(f"?db={db.name}#/results"))
-        page.wait_for_function("() => document.body.dataset.ready === 'results'",
-                               timeout=60000)
-        page.click("#compare summary")
-        page.check("#compare-pick input[value='1']")
-        page.check("#compare-pick input[value='2']")
-        page.click("#compare-go")
-        page.wait_for_function("() => sfclab.compare && (sfclab.compare.error || "
-                               "document.querySelector('#compare-out .published .main-svg'))",
-                               timeout=30000)
-        c = page.evaluate("sfclab.compare")
-        assert "error" not in c, c
+        c = compare_first_two(page, served, db, ".published .main-svg")
         rows = c["published"]
         ids = [p["id"] for p in rows]
         assert {"P5", "P10"} <= set(ids), ids

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, Page
 
 from sfclab.kernel import netns
 from sfclab.realize.state import LabState
@@ -46,6 +46,15 @@ def cli_message(lab: str, *options: str) -> str:
     line = r.stderr.strip().splitlines()[-1]
     assert line.startswith("sfclab: error: --rates: "), line
     return line[len("sfclab: error: --rates: "):]
+
+
+def start_when_valid(page: Page, typed: str) -> None:
+    """Start the form's measurement once the server's check has accepted it and the request
+    shows what was typed (``typed``: a function of the request, as JavaScript)."""
+    page.wait_for_function(f"() => sfclab.formError === null && ({typed})(JSON.parse("
+                           "document.getElementById('measure-request').value))")
+    page.wait_for_function("() => !document.getElementById('measure-start').disabled")
+    page.click("#measure-start")
 
 
 def test_the_form_checks_runs_follows_and_stops_a_search(
@@ -93,11 +102,7 @@ def test_the_form_checks_runs_follows_and_stops_a_search(
         assert page.is_hidden(rates)
         page.fill("#measure-form input[name=max_rate]", "40k")
         page.fill("#measure-form input[name=duration]", "1")
-        page.wait_for_function("() => sfclab.formError === null && "
-                               "JSON.parse(document.getElementById('measure-request').value)"
-                               ".max_rate === '40k'")
-        page.wait_for_function("() => !document.getElementById('measure-start').disabled")
-        page.click("#measure-start")
+        start_when_valid(page, "r => r.max_rate === '40k'")
         page.wait_for_function("() => sfclab.job && sfclab.job.status === 'running' && "
                                "sfclab.job.rows.length >= 2", timeout=120000)
         page.wait_for_function("() => sfclab.cy.getElementById('sh').hasClass('lossy')",
@@ -167,11 +172,7 @@ def test_the_form_runs_two_pairs_together(browser: Browser, running_lab: Any,  #
         page.select_option(f"{second} select[data-role=receiver]", "b2")
         page.fill("#measure-form input[name=rates]", "5k, 10k")
         page.fill("#measure-form input[name=duration]", "0.5")
-        page.wait_for_function("() => sfclab.formError === null && JSON.parse(document"
-                               ".getElementById('measure-request').value).pairs + '' === "
-                               "'a1:b1,a2:b2'")
-        page.wait_for_function("() => !document.getElementById('measure-start').disabled")
-        page.click("#measure-start")
+        start_when_valid(page, "r => r.pairs + '' === 'a1:b1,a2:b2'")
         page.wait_for_function("() => sfclab.job && sfclab.job.status !== 'running' && "
                                "sfclab.job.status !== undefined", timeout=120000)
         job = page.evaluate("sfclab.job")

@@ -246,8 +246,9 @@ def measurement_words(m: Mapping[str, Any], swept: Sequence[str] = ()) -> str:
     duration 2 s, from src, to dst)``."""
     opts = ", ".join(f"{OPTION_WORDS.get(k, (param_words('measure.' + k),))[0]} (swept)"
                      if f"measure.{k}" in swept else option_words(k, v) or ""
-                     for k, v in m.items() if k != "type" and option_words(k, v))
-    kind = m.get("type")
+                     for k, v in m.items()
+                     if k != "type" and (f"measure.{k}" in swept or option_words(k, v)))
+    kind = str(m.get("type"))
     return f"{MEASUREMENT_WORDS.get(kind, kind)} ({opts})"
 
 
