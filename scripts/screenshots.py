@@ -35,8 +35,10 @@ SIZE, RATES, TOP = "1500", "5k, 30k", "30k"
 LONG_MS = 300_000
 
 
-def wait_server(url: str, token: str) -> None:
-    for _ in range(400):
+def wait_server(url: str, token: str, seconds: float = 120.0) -> None:
+    """Until the server answers (a loaded machine takes a while to start it)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
         try:
             req = urllib.request.Request(url + "api/labs",
                                          headers={"Authorization": f"Bearer {token}"})
