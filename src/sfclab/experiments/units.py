@@ -69,6 +69,8 @@ def quantity(metric: str) -> tuple[Quantity, float]:
     name = metric.rsplit(".", 1)[-1]
     if metric.startswith("cpu.") and name in _CPU_FIELDS:
         return CPU_SHARE, 1.0
+    if metric.startswith("cpu.process_cpu_s."):  # a process's CPU time, by its name
+        return SECONDS, 1.0
     for pattern, q, factor in _RULES:
         if pattern.search(name):
             if q is RATIO and "fairness" in name:
@@ -152,8 +154,9 @@ _PERCENTILE = re.compile(r"^(.*?)\s*\b(p\d+(?:\.\d+)?|mean|min|max|avg)\s*(.*)$"
 
 def metric_words(metric: str) -> str:
     """The metric in words without its unit: ``throughput_bps`` -> ``throughput``,
-    ``latency_us_p99`` and ``latency_p99_us`` -> ``latency p99``, ``cpu.softirq`` -> ``CPU
-    softirq``."""
+    ``latency_us_p99`` and ``latency_p99_us`` -> ``latency p99``, ``cpu.all.softirq`` -> ``CPU
+    softirq``, ``cpu.cores.cpu1.busy`` -> ``CPU busy (core 1)``,
+    ``cpu.process_cpu_s.client0`` -> ``CPU time of client0``."""
     if metric in METRIC_WORDS:
         return METRIC_WORDS[metric]
     head, _, name = metric.rpartition(".")
@@ -165,7 +168,12 @@ def metric_words(metric: str) -> str:
     m = _PERCENTILE.match(words) if "latency" in words else None
     if m and m.group(3):  # "latency p99 one way" stays; "latency p99" is already in order
         words = f"{m.group(1)} {m.group(3)} {m.group(2)}".strip()
-    if head.startswith("cpu"):
+    core = re.fullmatch(r"cpu\.cores\.cpu(\d+)", head)
+    if head == "cpu.process_cpu_s":
+        words = f"CPU time of {name}"
+    elif core:
+        words = f"CPU {words} (core {core[1]})"
+    elif head.startswith("cpu"):
         words = "CPU " + words
     if share:
         words += f" at {share[1]} % of the NDR"
