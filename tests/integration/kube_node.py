@@ -26,9 +26,20 @@ socket paths must stay short):
   (``/sfclab-kube-XXXX`` in every hierarchy, made here and removed after), no iptables chains
   (``makeIPTablesUtilChains: false``), its ports free ones of 127.0.0.1, its Node named
   ``sfclab-e2e-XXXX``, the admin's credentials;
-- **kube-controller-manager** (only the DaemonSet controller and the publisher of the
-  cluster's CA to namespaces, which a Pod's token volume needs) and **kube-scheduler**, in the
-  machine's namespaces, serving nothing (``--secure-port 0``).
+- sfclab's manifests (``deploy/kubernetes``), and its agent's DaemonSet as the manifest has
+  it but for what this cluster lacks or must keep to itself (:func:`daemonset`): the pod is
+  placed on this Node only, is told the API server's address (there is no kube-proxy to
+  reach it by the ``kubernetes`` Service), and keeps its state in this cluster's directory
+  instead of the machine's ``/run/sfclab``;
+- **kube-controller-manager** (only the DaemonSet controller, the garbage collector that
+  removes a DaemonSet's pods with it, and the publisher of the cluster's CA to namespaces,
+  which a Pod's token volume needs) and **kube-scheduler**, in the machine's namespaces,
+  serving nothing (``--secure-port 0``), started once the DaemonSet is as the test wants it.
+
+containerd runs with ``restrict_oom_score_adj``: root here lacks ``CAP_SYS_RESOURCE`` (its
+bounding set is ``000001fffeffffff``), so it may not lower an OOM score, and runc fails every
+sandbox with ``failed to update /proc/self/oom_score_adj: Permission denied`` when containerd
+asks for the -998 it gives sandboxes; restricted, a pod's score is never below containerd's.
 
 Every process is held by a pidfd from its start and ended through it; containerd's shims (its
 children, which outlive it) are ended through containerd first (``ctr tasks kill``), and the
@@ -49,8 +60,10 @@ from typing import Any
 
 import yaml
 
-from sfclab.kernel import podman
-from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig, resource_path
+from sfclab.errors import ClusterRefused
+from sfclab.kernel import image_build, image_recipes, podman
+from sfclab.realize.runtime import kubernetes_manifests as manifests
+from sfclab.realize.runtime.kubernetes_api import resource_path
 
 from .kube import ROOT, KubeCluster, Server, free_port
 
@@ -94,8 +107,6 @@ root = "{d / 'containerd'}"
 state = "{d / 'containerd-state'}"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
                     "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-[debug]
-  level = "debug"
 [grpc]
   address = "{d / 'containerd.sock'}"
 [ttrpc]
@@ -144,9 +155,35 @@ def _kubelet_config(d: Path, cgroup_root: str, port: int, healthz: int) -> Path:
     return f
 
 
+def agent_images() -> dict[str, str]:
+    """The images the Node runs, built from their recipes if their tags are not in podman's
+    store (the agent's tag follows this checkout's sfclab): the name pods use -> the tag."""
+    table = image_recipes.table()
+    image_build.build(image_recipes.pick(table, ["pause", "agent"]))
+    return {table[n].latest: table[n].tag for n in ("pause", "agent")}
+
+
+def daemonset(node: str, server: str, state: Path) -> dict[str, Any]:
+    """The agent's DaemonSet from ``deploy/kubernetes``, for this cluster: placed on Node
+    ``node`` only, its pod told the API server's address (``server``: no kube-proxy here),
+    its state in ``state`` (not the machine's /run/sfclab)."""
+    ds = next(o for _, o in manifests.objects() if o["kind"] == "DaemonSet")
+    pod = ds["spec"]["template"]["spec"]
+    pod["nodeSelector"] = {"kubernetes.io/hostname": node}
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    agent = pod["containers"][0]
+    agent["env"] = [*agent.get("env", []), {"name": "KUBERNETES_SERVICE_HOST", "value": host},
+                    {"name": "KUBERNETES_SERVICE_PORT", "value": port}]
+    for v in pod["volumes"]:
+        if v["name"] == "state":
+            v["hostPath"]["path"] = str(state)
+    return ds
+
+
 class KubeNode:
     """The one-Node cluster around ``cluster`` (see the module), as a context manager:
-    ``node`` is the Node's name, ``api`` the admin's client."""
+    ``node`` is the Node's name, ``api`` the admin's client, ``state`` where the agent's pod
+    keeps its state."""
 
     def __init__(self, cluster: KubeCluster, images: dict[str, str]):
         self.cluster = cluster
@@ -155,10 +192,12 @@ class KubeNode:
         self.id = secrets.token_hex(3)
         self.node = f"sfclab-e2e-{self.id}"
         self.cgroup_root = f"sfclab-kube-{self.id}"
+        self.state = self.dir / "agent-state"
         self.servers: list[Server] = []
         self.holder: Server | None = None
         self.api = cluster.admin()
         self.timings: dict[str, float] = {}
+        self.ds = daemonset(self.node, cluster.server, self.state)
 
     # --- parts ----------------------------------------------------------------------------
     def _cgroups(self) -> None:
@@ -178,32 +217,31 @@ class KubeNode:
                                                  "unchanged", "--", "sh", "-c",
                                                  _mount_script(self.dir)],
                              self.dir / "mount-namespace.log")
-        self._until(lambda: (self.dir / "ns-ready").exists(), 10, self.holder)
+        _until(lambda: (self.dir / "ns-ready").exists(), 10, self.holder)
 
     def _containerd(self) -> None:
-        for sub in ("cni", "cni-bin", "opt", "pod-logs"):
+        for sub in ("cni", "cni-bin", "opt", "pod-logs", "agent-state"):
             (self.dir / sub).mkdir()
         self.servers.append(Server("containerd", self._in_ns(
             [str(CONTAINERD), "--config", str(_containerd_config(self.dir))]),
             self.dir / "containerd.log"))
-        self._until(lambda: self.ctr("version").returncode == 0, 30, self.servers[-1])
+        _until(lambda: self.ctr("version").returncode == 0, 30, self.servers[-1])
 
     def ctr(self, *args: str, **kw: Any) -> subprocess.CompletedProcess:
         return subprocess.run([str(CTR), "--address", str(self.dir / "containerd.sock"),
                                "--namespace", CRI_NS, *args], capture_output=True, text=True,
                               **kw)
 
-    def _import_images(self) -> None:
+    def _images(self) -> None:
+        archive = self.dir / "image.tar"
         for name, tag in self.images.items():
-            archive = self.dir / "image.tar"
             subprocess.run(["podman", "save", "--format", "docker-archive", "-o", str(archive),
                             tag], check=True, capture_output=True, env=podman.env())
             got = self.ctr("images", "import", "--no-unpack", str(archive), timeout=600)
             assert got.returncode == 0, got.stderr
             archive.unlink()
-            if name != tag:
-                got = self.ctr("images", "tag", "--force", tag, name)
-                assert got.returncode == 0, got.stderr
+            got = self.ctr("images", "tag", "--force", tag, name)
+            assert got.returncode == 0, got.stderr
 
     def _kubelet(self) -> None:
         cfg = _kubelet_config(self.dir, "/" + self.cgroup_root, free_port(), free_port())
@@ -212,15 +250,12 @@ class KubeNode:
             "--kubeconfig", str(self.cluster.admin_kubeconfig),
             "--root-dir", str(self.dir / "kubelet"), "--hostname-override", self.node,
             "--v", "2"]), self.dir / "kubelet.log"))
+        _until(lambda: self._get(resource_path("v1", "nodes", name=self.node)) is not None,
+               90, self.servers[-1])
 
-        def registered() -> bool:
-            try:
-                self.api.get(resource_path("v1", "nodes", name=self.node))
-                return True
-            except Exception:  # noqa: BLE001 (not there yet)
-                return False
-
-        self._until(registered, 90, self.servers[-1])
+    def _sfclab(self) -> None:
+        manifests.install(self.api)
+        self.api.apply(manifests.object_path(self.ds), self.ds)
 
     def _control(self) -> None:
         kc = str(self.cluster.admin_kubeconfig)
@@ -234,22 +269,51 @@ class KubeNode:
             str(KUBE_NODE), "kube-scheduler", "--kubeconfig", kc, "--leader-elect=false",
             "--secure-port", "0", "--v", "2"], self.dir / "kube-scheduler.log"))
 
-    @staticmethod
-    def _until(ok: Any, limit: float, server: Server) -> None:
-        deadline = time.monotonic() + limit
-        while not ok():
-            if not server.alive():
-                raise RuntimeError(f"{server.name} exited:\n{server.tail()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{server.name}: not ready after {limit} s:\n"
-                                   f"{server.tail()}")
-            time.sleep(0.3)
+    def _get(self, path: str) -> dict[str, Any] | None:
+        try:
+            return self.api.get(path)
+        except ClusterRefused:
+            return None
+
+    # --- what the test looks at -----------------------------------------------------------
+    def pods(self) -> list[dict[str, Any]]:
+        """The agent's pods (on this Node)."""
+        return [p for p in self.api.items(resource_path("v1", "pods", "sfclab-system"),
+                                          "app.kubernetes.io/name=sfclab-agent")
+                if (p.get("spec") or {}).get("nodeName") in (None, self.node)]
+
+    def tasks(self) -> list[str]:
+        """The containers containerd runs (their IDs)."""
+        got = self.ctr("tasks", "ls", "-q")
+        return got.stdout.split() if got.returncode == 0 else []
+
+    def pod_log(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-3000:]
+                         for p in sorted((self.dir / "pod-logs").rglob("*.log")))
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+                         for p in sorted(self.dir.glob("*.log"))) + "\n--- pod\n" + \
+            self.pod_log()
+
+    def rss(self) -> dict[str, int]:
+        """Each process's resident memory, bytes (the Node's own processes)."""
+        out = {}
+        for s in self.servers:
+            with contextlib.suppress(OSError), open(f"/proc/{s.proc.pid}/status") as f:
+                out[s.name] = 1024 * next(int(ln.split()[1]) for ln in f
+                                          if ln.startswith("VmRSS:"))
+        return out
+
+    def cgroups_left(self) -> list[str]:
+        return [str(h / self.cgroup_root) for h in CGROUPS.iterdir()
+                if (h / self.cgroup_root).exists()]
 
     # --- the context manager --------------------------------------------------------------
     def __enter__(self) -> KubeNode:
         try:
-            for step in (self._cgroups, self._namespace, self._containerd,
-                         self._import_images, self._kubelet, self._control):
+            for step in (self._cgroups, self._namespace, self._containerd, self._images,
+                         self._kubelet, self._sfclab, self._control):
                 t0 = time.monotonic()
                 step()
                 self.timings[step.__name__.strip("_")] = time.monotonic() - t0
@@ -258,23 +322,27 @@ class KubeNode:
             raise
         return self
 
-    def tasks(self) -> list[str]:
-        """The containers containerd runs (their IDs)."""
-        got = self.ctr("tasks", "ls", "-q")
-        return got.stdout.split() if got.returncode == 0 else []
+    def remove_daemonset(self, limit: float = 60) -> None:
+        """Delete the DaemonSet and wait until its pods are gone (the garbage collector
+        deletes them, the kubelet stops them)."""
+        with contextlib.suppress(ClusterRefused):
+            self.api.delete(manifests.object_path(self.ds))
+        deadline = time.monotonic() + limit
+        while (self.pods() or self.tasks()) and time.monotonic() < deadline:
+            time.sleep(0.5)
 
     def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(Exception):
-            self.api.delete(resource_path("v1", "nodes", name=self.node))
+        if any(s.name == "kube-controller-manager" for s in self.servers):
+            with contextlib.suppress(Exception):
+                self.remove_daemonset()
+        for path in (resource_path("coordination.k8s.io/v1", "leases", "sfclab-system",
+                                   f"sfclab-agent-{self.node}"),
+                     resource_path("v1", "nodes", name=self.node)):
+            with contextlib.suppress(Exception):
+                self.api.delete(path)
         for s in reversed(self.servers):
             if s.name == "containerd":
-                for task in self.tasks():  # the shims outlive containerd: end them through it
-                    self.ctr("tasks", "kill", "--signal", "SIGKILL", task)
-                deadline = time.monotonic() + 20
-                while self.tasks() and time.monotonic() < deadline:
-                    time.sleep(0.3)
-                for task in self.tasks():
-                    self.ctr("tasks", "delete", "--force", task)
+                self._end_tasks()
             s.end()
         self.servers.clear()
         if self.holder is not None:
@@ -282,6 +350,16 @@ class KubeNode:
             self.holder = None
         self._remove_cgroups()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _end_tasks(self) -> None:
+        """End what containerd still runs, through containerd (the shims outlive it)."""
+        for task in self.tasks():
+            self.ctr("tasks", "kill", "--signal", "SIGKILL", task)
+        deadline = time.monotonic() + 20
+        while self.tasks() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        for task in self.tasks():
+            self.ctr("tasks", "delete", "--force", task)
 
     def _remove_cgroups(self) -> None:
         """Our cgroup root in every hierarchy, deepest first (only under our own name)."""
@@ -296,13 +374,13 @@ class KubeNode:
             with contextlib.suppress(OSError):
                 top.rmdir()
 
-    def cgroups_left(self) -> list[str]:
-        return [str(h / self.cgroup_root) for h in CGROUPS.iterdir()
-                if (h / self.cgroup_root).exists()]
 
-    def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
-                         for p in sorted(self.dir.glob("*.log")))
-
-    def kubeapi(self) -> KubeApi:
-        return KubeApi(KubeConfig.load(str(self.cluster.admin_kubeconfig)))
+def _until(ok: Any, limit: float, server: Server) -> None:
+    """Wait until ``ok()``; fail with ``server``'s log when it exits or time runs out."""
+    deadline = time.monotonic() + limit
+    while not ok():
+        if not server.alive():
+            raise RuntimeError(f"{server.name} exited:\n{server.tail()}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{server.name}: not ready after {limit} s:\n{server.tail()}")
+        time.sleep(0.3)
