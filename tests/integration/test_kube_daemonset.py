@@ -11,6 +11,7 @@ Debian's containerd is missing."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -84,7 +85,9 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
         except NotFound:
             return None
 
+    t0 = time.monotonic()
     held = wait_for("the agent's pod holds its Node's Lease", lease, 180, n)
+    held_after = time.monotonic() - t0
     assert held["spec"]["holderIdentity"] == n.node
     [pod] = n.pods()
     spec = pod["spec"]
@@ -100,7 +103,9 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
         "name": lab_name,
         "nodes": {"a": {"kind": "host"}, "r": {"kind": "router"}, "b": {"kind": "host"}},
         "links": [{"endpoints": ["a", "r"]}, {"endpoints": ["r", "b"]}]}))
+    t0 = time.monotonic()
     up = sfclab(n, "up", str(f), "--json")
+    up_took = time.monotonic() - t0
     assert up.returncode == 0, up.stderr + n.logs()
     [part] = n.api.items(kube.parts_path(), f"{kube.LAB_LABEL}={lab_name}")
     assert part["spec"]["node"] == n.node
@@ -114,7 +119,15 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
     assert r.returncode == 0, r.stdout + r.stderr
     assert (n.state / "labs" / lab_name / "journal").exists()  # the pod's state, on the host
 
+    rss = n.rss()
+    for pid in processes_in(n.cgroup_root):  # the pod's own processes: the agent's
+        with contextlib.suppress(OSError):
+            if b"kubernetes_agent" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                status = Path(f"/proc/{pid}/status").read_text()
+                rss["agent (pod)"] = 1024 * int(status.split("VmRSS:")[1].split()[0])
+    t0 = time.monotonic()
     down = sfclab(n, "down", lab_name)
+    down_took = time.monotonic() - t0
     assert down.returncode == 0, down.stderr + n.logs()
     left = leftovers(lab_name)
     assert not any(left.values()), left
@@ -130,3 +143,8 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
     n.remove_daemonset()
     assert n.pods() == [] and n.tasks() == [], n.logs()
     assert processes_in(n.cgroup_root) == []
+    # the figures (docs/kubernetes.md), shown with pytest -s
+    print("\none-Node cluster: " + ", ".join(f"{k} {v:.1f} s" for k, v in n.timings.items())
+          + f"; Lease held {held_after:.1f} s after; up --kube {up_took:.1f} s ("
+          + str(part["status"].get("message")) + f"), down --kube {down_took:.1f} s; "
+          + "resident: " + ", ".join(f"{k} {v >> 20} MiB" for k, v in rss.items()))
