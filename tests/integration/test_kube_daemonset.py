@@ -26,7 +26,7 @@ from sfclab.realize.runtime import kubernetes as kube
 from sfclab.realize.runtime.kubernetes_api import NotFound, resource_path
 
 from .kube_node import CONTAINERD, CTR, KUBE_NODE, MISSING, KubeNode, agent_images
-from .labtools import leftovers, ping
+from .labtools import leftovers, ping, wait_for
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
 pytestmark = [pytest.mark.xdist_group("kube"), pytest.mark.long]
@@ -41,16 +41,6 @@ def kube_node(kube_cluster):
     with KubeNode(kube_cluster, agent_images()) as node:
         yield node
     assert not node.cgroups_left()
-
-
-def wait_for(what: str, cond, limit: float, node: KubeNode):  # noqa: ANN001
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError(f"not within {limit} s: {what}\n{node.logs()}")
 
 
 def sfclab(node: KubeNode, *args: str) -> subprocess.CompletedProcess:
@@ -86,7 +76,7 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
             return None
 
     t0 = time.monotonic()
-    held = wait_for("the agent's pod holds its Node's Lease", lease, 180, n)
+    held = wait_for("the agent's pod holds its Node's Lease", lease, 180, n.logs)
     held_after = time.monotonic() - t0
     assert held["spec"]["holderIdentity"] == n.node
     [pod] = n.pods()
