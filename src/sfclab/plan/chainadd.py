@@ -31,10 +31,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from ipaddress import IPv4Interface, IPv6Interface
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
-from ..spec.chainfile import ChainFile
 from .chainpaths import (NO_PATH, Labels, Topology, build_direction, free_ifname,
                          free_path_base, free_subnets, free_subnets6, path_ranges,
                          used_ifaces)
@@ -45,6 +44,9 @@ from .names import netns_name
 from .tunnels import planned_link
 from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, classifier_row,
                   reversed_classifier)
+
+if TYPE_CHECKING:  # light start-up: the agents load no chain-file models
+    from ..spec.chainfile import ChainFile
 
 __all__ = ["NO_PATH", "Addition", "Instance", "NewNode", "apply", "change_of", "plan_addition",
            "withdraw",

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections import deque
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
+from typing import TYPE_CHECKING
 
 from ..errors import SpecError
 from ..spec.limits import MAX_PATHS
-from ..spec.sfc import Encap
 from .model import Plan
 from .sfc import (FIRST_LABEL, DirectionPlan, Hop, SteeringPlan, _slots, assemble,
                   shortest_path)
+
+if TYPE_CHECKING:  # light start-up: the agents load no chain-file models
+    from ..spec.sfc import Encap
 
 #: the path index never handed out: its table entry stays empty (depth 0)
 NO_PATH = MAX_PATHS - 1

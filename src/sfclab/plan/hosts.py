@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import SpecError
-from ..spec.hosts import VXLAN_OVERHEAD
+from ..spec.limits import VXLAN_OVERHEAD
 from . import names
 from .model import HostEndPlan, HostLinkPlan, HostPlan, Plan, UnderlayPlan
 

@@ -53,19 +53,22 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from ipaddress import ip_network
 from itertools import product
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import SpecError
-from ..spec.lab import Lab
 from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,  # noqa: F401
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
-from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
+from ..spec.ports import port_prefixes  # noqa: F401 - one copy (light, for the agent)
 from . import maglev
 from .encap import encap_of, encap_problem
 from .labels import FAMILIES, PAD_LABEL, PROTOS, lse  # noqa: F401 - one copy, light
 from .model import InterfacePlan, Plan
 from .steering import (ClassifierRow, DirectionPlan, EntryRow, Hop, PathPlan,  # noqa: F401
                        SteeringPlan)
+
+if TYPE_CHECKING:  # light start-up: the agents and watchers load no lab-file models
+    from ..spec.lab import Lab
+    from ..spec.sfc import ClassifierSpec, SfcChainSpec
 
 FIRST_LABEL = 16
 LABEL_ROOM = 4 * MAX_LABELS

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..spec.hosts import VXLAN_OVERHEAD
+from ..spec.limits import VXLAN_OVERHEAD
 from .hosts import VNI_BASE
 from .model import HostEndPlan, HostLinkPlan
 from .names import host_netns

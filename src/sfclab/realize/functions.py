@@ -9,15 +9,21 @@ an earlier ``up`` started.
 from __future__ import annotations
 
 from ipaddress import IPv4Interface, IPv6Interface
+from typing import TYPE_CHECKING
 
 from ..functions import get
-from ..functions.base import FunctionContext, Interface, NetworkFunction
 from ..plan.model import Plan
 from .state import LabState
 from .steering import maps_dir
 
+if TYPE_CHECKING:
+    from ..functions.base import FunctionContext, NetworkFunction
+
 
 def context(state: LabState, plan: Plan, node: str) -> FunctionContext:
+    from ..functions.base import FunctionContext, Interface  # light start-up: pydantic (the
+    # functions' models) only once a function is needed, as sfclab.functions.get
+
     ifaces = [Interface(i.name, i.peer, IPv4Interface(i.address) if i.address else None,
                         IPv6Interface(i.address6) if i.address6 else None)
               for i in plan.interfaces_of(node)]

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from .addresses import address_problem
-from .limits import MAX_HOST_CPUS
+from .limits import MAX_HOST_CPUS, VXLAN_OVERHEAD  # noqa: F401 - one copy (light, for plan)
 from .names import NAME_RE, NAME_WORDS
 from .quantities import parse_rate, parse_size
 from .strict import Strict as _Model
@@ -51,8 +51,6 @@ Attach = Literal["bridge", "shortbridge", "shortbridge-vxlandev", "ovs", "hybrid
 ATTACH_WORDS = "bridge, shortbridge, shortbridge-vxlandev, ovs, hybrid or direct"
 #: the smallest memory a host may have: every node process needs some
 MIN_HOST_MEMORY = 8 * 1024 * 1024
-#: VXLAN over IPv4 adds 50 bytes to every frame (outer Ethernet 14, IP 20, UDP 8, VXLAN 8)
-VXLAN_OVERHEAD = 50
 
 Rate = Annotated[int, BeforeValidator(parse_rate)]
 Size = Annotated[int, BeforeValidator(parse_size)]

@@ -61,6 +61,9 @@ MAX_RUNS = 100_000
 # --------------------------------------------------------------------------------- hosts
 #: CPUs a host may list or ask for (a lab file's ``cpus``, ``host add --ssh --cpus``)
 MAX_HOST_CPUS = 1024
+#: VXLAN over IPv4 adds 50 bytes to every frame (outer Ethernet 14, IP 20, UDP 8, VXLAN 8): a
+#: tunnel's MTU is at most its underlay's less these
+VXLAN_OVERHEAD = 50
 
 
 def machine_cpus() -> int:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import RealizeError, SpecError
 from ...plan.classifier_rows import Mask, Row, entry_count, masks_of, rows_of
 from ...plan.sfc import DirectionPlan, SteeringPlan, mask_key
 from ...realize.dataplane import DataPlane, Undo
-from ...spec.classifier_file import Rule
 from ...spec.limits import MAX_CLASSES, MAX_MASKS
 from .. import record
+
+if TYPE_CHECKING:  # light start-up: the agents load no classifier-file models
+    from ...spec.classifier_file import Rule
 
 #: the order of a classified entry among equal priorities: after the lab file's
 ORDER = 4000

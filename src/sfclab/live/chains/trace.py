@@ -11,13 +11,15 @@ import struct
 import time
 from collections.abc import Callable
 from ipaddress import IPv4Address, IPv6Address
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...kernel import netns
 from ...plan import flowhash
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...realize.dataplane import DataPlane, decode_chain, decode_path, encode_path
-from ...spec.sfc import ClassifierSpec
+
+if TYPE_CHECKING:  # light start-up: the agents load no chain-file models
+    from ...spec.sfc import ClassifierSpec
 
 T = TypeVar("T")
 #: a probe's address: IPv4, or IPv6 for a classifier of family ipv6

@@ -50,7 +50,6 @@ from ...plan.model import Plan
 from ...plan.sfc import DirectionPlan, SteeringPlan
 from ...plan.sfc_hosts import remote_host
 from ...realize.dataplane import DataPlane, share_dir
-from ...realize.functions import instantiate
 from ...realize.state import LabState
 from .. import record
 from ..chains import tables
@@ -117,6 +116,9 @@ def _reload(w: Watch, state: LabState) -> None:
     w.programs = {}
     w.directions, w.watched = scope(w.plan, w.sp) if w.sp else ([], [])
     if w.sp:
+        from ...realize.functions import instantiate  # light start-up: the agent's verbs
+        # import this module for scope() and load no function models
+
         for i in w.watched:
             f = instantiate(state, w.plan, i) if i in w.plan.functions else None
             w.programs[i] = f if f is not None and hasattr(f, "running_pids") else None

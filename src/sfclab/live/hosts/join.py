@@ -27,7 +27,6 @@ from ...hosts.ssh import SshTarget, call
 from ...plan.model import HostPlan, Plan
 from ...plan.names import host_cgroup, host_netns
 from ...realize.runtime.ssh import SshRuntime
-from ...spec.hosts import key_problem
 
 SSH_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.:_-]+\Z")
 
@@ -44,6 +43,8 @@ def check_request(ssh: str | None, key: str | None, port: int | None) -> tuple[s
                         place="--ssh") from None
     if key is not None and (not os.path.isfile(key) or not os.access(key, os.R_OK)):
         raise SpecError(f"expected a readable private key file, got {key!r}", place="--key")
+    from ...spec.hosts import key_problem  # light start-up: the agents load no host models
+
     problem = None if key is None else key_problem(Path(key))
     if problem:
         raise SpecError(f"expected a private key file, got {key!r} ({problem})", place="--key")

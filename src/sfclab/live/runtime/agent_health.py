@@ -24,7 +24,6 @@ from ...plan.sfc_hosts import remote_host
 from ...realize.state import LabState
 from ..health import peerwatch, watcher
 from ..health.watch import scope
-from .table import live_for
 
 
 def watch(req: dict[str, Any]) -> dict[str, Any]:
@@ -88,6 +87,9 @@ def status(req: dict[str, Any]) -> dict[str, Any]:
     state = LabState(str(req["lab"]))
     if state.plan() is None:
         return {"watcher": None, "instances": {}, "events": []}
+    from .table import live_for  # light start-up: chain-watch (and chain-make, which imports
+    # this module) load no runtime's operations
+
     return live_for(LabState(state.name)).health(None, None)
 
 

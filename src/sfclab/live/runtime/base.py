@@ -34,7 +34,6 @@ from ...plan.sfc import (DirectionPlan, EntryRow, PathPlan, SteeringPlan, entrie
                         reversed_classifier)
 from ...realize.runtime.base import HostRuntime, Progress
 from ...realize.state import LabState
-from ...spec import classifier_file
 from .. import record
 
 if TYPE_CHECKING:
@@ -52,6 +51,8 @@ DRAIN_S = 0.05
 
 def classified_later(state: LabState, add: Addition) -> dict[int, list[EntryRow]]:
     """Entries ``chain classify`` added to ``add``'s chain, by direction (they go with it)."""
+    from ...spec import classifier_file  # light start-up: the agents load no file models
+
     out: dict[int, list[EntryRow]] = {}
     for saved in record.saved_classifiers(state, add.chain):
         for c in (r.spec() for r in classifier_file.read(saved["file"])):

@@ -10,12 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from ipaddress import IPv4Address, IPv6Address
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...realize.runtime.ssh import SshRuntime
-from ...spec.sfc import ClassifierSpec
 from ..chains.trace import probe_packet
+
+if TYPE_CHECKING:  # light start-up: the agents load no chain-file models
+    from ...spec.sfc import ClassifierSpec
 
 PROBE_TRIES = 3  # tries of a step whose probe no host counted
 
