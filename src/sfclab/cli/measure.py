@@ -282,7 +282,7 @@ def _common(ts: Any, name: str, fn: Callable, help: str,
 
 
 def _generator_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
-    from ..spec.measurement import ENGINES, SINKS  # the choices named in the help
+    from ..spec.generator import ENGINES, SINKS  # the choices named in the help (no models)
 
     sp.add_argument("--flows", help="UDP flows (distinct source ports; default 1)")
     if threads:

@@ -22,6 +22,7 @@
 - :mod:`.chainfile`        a chain file handed to a running lab (``sfclab chain add``)
 - :mod:`.classifier_file`  a file of classifiers (``sfclab chain classify --from-file``)
 - :mod:`.filekind`         which kind of sfclab file a document is, from its top-level keys
+- :mod:`.generator`        the native generator's senders and receivers, by name
 - :mod:`.measurement`      the measurement request: one typed model per kind
 - :mod:`.experiment`       the experiment file: one lab, one measurement, a sweep, repetitions
 """

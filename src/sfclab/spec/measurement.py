@@ -37,16 +37,11 @@ from pydantic import (BeforeValidator, Field, ValidationError, ValidationInfo, f
                       model_validator)
 
 from ..errors import SpecError
+from .generator import ENGINES, SINKS  # noqa: F401 - one copy (light, for the help)
 from .strict import Strict
 from .text import nul_place
 from .wording import pydantic_error
 
-#: every sender engine of the native generator (sfcgen send --engine)
-ENGINES = ("auto", "packet", "ring", "udp", "xdp")
-#: every receiver of the native generator: ``kernel`` (the default) counts in the receiving
-#: namespace's softirq, at XDP or, where the interface runs an XDP program, at tcx ingress;
-#: ``xdp`` and ``tc`` ask for one hook; ``socket`` counts in user space (can be starved)
-SINKS = ("kernel", "xdp", "tc", "socket")
 #: NDR/PDR search methods
 METHODS = ("mlr", "binary")
 MEASURE_TYPES = ("iperf", "rate", "ndr", "latency")

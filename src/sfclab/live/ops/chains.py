@@ -17,7 +17,7 @@ delivered.  It briefly lowers that path's TTL, so run it on a quiet lab.
 from __future__ import annotations
 
 from ipaddress import ip_address
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import LabError
 from ...plan.sfc import DirectionPlan, SteeringPlan
@@ -26,9 +26,10 @@ from ...realize.dataplane import path_base
 from ...realize.runtime import runtime_for
 from ...realize.runtime.base import Counters
 from ...realize.state import LabState
-from ...spec import classifier_file
-from ...spec.sfc import ClassifierSpec
 from ..runtime.table import live_for
+
+if TYPE_CHECKING:  # light start-up: chain ls and inspect load no file models
+    from ...spec.sfc import ClassifierSpec
 
 
 def _steering(lab: str) -> tuple[Any, SteeringPlan]:
@@ -153,6 +154,8 @@ def _added_and_health(lab: str, chain: str, instances: set[str]) -> dict[str, An
 def read_classifiers(path: str) -> list[ClassifierSpec]:
     """A YAML or JSON file holding a list of classifiers (the lab file's form), validated
     (:mod:`sfclab.spec.classifier_file`; bad input: a located SpecError)."""
+    from ...spec import classifier_file
+
     return [r.spec() for r in classifier_file.read(path)]
 
 
@@ -198,6 +201,8 @@ def _trace_direction(lab: str, plan: Any, sp: SteeringPlan, chain: str, d: Direc
         raise LabError(f"chain '{chain}' has no classifier at {d.ingress} to trace with")
     if path is not None and not 0 <= path < len(d.paths):
         raise LabError(f"chain '{chain}' has paths 0 to {len(d.paths) - 1}, no path {path}")
+    from ...spec.sfc import ClassifierSpec  # light start-up (see the imports)
+
     spec = ClassifierSpec.model_validate({k: v for k, v in cl.items()
                                           if k not in ("index", "entries")})
     # the probe's family: the classifier's (IPv6 for ipv6; any and ipv4 probe with IPv4)

@@ -45,7 +45,6 @@ from ..runtime.table import live_for
 from ..hosts.capacity import (LOCAL, added_hosts, has_local, hosts_of, instances_by_host,
                               save_added_hosts)
 from .migrate import migrate_locked
-from ..request import MigrateInstance
 
 HOST_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}\Z")
 MIN_MEMORY = 8 << 20
@@ -170,6 +169,8 @@ def remove_host(lab: str, name: str, drain: bool = False,
         if there and not drain:
             raise LabError(f"host '{name}' runs functions ({', '.join(there)}); migrate them "
                            "away first, or remove it with --drain")
+        from ..request import MigrateInstance  # light start-up: host ls and add load no models
+
         for inst in there:
             target = _target(state, lifecycle.load_plan(lab)[1], inst, name)
             d = migrate_locked(state, MigrateInstance(lab, inst, target, wait_s=wait_s),

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import LabError
 from ...plan import placement
@@ -65,7 +65,9 @@ from ..record import steering_of
 from ..runtime.table import live_for
 from ..chains.moves import Owner
 from ..hosts.capacity import LOCAL, hosts_of
-from ..request import MigrateInstance
+
+if TYPE_CHECKING:  # light start-up: host ls loads no chain-file models
+    from ..request import MigrateInstance
 
 
 
