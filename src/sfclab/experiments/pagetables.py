@@ -28,7 +28,6 @@ from typing import Any
 from ..errors import SpecError
 from .findings import (UNITS, TableSpec, at_grid_top, censored_value, done_runs, run_params,
                        run_value)
-from .fit import analyze_chain
 from .stats import Summary, summarize
 from .store import RunRow, Store
 
@@ -165,6 +164,8 @@ def _pct(v: float) -> str:
 
 def render_fit(store: Store, t: TableSpec) -> str | None:
     """The power law per series, as the report fits it (every run, not the means)."""
+    from .fit import analyze_chain  # light start-up: numpy and scipy only for a fit
+
     runs, names = _selected(store, t)
     x = t.row_keys[0]
     groups: dict[str, tuple[tuple[Any, ...], list[float], list[float]]] = {}

@@ -34,8 +34,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats as _st
-
 from .stats import Summary
 from .verdicts import Claim
 
@@ -90,6 +88,8 @@ def power_at(n: int, sigma: float, claim: Claim, min_effect: float = MIN_EFFECT)
     d, a_tail, b_share = _distance(claim, min_effect)
     if math.isinf(d):
         return 1.0
+    from scipy import stats as _st  # light start-up: scipy (0.5 s of CPU) only to compute
+
     df = 2 * n - 2
     z = d * math.sqrt(n) / sigma - float(_st.t.ppf(1 - a_tail, df))
     # z = t(1 - β · share): β = (1 - cdf(z)) / share

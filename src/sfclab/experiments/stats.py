@@ -16,8 +16,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy import stats as _st
-
 from .units import point_words
 
 
@@ -62,6 +60,8 @@ def summarize(values: Iterable[float], confidence: float = 0.95) -> Summary:
     if n == 1:
         return Summary(1, mean, math.nan, math.nan, math.nan, confidence)
     std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
+    from scipy import stats as _st  # light start-up: scipy (0.5 s of CPU) only to compute
+
     half = float(_st.t.ppf(0.5 + confidence / 2, n - 1)) * std / math.sqrt(n)
     return Summary(n, mean, std, mean - half, mean + half, confidence)
 

@@ -53,8 +53,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scipy import stats as _st
-
 from .stats import Summary
 
 HOLDS, NOT, INCONCLUSIVE, UNTESTABLE = ("holds", "does not hold", "inconclusive",
@@ -139,6 +137,8 @@ def ratio_interval(a: Summary, b: Summary, confidence: float = 0.95) -> Interval
     if a.std == 0 and b.std == 0:
         return Interval(r, math.nan, math.nan, confidence)
     df = welch_df(a, b, r)
+    from scipy import stats as _st  # light start-up: scipy (0.5 s of CPU) only to compute
+
     t = float(_st.t.ppf(0.5 + confidence / 2, df))
     va, vb = a.std ** 2 / a.n, b.std ** 2 / b.n
     qa = b.mean ** 2 - t * t * vb
