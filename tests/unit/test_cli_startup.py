@@ -40,3 +40,14 @@ def test_a_command_that_reads_no_file_loads_no_file_models(argv: list[str],
 
 def test_the_check_finds_a_heavy_import(tmp_path: Path) -> None:
     assert "pydantic" in loaded_by(["validate", str(ROOT / "scenarios" / "chain5.yaml")], tmp_path)
+
+
+def test_the_web_server_loads_no_plotting_or_statistics() -> None:
+    """``sfclab serve`` (a fresh Python for every web test) draws nothing itself (the page
+    does, with Plotly) and computes an interval or a fit only when asked for one: matplotlib,
+    scipy and numpy (about 2 s of CPU together) load then, not with the app."""
+    code = ("import sys, sfclab.web.app; "
+            "print(' '.join(m for m in ('matplotlib', 'scipy', 'numpy') if m in sys.modules))")
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        check=True)
+    assert cp.stdout.split() == []

@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .fit import analyze_chain
-from .plots import plot_fit, plot_offered_received, plot_relative, plot_series
 from .stats import Series, Summary, metric_names, series, summarize, swept_params
 from .store import ExperimentRow, RunRow, Store
 from .units import (OPTION_WORDS, Scale, axis_label, env_value, env_words, metric_words,
@@ -324,6 +322,9 @@ def _metric_blocks(exp: ExperimentRow, done: list[RunRow], out_dir: Path,
         if any(WIDE_MARK in r[1] for r in rows):
             blocks.append(Para(WIDE_NOTE))
         return blocks
+    from .plots import plot_relative, plot_series  # light start-up: matplotlib (and numpy,
+    # scipy) only to draw: 'sfclab serve' and 'results' import this module and draw nothing
+
     plotted = 0
     shown, cpu = ordered_metrics(names)
     for name in shown:
@@ -375,6 +376,9 @@ def _cpu_blocks(done: list[RunRow], cpu: list[str], x: str) -> list[Block]:
 
 def _fit_blocks(exp: ExperimentRow, done: list[RunRow], name: str, all_series: list[Series],
                 out_dir: Path) -> list[Block]:
+    from .fit import analyze_chain  # light start-up (see _metric_blocks)
+    from .plots import plot_fit
+
     blocks: list[Block] = [Heading(4, "Power law t(n) = (1 − l)^(n − 2) · t(2) for "
                                       f"{metric_words(name)}")]
     rows: list[list[str]] = []
@@ -423,6 +427,8 @@ def _curve_blocks(store: Store, exp: ExperimentRow, done: list[RunRow],
     curves = {k: v for k, v in curves.items() if v}
     if not curves:
         return []
+    from .plots import plot_offered_received  # light start-up (see _metric_blocks)
+
     stem = out_dir / "plots" / f"{exp.id}-offered-received"
     sc = scale("offered_pps", [o for pts in curves.values() for o, _ in pts])
     plot_offered_received(curves, stem, unit=sc.unit, scale=sc.factor,

@@ -20,11 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..errors import SpecError
 from ..experiments.compare import compare, where_it_ran
-from ..experiments.fit import analyze_chain
 from ..experiments.report import (CHAIN_LENGTH, MAX_PLOTTED_METRICS, Heading, Para, Table,
                                   _curve_points, curve_name, experiment_blocks, is_throughput,
                                   main_parameter, ordered_metrics)
@@ -103,6 +100,10 @@ def _fit(done: list[RunRow], metric: str, label: dict[str, Any], factor: float
             and metric in r.metrics and not math.isnan(r.metrics[metric])]
     ns = [float(r.params[CHAIN_LENGTH]) for r in mine]
     ts = [r.metrics[metric] for r in mine]
+    import numpy as np  # light start-up: numpy and scipy (1 s of CPU) only for a fit
+
+    from ..experiments.fit import analyze_chain
+
     try:
         a = analyze_chain(ns, ts)
     except ValueError as e:
