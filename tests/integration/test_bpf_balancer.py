@@ -518,14 +518,15 @@ def test_firewall_then_nat_in_one_hook_gives_what_two_nodes_give() -> None:
             d["links"].insert(2, link("fw", "10.92.5.1/24", "nat", "10.92.5.2/24"))
             d["chains"]["c"]["functions"] = ["fw", "nat"]
         with N.running(d) as lab:
-            echo = lab.popen("out", [sys.executable, "-c", N.ECHO, "6000,6001", "7000", "25"],
-                             stdout=subprocess.PIPE, text=True)
+            echo = lab.popen("out", [sys.executable, "-c", N.ECHO, "6000,6001", "7000", "25",
+                                     "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
             assert echo.stdout is not None and echo.stdout.readline().strip() == "ready"
             client = lab.popen("in", [sys.executable, "-c", N.CLIENT, N.DST,
                                       ",".join(map(str, N.SPORTS)), "6000,6001", "7000"],
                                stdout=subprocess.PIPE, text=True)
             got = json.loads(client.communicate(timeout=120)[0].splitlines()[-1])
-            saw = json.loads(echo.communicate(timeout=60)[0].splitlines()[-1])
+            saw = json.loads(echo.communicate(timeout=60)[0].splitlines()[-1])  # ends it
             info = lab.inspect()["nodes"]
         fw_info = info["nat"]["function"]["functions"][0] if one_node else info["fw"]["function"]
         results[one_node] = (got, fw_info["rules"][0]["packets"], saw)

@@ -32,8 +32,11 @@ TCP_PORTS = (7000, 7001)
 FORWARDS = [{"proto": "tcp", "port": 8080, "to": f"{IN}:80"},
             {"proto": "udp", "port": 9090, "to": IN}]
 
-#: echoes every UDP datagram and the first bytes of every TCP connection, on every port given;
-#: prints what it got by "peer-address:peer-port proto port"
+#: echoes every UDP datagram and the first bytes of every TCP connection, on every port given,
+#: for SECONDS at most; prints what it got by "peer-address:peer-port proto port".  With a
+#: fourth argument ``stdin``, it also ends once its standard input is closed (the client is
+#: done: the test closes it) and nothing more has come for 0.5 s (a datagram still on its way
+#: is answered and counted), rather than waiting out SECONDS
 ECHO = r"""
 import json, selectors, socket, sys, time
 udp, tcp = [int(p) for p in sys.argv[1].split(",") if p], [int(p) for p in sys.argv[2].split(",") if p]
@@ -45,10 +48,17 @@ for p in tcp:
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("0.0.0.0", p)); s.listen(16); sel.register(s, selectors.EVENT_READ, ("tcp", p))
 print("ready", flush=True)
-end = time.monotonic() + float(sys.argv[3])
+end = last = time.monotonic() + float(sys.argv[3])
+if sys.argv[4:] == ["stdin"]:
+    sel.register(sys.stdin, selectors.EVENT_READ, ("stdin", 0))
 while time.monotonic() < end:
     for key, _ in sel.select(0.1):
         proto, port = key.data
+        if proto == "stdin":  # closed: quiet for 0.5 s from now on, and it ends
+            sys.stdin.read(); sel.unregister(sys.stdin); end = min(last, time.monotonic() + 0.5)
+            continue
+        if end < last:  # stopping: something came, so 0.5 s more of quiet
+            end = min(last, time.monotonic() + 0.5)
         if proto == "udp":
             data, peer = key.fileobj.recvfrom(2048); key.fileobj.sendto(data, peer)
         else:
@@ -131,13 +141,13 @@ def run(lab: Lab, server: str, client: str, to: str, udp: tuple[int, ...], tcp: 
     ``tcp``), ``server`` echoes on ``udp`` and ``tcp``: what the server got by peer, and what
     came back to the client."""
     ports = ",".join(map(str, udp)), ",".join(map(str, tcp))
-    rx = lab.popen(server, [sys.executable, "-c", ECHO, *ports, "8"],
-                   stdout=subprocess.PIPE, text=True)
+    rx = lab.popen(server, [sys.executable, "-c", ECHO, *ports, "8", "stdin"],
+                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
     cp = lab.exec(client, [sys.executable, "-c", CLIENT, to, ",".join(map(str, sports)),
                            ports[0], ",".join(map(str, tcp_to or tcp))])
     back = json.loads(cp.stdout.strip().splitlines()[-1])
-    out, _ = rx.communicate(timeout=60)
+    out, _ = rx.communicate(timeout=60)  # closes its input: it ends once quiet
     return json.loads(out.strip().splitlines()[-1]), back
 
 

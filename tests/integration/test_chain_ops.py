@@ -98,12 +98,16 @@ def echo(lab: Lab, port: int, seconds: float = 6.0) -> subprocess.Popen:
 
 def send(lab: Lab, node: str, dst: str, sport: int, dport: int, n: int) -> int:
     """``n`` datagrams from ``node`` to ``dst``:``dport`` (echoed by :func:`echo`): how many
-    were answered."""
-    server = echo(lab, dport, 4.0)
-    cp = subprocess.run(["ip", "netns", "exec", lab.netns(node), *PROBE, "udp-send", dst,
-                         str(sport), str(dport), str(n)], capture_output=True, text=True,
-                        env=ENV, cwd=ROOT, timeout=60, check=True)
-    server.wait(timeout=30)
+    were answered.  The echo answers until the sender is done (then it is ended by its PID),
+    not for a fixed time a loaded machine's slow start of the sender could outlast."""
+    server = echo(lab, dport, 120.0)
+    try:
+        cp = subprocess.run(["ip", "netns", "exec", lab.netns(node), *PROBE, "udp-send", dst,
+                             str(sport), str(dport), str(n)], capture_output=True, text=True,
+                            env=ENV, cwd=ROOT, timeout=60, check=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
     return int(cp.stdout.strip())
 
 
