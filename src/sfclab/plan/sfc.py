@@ -61,6 +61,7 @@ from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
 from ..spec.sfc import ClassifierSpec, SfcChainSpec, port_prefixes  # noqa: F401 - one copy
 from . import maglev
+from .arrivals import XDP_FED, Arrivals, arrivals
 from .encap import encap_of, encap_problem
 from .labels import FAMILIES, PAD_LABEL, PROTOS, lse  # noqa: F401 - one copy, light
 from .model import InterfacePlan, Plan
@@ -217,11 +218,10 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
     for i, n in enumerate(sorted(path_nodes, key=list(lab.nodes).index)):
         sp.node_ids[n] = i + 1
 
-    # programs per node, and the links fitted to labelled traffic
-    for n in sp.node_ids:
-        sp.attach[n] = _programs(lab, plan, sp, n, edges_used, functions_used, ingress_used,
-                                 first_hops)
+    # the links fitted to labelled traffic, then the programs per node
     pushers = functions_used | {n for n in ingress_used if lab.nodes[n].forwards}
+    arrive = _arrivals(lab, sp)
+    plain = arrive.gro_only()
     for end in plan.interfaces:
         if end.netns is None or end.node not in sp.node_ids:
             continue
@@ -230,22 +230,42 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
             end.offloads.setdefault("tx-checksum", False)
         if end.node in pushers:
             end.offloads.setdefault("gro", False)
+        elif plain.get((end.node, end.name)) == XDP_FED:
+            end.offloads.setdefault("gro", True)  # NAPI for the redirected frames
         if on_path and lab.nodes[end.node].forwards:
             end.mtu = (end.mtu or 1500) + room.get((end.node, end.name), LABEL_ROOM)
+    gro_off = {(i.node, i.name) for i in plan.interfaces if i.offloads.get("gro") is False}
+    # the forwarder where labelled frames arrive, and where XDP-redirected plain frames
+    # arrive on a veth that keeps GRO off (its program keeps NAPI on there)
+    rx = arrive.labelled | {k for k, how in plain.items() if how == XDP_FED and k in gro_off}
+    for n in sp.node_ids:
+        sp.attach[n] = _programs(lab, plan, sp, n, (rx, edges_used), functions_used,
+                                 ingress_used, first_hops)
     return sp
 
 
-def _programs(lab: Lab, plan: Plan, sp: SteeringPlan, n: str, edges_used: set[tuple[str, str]],
+def _arrivals(lab: Lab, sp: SteeringPlan) -> Arrivals:
+    """Where the planned paths' frames arrive (:mod:`.arrivals`)."""
+    hops = {h.label: h for h in sp.hops}
+    aware = {n for n in sp.node_ids if lab.nodes[n].kind_ref.sfc_program}
+    return arrivals((p for d in sp.directions for p in d.paths), hops, aware)
+
+
+def _programs(lab: Lab, plan: Plan, sp: SteeringPlan, n: str,
+              where: tuple[set[tuple[str, str]], set[tuple[str, str]]],
               functions_used: set[str], ingress_used: set[str],
               first_hops: set[tuple[str, str]]) -> list[tuple[str, str, str]]:
-    """Node ``n``'s attachments (program, interface, hook), each once; a host that classifies
-    is added to ``sp.single_segment``."""
-    ifaces = sorted({i for (m, i) in edges_used if m == n})
+    """Node ``n``'s attachments (program, interface, hook), each once: ``where`` is (the
+    interfaces that need the forwarder, every interface on a path: a function's proxy); a host
+    that classifies is added to ``sp.single_segment``."""
+    rx, on_path = where
+    ifaces = sorted({i for (m, i) in on_path if m == n})
+    forwarded = sorted({i for (m, i) in rx if m == n})
     # each encoding of the chains through the node brings its programs (one set for
     # MPLS and NSH: they dispatch by ethertype), each attachment once
     encs = [encap_of(e) for e in dict.fromkeys(d.encap for d in sp.directions
                                                 if any(n in p.nodes for p in d.paths))]
-    att = [(e.forwarder, i, "xdp") for e in encs for i in ifaces]
+    att = [(e.forwarder, i, "xdp") for e in encs for i in forwarded]
     own = lab.nodes[n].kind_ref.sfc_program
     if own:  # an eBPF function forwards and filters by itself, on every interface
         att = [(own, i.name, "xdp") for i in plan.interfaces_of(n)]

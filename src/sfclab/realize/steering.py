@@ -99,8 +99,8 @@ class Steering(Part):
                 b.iproute(b.plan.netns_of(node)).link(
                     "set", index=ifaces[(node, ifname)].index, gso_max_segs=1)
         for node, node_id in sp.node_ids.items():
-            if local is not None and node not in local:
-                continue
+            if (local is not None and node not in local) or not sp.attach.get(node):
+                continue  # another host's, or a node that only receives plain packets
             argv = [str(binary), "--maps", str(maps), "--node-id", str(node_id), "--netns", b.plan.netns_of(node)]
             argv += [f"{binary.parent / PROGRAM_OBJECT[prog]}:{prog}:{ifname}:{hook}"
                      for prog, ifname, hook in sp.attach[node]]
@@ -109,7 +109,8 @@ class Steering(Part):
                 if cp.returncode != 0:
                     raise RealizeError(cp.stderr.strip() or f"sfc-steer exited {cp.returncode}",
                                        obj=f"eBPF programs of {node}")
-        if local is not None and not local:  # no node of any chain here (yet): empty maps
+        if local is not None and not any(sp.attach.get(n) for n in local):
+            # no node of any chain here (yet), or none that runs a program: empty maps
             with step(f"maps of {b.plan.hosts[0].name}'s share"):
                 make_maps(binary, maps)
         with step("SFC tables"), dataplane.DataPlane(b.plan.lab, top) as dp:
