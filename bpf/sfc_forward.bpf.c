@@ -27,15 +27,64 @@
 #include "sfc_nsh.h"
 #include "sfc_srv6.h"
 
+/* What this CPU parked last, so that a run of frames of one path (the rest of their stacks
+ * alike) looks its stack id up once, not once per frame: the stack and its id, and the flow
+ * last remembered in sfc_flows with the id it was given.  Per CPU and per program load (not
+ * pinned: each node's forwarder has its own), so no other CPU or node writes it. */
+struct sfc_parked {
+	struct sfc_stack st;
+	__u32 id;
+	__u32 parked;         /* 1 once st and id hold a parked stack */
+	struct sfc_tuple flow; /* mask SFC_FLOW_MASK once it holds a flow */
+	__u32 flow_id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sfc_parked);
+} sfc_last SEC(".maps");
+
+static __always_inline struct sfc_parked *last_parked(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&sfc_last, &zero);
+}
+
+/* 1 if `a` and `b` hold the same stack (depth and entries) */
+static __always_inline int same_stack(const struct sfc_stack *a, const struct sfc_stack *b)
+{
+	if (a->depth != b->depth)
+		return 0;
+	for (__u32 i = 0; i < SFC_MAX_LABELS; i++)
+		if (i < a->depth && a->lse[i] != b->lse[i])
+			return 0;
+	return 1;
+}
+
+/* 1 if `a` and `b` are the same flow key */
+static __always_inline int same_flow(const struct sfc_tuple *a, const struct sfc_tuple *b)
+{
+	return a->node == b->node && a->src == b->src && a->dst == b->dst &&
+	       a->sport == b->sport && a->dport == b->dport && a->proto == b->proto;
+}
+
 static __always_inline int park(struct sfc_stack *st, __u32 *id)
 {
+	struct sfc_parked *last = last_parked();
 	__u32 zero = 0, *have, *next;
 	struct sfc_stack *slot;
 
+	if (last && last->parked && same_stack(&last->st, st)) {
+		*id = last->id;
+		return 0;
+	}
 	have = bpf_map_lookup_elem(&sfc_stack_ids, st);
 	if (have) {
 		*id = *have;
-		return 0;
+		goto remember;
 	}
 	next = bpf_map_lookup_elem(&sfc_next_stack, &zero);
 	if (!next)
@@ -49,7 +98,33 @@ static __always_inline int park(struct sfc_stack *st, __u32 *id)
 	__builtin_memcpy(slot, st, sizeof(*st));
 	/* a racing CPU may have parked the same stack: both ids stay valid */
 	bpf_map_update_elem(&sfc_stack_ids, st, id, BPF_NOEXIST);
+remember:
+	if (last) {
+		__builtin_memcpy(&last->st, st, sizeof(*st));
+		last->id = *id;
+		last->parked = 1;
+	}
 	return 0;
+}
+
+/* The flow `fk` remembered under stack id `id` in sfc_flows (for functions that lose the mark),
+ * unless this CPU remembered just that last: the entry's reader, sfc_proxy_out, looks it up
+ * for every packet that lost its mark, which keeps it fresh in the LRU. */
+static __always_inline void remember_flow(struct sfc_tuple *fk, __u32 id)
+{
+	struct sfc_parked *last = last_parked();
+	__u32 *was;
+
+	if (last && last->flow_id == id && last->flow.mask == SFC_FLOW_MASK &&
+	    same_flow(&last->flow, fk))
+		return;
+	was = bpf_map_lookup_elem(&sfc_flows, fk);
+	if (!was || *was != id)
+		bpf_map_update_elem(&sfc_flows, fk, &id, BPF_ANY);
+	if (last) {
+		__builtin_memcpy(&last->flow, fk, sizeof(*fk));
+		last->flow_id = id;
+	}
 }
 
 /* The frame handed up to the function: `strip` bytes after the Ethernet header taken off (the
@@ -78,12 +153,8 @@ static __always_inline int hand_up(struct xdp_md *ctx, struct ethhdr *eth, int s
 	fk.mask = SFC_FLOW_MASK;
 	if (!sfc_parse_ip(data + sizeof(*eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport,
 			  &proto)) {
-		__u32 *was;
-
 		fk.proto = proto;
-		was = bpf_map_lookup_elem(&sfc_flows, &fk);
-		if (!was || *was != id)
-			bpf_map_update_elem(&sfc_flows, &fk, &id, BPF_ANY);
+		remember_flow(&fk, id);
 	}
 	sfc_count(SFC_C_POPPED);
 	sfc_count(SFC_C_PROXY_IN);
@@ -202,7 +273,7 @@ static __always_inline int nsh_forward(struct xdp_md *ctx)
 	}
 	__builtin_memcpy(data, &neth, sizeof(neth));
 	sfc_count(nh->last ? SFC_C_DELIVERED : SFC_C_FORWARDED);
-	return bpf_redirect(hop->ifindex, 0);
+	return sfc_redirect_hop(nh->label, hop);
 }
 
 SEC("xdp")
@@ -234,7 +305,7 @@ int sfc_forward(struct xdp_md *ctx)
 	label = LSE_LABEL(v);
 	ttl = LSE_TTL(v);
 	bos = LSE_BOS(v);
-	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	hop = sfc_hop_of(label);
 	if (!hop || hop->node != node_id) {
 		sfc_count(SFC_C_UNKNOWN_LABEL);
 		return XDP_DROP;
@@ -279,7 +350,7 @@ int sfc_forward(struct xdp_md *ctx)
 	__builtin_memcpy(data, &neth, sizeof(neth));
 	sfc_count(SFC_C_POPPED);
 	sfc_count(bos ? SFC_C_DELIVERED : SFC_C_FORWARDED);
-	return bpf_redirect(hop->ifindex, 0);
+	return sfc_redirect_hop(label, hop);
 }
 
 char LICENSE[] SEC("license") = "GPL";

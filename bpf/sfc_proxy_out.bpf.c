@@ -164,7 +164,7 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	v = bpf_ntohl(st->lse[0]);
 	label = LSE_LABEL(v);
 	ttl = LSE_TTL(v);
-	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	hop = sfc_hop_of(label);
 	if (!hop || hop->node != node_id ||
 	    (hop->action != SFC_A_FORWARD && hop->action != SFC_A_UNPAD)) {
 		sfc_count(SFC_C_UNKNOWN_LABEL);

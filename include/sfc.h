@@ -46,7 +46,7 @@ enum sfc_limit {
 	SFC_MAX_PATHS = 4096,
 	SFC_MAX_STACKS = 65536,   /* distinct remaining stacks parked by proxies */
 	SFC_MAX_CLASSES = 262144, /* classifier entries (sfc_classes) */
-	SFC_MAX_HOPS = 65536,     /* labels (sfc_labels) */
+	SFC_MAX_HOPS = 65536,     /* labels (sfc_labels, indexed by label: labels below it) */
 	SFC_MAX_FLOWS = 65536,    /* flows pinned to a path (sfc_flows, LRU) */
 };
 
@@ -215,13 +215,30 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sfc_paths SEC(".maps");
 
+/* label -> its hop: an array, so the lookup at every hop is an index (the verifier inlines it),
+ * not a hash; an entry of node 0 is no label's (node ids start at 1): read through sfc_hop_of */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SFC_MAX_HOPS);
 	__type(key, __u32);
 	__type(value, struct sfc_hop);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sfc_labels SEC(".maps");
+
+/* label -> the device its forward (or unpad) hop sends out of, for bpf_redirect_map: the device
+ * is held by the entry, so a redirect looks nothing up by interface index.  Written from inside
+ * the owner's namespace (src/sfclab/realize/dataplane.py); an entry missing (or cleared when its
+ * device went) falls back to bpf_redirect by the hop's ifindex (sfc_redirect_hop).  Lab-wide,
+ * but pinned by sfc-steer itself, not by name: libbpf 1.1 refuses to reuse a pinned devmap
+ * (the kernel adds BPF_F_RDONLY_PROG to a devmap's flags, which libbpf then takes for a
+ * mismatch), so another loader of these objects (sfcgen's classifier) gets a map of its own,
+ * which it never reads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, SFC_MAX_HOPS);
+	__type(key, __u32);
+	__type(value, __u32);
+} sfc_ports SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -278,6 +295,23 @@ static __always_inline void sfc_count(__u32 counter)
 
 	if (v)
 		*v += 1;
+}
+
+/* the hop of `label`, or NULL when no node owns it */
+static __always_inline struct sfc_hop *sfc_hop_of(__u32 label)
+{
+	struct sfc_hop *hop = bpf_map_lookup_elem(&sfc_labels, &label);
+
+	return hop && hop->node ? hop : NULL;
+}
+
+/* XDP: send the frame out of `hop`'s interface (the hop of `label`): by the label's device in
+ * sfc_ports, or by the hop's interface index where that entry is missing */
+static __always_inline int sfc_redirect_hop(__u32 label, const struct sfc_hop *hop)
+{
+	long verdict = bpf_redirect_map(&sfc_ports, label, 0);
+
+	return verdict == XDP_REDIRECT ? XDP_REDIRECT : (int)bpf_redirect(hop->ifindex, 0);
 }
 
 static __always_inline __u32 sfc_mix(__u32 h, __u32 v)

@@ -72,7 +72,7 @@ static __always_inline int sfc_srv6_proxy(struct xdp_md *ctx, __u8 *srh, void *e
 	if (!sfc_parse_ip(data + sizeof(eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport,
 			  &proto)) {
 		fk.proto = proto;
-		bpf_map_update_elem(&sfc_flows, &fk, &id, BPF_ANY);
+		remember_flow(&fk, id);
 	}
 	sfc_count(SFC_C_POPPED);
 	sfc_count(SFC_C_PROXY_IN);
@@ -81,7 +81,8 @@ static __always_inline int sfc_srv6_proxy(struct xdp_md *ctx, __u8 *srh, void *e
 
 /* End, and End.DX4/End.DX6 at the last SID: the frame sent to the label's neighbour */
 static __always_inline int sfc_srv6_next(struct xdp_md *ctx, __u8 *srh, void *end,
-					 const struct sfc_hop *hop, __u32 sl, __u32 hl, __u32 hlen)
+					 __u32 label, const struct sfc_hop *hop, __u32 sl, __u32 hl,
+					 __u32 hlen)
 {
 	struct ethhdr *eth = (void *)(long)ctx->data;
 	__u8 *ip6 = srh - 40;
@@ -108,7 +109,7 @@ static __always_inline int sfc_srv6_next(struct xdp_md *ctx, __u8 *srh, void *en
 	eth->h_proto = bpf_htons(proto);
 	sfc_count(SFC_C_POPPED);
 	sfc_count(sl ? SFC_C_FORWARDED : SFC_C_DELIVERED);
-	return bpf_redirect(hop->ifindex, 0);
+	return sfc_redirect_hop(label, hop);
 }
 
 /* An SRv6 frame's verdict at this node, or -1 when the frame is no SRv6 frame of the lab */
@@ -123,7 +124,7 @@ static __always_inline int sfc_srv6_end(struct xdp_md *ctx)
 		return -1;
 	ip6 = srh - 40;
 	label = bpf_ntohl(*(__be32 *)(ip6 + 36));
-	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	hop = sfc_hop_of(label);
 	if (!hop || hop->node != node_id || (bpf_ntohl(*(__be32 *)(ip6 + 28)) & 0xffff) != node_id)
 		return sfc_srv6_drop(SFC_C_UNKNOWN_LABEL);
 	hl = ip6[7];
@@ -137,7 +138,7 @@ static __always_inline int sfc_srv6_end(struct xdp_md *ctx)
 		return sfc_srv6_proxy(ctx, srh, end, sl, hl, hlen);
 	if (hop->action != SFC_A_FORWARD)
 		return sfc_srv6_drop(SFC_C_ERRORS);
-	return sfc_srv6_next(ctx, srh, end, hop, sl, hl, hlen);
+	return sfc_srv6_next(ctx, srh, end, label, hop, sl, hl, hlen);
 }
 #endif /* __BPF__ */
 

@@ -73,9 +73,10 @@ def test_the_map_sizes_are_the_limits_in_btf(built: Path) -> None:
         "sfc_stacks": lim["SFC_MAX_STACKS"], "sfc_next_stack": 1,
         "sfc_flows": lim["SFC_MAX_FLOWS"],
         "sfc_counters": lim["SFC_MAX_NODES"] * contract.NCOUNTERS,
-        "sfc_path_counts": lim["SFC_MAX_PATHS"], "sfc_nsh": lim["SFC_MAX_HOPS"]}
+        "sfc_path_counts": lim["SFC_MAX_PATHS"], "sfc_nsh": lim["SFC_MAX_HOPS"],
+        "sfc_ports": lim["SFC_MAX_HOPS"], "sfc_last": 1}
     for m, d in b.maps.items():
-        key, value = {**contract.MAPS, **contract.NSH_MAPS}[m]
+        key, value = {**contract.MAPS, **contract.NSH_MAPS, **contract.PRIVATE_MAPS}[m]
         assert d.key_size == (b.structs[key].size if key in b.structs else int(key[-2:]) // 8)
         assert d.value_size == (b.structs[value].size if value in b.structs
                                 else int(value[-2:]) // 8)

@@ -14,7 +14,7 @@ from collections import deque
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 
 from ..errors import SpecError
-from ..spec.limits import MAX_PATHS
+from ..spec.limits import MAX_HOPS, MAX_PATHS
 from ..spec.sfc import Encap
 from .model import Plan
 from .sfc import (FIRST_LABEL, DirectionPlan, Hop, SteeringPlan, _slots, assemble,
@@ -147,17 +147,27 @@ def free_path_base(ranges: list[tuple[int, int]], need: int) -> int:
 
 
 class Labels:
-    """Existing labels by what they do; new ones numbered after the highest in use."""
+    """Existing labels by what they do; new ones numbered after the highest in use, and once
+    that reaches the label table's end (a label indexes ``sfc_labels``, below ``MAX_HOPS``),
+    the lowest free ones."""
 
     def __init__(self, hops: list[Hop]):
         self.known = {(h.node, h.action, h.ifname): h for h in hops}
-        self.next = max([h.label for h in hops], default=FIRST_LABEL - 1) + 1
+        self.used = {h.label for h in hops}
+        self.next = max(self.used, default=FIRST_LABEL - 1) + 1
         self.new: list[Hop] = []
 
     def label(self, hop: Hop) -> int:
         key = (hop.node, hop.action, hop.ifname)
         if key not in self.known:
+            if self.next >= MAX_HOPS or self.next in self.used:
+                self.next = next((i for i in range(FIRST_LABEL, MAX_HOPS) if i not in self.used),
+                                 MAX_HOPS)
+                if self.next >= MAX_HOPS or self.next in self.used:
+                    raise SpecError(f"the lab's label table is full: at most "
+                                    f"{MAX_HOPS - FIRST_LABEL:,} labels", place="functions")
             hop.label = self.next
+            self.used.add(self.next)
             self.next += 1
             self.known[key] = hop
             self.new.append(hop)

@@ -208,8 +208,9 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
         raise _error(lab, f"{len(sp.directions)} chain directions; at most {MAX_DIRECTIONS}",
                      ("chains",))
     sp.hops = list(labels.hops.values())
-    if len(sp.hops) > MAX_HOPS:
-        raise _error(lab, f"{len(sp.hops):,} labels; at most {MAX_HOPS:,}", ("chains",))
+    if FIRST_LABEL + len(sp.hops) > MAX_HOPS:  # a label indexes sfc_labels: below MAX_HOPS
+        raise _error(lab, f"{len(sp.hops):,} labels; at most {MAX_HOPS - FIRST_LABEL:,}",
+                     ("chains",))
     _refuse_shadowing(lab, sp.directions)
     masks = {mask_key(e) for d in sp.directions for c in d.classifiers for e in c["entries"]}
     if len(masks) > MAX_MASKS:

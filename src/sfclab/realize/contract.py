@@ -87,8 +87,11 @@ MAPS: dict[str, tuple[str, str]] = {
     "sfc_labels": ("__u32", "sfc_hop"), "sfc_stack_ids": ("sfc_stack", "__u32"),
     "sfc_stacks": ("__u32", "sfc_stack"), "sfc_next_stack": ("__u32", "__u32"),
     "sfc_flows": ("sfc_tuple", "__u32"), "sfc_counters": ("__u32", "__u64"),
-    "sfc_path_counts": ("__u32", "__u64"),
+    "sfc_path_counts": ("__u32", "__u64"), "sfc_ports": ("__u32", "__u32"),
 }
+#: maps of one object, private to each load of it (not pinned, never written from Python):
+#: the forwarder's per-CPU memory of what it parked last (bpf/sfc_forward.bpf.c)
+PRIVATE_MAPS: dict[str, tuple[str, str]] = {"sfc_last": ("__u32", "sfc_parked")}
 
 
 class Packer:

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any, Self
 
 from ..errors import RealizeError
-from ..kernel import bpf
+from ..kernel import bpf, netns
 from ..plan import srv6
 from ..plan.classifier_rows import Mask, Row, mask_of
 from ..plan.encap import NSH_FIRST_SI, nsh_entries
 from ..plan.labels import PAD_LABEL, lse
-from ..plan.steering import DirectionPlan, SteeringPlan
+from ..plan.steering import DirectionPlan, Hop, SteeringPlan
 from ..spec.limits import MAX_LABELS, MAX_MASKS, SLOTS
 from .contract import ACTIONS, COUNTERS, ENCAPS, NCOUNTERS, packer
 
@@ -352,10 +352,11 @@ class DataPlane:
 
     # --- the whole plan -------------------------------------------------------------------
     def load(self, sp: SteeringPlan, ifaces: dict[tuple[str, str], Iface],
-             nodes: set[str] | None = None) -> None:
+             nodes: set[str] | None = None, netns_of: Mapping[str, str] | None = None) -> None:
         """Write every table of ``sp``; ``ifaces``: (node, interface) -> index and MAC.
         ``nodes``: only the entries these nodes use (a host's share, :mod:`..plan.sfc_hosts`):
-        the directions whose ingress is one of them, the labels they own."""
+        the directions whose ingress is one of them, the labels they own.  ``netns_of``:
+        node -> namespace, for the devices of ``sfc_ports`` (:meth:`write_hops`)."""
         ids = sp.node_ids
         first_path = 0
         order = 0
@@ -378,13 +379,50 @@ class DataPlane:
             first_path += len(d.paths)
             order += 64
         self.write_nsh(sp, None, nodes)
-        for h in sp.hops:
-            if nodes is not None and h.node not in nodes:
-                continue
+        self.write_hops(sp, [h for h in sp.hops if nodes is None or h.node in nodes], ifaces,
+                        netns_of)
+
+    def write_hops(self, sp: SteeringPlan, hops: Iterable[Hop],
+                   ifaces: dict[tuple[str, str], Iface],
+                   netns_of: Mapping[str, str] | None = None) -> None:
+        """Each of ``hops`` into ``sfc_labels``, and a forward (or unpad) hop's device into
+        ``sfc_ports`` under its label, written from inside its owner's namespace
+        (``netns_of``: node -> namespace; without it, or for a node it does not name, the
+        label's entry there is cleared and the programs redirect by interface index)."""
+        ports = self.ports_map()
+        for h in hops:
             out = ifaces[(h.node, h.ifname)] if h.ifname else None
             nmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
-            self.maps["sfc_labels"].update(struct.pack("<I", h.label),
-                                           encode_hop(ids[h.node], h.action, out, nmac))
+            key = struct.pack("<I", h.label)
+            self.maps["sfc_labels"].update(key, encode_hop(sp.node_ids[h.node], h.action, out,
+                                                           nmac))
+            if ports is None:
+                continue
+            ns = (netns_of or {}).get(h.node)
+            if out is None or not out.index or ns is None:
+                ports.delete(key)
+                continue
+            with netns.entered(ns):  # the kernel finds the device in the writer's namespace
+                ports.update(key, struct.pack("<I", out.index))
+
+    def delete_hops(self, labels: Iterable[int]) -> None:
+        """Labels no longer owned: their ``sfc_labels`` entries emptied (node 0: no node's;
+        an array keeps every index) and their ``sfc_ports`` entries cleared."""
+        ports = self.ports_map()
+        for lbl in labels:
+            key = struct.pack("<I", lbl)
+            self.maps["sfc_labels"].update(key, bytes(_HOP.size))
+            if ports is not None:
+                ports.delete(key)
+
+    def ports_map(self) -> bpf.PinnedMap | None:
+        """``sfc_ports``, opened when first needed; None for a lab whose programs were loaded
+        before it existed (they redirect by interface index)."""
+        if "sfc_ports" not in self.maps:
+            if not (self.dir / "sfc_ports").exists():
+                return None
+            self.maps["sfc_ports"] = bpf.PinnedMap(str(self.dir / "sfc_ports"))
+        return self.maps["sfc_ports"]
 
     def write_nsh(self, sp: SteeringPlan, only: DirectionPlan | None = None,
                   nodes: set[str] | None = None) -> int:

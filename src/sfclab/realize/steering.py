@@ -114,7 +114,8 @@ class Steering(Part):
             with step(f"maps of {b.plan.hosts[0].name}'s share"):
                 make_maps(binary, maps)
         with step("SFC tables"), dataplane.DataPlane(b.plan.lab, top) as dp:
-            dp.load(sp, ifaces, local)
+            dp.load(sp, ifaces, local, {n.node: n.name for n in b.plan.namespaces
+                                        if local is None or n.node in local})
 
     def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
                  report: TeardownReport) -> None:

@@ -45,17 +45,15 @@ def interfaces(netns_of: dict[str, str], nodes: Iterable[str]) -> dict[tuple[str
 
 
 def write_labels(dp: DataPlane, sp: SteeringPlan, hops: list[Hop],
-                 ifaces: dict[tuple[str, str], Iface]) -> None:
-    for h in hops:
-        out = ifaces[(h.node, h.ifname)] if h.ifname else None
-        nmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
-        dp.maps["sfc_labels"].update(struct.pack("<I", h.label),
-                                     encode_hop(sp.node_ids[h.node], h.action, out, nmac))
+                 ifaces: dict[tuple[str, str], Iface],
+                 netns_of: Mapping[str, str] | None = None) -> None:
+    """``hops`` into the label table, and their devices where ``netns_of`` names the owner's
+    namespace (:meth:`DataPlane.write_hops`)."""
+    dp.write_hops(sp, hops, ifaces, netns_of)
 
 
 def delete_labels(dp: DataPlane, labels: Iterable[int]) -> None:
-    for lbl in labels:
-        dp.maps["sfc_labels"].delete(struct.pack("<I", lbl))
+    dp.delete_hops(labels)
 
 
 def write_paths(dp: DataPlane, d: DirectionPlan, base: int,

@@ -202,7 +202,8 @@ def write_tables(req: dict[str, Any]) -> dict[str, Any]:
                 tables.write_classifiers(dp, msp, d)
         else:
             ifaces = _ifaces(merged, msp, local)
-            tables.write_labels(dp, msp, hops, ifaces)
+            tables.write_labels(dp, msp, hops, ifaces,
+                                {n.node: n.name for n in merged.namespaces if n.node in local})
             for d in add.directions:  # NSH: this host's nodes' hops on every new path
                 dp.write_nsh(msp, d, local)
             for d in mine:

@@ -91,10 +91,11 @@ class LocalLive(LocalRuntime, LiveRuntime):
             wire.load_programs(merged, node, msp.node_ids[node], progs)
         nodes = {n for d in add.directions for p in d.paths for n in p.nodes}
         nodes |= {h.node for h in add.hops} | {h.next for h in add.hops if h.next}
-        ifaces = tables.interfaces({n.node: n.name for n in merged.namespaces}, nodes)
+        netns_of = {n.node: n.name for n in merged.namespaces}
+        ifaces = tables.interfaces(netns_of, nodes)
         say("tables")
         with DataPlane(plan.lab) as dp:
-            tables.write_labels(dp, msp, add.hops, ifaces)
+            tables.write_labels(dp, msp, add.hops, ifaces, netns_of)
             for d in add.directions:
                 assert d.path_base is not None
                 tables.write_paths(dp, d, d.path_base, ifaces, msp)

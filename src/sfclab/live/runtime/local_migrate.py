@@ -87,9 +87,10 @@ def _apply_clone(state: LabState, req: MigrateInstance, plan: Plan, own: Owner,
                            [("sfc_forward", clone.attach_ifname, "xdp")])
         handover.ready(state, merged, clone.node, clone.netns, clone.gateway, clone.attach)
         nodes = {n for d in m.news for p in d.paths for n in p.nodes}
-        ifaces = tables.interfaces({n.node: n.name for n in merged.namespaces}, nodes)
+        netns_of = {n.node: n.name for n in merged.namespaces}
+        ifaces = tables.interfaces(netns_of, nodes)
         with DataPlane(req.lab) as dp:
-            tables.write_labels(dp, msp, m.new_hops, ifaces)
+            tables.write_labels(dp, msp, m.new_hops, ifaces, netns_of)
             for d in m.news:
                 assert d.path_base is not None
                 tables.write_paths(dp, d, d.path_base, ifaces, msp)
