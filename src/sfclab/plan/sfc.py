@@ -43,7 +43,10 @@ what they send still fits once labelled).  Interfaces on paths get transmit chec
 off (the checksum is filled before a label is pushed), and interfaces where a stack is pushed
 after the kernel's receive path (functions, forwarding ingress nodes) GRO off, since labels
 cannot be pushed onto a GSO packet; a host that classifies is told to send one segment per
-packet (realized as ``gso_max_segs 1``).  Lab-file settings win over all of these.
+packet (realized as ``gso_max_segs 1``).  The forwarder is attached only where labelled frames
+arrive (:mod:`.arrivals`); an interface where only a path's last, plain delivery arrives by XDP
+redirect gets GRO on instead (its veth then runs NAPI, which redirected frames need), or keeps
+the forwarder where GRO stays off.  Lab-file settings win over all of these.
 """
 
 from __future__ import annotations
