@@ -49,15 +49,19 @@ def forwarded(lab: Lab, node: str) -> int:
     return snmp(lab, node, "Ip", "ForwDatagrams")
 
 
-def carry(lab: Lab, b: ModuleType) -> dict[str, int]:
-    """Send N datagrams src -> dst on the classified port, to no socket (dst counts them as
-    ``NoPorts``; its ICMP answers are rate-limited to a few a second, so almost nothing comes
-    back through the routers); router -> datagrams its IP stack forwarded meanwhile."""
-    before = {r: forwarded(lab, r) for r in b.ROUTERS}
+def carry_to_dst(lab: Lab, port: int) -> None:
+    """Send N datagrams src -> dst to ``port``, to no socket: dst counts them as ``NoPorts``
+    (its ICMP answers are rate-limited to a few a second, so almost nothing comes back)."""
     got = snmp(lab, "dst", "Udp", "NoPorts")
-    lab.exec("src", [sys.executable, "-c", SEND, str(lab.address("dst")),
-                     str(b.measure.BASE_PORT), str(N)])
+    lab.exec("src", [sys.executable, "-c", SEND, str(lab.address("dst")), str(port), str(N)])
     assert snmp(lab, "dst", "Udp", "NoPorts") - got == N, "dst missed datagrams"
+
+
+def carry(lab: Lab, b: ModuleType) -> dict[str, int]:
+    """N datagrams src -> dst on the classified port (:func:`carry_to_dst`); router ->
+    datagrams its IP stack forwarded meanwhile."""
+    before = {r: forwarded(lab, r) for r in b.ROUTERS}
+    carry_to_dst(lab, b.measure.BASE_PORT)
     return {r: forwarded(lab, r) - before[r] for r in b.ROUTERS}
 
 

@@ -22,8 +22,7 @@ from ...kernel import netns
 from ...plan.chainpaths import NO_PATH
 from ...plan import maglev
 from ...plan.sfc import DirectionPlan, Hop, SteeringPlan, mask_key
-from ...realize.dataplane import (DataPlane, Iface, decode_chain, encode_chain, encode_hop,
-                                 encode_path, encode_tuple, match_chain, path_base)
+from ...realize.dataplane import (DataPlane, Iface, decode_chain, encode_chain, encode_path, encode_tuple, match_chain, path_base)
 
 #: where struct sfc_chain's slot array starts (after nslots and symmetric, two __u32)
 SLOT_OFFSET = 8
