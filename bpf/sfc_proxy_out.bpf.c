@@ -58,24 +58,21 @@ static __always_inline int parked_id(struct __sk_buff *skb, struct ethhdr *eth, 
 static __always_inline int restore_stack(struct __sk_buff *skb, struct sfc_stack *st,
 					 struct sfc_hop *hop, __u32 n, __u32 ttl, __be16 inner)
 {
+	__be32 lse[SFC_MAX_LABELS - 1];
 	struct ethhdr neth;
 
 	if (n && bpf_skb_adjust_room(skb, (__s32)(4 * n), BPF_ADJ_ROOM_MAC, 0)) {
 		sfc_count(SFC_C_ERRORS);
 		return -1;
 	}
-	for (__u32 i = 0; i < SFC_MAX_LABELS - 1; i++) {
-		__be32 e;
-
-		if (i >= n)
-			break;
-		e = st->lse[(i + 1) & (SFC_MAX_LABELS - 1)];
-		if (i == 0)
-			e = bpf_htonl((bpf_ntohl(e) & ~0xffu) | (ttl - 1));
-		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + 4 * i, &e, 4, 0)) {
-			sfc_count(SFC_C_ERRORS);
-			return -1;
-		}
+	/* the entries in one buffer, written with one store */
+	for (__u32 i = 0; i < SFC_MAX_LABELS - 1; i++)
+		lse[i] = st->lse[i + 1];
+	lse[0] = bpf_htonl((bpf_ntohl(lse[0]) & ~0xffu) | (ttl - 1));
+	if (n && n < SFC_MAX_LABELS &&
+	    bpf_skb_store_bytes(skb, sizeof(struct ethhdr), lse, 4 * n, 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
 	}
 	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
 	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
