@@ -26,13 +26,15 @@ on a labelled path it runs the chain's classifier, docs/measure.md) where sfclab
 else the AF_PACKET engine (about 150 kpps through a chain), named in the output.  A search that
 stopped at the generator's ceiling is a lower bound, printed ``>=``.
 
-**CPU per packet**: the chain core's busy time per received packet in the trial that set the
-NDR, the search's fastest trial without loss (``cores.chain.busy_pct`` of the measurement x its
-window / packets received).  On this 2-core machine the chain core runs the whole path from the
-first hop on and the sink; the generator has the other core.  It includes other programs' time
-on that core (on a loaded machine it reads 100 % busy and the figure means nothing): read it on
-an idle machine.  OVS's userspace datapath runs in ``ovs-vswitchd``, which is not pinned and may
-run on either core: its figure is a lower bound.  On the emulated hosts (shortbridge, tunnels) the chain core also runs the source
+**CPU per packet**: the chain's own CPU time per received packet in the trial that set the
+NDR, the search's fastest trial without loss: the run time of the threads the chain's work runs
+in (``cores.chain.threads_cpu_s``: the first hop's pinned NAPI thread, in whose softirq
+processing every later hop and the sink run, and the chain core's ksoftirqd), so other
+programs' load does not add to it (cache contention still does).  Where no NAPI thread was
+pinned (the AF_PACKET engine into a first hop without NAPI: OVS here), the chain core's busy
+time is used instead, which includes other programs' time on that core; and OVS's userspace
+datapath runs in ``ovs-vswitchd``, which is not pinned and may run on either core, so its
+figure is approximate either way.  On the emulated hosts (shortbridge, tunnels) the chain core also runs the source
 and sink hosts' contexts and the emulated underlay (a bridge namespace): ``bench/bench_hosts.py``
 measures the node-under-test host's own cost apart.
 
@@ -170,10 +172,12 @@ def cpu_per_packet(extra: dict[str, Any]) -> float:
     if not lossless:
         return float("nan")
     t = max(lossless, key=lambda t: t["effective_pps"])
-    busy = t["cores"].get("chain", {}).get("busy_pct")
-    if busy is None:
+    chain = t["cores"].get("chain", {})
+    if chain.get("threads_cpu_s") is not None:
+        return chain["threads_cpu_s"] * 1e6 / t["received"]
+    if chain.get("busy_pct") is None:
         return float("nan")
-    return busy / 100 * t["window_s"] * 1e6 / t["received"]
+    return chain["busy_pct"] / 100 * t["window_s"] * 1e6 / t["received"]
 
 
 def median(xs: list[float]) -> float:

@@ -20,7 +20,7 @@ from ..spec.measurement import (MAX, AnyRequest, IperfRequest, LatencyRequest, N
                                 PacketRequest, RateRequest)
 from ..kernel import cpus
 from . import cores, xdp_path
-from .cpu import CpuMonitor
+from .cpu import CpuMonitor, ksoftirqd
 from .family import MIN_FRAME_OF, address_of, interface_address
 from .first_hop import FirstHopPinning
 from .generator import PacketGenerator
@@ -201,7 +201,8 @@ class PacketSetup:
                 gen = LocatedGenerator(gen, locator, receivers)
             gen = CoreWatchedGenerator(gen, {"generator": self.layout.generator,
                                              "receiver": self.layout.sink,
-                                             "chain": self.layout.chain})
+                                             "chain": self.layout.chain},
+                                       self._chain_threads())
             if self.calibration is not None:
                 from .calibrate import ceiling_for  # light start-up
 
@@ -239,6 +240,18 @@ class PacketSetup:
             self.stack.enter_context(pin)
             self.layout.napi += [{**d, "role": role} for d in pin.describe()]
             self.layout.notes += pin.notes
+
+    def _chain_threads(self) -> list[int]:
+        """The threads the chain's work runs in: the first hop's pinned NAPI threads and the
+        chain cores' ksoftirqd (none when the layout is not separated)."""
+        if not self.layout.separated:
+            return []
+        napi = [p for n in self.layout.napi if n.get("role") == "first_hop"
+                for p in n.get("kthreads", [])]
+        if not napi:
+            return []
+        soft = [ksoftirqd(c) for c in self.layout.chain]
+        return napi + [p for p in soft if p is not None]
 
     def _record_restored(self, pin: FirstHopPinning) -> None:
         self.layout.restored += pin.restored
