@@ -63,7 +63,7 @@ from typing import Any
 from sfclab.api import Lab
 from sfclab.errors import SfclabError
 from sfclab.spec.measurement import NdrRequest, RateRequest
-from sfclab.traffic import measure
+from sfclab.traffic import measure, ndr
 
 CLASSIFIER = {"ingress": "src", "proto": "udp", "dport": measure.BASE_PORT}
 HOST = {"kind": "host"}
@@ -165,19 +165,9 @@ def search(lab: str, engine: str, trial: float) -> dict[str, Any]:
 
 
 def cpu_per_packet(extra: dict[str, Any]) -> float:
-    """The chain core's busy microseconds per packet received in the trial that set the NDR
-    (the search's fastest trial without loss)."""
-    lossless = [t for t in extra.get("trials", []) if t.get("purpose") in ("search", "confirm")
-                and not t.get("lost") and t.get("received") and "cores" in t]
-    if not lossless:
-        return float("nan")
-    t = max(lossless, key=lambda t: t["effective_pps"])
-    chain = t["cores"].get("chain", {})
-    if chain.get("threads_cpu_s") is not None:
-        return chain["threads_cpu_s"] * 1e6 / t["received"]
-    if chain.get("busy_pct") is None:
-        return float("nan")
-    return chain["busy_pct"] / 100 * t["window_s"] * 1e6 / t["received"]
+    """The chain's CPU microseconds per packet at the NDR (:func:`ndr.chain_cpu_per_packet`)."""
+    got = ndr.chain_cpu_per_packet(extra)
+    return float("nan") if got is None else got[0]
 
 
 def median(xs: list[float]) -> float:

@@ -70,3 +70,21 @@ def test_the_readers() -> None:
     assert run_ns(2 ** 22 + 12345) is None  # no such thread
     pid = ksoftirqd(0)
     assert pid is not None and open(f"/proc/{pid}/comm").read().strip() == "ksoftirqd/0"
+
+
+def test_cpu_per_packet_at_the_ndr_is_read_from_its_fastest_lossless_trial() -> None:
+    from sfclab.traffic.ndr import chain_cpu_per_packet
+
+    def trial(pps: float, lost: int, threads: float | None, busy: float = 50.0) -> dict:
+        chain = {"cpus": [0], "busy_pct": busy, "softirq_pct": 0.0}
+        if threads is not None:
+            chain["threads_cpu_s"] = threads
+        return {"purpose": "search", "effective_pps": pps, "lost": lost,
+                "received": int(pps), "window_s": 1.0, "cores": {"chain": chain}}
+
+    extra = {"trials": [trial(1000, 0, 0.002), trial(4000, 3, 0.02), trial(2000, 0, 0.004),
+                        {**trial(9000, 0, 0.001), "purpose": "max-rate"}]}
+    assert chain_cpu_per_packet(extra) == (2.0, "threads")  # 0.004 s over 2,000 packets
+    no_threads = {"trials": [trial(2000, 0, None, busy=40.0)]}
+    assert chain_cpu_per_packet(no_threads) == (200.0, "core")  # 0.4 s of the core
+    assert chain_cpu_per_packet({"trials": [trial(2000, 5, 0.1)]}) is None
