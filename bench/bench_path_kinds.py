@@ -152,8 +152,14 @@ def choose_engine(lab: str) -> tuple[str, str | None]:
 
 
 def search(lab: str, engine: str, trial: float) -> dict[str, Any]:
-    """One NDR search: NDR, PDR, lower bound or not, CPU per packet at the NDR."""
-    m = measure.run(lab, NdrRequest(size=64, duration=trial, engine=engine))
+    """One NDR search: NDR, PDR, lower bound or not, CPU per packet at the NDR; a search that
+    failed (the generator's error) is kept with its error and no figures, and the run goes on."""
+    try:
+        m = measure.run(lab, NdrRequest(size=64, duration=trial, engine=engine))
+    except SfclabError as e:
+        nan = float("nan")
+        return {"ndr_pps": nan, "pdr_pps": nan, "lower_bound": False, "us_per_packet": nan,
+                "load1": round(os.getloadavg()[0], 2), "error": str(e)}
     ndr = m.extra.get("ndr_pps")
     lower = ndr is None and m.metrics.get("ndr_lower_bound_pps") is not None
     if ndr is None:
@@ -189,6 +195,10 @@ def run(kinds: list[str], reps: int, trial: float) -> dict[str, Any]:
                 t0 = time.monotonic()
                 r = search(labs[k].name, engines[k][0], trial)
                 runs[k].append(r)
+                if "error" in r:
+                    print(f"  rep {rep + 1} {k:16}: search failed: {r['error']}",
+                          file=sys.stderr, flush=True)
+                    continue
                 print(f"  rep {rep + 1} {k:16}: NDR {'>=' if r['lower_bound'] else ''}"
                       f"{r['ndr_pps']:,.0f} pps, PDR {r['pdr_pps']:,.0f}, "
                       f"{r['us_per_packet']:.2f} us/packet ({time.monotonic() - t0:.0f} s, "

@@ -117,8 +117,8 @@ def load() -> float:
 
 def run(reps: int, trial: float) -> dict[str, Any]:
     rows: dict[str, dict[str, list[Any]]] = {
-        s: {"ndr_pps": [], "pdr_pps": [], "lower_bound": [], "load1": [], "us_per_packet": []}
-        for s in SIDES}
+        s: {"ndr_pps": [], "pdr_pps": [], "lower_bound": [], "load1": [], "us_per_packet": [],
+            "errors": []} for s in SIDES}
     with ExitStack() as stack:
         labs = {s: stack.enter_context(Lab.from_dict(lab_dict(s == "labels"), "bench"))
                 for s in SIDES}
@@ -128,10 +128,16 @@ def run(reps: int, trial: float) -> dict[str, Any]:
         for rep in range(reps):
             for side in SIDES if rep % 2 == 0 else SIDES[::-1]:
                 t0 = time.monotonic()
-                m = measure.run(labs[side].name, NdrRequest(size=64, duration=trial,
-                                                            engine=engine))
-                pps, lower = figure(m)
                 r = rows[side]
+                try:
+                    m = measure.run(labs[side].name, NdrRequest(size=64, duration=trial,
+                                                                engine=engine))
+                except SfclabError as e:  # kept as a search without a figure; the run goes on
+                    r["errors"].append(f"rep {rep + 1}: {e}")
+                    print(f"  rep {rep + 1} {side:6}: search failed: {e}", file=sys.stderr,
+                          flush=True)
+                    continue
+                pps, lower = figure(m)
                 r["ndr_pps"].append(pps)
                 r["pdr_pps"].append(float(m.extra.get("pdr_pps") or
                                           m.metrics.get("pdr_lower_bound_pps") or float("nan")))
@@ -191,6 +197,7 @@ def text(r: dict[str, Any]) -> str:
                  f"classified; XDP {'native' if r['steered_in_native_xdp'] else 'NOT native'} "
                  "at every hop")
     lines.append(f"  CPU per packet at the NDR, routed / labels: {r['cpu_ratio']:.2f}")
+    lines += [f"  {s} search failed: {e}" for s in SIDES for e in r["runs"][s]["errors"]]
     return "\n".join(lines)
 
 
