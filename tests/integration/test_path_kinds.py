@@ -5,25 +5,17 @@ program, attached in native mode).  No speed goal: the bench measures."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from .labtools import bench_module
 from .test_sfc import node_counters, running
 from .test_sfc_hops import N, carry_to_dst
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_path_kinds",
-                                                  ROOT / "bench" / "bench_path_kinds.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("bench_path_kinds")
 
 
 @pytest.mark.parametrize("kind", ["routed-veth", "kernel-fn", "linux-bridge", "ovs-userspace",

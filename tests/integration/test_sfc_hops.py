@@ -6,26 +6,19 @@ the bench measures."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType
 
 from sfclab.api import Lab
 
+from .labtools import bench_module
 from .test_sfc import node_counters, running
 
-ROOT = Path(__file__).resolve().parents[2]
 N = 200
 
 
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_sfc_hops",
-                                                  ROOT / "bench" / "bench_sfc_hops.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("bench_sfc_hops")
 
 
 #: N datagrams from port 40000, a millisecond apart (no answer awaited)
