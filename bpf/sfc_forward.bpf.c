@@ -12,9 +12,11 @@
  *   unpad:   the last label of a padded path: pop it and the padding entries below it (down to
  *            the bottom of the stack) at once, and send plain IPv4 on as the last forward does.
  *   proxy:   the function here must not see labels: pop it, park the rest of the stack under a
- *            stack id (sfc_stack_ids / sfc_stacks, one entry per distinct stack, not per flow),
- *            take the whole stack off and pass the IPv4 packet up with the id in XDP metadata;
- *            sfc_proxy_in turns it into skb->mark, sfc_proxy_out puts the stack back.
+ *            stack id (sfc_stack_ids / sfc_stacks, one entry per distinct stack, not per flow;
+ *            the last one parked is remembered per CPU, so a run of one path's frames looks it
+ *            up once), take the whole stack off and pass the IPv4 packet up with the id in XDP
+ *            metadata; sfc_proxy_in turns it into skb->mark, sfc_proxy_out puts the stack back.
+ * Frames go on by bpf_redirect_map through sfc_ports (the label's device), see sfc.h.
  * An NSH frame (ethertype 0x894F, a chain of `encap: nsh`) goes to nsh_forward instead: the
  * same hops and actions, found by (SPI, SI) (include/sfc_nsh.h).
  */
