@@ -390,8 +390,10 @@ class DataPlane:
                   nodes: set[str] | None = None) -> int:
         """The ``sfc_nsh`` entries of ``sp``'s NSH directions (or of ``only``): each node's
         hop on each path at each service index (:func:`sfclab.plan.encap.nsh_entries`), the
-        SPI being the path's index in the path table; ``nodes``: only theirs.  Returns how
-        many were written (none, and the map is not opened, without an NSH direction)."""
+        SPI being the path's index in the path table -- ``only``'s own range when it has one
+        (a migration's new paths, whose direction in ``sp`` still has the old range);
+        ``nodes``: only theirs.  Returns how many were written (none, and the map is not
+        opened, without an NSH direction)."""
         dirs = [d for d in ([only] if only else sp.directions) if d.encap == "nsh"]
         if not dirs:
             return 0
@@ -399,7 +401,7 @@ class DataPlane:
         m = self.nsh_map()
         n = 0
         for d in dirs:
-            base = path_base(sp, d.index)
+            base = d.path_base if d.path_base is not None else path_base(sp, d.index)
             for p in d.paths:
                 for node, spi, si, label, last in nsh_entries(base + p.index, p.stack, owner):
                     if nodes is None or node in nodes:

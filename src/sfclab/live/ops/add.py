@@ -28,7 +28,7 @@ from typing import Any
 from ...errors import LabError, SpecError
 from ...plan import placement
 from ...plan import tunnels as plan_tunnels
-from ...plan.tunnels import LABELLED_MTU as LABELLED
+from ...plan.tunnels import labelled_mtu
 from ...plan.chainadd import NewNode, apply, plan_addition, withdraw
 from ...plan.model import Plan
 from ...plan.placement import Need, NoRoom
@@ -71,8 +71,9 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
             i.host = where[i.node]
         add = plan_addition(plan, sp, req.chain, instances, req.source)
         others = [x for a in record.placed(state) for x in a.nodes]
-        plan_tunnels.fit(plan, add.nodes, others, underlay.underlay_mtu(state, plan, LABELLED),
-                         LABELLED)
+        room = labelled_mtu(req.chain.encap)  # the instances' links: the chain's headers
+        plan_tunnels.fit(plan, add.nodes, others, underlay.underlay_mtu(state, plan, room),
+                         room)
         merged = Plan.from_dict(plan.to_dict())
         apply(merged, add)
         _images_there(req, rt, add.nodes)
