@@ -75,3 +75,74 @@ def test_ipv4_and_ipv6_flows_take_their_chains_through_an_ipv6_firewall(encap: s
         sent = [x for x in wire.frames() if x["out"] and x.get("dport") in (7100, 7101)]
         assert len(sent) == 60 and all(under_encap(x, encap) for x in sent), sent[:3]
         assert sorted(family(x) for x in sent) == [4] * 30 + [6] * 30
+
+
+#: a program on a TUN device: the packets it writes back have lost their packet mark
+TUN = {"kind": "tun", "exec": ["{python}", "-m", "sfclab.functions.examples.tun_count"]}
+
+
+@pytest.mark.parametrize("encap", ["mpls", "srv6", "nsh"])
+def test_an_ipv6_flow_keeps_its_chain_through_a_function_that_loses_the_mark(encap: str
+                                                                             ) -> None:
+    """The TUN program's packets leave without the proxy's mark: the proxy finds their parked
+    header by the IPv6 flow it handed up, and the chain goes on to f2."""
+    d = lab_dict(dict(src=HOST, t=TUN, f2=FW, dst=HOST), line("src", "t", "f2", "dst"),
+                 {"six": {"classifiers": [{"ingress": "src", "proto": "udp", "dport": 7100,
+                                           "family": "ipv6"}],
+                          "functions": ["t", "f2"], "egress": "dst", "encap": encap}})
+    with running({**d, "ip": "dual"}) as lab:
+        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", "5"],
+                       stdout=subprocess.PIPE, text=True)
+        assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+        out_t = Capture(lab, "t", "eth1", 4.0)  # what t's proxy sent on toward f2
+        before = node_counters(lab)
+        lab.exec("src", [sys.executable, "-c", SENDER, str(lab._plan().address_of("dst", 6)),
+                         "7100", "20"])
+        after = node_counters(lab)
+        got = json.loads(rx.communicate(timeout=30)[0].strip().splitlines()[-1])
+        assert got == {"4": 0, "6": 20}, got
+        delta = {n: {k: after[n][k] - before[n][k] for k in after[n]} for n in after}
+        assert delta["t"]["proxy_in"] == 20 and delta["t"]["proxy_out"] == 20, delta["t"]
+        assert delta["t"]["proxy_miss"] == 0, delta["t"]
+        assert delta["f2"]["proxy_in"] == 20, delta["f2"]  # the chain went on after t
+        frames = [x for x in out_t.frames() if x["out"] and x.get("dport") == 7100]
+        assert len(frames) == 20 and all(under_encap(x, encap) for x in frames), frames[:2]
+
+
+#: n UDP datagrams to (address, port), each with an IPv6 destination options header (PadN)
+SENDER_DSTOPTS = r"""
+import socket, sys, time
+a, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+opts = bytes([0, 0, 1, 4, 0, 0, 0, 0])  # next header, length 0, PadN of 4 bytes
+for _ in range(n):
+    s.sendmsg([b"sfclab dstopts"], [(socket.IPPROTO_IPV6, socket.IPV6_DSTOPTS, opts)], 0,
+              (a, port))
+    time.sleep(0.01)
+"""
+
+
+def test_the_classifier_walks_ipv6_extension_headers_to_the_ports() -> None:
+    """Datagrams with a destination options header are classified by their UDP ports, as
+    those without one are."""
+    d = lab_dict(dict(src=HOST, f1=FW, dst=HOST), line("src", "f1", "dst"),
+                 {"six": {"classifiers": [{"ingress": "src", "proto": "udp", "dport": 7100,
+                                           "family": "ipv6"}],
+                          "functions": ["f1"], "egress": "dst"}})
+    with running({**d, "ip": "dual"}) as lab:
+        dst6 = str(lab._plan().address_of("dst", 6))
+        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", "5"],
+                       stdout=subprocess.PIPE, text=True)
+        assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+        wire = Capture(lab, "src", "eth0", 4.0)
+        before = node_counters(lab)
+        lab.exec("src", [sys.executable, "-c", SENDER, dst6, "7100", "10"])
+        lab.exec("src", [sys.executable, "-c", SENDER_DSTOPTS, dst6, "7100", "10"])
+        after = node_counters(lab)
+        got = json.loads(rx.communicate(timeout=30)[0].strip().splitlines()[-1])
+        assert got == {"4": 0, "6": 20}, got
+        assert after["src"]["classified"] - before["src"]["classified"] == 20
+        assert after["f1"]["proxy_in"] - before["f1"]["proxy_in"] == 20
+        # the ten with the header really carried it (next header 60 under the labels)
+        sent = [x for x in wire.frames() if x["out"] and x["labels"]]
+        assert sorted(x["proto"] for x in sent) == [17] * 10 + [60] * 10, sent[:2]
