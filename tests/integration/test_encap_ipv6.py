@@ -1,9 +1,13 @@
-"""Dual-stack chains by each encapsulation on real namespaces (issue 28, item 4): in one lab of
-``ip: dual``, an IPv4 flow takes one chain (through ``f4``) and an IPv6 flow another (through
-``fw6``, a firewall whose IPv6 rule drops one port), both by ``mpls``, ``srv6`` or ``nsh``; the
-IPv6 firewall filters the IPv6 flow it is handed, the functions and the egress receive plain
-IPv4 or IPv6 (captured on their incoming interfaces), and the ingress sends each flow under
-the encapsulation."""
+"""IPv6 through chains of each encapsulation (``mpls``, ``srv6``, ``nsh``) on real namespaces
+(issue 28, items 1, 2 and 4): in a lab of ``ip: dual`` an IPv4 flow takes one chain (through
+``f4``) and an IPv6 flow another (through ``fw6``, a firewall whose IPv6 rule drops one port):
+the IPv6 firewall filters what it is handed, the functions and the egress receive plain IPv4 or
+IPv6 (captured on their incoming interfaces), and the ingress sends each flow under the
+encapsulation; an IPv6 flow keeps its chain through a function that loses the packet mark (a
+TUN program: the proxy finds it by its IPv6 5-tuple); the classifier walks IPv6 extension
+headers to the ports; and an IPv6-only lab (``ip: 6``) chains TCP both ways through an IPv6
+firewall and a NAT66, traced hop by hop, and refuses a classifier of family ipv4 at its
+place."""
 
 from __future__ import annotations
 
@@ -14,6 +18,9 @@ from typing import Any
 
 import pytest
 
+from sfclab.live.ops import chains
+
+from .test_chain_ops import counters
 from .test_encap_live import under_encap
 from .test_sfc import FW, HOST, Capture, lab_dict, line, node_counters, running
 from .test_sfc_family import RECEIVER, SENDER
@@ -146,3 +153,99 @@ def test_the_classifier_walks_ipv6_extension_headers_to_the_ports() -> None:
         # the ten with the header really carried it (next header 60 under the labels)
         sent = [x for x in wire.frames() if x["out"] and x["labels"]]
         assert sorted(x["proto"] for x in sent) == [17] * 10 + [60] * 10, sent[:2]
+
+
+#: answers each TCP connection to [::]:9000 with "hello", and prints the peer's address
+TCP6_SERVER = r"""
+import socket
+s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", 9000)); s.listen(4); s.settimeout(20); print("ready", flush=True)
+c, peer = s.accept(); c.sendall(b"hello " * 2000); c.close(); print(peer[0], flush=True)
+"""
+TCP6_CLIENT = r"""
+import socket, sys
+c = socket.create_connection((sys.argv[1], 9000), timeout=10); got = b""
+while True:
+    d = c.recv(65536)
+    if not d: break
+    got += d
+print(len(got))
+"""
+
+
+@pytest.mark.parametrize("encap", ["mpls", "srv6", "nsh"])
+def test_an_ipv6_only_lab_chains_through_a_firewall_and_nat66(encap: str, tmp_path: Any
+                                                               ) -> None:
+    """``ip: 6`` with a symmetric chain through an IPv6 firewall and a NAT66: TCP both ways
+    (the server sees the NAT's address), UDP filtered by the firewall's IPv6 rule, the chain
+    traced hop by hop; a classifier of family ipv4 added to it later exits 2 at its place."""
+    v6 = {"proto": "udp", "dport": "7100-7101", "family": "ipv6"}
+    d = lab_dict(dict(src=HOST, r1={"kind": "router"}, fw=FW6,
+                      nat={"kind": "nat", "outside": "dst"}, dst=HOST),
+                 line("src", "r1", "fw", "nat", "dst"),
+                 {"web": {"classifiers": [{"ingress": "src", "proto": "tcp", "dport": 9000,
+                                           "family": "ipv6"}, {"ingress": "src", **v6}],
+                          "functions": ["fw", "nat"], "egress": "dst", "symmetric": True,
+                          "encap": encap}})
+    with running({**d, "ip": 6}) as lab:
+        plan = lab._plan()
+        dst6 = str(plan.address_of("dst", 6))
+        assert not [a for n in ("src", "dst") for a in plan.addresses_of(n)]  # no IPv4
+        t = chains.trace(lab.name, "web")
+        assert t["delivered"] and t["in_order"], t
+        srv = lab.popen("dst", [sys.executable, "-c", TCP6_SERVER], stdout=subprocess.PIPE,
+                        text=True)
+        assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
+        before = node_counters(lab)
+        got = lab.exec("src", [sys.executable, "-c", TCP6_CLIENT, dst6]).stdout.strip()
+        peer = srv.communicate(timeout=30)[0].strip()
+        assert got == str(len(b"hello " * 2000)), got
+        assert peer in {str(a.ip) for a in plan.addresses_of("nat", 6)}, peer  # NAT66
+        mid = node_counters(lab)
+        for end in ("src", "dst"):  # both ways classified
+            assert mid[end]["classified"] > before[end]["classified"], end
+        rx = {p: lab.popen("dst", [sys.executable, "-c", RECEIVER, str(p), "5"],
+                           stdout=subprocess.PIPE, text=True) for p in (7100, 7101)}
+        for r in rx.values():
+            assert r.stdout is not None and r.stdout.readline().strip() == "ready"
+        for port in (7100, 7101):
+            lab.exec("src", [sys.executable, "-c", SENDER, dst6, str(port), "10"])
+        counts = {p: json.loads(r.communicate(timeout=30)[0].strip().splitlines()[-1])
+                  for p, r in rx.items()}
+        assert counts == {7100: {"4": 0, "6": 10}, 7101: {"4": 0, "6": 0}}, counts
+        after = node_counters(lab)
+        assert after["fw"]["proxy_in"] - mid["fw"]["proxy_in"] == 20
+        assert after["nat"]["proxy_in"] - mid["nat"]["proxy_in"] == 10
+        f = tmp_path / "v4.json"
+        f.write_text(json.dumps({"name": "v4", "egress": "dst", "encap": encap,
+                                 "classifiers": [{"ingress": "src", "proto": "udp"}],
+                                 "functions": [{"name": "fw", "kind": "firewall"}]}))
+        cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "add", lab.name,
+                             str(f)], capture_output=True, text=True, timeout=120)
+        assert cp.returncode == 2 and "classifiers[0].family" in cp.stderr, cp.stderr
+        assert "in a lab without IPv4 (ip: 6)" in cp.stderr
+        more = tmp_path / "more.yaml"
+        more.write_text("- {ingress: src, proto: udp, family: ipv6, dport: 7200}\n"
+                        "- {ingress: src, proto: udp, dport: 7201}\n")
+        cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "classify", lab.name,
+                             "web", "--from-file", str(more)], capture_output=True, text=True,
+                            timeout=120)
+        assert cp.returncode == 2 and "[1].family" in cp.stderr, cp.stderr
+        # a chain of family ipv6 added to the running IPv6-only lab carries its flow
+        f.write_text(json.dumps({"name": "v6", "egress": "dst", "encap": encap,
+                                 "attach": "r1",
+                                 "classifiers": [{"ingress": "src", "proto": "udp",
+                                                  "dport": 7300, "family": "ipv6"}],
+                                 "functions": [{"name": "g", "kind": "firewall"}]}))
+        cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "add", lab.name,
+                             str(f)], capture_output=True, text=True, timeout=120)
+        assert cp.returncode == 0, cp.stderr
+        rx7300 = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7300", "4"],
+                           stdout=subprocess.PIPE, text=True)
+        assert rx7300.stdout is not None and rx7300.stdout.readline().strip() == "ready"
+        c0 = counters(lab.name)
+        lab.exec("src", [sys.executable, "-c", SENDER, dst6, "7300", "10"])
+        c1 = counters(lab.name)
+        got = json.loads(rx7300.communicate(timeout=30)[0].strip().splitlines()[-1])
+        assert got == {"4": 0, "6": 10}, got
+        assert c1["g-1"]["proxy_in"] - c0["g-1"]["proxy_in"] == 10, c1["g-1"]

@@ -35,6 +35,7 @@ from ...plan.placement import Need, NoRoom
 from ...realize import lifecycle
 from ...realize.functions import instantiate
 from ...realize.state import LabState
+from ...spec.sfc import family_problem
 from .. import record
 from ..hosts import underlay
 from ..record import steering_of
@@ -54,6 +55,14 @@ def place(req: AddChain, hosts: list[placement.Host]) -> dict[str, str]:
         raise req.error(str(e), e.need.function, None) from None
 
 
+def _check_families(req: AddChain, plan: Plan) -> None:
+    """Each classifier of a family the lab's links carry (:func:`family_problem`)."""
+    for k, c in enumerate(req.chain.classifiers):
+        problem = family_problem(c.family, plan.families)
+        if problem:
+            raise req.error_at(problem, ("classifiers", k, "family"))
+
+
 def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]:
     """Add the chain of ``req`` to its running lab; see the module's docstring."""
     say = progress or (lambda _m: None)
@@ -64,6 +73,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         if (state.meta().get("status")) != "up":
             raise LabError(f"lab '{req.lab}' is not up")
         rt = live_for(state)  # this machine, or hosts driven over SSH whose agents make it
+        _check_families(req, plan)
         sp = steering_of(plan)
         where = place(req, hosts_of(state, plan))
         instances = [i for i in req.instances()]
