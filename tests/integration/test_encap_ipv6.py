@@ -249,3 +249,30 @@ def test_an_ipv6_only_lab_chains_through_a_firewall_and_nat66(encap: str, tmp_pa
         got = json.loads(rx7300.communicate(timeout=30)[0].strip().splitlines()[-1])
         assert got == {"4": 0, "6": 10}, got
         assert c1["g-1"]["proxy_in"] - c0["g-1"]["proxy_in"] == 10, c1["g-1"]
+
+
+@pytest.mark.parametrize("change, place, words", [
+    ({"family": "ipv5"}, "chains.c.classifiers[0].family", "'ipv4', 'ipv6' or 'any'"),
+    ({"family": "ipv4"}, "chains.c.classifiers[0].family", "in a lab without IPv4 (ip: 6)"),
+    ({"encap": "gre"}, "chains.c.encap", "expected one of"),
+])
+def test_bad_family_and_encap_exit_2_on_up_with_the_place_and_make_nothing(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str], change: dict[str, Any], place: str,
+        words: str) -> None:
+    from sfclab.cli import main
+
+    cl = {"ingress": "src", "proto": "udp", "family": "ipv6"}
+    chain = {"classifiers": [cl], "functions": ["f1"], "egress": "dst", "encap": "srv6"}
+    if "family" in change:
+        cl["family"] = change["family"]
+    else:
+        chain.update(change)
+    d = {**lab_dict(dict(src=HOST, f1=FW, dst=HOST), line("src", "f1", "dst"), {"c": chain}),
+         "ip": 6}
+    f = tmp_path / "lab.json"
+    f.write_text(json.dumps(d))
+    assert main(["up", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert f"{f}" in err and f"{place}: " in err and words in err, err
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert d["name"] not in listed

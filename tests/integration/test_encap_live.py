@@ -3,8 +3,9 @@ namespaces: ``chain trace`` of every path of a symmetric two-instance group, bot
 one step per SID; NSH: one per node, whose forwarder lowers the header's TTL); ``chain add`` of
 a symmetric NAT chain on a lab whose interfaces were sized for MPLS, carrying full-size TCP
 segments both ways under the encapsulation; ``chain migrate`` of that NAT under UDP and TCP,
-nothing lost; and failover when an instance of a group dies: every flow on the survivor, still
-under the encapsulation."""
+nothing lost; failover when an instance of a group dies: every flow on the survivor, still
+under the encapsulation; and one function instance serving two chains, each going on its own
+way after it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ from sfclab.realize import lifecycle
 from .test_chain_ops import (ENV, PROBE, ROOT, _events, _wait, base_lab, chain_file, counters,
                              echo, migrate_under_udp_and_tcp, running)
 from .test_chain_trace import pool_lab
-from .test_sfc import TCP_CLIENT, TCP_SERVER, Capture
+from .test_sfc import (FW, HOST, TCP_CLIENT, TCP_SERVER, Capture, lab_dict, line, node_counters,
+                       send)
+from .test_sfc import echo as echo_at
+from .test_sfc import running as running_lab
 
 ENCAPS = ["srv6", "nsh"]
 #: the ethertype of each encapsulation's frames between hops
@@ -162,3 +166,26 @@ def test_failover_moves_the_dead_instances_flows_to_the_survivor(tmp_path: Path,
         assert c2["fw-2"]["proxy_in"] - c1["fw-2"]["proxy_in"] == 40
         sent = [x for x in wire.frames() if x["out"] and x.get("dport") == 5005]
         assert len(sent) == 40 and all(under_encap(x, encap) for x in sent), sent[:2]
+
+
+@pytest.mark.parametrize("encap", ENCAPS)
+def test_one_instance_serves_two_chains_each_its_own_way_after_it(encap: str) -> None:
+    """f serves chains a and b; after f, a's packets go on through g1 and b's through g2,
+    whatever f's routes say: the proxy put back each chain's own SIDs or (SPI, SI)."""
+    d = lab_dict(dict(src=HOST, f=FW, g1=FW, g2=FW, dst=HOST),
+                 [*line("src", "f"), *line("f", "g1", "dst"), *line("f", "g2", "dst")],
+                 {"a": {"classifiers": [{"ingress": "src", "proto": "udp", "dport": 7000}],
+                        "functions": ["f", "g1"], "egress": "dst", "encap": encap},
+                  "b": {"classifiers": [{"ingress": "src", "proto": "udp", "dport": 8000}],
+                        "functions": ["f", "g2"], "egress": "dst", "encap": encap}})
+    with running_lab(d) as lab:
+        dst = str(lab.address("dst"))
+        before = node_counters(lab)
+        sa, sb = echo_at(lab, "dst", 7000, 4), echo_at(lab, "dst", 8000, 4)
+        assert send(lab, "src", dst, 40000, 7000, 7) == 7
+        assert send(lab, "src", dst, 40001, 8000, 11) == 11
+        after = node_counters(lab)
+        delta = {n: after[n]["proxy_in"] - before[n]["proxy_in"] for n in ("f", "g1", "g2")}
+        assert delta == {"f": 18, "g1": 7, "g2": 11}, delta
+        sa.wait(timeout=30)
+        sb.wait(timeout=30)
