@@ -23,7 +23,7 @@ from sfclab.live.ops import chains
 from sfclab.realize import lifecycle
 
 from .test_chain_ops import (ENV, PROBE, ROOT, _events, _wait, base_lab, chain_file, counters,
-                             echo, migrate_under_udp_and_tcp, running)
+                             echo, migrate_under_udp_and_tcp, natted, running)
 from .test_chain_trace import pool_lab
 from .test_sfc import (FW, HOST, TCP_CLIENT, TCP_SERVER, Capture, lab_dict, line, node_counters,
                        send)
@@ -104,11 +104,7 @@ def test_chain_add_of_a_nat_chain_carries_full_size_tcp_both_ways(tmp_path: Path
 def test_migrate_a_nat_of_an_encap_chain_loses_nothing(tmp_path: Path, sfcgen: str,
                                                        encap: str) -> None:
     with running(base_lab()) as lab:
-        body = {"name": "natted", "attach": "r1", "symmetric": True, "encap": encap,
-                "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5005},
-                                {"ingress": "src", "proto": "tcp", "dport": 6000}],
-                "egress": "dst",
-                "functions": [{"name": "nat", "kind": "nat", "cpu": 0.2}]}
+        body = natted(encap=encap)
         chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
         d, seen_from = migrate_under_udp_and_tcp(lab, "nat-1")
         assert d["clone"] == "nat-1.m1" and seen_from != str(lab.address("src"))
