@@ -23,7 +23,7 @@ from sfclab.realize.runtime import kubernetes as kube
 from sfclab.realize.runtime.kubernetes_api import NotFound
 
 from .kube import KubeMachines
-from .labtools import leftovers, ping
+from .labtools import leftovers, ping, wait_for
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
 pytestmark = pytest.mark.xdist_group("kube")
@@ -85,16 +85,6 @@ def nothing_of(ms: KubeMachines, lab: str, before: dict[str, list[str]]) -> None
     for n in ms.nodes:
         assert not (ms.state(n) / "labs" / lab).exists()
         assert not list(ms.state(n).glob(f"**/.{lab}.kube-part.json"))
-
-
-def wait_for(what: str, cond, limit: float):  # noqa: ANN001
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"not within {limit} s: {what}")
 
 
 def test_up_kube_builds_every_part_traffic_crosses_machines_and_down_leaves_nothing(
