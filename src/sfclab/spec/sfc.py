@@ -18,8 +18,9 @@ Model (networking-sfc's flow classifier, port pair group and port chain, in a la
 ``ingress`` is the node where the label stack is pushed: a host classifies what it sends, a
 forwarding node what it receives.  ``family`` is ipv4, ipv6 or any: the packets it matches
 (default: the family of ``src``/``dst``, else ipv4); a flow of the other family never matches,
-and ``any`` takes no prefix.  ``proto`` is tcp, udp, icmp (IPv4), icmpv6 (IPv6) or any (for
-IPv6 the first next header: extension headers are not walked); ``src``/``dst`` are IPv4 or IPv6
+and ``any`` takes no prefix; a family the lab's links do not carry is refused
+(:func:`family_problem`).  ``proto`` is tcp, udp, icmp (IPv4), icmpv6 (IPv6) or any (for
+IPv6 the upper-layer header, up to four extension headers walked); ``src``/``dst`` are IPv4 or IPv6
 prefixes; ``sport``/``dport`` a port or a range ``lo-hi`` (tcp and udp only); ``priority`` an
 integer from 0 to 65535 (default 0; higher wins, equal priorities: the earlier classifier).
 Unmatched traffic is untouched and follows routes.  ``encap`` is how the planned path is written
