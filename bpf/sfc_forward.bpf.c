@@ -58,9 +58,8 @@ static __always_inline int park(struct sfc_stack *st, __u32 *id)
 static __always_inline int hand_up(struct xdp_md *ctx, struct ethhdr *eth, int strip, __u32 id)
 {
 	void *data, *end;
-	struct sfc_tuple fk = {};
+	struct sfc_class_key fk = {};
 	__u32 *meta;
-	__u8 proto;
 
 	if (bpf_xdp_adjust_head(ctx, strip))
 		goto bad;
@@ -73,14 +72,11 @@ static __always_inline int hand_up(struct xdp_md *ctx, struct ethhdr *eth, int s
 		goto bad;
 	*meta = sfc_mark_of(id);
 	__builtin_memcpy(data, eth, sizeof(*eth));
-	/* for functions that lose the mark (a program reading a TUN device): the flow */
-	fk.node = node_id;
-	fk.mask = SFC_FLOW_MASK;
-	if (!sfc_parse_ip(data + sizeof(*eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport,
-			  &proto)) {
+	/* for functions that lose the mark (a program reading a TUN device): the flow, IPv4 or
+	 * IPv6 */
+	if (!sfc_flow_key(data + sizeof(*eth), end, &fk)) {
 		__u32 *was;
 
-		fk.proto = proto;
 		was = bpf_map_lookup_elem(&sfc_flows, &fk);
 		if (!was || *was != id)
 			bpf_map_update_elem(&sfc_flows, &fk, &id, BPF_ANY);

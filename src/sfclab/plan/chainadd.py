@@ -39,6 +39,7 @@ from .chainpaths import (NO_PATH, Labels, Topology, build_direction, free_ifname
                          free_path_base, free_subnets, free_subnets6, path_ranges,
                          used_ifaces)
 from .containers import for_node
+from .encap import encap_of
 from .model import (ContainerPlan, FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan,
                     VethPlan)
 from .names import netns_name
@@ -260,15 +261,17 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
         fresh = [a for a in dict.fromkeys(progs) if a not in have.get(node, set())]
         if fresh:
             add.attach_progs[node] = fresh
-    # existing interfaces newly on a path: room for labels, checksums filled before labels
+    # existing interfaces newly on a path: room for the chain's headers (labels, an SRH, an
+    # NSH header: its encoding's), checksums filled before they go on
     ends = {(i.node, i.name): i for i in plan.interfaces if i.netns is not None}
     pushers = {d.ingress for d in add.directions if topo.forwards.get(d.ingress)}
+    room = encap_of(chain.encap).headroom
     for node, ifname in sorted(used):
         if node in new_nodes or (node, ifname) not in ends:
             continue
         ep = ends[(node, ifname)]
-        if topo.forwards.get(node) and (ep.mtu or BASE_MTU) < BASE_MTU + LABEL_ROOM:
-            add.mtu.append((node, ifname, (ep.mtu or BASE_MTU) + LABEL_ROOM))
+        if topo.forwards.get(node) and (ep.mtu or BASE_MTU) < BASE_MTU + room:
+            add.mtu.append((node, ifname, (ep.mtu or BASE_MTU) + room))
         offl: dict[str, bool] = {}
         if ep.offloads.get("tx-checksum", True):
             offl["tx-checksum"] = False

@@ -29,7 +29,8 @@ from ..plan import srv6
 from ..plan.classifier_rows import Mask, Row, mask_of
 from ..plan.encap import NSH_FIRST_SI, nsh_entries
 from ..plan.labels import PAD_LABEL, lse
-from ..plan.steering import DirectionPlan, SteeringPlan
+from ..plan.sfc_hosts import foreign_sid_labels
+from ..plan.steering import DirectionPlan, Hop, SteeringPlan
 from ..spec.limits import MAX_LABELS, MAX_MASKS, SLOTS
 from .contract import ACTIONS, COUNTERS, ENCAPS, NCOUNTERS, packer
 
@@ -385,13 +386,24 @@ class DataPlane:
             nmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
             self.maps["sfc_labels"].update(struct.pack("<I", h.label),
                                            encode_hop(ids[h.node], h.action, out, nmac))
+        if nodes is not None:
+            self.write_sid_owners(sp, foreign_sid_labels(sp, nodes))
+
+    def write_sid_owners(self, sp: SteeringPlan, hops: list[Hop]) -> None:
+        """Labels of other hosts' nodes, with their owner and action only, for the SIDs of
+        SRv6 paths through this host's share (:func:`sfclab.plan.sfc_hosts.foreign_sid_labels`)."""
+        for h in hops:
+            self.maps["sfc_labels"].update(struct.pack("<I", h.label),
+                                           encode_hop(sp.node_ids[h.node], h.action, None, None))
 
     def write_nsh(self, sp: SteeringPlan, only: DirectionPlan | None = None,
                   nodes: set[str] | None = None) -> int:
         """The ``sfc_nsh`` entries of ``sp``'s NSH directions (or of ``only``): each node's
         hop on each path at each service index (:func:`sfclab.plan.encap.nsh_entries`), the
-        SPI being the path's index in the path table; ``nodes``: only theirs.  Returns how
-        many were written (none, and the map is not opened, without an NSH direction)."""
+        SPI being the path's index in the path table -- ``only``'s own range when it has one
+        (a migration's new paths, whose direction in ``sp`` still has the old range);
+        ``nodes``: only theirs.  Returns how many were written (none, and the map is not
+        opened, without an NSH direction)."""
         dirs = [d for d in ([only] if only else sp.directions) if d.encap == "nsh"]
         if not dirs:
             return 0
@@ -399,7 +411,7 @@ class DataPlane:
         m = self.nsh_map()
         n = 0
         for d in dirs:
-            base = path_base(sp, d.index)
+            base = d.path_base if d.path_base is not None else path_base(sp, d.index)
             for p in d.paths:
                 for node, spi, si, label, last in nsh_entries(base + p.index, p.stack, owner):
                     if nodes is None or node in nodes:

@@ -89,9 +89,10 @@ class Steering(Part):
             if local is not None and node not in local:
                 continue
             ipr = b.iproute(b.plan.netns_of(node))
-            for link in ipr.get_links():
+            for link in ipr.get_links():  # a TUN device (a tun function's) has no address
+                mac = link.get_attr("IFLA_ADDRESS") or "00:00:00:00:00:00"
                 ifaces[(node, link.get_attr("IFLA_IFNAME"))] = dataplane.Iface(
-                    link["index"], bytes.fromhex(link.get_attr("IFLA_ADDRESS").replace(":", "")))
+                    link["index"], bytes.fromhex(mac.replace(":", "")))
         for node, ifname in sp.single_segment:
             if local is not None and node not in local:
                 continue

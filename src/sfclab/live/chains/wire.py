@@ -156,7 +156,9 @@ def join_tunnels(state: LabState, merged: Plan, nodes: list[NewNode]) -> None:
     """The hosts of each tunnel of ``nodes`` joined to the underlay (made on first need:
     :func:`sfclab.live.hosts.underlay.tunnel`) and its hosted link in ``merged`` given their
     underlay addresses; the plan saved before the tunnel is made."""
-    links = {n.node: underlay.tunnel(state, merged, n, LABELLED_MTU) for n in nodes}
+    # an underlay made here carries each tunnel's MTU (its chain's headers) with VXLAN's
+    links = {n.node: underlay.tunnel(state, merged, n, max(n.mtu, LABELLED_MTU))
+             for n in nodes}
     got = {hl.vni: hl for hl in links.values() if hl is not None}
     if got:
         merged.host_links = [hl for hl in merged.host_links

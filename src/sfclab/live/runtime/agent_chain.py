@@ -58,7 +58,7 @@ from ...plan import diff
 from ...plan.chainadd import Addition, NewNode, change_of
 from ...plan.model import HostPlan, Plan
 from ...plan.sfc import SteeringPlan
-from ...plan.sfc_hosts import interface_mac, remote_host
+from ...plan.sfc_hosts import foreign_sid_labels, interface_mac, remote_host
 from ...plan.tunnels import attach_host
 from ...realize import agent, change, dataplane
 from ...realize.dataplane import DataPlane, Iface
@@ -203,6 +203,8 @@ def write_tables(req: dict[str, Any]) -> dict[str, Any]:
         else:
             ifaces = _ifaces(merged, msp, local)
             tables.write_labels(dp, msp, hops, ifaces)
+            # the SIDs of new SRv6 paths through this host name other hosts' labels too
+            dp.write_sid_owners(msp, foreign_sid_labels(msp, local, add.directions))
             for d in add.directions:  # NSH: this host's nodes' hops on every new path
                 dp.write_nsh(msp, d, local)
             for d in mine:

@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...realize.runtime.ssh import SshRuntime
 from ...spec.sfc import ClassifierSpec
-from ..chains.trace import probe_packet
+from ...plan.encap import encap_of, trace_steps
+from ..chains.trace import hop_row, probe_packet
 
 PROBE_TRIES = 3  # tries of a step whose probe no host counted
 
@@ -42,9 +43,11 @@ def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
     hops_by_label = {h.label: h for h in sp.hops}
     last = sp.node_ids[hops_by_label[path.stack[-1]].node]
 
+    counter = encap_of(d.encap).ttl_counter
+
     def expired() -> dict[str, int]:
         snap = rt.data_plane(sp.node_ids)
-        return {n: snap.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
+        return {n: snap.counters(i)[counter] for n, i in sp.node_ids.items()}
 
     def step(ttl: int) -> None:
         rt.probe(plan, {"index": index, "stack": path.stack, "pad": path.pad, "ttl": ttl,
@@ -63,16 +66,15 @@ def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
         return [n for n in sp.node_ids if after[n] > before[n]]
 
     hops: list[dict[str, Any]] = []
-    for k in range(1, len(path.stack) + 1):
+    for ttl, at in trace_steps(d.encap, path.stack,
+                               {lbl: hops_by_label[lbl].node for lbl in path.stack}):
         seen: list[str] = []
         for _ in range(PROBE_TRIES):  # a probe lost on a loaded host is sent again
-            step(k)
+            step(ttl)
             seen = _until(wait, counted)
             if seen:
                 break
-        h = hops_by_label[path.stack[k - 1]]
-        hops.append({"hop": k, "label": h.label, "action": h.action, "expected": h.node,
-                     "seen_at": seen[0] if seen else None})
+        hops.append(hop_row(ttl, hops_by_label[path.stack[at]], seen))
         before = after
     was = delivered()
     step(d.ttl)
