@@ -68,7 +68,7 @@ from . import agent_health
 from ..chains import handover, tables, wire
 from .. import record
 from ..health import watcher
-from .ssh import part_of
+from .agents import part_of
 
 
 
