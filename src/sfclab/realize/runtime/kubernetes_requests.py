@@ -74,7 +74,7 @@ def request_object(t: KubeTarget, verb: str, req: dict[str, Any],
     """The ``LabRequest`` asking ``t``'s agent to run ``verb`` with ``req``;
     :class:`LabError` when it would be larger than an object may be."""
     obj = {"apiVersion": GROUP_VERSION, "kind": "LabRequest",
-           "metadata": {"generateName": f"{t.lab}.{t.host}.", "namespace": NAMESPACE,
+           "metadata": {"generateName": f"{t.lab}.{t.host}-", "namespace": NAMESPACE,
                         "labels": {**MANAGED, LAB_LABEL: t.lab, NODE_LABEL: t.node}},
            "spec": {"lab": t.lab, "host": t.host, "node": t.node, "verb": verb,
                     "input": json.dumps(req), "armed": armed}}
