@@ -103,11 +103,12 @@ def test_exec_traffic_and_chains_on_a_lab_on_kubernetes(kube_machines, lab_name,
         inst = got["chains"]["web"]["instances"]
         assert inst["nat"]["proxy_in"] > 0 and inst["fw"]["proxy_in"] > 0, inst
 
-        # chain add: one firewall instance attached at the NAT, placed on a Node by its room
+        # chain add: blue's traffic (UDP 7000 from b1) through a firewall instance attached
+        # at the NAT, placed on a Node by its room
         cf = tmp_path / "more.json"
         cf.write_text(json.dumps({"name": "more", "egress": "srv",
-                                  "classifiers": [{"ingress": "a1", "proto": "udp",
-                                                   "dport": 5002}],
+                                  "classifiers": [{"ingress": "b1", "proto": "udp",
+                                                   "dport": 7000}],
                                   "functions": [{"name": "fw2", "kind": "firewall",
                                                  "rules": [], "cpu": 0.5}]}))
         added = ok(cli("chain", "add", lab_name, str(cf), "--json"), ms)
@@ -115,9 +116,11 @@ def test_exec_traffic_and_chains_on_a_lab_on_kubernetes(kube_machines, lab_name,
         host = inst["host"]
         # its part's agent reports the instance among the part's nodes
         assert node in (parts(ms, lab_name)[host].get("status") or {}).get("nodes", [])
-        cp = cli("traffic", "rate", lab_name, "--from", "a1", "--to", "srv", "--rates", "500",
-                 "--duration", "1", "--size", "128", "--json")
-        ok(cp, ms)
+        (point,) = ok(cli("traffic", "rate", lab_name, "--from", "b1", "--to", "srv",
+                          "--rates", "500", "--duration", "1", "--json"), ms)["points"]
+        assert point["received"] > 0, point
+        got = ok(cli("chain", "inspect", lab_name, "more", "--json"), ms)
+        assert got["chains"]["more"]["instances"][node]["proxy_in"] >= point["received"]
         # chain migrate: to another host, make-before-break through the agents
         to = next(h for h in ("h3", "h1", "h2") if h != host)
         moved = ok(cli("chain", "migrate", lab_name, node, "--to", to, "--json"), ms)
@@ -126,6 +129,11 @@ def test_exec_traffic_and_chains_on_a_lab_on_kubernetes(kube_machines, lab_name,
         assert clone in parts(ms, lab_name)[to]["status"]["nodes"]
         t = ok(cli("chain", "trace", lab_name, "more", "--json"), ms)
         assert t["delivered"] and clone in [h["seen_at"] for h in t["paths"][0]["hops"]]
+        (point,) = ok(cli("traffic", "rate", lab_name, "--from", "b1", "--to", "srv",
+                          "--rates", "500", "--duration", "1", "--json"), ms)["points"]
+        assert point["received"] > 0, point
+        got = ok(cli("chain", "inspect", lab_name, "more", "--json"), ms)
+        assert got["chains"]["more"]["instances"][clone]["proxy_in"] >= point["received"]
         # chain rm
         rm = ok(cli("chain", "rm", lab_name, "more", "--json"), ms)
         assert rm["errors"] == [] and rm["removed"] == [clone]

@@ -138,13 +138,13 @@ class AgentLive(AgentHosts, LiveRuntime):
                                 "addition": add.to_dict()}
         addresses = {h.name: h.address for h in merged.hosts}
         say(f"hosts {', '.join(ts)}: instances, tunnel ends, programs")
-        self.each(ts, lambda t: self.call(t, "chain-make", {
+        made = self.each(ts, lambda t: self.call(t, "chain-make", {
             **base, "addresses": addresses, "part": part_of(plan, t.host).to_dict()},
             timeout=TIMEOUT_S))
+        macs = {k: v for got in made for k, v in (got.get("macs") or {}).items()}
         say("tables")
-        self.each(ts, lambda t: self.call(t, "chain-tables", {**base, "classifiers": False,
-                                                         "slots": slots},
-                                     timeout=TIMEOUT_S))
+        self.each(ts, lambda t: self.call(t, "chain-tables", {
+            **base, "classifiers": False, "slots": slots, "macs": macs}, timeout=TIMEOUT_S))
         if not slots:
             return
         say("classifiers: traffic on")
