@@ -5,7 +5,8 @@ their Leases say it: what the agent and the controller build their loops on.
 resource version and hands over each change as it comes; it lists again every ``resync``
 seconds (what a missed or misread change could have left is set right then) and when the
 server no longer keeps the version watched from (410 Gone).  A cluster that does not answer,
-or refuses, is retried every second.  So a change is seen within one round trip of the API
+or refuses, is retried every second; a handler that fails is said, and the collection listed
+again a second later (an agent's thread never dies of one object).  So a change is seen within one round trip of the API
 server, where listing every second saw it within a second and asked the server once a second
 per agent.
 
@@ -61,6 +62,9 @@ def follow(api: KubeApi, path: str, stop: Event, *, on_list: Callable[[list[dict
             continue
         except (ClusterUnreachable, ClusterRefused) as e:
             say(f"{path}: retrying: {e}")
+            stop.wait(1.0)
+        except Exception as e:  # a handler's own failure: said, and the thread goes on
+            say(f"{path}: {type(e).__name__}: {e}; listing again")
             stop.wait(1.0)
 
 
