@@ -206,6 +206,11 @@ class NativeGenerator(PacketGenerator):
             return None
         return d if isinstance(d, dict) else None
 
+    @property
+    def sink_pid(self) -> int | None:
+        """The receiver's PID (on its host)."""
+        return self._proc.pid if self._proc is not None else None
+
     def _sink_stderr(self) -> str:
         return self._proc.stderr() if self._proc is not None else ""
 

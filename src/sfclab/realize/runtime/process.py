@@ -37,6 +37,10 @@ from ...kernel import netns
 class Process(Protocol):
     """A program started by :meth:`~.base.HostRuntime.spawn` (see the module)."""
 
+    @property
+    def pid(self) -> int:
+        """Its PID (on its host)."""
+
     def readline(self, timeout: float) -> str | None:
         """Its next line of output (without the newline); None if none came in ``timeout``
         seconds or it ended."""
@@ -66,6 +70,10 @@ class LocalProcess:
         self._buf = b""
         self._sel = selectors.DefaultSelector()
         self._sel.register(self._fd, selectors.EVENT_READ)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
 
     def readline(self, timeout: float) -> str | None:
         deadline = time.monotonic() + timeout
