@@ -143,3 +143,47 @@ def test_exec_traffic_and_chains_on_a_lab_on_kubernetes(kube_machines, lab_name,
     assert cp.returncode == 0, cp.stderr + ms.logs()
     nothing_of(ms, lab_name, before)
     assert no_requests(ms, lab_name) == []
+
+
+def test_a_cluster_gone_or_refusing_stops_the_commands_with_one_line(kube_machines, lab_name,
+                                                                     tmp_path):
+    """The commands on a running lab on Kubernetes reach its cluster by the kubeconfig ``up``
+    journaled: that cluster not answering is exit 1, credentials without the right to ask the
+    agents exit 2, each with one line naming the server; the lab is left as it was, and
+    ``down`` removes it once the cluster answers again."""
+    from .kube import free_port, kubeconfig
+    from .test_kube_build import lab_file
+
+    ms = kube_machines
+    before = devices(ms)
+    cfg = tmp_path / "lab.kubeconfig"
+    cfg.write_bytes(ms.cluster.admin_kubeconfig.read_bytes())
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "up", "--kube", "--kubeconfig",
+                         str(cfg), str(lab_file(tmp_path, lab_name))], capture_output=True,
+                        text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr + ms.logs()
+    good = cfg.read_bytes()
+    try:
+        dead = f"https://127.0.0.1:{free_port()}"
+        kubeconfig(cfg, dead, ms.cluster.ca, "t", "gone")
+        for args in (["exec", lab_name, "a", "--", "true"],
+                     ["traffic", "rate", lab_name, "--from", "a", "--to", "c", "--rates", "100",
+                      "--duration", "1"],
+                     ["down", lab_name]):
+            cp = cli(*args)
+            assert cp.returncode == 1, (args, cp.stderr)
+            assert cp.stderr.startswith(f"sfclab: error: {dead}: "), cp.stderr
+            assert "not reachable" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
+        # the agent's own account may not ask the agents: refused by RBAC, exit 2
+        cfg.write_bytes(ms.cluster.kubeconfig_for("sfclab-system", "sfclab-agent",
+                                                  ms.nodes[0]).read_bytes())
+        cp = cli("exec", lab_name, "a", "--", "true")
+        assert cp.returncode == 2 and "403 Forbidden" in cp.stderr, cp.stderr
+        assert len(cp.stderr.strip().splitlines()) == 1
+        assert no_requests(ms, lab_name) == []  # nothing was asked
+        assert all(p["status"]["phase"] == "Up" for p in parts(ms, lab_name).values())
+    finally:
+        cfg.write_bytes(good)
+        cp = cli("down", lab_name)
+    assert cp.returncode == 0, cp.stderr + ms.logs()
+    nothing_of(ms, lab_name, before)
