@@ -20,6 +20,7 @@ from sfclab.realize.runtime import kubernetes_parts as parts
 from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig
 
 from .kube import settled
+from .test_kube_build import wait_for
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
 pytestmark = pytest.mark.xdist_group("kube")
@@ -42,16 +43,6 @@ def ls_kube(cluster, lab: str) -> dict:
                         text=True, timeout=60)
     assert cp.returncode == 0, cp.stderr
     return next(r for r in json.loads(cp.stdout) if r["name"] == lab)
-
-
-def wait_for(what, cond, limit: float):
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.25)
-    raise AssertionError(f"not within {limit} s: {what}")
 
 
 def test_each_agent_renews_its_own_lease_and_marks_its_parts(kube_cluster, running_agents,

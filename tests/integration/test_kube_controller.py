@@ -29,7 +29,8 @@ from sfclab.realize.runtime import kubernetes_requests as requests
 from sfclab.realize.runtime.kubernetes_api import NotFound
 
 from .kube import KubeMachines, controller
-from .test_kube_build import devices, lab_file, nothing_of, parts, sfclab, wait_for
+from .test_kube_build import (devices, down_leaves_nothing, lab_file, nothing_of, parts,
+                              sfclab, up_started, wait_for)
 from .test_kube_ops import cli
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
@@ -99,9 +100,7 @@ def test_up_kube_killed_once_its_lab_is_written_then_down_leaves_nothing(
     ms = kube_machines
     before = devices(ms)
     api = ms.cluster.admin()
-    up = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "up", "--kube", "--kubeconfig",
-                           str(ms.cluster.admin_kubeconfig), str(lab_file(tmp_path, lab_name))],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    up = up_started(ms, lab_file(tmp_path, lab_name))
     try:
         def written() -> bool:
             try:
@@ -123,9 +122,7 @@ def test_up_kube_killed_once_its_lab_is_written_then_down_leaves_nothing(
             return gone(ms, lab_name)
 
     wait_for("the lab settled", settled, REMOVED_WITHIN)
-    cp = cli("down", lab_name)
-    assert cp.returncode == 0, cp.stderr + ms.logs()
-    nothing_of(ms, lab_name, before)
+    down_leaves_nothing(ms, lab_name, before)
 
 
 def test_the_controller_killed_mid_up_and_restarted_reconciles_the_lab(
@@ -133,9 +130,7 @@ def test_the_controller_killed_mid_up_and_restarted_reconciles_the_lab(
     ms = kube_machines
     before = devices(ms)
     api = ms.cluster.admin()
-    up = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "up", "--kube", "--kubeconfig",
-                           str(ms.cluster.admin_kubeconfig), str(lab_file(tmp_path, lab_name))],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    up = up_started(ms, lab_file(tmp_path, lab_name))
     c = running_controller
     try:
         wait_for("a part building", lambda: any(
@@ -155,9 +150,7 @@ def test_the_controller_killed_mid_up_and_restarted_reconciles_the_lab(
             up.kill()
             up.wait()
         c.end()
-    cp = cli("down", lab_name)
-    assert cp.returncode == 0, cp.stderr + ms.logs()
-    nothing_of(ms, lab_name, before)
+    down_leaves_nothing(ms, lab_name, before)
 
 
 def test_a_lab_deleted_by_hand_has_its_parts_removed_and_stale_requests_go(

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from sfclab.plan.model import Plan
 from sfclab.realize import lifecycle
@@ -28,7 +27,7 @@ from sfclab.realize.runtime.kubernetes_lease import LEASE_SECONDS, RENEW_SECONDS
 from sfclab.traffic.native import NativeGenerator
 
 from .kube import KubeMachines
-from .test_kube_build import devices, nothing_of, parts, sfclab, wait_for
+from .test_kube_build import devices, nothing_of, parts, sfclab, wait_for, write_lab
 from .test_kube_ops import cli, ok
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
@@ -41,15 +40,9 @@ LOAD_SLACK_S = 10.0
 
 def lab_file(tmp_path: Path, name: str) -> Path:
     """src and router r1 on h1, m on h2 (beside r1), dst on h3."""
-    f = tmp_path / f"{name}.yaml"
-    f.write_text(yaml.safe_dump({
-        "name": name,
-        "hosts": {"h1": {"cpus": 1}, "h2": {"cpus": 1}, "h3": {"cpus": 1}},
-        "nodes": {"src": {"kind": "host", "host": "h1"}, "r1": {"kind": "router", "host": "h1"},
-                  "m": {"kind": "host", "host": "h2"}, "dst": {"kind": "host", "host": "h3"}},
-        "links": [{"endpoints": ["src", "r1"]}, {"endpoints": ["r1", "m"]},
-                  {"endpoints": ["r1", "dst"]}]}))
-    return f
+    return write_lab(tmp_path, name, {"src": ("host", "h1"), "r1": ("router", "h1"),
+                                      "m": ("host", "h2"), "dst": ("host", "h3")},
+                     [("src", "r1"), ("r1", "m"), ("r1", "dst")])
 
 
 def events(ms: KubeMachines, node: str, lab: str, kind: str) -> list[dict]:

@@ -61,7 +61,7 @@ from ...plan import diff
 from ...plan.chainadd import Addition, NewNode, change_of
 from ...plan.model import HostPlan, Plan
 from ...plan.sfc import SteeringPlan
-from ...plan.sfc_hosts import interface_mac, remote_host
+from ...plan.sfc_hosts import addressed, interface_mac, remote_host
 from ...plan.tunnels import attach_host
 from ...realize import agent, change, dataplane
 from ...realize.dataplane import DataPlane, Iface
@@ -172,13 +172,7 @@ def _macs(plan: Plan, add: Addition, local: set[str]) -> dict[str, str]:
     """The MACs of this host's interfaces the addition's hops and paths address
     (``NODE/IFNAME`` -> MAC), read live: the other hosts address them by these.  A lab-file
     node that was no chain's node at ``up`` (an added chain's egress) has no derived MAC."""
-    names: set[tuple[str, str]] = set()
-    for h in add.hops:
-        names |= {(h.node, h.ifname or ""), (h.next or "", h.next_ifname or "")}
-    for d in add.directions:
-        for p in d.paths:
-            names |= {(d.ingress, p.ifname), (p.next, p.next_ifname)}
-    wanted = {(n, i) for n, i in names if n in local and i}
+    wanted = {(n, i) for n, i in addressed(add.hops, add.directions) if n in local}
     live = tables.interfaces({n.node: n.name for n in plan.namespaces},
                              sorted({n for n, _ in wanted}))
     return {f"{n}/{i}": live[(n, i)].mac.hex(":") for n, i in sorted(wanted) if (n, i) in live}
@@ -198,15 +192,8 @@ def _ifaces(plan: Plan, sp: SteeringPlan, local: set[str],
             known: dict[str, str] | None = None) -> dict[tuple[str, str], Iface]:
     """Local chain nodes' interfaces read live; every other one by the MAC its host read
     (``known``: ``NODE/IFNAME`` -> MAC, from ``chain-make``), else by its derived MAC."""
-    out: dict[tuple[str, str], Iface] = {}
-    for h in sp.hops:
-        for node, ifname in ((h.node, h.ifname), (h.next, h.next_ifname)):
-            if node and ifname:
-                out[(node, ifname)] = Iface(0, interface_mac(plan.lab, node, ifname))
-    for d in sp.directions:
-        for p in d.paths:
-            for node, ifname in ((d.ingress, p.ifname), (p.next, p.next_ifname)):
-                out[(node, ifname)] = Iface(0, interface_mac(plan.lab, node, ifname))
+    out = {(node, ifname): Iface(0, interface_mac(plan.lab, node, ifname))
+           for node, ifname in addressed(sp.hops, sp.directions)}
     for key, mac in (known or {}).items():
         node, _, ifname = key.partition("/")
         out[(node, ifname)] = Iface(0, bytes.fromhex(mac.replace(":", "")))

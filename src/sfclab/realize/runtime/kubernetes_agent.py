@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -334,35 +333,23 @@ def main(argv: list[str] | None = None) -> int:
     [--context C | --in-cluster] [--netns NS]``: the agent of Node N until SIGTERM (exit 0),
     or 1 when the cluster refuses it (one line on stderr)."""
     import argparse  # light start-up: only the agent's own process
-    import signal
 
-    from .kubernetes_api import KubeConfig
+    from .kubernetes_api import cluster_arguments, serve
 
     p = argparse.ArgumentParser(prog="python -m sfclab.realize.runtime.kubernetes_agent")
     p.add_argument("--node", required=True, help="the Kubernetes Node this agent runs for")
-    p.add_argument("--kubeconfig")
-    p.add_argument("--context")
-    p.add_argument("--in-cluster", action="store_true",
-                   help="the Pod's own ServiceAccount token and the cluster's address")
+    cluster_arguments(p)
     p.add_argument("--netns", help="build in this network namespace (an emulated machine's "
                    "context; default: the agent's own)")
     a = p.parse_args(argv)
-    stop = Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    try:
-        config = KubeConfig.in_cluster() if a.in_cluster else \
-            KubeConfig.load(a.kubeconfig, a.context)
-        agent = Agent(KubeApi(config), a.node,
-                      lambda m: print(f"agent {a.node}: {m}", file=sys.stderr, flush=True),
-                      a.netns)
+
+    def start(api: KubeApi, say: Callable[[str], None], stop: Event) -> None:
+        agent = Agent(api, a.node, say, a.netns)
         agent.renew()  # the first refusal is the caller's error: exit 1
         agent.say("holding its Lease")
         agent.run(stop)
-    except SfclabError as e:
-        print(f"agent {a.node}: {e}", file=sys.stderr)
-        return 1
-    return 0
+
+    return serve(f"agent {a.node}", a, start)
 
 
 if __name__ == "__main__":

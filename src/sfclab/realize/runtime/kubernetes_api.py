@@ -198,6 +198,40 @@ def _judged(what: str, answer: http.client.HTTPResponse, raw: bytes) -> dict[str
     return doc if isinstance(doc, dict) else {}
 
 
+def cluster_arguments(p: Any) -> None:
+    """The options by which a program of sfclab's on a cluster (the agent, the controller)
+    reaches it: ``--kubeconfig F [--context C]``, or ``--in-cluster`` (in a Pod)."""
+    p.add_argument("--kubeconfig")
+    p.add_argument("--context")
+    p.add_argument("--in-cluster", action="store_true",
+                   help="the Pod's own ServiceAccount token and the cluster's address")
+
+
+def serve(who: str, a: Any, start: Any) -> int:
+    """Run a program of sfclab's on a cluster until SIGTERM or SIGINT (exit 0): ``start(api,
+    say, stop)`` with the client of its options (:func:`cluster_arguments`), a printer of its
+    lines (on stderr, each prefixed with ``who``) and the event set on those signals; 1 with
+    its one line when the cluster refuses it (or a kubeconfig cannot be read)."""
+    import signal
+    import sys
+    from threading import Event
+
+    from ...errors import SfclabError
+
+    stop = Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        config = KubeConfig.in_cluster() if a.in_cluster else \
+            KubeConfig.load(a.kubeconfig, a.context)
+        start(KubeApi(config), lambda m: print(f"{who}: {m}", file=sys.stderr, flush=True),
+              stop)
+    except SfclabError as e:
+        print(f"{who}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def resource_path(group_version: str, plural: str, namespace: str | None = None,
                   name: str | None = None, sub: str | None = None) -> str:
     """The API path of a collection or an object: ``/api/v1/...`` for the core group,

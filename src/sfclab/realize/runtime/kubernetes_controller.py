@@ -36,7 +36,6 @@ reference; it deletes only parts so marked, and requests labelled with a lab.  I
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from datetime import UTC, datetime
 from threading import Event
 from typing import Any
 
-from ...errors import ClusterRefused, ClusterUnreachable, SfclabError
+from ...errors import ClusterRefused, ClusterUnreachable
 from .kubernetes import LAB_LABEL, MANAGED, labs_path, parts_path
 from .kubernetes_api import KubeApi
 from .kubernetes_lease import lease_path
@@ -252,35 +251,23 @@ def main(argv: list[str] | None = None) -> int:
     | --in-cluster] [--grace S]``: the controller until SIGTERM (exit 0), or 1 when the cluster
     refuses its first pass (one line on stderr)."""
     import argparse  # light start-up: only the controller's own process
-    import signal
 
-    from .kubernetes_api import KubeConfig
+    from .kubernetes_api import cluster_arguments, serve
 
     p = argparse.ArgumentParser(prog="python -m sfclab.realize.runtime.kubernetes_controller")
-    p.add_argument("--kubeconfig")
-    p.add_argument("--context")
-    p.add_argument("--in-cluster", action="store_true",
-                   help="the Pod's own ServiceAccount token and the cluster's address")
+    cluster_arguments(p)
     p.add_argument("--grace", type=float, default=GRACE_SECONDS,
                    help="seconds a Lab may stay without a phase before its writer is taken "
                    f"for dead (default {GRACE_SECONDS:g})")
     a = p.parse_args(argv)
-    stop = Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    try:
-        config = KubeConfig.in_cluster() if a.in_cluster else \
-            KubeConfig.load(a.kubeconfig, a.context)
-        c = Controller(KubeApi(config),
-                       lambda m: print(f"controller: {m}", file=sys.stderr, flush=True),
-                       a.grace)
+
+    def start(api: KubeApi, say: Any, stop: Event) -> None:
+        c = Controller(api, say, a.grace)
         c.one_pass()  # the first refusal is the caller's error: exit 1
         c.say("reconciling")
         c.run(stop)
-    except SfclabError as e:
-        print(f"controller: {e}", file=sys.stderr)
-        return 1
-    return 0
+
+    return serve("controller", a, start)
 
 
 if __name__ == "__main__":
