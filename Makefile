@@ -4,10 +4,14 @@
 #   make images  build the container images the demo and tests use (sfclab image build: each
 #                only when its recipe's tag is not in podman's store)
 #   make demo    set-up, then the main job (scripts/demo.sh)
+#   make screenshots  after `make demo`: docs/web-*.png from the demo's results and a lab of
+#                the demo, in headless chromium (scripts/screenshots.sh)
 #   make test    set-up, then the whole test suite (scripts/test.sh: the tests not marked serial on
 #                several workers, then the serial ones alone; SFCLAB_TEST_WORKERS=N)
 #   make bench   set-up, then the benchmarks in bench/
-#   make kube    the Kubernetes tests' API server (build/kube/) and etcd (part of setup)
+#   make kube    the Kubernetes tests' API server and one-Node cluster (build/kube/: kube-apiserver;
+#                kube-node: kubelet, kube-controller-manager, kube-scheduler), etcd and containerd
+#                (part of setup)
 .DELETE_ON_ERROR:
 SHELL := /bin/bash
 
@@ -26,20 +30,26 @@ DEBS := iproute2 iperf3 openvswitch-switch ethtool nftables iptables \
 #: the images `make setup` builds (images/<name>/); the demo and the tests use them
 IMAGES := base haproxy frr squid
 
-# --- Kubernetes (issue #29): etcd from Debian, kube-apiserver from the Go module proxy --------
-# The version is the one kube/apiserver/go.mod pins; its binary is built once per version (a
-# clean clone reuses the Go caches of this machine's root: modules, build cache).
-DEBS += etcd-server
+# --- Kubernetes (issue #29): etcd and containerd from Debian, kube-apiserver and kube-node ----
+# (kubelet, kube-controller-manager and kube-scheduler in one binary) from the Go module proxy.
+# The version is the one kube/apiserver/go.mod pins (kube/node/go.mod pins the same); each binary
+# is built once per version (a clean clone reuses the Go caches of this machine's root: modules,
+# build cache).
+DEBS += etcd-server containerd
 GO            ?= /usr/local/go/bin/go
 KUBE_VERSION  := $(shell sed -n 's/^[[:space:]]*\(require \)\{0,1\}k8s.io\/kubernetes \(v[^ ]*\)$$/\2/p' kube/apiserver/go.mod)
 KUBE_APISERVER := build/kube/kube-apiserver-$(KUBE_VERSION)
 KUBE_GOENV    := GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" GOPROXY=https://proxy.golang.org \
                  GOPATH=$(HOME)/go GOMODCACHE=$(HOME)/go/pkg/mod GOCACHE=$(HOME)/.cache/go-build
+# the one-Node cluster of the DaemonSet test (tests/integration/kube_node.py)
+KUBE_NODE     := build/kube/kube-node-$(KUBE_VERSION)
 .PHONY: kube
 # the build is skipped when the pinned version's binary exists; the link (remade each time, so
 # it follows a version bump) names the one the tests start
-kube: $(DEB_STAMP) $(KUBE_APISERVER)
+kube: $(DEB_STAMP) $(KUBE_APISERVER) $(KUBE_NODE)
 	@ln -sfn $(notdir $(KUBE_APISERVER)) build/kube/kube-apiserver
+	@for n in kube-node kubelet kube-controller-manager kube-scheduler; do \
+	  ln -sfn $(notdir $(KUBE_NODE)) build/kube/$$n; done
 
 # A built binary is also kept in this machine's cache under the digest of the module's files
 # (go.mod, go.sum, main.go): a clean clone of the same sources copies it instead of linking it
@@ -47,18 +57,29 @@ kube: $(DEB_STAMP) $(KUBE_APISERVER)
 KUBE_CACHE    ?= $(HOME)/.cache/sfclab/kube
 KUBE_DIGEST   := $(shell cat kube/apiserver/go.mod kube/apiserver/go.sum kube/apiserver/main.go 2>/dev/null | sha256sum | cut -c1-16)
 KUBE_CACHED   := $(KUBE_CACHE)/kube-apiserver-$(KUBE_VERSION)-$(KUBE_DIGEST)
+KUBE_NODE_DIGEST := $(shell cat kube/node/go.mod kube/node/go.sum kube/node/main.go 2>/dev/null | sha256sum | cut -c1-16)
+KUBE_NODE_CACHED := $(KUBE_CACHE)/kube-node-$(KUBE_VERSION)-$(KUBE_NODE_DIGEST)
+
+# kube_build(module folder, binary, cached copy, how long once): the binary from the cache, or
+# built and then cached
+define kube_build
+	@mkdir -p build/kube
+	@if [ -x $(3) ]; then cp $(3) $(2).tmp; else \
+	  echo "setup: building $(notdir $(2)) from the Go module proxy ($(4) once)"; \
+	  (cd $(1) && $(KUBE_GOENV) $(GO) build -trimpath -o $(CURDIR)/$(2).tmp \
+	    -ldflags='-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION)' .) && \
+	  mkdir -p $(KUBE_CACHE) && cp $(2).tmp $(3).tmp && mv $(3).tmp $(3); fi
+	@mv $(2).tmp $(2)
+endef
 
 $(KUBE_APISERVER):
-	@mkdir -p build/kube
-	@if [ -x $(KUBE_CACHED) ]; then cp $(KUBE_CACHED) $@.tmp; else \
-	  echo "setup: building kube-apiserver $(KUBE_VERSION) from the Go module proxy (about 4 minutes once)"; \
-	  (cd kube/apiserver && $(KUBE_GOENV) $(GO) build -trimpath -o $(CURDIR)/$@.tmp \
-	    -ldflags='-s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION)' .) && \
-	  mkdir -p $(KUBE_CACHE) && cp $@.tmp $(KUBE_CACHED).tmp && mv $(KUBE_CACHED).tmp $(KUBE_CACHED); fi
-	@mv $@.tmp $@
+	$(call kube_build,kube/apiserver,$@,$(KUBE_CACHED),about 4 minutes)
+
+$(KUBE_NODE):
+	$(call kube_build,kube/node,$@,$(KUBE_NODE_CACHED),about 3 more minutes)
 # ---------------------------------------------------------------------------------------------
 
-.PHONY: setup demo test unit integration bench native images clean
+.PHONY: setup demo screenshots test unit integration bench native images clean
 setup: $(DEB_STAMP) $(STAMP) native /usr/local/bin/sfclab node_modules/.package-lock.json images kube
 
 $(DEB_STAMP): Makefile
@@ -95,6 +116,9 @@ images: $(STAMP)
 
 demo: setup
 	@scripts/demo.sh
+
+screenshots: setup
+	@scripts/screenshots.sh
 
 test: setup
 	@scripts/test.sh $(PYTEST_ARGS)

@@ -7,11 +7,14 @@ where a difference would change the packets' path or cost: every ``net.*`` sysct
 interface's offloads (``ethtool -k``), qdiscs, and its queues' and NAPI settings in sysfs
 (``rps_cpus``, ``xps_cpus``, ``threaded``, ``gro_flush_timeout``, ...); the differences are
 printed (none is expected: sfclab makes and configures both namespaces alike, and the
-container only joins its namespace).  Then the trials, in *rounds*: each round measures both
-setups back to back, the order reversed every other round (bare, container; container, bare;
-...), so a load that drifts over the run hits both alike.  Each round gives one paired ratio
-(container over bare); the verdict comes from the median of those ratios and its 95 %
-bootstrap interval (resampled rounds, a fixed seed):
+container only joins its namespace).  A third lab, ``bare2``, is a second bare router: the
+*control*.  Its ratio to the first bare router measures the bench's own noise floor (two
+setups that are the same), so a container ratio is read against what the machine can resolve
+at all.  Then the trials, in *rounds*: each round measures the three setups back to back, the
+order rotated from round to round (bare, bare2, container; bare2, container, bare; ...), so a
+load that drifts over the run hits all alike.  Each round gives one paired ratio per setup
+(over bare); each verdict comes from the median of those ratios and its 95 % bootstrap
+interval (resampled rounds, a fixed seed):
 
 - ``within 5 %``: the whole interval lies within 0.95 .. 1.05;
 - ``differs``:   the whole interval lies outside it, on one side;
@@ -19,6 +22,7 @@ bootstrap interval (resampled rounds, a fixed seed):
 
 Run as root:  .venv/bin/python bench/bench_container_path.py [--tcp-reps 16] [--iperf 2]
               [--warmup 1] [--ndr-reps 6] [--trial 1] [--image localhost/sfclab/base:latest] [--json]
+              (``--reps N`` sets both --tcp-reps and --ndr-reps: ``make bench`` gives it)
 
 The container is not privileged (podman's default capabilities, a read-only /sys inside): the
 NDR's placement of the first hop's receive processing writes the router's sysfs through the
@@ -50,15 +54,19 @@ from sfclab.spec.measurement import IperfRequest, NdrRequest  # noqa: E402
 from sfclab.traffic import measure  # noqa: E402
 from sfclab.traffic.result import Measurement  # noqa: E402
 
-SETUPS = ("bare", "container")
+SETUPS = ("bare", "bare2", "container")
+#: the setups judged against the first bare router: the control (same as bare) and the container
+AGAINST_BARE = ("bare2", "container")
 #: the container's figure over the bare router's: within this share of 1
 GOAL = 0.05
 #: bootstrap resamples of the rounds, and the seed (the same run gives the same interval)
 RESAMPLES = 2000
 SEED = 1
+#: fewer paired rounds than this give no verdict: a bootstrap of 2 to 4 values only restates
+#: their range (their smallest and largest ratio are given instead)
+MIN_ROUNDS = 5
 #: sysfs files of an interface compared between the two routers (queues/* and these)
-IF_FILES = ("threaded", "gro_flush_timeout", "napi_defer_hard_irqs", "tx_queue_len", "mtu",
-            "flags")
+IF_FILES = ("threaded", "gro_flush_timeout", "napi_defer_hard_irqs", "tx_queue_len", "mtu", "flags")
 #: sysctls that differ between any two namespaces, whatever they hold
 VOLATILE = ("net.ipv6.conf.all.stable_secret", "net.ipv6.conf.default.stable_secret")
 
@@ -68,13 +76,15 @@ def lab_spec(name: str, image: str | None) -> dict:
     if image:
         # the base image's own command (/bin/sh) would end at once: the container stays up
         router["image"] = {"name": image, "cmd": ["sleep", "infinity"]}
-    return {"name": name,
-            "nodes": {"src": {"kind": "host"}, "r": router, "dst": {"kind": "host"}},
-            "links": [{"endpoints": ["src", "r"]}, {"endpoints": ["r", "dst"]}]}
+    return {
+        "name": name,
+        "nodes": {"src": {"kind": "host"}, "r": router, "dst": {"kind": "host"}},
+        "links": [{"endpoints": ["src", "r"]}, {"endpoints": ["r", "dst"]}],
+    }
 
 
 def _out(ns: str, argv: list[str]) -> str:
-    return netns.run(ns, argv, check=False, timeout=20).stdout
+    return netns.run(ns, argv, check=False, timeout=120).stdout
 
 
 def router_settings(ns: str, ifnames: list[str]) -> dict[str, str]:
@@ -85,14 +95,20 @@ def router_settings(ns: str, ifnames: list[str]) -> dict[str, str]:
         if sep and key.startswith("net.") and key not in VOLATILE:
             out[f"sysctl {key}"] = value
     out["tc qdisc"] = _out(ns, ["tc", "qdisc", "show"]).strip()
-    script = ('for f in /sys/class/net/"$1"/queues/*/* ' +
-              " ".join(f'/sys/class/net/"$1"/{f}' for f in IF_FILES) +
-              '; do [ -f "$f" ] && printf "%s %s\\n" "$f" "$(cat "$f" 2>/dev/null)"; done')
+    script = (
+        'for f in /sys/class/net/"$1"/queues/*/* '
+        + " ".join(f'/sys/class/net/"$1"/{f}' for f in IF_FILES)
+        + '; do [ -f "$f" ] && printf "%s %s\\n" "$f" "$(cat "$f" 2>/dev/null)"; done'
+    )
     for i, ifname in enumerate(ifnames):
         for line in _out(ns, ["ethtool", "-k", ifname]).splitlines()[1:]:
             out[f"if{i} ethtool {line.split(':')[0].strip()}"] = line.partition(":")[2].strip()
-        sysfs = subprocess.run(["ip", "netns", "exec", ns, "sh", "-c", script, "sh", ifname],
-                               capture_output=True, text=True, timeout=20).stdout
+        sysfs = subprocess.run(
+            ["ip", "netns", "exec", ns, "sh", "-c", script, "sh", ifname],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
         for line in sysfs.splitlines():
             path, _, value = line.partition(" ")
             out[f"if{i} sysfs {path.split(ifname + '/', 1)[-1]}"] = value
@@ -100,8 +116,11 @@ def router_settings(ns: str, ifnames: list[str]) -> dict[str, str]:
 
 
 def differences(a: dict[str, str], b: dict[str, str]) -> list[str]:
-    return [f"{k}: bare {a.get(k)!r}, container {b.get(k)!r}"
-            for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [
+        f"{k}: bare {a.get(k)!r}, container {b.get(k)!r}"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
 
 
 def bits_per_cpu_second(m: Measurement, seconds: float) -> float:
@@ -110,8 +129,10 @@ def bits_per_cpu_second(m: Measurement, seconds: float) -> float:
     includes the softirq work run in its context, which is where a veth's receiver, and every
     namespace it forwards to, runs; so this counts the forwarding too, and unlike the
     throughput it is not lowered by other processes taking the CPUs."""
-    used = sum((f.get("client_cpu_s") or 0.0) + (f.get("server_cpu_s") or 0.0)
-               for f in m.extra.get("per_flow", []))
+    used = sum(
+        (f.get("client_cpu_s") or 0.0) + (f.get("server_cpu_s") or 0.0)
+        for f in m.extra.get("per_flow", [])
+    )
     return m.metrics["throughput_bps"] * seconds / used if used > 0 else float("nan")
 
 
@@ -120,14 +141,20 @@ def spread(v: list[float]) -> dict[str, float]:
 
 
 def paired(bare: list[float], boxed: list[float]) -> dict:
-    """The rounds' ratios (container over bare), their median, its 95 % bootstrap interval
+    """The rounds' ratios (a setup over bare), their median, its 95 % bootstrap interval
     and the verdict against :data:`GOAL`."""
     ratios = [c / b for b, c in zip(bare, boxed) if b > 0 and c == c]
     if not ratios:
         return {"ratios": [], "verdict": "no data"}
+    if len(ratios) < MIN_ROUNDS:
+        return {
+            "ratios": [round(r, 4) for r in ratios],
+            "median": statistics.median(ratios),
+            "ci95": [min(ratios), max(ratios)],
+            "verdict": f"too few rounds for a verdict (fewer than {MIN_ROUNDS})",
+        }
     rnd = random.Random(SEED)
-    meds = sorted(statistics.median(rnd.choices(ratios, k=len(ratios)))
-                  for _ in range(RESAMPLES))
+    meds = sorted(statistics.median(rnd.choices(ratios, k=len(ratios))) for _ in range(RESAMPLES))
     lo, hi = meds[int(0.025 * RESAMPLES)], meds[int(0.975 * RESAMPLES) - 1]
     if 1 - GOAL <= lo and hi <= 1 + GOAL:
         verdict = f"within {GOAL:.0%}"
@@ -135,83 +162,135 @@ def paired(bare: list[float], boxed: list[float]) -> dict:
         verdict = "differs"
     else:
         verdict = "not resolved"
-    return {"ratios": [round(r, 4) for r in ratios], "median": statistics.median(ratios),
-            "ci95": [lo, hi], "verdict": verdict}
+    return {
+        "ratios": [round(r, 4) for r in ratios],
+        "median": statistics.median(ratios),
+        "ci95": [lo, hi],
+        "verdict": verdict,
+    }
+
+
+def rotated(rep: int) -> tuple[str, ...]:
+    """The setups in round ``rep``'s order: each starts a round in turn."""
+    i = rep % len(SETUPS)
+    return SETUPS[i:] + SETUPS[:i]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--tcp-reps", type=int, default=16, help="rounds of TCP trials")
     ap.add_argument("--iperf", type=float, default=2.0, help="seconds per iperf3 trial")
-    ap.add_argument("--warmup", type=int, default=1,
-                    help="TCP trials of each setup run first and not counted")
+    ap.add_argument(
+        "--warmup", type=int, default=1, help="TCP trials of each setup run first and not counted"
+    )
     ap.add_argument("--ndr-reps", type=int, default=6, help="rounds of NDR searches")
     ap.add_argument("--trial", type=float, default=1.0, help="seconds per NDR search trial")
+    ap.add_argument(
+        "--reps", type=int, help="rounds of both kinds (sets --tcp-reps and " "--ndr-reps)"
+    )
     ap.add_argument("--image", default="localhost/sfclab/base:latest")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.reps is not None:
+        a.tcp_reps = a.ndr_reps = a.reps
     tag = secrets.token_hex(2)
     runs: dict[str, dict[str, list[float]]] = {
-        k: {"tcp_bps": [], "tcp_bits_per_cpu_s": [], "ndr_pps": []} for k in SETUPS}
+        k: {"tcp_bps": [], "tcp_bits_per_cpu_s": [], "ndr_pps": []} for k in SETUPS
+    }
     bounds = 0
     with contextlib.ExitStack() as stack:
-        labs = {k: stack.enter_context(Lab.from_dict(
-                    lab_spec(f"bp{tag}{k[0]}", a.image if k == "container" else None)))
-                for k in SETUPS}
+        labs = {
+            k: stack.enter_context(
+                Lab.from_dict(lab_spec(f"bp{tag}{i}", a.image if k == "container" else None))
+            )
+            for i, k in enumerate(SETUPS)
+        }
         seen = {k: router_settings(labs[k].netns("r"), ["eth0", "eth1"]) for k in SETUPS}
         diff = differences(seen["bare"], seen["container"])
-        print(f"the routers' settings compared ({len(seen['bare'])} keys): "
-              f"{len(diff)} differ" + "".join(f"\n  {d}" for d in diff), file=sys.stderr)
+        print(
+            f"the routers' settings compared ({len(seen['bare'])} keys): "
+            f"{len(diff)} differ" + "".join(f"\n  {d}" for d in diff),
+            file=sys.stderr,
+        )
         for k in SETUPS:  # warm-up, not counted: the first trials after up ran slow
             for _ in range(a.warmup):
                 measure.run(labs[k].name, IperfRequest(duration=a.iperf))
         for rep in range(a.tcp_reps):
-            for k in SETUPS if rep % 2 == 0 else tuple(reversed(SETUPS)):
+            for k in rotated(rep):
                 m = measure.run(labs[k].name, IperfRequest(duration=a.iperf))
                 runs[k]["tcp_bps"].append(m.metrics["throughput_bps"])
                 runs[k]["tcp_bits_per_cpu_s"].append(bits_per_cpu_second(m, a.iperf))
-                print(f"round {rep} {k:9}: TCP {m.metrics['throughput_bps'] / 1e9:6.2f} Gbit/s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"round {rep} {k:9}: TCP {m.metrics['throughput_bps'] / 1e9:6.2f} Gbit/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         for rep in range(a.ndr_reps):
-            for k in SETUPS if rep % 2 == 0 else tuple(reversed(SETUPS)):
+            for k in rotated(rep):
                 m = measure.run(labs[k].name, NdrRequest(size=64, duration=a.trial))
                 # at the generator's most the NDR is a lower bound only (mlr.py): counted too
                 bounds += "ndr_pps" not in m.metrics
                 ndr = m.metrics.get("ndr_pps") or m.metrics.get("ndr_lower_bound_pps")
                 runs[k]["ndr_pps"].append(float("nan") if ndr is None else ndr)
-                print(f"round {rep} {k:9}: NDR {runs[k]['ndr_pps'][-1]:10,.0f} pps (64 B)",
-                      file=sys.stderr, flush=True)
-    out: dict = {"tcp_reps": a.tcp_reps, "warmup": a.warmup, "ndr_reps": a.ndr_reps, "image": a.image,
-                 "iperf_s": a.iperf, "trial_s": a.trial, "load_average": os.getloadavg()[0],
-                 "settings_compared": len(seen["bare"]), "settings_differ": diff,
-                 "ndr_lower_bounds": bounds,
-                 "setups": {k: {m: spread(v) for m, v in r.items() if v} for k, r in runs.items()},
-                 "container_over_bare": {m: paired(runs["bare"][m], runs["container"][m])
-                                         for m in runs["bare"] if runs["bare"][m]}}
+                print(
+                    f"round {rep} {k:9}: NDR {runs[k]['ndr_pps'][-1]:10,.0f} pps (64 B)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    out: dict = {
+        "tcp_reps": a.tcp_reps,
+        "warmup": a.warmup,
+        "ndr_reps": a.ndr_reps,
+        "image": a.image,
+        "iperf_s": a.iperf,
+        "trial_s": a.trial,
+        "load_average": os.getloadavg()[0],
+        "settings_compared": len(seen["bare"]),
+        "settings_differ": diff,
+        "ndr_lower_bounds": bounds,
+        "setups": {k: {m: spread(v) for m, v in r.items() if v} for k, r in runs.items()},
+        "over_bare": {
+            k: {m: paired(runs["bare"][m], runs[k][m]) for m in runs["bare"] if runs["bare"][m]}
+            for k in AGAINST_BARE
+        },
+    }
     if a.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"src -- r -- dst, r bare or in a container of {a.image}; load average "
-          f"{out['load_average']:.1f}; routers' settings: {len(diff)} of "
-          f"{out['settings_compared']} differ")
+    print(
+        f"src -- r -- dst, r bare or in a container of {a.image}; load average "
+        f"{out['load_average']:.1f}; routers' settings: {len(diff)} of "
+        f"{out['settings_compared']} differ"
+    )
     for k, d in out["setups"].items():
         line = f"{k:9}"
         if "tcp_bps" in d:
             t = d["tcp_bps"]
             c = d["tcp_bits_per_cpu_s"]
-            line += (f" TCP {t['median'] / 1e9:6.2f} Gbit/s ({t['min'] / 1e9:.2f} - "
-                     f"{t['max'] / 1e9:.2f}, {a.tcp_reps} x {a.iperf:g} s), "
-                     f"{c['median'] / 1e9:.2f} Gbit per CPU second ({c['min'] / 1e9:.2f} - "
-                     f"{c['max'] / 1e9:.2f})")
+            line += (
+                f" TCP {t['median'] / 1e9:6.2f} Gbit/s ({t['min'] / 1e9:.2f} - "
+                f"{t['max'] / 1e9:.2f}, {a.tcp_reps} x {a.iperf:g} s), "
+                f"{c['median'] / 1e9:.2f} Gbit per CPU second ({c['min'] / 1e9:.2f} - "
+                f"{c['max'] / 1e9:.2f})"
+            )
         if "ndr_pps" in d:
             n = d["ndr_pps"]
-            line += (f"   NDR 64 B {n['median']:10,.0f} pps ({n['min']:,.0f} - "
-                     f"{n['max']:,.0f}, {a.ndr_reps} searches)")
+            line += (
+                f"   NDR 64 B {n['median']:10,.0f} pps ({n['min']:,.0f} - "
+                f"{n['max']:,.0f}, {a.ndr_reps} searches)"
+            )
         print(line)
-    for m, p in out["container_over_bare"].items():
-        print(f"container / bare, {m}: median of {len(p['ratios'])} paired rounds "
-              f"{p['median']:.3f}, 95 % interval {p['ci95'][0]:.3f} - {p['ci95'][1]:.3f}: "
-              f"{p['verdict']}")
+    for k, by_metric in out["over_bare"].items():
+        for m, p in by_metric.items():
+            if p["verdict"] == "no data":
+                print(f"{k} / bare, {m}: no data")
+                continue
+            print(
+                f"{k} / bare, {m}: median of {len(p['ratios'])} paired rounds "
+                f"{p['median']:.3f}, 95 % interval {p['ci95'][0]:.3f} - {p['ci95'][1]:.3f}: "
+                f"{p['verdict']}"
+                + ("  (the control: the bench's own noise)" if k == "bare2" else "")
+            )
     return 0
 
 

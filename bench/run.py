@@ -29,6 +29,7 @@ def main() -> int:
         ["bench_sfc_hops.py", "--reps", reps, "--trial", "1"],
         ["bench_ssh_hosts.py", "--reps", reps],
         ["bench_ssh_chains.py", "--reps", reps],
+        ["bench_kube_hosts.py", "--reps", reps],
         ["bench_container_updown.py", "--reps", reps],
         ["bench_container_path.py", "--reps", reps],
     ]

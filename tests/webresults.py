@@ -69,3 +69,18 @@ def make_results_db(path: Path) -> Path:
         run_experiment(f, path, _lab_up, _measure(), NullProgress(), sleep=lambda s: None,
                        environment=lambda: {"kernel": "6.18-test", "cores": 2})
     return path
+
+
+def make_reproduction_db(path: Path) -> Path:
+    """``path`` with two experiments: a reproduced study's own file
+    (``scenarios/paper-chain-veth-vs-ovs-tcp.yaml``, whose findings in
+    ``scenarios/findings.yaml`` have published figures) and ``chains``, both with throughput
+    against chain length, 11 % per hop."""
+    root = Path(__file__).resolve().parents[1]
+    study = root / "scenarios" / "paper-chain-veth-vs-ovs-tcp.yaml"
+    f = path.parent / "chains.yaml"
+    f.write_text(textwrap.dedent(CHAINS))
+    for source in (study, f):
+        run_experiment(source, path, _lab_up, _measure(), NullProgress(), sleep=lambda s: None,
+                       environment=lambda: {"kernel": "6.18-test", "cores": 2})
+    return path

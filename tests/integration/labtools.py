@@ -1,4 +1,5 @@
-"""Small helpers shared by the integration tests: what a lab left on the machine, iperf3."""
+"""Small helpers shared by the integration tests: what a lab left on the machine, iperf3,
+waiting for a condition."""
 
 from __future__ import annotations
 
@@ -75,6 +76,19 @@ def iperf3(src_ns: str, dst_ns: str, dst_ip: str, seconds: float = 1, port: int 
     finally:
         netns.end_processes([server.pid])
         server.wait()
+
+
+def wait_for(what: str, cond: Callable[[], object], limit: float,
+             detail: Callable[[], str] = lambda: "") -> object:
+    """``cond()``'s first true answer within ``limit`` seconds; else an AssertionError naming
+    ``what`` (and ``detail()``: logs)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.25)
+    raise AssertionError(f"not within {limit} s: {what}\n{detail()}")
 
 
 def ping(ns: str, ip: str, count: int = 2) -> subprocess.CompletedProcess:

@@ -53,7 +53,7 @@ def test_small_experiment_runs_stores_and_reports(tmp_path, capsys, lab_name):
     out = tmp_path / "report"
     assert main(["report", "--db", db, "--out", str(out)]) == 0
     text = (out / "report.md").read_text()
-    assert "throughput_bps" in text and "per-hop loss" in text.lower()
+    assert "throughput against chain length" in text and "per-hop loss" in text.lower()
     assert (out / "report.html").exists()
     pngs = list((out / "plots").glob("*.png"))
     assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

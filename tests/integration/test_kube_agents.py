@@ -20,7 +20,7 @@ from sfclab.realize.runtime import kubernetes_parts as parts
 from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig
 
 from .kube import settled
-from .test_kube_build import wait_for
+from .labtools import wait_for
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
 pytestmark = pytest.mark.xdist_group("kube")

@@ -23,7 +23,7 @@ from sfclab.realize.runtime import kubernetes as kube
 from sfclab.realize.runtime.kubernetes_api import NotFound
 
 from .kube import KubeMachines
-from .labtools import leftovers, ping
+from .labtools import leftovers, ping, wait_for
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
 pytestmark = pytest.mark.xdist_group("kube")
@@ -106,16 +106,6 @@ def down_leaves_nothing(ms: KubeMachines, lab: str, before: dict[str, list[str]]
                         text=True, timeout=300)
     assert cp.returncode == 0, cp.stderr + ms.logs()
     nothing_of(ms, lab, before)
-
-
-def wait_for(what: str, cond, limit: float):  # noqa: ANN001
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"not within {limit} s: {what}")
 
 
 def test_up_kube_builds_every_part_traffic_crosses_machines_and_down_leaves_nothing(

@@ -30,7 +30,8 @@ from sfclab.realize.runtime.kubernetes_api import NotFound
 
 from .kube import KubeMachines, controller
 from .test_kube_build import (devices, down_leaves_nothing, lab_file, nothing_of, parts,
-                              sfclab, up_started, wait_for)
+                              sfclab, up_started)
+from .labtools import wait_for
 from .test_kube_ops import cli
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server

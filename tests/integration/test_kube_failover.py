@@ -27,7 +27,8 @@ from sfclab.realize.runtime.kubernetes_lease import LEASE_SECONDS, RENEW_SECONDS
 from sfclab.traffic.native import NativeGenerator
 
 from .kube import KubeMachines
-from .test_kube_build import devices, nothing_of, parts, sfclab, wait_for, write_lab
+from .labtools import wait_for
+from .test_kube_build import devices, nothing_of, parts, sfclab, write_lab
 from .test_kube_ops import cli, ok
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server

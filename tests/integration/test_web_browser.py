@@ -5,12 +5,13 @@ For a running lab (:func:`tests.integration.weblab.web_lab`) the page must draw 
 every link of the plan inside the view, highlight the chains, show per-link packet rates that
 move while ping runs in the lab, and paint the loss of a measurement started from the page on
 the node that dropped the packets (the shaper).  The results view must draw Plotly figures with
-confidence intervals and fits and the report's tables.  Stopping the server (SIGTERM) ends it
-with status 0 and leaves the lab up.  ``sfclab graph LAB --format html`` must open from a file
-and draw the same nodes without fetching anything.
+confidence intervals and fits, the swept values as the x axis's ticks, series named in words
+(``flows 1``), and the report's tables.  Stopping the server (SIGTERM) ends it with status 0
+and leaves the lab up.  ``sfclab graph LAB --format html`` must open from a file and draw the
+same nodes without fetching anything.
 
-With ``SFCLAB_WEB_SCREENSHOTS=DIR`` the views are saved there as ``web-lab.png`` and
-``web-results.png`` (the ones in docs/ were made so)."""
+The pictures in docs/ are made by ``make screenshots`` (scripts/screenshots.sh) from a real
+``make demo`` run, not by these tests."""
 
 from __future__ import annotations
 
@@ -55,13 +56,6 @@ def new_page(browser: Browser) -> Page:
             and errors.append(m.text))
     page.errors = errors  # type: ignore[attr-defined]
     return page
-
-
-def screenshot(page: Page, name: str) -> None:
-    where = os.environ.get("SFCLAB_WEB_SCREENSHOTS")
-    if where:
-        Path(where).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(where) / name), full_page=True)
 
 
 def drawn(page: Page) -> tuple[list[dict[str, Any]], list[list[Any]]]:
@@ -132,7 +126,11 @@ def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab
             by_node = page.evaluate("sfclab.loss.loss_by_node")
             assert {n["id"] for n in nodes if "lossy" in n["classes"]} == {
                 n for n, c in by_node.items() if c > 0}
-            screenshot(page, "web-lab.png")
+            # the loss in words: how many of how many, where (most first) and why
+            text = page.inner_text("#loss")
+            assert text.startswith("measurement 1 (rate curve): lost ")
+            worst = max(by_node, key=lambda n: by_node[n])
+            assert f"where: {worst} {by_node[worst]:,}" in text and "{" not in text
         finally:
             ping.terminate()
             ping.wait()
@@ -145,11 +143,19 @@ def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab
         traces = page.evaluate("""() => [...document.querySelectorAll('.plot')].map(d =>
             [d.dataset.title, d.data.map(t => [t.name, !!(t.error_y && t.error_y.array)])])""")
         tp = dict(traces)["throughput_bps"]
-        assert ["measure.flows=1", True] in tp and ["measure.flows=4", True] in tp
-        assert any(name.startswith("fit measure.flows=1: l = 11") for name, _ in tp), tp
+        assert ["flows 1", True] in tp and ["flows 4", True] in tp
+        assert any(name.startswith("fit flows 1: l = 11") for name, _ in tp), tp
+        # the x axis's ticks are the swept chain lengths, never 2.5
+        ticks = page.evaluate("""() => [...document.querySelectorAll('.plot')].map(d =>
+            [d.layout.title.text, d.layout.xaxis.title.text, d.layout.xaxis.tickvals])""")
+        assert ["throughput against chain length", "chain length", [2, 3, 4, 5, 6]] in ticks
         assert page.locator("#tables table").count() >= 3
-        assert "per-hop loss l" in page.inner_text("#tables")
-        screenshot(page, "web-results.png")
+        tables = page.inner_text("#tables")
+        assert "per-hop loss l" in tables and "flows 1" in tables
+        assert "measure.flows" not in tables and "_bps" not in tables
+        # the lab its runs ran on (a fake one here, never up): named, not linked
+        assert page.inner_text("#ran-on").startswith("Ran on lab ch (not up now)")
+        assert page.locator("#ran-on a").count() == 0
         page.select_option("#experiment", "2")
         page.wait_for_function("""() => [...document.querySelectorAll('.plot')]
             .some(d => d.dataset.title === 'offered vs received' && d.querySelector('.main-svg'))""")

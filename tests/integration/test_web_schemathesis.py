@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.weblab import ROOT, free_port
+from tests.integration.weblab import ROOT, free_port, wait_until_serving
 
 pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
 
@@ -106,12 +106,8 @@ def server(tmp_path: Path, token: str) -> Iterator[str]:
                             stderr=open(tmp_path / "server.log", "w"))
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
-            with contextlib.suppress(OSError):
-                call(url, token, "GET", "/api/labs")
-                break
-            assert proc.poll() is None, (tmp_path / "server.log").read_text()
-            time.sleep(0.05)
+        wait_until_serving(proc, lambda: call(url, token, "GET", "/api/labs"),
+                           lambda: (tmp_path / "server.log").read_text())
         yield url
     finally:
         proc.terminate()

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from sfclab.realize.state import LabState
-from tests.integration.weblab import ROOT, Served, free_port, serving
+from tests.integration.weblab import ROOT, Served, free_port, serving, wait_until_serving
 
 
 def small_lab(name: str) -> dict[str, Any]:
@@ -133,14 +133,13 @@ def server_with_its_own_token(state: Path) -> Iterator[tuple[str, Path]]:
     token = state / "serve.token"
     url = f"http://127.0.0.1:{port}/"
     try:
-        for _ in range(200):
-            with contextlib.suppress(OSError):
-                req = urllib.request.Request(url + "api/labs", headers={
-                    "Authorization": f"Bearer {token.read_text().strip()}"})
-                urllib.request.urlopen(req, timeout=1).read()
-                break
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.05)
+
+        def probe() -> None:
+            req = urllib.request.Request(url + "api/labs", headers={
+                "Authorization": f"Bearer {token.read_text().strip()}"})
+            urllib.request.urlopen(req, timeout=5).read()
+
+        wait_until_serving(proc, probe, lambda: proc.stderr.read() if proc.stderr else "")
         yield url, token
     finally:
         proc.terminate()

@@ -49,6 +49,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: how long a starting ``sfclab serve`` may take to answer: its imports alone took over 10 s on
+#: a 2-core machine at a load average of 14 (the suite's three workers and other jobs beside)
+READY_WITHIN = 120.0
+
+
+def wait_until_serving(proc: subprocess.Popen[Any], probe: Any, log: Any) -> None:
+    """Call ``probe()`` until it returns without ``OSError`` (the server answers); fail with the
+    server's own words (``log()``) if it exits first or does not answer within ``READY_WITHIN``
+    seconds, instead of going on against a server that is not there."""
+    deadline = time.monotonic() + READY_WITHIN
+    while True:
+        try:
+            probe()
+            return
+        except OSError:
+            pass
+        assert proc.poll() is None, log()
+        assert time.monotonic() < deadline, f"no answer within {READY_WITHIN:.0f} s"
+        time.sleep(0.05)
+
+
 @dataclass(frozen=True)
 class Served:
     """A running ``sfclab serve``: its address and the token every request needs."""
@@ -88,13 +109,9 @@ def serving(db: Path, token_path: Path | None = None) -> Iterator[Served]:
                              str(token_path)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
     served = Served(f"http://127.0.0.1:{port}/", token)
     try:
-        for _ in range(200):
-            with contextlib.suppress(OSError):
-                req = urllib.request.Request(served.url + "api/labs", headers=served.auth)
-                urllib.request.urlopen(req, timeout=1).read()
-                break
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.05)
+        req = urllib.request.Request(served.url + "api/labs", headers=served.auth)
+        wait_until_serving(proc, lambda: urllib.request.urlopen(req, timeout=5).read(),
+                           lambda: proc.stderr.read() if proc.stderr else "")
         yield served
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -88,10 +88,44 @@ def test_ratio_and_its_interval_on_known_numbers(db: Path) -> None:
 def test_environment_differences_list_only_what_differs(db: Path) -> None:
     with Store(db, readonly=True) as store:
         c = compare(store, ["1", "2"], findings="/nonexistent")
-    assert c["environment"] == [{"key": "commit", "values": ["aaaa", "bbbb+dirty"]},
-                                {"key": "load", "values": [[0.1, 0.2, 0.3], [1.5, 0.2, 0.3]]}]
+    assert c["environment"] == [
+        {"key": "commit", "label": "source commit", "values": ["aaaa", "bbbb+dirty"],
+         "shown": ["aaaa", "bbbb+dirty"]},
+        {"key": "load", "label": "load average (1, 5, 15 min)",
+         "values": [[0.1, 0.2, 0.3], [1.5, 0.2, 0.3]], "shown": ["0.1, 0.2, 0.3", "1.5, 0.2, 0.3"]}]
     assert environment_differences([{"a": {"b": 1}}, {"a": {"b": 1}, "c": 2}]) == [
-        {"key": "c", "values": [None, 2]}]
+        {"key": "c", "label": "c", "values": [None, 2], "shown": ["–", "2"]}]
+    (d,) = environment_differences([{"kernel": {"release": "6.1.0"}, "memory_bytes": 2 ** 31},
+                                    {"kernel": {"release": "6.12.0"}, "memory_bytes": 2 ** 31}])
+    assert (d["label"], d["shown"]) == ("kernel", ["6.1.0", "6.12.0"])
+
+
+#: two repetitions, one near 0: the mean's interval and Fieller's set of the ratio reach below 0
+NOISY = {2: [0.5e9, 4e9], 3: [1e9, 1.2e9]}
+STEADY = {2: [2e9, 2.1e9], 3: [1e9, 1.1e9]}
+
+
+def test_no_interval_of_a_rate_or_of_a_ratio_of_rates_goes_below_zero(tmp_path: Path) -> None:
+    with Store(tmp_path / "n.db") as store:
+        _experiment(store, "steady", STEADY, ENV_BEFORE, "n1")
+        _experiment(store, "noisy", NOISY, ENV_BEFORE, "n2")
+        c = compare(store, ["steady", "noisy"], findings="/nonexistent")
+    tp = next(m for m in c["metrics"] if m["metric"] == "throughput_bps")
+    noisy = tp["series"][1]
+    t = summarize(NOISY[2])
+    assert t.ci_low < 0  # Student's t reaches below 0 ...
+    assert noisy["ci_low"][0] == 0.0  # ... the drawn interval of a rate does not
+    assert noisy["ci_high"][0] == pytest.approx(t.ci_high / 1e9)
+    (r,) = tp["ratios"]
+    lo, hi = fieller(NOISY[2], STEADY[2])
+    assert lo < 0 < hi  # Fieller's set reaches below 0: the noisy side's own interval does
+    assert r["low"][0] == 0.0 and r["high"][0] == pytest.approx(hi)
+    assert r["low"][1] > 0 and (r["low"][1], r["high"][1]) == pytest.approx(
+        fieller(NOISY[3], STEADY[3]))
+    # the retransmits (a count) are cut at 0 too; a metric that may be negative is not
+    from sfclab.experiments.units import nonnegative
+    assert nonnegative("retransmits") and nonnegative("latency_us_p99")
+    assert not nonnegative("delta")
 
 
 def test_runs_of_one_experiment_and_where_they_ran(db: Path, tmp_path: Path,
@@ -156,8 +190,9 @@ def test_the_command_line_compares_with_json_and_text(db: Path, capsys: Any) -> 
                  "throughput_bps"]) == 0
     text = capsys.readouterr().out
     assert "throughput against chain length (throughput (Gbit/s))" in text
-    assert "2× (" in text and "| commit | aaaa | bbbb+dirty |" in text
-    assert "throughput_bps" not in text
+    assert "2× (" in text and "| source commit | aaaa | bbbb+dirty |" in text
+    assert "| load average (1, 5, 15 min) | 0.1, 0.2, 0.3 | 1.5, 0.2, 0.3 |" in text
+    assert "throughput_bps" not in text and "[0.1" not in text
     assert main(["report", "--db", str(db), "--compare", "1"]) == 2
     assert "expected 2 to 8" in capsys.readouterr().err
     assert main(["report", "--db", str(db), "--compare", "1", "2", "--metric", "x"]) == 2

@@ -107,7 +107,8 @@ def test_report_markdown_and_html(db, tmp_path):
     # per-series table with mean ± CI and n
     assert re.search(r"\| 2 \| [0-9.e+]+ ± [0-9.e+]+ \(n=3\) \|", md)
     # the fit: per-hop loss of the short chains and where the law stops
-    fit_rows = [ln for ln in md.splitlines() if ln.startswith("| measure.flows=")]
+    fit_rows = [ln for ln in md.splitlines() if ln.startswith("| flows ")
+                and "%" in ln]
     assert len(fit_rows) == 2
     for row in fit_rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
@@ -170,3 +171,28 @@ def test_results_on_a_missing_database(tmp_path):
         results_ls(tmp_path / "nope.db")
     with pytest.raises(SpecError):
         results_show(tmp_path / "nope.db")
+
+
+#: field names that belong in JSON keys and CSV columns only
+FIELD_NAMES = re.compile(r"_bps|_pps|_us\b|_ratio|measure\.|lab\.chain|chain\.length|"
+                         r"\b[a-z_.]{2,}=\S|kernel\.release|versions\.|memory_bytes|cpu_model")
+
+
+def test_no_field_name_where_a_person_reads(db, tmp_path):
+    """The report, 'results show' and a run shown in full speak in words: ``flows 4``,
+    ``chain length``, ``throughput (Gbit/s)``, ``iperf3 version``; field names stay in JSON
+    and CSV.  (The report's code spans name files and experiments, not fields.)"""
+    md = write_report(db, tmp_path / "rep").read_text()
+    prose = re.sub(r"`[^`]*`", "", md)
+    prose = re.sub(r"!\[[^]]*\]\([^)]*\)", "", prose)  # image links name plot files
+    assert not FIELD_NAMES.findall(prose), FIELD_NAMES.findall(prose)[:10]
+    assert "| flows 1 |" in md and "| iperf3 version | 3.12 |" in md
+    assert "Measurement: iperf3 throughput (affinity auto, duration 1 s, flows (swept)," in md
+    show = results_show(db, "chains")
+    assert not FIELD_NAMES.findall(show) and "chain length 2, flows 1" in show
+    data = json.loads(results_export(db, "json", "chains"))
+    one = results_show(db, run=data[0]["id"])
+    body = one.split("\n--- raw:")[0]  # the raw outputs are the tools' own
+    assert not FIELD_NAMES.findall(body), FIELD_NAMES.findall(body)
+    assert "parameters: chain length" in body and "\nmeasurement: iperf3 throughput (" in body
+    assert "  throughput " in body and " Gbit/s" in body

@@ -68,7 +68,7 @@ def runs():
 def test_series_groups_by_the_other_parameters():
     ss = series(runs(), "bps", "lab.chain.length")
     assert [s.label for s in ss] == [{"measure.flows": 1}, {"measure.flows": 8}]
-    assert ss[0].name == "measure.flows=1"
+    assert ss[0].name == "flows 1"
     xs, means, halves = ss[1].values()
     assert xs == [2, 3, 5]
     assert means == pytest.approx([400.0, 800 / 3, 160.0])

@@ -49,3 +49,20 @@ def test_loss_onset_is_the_first_offered_rate_that_loses() -> None:
     pts = [(100.0, 100.0), (200.0, 200.0), (300.0, 250.0), (400.0, 250.0)]
     assert loss_onset(pts) == 300.0
     assert loss_onset([(100.0, 100.0)]) is None
+
+
+def test_words_of_metrics_environments_and_options() -> None:
+    from sfclab.experiments.units import env_value, env_words, metric_words, option_words, reading
+    assert metric_words("latency_p99_9_us") == "latency p99.9"
+    assert metric_words("ndr10pct_latency_p50_us") == "latency p50 at 10 % of the NDR"
+    assert metric_words("cpu.cores.cpu1.busy") == "CPU busy (core 1)"
+    assert reading("cpu.process_cpu_s.client0", 0.84) == "CPU time of client0 840 ms"
+    assert metric_words("flow_max_bps") == "fastest flow"
+    assert (env_words("load"), env_value("load", [12.94, 13.52, 11.5])) == (
+        "load average (1, 5, 15 min)", "12.9, 13.5, 11.5")
+    assert env_words("versions.iperf3") == "iperf3 version"
+    assert env_value("memory_bytes", 8 * 2 ** 30) == "8.0 GiB"
+    assert option_words("duration", 2.0) == "duration 2 s"
+    assert option_words("rates", ["50k", "max"]) == "offered rates 50k, max pps"
+    assert option_words("zerocopy", False) == "zerocopy no"
+    assert option_words("pairs", []) is None

@@ -433,7 +433,7 @@ def test_results_plots_carry_intervals_and_the_fit(client: TestClient, db: Path)
     assert p["x"] == "lab.chain.length"
     tp = next(m for m in p["metrics"] if m["metric"] == "throughput_bps")
     assert tp["unit"] == "Gbit/s" and [s["name"] for s in tp["series"]] == [
-        "measure.flows=1", "measure.flows=4"]
+        "flows 1", "flows 4"]
     s = tp["series"][0]
     assert s["x"] == [2, 3, 4, 5, 6] and s["n"] == [3] * 5
     assert all(lo < m < hi for lo, m, hi in zip(s["ci_low"], s["mean"], s["ci_high"]))
@@ -445,7 +445,7 @@ def test_results_plots_carry_intervals_and_the_fit(client: TestClient, db: Path)
     assert retr["series"][0]["fit"] is None  # only throughput is fitted
     curve = client.get("/api/results/experiments/curve/plots", params={"db": db.name}).json()
     assert curve["curves_unit"] == "kpps"
-    c2 = next(c for c in curve["curves"] if c["name"].startswith("chain.length=2"))
+    c2 = next(c for c in curve["curves"] if c["name"].startswith("chain length 2,"))
     assert c2["offered"] == [50, 100, 200, 400] and c2["received"] == [50, 100, 200, 300]
 
 
@@ -455,7 +455,7 @@ def test_results_tables_are_the_reports(client: TestClient, db: Path) -> None:
     heads = [b["text"] for b in blocks if "heading" in b]
     assert "Experiment `chains` (id 1)" in heads
     fit = next(t for t in tables if t["header"][:2] == ["series", "per-hop loss l"])
-    assert [r[0] for r in fit["rows"]] == ["measure.flows=1", "measure.flows=4"]
+    assert [r[0] for r in fit["rows"]] == ["flows 1", "flows 4"]
     assert any(re.match(r"[0-9.]+ ± [0-9.]+ Gbit/s \(n=3\)", c) for t in tables
                for r in t["rows"] for c in r)
 

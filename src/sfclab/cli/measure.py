@@ -168,7 +168,7 @@ def cmd_ndr(a: argparse.Namespace) -> int:
         above = d.get("not_measurable_above_pps")
         return (f"NDR {fig('ndr_pps')}\nPDR {fig('pdr_pps')}\n"
                 + (f"not measurable on this machine above {above:,.0f} pps\n" if above else "")
-                + f"generator_limited: {str(d.get('generator_limited')).lower()}, "
+                + f"generator limited: {'yes' if d.get('generator_limited') else 'no'}, "
                 f"{len(d.get('trials', []))} trials ({limited:.0f} measurement-limited, re-run)"
                 + "".join("\n" + line for line in _latency_lines(d)))
     return _measure(a, r, text)
@@ -178,7 +178,7 @@ def _pcts(lat: dict[str, Any] | None) -> str:
     if not lat:
         return "not measured"
     return ", ".join(f"{k} {lat[k]:,.1f}" for k in ("p50", "p90", "p99", "p99.9", "max")
-                     if k in lat) + " us"
+                     if k in lat) + " µs"
 
 
 def _latency_lines(d: dict[str, Any]) -> list[str]:
@@ -201,7 +201,7 @@ def cmd_latency(a: argparse.Namespace) -> int:
     def text(d: dict[str, Any]) -> str:
         m = d["metrics"]
         keys = [k for k in m if k.startswith("latency_")]
-        out = [f"{k[len('latency_'):]:>10}: {m[k]:.1f}" for k in keys]
+        out = [reading(k, m[k]) for k in keys]
         out.append(f"timestamped at: {d.get('latency_source') or 'the sink'}"
                    + (", LIMITED: " + d["measurement_limited"]
                       if d.get("measurement_limited") else ""))
@@ -222,7 +222,7 @@ def _calibration_text(d: dict[str, Any]) -> str:
     f = d["latency_floor_us"]
     pcts = ", ".join(f"{k} {f[k]:.1f}" for k in ("p50", "p90", "p99", "p99.9", "max") if k in f)
     out.append(f"latency floor at {f['rate_pps']:,.0f} pps, {f['size']} bytes: "
-               + (f"{pcts} us" if pcts else "not measured"))
+               + (f"{pcts} µs" if pcts else "not measured"))
     out.append(f"stored in {d.get('stored_in')}; trials offered above 90 % of a ceiling are "
                "flagged generator_bound")
     return "\n".join(out)

@@ -7,7 +7,6 @@ missing database: exit 2) or whatever ``lab_up``/``measure`` raise outside a run
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,11 +18,10 @@ from ..errors import SpecError
 from ..spec.experiment import LabValidator, expand, load_experiment
 from ..spec.limits import MAX_RUNS
 from .provenance import recorded_environment as host_environment
-from .report import build_report
+from .report import build_report, flatten, measurement_words
 from .runner import Calibrate, LabUp, Measure, Progress, Runner, RunSummary, TextProgress
-from .stats import short
 from .store import Store
-from .units import reading
+from .units import env_value, env_words, point_words, reading
 
 from . import DEFAULT_DB  # noqa: E402  (re-exported for callers)
 
@@ -94,13 +92,14 @@ def results_show(db: str | os.PathLike[str] | None, experiment: int | str | None
                    f"started {_when(r.started)}, ended {_when(r.ended)}"]
             if r.error:
                 out.append(f"error: {r.error}")
-            out.append("params: " + json.dumps(r.params, sort_keys=True))
-            out.append("measure: " + json.dumps(r.measure, sort_keys=True))
+            out.append("parameters: " + (point_words(r.params) if r.params else "–"))
+            out.append("measurement: " + measurement_words(r.measure))
             out.append("metrics:")
             out += [f"  {reading(k, v)}" for k, v in r.metrics.items()]
             env = store.run_environment(r.id)
             if env:
-                out.append("environment: " + json.dumps(env, sort_keys=True))
+                out.append("environment:")
+                out += [f"  {env_words(k)}: {env_value(k, v)}" for k, v in flatten(env).items()]
             for name, text in store.raw(r.id).items():
                 out.append(f"--- raw: {name}")
                 out.append(text.rstrip())
@@ -114,7 +113,7 @@ def results_show(db: str | os.PathLike[str] | None, experiment: int | str | None
                 f"{c['failed']} failed, {c['pending'] + c['running']} pending\n")
         rows = []
         for r in store.runs(e.id, with_metrics=True):
-            params = " ".join(f"{short(k)}={v}" for k, v in r.params.items())
+            params = point_words(r.params) if r.params else ""
             metrics = ", ".join(reading(k, v) for k, v in sorted(r.metrics.items())
                                 if not k.startswith("cpu."))
             rows.append([r.id, r.order, r.status, params or "–", r.repetition,

@@ -7,9 +7,14 @@ side's main parameter, :func:`.report.main_parameter`; none when nothing was swe
 metric all sides measured, gives
 
 - each side's series (mean and 95 % Student-t interval per point, :func:`.stats.series`), in the
-  one unit the metric takes across all sides (:mod:`.units`);
+  one unit the metric takes across all sides (:mod:`.units`), the interval cut at 0 where the
+  metric cannot be negative;
 - the *ratio* of each later side to the first (the baseline) at every x both have, with its
-  95 % Fieller interval (:func:`.verdicts.ratio_interval`, the interval the findings use);
+  95 % Fieller interval (:func:`.verdicts.ratio_interval`, the interval the findings use),
+  cut at 0 for a metric that cannot be negative (:func:`.units.nonnegative`: rates, times,
+  shares, counts): Fieller's set reaches below 0 when the later side's own interval does (too
+  few repetitions to tell its mean from 0), and no ratio of two rates is negative; an unbounded
+  set (the baseline's interval reaches 0) has ``high`` None;
 - the *environment differences*: every key of the stored environment records (kernel, commit,
   load, tool versions, calibration ...) whose value is not the same on every side;
 - where each side ran: its lab's name and experiment file, and whether that lab is up now;
@@ -33,10 +38,11 @@ from ..errors import SpecError
 from ..realize.state import LabState
 from .findings import Finding, load_findings
 from .findings import compare as compare_finding
-from .report import MAX_PLOTTED_METRICS, main_parameter, ordered_metrics
-from .stats import Series, Summary, metric_names, series, summarize
+from .report import MAX_PLOTTED_METRICS, flatten, main_parameter, ordered_metrics
+from .stats import Series, Summary, floored, metric_names, series, summarize
 from .store import ExperimentRow, RunRow, Store
-from .units import axis_label, param_words, point_words, scale, title
+from .units import (axis_label, env_value, env_words, nonnegative, param_words, point_words,
+                    scale, title)
 from .verdicts import ratio_interval
 
 #: sides one comparison may hold, and the length of one side's reference
@@ -101,31 +107,30 @@ def _environment(store: Store, exp: ExperimentRow, runs: Sequence[RunRow]) -> di
     return (chosen or [d for _, d in envs] or [{}])[-1]
 
 
-def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, Mapping):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def environment_differences(envs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The keys (flattened, ``kernel.release``) whose values differ between the records,
-    each with its value on every side (None where a side did not record it)."""
-    flat = [_flatten(e) for e in envs]
+    each with its value on every side (None where a side did not record it), and both in
+    people's words (``label``: ``load average (1, 5, 15 min)``; ``shown``: ``12.9, 13.5,
+    11.5``)."""
+    flat = [flatten(e) for e in envs]
     keys: list[str] = []
     for f in flat:
         keys += [k for k in f if k not in keys]
-    return [{"key": k, "values": [f.get(k) for f in flat]} for k in keys
+    return [{"key": k, "label": env_words(k), "values": [f.get(k) for f in flat],
+             "shown": [env_value(k, f.get(k)) for f in flat]} for k in keys
             if len({repr(f.get(k)) for f in flat}) > 1]
 
 
-def ratio(a: Summary, b: Summary) -> dict[str, float]:
-    """mean(a) / mean(b) with its 95 % Fieller interval (NaN ends when there is none)."""
+def ratio(a: Summary, b: Summary, *, nonnegative: bool = True) -> dict[str, float]:
+    """mean(a) / mean(b) with its 95 % Fieller interval (NaN ends when there is none), cut at
+    0 when both are means of a quantity that cannot be negative."""
     iv = ratio_interval(a, b)
-    return {"ratio": iv.estimate, "low": iv.low, "high": iv.high}
+    return {"ratio": iv.estimate, "low": _cut(iv.low, nonnegative), "high": iv.high}
+
+
+def _cut(low: float, nonnegative: bool) -> float:
+    """An interval's low end cut at 0 for a ratio that cannot be negative."""
+    return max(low, 0.0) if nonnegative and not math.isnan(low) else low
 
 
 def _side_series(s: Side, metric: str, x: str | None) -> list[Series]:
@@ -146,6 +151,7 @@ def _match(base: list[Series], other: Series) -> Series | None:
 
 def _metric(sides: Sequence[Side], metric: str, x: str | None) -> dict[str, Any]:
     per_side = [_side_series(s, metric, x) for s in sides]
+    floor = 0.0 if nonnegative(metric) else None
     sc = scale(metric, [p.mean for ss in per_side for se in ss for p in se.points])
     drawn = []
     for i, (s, ss) in enumerate(zip(sides, per_side)):
@@ -153,7 +159,7 @@ def _metric(sides: Sequence[Side], metric: str, x: str | None) -> dict[str, Any]
             drawn.append({"side": i, "name": s.label + (f", {point_words(se.label)}"
                                                         if se.label else ""),
                           "x": se.xs, "mean": [sc(p.mean) for p in se.points],
-                          "ci_low": [sc(p.ci_low) for p in se.points],
+                          "ci_low": [sc(floored(p, floor).ci_low) for p in se.points],
                           "ci_high": [sc(p.ci_high) for p in se.points],
                           "n": [p.n for p in se.points]})
     ratios = []
@@ -163,7 +169,8 @@ def _metric(sides: Sequence[Side], metric: str, x: str | None) -> dict[str, Any]
             if b is None:
                 continue
             xs = [v for v in se.xs if v in b.xs]
-            rs = [ratio(se.points[se.xs.index(v)], b.points[b.xs.index(v)]) for v in xs]
+            rs = [ratio(se.points[se.xs.index(v)], b.points[b.xs.index(v)],
+                        nonnegative=floor is not None) for v in xs]
             ratios.append({"side": i, "name": f"{sides[i].label} / {sides[0].label}"
                            + (f", {point_words(se.label)}" if se.label else ""),
                            "x": xs, "ratio": [r["ratio"] for r in rs],
@@ -172,9 +179,9 @@ def _metric(sides: Sequence[Side], metric: str, x: str | None) -> dict[str, Any]
             "title": title(metric, x), "series": drawn, "ratios": ratios}
 
 
-def where_it_ran(s: Side) -> dict[str, Any]:
-    """The lab a side ran on: its name, the experiment file, and whether it is up now."""
-    names = sorted({str(r.lab.get("name")) for r in s.runs if r.lab.get("name")})
+def where_it_ran(exp: ExperimentRow, runs: Sequence[RunRow]) -> dict[str, Any]:
+    """The lab runs ran on: its name, the experiment file, and whether it is up now."""
+    names = sorted({str(r.lab.get("name")) for r in runs if r.lab.get("name")})
     up = []
     for n in names:
         try:
@@ -182,7 +189,7 @@ def where_it_ran(s: Side) -> dict[str, Any]:
         except (OSError, ValueError, SpecError):
             up.append(False)
     return {"labs": [{"name": n, "up": u} for n, u in zip(names, up)],
-            "experiment_file": s.experiment.source}
+            "experiment_file": exp.source}
 
 
 def _band(f: Finding) -> list[float] | None:
@@ -195,25 +202,30 @@ def _band(f: Finding) -> list[float] | None:
 
 
 def published(store: Store, sides: Sequence[Side], path: str | Path | None) -> list[dict[str, Any]]:
-    """Each finding whose database is one side's experiment: the published range as a band
-    (a range claim widened by its tolerance; an equivalence's margins) and our ratio of its
-    a to its b with the 95 % interval, or why there is none."""
+    """Each finding whose points are one side's experiment (its database's name, or the
+    experiment its a or b names in a group's database): the published range as a band (a
+    range claim widened by its tolerance; an equivalence's margins) and our ratio of its a to
+    its b with the 95 % interval (cut at 0 where the metric cannot be negative, as the
+    comparison's own), or why there is none."""
     path = Path(path) if path is not None else FINDINGS
     if not path.is_file():
         return []
     names = {s.experiment.name for s in sides}
     out = []
     for f in load_findings(path).findings:
-        if f.db not in names or (f.b_db and f.b_db != f.db):
+        wanted = {str(f.a.get("experiment", f.db)), str(f.b.get("experiment", f.db))}
+        if not wanted & names or (f.b_db and f.b_db != f.db):
             continue
         row: dict[str, Any] = {"id": f.id, "claim": f.claim, "published": f.published,
+                               "a_name": f.a_name, "b_name": f.b_name,
                                "experiment": f.db, "rule": f.rule_text(), "band": _band(f)}
         # the database may hold other experiments too: the finding's points are this one's
         mine = replace(f, a={"experiment": f.db, **f.a}, b={"experiment": f.db, **f.b})
         try:
             c = compare_finding(store, mine)
             iv = c.interval
-            row.update(ratio=c.ratio, low=iv.low, high=iv.high, verdict=c.verdict)
+            row.update(ratio=c.ratio, low=_cut(iv.low, nonnegative(f.metric)), high=iv.high,
+                       verdict=c.verdict)
         except SpecError as e:
             row.update(ratio=None, low=None, high=None, verdict=None, note=e.message)
         out.append(row)
@@ -239,7 +251,7 @@ def compare(store: Store, refs: Sequence[str], *, metrics: Sequence[str] | None 
     return {"db": store.path, "x": x, "x_label": param_words(x) if x else None,
             "sides": [{"ref": s.ref, "label": s.label, "experiment": s.experiment.id,
                        "name": s.experiment.name, "runs": [r.id for r in s.runs],
-                       "ran_on": where_it_ran(s)} for s in sides],
+                       "ran_on": where_it_ran(s.experiment, s.runs)} for s in sides],
             "metrics": [_metric(sides, m, x) for m in shown[:MAX_PLOTTED_METRICS]],
             "environment": environment_differences([s.environment for s in sides]),
             "published": published(store, sides, findings)}

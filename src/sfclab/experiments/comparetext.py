@@ -15,18 +15,32 @@ def _num(v: Any, digits: int = 4) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}g}"
 
 
+def _known(v: Any) -> bool:
+    return v is not None and not math.isnan(v)
+
+
 def _mean(s: dict[str, Any], i: int, unit: str) -> str:
+    """``11 ± 2.5 Gbit/s (n=3)``; an interval cut at 0 is not symmetric: ``2.2 (0–7.3)``."""
     m, lo, hi = s["mean"][i], s["ci_low"][i], s["ci_high"][i]
     text = _num(m)
-    if lo is not None and hi is not None and not (math.isnan(lo) or math.isnan(hi)):
-        text += f" ± {_num((hi - lo) / 2, 2)}"
+    if _known(m) and _known(lo) and _known(hi):
+        if math.isclose(hi - m, m - lo, rel_tol=1e-6, abs_tol=1e-12):
+            text += f" ± {_num((hi - lo) / 2, 2)}"
+        else:
+            text += f" ({_num(lo, 3)}–{_num(hi, 3)})"
     return text + (f" {unit}" if unit else "") + f" (n={s['n'][i]})"
 
 
 def _ratio(r: dict[str, Any], i: int) -> str:
+    """``2× (1.8–2.2)``; ``1.2× (0.3–no upper bound)`` when the baseline's own interval reaches
+    0; ``no interval`` with fewer than 2 repetitions or no spread."""
     lo, hi = r["low"][i], r["high"][i]
-    iv = "no interval" if lo is None or hi is None or math.isnan(lo) or math.isnan(hi) \
-        or math.isinf(lo) or math.isinf(hi) else f"{_num(lo, 3)}–{_num(hi, 3)}"
+    if not _known(lo):
+        iv = "no interval"
+    elif hi is None or math.isinf(hi):
+        iv = f"{_num(max(lo, 0.0), 3)}–no upper bound"
+    else:
+        iv = f"{_num(lo, 3)}–{_num(hi, 3)}"
     return f"{_num(r['ratio'][i], 3)}× ({iv})"
 
 
@@ -59,8 +73,7 @@ def render(c: dict[str, Any]) -> str:
     if c["environment"]:
         out.append("Environment differences:\n" + render_markdown([Table(
             ["", *(f"[{i}]" for i in range(len(c["sides"])))],
-            [[d["key"], *("–" if v is None else str(v) for v in d["values"])]
-             for d in c["environment"]])]).rstrip() + "\n")
+            [[d["label"], *d["shown"]] for d in c["environment"]])]).rstrip() + "\n")
     else:
         out.append("Environment: the same on every side.\n")
     for p in c["published"]:

@@ -21,8 +21,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .fit import ChainAnalysis
-from .stats import Series, relative_to_baseline
-from .units import metric_words, param_words
+from .stats import Series, floored, relative_to_baseline
+from .units import metric_words, nonnegative, param_words
 
 FORMATS = ("png", "svg")
 
@@ -62,15 +62,27 @@ def _positions(all_series: Sequence[Series]) -> tuple[dict[str, float], list[Any
     return {repr(v): float(i) for i, v in enumerate(cats)}, cats
 
 
+#: at most this many swept values are each a tick of their own
+MAX_TICKS = 20
+
+
 def _errorbars(ax: Any, all_series: Sequence[Series], yscale: float = 1.0) -> None:
+    """Mean and 95 % interval per point, the interval cut at 0 where the metric cannot be
+    negative; the x ticks are the swept values (chain length 2, 3, 5, 8: never 2.5)."""
     pos, cats = _positions(all_series)
     for s in all_series:
+        floor = 0.0 if nonnegative(s.metric) else None
+        pts = [floored(p, floor) for p in s.points]
         x = [pos[repr(v)] for v in s.xs]
-        y = [p.mean * yscale for p in s.points]
-        err = [0.0 if math.isnan(p.half_width) else p.half_width * yscale for p in s.points]
-        ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=s.name)
+        y = [p.mean * yscale for p in pts]
+        below = [0.0 if math.isnan(p.ci_low) else (p.mean - p.ci_low) * yscale for p in pts]
+        above = [0.0 if math.isnan(p.ci_high) else (p.ci_high - p.mean) * yscale for p in pts]
+        ax.errorbar(x, y, yerr=[below, above], marker="o", capsize=3, label=s.name)
     if cats is not None:
         ax.set_xticks(range(len(cats)), [str(c) for c in cats])
+    elif len(pos) <= MAX_TICKS:
+        ticks = sorted(set(pos.values()))
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
     if len(all_series) > 1 or (all_series and all_series[0].label):
         ax.legend(fontsize="small")
     ax.grid(True, alpha=0.3)

@@ -23,17 +23,17 @@ import html
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .fit import analyze_chain
 from .plots import plot_fit, plot_offered_received, plot_relative, plot_series
-from .stats import Series, Summary, metric_names, series, short, summarize, swept_params
+from .stats import Series, Summary, metric_names, series, summarize, swept_params
 from .store import ExperimentRow, RunRow, Store
-from .units import (Scale, axis_label, metric_words, param_words, point_words, scale,
-                    title)
+from .units import (OPTION_WORDS, Scale, axis_label, env_value, env_words, metric_words,
+                    option_words, param_words, point_words, scale, title)
 
 CHAIN_LENGTH = "lab.chain.length"
 THROUGHPUT_RE = re.compile(r"(throughput|bps|bits_per_second|pps|rate|goodput)", re.I)
@@ -152,13 +152,14 @@ def main_parameter(runs: Sequence[RunRow]) -> str | None:
     return swept[0] if swept else None
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested record with dotted keys: ``{"kernel": {"release": r}}`` -> ``kernel.release``."""
+    out: dict[str, Any] = {}
     for k, v in d.items():
-        if isinstance(v, dict):
-            out += _flatten(v, f"{prefix}{k}.")
+        if isinstance(v, Mapping):
+            out.update(flatten(v, f"{prefix}{k}."))
         else:
-            out.append((f"{prefix}{k}", "–" if v is None else str(v)))
+            out[f"{prefix}{k}"] = v
     return out
 
 
@@ -235,6 +236,27 @@ def _curve_points(raw_text: str, *, limited: bool = False) -> list[tuple[float, 
     return pts
 
 
+#: what a measurement type measures, in words
+MEASUREMENT_WORDS = {"iperf": "iperf3 throughput", "rate": "rate curve",
+                     "ndr": "NDR/PDR search", "latency": "latency"}
+
+
+def measurement_words(m: Mapping[str, Any], swept: Sequence[str] = ()) -> str:
+    """An experiment file's ``measure:`` in words: ``iperf3 throughput (flows (swept),
+    duration 2 s, from src, to dst)``."""
+    opts = ", ".join(f"{OPTION_WORDS.get(k, (param_words('measure.' + k),))[0]} (swept)"
+                     if f"measure.{k}" in swept else option_words(k, v) or ""
+                     for k, v in m.items()
+                     if k != "type" and (f"measure.{k}" in swept or option_words(k, v)))
+    kind = str(m.get("type"))
+    return f"{MEASUREMENT_WORDS.get(kind, kind)} ({opts})"
+
+
+def curve_name(r: RunRow) -> str:
+    """A run's rate curve in words: ``chain length 2, repetition 1``."""
+    return f"{point_words(r.params)}, repetition {r.repetition}"
+
+
 def experiment_blocks(store: Store, exp: ExperimentRow, out_dir: Path,
                       fit_metrics: Sequence[str] | None = None) -> list[Block]:
     blocks: list[Block] = [Heading(2, f"Experiment `{exp.name}` (id {exp.id})")]
@@ -244,9 +266,8 @@ def experiment_blocks(store: Store, exp: ExperimentRow, out_dir: Path,
     counts = store.counts(exp.id)
     m = spec.get("measure", {})
     swept = spec.get("sweep", {})
-    opts = ", ".join(f"{k}={'(swept)' if f'measure.{k}' in swept else v}"
-                     for k, v in m.items() if k != "type" and v is not None)
-    blocks.append(Para(f"Measurement `{m.get('type')}` ({opts}); {spec.get('repetitions', 1)} "
+    blocks.append(Para(f"Measurement: {measurement_words(m, swept)}; "
+                       f"{spec.get('repetitions', 1)} "
                        f"repetitions in shuffled order (seed {exp.seed}); warm-up "
                        f"{spec.get('warmup', 0)} s, cool-down {spec.get('cooldown', 0)} s. "
                        f"Runs: {counts['done']} done, {counts['failed']} failed, "
@@ -260,7 +281,7 @@ def experiment_blocks(store: Store, exp: ExperimentRow, out_dir: Path,
     envs = store.environments(exp.id)
     if envs:
         blocks.append(Heading(3, "Environment"))
-        rows = [[k, v] for k, v in _flatten(envs[-1])]
+        rows = [[env_words(k), env_value(k, v)] for k, v in flatten(envs[-1]).items()]
         blocks.append(Table(["", "value"], rows))
         kernels = {json.dumps(e.get("kernel"), sort_keys=True) for e in envs} | \
             {str(e.get("hostname")) for e in envs}
@@ -280,7 +301,7 @@ def experiment_blocks(store: Store, exp: ExperimentRow, out_dir: Path,
     if failed:
         blocks.append(Heading(3, "Failed runs"))
         blocks.append(Table(["run", "parameters", "repetition", "error"],
-                            [[str(r.id), ", ".join(f"{short(k)}={v}" for k, v in r.params.items()),
+                            [[str(r.id), point_words(r.params),
                               str(r.repetition), (r.error or "")[:300]] for r in failed]))
     return blocks
 
@@ -397,8 +418,7 @@ def _curve_blocks(store: Store, exp: ExperimentRow, done: list[RunRow],
         text = raw.get("points") or raw.get("curve")
         if not text:
             continue
-        label = ", ".join(f"{short(k)}={v}" for k, v in r.params.items()) or "all runs"
-        curves.setdefault(f"{label} #{r.repetition}", []).extend(_curve_points(text))
+        curves.setdefault(curve_name(r), []).extend(_curve_points(text))
         limited += _curve_points(text, limited=True)
     curves = {k: v for k, v in curves.items() if v}
     if not curves:

@@ -39,6 +39,7 @@ from ..spec.experiment import Experiment, LabValidator, RunPoint, expand, trial_
 from .provenance import recorded_environment as host_environment
 from ..traffic.result import Measurement, ResultError
 from .store import Store
+from .units import point_words
 
 LabUp = Callable[[dict[str, Any]], ContextManager[Any]]
 Measure = Callable[[Any, dict[str, Any]], "Measurement | Mapping[str, Any]"]
@@ -299,7 +300,8 @@ class Runner:
         return dict(cal) if cal is not None else None
 
     def _one(self, exp: Experiment, run_id: int, point: RunPoint) -> None:
-        self.progress.begin(point.label())
+        self.progress.begin(f"{point_words(point.params)}, repetition {point.repetition}"
+                            if point.params else f"repetition {point.repetition}")
         t0 = time.monotonic()
         self.store.mark_running(run_id, self.clock())
         try:

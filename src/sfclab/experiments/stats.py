@@ -4,7 +4,7 @@ A *summary* is the mean, the sample standard deviation (n − 1) and the two-sid
 interval of the mean from Student's t with n − 1 degrees of freedom (95 % by default) of the
 repetitions at one point.  A *series* is the summaries of one metric against one swept parameter
 ``x`` (e.g. ``lab.chain.length``) with every other swept parameter held at one value (the
-series' label, e.g. ``measure.flows=8``).  Only ``done`` runs count; a missing metric (NaN)
+series' label, e.g. ``{"measure.flows": 8}``, named ``flows 8``).  Only ``done`` runs count; a missing metric (NaN)
 is left out of its point.
 """
 
@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scipy import stats as _st
+
+from .units import point_words
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,15 @@ class Summary:
         if math.isnan(self.half_width):
             return f"{self.mean:.{digits}g}"
         return f"{self.mean:.{digits}g} ± {self.half_width:.2g}"
+
+
+def floored(p: Summary, floor: float | None = 0.0) -> Summary:
+    """``p`` with its interval cut at ``floor`` (a mean of rates or times is never below 0:
+    an interval reaching below says only that the mean is not known to be above it); None
+    leaves it as it is."""
+    if floor is None or math.isnan(p.ci_low) or p.ci_low >= floor:
+        return p
+    return Summary(p.n, p.mean, p.std, floor, p.ci_high, p.confidence)
 
 
 def summarize(values: Iterable[float], confidence: float = 0.95) -> Summary:
@@ -67,7 +78,8 @@ class Series:
 
     @property
     def name(self) -> str:
-        return ", ".join(f"{short(k)}={v}" for k, v in self.label.items()) or "all runs"
+        """The series in people's words: ``flows 4`` (``all runs`` when nothing else varies)."""
+        return point_words(self.label)
 
     def values(self) -> tuple[list[Any], list[float], list[float]]:
         """x values, means and CI half-widths (NaN where undefined)."""

@@ -18,6 +18,9 @@
                                    own (beside a container's read-only one), the mount table
 - :mod:`sfclab.kernel.image_recipes`  the image recipes (``images/<name>/``) and each one's tag,
                                    its version from the recipe's content
+- :mod:`sfclab.kernel.image_checkout` what a recipe takes from this checkout (its ``checkout``
+                                   file: sfclab, its native tools, Python packages), staged
+                                   into its build context
 - :mod:`sfclab.kernel.image_build`    build (cached) and list those images with mmdebstrap and
                                    podman, through a :class:`~sfclab.kernel.image_build.Runner`
 - :mod:`sfclab.kernel.kmsg`       the kernel's log, read without consuming it: memory cgroups'

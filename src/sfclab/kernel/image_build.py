@@ -9,7 +9,9 @@ tests), :func:`build` turns recipes into images, :func:`listing` says which are 
   have tagged the part it got: that image is removed, after its label proves this build made it;
 - a derived recipe: ``podman build --network host --build-arg BASE=<base tag> -t <tag>
   <folder>`` (``--network host``: its ``RUN apt-get`` reaches Debian's archive as the machine's
-  apt does; the build changes nothing in the machine's network);
+  apt does; the build changes nothing in the machine's network); a recipe that takes files
+  from this checkout (:mod:`.image_checkout`) is built from a temporary context: its folder
+  and those files under ``checkout/``;
 - an image whose tag ``podman image exists`` reports is skipped (cached): building an unchanged
   recipe again runs one ``podman image exists`` and one ``podman tag``;
 - either way ``podman tag <tag> localhost/sfclab/<name>:latest`` points the name lab files use
@@ -26,14 +28,16 @@ import abc
 import json
 import secrets
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from ..errors import ToolError
-from . import image_recipes, podman
+from . import image_checkout, image_recipes, podman
 from .image_recipes import Recipe
 
 #: what a build says while it runs: (image name, a line of its tool's output)
@@ -168,12 +172,28 @@ def _discard_partial(runner: Runner, tag: str, token: str) -> None:
         runner.run(["podman", "image", "rm", tag])
 
 
-def derived_command(recipe: Recipe, base: Recipe) -> list[str]:
-    """The ``podman build`` that makes a derived image on ``base``."""
+def derived_command(recipe: Recipe, base: Recipe, context: Path | None = None) -> list[str]:
+    """The ``podman build`` that makes a derived image on ``base`` (from ``context``, by
+    default the recipe's folder)."""
+    context = context or recipe.folder
     return ["podman", "build", "--network", "host", "--pull=never",
             "--build-arg", f"BASE={base.tag}", "--label", f"sfclab.recipe={recipe.name}",
             "--label", f"sfclab.version={recipe.version}", "-t", recipe.tag,
-            "-f", str(recipe.folder / image_recipes.CONTAINERFILE), str(recipe.folder)]
+            "-f", str(context / image_recipes.CONTAINERFILE), str(context)]
+
+
+def _derived(runner: Runner, recipe: Recipe, base: Recipe, say: Callable[[str], None]) -> None:
+    """Build derived ``recipe``; one that takes files from the checkout from a temporary
+    context holding them (removed after)."""
+    if recipe.staged is None:
+        argv = derived_command(recipe, base)
+        _check(argv, runner.run(argv, say))
+        return
+    with tempfile.TemporaryDirectory(prefix=f"sfclab-image-{recipe.name}-") as tmp:
+        context = Path(tmp) / "context"
+        image_checkout.stage(recipe.staged, recipe.folder, context)
+        argv = derived_command(recipe, base, context)
+        _check(argv, runner.run(argv, say))
 
 
 def build(recipes: Iterable[Recipe], runner: Runner | None = None,
@@ -210,8 +230,7 @@ def build(recipes: Iterable[Recipe], runner: Runner | None = None,
         else:
             if base is None:
                 raise ValueError("the root recipe must be built before derived ones")
-            argv = derived_command(r, base)
-            _check(argv, runner.run(argv, say))
+            _derived(runner, r, base, say)
         _latest(runner, r)
         rows.append({"name": r.name, "tag": r.tag, "latest": r.latest, "built": True,
                      "seconds": round(time.monotonic() - t0, 3)})

@@ -8,7 +8,10 @@ kinds, told apart by the files they hold:
   comments).  It is built by ``mmdebstrap`` from Debian's archive (:data:`SUITE`, :data:`MIRROR`)
   and imported into podman's image store;
 - a **derived** recipe: a ``Containerfile`` that begins ``ARG BASE`` / ``FROM ${BASE}`` and may
-  ``COPY`` the other files of its folder; ``podman build`` runs it on the root image.
+  ``COPY`` the other files of its folder; ``podman build`` runs it on the root image.  One that
+  runs sfclab itself also holds a ``checkout`` file naming what it takes from this checkout
+  (the package, its native tools, the Python packages it imports): those files are staged into
+  its build context under ``checkout/`` (:mod:`.image_checkout`) and are part of its version.
 
 Each image is tagged ``localhost/sfclab/<name>:<version>``.  The version is the first
 :data:`VERSION_HEX` hex digits of a SHA-256 over the recipe's files (relative path, mode, content)
@@ -34,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SpecError
+from . import image_checkout
+from .image_checkout import Staged
 
 #: the Debian release and archive the root image is made from (part of its version)
 SUITE = "bookworm"
@@ -63,6 +68,8 @@ class Recipe:
     description: str
     packages: tuple[str, ...]
     version: str
+    #: what it takes from this checkout (its ``checkout`` file), or None
+    staged: Staged | None = None
 
     @property
     def root(self) -> bool:
@@ -172,7 +179,12 @@ def read_recipe(folder: Path, base_version: str | None) -> Recipe:
                         "'FROM ${BASE}' (sfclab's base image, passed by the builder)",
                         file=str(folder / CONTAINERFILE))
     assert base_version is not None
-    return Recipe(name, folder, _description(text), (), digest(files, ROOT, base_version))
+    if image_checkout.CHECKOUT not in contents:
+        return Recipe(name, folder, _description(text), (), digest(files, ROOT, base_version))
+    staged = image_checkout.read(folder / image_checkout.CHECKOUT)
+    return Recipe(name, folder, _description(text), (),
+                  digest(files + image_checkout.contents(staged), ROOT, base_version,
+                         *staged.missing), staged)
 
 
 def table(dirs: Iterable[Path] | None = None) -> dict[str, Recipe]:

@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..experiments.compare import compare
+from ..experiments.compare import compare, where_it_ran
 from ..experiments.fit import analyze_chain
 from ..experiments.report import (CHAIN_LENGTH, MAX_PLOTTED_METRICS, Heading, Para, Table,
-                                  _curve_points, experiment_blocks, is_throughput,
+                                  _curve_points, curve_name, experiment_blocks, is_throughput,
                                   main_parameter, ordered_metrics)
-from ..experiments.stats import metric_names, series, short
+from ..experiments.stats import floored, metric_names, series
 from ..experiments.store import ExperimentRow, RunRow, Store
-from ..experiments.units import axis_label, param_words, scale, title
+from ..experiments.units import axis_label, nonnegative, param_words, scale, title
 from .errors import NotFound
 
 #: points on a drawn fit curve
@@ -116,12 +116,13 @@ def _fit(done: list[RunRow], metric: str, label: dict[str, Any], factor: float
 
 
 def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
-    """Plot data: per metric the series against the main parameter (with intervals and, for
-    throughput against chain length, fits), and the offered-vs-received curves."""
+    """Plot data: per metric the series against the main parameter (with intervals, cut at 0
+    where the metric cannot be negative, and, for throughput against chain length, fits), the
+    offered-vs-received curves, and the lab the runs ran on (linked while it is up)."""
     done = store.runs(e.id, status="done", with_metrics=True)
     x = main_parameter(done)
     out: dict[str, Any] = {"experiment": e.id, "x": x, "x_label": param_words(x) if x else None,
-                           "metrics": [], "curves": []}
+                           "ran_on": where_it_ran(e, done), "metrics": [], "curves": []}
     if x is not None:
         shown, _cpu = ordered_metrics(metric_names(done))
         for name in shown[:MAX_PLOTTED_METRICS]:
@@ -130,13 +131,14 @@ def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
                 continue
             sc = scale(name, [p.mean for s in all_series for p in s.points])
             fitted = x == CHAIN_LENGTH and is_throughput(name)
+            floor = 0.0 if nonnegative(name) else None
             out["metrics"].append({
                 "metric": name, "unit": sc.unit, "y_label": axis_label(name, sc),
                 "title": title(name, x),
                 "throughput": is_throughput(name),
                 "series": [{"name": s.name, "x": s.xs,
                             "mean": [sc(p.mean) for p in s.points],
-                            "ci_low": [sc(p.ci_low) for p in s.points],
+                            "ci_low": [sc(floored(p, floor).ci_low) for p in s.points],
                             "ci_high": [sc(p.ci_high) for p in s.points],
                             "n": [p.n for p in s.points],
                             "fit": _fit(done, name, s.label, sc.factor) if fitted else None}
@@ -146,8 +148,7 @@ def plots(store: Store, e: ExperimentRow) -> dict[str, Any]:
         raw = store.raw(r.id)
         text = raw.get("points") or raw.get("curve")
         if text:
-            label = ", ".join(f"{short(k)}={v}" for k, v in r.params.items()) or "all runs"
-            curves.setdefault(f"{label} #{r.repetition}", []).extend(_curve_points(text))
+            curves.setdefault(curve_name(r), []).extend(_curve_points(text))
     pts = [o for c in curves.values() for o, _ in c]
     if pts:
         sc = scale("offered_pps", pts)

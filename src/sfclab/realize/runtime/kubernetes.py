@@ -131,8 +131,9 @@ def node_addresses(api: KubeApi) -> dict[str, str]:
 
 
 def covering(addresses: list[IPv4Address]) -> IPv4Network:
-    """The smallest subnet (at most a /30) holding every one of ``addresses`` as a host."""
-    for prefix in range(30, 7, -1):
+    """The smallest subnet holding every one of ``addresses`` as a host, at most a /29 (the
+    smallest underlay subnet a lab file takes)."""
+    for prefix in range(29, 7, -1):
         net = IPv4Network(f"{addresses[0]}/{prefix}", strict=False)
         if all(a in net and a not in (net.network_address, net.broadcast_address)
                for a in addresses):

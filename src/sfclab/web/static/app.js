@@ -9,6 +9,8 @@
   const state = window.sfclab = {graph: null, topology: null, rates: {}, links: {},
                                  loss: null, job: null, plots: []};
   let timers = [];
+  const KIND_WORDS = {rate_curve: "rate curve", rate: "rate curve", ndr: "NDR/PDR search",
+                      latency: "latency", iperf: "iperf3 throughput"};
 
   async function api(path, init) {
     init = Object.assign({credentials: "same-origin"}, init || {});
@@ -107,6 +109,18 @@
     }
   }
 
+  // where the last measurement's packets were lost, as a person reads it
+  function lossWords(l) {
+    if (l.measurement === null) return "no measurement finished yet";
+    const n = v => Number(v).toLocaleString();
+    const most = o => Object.entries(o || {}).filter(([, c]) => c > 0)
+      .sort((a, b) => b[1] - a[1]).map(([k, c]) => k + " " + n(c)).join(", ") || "none";
+    const share = l.sent ? " (" + (100 * l.lost / l.sent).toFixed(1) + " %)" : "";
+    return "measurement " + l.measurement + " (" + (KIND_WORDS[l.type] || l.type) + "): lost " +
+      n(l.lost) + " of " + n(l.sent) + " packets" + share + "\nwhere: " +
+      most(l.loss_by_node) + "\nwhy (kernel drop reasons): " + most(l.loss_by_reason);
+  }
+
   async function lab(name) {
     show("view-lab");
     document.getElementById("lab-name").textContent = name;
@@ -136,11 +150,7 @@
         const l = await api("/api/labs/" + encodeURIComponent(name) + "/loss");
         state.loss = l;
         if (!state.trialLoss) state.graph.setLoss(l.loss_by_node);  // else a trial's (measure.js)
-        document.getElementById("loss").textContent = l.measurement === null
-          ? "no measurement finished yet"
-          : "measurement " + l.measurement + " (" + l.type + "): lost " + l.lost + " of " +
-            l.sent + " packets\nby node: " + JSON.stringify(l.loss_by_node) +
-            "\nby reason: " + JSON.stringify(l.loss_by_reason);
+        document.getElementById("loss").textContent = lossWords(l);
       } catch (e) { say(e.message); }
     }
     await tick();
@@ -152,14 +162,8 @@
   }
 
   // ---------------------------------------------------------------- results
-  const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];  // Plotly's own default order
-
-  function errorBars(s) {
-    return {type: "data", symmetric: false, visible: true,
-            array: s.mean.map((m, i) => s.ci_high[i] === null ? 0 : s.ci_high[i] - m),
-            arrayminus: s.mean.map((m, i) => s.ci_low[i] === null ? 0 : m - s.ci_low[i])};
-  }
+  const P = window.SfclabPlot;
+  const COLOURS = P.COLOURS;
 
   function plotDiv(container, title) {
     const d = document.createElement("div");
@@ -169,6 +173,25 @@
     return d;
   }
 
+  // the lab the experiment's runs ran on: a link to its lab view while it is up
+  function ranOn(where) {
+    const box = document.getElementById("ran-on");
+    box.textContent = "";
+    if (!where.labs.length) return;
+    box.append("Ran on lab ");
+    where.labs.forEach(function (l, i) {
+      if (i) box.append(", ");
+      if (l.up) {
+        const a = document.createElement("a");
+        a.href = "#/lab/" + encodeURIComponent(l.name);
+        a.textContent = l.name;
+        box.append(a, " (up: open the lab view)");
+      } else box.append(l.name + " (not up now)");
+    });
+    if (where.experiment_file) box.append("; experiment file " + where.experiment_file);
+    box.append(".");
+  }
+
   async function drawResults(db, exp) {
     const q = db ? "?db=" + encodeURIComponent(db) : "";
     const plotsEl = document.getElementById("plots");
@@ -176,12 +199,14 @@
     plotsEl.textContent = ""; tablesEl.textContent = "";
     state.plots = [];
     const p = await api("/api/results/experiments/" + exp + "/plots" + q);
+    ranOn(p.ran_on);
     for (const m of p.metrics) {
       const traces = [];
       m.series.forEach(function (s, i) {
         const colour = COLOURS[i % COLOURS.length];  // a series and its fit share a colour
         traces.push({x: s.x, y: s.mean, name: s.name, type: "scatter", mode: "lines+markers",
-                     error_y: Object.assign(errorBars(s), {color: colour}),
+                     error_y: Object.assign(P.bars(s.mean, s.ci_low, s.ci_high),
+                                            {color: colour}),
                      line: {color: colour}, marker: {color: colour}, legendgroup: s.name,
                      text: s.n.map(n => "n = " + n), hovertemplate: "%{x}: %{y:.4g} (%{text})"});
         if (s.fit && s.x && !s.fit.error) {
@@ -194,7 +219,7 @@
       const d = plotDiv(plotsEl, m.metric);
       d.dataset.label = m.title;  // people's words, from the server (experiments/units.py)
       window.Plotly.newPlot(d, traces, {
-        title: {text: m.title}, xaxis: {title: {text: p.x_label}},
+        title: {text: m.title}, xaxis: P.xaxis(p.x_label, m.series.map(s => s.x)),
         yaxis: {title: {text: m.y_label}, rangemode: "tozero"}, margin: {t: 50}},
         {responsive: true});
       state.plots.push(m.metric);

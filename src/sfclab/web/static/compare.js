@@ -6,18 +6,15 @@
  * window.sfclab.compare (the last comparison). */
 (function () {
   "use strict";
-  const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
+  const P = window.SfclabPlot;
+  const COLOURS = P.COLOURS;
+  const bars = P.bars;
 
   function el(tag, text, parent) {
     const e = document.createElement(tag);
     if (text !== undefined) e.textContent = text;
     if (parent) parent.appendChild(e);
     return e;
-  }
-  function bars(mean, low, high) {
-    return {type: "data", symmetric: false, visible: true,
-            array: mean.map((m, i) => high[i] === null || m === null ? 0 : high[i] - m),
-            arrayminus: mean.map((m, i) => low[i] === null || m === null ? 0 : m - low[i])};
   }
   function plot(parent, title, traces, layout) {
     const d = el("div", undefined, parent);
@@ -35,16 +32,30 @@
       error_y: Object.assign(bars(s.mean, s.ci_low, s.ci_high),
                              {color: COLOURS[s.side % COLOURS.length]}),
       text: s.n.map(n => "n = " + n), hovertemplate: "%{x}: %{y:.4g} (%{text})"}));
-    plot(out, m.title, traces, {xaxis: {title: {text: c.x_label || ""}},
+    const xs = m.series.map(s => s.x);
+    plot(out, m.title, traces, {xaxis: P.xaxis(c.x_label, xs),
                                 yaxis: {title: {text: m.y_label}, rangemode: "tozero"}});
     if (!m.ratios.length) return;
+    // the axis holds every bounded end; an interval without an upper bound (the baseline's
+    // own interval reaches 0) is drawn leaving the plot at its top, its point a triangle
+    const all = v => [].concat(...m.ratios.map(v)).filter(x => x !== null);
+    const top = 1.15 * Math.max(1, ...all(r => r.ratio), ...all(r => r.high));
+    const bottom = 1.15 * Math.min(0, ...all(r => r.low));
+    const unbounded = r => r.high.map((h, i) => h === null && r.low[i] !== null);
     const ratios = m.ratios.map(r => ({
       x: r.x, y: r.ratio, name: r.name, type: "scatter", mode: "lines+markers",
       line: {color: COLOURS[r.side % COLOURS.length]},
-      error_y: bars(r.ratio, r.low, r.high)}));
+      marker: {symbol: unbounded(r).map(u => u ? "triangle-up" : "circle"), size: 8},
+      error_y: bars(r.ratio, r.low, r.high.map((h, i) => unbounded(r)[i] ? 100 * top : h)),
+      text: r.x.map((x, i) => r.low[i] === null
+        ? "no interval (fewer than 2 repetitions, or no spread)"
+        : "95 %: " + r.low[i].toPrecision(3) + " – " +
+          (r.high[i] === null ? "no upper bound" : r.high[i].toPrecision(3))),
+      hovertemplate: "%{x}: %{y:.3g}× (%{text})"}));
     const d = plot(out, "ratio: " + m.title, ratios, {
-      xaxis: {title: {text: c.x_label || ""}},
-      yaxis: {title: {text: "ratio to " + c.sides[0].label + " (95 % interval)"}},
+      xaxis: P.xaxis(c.x_label, m.ratios.map(r => r.x)),
+      yaxis: {title: {text: "ratio to " + c.sides[0].label + " (95 % interval)"},
+              range: [bottom, top]},
       shapes: [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1,
                 line: {dash: "dot", color: "#999"}}]});
     d.classList.add("ratio");
@@ -62,13 +73,14 @@
                   type: "scatter", mode: "markers", marker: {color: "#d62728", size: 9},
                   error_y: bars(rows.map(p => p.ratio), rows.map(p => p.low),
                                 rows.map(p => p.high)),
-                  text: rows.map(p => p.claim + " — published " + p.published +
+                  text: rows.map(p => (p.a_name || "a") + " / " + (p.b_name || "b") + ": " +
+                                 p.claim + " — published " + p.published +
                                  (p.verdict ? "; " + p.verdict : "") + (p.note ? "; " + p.note : ""))};
     const band = {x: [null], y: [null], name: "published range", type: "scatter", mode: "markers",
                   marker: {color: "#9ecae1", symbol: "square", size: 12}};
     const d = plot(out, "published figures beside ours", [band, ours], {
       shapes: shapes, xaxis: {title: {text: "finding"}, type: "category"},
-      yaxis: {title: {text: "ratio a / b"}}});
+      yaxis: {title: {text: "ratio of each finding's a to its b"}, rangemode: "tozero"}});
     d.classList.add("published");
   }
 
@@ -102,9 +114,9 @@
     }), "compare-labs");
     el("h3", "Environment differences", out);
     if (c.environment.length) {
-      table(out, [""].concat(c.sides.map(s => s.label)), c.environment.map(
-        d => [d.key].concat(d.values.map(v => v === null ? "–" : typeof v === "object"
-          ? JSON.stringify(v) : String(v)))), "compare-env");
+      const t = table(out, [""].concat(c.sides.map(s => s.label)),
+                      c.environment.map(d => [d.label].concat(d.shown)), "compare-env");
+      [...t.rows].slice(1).forEach((tr, i) => { tr.dataset.key = c.environment[i].key; });
     } else el("p", "The stored environments are the same on every side.", out);
     for (const m of c.metrics) overlaid(out, c, m);
     published(out, c.published);

@@ -23,6 +23,11 @@
     return v.toFixed(v < 10 ? 1 : 0);
   }
 
+  // a count of packets: whole below a thousand (lost 7, never lost 7.0), then as a rate is
+  function fmtCount(v) {
+    return v < 1e3 ? String(Math.round(v)) : fmtRate(v);
+  }
+
   function caption(n) {
     // the text under a node's name, as `sfclab graph` writes it: its kind (or function), and
     // for a lab-file node whose function `chain migrate` moved, where the function is now
@@ -160,7 +165,7 @@
       cy.nodes(".lab-node").forEach(function (n) {
         const lost = byNode[n.id()] || 0;
         n.toggleClass("lossy", lost > 0);
-        n.data("label", n.data("base") + (lost > 0 ? "\nlost " + fmtRate(lost) : ""));
+        n.data("label", n.data("base") + (lost > 0 ? "\nlost " + fmtCount(lost) : ""));
       });
     }
 

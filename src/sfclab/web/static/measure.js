@@ -10,8 +10,9 @@
  *
  * A started measurement is followed by polling GET /api/measurements/ID: one row per trial as
  * it ends (offered, received, loss, the interval an NDR/PDR search narrowed to) and the
- * trial's per-node loss painted on the graph.  Stop sends DELETE, which returns once the job
- * has ended; the job is then shown as stopped, with its trials so far.
+ * trial's per-node loss painted on the graph as the row arrives (state.painted keeps, per
+ * trial, the nodes painted for it).  Stop sends DELETE, which returns once the job has ended;
+ * the job is then shown as stopped, with its trials so far.
  *
  * Entry point: SfclabMeasure.panel(element, {lab, topo, api, state, graph, ended}). */
 (function () {
@@ -249,8 +250,9 @@
     function trials(job) {
       table.textContent = "";
       const head = el("tr");
-      for (const h of ["trial", "purpose", "offered pps", "sent pps", "received pps", "loss %",
-                       job.type === "ndr" ? "interval (pps)" : null, "lost at"]) {
+      for (const h of ["trial", "purpose", "offered (pps)", "sent (pps)", "received (pps)",
+                       "loss (%)", job.type === "ndr" ? "interval (pps)" : null,
+                       "lost at (packets)"]) {
         if (h !== null) head.appendChild(el("th", {}, h));
       }
       table.appendChild(head);
@@ -274,8 +276,10 @@
       state.job = job;
       const n = (job.rows || []).length;
       const words = {running: "running", done: "done", stopped: "stopped", failed: "failed"};
+      const kinds = Object.fromEntries(KINDS);
       document.getElementById("measure-status").textContent =
-        "measurement " + job.id + " (" + job.type + "): " + (words[job.status] || job.status) +
+        "measurement " + job.id + " (" + (kinds[job.type] || job.type) + "): " +
+        (words[job.status] || job.status) +
         ", " + n + " trial" + (n === 1 ? "" : "s") +
         (job.error && job.status !== "stopped" ? ": " + job.error.error : "");
       trials(job);
@@ -283,6 +287,11 @@
       if (last) {
         state.trialLoss = last.loss_by_node;
         ctx.graph().setLoss(last.loss_by_node || {});  // where this trial's packets were lost
+        state.painted = state.painted || [];
+        if (!state.painted.length || state.painted[state.painted.length - 1].index !== last.index) {
+          state.painted.push({index: last.index, status: job.status,
+                              nodes: ctx.graph().cy.nodes(".lossy").map(n => n.id()).sort()});
+        }
       }
       stopB.disabled = job.status !== "running";
       startB.disabled = job.status === "running" || !!state.formError;
@@ -311,6 +320,7 @@
         const job = await ctx.api("/api/labs/" + encodeURIComponent(ctx.lab) + "/measurements",
           {method: "POST", headers: {"Content-Type": "application/json"},
            body: JSON.stringify(body)});
+        state.painted = [];
         shown(Object.assign({rows: []}, job));
         await follow(job.id);
       } catch (err) {
