@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import hashlib
 
+from collections.abc import Iterable
+
 from .model import HostPlan, Plan
 from .steering import DirectionPlan, Hop, SteeringPlan
 
@@ -41,6 +43,19 @@ def interface_mac(lab: str, node: str, ifname: str) -> bytes:
     the same on every host."""
     digest = hashlib.sha256(f"{lab}/{node}/{ifname}".encode()).digest()
     return bytes([0x02]) + digest[:5]
+
+
+def addressed(hops: Iterable[Hop], directions: Iterable[DirectionPlan]) -> set[tuple[str, str]]:
+    """The chain nodes' interfaces (node, interface) that ``hops`` and ``directions`` address:
+    each label's own and next interface, each path's first (at its ingress) and its next
+    node's: those whose MAC another host writes into its tables."""
+    out: set[tuple[str, str]] = set()
+    for h in hops:
+        out |= {(h.node, h.ifname or ""), (h.next or "", h.next_ifname or "")}
+    for d in directions:
+        for p in d.paths:
+            out |= {(d.ingress, p.ifname), (p.next, p.next_ifname)}
+    return {(n, i) for n, i in out if n and i}
 
 
 def share_dir_name(host: str) -> str:

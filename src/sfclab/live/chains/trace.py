@@ -1,7 +1,7 @@
 """``chain trace``'s probes and label traceroutes (the model: :mod:`sfclab.live.ops.chains`): the
 probe packets (:func:`probe_packet`, :func:`probe_ports`) and the traceroute in this machine's
 kernel (:func:`trace_here`, the ``local`` runtime's ``trace_paths``; over SSH:
-:mod:`sfclab.live.runtime.ssh_trace`).
+:mod:`sfclab.live.runtime.agents_trace`).
 """
 
 from __future__ import annotations

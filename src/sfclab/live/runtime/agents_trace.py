@@ -1,4 +1,5 @@
-"""``chain trace`` on hosts driven over SSH (the ``ssh`` runtime's ``trace_paths``): each step's
+"""``chain trace`` on hosts driven by their agents (the ``ssh`` and ``kubernetes`` runtimes'
+``trace_paths``, :mod:`.agents`): each step's
 probe sent by the ingress's host's agent (which sets the path's TTL and puts it back once the
 probe has taken the path), the TTL expiries read on every host until one is seen or the wait
 has passed (the model: :mod:`sfclab.live.ops.chains`; the probes:
@@ -13,7 +14,7 @@ from ipaddress import IPv4Address, IPv6Address
 from typing import Any, TypeVar
 
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
-from ...realize.runtime.ssh import SshRuntime
+from ...realize.runtime.agents import AgentHosts
 from ...spec.sfc import ClassifierSpec
 from ...plan.encap import encap_of, trace_steps
 from ..chains.trace import hop_row, probe_packet
@@ -33,11 +34,11 @@ def _until(wait: float, look: Callable[[], T]) -> T:
             return got
 
 
-def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
+def _trace_remote(rt: AgentHosts, plan: Any, sp: SteeringPlan, d: DirectionPlan,
                   path: PathPlan, index: int, packet: bytes, dst: IPv4Address | IPv6Address,
                   wait: float
                   ) -> tuple[list[dict[str, Any]], bool]:
-    """``trace`` on hosts driven over SSH: each step's probe sent by the ingress's host's
+    """``trace`` on hosts driven by their agents: each step's probe sent by the ingress's host's
     agent (which sets the path's TTL and puts it back once the probe took the path), the TTL
     expiries read on every host until one has grown (up to ``wait`` seconds)."""
     hops_by_label = {h.label: h for h in sp.hops}
@@ -81,11 +82,11 @@ def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
     return hops, _until(wait, lambda: delivered() > was)
 
 
-def trace_over_ssh(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
-                        wanted: list[PathPlan], base: int, spec: ClassifierSpec,
-                        src: IPv4Address | IPv6Address, dst: IPv4Address | IPv6Address,
-                        wait: float) -> dict[str, Any]:
-    """``trace`` over SSH: the slot table lives on the ingress's host, so probes are not
+def trace_through_agents(rt: AgentHosts, plan: Any, sp: SteeringPlan, d: DirectionPlan,
+                         wanted: list[PathPlan], base: int, spec: ClassifierSpec,
+                         src: IPv4Address | IPv6Address, dst: IPv4Address | IPv6Address,
+                         wait: float) -> dict[str, Any]:
+    """``trace`` through the hosts' agents: the slot table lives on the ingress's host, so probes are not
     hashed onto paths; each wanted path is traced by the label traceroute with the default
     probe (its TTL steps set in that path's own entry), which shows the path's hops."""
     packet, _ = probe_packet(spec, src, dst)
@@ -97,7 +98,7 @@ def trace_over_ssh(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan
                                         wait)
         out.append({"path": p.index, "nodes": p.nodes, "instances": p.instances,
                     "probe": probe, "hops": hops, "delivered": delivered,
-                    "took_path": None,  # not read over SSH: the path's entry was set directly
+                    "took_path": None,  # not read there: the path's entry was set directly
                     "instances_seen": [h["seen_at"] for h in hops if h["action"] == "proxy"],
                     "in_order": all(h["seen_at"] == h["expected"] for h in hops)})
     return {"lab": rt.state.name, "chain": d.chain, "ingress": d.ingress, "egress": d.egress,
