@@ -19,8 +19,10 @@ import pytest
 from sfclab.kernel import netns
 from sfclab.live import request
 from sfclab.live.ops import add as chain_add
-from sfclab.live.ops import chains
+from sfclab.cli import main
+from sfclab.live.ops import chains, migrate
 from sfclab.realize import lifecycle
+from sfclab.realize.dataplane import DataPlane, nsh_rows
 
 from .test_chain_ops import (ENV, PROBE, ROOT, _events, _wait, base_lab, chain_file, counters,
                              echo, migrate_under_udp_and_tcp, natted, running)
@@ -185,3 +187,30 @@ def test_one_instance_serves_two_chains_each_its_own_way_after_it(encap: str) ->
         assert delta == {"f": 18, "g1": 7, "g2": 11}, delta
         sa.wait(timeout=30)
         sb.wait(timeout=30)
+
+
+def nsh_keys(lab: str) -> set[bytes]:
+    """Every key of the lab's ``sfc_nsh`` map."""
+    with DataPlane(lab) as dp:
+        return set(dp.nsh_map().keys())
+
+
+def test_nsh_entries_go_with_their_chain_and_a_migrations_old_paths(tmp_path: Path) -> None:
+    """An NSH chain's (SPI, SI) entries are the data plane's own: ``chain migrate`` leaves
+    exactly those of the paths the chain has after it (none of the old paths'), ``chain rm``
+    leaves none of the chain's."""
+    with running(base_lab()) as lab:
+        before = nsh_keys(lab.name)  # the lab file's chain is MPLS: no entry
+        chain_add.add_chain(request.read_chain_file(
+            lab.name, chain_file(tmp_path, natted(encap="nsh"))))
+        sp = lifecycle.load_plan(lab.name)[1].steering
+        planned = {k for k, _ in nsh_rows(sp, [d for d in sp.directions if d.chain == "natted"])}
+        assert planned and nsh_keys(lab.name) == before | planned
+        d = migrate.migrate(request.MigrateInstance(lab.name, "nat-1", None))
+        assert d["clone"] == "nat-1.m1"
+        sp = lifecycle.load_plan(lab.name)[1].steering
+        now = {k for k, _ in nsh_rows(sp, [d for d in sp.directions if d.chain == "natted"])}
+        assert now and now != planned  # the clone's paths: new SPIs
+        assert nsh_keys(lab.name) == before | now
+        assert main(["chain", "rm", lab.name, "natted"]) == 0
+        assert nsh_keys(lab.name) == before

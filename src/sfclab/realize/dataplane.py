@@ -138,6 +138,28 @@ def nsh_header(ttl: int, spi: int, si: int = NSH_FIRST_SI) -> tuple[int, int]:
     return (ttl & 0x3f) << 22 | 2 << 16 | 2 << 8, (spi & 0xffffff) << 8 | si
 
 
+def nsh_rows(sp: SteeringPlan, dirs: Iterable[DirectionPlan], nodes: set[str] | None = None,
+             base: int | None = None) -> list[tuple[bytes, bytes]]:
+    """(key, value) of every ``sfc_nsh`` entry of the NSH directions among ``dirs``: each
+    node's hop on each path at each service index (:func:`sfclab.plan.encap.nsh_entries`,
+    labels owned as ``sp`` says), the SPI being the path's index in the path table: ``base``
+    when given, else the direction's own range when it has one (a migration's new paths, whose
+    direction in ``sp`` still has the old range), else its range in ``sp``; ``nodes``: only
+    theirs (a host's share)."""
+    owner = {h.label: (h.node, h.action) for h in sp.hops}
+    out = []
+    for d in dirs:
+        if d.encap != "nsh":
+            continue
+        first = base if base is not None else (
+            d.path_base if d.path_base is not None else path_base(sp, d.index))
+        for p in d.paths:
+            for node, spi, si, label, last in nsh_entries(first + p.index, p.stack, owner):
+                if nodes is None or node in nodes:
+                    out.append((nsh_key(sp.node_ids[node], spi, si), nsh_value(label, last)))
+    return out
+
+
 def nsh_key(node: int, spi: int, si: int) -> bytes:
     """A key of ``sfc_nsh`` (struct sfc_nsh_key)."""
     return _NSH_KEY.pack(node, spi, si)
@@ -404,20 +426,22 @@ class DataPlane:
         (a migration's new paths, whose direction in ``sp`` still has the old range);
         ``nodes``: only theirs.  Returns how many were written (none, and the map is not
         opened, without an NSH direction)."""
-        dirs = [d for d in ([only] if only else sp.directions) if d.encap == "nsh"]
-        if not dirs:
+        rows = nsh_rows(sp, [only] if only else sp.directions, nodes)
+        if not rows:
             return 0
-        owner = {h.label: (h.node, h.action) for h in sp.hops}
         m = self.nsh_map()
-        n = 0
-        for d in dirs:
-            base = d.path_base if d.path_base is not None else path_base(sp, d.index)
-            for p in d.paths:
-                for node, spi, si, label, last in nsh_entries(base + p.index, p.stack, owner):
-                    if nodes is None or node in nodes:
-                        m.update(nsh_key(sp.node_ids[node], spi, si), nsh_value(label, last))
-                        n += 1
-        return n
+        for key, value in rows:
+            m.update(key, value)
+        return len(rows)
+
+    def remove_nsh(self, keys: Iterable[bytes]) -> int:
+        """``keys`` of ``sfc_nsh`` deleted (a removed chain's, or a migration's old paths'; see
+        :func:`nsh_rows`); how many were there.  The map is not opened for no key."""
+        keys = list(keys)
+        if not keys:
+            return 0
+        m = self.nsh_map()
+        return sum(m.delete(k) for k in keys)
 
     def nsh_map(self) -> bpf.PinnedMap:
         """``sfc_nsh``, opened when first needed (only NSH chains use it)."""

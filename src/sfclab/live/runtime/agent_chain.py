@@ -24,9 +24,10 @@ each host makes only what is its own (:mod:`sfclab.live.runtime.ssh` says who as
   addresses (an added chain's egress, a lab-file node, has the MAC it was made with, not a
   derived one);
 - ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain", "clear",
-  "later"}``: classifier entries out (``later``: those ``chain classify`` added, by
-  direction), a drain, slots, paths and freed labels out (``clear``: more path ranges, a
-  migration's old ones), the nodes removed (the plan diff from ``plan`` to ``after``, this
+  "nsh_clear", "later"}``: classifier entries out (``later``: those ``chain classify`` added,
+  by direction), a drain, slots, paths, this host's nodes' NSH entries and freed labels out
+  (``clear``: more path ranges, ``nsh_clear``: more NSH entries, a migration's old ones), the
+  nodes removed (the plan diff from ``plan`` to ``after``, this
   host's share, by the engine's parts, the tunnel ends among them:
   :func:`sfclab.live.chains.wire.remove_nodes`), the part saved as
   ``after`` has it (``phase`` ``classifiers``: only the classifier entries; ``rest``: all
@@ -261,9 +262,16 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
                     time.sleep(float(req.get("drain", 0.05)))
                 for d in mine_d:
                     try:
-                        tables.clear_direction(dp, d)
+                        tables.clear_direction(dp, d, msp, local)
                     except Exception as e:
                         errors.append(f"direction {d.index}: {e}")
+                try:  # NSH: this host's nodes' entries on the directions of other ingresses
+                    dp.remove_nsh(k for d in add.directions if d not in mine_d
+                                  for k, _ in dataplane.nsh_rows(msp, [d], local))
+                    dp.remove_nsh(bytes.fromhex(k) for node, k in req.get("nsh_clear", [])
+                                  if node in local)
+                except Exception as e:
+                    errors.append(f"NSH entries: {e}")
                 for ingress, base, count in req.get("clear", []):  # a migration's old paths
                     if ingress in local:
                         try:

@@ -160,10 +160,13 @@ class AgentLive(AgentHosts, LiveRuntime):
     def unmake_share(self, merged: Plan, add: Addition, drain_s: float, *,
                      freed: list[int] | None = None, after: Plan | None = None,
                      clear: list[list[Any]] | None = None,
+                     nsh_clear: list[list[str]] | None = None,
                      later: Mapping[int, Sequence[Mapping[str, Any]]] | None = None) -> list[str]:
         """Every host takes its share of ``add`` out; the errors (an unreachable host's too).
         ``freed``, ``after``: the labels to delete and the plan once it is gone (default: as
         ``chain rm`` has them); ``clear``: more path ranges (ingress, base, count) to clear;
+        ``nsh_clear``: more ``sfc_nsh`` entries to delete, (node, key in hex), each by the host
+        of its node (a migration's old paths);
         ``later``: the entries ``chain classify`` added to the chain since, by direction (each
         ingress's host deletes them with the chain's own)."""
         if after is None:
@@ -171,7 +174,7 @@ class AgentLive(AgentHosts, LiveRuntime):
             freed = withdraw(after, add)
         req = {"lab": self.state.name, "plan": merged.to_dict(), "after": after.to_dict(),
                "addition": add.to_dict(), "freed": list(freed or []), "drain": drain_s,
-               "clear": clear or [], "later": {str(k): v for k, v in (later or {}).items()}}
+               "clear": clear or [], "nsh_clear": nsh_clear or [], "later": {str(k): v for k, v in (later or {}).items()}}
 
         def one(t: Any, phase: str) -> dict[str, Any] | RealizeError:
             try:

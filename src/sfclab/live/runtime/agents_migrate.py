@@ -69,7 +69,7 @@ from ...plan import migration
 from ...plan.chainadd import Addition, NewNode
 from ...plan.model import Plan
 from ...plan.sfc import DirectionPlan
-from ...realize.dataplane import path_base
+from ...realize.dataplane import nsh_rows, path_base
 from ..chains import moves
 from .. import record
 from ..health import watcher
@@ -158,8 +158,11 @@ def migrate(rt: AgentLive, req: MigrateInstance, plan: Plan, own: Owner, m: Migr
             timeout=120)["errors"]]
     gone_add = Addition(add.chain, add.attach, nodes=[] if lab_file else [old])
     clear = [[d.ingress, path_base(sp, d.index), len(d.paths)] for d in olds]
+    nsh_clear = [[node, key.hex()] for d in olds
+                 for node in sp.node_ids
+                 for key, _ in nsh_rows(sp, [d], {node}, base=path_base(sp, d.index))]
     errors += rt.unmake_share(switched, gone_add, 0.0, freed=freed, after=final,
-                            clear=clear)
+                            clear=clear, nsh_clear=nsh_clear)
     moves.finish(state, own, clone, final, freed, host, switch_s, moved, drained)
     watch = rt.start_watchers()  # the clone's host knows its peers; its watcher runs
     return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,

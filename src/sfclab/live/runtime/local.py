@@ -201,7 +201,7 @@ def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
             time.sleep(DRAIN_S)  # packets classified just before are on their way
             for d in add.directions:
                 try:
-                    tables.clear_direction(dp, d)
+                    tables.clear_direction(dp, d, msp)
                 except Exception as e:
                     errors.append(f"direction {d.index}: {e}")
     # the labels go once the plan says which ones nobody else uses
