@@ -37,7 +37,7 @@ struct sfc_parked {
 	struct sfc_stack st;
 	__u32 id;
 	__u32 parked;         /* 1 once st and id hold a parked stack */
-	struct sfc_tuple flow; /* mask SFC_FLOW_MASK once it holds a flow */
+	struct sfc_class_key flow; /* mask SFC_FLOW_MASK once it holds a flow */
 	__u32 flow_id;
 };
 
@@ -67,10 +67,14 @@ static __always_inline int same_stack(const struct sfc_stack *a, const struct sf
 }
 
 /* 1 if `a` and `b` are the same flow key */
-static __always_inline int same_flow(const struct sfc_tuple *a, const struct sfc_tuple *b)
+static __always_inline int same_flow(const struct sfc_class_key *a,
+				     const struct sfc_class_key *b)
 {
-	return a->node == b->node && a->src == b->src && a->dst == b->dst &&
-	       a->sport == b->sport && a->dport == b->dport && a->proto == b->proto;
+	for (__u32 i = 0; i < 4; i++)
+		if (a->src[i] != b->src[i] || a->dst[i] != b->dst[i])
+			return 0;
+	return a->node == b->node && a->sport == b->sport && a->dport == b->dport &&
+	       a->proto == b->proto && a->family == b->family;
 }
 
 static __always_inline int park(struct sfc_stack *st, __u32 *id)
@@ -112,7 +116,7 @@ remember:
 /* The flow `fk` remembered under stack id `id` in sfc_flows (for functions that lose the mark),
  * unless this CPU remembered just that last: the entry's reader, sfc_proxy_out, looks it up
  * for every packet that lost its mark, which keeps it fresh in the LRU. */
-static __always_inline void remember_flow(struct sfc_tuple *fk, __u32 id)
+static __always_inline void remember_flow(struct sfc_class_key *fk, __u32 id)
 {
 	struct sfc_parked *last = last_parked();
 	__u32 *was;
@@ -135,9 +139,8 @@ static __always_inline void remember_flow(struct sfc_tuple *fk, __u32 id)
 static __always_inline int hand_up(struct xdp_md *ctx, struct ethhdr *eth, int strip, __u32 id)
 {
 	void *data, *end;
-	struct sfc_tuple fk = {};
+	struct sfc_class_key fk = {};
 	__u32 *meta;
-	__u8 proto;
 
 	if (bpf_xdp_adjust_head(ctx, strip))
 		goto bad;
@@ -150,12 +153,9 @@ static __always_inline int hand_up(struct xdp_md *ctx, struct ethhdr *eth, int s
 		goto bad;
 	*meta = sfc_mark_of(id);
 	__builtin_memcpy(data, eth, sizeof(*eth));
-	/* for functions that lose the mark (a program reading a TUN device): the flow */
-	fk.node = node_id;
-	fk.mask = SFC_FLOW_MASK;
-	if (!sfc_parse_ip(data + sizeof(*eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport,
-			  &proto)) {
-		fk.proto = proto;
+	/* for functions that lose the mark (a program reading a TUN device): the flow, IPv4 or
+	 * IPv6 */
+	if (!sfc_flow_key(data + sizeof(*eth), end, &fk))
 		remember_flow(&fk, id);
 	}
 	sfc_count(SFC_C_POPPED);

@@ -33,17 +33,13 @@
 static __always_inline int parked_id(struct __sk_buff *skb, struct ethhdr *eth, void *end,
 				     __u32 *id)
 {
-	struct sfc_tuple fk = {};
-	__u8 proto;
+	struct sfc_class_key fk = {};
 	__u32 *have;
 
 	if (!sfc_mark_id(skb->mark, id))
 		return 1;
-	fk.node = node_id;
-	fk.mask = SFC_FLOW_MASK;
-	if (sfc_parse_ip(eth + 1, end, &fk.src, &fk.dst, &fk.sport, &fk.dport, &proto))
+	if (sfc_flow_key(eth + 1, end, &fk))
 		return 0;
-	fk.proto = proto;
 	have = bpf_map_lookup_elem(&sfc_flows, &fk);
 	if (!have) {
 		sfc_count(SFC_C_PROXY_MISS);
@@ -142,7 +138,7 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	__u32 id, v, ttl, label, n;
 	__be16 inner;
 
-	/* IPv4 or IPv6 under the stack; the flow fallback of parked_id() knows IPv4 only */
+	/* IPv4 or IPv6 under the stack, and so the flow fallback of parked_id() */
 	if ((void *)(eth + 1) > end || (eth->h_proto != bpf_htons(SFC_ETH_P_IP) &&
 					eth->h_proto != bpf_htons(SFC_ETH_P_IPV6)))
 		return TC_ACT_OK;

@@ -61,7 +61,14 @@ enum sfc_limit {
 #define SFC_ETH_P_IPV6 0x86DD
 #define SFC_FAMILY_IPV4 4 /* sfc_class_key.family of an IPv4 packet */
 #define SFC_FAMILY_IPV6 6
-#define SFC_FLOW_MASK 0xffffffffu /* sfc_tuple.mask of a whole flow (sfc_flows) */
+#define SFC_FLOW_MASK 0xffffffffu /* sfc_class_key.mask of a whole flow (sfc_flows) */
+/* IPv6 extension headers the parser walks to the upper-layer header (sfc_parse_ip6) */
+#define SFC_IPPROTO_HOPOPTS 0
+#define SFC_IPPROTO_ROUTING 43
+#define SFC_IPPROTO_FRAGMENT 44
+#define SFC_IPPROTO_DSTOPTS 60
+#define SFC_IPPROTO_ICMPV6 58
+#define SFC_IP6_EXT_MAX 4         /* at most this many; a packet with more has no ports */
 
 /* label stack entry (RFC 3032), host order: label 20 bits, TC 3, bottom of stack 1, TTL 8 */
 #define LSE_LABEL(v) ((v) >> 12)
@@ -87,8 +94,8 @@ enum sfc_counter {
 	SFC_NCOUNTERS = 16,
 };
 
-struct sfc_tuple {            /* a masked 5-tuple at one node: classifier key (mask: its index),
-			       * and with mask SFC_FLOW_MASK the proxy's fallback flow key */
+struct sfc_tuple {            /* an IPv4 5-tuple at one node: the connection keys of the
+			       * SFC-aware eBPF functions (sfc_fw.h, sfc_lb.h) */
 	__u32 node;
 	__u32 mask;
 	__be32 src;
@@ -99,14 +106,15 @@ struct sfc_tuple {            /* a masked 5-tuple at one node: classifier key (m
 	__u8 pad[3];
 };
 
-struct sfc_class_key {        /* a masked classifier key at one node (mask: its index) */
+struct sfc_class_key {        /* a masked classifier key at one node (mask: its index); with
+			       * mask SFC_FLOW_MASK, a whole flow: the proxy's fallback key */
 	__u32 node;
 	__u32 mask;
 	__be32 src[4];        /* IPv4: src[0], the rest 0 */
 	__be32 dst[4];
 	__be16 sport;
 	__be16 dport;
-	__u8 proto;           /* IPv6: the first next header */
+	__u8 proto;           /* IPv6: the upper-layer header (sfc_parse_ip6) */
 	__u8 family;          /* SFC_FAMILY_IPV4 or SFC_FAMILY_IPV6; 0 under a mask without it */
 	__u8 pad[2];
 };
@@ -267,7 +275,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, SFC_MAX_FLOWS);
-	__type(key, struct sfc_tuple);
+	__type(key, struct sfc_class_key);
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sfc_flows SEC(".maps");
@@ -378,26 +386,58 @@ static __always_inline __u16 sfc_inner_proto(void *ip, void *end)
 	return SFC_ETH_P_IP;
 }
 
-/* The IPv6 5-tuple of the packet whose IPv6 header starts at `ip`: addresses, the first next
- * header as the protocol, ports when that is TCP or UDP (extension headers are not walked: a
- * packet with one has proto = its type and ports 0).  Returns 0, or -1 if cut short. */
+/* The IPv6 5-tuple of the packet whose IPv6 header starts at `ip`: addresses, the upper-layer
+ * protocol as the protocol, ports when that is TCP or UDP.  Extension headers (hop-by-hop and
+ * destination options, routing, fragment) are walked, up to SFC_IP6_EXT_MAX of them: behind
+ * more, the protocol is the next extension header's type and the ports 0; a fragment after the
+ * first has its protocol and no ports, as an IPv4 one.  Returns 0, or -1 if cut short, sent to
+ * a link-local (fe80::/10) or multicast (ff00::/8) address, or neighbour discovery (ICMPv6
+ * types 133 to 137, also unicast): such a packet never leaves its link, so no chain carries
+ * it, as none carries ARP. */
 static __always_inline int sfc_parse_ip6(void *ip, void *end, __be32 *src, __be32 *dst,
 					 __be16 *sport, __be16 *dport, __u8 *proto)
 {
-	__u8 *b = ip;
+	__u8 *b = ip, *h;
+	__u32 off = 40, later = 0;
 
 	if ((void *)(b + 40) > end || (b[0] >> 4) != 6)
+		return -1;
+	if (b[24] == 0xff || (b[24] == 0xfe && (b[25] & 0xc0) == 0x80))
 		return -1;
 	__builtin_memcpy(src, b + 8, 16);
 	__builtin_memcpy(dst, b + 24, 16);
 	*proto = b[6];
 	*sport = 0;
 	*dport = 0;
-	if (*proto == 6 || *proto == 17) {
-		if ((void *)(b + 44) > end)
+	for (__u32 i = 0; i < SFC_IP6_EXT_MAX; i++) {
+		__u8 nh = *proto;
+
+		if (nh != SFC_IPPROTO_HOPOPTS && nh != SFC_IPPROTO_ROUTING &&
+		    nh != SFC_IPPROTO_FRAGMENT && nh != SFC_IPPROTO_DSTOPTS)
+			break;
+		h = b + off;
+		if ((void *)(h + 8) > end)
 			return -1;
-		*sport = *(__be16 *)(b + 40);
-		*dport = *(__be16 *)(b + 42);
+		*proto = h[0];
+		if (nh == SFC_IPPROTO_FRAGMENT) {
+			later |= bpf_ntohs(*(__be16 *)(h + 2)) & 0xfff8; /* its offset */
+			off += 8;
+		} else {
+			off += 8 + 8 * (__u32)h[1];
+		}
+	}
+	h = b + off;
+	if (*proto == SFC_IPPROTO_ICMPV6 && !later) {
+		if ((void *)(h + 1) > end)
+			return -1;
+		if (h[0] >= 133 && h[0] <= 137)
+			return -1;
+	}
+	if ((*proto == 6 || *proto == 17) && !later) {
+		if ((void *)(h + 4) > end)
+			return -1;
+		*sport = *(__be16 *)h;
+		*dport = *(__be16 *)(h + 2);
 	}
 	return 0;
 }
@@ -430,6 +470,30 @@ static __always_inline int sfc_parse_ip(void *ip, void *end, __be32 *src, __be32
 		*dport = *(__be16 *)(l4 + 2);
 	}
 	return 0;
+}
+
+/* The key in sfc_flows of the IPv4 or IPv6 packet at `ip` (by its version) at this node: its
+ * 5-tuple and family, mask SFC_FLOW_MASK (the proxy's fallback for functions that lose the
+ * packet mark).  0, or -1 when it is cut short. */
+static __always_inline int sfc_flow_key(void *ip, void *end, struct sfc_class_key *k)
+{
+	__u8 *b = ip;
+	__u8 proto = 0;
+	int bad;
+
+	if ((void *)(b + 1) > end)
+		return -1;
+	k->node = node_id;
+	k->mask = SFC_FLOW_MASK;
+	if ((b[0] >> 4) == 6) {
+		k->family = SFC_FAMILY_IPV6;
+		bad = sfc_parse_ip6(ip, end, k->src, k->dst, &k->sport, &k->dport, &proto);
+	} else {
+		k->family = SFC_FAMILY_IPV4;
+		bad = sfc_parse_ip(ip, end, &k->src[0], &k->dst[0], &k->sport, &k->dport, &proto);
+	}
+	k->proto = proto;
+	return bad ? -1 : 0;
 }
 #endif /* __BPF__ */
 

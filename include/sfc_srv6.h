@@ -44,7 +44,6 @@ enum sfc_srv6 {
 	SFC_LSE_SRV6 = 0x200,           /* traffic class 1 of a label stack entry: an SRv6 segment */
 };
 
-#define SFC_IPPROTO_ROUTING 43
 #define SFC_SRH_TYPE 4
 
 #ifdef __BPF__

@@ -29,12 +29,11 @@ static __always_inline int sfc_srv6_proxy(struct xdp_md *ctx, __u8 *srh, void *e
 					  __u32 hl, __u32 hlen)
 {
 	struct sfc_stack st = {};
-	struct sfc_tuple fk = {};
+	struct sfc_class_key fk = {};
 	struct ethhdr eth;
 	void *data = (void *)(long)ctx->data;
 	__u32 id, *meta;
 	__u16 inner = sfc_srv6_inner(srh[0]);
-	__u8 proto;
 
 	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
 		__u8 *seg;
@@ -67,13 +66,8 @@ static __always_inline int sfc_srv6_proxy(struct xdp_md *ctx, __u8 *srh, void *e
 	*meta = sfc_mark_of(id);
 	__builtin_memcpy(data, &eth, sizeof(eth));
 	/* for functions that lose the mark: the flow, as the label proxy keeps it */
-	fk.node = node_id;
-	fk.mask = SFC_FLOW_MASK;
-	if (!sfc_parse_ip(data + sizeof(eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport,
-			  &proto)) {
-		fk.proto = proto;
+	if (!sfc_flow_key(data + sizeof(eth), end, &fk))
 		remember_flow(&fk, id);
-	}
 	sfc_count(SFC_C_POPPED);
 	sfc_count(SFC_C_PROXY_IN);
 	return XDP_PASS;

@@ -40,6 +40,7 @@ from .chainpaths import (NO_PATH, Labels, Topology, build_direction, free_ifname
                          free_path_base, free_subnets, free_subnets6, path_ranges,
                          used_ifaces)
 from .containers import for_node
+from .encap import encap_of
 from .model import (ContainerPlan, FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan,
                     VethPlan)
 from .names import netns_name
@@ -246,7 +247,7 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
            if how == XDP_FED and k not in held and k in ends}
     kept_off = {k for k in fed if k[0] in pushers or ends[k].offloads.get("gro") is False}
     _attach(plan, sp, topo, add, arrive.labelled | kept_off)
-    _fit_links(add, topo, ends, used, pushers, fed - kept_off)
+    _fit_links(add, topo, ends, used, pushers, fed - kept_off, encap_of(chain.encap).headroom)
 
 
 def _attach(plan: Plan, sp: SteeringPlan, topo: Topology, add: Addition,
@@ -281,17 +282,18 @@ def _attach(plan: Plan, sp: SteeringPlan, topo: Topology, add: Addition,
 
 def _fit_links(add: Addition, topo: Topology, ends: dict[tuple[str, str], InterfacePlan],
                used: set[tuple[str, str]], pushers: set[str],
-               gro_on: set[tuple[str, str]]) -> None:
-    """Existing interfaces newly on a path: room for labels, checksums filled before labels,
-    GRO off where labels are pushed, GRO on at ``gro_on`` (NAPI for XDP-redirected frames)."""
+               gro_on: set[tuple[str, str]], room: int) -> None:
+    """Existing interfaces newly on a path: room for the chain's headers (``room``: labels,
+    an SRH, an NSH header: its encoding's), checksums filled before they go on, GRO off where
+    labels are pushed, GRO on at ``gro_on`` (NAPI for XDP-redirected frames)."""
     new_nodes = {n.node for n in add.nodes}
     for node, ifname in sorted(used | gro_on):
         if node in new_nodes or (node, ifname) not in ends:
             continue
         ep = ends[(node, ifname)]
         if (node, ifname) in used and topo.forwards.get(node) and \
-                (ep.mtu or BASE_MTU) < BASE_MTU + LABEL_ROOM:
-            add.mtu.append((node, ifname, (ep.mtu or BASE_MTU) + LABEL_ROOM))
+                (ep.mtu or BASE_MTU) < BASE_MTU + room:
+            add.mtu.append((node, ifname, (ep.mtu or BASE_MTU) + room))
         offl: dict[str, bool] = {}
         if (node, ifname) in used and ep.offloads.get("tx-checksum", True):
             offl["tx-checksum"] = False

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RealizeError
 from ..plan.sfc import SteeringPlan
-from ..plan.sfc_hosts import interface_mac, remote_host
+from ..plan.sfc_hosts import addressed, interface_mac, remote_host
 from . import dataplane, ownership
 from .part import Part
 from .step import step
@@ -89,9 +89,10 @@ class Steering(Part):
             if local is not None and node not in local:
                 continue
             ipr = b.iproute(b.plan.netns_of(node))
-            for link in ipr.get_links():
+            for link in ipr.get_links():  # a TUN device (a tun function's) has no address
+                mac = link.get_attr("IFLA_ADDRESS") or "00:00:00:00:00:00"
                 ifaces[(node, link.get_attr("IFLA_IFNAME"))] = dataplane.Iface(
-                    link["index"], bytes.fromhex(link.get_attr("IFLA_ADDRESS").replace(":", "")))
+                    link["index"], bytes.fromhex(mac.replace(":", "")))
         for node, ifname in sp.single_segment:
             if local is not None and node not in local:
                 continue
@@ -185,14 +186,8 @@ def _set_macs(b: Builder, sp: SteeringPlan, local: set[str]
     """The derived MACs set on the local chain nodes' interfaces; the other hosts' chain
     nodes' interfaces as they are known here (their derived MACs; no index)."""
     remote: dict[tuple[str, str], dataplane.Iface] = {}
-    names: set[tuple[str, str]] = set()
-    for h in sp.hops:
-        names |= {(h.node, h.ifname or ""), (h.next or "", h.next_ifname or "")}
-    for d in sp.directions:
-        for p in d.paths:
-            names |= {(d.ingress, p.ifname), (p.next, p.next_ifname)}
-    for node, ifname in names:
-        if node and ifname and node not in local:
+    for node, ifname in addressed(sp.hops, sp.directions):
+        if node not in local:
             remote[(node, ifname)] = dataplane.Iface(0, interface_mac(b.plan.lab, node, ifname))
     for node in sorted(local):
         ipr = b.iproute(b.plan.netns_of(node))

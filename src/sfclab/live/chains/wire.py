@@ -152,11 +152,38 @@ def set_link(plan: Plan, node: str, ifname: str, *, mtu: int | None = None,
         ipr.close()
 
 
+def napi_ports(plan: Plan, attach_progs: dict[str, list[tuple[str, str, str]]]
+               ) -> list[tuple[str, str | None, str]]:
+    """The hosts' ports (host, its context namespace in ``plan``, port) of the lab's tunnels
+    whose node end has an XDP forwarding program among ``attach_progs`` (the steering's):
+    a veth takes XDP-redirected frames only with NAPI, so GRO goes on there, as ``up`` does
+    for a lab file's chains (:mod:`sfclab.realize.links.hosted`).  A lab whose file had no
+    chain over a tunnel left its ports without; an added chain's path over it would drop every
+    frame redirected into it."""
+    xdp = {(node, ifname) for node, progs in attach_progs.items()
+           for _prog, ifname, hook in progs if hook == "xdp"}
+    return [(e.host, e.netns, e.port) for hl in plan.host_links for e in hl.ends
+            if e.port and (e.node, e.node_if) in xdp]
+
+
+def napi_on(port: str, ns: str | None) -> None:
+    """GRO on at ``port`` (see :func:`napi_ports`), in namespace ``ns`` (None: this
+    process's own, a host's agent's context)."""
+    with step(f"GRO of port {port}"):
+        if ns is None:
+            ethtool.set_offloads(port, {"gro": True})
+            return
+        with netns.entered(ns):
+            ethtool.set_offloads(port, {"gro": True})
+
+
 def join_tunnels(state: LabState, merged: Plan, nodes: list[NewNode]) -> None:
     """The hosts of each tunnel of ``nodes`` joined to the underlay (made on first need:
     :func:`sfclab.live.hosts.underlay.tunnel`) and its hosted link in ``merged`` given their
     underlay addresses; the plan saved before the tunnel is made."""
-    links = {n.node: underlay.tunnel(state, merged, n, LABELLED_MTU) for n in nodes}
+    # an underlay made here carries each tunnel's MTU (its chain's headers) with VXLAN's
+    links = {n.node: underlay.tunnel(state, merged, n, max(n.mtu, LABELLED_MTU))
+             for n in nodes}
     got = {hl.vni: hl for hl in links.values() if hl is not None}
     if got:
         merged.host_links = [hl for hl in merged.host_links

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ...plan import migration
 from ...plan.model import Plan
 from ...plan.sfc import SteeringPlan
-from ...realize.dataplane import DataPlane, path_base
+from ...realize.dataplane import DataPlane
 from ...realize.functions import instantiate
 from ...realize.state import LabState
 from ..chains import conntrack, handover, moves, tables, wire
@@ -128,8 +128,7 @@ def _apply_removal(state: LabState, req: MigrateInstance, sp: SteeringPlan, own:
     else:
         errors = wire.remove_nodes(state, switched, final, [old])
     with DataPlane(req.lab) as dp:
-        for d in m.olds:
-            tables.clear_paths(dp, path_base(sp, d.index), len(d.paths))
+        tables.clear_old_paths(dp, sp, m.olds)
         tables.delete_labels(dp, freed)
     return errors
 
