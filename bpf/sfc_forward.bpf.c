@@ -157,7 +157,6 @@ static __always_inline int hand_up(struct xdp_md *ctx, struct ethhdr *eth, int s
 	 * IPv6 */
 	if (!sfc_flow_key(data + sizeof(*eth), end, &fk))
 		remember_flow(&fk, id);
-	}
 	sfc_count(SFC_C_POPPED);
 	sfc_count(SFC_C_PROXY_IN);
 	return XDP_PASS;
