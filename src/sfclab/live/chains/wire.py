@@ -31,6 +31,7 @@ from ...errors import RealizeError
 from ...kernel import ethtool, netns
 from ...plan.chainadd import NewNode, change_of
 from ...plan.model import HostPlan, Plan
+from ...plan.steering import SteeringPlan
 from ...plan.tunnels import LABELLED_MTU
 from ...plan import diff
 from ...realize import change, dataplane, ownership
@@ -152,18 +153,19 @@ def set_link(plan: Plan, node: str, ifname: str, *, mtu: int | None = None,
         ipr.close()
 
 
-def napi_ports(plan: Plan, attach_progs: dict[str, list[tuple[str, str, str]]]
-               ) -> list[tuple[str, str | None, str]]:
+def napi_ports(plan: Plan, sp: SteeringPlan) -> list[tuple[str, str | None, str]]:
     """The hosts' ports (host, its context namespace in ``plan``, port) of the lab's tunnels
-    whose node end has an XDP forwarding program among ``attach_progs`` (the steering's):
-    a veth takes XDP-redirected frames only with NAPI, so GRO goes on there, as ``up`` does
-    for a lab file's chains (:mod:`sfclab.realize.links.hosted`).  A lab whose file had no
-    chain over a tunnel left its ports without; an added chain's path over it would drop every
-    frame redirected into it."""
-    xdp = {(node, ifname) for node, progs in attach_progs.items()
-           for _prog, ifname, hook in progs if hook == "xdp"}
+    whose node end a label of ``sp`` sends out of (a forward or unpad hop's interface: its
+    frames are redirected there by XDP, or by the proxy's tc program): a veth takes
+    XDP-redirected frames only with NAPI, so GRO goes on there, as ``up`` does for a lab file's
+    chains (:mod:`sfclab.realize.links.hosted`).  A lab whose file had no chain over a tunnel
+    left its ports without; an added chain's path over it would drop every frame redirected
+    into it.  (The forwarder runs only where labels arrive, :mod:`sfclab.plan.arrivals`, so
+    its programs no longer mark the interfaces frames leave by.)"""
+    out_ifs = {(h.node, h.ifname) for h in sp.hops
+               if h.action in ("forward", "unpad") and h.ifname}
     return [(e.host, e.netns, e.port) for hl in plan.host_links for e in hl.ends
-            if e.port and (e.node, e.node_if) in xdp]
+            if e.port and (e.node, e.node_if) in out_ifs]
 
 
 def napi_on(port: str, ns: str | None) -> None:

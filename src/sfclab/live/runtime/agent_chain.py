@@ -161,7 +161,7 @@ def make(req: dict[str, Any]) -> dict[str, Any]:
         for node, progs in add.attach_progs.items():
             if node in local:
                 wire.load_programs(merged, node, msp.node_ids[node], progs, top / "maps")
-        for host, _ctx, port in wire.napi_ports(merged, msp.attach):
+        for host, _ctx, port in wire.napi_ports(merged, msp):
             if host == me:  # its tunnels' ports are in this host's own context
                 wire.napi_on(port, None)
         macs = _macs(merged, add, local)

@@ -89,7 +89,7 @@ class LocalLive(LocalRuntime, LiveRuntime):
         say("eBPF programs")
         for node, progs in add.attach_progs.items():
             wire.load_programs(merged, node, msp.node_ids[node], progs)
-        for _host, ctx, port in wire.napi_ports(merged, msp.attach):
+        for _host, ctx, port in wire.napi_ports(merged, msp):
             wire.napi_on(port, ctx)
         nodes = {n for d in add.directions for p in d.paths for n in p.nodes}
         nodes |= {h.node for h in add.hops} | {h.next for h in add.hops if h.next}
