@@ -28,6 +28,7 @@
 #include "sfc.h"
 #include "sfc_nsh.h"
 #include "sfc_srv6.h"
+#include "sfc_pop.h"
 
 /* What this CPU parked last, so that a run of frames of one path (the rest of their stacks
  * alike) looks its stack id up once, not once per frame: the stack and its id, and the flow
@@ -259,20 +260,12 @@ static __always_inline int nsh_forward(struct xdp_md *ctx)
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}
-	if (nh->last) {
-		if (bpf_xdp_adjust_head(ctx, SFC_NSH_BYTES)) {
-			sfc_count(SFC_C_ERRORS);
-			return XDP_DROP;
-		}
-		data = (void *)(long)ctx->data;
-		end = (void *)(long)ctx->data_end;
-		if (data + sizeof(neth) > end)
-			return XDP_DROP;
-	} else {
+	if (!nh->last) {
 		w[0] = bpf_htonl(NSH_WITH_TTL(base, ttl - 1));
 		neth.h_proto = bpf_htons(SFC_ETH_P_NSH);
 	}
-	__builtin_memcpy(data, &neth, sizeof(neth));
+	if (sfc_put_eth(ctx, nh->last ? SFC_NSH_BYTES : 0, &neth))
+		return XDP_DROP;
 	sfc_count(nh->last ? SFC_C_DELIVERED : SFC_C_FORWARDED);
 	return sfc_redirect_hop(nh->label, hop);
 }
@@ -284,7 +277,6 @@ int sfc_forward(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	__be32 *lse = (void *)(eth + 1);
 	struct sfc_hop *hop;
-	struct ethhdr neth;
 	__u32 v, label, ttl, bos, npop = 1;
 
 	if ((void *)(eth + 1) > end)
@@ -328,30 +320,7 @@ int sfc_forward(struct xdp_md *ctx)
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}
-	if (!bos) {
-		__be32 *next = lse + 1;
-
-		if ((void *)(next + 1) > end) {
-			sfc_count(SFC_C_ERRORS);
-			return XDP_DROP;
-		}
-		*next = bpf_htonl((bpf_ntohl(*next) & ~0xffu) | (ttl - 1));
-	}
-	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
-	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
-	neth.h_proto = bpf_htons(bos ? sfc_inner_proto(lse + (npop & 31), end) : SFC_ETH_P_MPLS_UC);
-	if (bpf_xdp_adjust_head(ctx, (int)(4 * npop))) {
-		sfc_count(SFC_C_ERRORS);
-		return XDP_DROP;
-	}
-	data = (void *)(long)ctx->data;
-	end = (void *)(long)ctx->data_end;
-	if (data + sizeof(neth) > end)
-		return XDP_DROP;
-	__builtin_memcpy(data, &neth, sizeof(neth));
-	sfc_count(SFC_C_POPPED);
-	sfc_count(bos ? SFC_C_DELIVERED : SFC_C_FORWARDED);
-	return sfc_redirect_hop(label, hop);
+	return sfc_pop_and_redirect(ctx, label, hop, npop, ttl, bos);
 }
 
 char LICENSE[] SEC("license") = "GPL";

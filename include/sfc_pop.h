@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Popping labels in XDP and sending the frame on, as the forwarder does for a forward label
- * (bpf/sfc_forward.bpf.c): take `n` labels off the top (1 or 2, all owned by this node), give
+ * (bpf/sfc_forward.bpf.c): take `n` labels off the top (1 or 2, all owned by this node; or a
+ * padded stack's whole depth, up to 31, for an unpad label), give
  * the new top entry the TTL `ttl` less one, rewrite the Ethernet header for `hop`'s neighbour
  * (the hop of `label`) and redirect out its interface; when the last label popped was the bottom one, what leaves
  * is plain IPv4.  Included after sfc.h by programs that forward by the stack themselves.
@@ -13,6 +14,27 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 
+/*
+ * The frame's Ethernet header made `neth`, after taking `bytes` off its front first (0: none):
+ * 0, or -1 when the frame cannot be adjusted (counted as an error) or is too short; the caller
+ * then drops it.
+ */
+static __always_inline int sfc_put_eth(struct xdp_md *ctx, int bytes, const struct ethhdr *neth)
+{
+	void *data, *end;
+
+	if (bytes && bpf_xdp_adjust_head(ctx, bytes)) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + sizeof(*neth) > end)
+		return -1;
+	__builtin_memcpy(data, neth, sizeof(*neth));
+	return 0;
+}
+
 static __always_inline int sfc_pop_and_redirect(struct xdp_md *ctx, __u32 label,
 						const struct sfc_hop *hop, __u32 n, __u32 ttl,
 						__u32 bos)
@@ -21,6 +43,7 @@ static __always_inline int sfc_pop_and_redirect(struct xdp_md *ctx, __u32 label,
 	__be32 *lse = data + sizeof(struct ethhdr);
 	struct ethhdr neth;
 
+	n &= 31; /* 1 or 2 labels of this node; a padded stack's whole depth (unpad) */
 	if (!bos) {
 		__be32 *next = n == 2 ? lse + 2 : lse + 1;
 
@@ -32,17 +55,9 @@ static __always_inline int sfc_pop_and_redirect(struct xdp_md *ctx, __u32 label,
 	}
 	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
 	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
-	neth.h_proto = bpf_htons(bos ? sfc_inner_proto(lse + (n == 2 ? 2 : 1), end)
-				     : SFC_ETH_P_MPLS_UC);
-	if (bpf_xdp_adjust_head(ctx, n == 2 ? 8 : 4)) {
-		sfc_count(SFC_C_ERRORS);
+	neth.h_proto = bpf_htons(bos ? sfc_inner_proto(lse + n, end) : SFC_ETH_P_MPLS_UC);
+	if (sfc_put_eth(ctx, (int)(4 * n), &neth))
 		return XDP_DROP;
-	}
-	data = (void *)(long)ctx->data;
-	end = (void *)(long)ctx->data_end;
-	if (data + sizeof(neth) > end)
-		return XDP_DROP;
-	__builtin_memcpy(data, &neth, sizeof(neth));
 	sfc_count(SFC_C_POPPED);
 	sfc_count(bos ? SFC_C_DELIVERED : SFC_C_FORWARDED);
 	return sfc_redirect_hop(label, hop);

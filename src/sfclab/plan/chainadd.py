@@ -37,8 +37,7 @@ from ..errors import SpecError
 from ..spec.chainfile import ChainFile
 from .arrivals import XDP_FED, arrivals
 from .chainpaths import (NO_PATH, Labels, Topology, build_direction, free_ifname,
-                         free_path_base, free_subnets, free_subnets6, path_ranges,
-                         used_ifaces)
+                         free_path_base, free_subnets, free_subnets6, path_ranges)
 from .containers import for_node
 from .encap import encap_of
 from .model import (ContainerPlan, FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan,
@@ -46,7 +45,7 @@ from .model import (ContainerPlan, FunctionPlan, InterfacePlan, NamespacePlan, P
 from .names import netns_name
 from .tunnels import planned_link
 from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, classifier_row,
-                  reversed_classifier)
+                  reversed_classifier, stack_ifaces)
 
 __all__ = ["NO_PATH", "Addition", "Instance", "NewNode", "apply", "change_of", "plan_addition",
            "withdraw",
@@ -227,7 +226,7 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
     hops = {h.label: h for h in sp.hops + labels.new}
     used: set[tuple[str, str]] = set()
     for d in add.directions:
-        used |= used_ifaces(d, hops)
+        used |= stack_ifaces(d, hops)
     path_nodes = [n for d in add.directions for p in d.paths for n in p.nodes]
     next_id = max(sp.node_ids.values(), default=0) + 1
     for pn in dict.fromkeys(path_nodes):

@@ -187,16 +187,3 @@ def build_direction(topo: Topology, labels: Labels, cname: str, index: int, reve
                        lambda msg: SpecError(msg, place=place))
     d.slots = _slots(d.paths)
     return d
-
-
-def used_ifaces(d: DirectionPlan, hops: dict[int, Hop]) -> set[tuple[str, str]]:
-    out: set[tuple[str, str]] = set()
-    for p in d.paths:
-        out.add((p.nodes[0], p.ifname))
-        out.add((p.next, p.next_ifname))
-        for lbl in p.stack:
-            h = hops[lbl]
-            if h.action == "forward" and h.ifname and h.next and h.next_ifname:
-                out.add((h.node, h.ifname))
-                out.add((h.next, h.next_ifname))
-    return out

@@ -205,7 +205,7 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
                     first_hops.add((p.nodes[0], p.ifname))
                 ingress_used.add(d.ingress)
                 edges_used.update(_path_ifaces(d, labels))
-                for key in _stack_ifaces(d, labels):
+                for key in stack_ifaces(d, {h.label: h for h in labels.hops.values()}):
                     room[key] = max(room.get(key, 0), encap_of(d.encap).headroom)
     if len(sp.directions) > MAX_DIRECTIONS:
         raise _error(lab, f"{len(sp.directions)} chain directions; at most {MAX_DIRECTIONS}",
@@ -302,9 +302,9 @@ def _check_encap(lab: Lab, cname: str, chain: SfcChainSpec) -> None:
         raise _error(lab, problem[0], ("chains", cname, *problem[1]))
 
 
-def _stack_ifaces(d: DirectionPlan, labels: _Labels) -> set[tuple[str, str]]:
-    """The interfaces direction ``d``'s frames cross: its first hops and its forward labels'."""
-    hops = {h.label: h for h in labels.hops.values()}
+def stack_ifaces(d: DirectionPlan, hops: Mapping[int, Hop]) -> set[tuple[str, str]]:
+    """The interfaces direction ``d``'s frames cross with their header on: its first hops and
+    both ends of its forward (and unpad) labels' links (``hops``: label -> hop)."""
     out: set[tuple[str, str]] = set()
     for p in d.paths:
         out.add((p.nodes[0], p.ifname))
