@@ -18,8 +18,12 @@ here; on the labelled side the chain's classifier runs in the generator, see doc
 tried first and, should sfclab refuse it for this path, the bench says why and uses the
 AF_PACKET engine (about 150 kpps at 64 bytes through a chain here).  ``make bench`` runs it.  A side whose search hit the
 generator's ceiling is a lower bound, printed with ``>=``, and so is a ratio over it; a rate the
-generator did not reach is never reported.  After the runs the steered lab's counters must show
-the frames classified and popped at every hop by XDP in native (driver) mode, else exit 1.
+generator did not reach is never reported.  Beside each NDR, the chain's own CPU per packet in
+the trial that set it (:func:`sfclab.traffic.ndr.chain_cpu_per_packet`: the run time of the
+first hop's pinned NAPI thread, in which every later hop and the sink run), which other
+programs' load does not add to; the ratio of the two sides' medians is printed too.  After the
+runs the steered lab's counters must show the frames classified and popped at every hop by XDP
+in native (driver) mode, else exit 1.
 
     .venv/bin/python bench/bench_sfc_hops.py --reps 5 --trial 1
     .venv/bin/python bench/bench_sfc_hops.py --reps 3 --json
@@ -42,7 +46,7 @@ from sfclab.api import Lab
 from sfclab.errors import SfclabError
 from sfclab.live.ops import chains
 from sfclab.spec.measurement import NdrRequest
-from sfclab.traffic import measure
+from sfclab.traffic import measure, ndr
 
 ROUTERS = [f"r{i}" for i in range(1, 9)]
 NODES = ["src", *ROUTERS, "f", "dst"]
@@ -113,7 +117,8 @@ def load() -> float:
 
 def run(reps: int, trial: float) -> dict[str, Any]:
     rows: dict[str, dict[str, list[Any]]] = {
-        s: {"ndr_pps": [], "pdr_pps": [], "lower_bound": [], "load1": []} for s in SIDES}
+        s: {"ndr_pps": [], "pdr_pps": [], "lower_bound": [], "load1": [], "us_per_packet": [],
+            "errors": []} for s in SIDES}
     with ExitStack() as stack:
         labs = {s: stack.enter_context(Lab.from_dict(lab_dict(s == "labels"), "bench"))
                 for s in SIDES}
@@ -123,23 +128,34 @@ def run(reps: int, trial: float) -> dict[str, Any]:
         for rep in range(reps):
             for side in SIDES if rep % 2 == 0 else SIDES[::-1]:
                 t0 = time.monotonic()
-                m = measure.run(labs[side].name, NdrRequest(size=64, duration=trial,
-                                                            engine=engine))
-                pps, lower = figure(m)
                 r = rows[side]
+                try:
+                    m = measure.run(labs[side].name, NdrRequest(size=64, duration=trial,
+                                                                engine=engine))
+                except SfclabError as e:  # kept as a search without a figure; the run goes on
+                    r["errors"].append(f"rep {rep + 1}: {e}")
+                    print(f"  rep {rep + 1} {side:6}: search failed: {e}", file=sys.stderr,
+                          flush=True)
+                    continue
+                pps, lower = figure(m)
                 r["ndr_pps"].append(pps)
                 r["pdr_pps"].append(float(m.extra.get("pdr_pps") or
                                           m.metrics.get("pdr_lower_bound_pps") or float("nan")))
                 r["lower_bound"].append(lower)
                 r["load1"].append(round(load(), 2))
+                cpu = ndr.chain_cpu_per_packet(m.extra)
+                r["us_per_packet"].append(cpu[0] if cpu else float("nan"))
                 print(f"  rep {rep + 1} {side:6}: NDR {'>=' if lower else ''}{pps:,.0f} pps, "
-                      f"PDR {r['pdr_pps'][-1]:,.0f} pps ({time.monotonic() - t0:.0f} s, "
-                      f"load {r['load1'][-1]})", file=sys.stderr, flush=True)
+                      f"PDR {r['pdr_pps'][-1]:,.0f} pps, {r['us_per_packet'][-1]:.2f} us/packet "
+                      f"({time.monotonic() - t0:.0f} s, load {r['load1'][-1]})",
+                      file=sys.stderr, flush=True)
         counters = chains.inspect(labs["labels"].name, "c")["chains"]["c"]
         modes = xdp_modes(labs["labels"], ROUTERS + ["f"])
     path = counters["directions"][0]["paths"][0]
     popped = {n: counters["nodes"][n]["popped"] for n in ROUTERS + ["f"]}
-    native = all(m == "native" for ifs in modes.values() for m in ifs.values())
+    # where labels arrive (each node's interface toward src), native XDP; generic nowhere
+    native = all(modes[n]["eth0"] == "native" for n in modes) and \
+        not any(m == "generic" for ifs in modes.values() for m in ifs.values())
     med = {s: median(rows[s]["ndr_pps"]) for s in SIDES}
     lab_runs, routed_runs = found(rows["labels"]["ndr_pps"]), found(rows["routed"]["ndr_pps"])
     spread = [min(lab_runs) / max(routed_runs), max(lab_runs) / min(routed_runs)] \
@@ -149,6 +165,9 @@ def run(reps: int, trial: float) -> dict[str, Any]:
         "lab": "src - r1..r8 - f - dst", "stack": path["stack"], "reps": reps, "trial_s": trial,
         "engine": engine, "xdp_engine_refused": refused, "ndr_pps": med,
         "pdr_pps": {s: median(rows[s]["pdr_pps"]) for s in SIDES}, "runs": rows,
+        "us_per_packet": {s: median(rows[s]["us_per_packet"]) for s in SIDES},
+        "cpu_ratio": (median(rows["routed"]["us_per_packet"]) /
+                      median(rows["labels"]["us_per_packet"])),
         "lower_bound": {s: any(rows[s]["lower_bound"]) for s in SIDES},
         "ratio": ratio, "ratio_spread": spread, "ratio_is_lower_bound": any(
             rows["labels"]["lower_bound"]), "goal_ratio": GOAL, "goal_met": ratio >= GOAL,
@@ -169,13 +188,16 @@ def text(r: dict[str, Any]) -> str:
         lines.append(f"  {s:7} NDR {ge[s]}{r['ndr_pps'][s]:>10,.0f} pps (runs: "
                      f"{', '.join(f'{x:,.0f}' for x in runs['ndr_pps'])}; load "
                      f"{', '.join(str(x) for x in runs['load1'])}); "
-                     f"PDR {r['pdr_pps'][s]:,.0f} pps{bound}")
+                     f"PDR {r['pdr_pps'][s]:,.0f} pps; {r['us_per_packet'][s]:.2f} us of CPU "
+                     f"per packet at the NDR{bound}")
     lo, hi = r["ratio_spread"]
     lines.append(f"  labels/routed: NDR {'>= ' if r['ratio_is_lower_bound'] else ''}"
                  f"{r['ratio']:.2f} (runs {lo:.2f}..{hi:.2f}; goal >= {r['goal_ratio']:g}: "
                  f"{'met' if r['goal_met'] else 'NOT met'}); {r['classified_packets']:,} packets "
                  f"classified; XDP {'native' if r['steered_in_native_xdp'] else 'NOT native'} "
                  "at every hop")
+    lines.append(f"  CPU per packet at the NDR, routed / labels: {r['cpu_ratio']:.2f}")
+    lines += [f"  {s} search failed: {e}" for s in SIDES for e in r["runs"][s]["errors"]]
     return "\n".join(lines)
 
 

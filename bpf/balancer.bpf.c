@@ -189,8 +189,8 @@ int sfc_lb(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	__be32 *lse = (void *)(eth + 1);
-	const struct sfc_hop *out;
-	__u32 ttl, out_bos;
+	struct sfc_way out;
+	__u32 ttl;
 	int verdict;
 	void *ip;
 
@@ -203,7 +203,7 @@ int sfc_lb(struct xdp_md *ctx)
 	if (sfc_function_top(ctx, lse, end, node_id, &ttl, &verdict))
 		return verdict;
 	/* the chain stops here: the packet under the stack is balanced */
-	ip = sfc_function_packet(lse, end, node_id, &out, &out_bos);
+	ip = sfc_function_packet(lse, end, node_id, &out);
 	if (!ip) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
@@ -211,7 +211,7 @@ int sfc_lb(struct xdp_md *ctx)
 	sfc_count(SFC_C_PROXY_IN); /* in and out of the function, as the proxy counts them */
 	if (lb_packet(ip, end))
 		return XDP_DROP;
-	return sfc_function_leave(ctx, out, ttl, out_bos);
+	return sfc_function_leave(ctx, &out, ttl);
 }
 
 /* the balancer as a stage of a bpf-pipeline node (include/sfc_stage.h): the packet is balanced

@@ -119,8 +119,8 @@ int sfc_fw(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	__be32 *lse = (void *)(eth + 1);
 	struct sfc_tuple t = {};
-	const struct sfc_hop *out;
-	__u32 ttl, out_bos, bytes;
+	struct sfc_way out;
+	__u32 ttl, bytes;
 	int verdict;
 	void *ip;
 
@@ -136,7 +136,7 @@ int sfc_fw(struct xdp_md *ctx)
 	if (sfc_function_top(ctx, lse, end, node_id, &ttl, &verdict))
 		return verdict;
 	/* the chain stops here: the packet under the stack is filtered */
-	ip = sfc_function_packet(lse, end, node_id, &out, &out_bos);
+	ip = sfc_function_packet(lse, end, node_id, &out);
 	if (!ip || fw_tuple(ip, end, &t, &bytes)) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
@@ -144,7 +144,7 @@ int sfc_fw(struct xdp_md *ctx)
 	sfc_count(SFC_C_PROXY_IN); /* in and out of the function, as the proxy counts them */
 	if (fw_verdict(&t, bytes) != SFC_FW_ACCEPT)
 		return XDP_DROP;
-	return sfc_function_leave(ctx, out, ttl, out_bos);
+	return sfc_function_leave(ctx, &out, ttl);
 }
 
 /* the firewall as a stage of a bpf-pipeline node (include/sfc_stage.h): the packet is filtered,

@@ -294,8 +294,8 @@ int sfc_nat(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	__be32 *lse = (void *)(eth + 1);
-	const struct sfc_hop *out;
-	__u32 ttl, out_bos;
+	struct sfc_way out;
+	__u32 ttl;
 	int verdict;
 	void *ip;
 
@@ -308,15 +308,15 @@ int sfc_nat(struct xdp_md *ctx)
 	if (sfc_function_top(ctx, lse, end, node_id, &ttl, &verdict))
 		return verdict;
 	/* the chain stops here: on by this node's forward label, under the proxy label */
-	ip = sfc_function_packet(lse, end, node_id, &out, &out_bos);
+	ip = sfc_function_packet(lse, end, node_id, &out);
 	if (!ip) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}
 	sfc_count(SFC_C_PROXY_IN); /* in and out of the function, as the proxy counts them */
-	if (nat_packet(ctx, ip, end, out->ifindex))
+	if (nat_packet(ctx, ip, end, out.hop->ifindex))
 		return XDP_DROP;
-	return sfc_function_leave(ctx, out, ttl, out_bos);
+	return sfc_function_leave(ctx, &out, ttl);
 }
 
 /* the NAT as a stage of a bpf-pipeline node (include/sfc_stage.h): the packet is translated,
@@ -339,7 +339,7 @@ int sfc_nat_stage(struct xdp_md *ctx)
 		if ((void *)(lse + 2) > end)
 			return XDP_DROP;
 		label = LSE_LABEL(bpf_ntohl(lse[1]));
-		out = bpf_map_lookup_elem(&sfc_labels, &label);
+		out = sfc_hop_of(label);
 		if (!out || out->node != node_id || out->action != SFC_A_FORWARD) {
 			sfc_count(SFC_C_ERRORS);
 			return XDP_DROP;

@@ -12,9 +12,11 @@
  *   unpad:   the last label of a padded path: pop it and the padding entries below it (down to
  *            the bottom of the stack) at once, and send plain IPv4 on as the last forward does.
  *   proxy:   the function here must not see labels: pop it, park the rest of the stack under a
- *            stack id (sfc_stack_ids / sfc_stacks, one entry per distinct stack, not per flow),
- *            take the whole stack off and pass the IPv4 packet up with the id in XDP metadata;
- *            sfc_proxy_in turns it into skb->mark, sfc_proxy_out puts the stack back.
+ *            stack id (sfc_stack_ids / sfc_stacks, one entry per distinct stack, not per flow;
+ *            the last one parked is remembered per CPU, so a run of one path's frames looks it
+ *            up once), take the whole stack off and pass the IPv4 packet up with the id in XDP
+ *            metadata; sfc_proxy_in turns it into skb->mark, sfc_proxy_out puts the stack back.
+ * Frames go on by bpf_redirect_map through sfc_ports (the label's device), see sfc.h.
  * An NSH frame (ethertype 0x894F, a chain of `encap: nsh`) goes to nsh_forward instead: the
  * same hops and actions, found by (SPI, SI) (include/sfc_nsh.h).
  */
@@ -26,16 +28,70 @@
 #include "sfc.h"
 #include "sfc_nsh.h"
 #include "sfc_srv6.h"
+#include "sfc_pop.h"
+
+/* What this CPU parked last, so that a run of frames of one path (the rest of their stacks
+ * alike) looks its stack id up once, not once per frame: the stack and its id, and the flow
+ * last remembered in sfc_flows with the id it was given.  Per CPU and per program load (not
+ * pinned: each node's forwarder has its own), so no other CPU or node writes it. */
+struct sfc_parked {
+	struct sfc_stack st;
+	__u32 id;
+	__u32 parked;         /* 1 once st and id hold a parked stack */
+	struct sfc_class_key flow; /* mask SFC_FLOW_MASK once it holds a flow */
+	__u32 flow_id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sfc_parked);
+} sfc_last SEC(".maps");
+
+static __always_inline struct sfc_parked *last_parked(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&sfc_last, &zero);
+}
+
+/* 1 if `a` and `b` hold the same stack (depth and entries) */
+static __always_inline int same_stack(const struct sfc_stack *a, const struct sfc_stack *b)
+{
+	if (a->depth != b->depth)
+		return 0;
+	for (__u32 i = 0; i < SFC_MAX_LABELS; i++)
+		if (i < a->depth && a->lse[i] != b->lse[i])
+			return 0;
+	return 1;
+}
+
+/* 1 if `a` and `b` are the same flow key */
+static __always_inline int same_flow(const struct sfc_class_key *a,
+				     const struct sfc_class_key *b)
+{
+	for (__u32 i = 0; i < 4; i++)
+		if (a->src[i] != b->src[i] || a->dst[i] != b->dst[i])
+			return 0;
+	return a->node == b->node && a->sport == b->sport && a->dport == b->dport &&
+	       a->proto == b->proto && a->family == b->family;
+}
 
 static __always_inline int park(struct sfc_stack *st, __u32 *id)
 {
+	struct sfc_parked *last = last_parked();
 	__u32 zero = 0, *have, *next;
 	struct sfc_stack *slot;
 
+	if (last && last->parked && same_stack(&last->st, st)) {
+		*id = last->id;
+		return 0;
+	}
 	have = bpf_map_lookup_elem(&sfc_stack_ids, st);
 	if (have) {
 		*id = *have;
-		return 0;
+		goto remember;
 	}
 	next = bpf_map_lookup_elem(&sfc_next_stack, &zero);
 	if (!next)
@@ -49,7 +105,33 @@ static __always_inline int park(struct sfc_stack *st, __u32 *id)
 	__builtin_memcpy(slot, st, sizeof(*st));
 	/* a racing CPU may have parked the same stack: both ids stay valid */
 	bpf_map_update_elem(&sfc_stack_ids, st, id, BPF_NOEXIST);
+remember:
+	if (last) {
+		__builtin_memcpy(&last->st, st, sizeof(*st));
+		last->id = *id;
+		last->parked = 1;
+	}
 	return 0;
+}
+
+/* The flow `fk` remembered under stack id `id` in sfc_flows (for functions that lose the mark),
+ * unless this CPU remembered just that last: the entry's reader, sfc_proxy_out, looks it up
+ * for every packet that lost its mark, which keeps it fresh in the LRU. */
+static __always_inline void remember_flow(struct sfc_class_key *fk, __u32 id)
+{
+	struct sfc_parked *last = last_parked();
+	__u32 *was;
+
+	if (last && last->flow_id == id && last->flow.mask == SFC_FLOW_MASK &&
+	    same_flow(&last->flow, fk))
+		return;
+	was = bpf_map_lookup_elem(&sfc_flows, fk);
+	if (!was || *was != id)
+		bpf_map_update_elem(&sfc_flows, fk, &id, BPF_ANY);
+	if (last) {
+		__builtin_memcpy(&last->flow, fk, sizeof(*fk));
+		last->flow_id = id;
+	}
 }
 
 /* The frame handed up to the function: `strip` bytes after the Ethernet header taken off (the
@@ -58,9 +140,8 @@ static __always_inline int park(struct sfc_stack *st, __u32 *id)
 static __always_inline int hand_up(struct xdp_md *ctx, struct ethhdr *eth, int strip, __u32 id)
 {
 	void *data, *end;
-	struct sfc_tuple fk = {};
+	struct sfc_class_key fk = {};
 	__u32 *meta;
-	__u8 proto;
 
 	if (bpf_xdp_adjust_head(ctx, strip))
 		goto bad;
@@ -73,18 +154,10 @@ static __always_inline int hand_up(struct xdp_md *ctx, struct ethhdr *eth, int s
 		goto bad;
 	*meta = sfc_mark_of(id);
 	__builtin_memcpy(data, eth, sizeof(*eth));
-	/* for functions that lose the mark (a program reading a TUN device): the flow */
-	fk.node = node_id;
-	fk.mask = SFC_FLOW_MASK;
-	if (!sfc_parse_ip(data + sizeof(*eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport,
-			  &proto)) {
-		__u32 *was;
-
-		fk.proto = proto;
-		was = bpf_map_lookup_elem(&sfc_flows, &fk);
-		if (!was || *was != id)
-			bpf_map_update_elem(&sfc_flows, &fk, &id, BPF_ANY);
-	}
+	/* for functions that lose the mark (a program reading a TUN device): the flow, IPv4 or
+	 * IPv6 */
+	if (!sfc_flow_key(data + sizeof(*eth), end, &fk))
+		remember_flow(&fk, id);
 	sfc_count(SFC_C_POPPED);
 	sfc_count(SFC_C_PROXY_IN);
 	return XDP_PASS;
@@ -187,22 +260,14 @@ static __always_inline int nsh_forward(struct xdp_md *ctx)
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}
-	if (nh->last) {
-		if (bpf_xdp_adjust_head(ctx, SFC_NSH_BYTES)) {
-			sfc_count(SFC_C_ERRORS);
-			return XDP_DROP;
-		}
-		data = (void *)(long)ctx->data;
-		end = (void *)(long)ctx->data_end;
-		if (data + sizeof(neth) > end)
-			return XDP_DROP;
-	} else {
+	if (!nh->last) {
 		w[0] = bpf_htonl(NSH_WITH_TTL(base, ttl - 1));
 		neth.h_proto = bpf_htons(SFC_ETH_P_NSH);
 	}
-	__builtin_memcpy(data, &neth, sizeof(neth));
+	if (sfc_put_eth(ctx, nh->last ? SFC_NSH_BYTES : 0, &neth))
+		return XDP_DROP;
 	sfc_count(nh->last ? SFC_C_DELIVERED : SFC_C_FORWARDED);
-	return bpf_redirect(hop->ifindex, 0);
+	return sfc_redirect_hop(nh->label, hop);
 }
 
 SEC("xdp")
@@ -212,7 +277,6 @@ int sfc_forward(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	__be32 *lse = (void *)(eth + 1);
 	struct sfc_hop *hop;
-	struct ethhdr neth;
 	__u32 v, label, ttl, bos, npop = 1;
 
 	if ((void *)(eth + 1) > end)
@@ -234,7 +298,7 @@ int sfc_forward(struct xdp_md *ctx)
 	label = LSE_LABEL(v);
 	ttl = LSE_TTL(v);
 	bos = LSE_BOS(v);
-	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	hop = sfc_hop_of(label);
 	if (!hop || hop->node != node_id) {
 		sfc_count(SFC_C_UNKNOWN_LABEL);
 		return XDP_DROP;
@@ -256,30 +320,7 @@ int sfc_forward(struct xdp_md *ctx)
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}
-	if (!bos) {
-		__be32 *next = lse + 1;
-
-		if ((void *)(next + 1) > end) {
-			sfc_count(SFC_C_ERRORS);
-			return XDP_DROP;
-		}
-		*next = bpf_htonl((bpf_ntohl(*next) & ~0xffu) | (ttl - 1));
-	}
-	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
-	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
-	neth.h_proto = bpf_htons(bos ? sfc_inner_proto(lse + (npop & 31), end) : SFC_ETH_P_MPLS_UC);
-	if (bpf_xdp_adjust_head(ctx, (int)(4 * npop))) {
-		sfc_count(SFC_C_ERRORS);
-		return XDP_DROP;
-	}
-	data = (void *)(long)ctx->data;
-	end = (void *)(long)ctx->data_end;
-	if (data + sizeof(neth) > end)
-		return XDP_DROP;
-	__builtin_memcpy(data, &neth, sizeof(neth));
-	sfc_count(SFC_C_POPPED);
-	sfc_count(bos ? SFC_C_DELIVERED : SFC_C_FORWARDED);
-	return bpf_redirect(hop->ifindex, 0);
+	return sfc_pop_and_redirect(ctx, label, hop, npop, ttl, bos);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -33,17 +33,13 @@
 static __always_inline int parked_id(struct __sk_buff *skb, struct ethhdr *eth, void *end,
 				     __u32 *id)
 {
-	struct sfc_tuple fk = {};
-	__u8 proto;
+	struct sfc_class_key fk = {};
 	__u32 *have;
 
 	if (!sfc_mark_id(skb->mark, id))
 		return 1;
-	fk.node = node_id;
-	fk.mask = SFC_FLOW_MASK;
-	if (sfc_parse_ip(eth + 1, end, &fk.src, &fk.dst, &fk.sport, &fk.dport, &proto))
+	if (sfc_flow_key(eth + 1, end, &fk))
 		return 0;
-	fk.proto = proto;
 	have = bpf_map_lookup_elem(&sfc_flows, &fk);
 	if (!have) {
 		sfc_count(SFC_C_PROXY_MISS);
@@ -58,24 +54,21 @@ static __always_inline int parked_id(struct __sk_buff *skb, struct ethhdr *eth, 
 static __always_inline int restore_stack(struct __sk_buff *skb, struct sfc_stack *st,
 					 struct sfc_hop *hop, __u32 n, __u32 ttl, __be16 inner)
 {
+	__be32 lse[SFC_MAX_LABELS - 1];
 	struct ethhdr neth;
 
 	if (n && bpf_skb_adjust_room(skb, (__s32)(4 * n), BPF_ADJ_ROOM_MAC, 0)) {
 		sfc_count(SFC_C_ERRORS);
 		return -1;
 	}
-	for (__u32 i = 0; i < SFC_MAX_LABELS - 1; i++) {
-		__be32 e;
-
-		if (i >= n)
-			break;
-		e = st->lse[(i + 1) & (SFC_MAX_LABELS - 1)];
-		if (i == 0)
-			e = bpf_htonl((bpf_ntohl(e) & ~0xffu) | (ttl - 1));
-		if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + 4 * i, &e, 4, 0)) {
-			sfc_count(SFC_C_ERRORS);
-			return -1;
-		}
+	/* the entries in one buffer, written with one store */
+	for (__u32 i = 0; i < SFC_MAX_LABELS - 1; i++)
+		lse[i] = st->lse[i + 1];
+	lse[0] = bpf_htonl((bpf_ntohl(lse[0]) & ~0xffu) | (ttl - 1));
+	if (n && n < SFC_MAX_LABELS &&
+	    bpf_skb_store_bytes(skb, sizeof(struct ethhdr), lse, 4 * n, 0)) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
 	}
 	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
 	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
@@ -145,7 +138,7 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	__u32 id, v, ttl, label, n;
 	__be16 inner;
 
-	/* IPv4 or IPv6 under the stack; the flow fallback of parked_id() knows IPv4 only */
+	/* IPv4 or IPv6 under the stack, and so the flow fallback of parked_id() */
 	if ((void *)(eth + 1) > end || (eth->h_proto != bpf_htons(SFC_ETH_P_IP) &&
 					eth->h_proto != bpf_htons(SFC_ETH_P_IPV6)))
 		return TC_ACT_OK;
@@ -164,7 +157,7 @@ int sfc_proxy_out(struct __sk_buff *skb)
 	v = bpf_ntohl(st->lse[0]);
 	label = LSE_LABEL(v);
 	ttl = LSE_TTL(v);
-	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	hop = sfc_hop_of(label);
 	if (!hop || hop->node != node_id ||
 	    (hop->action != SFC_A_FORWARD && hop->action != SFC_A_UNPAD)) {
 		sfc_count(SFC_C_UNKNOWN_LABEL);

@@ -46,7 +46,7 @@ enum sfc_limit {
 	SFC_MAX_PATHS = 4096,
 	SFC_MAX_STACKS = 65536,   /* distinct remaining stacks parked by proxies */
 	SFC_MAX_CLASSES = 262144, /* classifier entries (sfc_classes) */
-	SFC_MAX_HOPS = 65536,     /* labels (sfc_labels) */
+	SFC_MAX_HOPS = 65536,     /* labels (sfc_labels, indexed by label: labels below it) */
 	SFC_MAX_FLOWS = 65536,    /* flows pinned to a path (sfc_flows, LRU) */
 };
 
@@ -61,7 +61,14 @@ enum sfc_limit {
 #define SFC_ETH_P_IPV6 0x86DD
 #define SFC_FAMILY_IPV4 4 /* sfc_class_key.family of an IPv4 packet */
 #define SFC_FAMILY_IPV6 6
-#define SFC_FLOW_MASK 0xffffffffu /* sfc_tuple.mask of a whole flow (sfc_flows) */
+#define SFC_FLOW_MASK 0xffffffffu /* sfc_class_key.mask of a whole flow (sfc_flows) */
+/* IPv6 extension headers the parser walks to the upper-layer header (sfc_parse_ip6) */
+#define SFC_IPPROTO_HOPOPTS 0
+#define SFC_IPPROTO_ROUTING 43
+#define SFC_IPPROTO_FRAGMENT 44
+#define SFC_IPPROTO_DSTOPTS 60
+#define SFC_IPPROTO_ICMPV6 58
+#define SFC_IP6_EXT_MAX 4         /* at most this many; a packet with more has no ports */
 
 /* label stack entry (RFC 3032), host order: label 20 bits, TC 3, bottom of stack 1, TTL 8 */
 #define LSE_LABEL(v) ((v) >> 12)
@@ -87,8 +94,8 @@ enum sfc_counter {
 	SFC_NCOUNTERS = 16,
 };
 
-struct sfc_tuple {            /* a masked 5-tuple at one node: classifier key (mask: its index),
-			       * and with mask SFC_FLOW_MASK the proxy's fallback flow key */
+struct sfc_tuple {            /* an IPv4 5-tuple at one node: the connection keys of the
+			       * SFC-aware eBPF functions (sfc_fw.h, sfc_lb.h) */
 	__u32 node;
 	__u32 mask;
 	__be32 src;
@@ -99,14 +106,15 @@ struct sfc_tuple {            /* a masked 5-tuple at one node: classifier key (m
 	__u8 pad[3];
 };
 
-struct sfc_class_key {        /* a masked classifier key at one node (mask: its index) */
+struct sfc_class_key {        /* a masked classifier key at one node (mask: its index); with
+			       * mask SFC_FLOW_MASK, a whole flow: the proxy's fallback key */
 	__u32 node;
 	__u32 mask;
 	__be32 src[4];        /* IPv4: src[0], the rest 0 */
 	__be32 dst[4];
 	__be16 sport;
 	__be16 dport;
-	__u8 proto;           /* IPv6: the first next header */
+	__u8 proto;           /* IPv6: the upper-layer header (sfc_parse_ip6) */
 	__u8 family;          /* SFC_FAMILY_IPV4 or SFC_FAMILY_IPV6; 0 under a mask without it */
 	__u8 pad[2];
 };
@@ -215,13 +223,30 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sfc_paths SEC(".maps");
 
+/* label -> its hop: an array, so the lookup at every hop is an index (the verifier inlines it),
+ * not a hash; an entry of node 0 is no label's (node ids start at 1): read through sfc_hop_of */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SFC_MAX_HOPS);
 	__type(key, __u32);
 	__type(value, struct sfc_hop);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sfc_labels SEC(".maps");
+
+/* label -> the device its forward (or unpad) hop sends out of, for bpf_redirect_map: the device
+ * is held by the entry, so a redirect looks nothing up by interface index.  Written from inside
+ * the owner's namespace (src/sfclab/realize/dataplane.py); an entry missing (or cleared when its
+ * device went) falls back to bpf_redirect by the hop's ifindex (sfc_redirect_hop).  Lab-wide,
+ * but pinned by sfc-steer itself, not by name: libbpf 1.1 refuses to reuse a pinned devmap
+ * (the kernel adds BPF_F_RDONLY_PROG to a devmap's flags, which libbpf then takes for a
+ * mismatch), so another loader of these objects (sfcgen's classifier) gets a map of its own,
+ * which it never reads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, SFC_MAX_HOPS);
+	__type(key, __u32);
+	__type(value, __u32);
+} sfc_ports SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -250,7 +275,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, SFC_MAX_FLOWS);
-	__type(key, struct sfc_tuple);
+	__type(key, struct sfc_class_key);
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sfc_flows SEC(".maps");
@@ -278,6 +303,23 @@ static __always_inline void sfc_count(__u32 counter)
 
 	if (v)
 		*v += 1;
+}
+
+/* the hop of `label`, or NULL when no node owns it */
+static __always_inline struct sfc_hop *sfc_hop_of(__u32 label)
+{
+	struct sfc_hop *hop = bpf_map_lookup_elem(&sfc_labels, &label);
+
+	return hop && hop->node ? hop : NULL;
+}
+
+/* XDP: send the frame out of `hop`'s interface (the hop of `label`): by the label's device in
+ * sfc_ports, or by the hop's interface index where that entry is missing */
+static __always_inline int sfc_redirect_hop(__u32 label, const struct sfc_hop *hop)
+{
+	long verdict = bpf_redirect_map(&sfc_ports, label, 0);
+
+	return verdict == XDP_REDIRECT ? XDP_REDIRECT : (int)bpf_redirect(hop->ifindex, 0);
 }
 
 static __always_inline __u32 sfc_mix(__u32 h, __u32 v)
@@ -344,26 +386,58 @@ static __always_inline __u16 sfc_inner_proto(void *ip, void *end)
 	return SFC_ETH_P_IP;
 }
 
-/* The IPv6 5-tuple of the packet whose IPv6 header starts at `ip`: addresses, the first next
- * header as the protocol, ports when that is TCP or UDP (extension headers are not walked: a
- * packet with one has proto = its type and ports 0).  Returns 0, or -1 if cut short. */
+/* The IPv6 5-tuple of the packet whose IPv6 header starts at `ip`: addresses, the upper-layer
+ * protocol as the protocol, ports when that is TCP or UDP.  Extension headers (hop-by-hop and
+ * destination options, routing, fragment) are walked, up to SFC_IP6_EXT_MAX of them: behind
+ * more, the protocol is the next extension header's type and the ports 0; a fragment after the
+ * first has its protocol and no ports, as an IPv4 one.  Returns 0, or -1 if cut short, sent to
+ * a link-local (fe80::/10) or multicast (ff00::/8) address, or neighbour discovery (ICMPv6
+ * types 133 to 137, also unicast): such a packet never leaves its link, so no chain carries
+ * it, as none carries ARP. */
 static __always_inline int sfc_parse_ip6(void *ip, void *end, __be32 *src, __be32 *dst,
 					 __be16 *sport, __be16 *dport, __u8 *proto)
 {
-	__u8 *b = ip;
+	__u8 *b = ip, *h;
+	__u32 off = 40, later = 0;
 
 	if ((void *)(b + 40) > end || (b[0] >> 4) != 6)
+		return -1;
+	if (b[24] == 0xff || (b[24] == 0xfe && (b[25] & 0xc0) == 0x80))
 		return -1;
 	__builtin_memcpy(src, b + 8, 16);
 	__builtin_memcpy(dst, b + 24, 16);
 	*proto = b[6];
 	*sport = 0;
 	*dport = 0;
-	if (*proto == 6 || *proto == 17) {
-		if ((void *)(b + 44) > end)
+	for (__u32 i = 0; i < SFC_IP6_EXT_MAX; i++) {
+		__u8 nh = *proto;
+
+		if (nh != SFC_IPPROTO_HOPOPTS && nh != SFC_IPPROTO_ROUTING &&
+		    nh != SFC_IPPROTO_FRAGMENT && nh != SFC_IPPROTO_DSTOPTS)
+			break;
+		h = b + off;
+		if ((void *)(h + 8) > end)
 			return -1;
-		*sport = *(__be16 *)(b + 40);
-		*dport = *(__be16 *)(b + 42);
+		*proto = h[0];
+		if (nh == SFC_IPPROTO_FRAGMENT) {
+			later |= bpf_ntohs(*(__be16 *)(h + 2)) & 0xfff8; /* its offset */
+			off += 8;
+		} else {
+			off += 8 + 8 * (__u32)h[1];
+		}
+	}
+	h = b + off;
+	if (*proto == SFC_IPPROTO_ICMPV6 && !later) {
+		if ((void *)(h + 1) > end)
+			return -1;
+		if (h[0] >= 133 && h[0] <= 137)
+			return -1;
+	}
+	if ((*proto == 6 || *proto == 17) && !later) {
+		if ((void *)(h + 4) > end)
+			return -1;
+		*sport = *(__be16 *)h;
+		*dport = *(__be16 *)(h + 2);
 	}
 	return 0;
 }
@@ -396,6 +470,30 @@ static __always_inline int sfc_parse_ip(void *ip, void *end, __be32 *src, __be32
 		*dport = *(__be16 *)(l4 + 2);
 	}
 	return 0;
+}
+
+/* The key in sfc_flows of the IPv4 or IPv6 packet at `ip` (by its version) at this node: its
+ * 5-tuple and family, mask SFC_FLOW_MASK (the proxy's fallback for functions that lose the
+ * packet mark).  0, or -1 when it is cut short. */
+static __always_inline int sfc_flow_key(void *ip, void *end, struct sfc_class_key *k)
+{
+	__u8 *b = ip;
+	__u8 proto = 0;
+	int bad;
+
+	if ((void *)(b + 1) > end)
+		return -1;
+	k->node = node_id;
+	k->mask = SFC_FLOW_MASK;
+	if ((b[0] >> 4) == 6) {
+		k->family = SFC_FAMILY_IPV6;
+		bad = sfc_parse_ip6(ip, end, k->src, k->dst, &k->sport, &k->dport, &proto);
+	} else {
+		k->family = SFC_FAMILY_IPV4;
+		bad = sfc_parse_ip(ip, end, &k->src[0], &k->dst[0], &k->sport, &k->dport, &proto);
+	}
+	k->proto = proto;
+	return bad ? -1 : 0;
 }
 #endif /* __BPF__ */
 

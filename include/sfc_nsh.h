@@ -94,7 +94,7 @@ static __always_inline int sfc_nsh_hop_at(__u32 spi, __u32 si, struct sfc_nsh_ho
 	if (!*nh)
 		return -1;
 	label = (*nh)->label;
-	*hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	*hop = sfc_hop_of(label);
 	if (!*hop || (*hop)->node != node_id)
 		return -1;
 	return 0;

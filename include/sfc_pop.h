@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Popping labels in XDP and sending the frame on, as the forwarder does for a forward label
- * (bpf/sfc_forward.bpf.c): take `n` labels off the top (1 or 2, all owned by this node), give
+ * (bpf/sfc_forward.bpf.c): take `n` labels off the top (1 or 2, all owned by this node; or a
+ * padded stack's whole depth, up to 31, for an unpad label), give
  * the new top entry the TTL `ttl` less one, rewrite the Ethernet header for `hop`'s neighbour
- * and redirect out its interface; when the last label popped was the bottom one, what leaves
+ * (the hop of `label`) and redirect out its interface; when the last label popped was the bottom one, what leaves
  * is plain IPv4.  Included after sfc.h by programs that forward by the stack themselves.
  */
 #ifndef SFCLAB_SFC_POP_H
@@ -13,13 +14,36 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 
-static __always_inline int sfc_pop_and_redirect(struct xdp_md *ctx, const struct sfc_hop *hop,
-						__u32 n, __u32 ttl, __u32 bos)
+/*
+ * The frame's Ethernet header made `neth`, after taking `bytes` off its front first (0: none):
+ * 0, or -1 when the frame cannot be adjusted (counted as an error) or is too short; the caller
+ * then drops it.
+ */
+static __always_inline int sfc_put_eth(struct xdp_md *ctx, int bytes, const struct ethhdr *neth)
+{
+	void *data, *end;
+
+	if (bytes && bpf_xdp_adjust_head(ctx, bytes)) {
+		sfc_count(SFC_C_ERRORS);
+		return -1;
+	}
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + sizeof(*neth) > end)
+		return -1;
+	__builtin_memcpy(data, neth, sizeof(*neth));
+	return 0;
+}
+
+static __always_inline int sfc_pop_and_redirect(struct xdp_md *ctx, __u32 label,
+						const struct sfc_hop *hop, __u32 n, __u32 ttl,
+						__u32 bos)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	__be32 *lse = data + sizeof(struct ethhdr);
 	struct ethhdr neth;
 
+	n &= 31; /* 1 or 2 labels of this node; a padded stack's whole depth (unpad) */
 	if (!bos) {
 		__be32 *next = n == 2 ? lse + 2 : lse + 1;
 
@@ -31,20 +55,12 @@ static __always_inline int sfc_pop_and_redirect(struct xdp_md *ctx, const struct
 	}
 	__builtin_memcpy(neth.h_dest, hop->dmac, ETH_ALEN);
 	__builtin_memcpy(neth.h_source, hop->smac, ETH_ALEN);
-	neth.h_proto = bpf_htons(bos ? sfc_inner_proto(lse + (n == 2 ? 2 : 1), end)
-				     : SFC_ETH_P_MPLS_UC);
-	if (bpf_xdp_adjust_head(ctx, n == 2 ? 8 : 4)) {
-		sfc_count(SFC_C_ERRORS);
+	neth.h_proto = bpf_htons(bos ? sfc_inner_proto(lse + n, end) : SFC_ETH_P_MPLS_UC);
+	if (sfc_put_eth(ctx, (int)(4 * n), &neth))
 		return XDP_DROP;
-	}
-	data = (void *)(long)ctx->data;
-	end = (void *)(long)ctx->data_end;
-	if (data + sizeof(neth) > end)
-		return XDP_DROP;
-	__builtin_memcpy(data, &neth, sizeof(neth));
 	sfc_count(SFC_C_POPPED);
 	sfc_count(bos ? SFC_C_DELIVERED : SFC_C_FORWARDED);
-	return bpf_redirect(hop->ifindex, 0);
+	return sfc_redirect_hop(label, hop);
 }
 
 /*
@@ -69,7 +85,7 @@ static __always_inline int sfc_function_top(struct xdp_md *ctx, __be32 *lse, voi
 	label = LSE_LABEL(v);
 	*ttl = LSE_TTL(v);
 	bos = LSE_BOS(v);
-	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	hop = sfc_hop_of(label);
 	if (!hop || hop->node != node_id) {
 		sfc_count(SFC_C_UNKNOWN_LABEL);
 		return -1;
@@ -79,7 +95,7 @@ static __always_inline int sfc_function_top(struct xdp_md *ctx, __be32 *lse, voi
 		return -1;
 	}
 	if (hop->action == SFC_A_FORWARD) {
-		*verdict = sfc_pop_and_redirect(ctx, hop, 1, *ttl, bos);
+		*verdict = sfc_pop_and_redirect(ctx, label, hop, 1, *ttl, bos);
 		return -1;
 	}
 	if (hop->action != SFC_A_PROXY || bos) {
@@ -104,24 +120,32 @@ static __always_inline void *sfc_stack_bottom(__be32 *lse, void *end)
 	return NULL;
 }
 
+/* The way on from an SFC-aware function: its forward label, its hop, and whether that label is
+ * the bottom one. */
+struct sfc_way {
+	__u32 label;
+	__u32 bos;
+	const struct sfc_hop *hop;
+};
+
 /*
- * Under this node's proxy label: its forward label (the way on, in *out, and whether it is
- * the bottom one, in *out_bos) and the IPv4 header under the stack, returned; NULL for a
- * stack that is not so (the caller counts it an error and drops).
+ * Under this node's proxy label: its forward label (the way on, in *out) and the IPv4 header
+ * under the stack, returned; NULL for a stack that is not so (the caller counts it an error
+ * and drops).
  */
 static __always_inline void *sfc_function_packet(__be32 *lse, void *end, __u32 node_id,
-						 const struct sfc_hop **out, __u32 *out_bos)
+						 struct sfc_way *out)
 {
-	__u32 v, label;
+	__u32 v;
 
 	if ((void *)(lse + 2) > end)
 		return NULL;
 	v = bpf_ntohl(lse[1]);
-	label = LSE_LABEL(v);
-	*out = bpf_map_lookup_elem(&sfc_labels, &label);
-	if (!*out || (*out)->node != node_id || (*out)->action != SFC_A_FORWARD)
+	out->label = LSE_LABEL(v);
+	out->hop = sfc_hop_of(out->label);
+	if (!out->hop || out->hop->node != node_id || out->hop->action != SFC_A_FORWARD)
 		return NULL;
-	*out_bos = LSE_BOS(v);
+	out->bos = LSE_BOS(v);
 	return sfc_stack_bottom(lse, end);
 }
 
@@ -129,8 +153,8 @@ static __always_inline void *sfc_function_packet(__be32 *lse, void *end, __u32 n
  * Out of the function and on: pop the proxy label and the forward label under it (TTL `ttl`
  * of the proxy label) and send the frame to `out`'s neighbour, counted as the proxy counts.
  */
-static __always_inline int sfc_function_leave(struct xdp_md *ctx, const struct sfc_hop *out,
-					      __u32 ttl, __u32 out_bos)
+static __always_inline int sfc_function_leave(struct xdp_md *ctx, const struct sfc_way *out,
+					      __u32 ttl)
 {
 	if (ttl - 1 <= 1) {
 		sfc_count(SFC_C_TTL_EXPIRED);
@@ -138,7 +162,7 @@ static __always_inline int sfc_function_leave(struct xdp_md *ctx, const struct s
 	}
 	sfc_count(SFC_C_POPPED); /* the proxy label; the helper counts the forward label */
 	sfc_count(SFC_C_PROXY_OUT);
-	return sfc_pop_and_redirect(ctx, out, 2, ttl - 1, out_bos);
+	return sfc_pop_and_redirect(ctx, out->label, out->hop, 2, ttl - 1, out->bos);
 }
 #endif /* __BPF__ */
 

@@ -44,7 +44,6 @@ enum sfc_srv6 {
 	SFC_LSE_SRV6 = 0x200,           /* traffic class 1 of a label stack entry: an SRv6 segment */
 };
 
-#define SFC_IPPROTO_ROUTING 43
 #define SFC_SRH_TYPE 4
 
 #ifdef __BPF__
@@ -96,7 +95,7 @@ static __always_inline void sfc_srv6_header(__u8 *h, __u32 n, __u32 hop_limit, _
 static __always_inline int sfc_srv6_sid_of(__be32 e, __be32 *sid)
 {
 	__u32 label = LSE_LABEL(bpf_ntohl(e));
-	struct sfc_hop *hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	struct sfc_hop *hop = sfc_hop_of(label);
 
 	if (!hop)
 		return -1;

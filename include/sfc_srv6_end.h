@@ -29,12 +29,11 @@ static __always_inline int sfc_srv6_proxy(struct xdp_md *ctx, __u8 *srh, void *e
 					  __u32 hl, __u32 hlen)
 {
 	struct sfc_stack st = {};
-	struct sfc_tuple fk = {};
+	struct sfc_class_key fk = {};
 	struct ethhdr eth;
 	void *data = (void *)(long)ctx->data;
 	__u32 id, *meta;
 	__u16 inner = sfc_srv6_inner(srh[0]);
-	__u8 proto;
 
 	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
 		__u8 *seg;
@@ -67,13 +66,8 @@ static __always_inline int sfc_srv6_proxy(struct xdp_md *ctx, __u8 *srh, void *e
 	*meta = sfc_mark_of(id);
 	__builtin_memcpy(data, &eth, sizeof(eth));
 	/* for functions that lose the mark: the flow, as the label proxy keeps it */
-	fk.node = node_id;
-	fk.mask = SFC_FLOW_MASK;
-	if (!sfc_parse_ip(data + sizeof(eth), end, &fk.src, &fk.dst, &fk.sport, &fk.dport,
-			  &proto)) {
-		fk.proto = proto;
-		bpf_map_update_elem(&sfc_flows, &fk, &id, BPF_ANY);
-	}
+	if (!sfc_flow_key(data + sizeof(eth), end, &fk))
+		remember_flow(&fk, id);
 	sfc_count(SFC_C_POPPED);
 	sfc_count(SFC_C_PROXY_IN);
 	return XDP_PASS;
@@ -81,7 +75,8 @@ static __always_inline int sfc_srv6_proxy(struct xdp_md *ctx, __u8 *srh, void *e
 
 /* End, and End.DX4/End.DX6 at the last SID: the frame sent to the label's neighbour */
 static __always_inline int sfc_srv6_next(struct xdp_md *ctx, __u8 *srh, void *end,
-					 const struct sfc_hop *hop, __u32 sl, __u32 hl, __u32 hlen)
+					 __u32 label, const struct sfc_hop *hop, __u32 sl, __u32 hl,
+					 __u32 hlen)
 {
 	struct ethhdr *eth = (void *)(long)ctx->data;
 	__u8 *ip6 = srh - 40;
@@ -108,7 +103,7 @@ static __always_inline int sfc_srv6_next(struct xdp_md *ctx, __u8 *srh, void *en
 	eth->h_proto = bpf_htons(proto);
 	sfc_count(SFC_C_POPPED);
 	sfc_count(sl ? SFC_C_FORWARDED : SFC_C_DELIVERED);
-	return bpf_redirect(hop->ifindex, 0);
+	return sfc_redirect_hop(label, hop);
 }
 
 /* An SRv6 frame's verdict at this node, or -1 when the frame is no SRv6 frame of the lab */
@@ -123,7 +118,7 @@ static __always_inline int sfc_srv6_end(struct xdp_md *ctx)
 		return -1;
 	ip6 = srh - 40;
 	label = bpf_ntohl(*(__be32 *)(ip6 + 36));
-	hop = bpf_map_lookup_elem(&sfc_labels, &label);
+	hop = sfc_hop_of(label);
 	if (!hop || hop->node != node_id || (bpf_ntohl(*(__be32 *)(ip6 + 28)) & 0xffff) != node_id)
 		return sfc_srv6_drop(SFC_C_UNKNOWN_LABEL);
 	hl = ip6[7];
@@ -137,7 +132,7 @@ static __always_inline int sfc_srv6_end(struct xdp_md *ctx)
 		return sfc_srv6_proxy(ctx, srh, end, sl, hl, hlen);
 	if (hop->action != SFC_A_FORWARD)
 		return sfc_srv6_drop(SFC_C_ERRORS);
-	return sfc_srv6_next(ctx, srh, end, hop, sl, hl, hlen);
+	return sfc_srv6_next(ctx, srh, end, label, hop, sl, hl, hlen);
 }
 #endif /* __BPF__ */
 

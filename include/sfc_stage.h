@@ -82,8 +82,8 @@ static __always_inline int sfc_stage_next(struct xdp_md *ctx)
 {
 	void *data, *end;
 	__u32 zero = 0, *at = bpf_map_lookup_elem(&sfc_stage_at, &zero);
-	const struct sfc_hop *out;
-	__u32 ttl, out_bos;
+	struct sfc_way out;
+	__u32 ttl;
 	__be32 *lse;
 
 	if (at)
@@ -96,12 +96,12 @@ static __always_inline int sfc_stage_next(struct xdp_md *ctx)
 		return XDP_PASS;
 	lse = data + sizeof(struct ethhdr);
 	if ((void *)(lse + 1) > end ||
-	    !sfc_function_packet(lse, end, node_id, &out, &out_bos)) {
+	    !sfc_function_packet(lse, end, node_id, &out)) {
 		sfc_count(SFC_C_ERRORS);
 		return XDP_DROP;
 	}
 	ttl = LSE_TTL(bpf_ntohl(lse[0]));
-	return sfc_function_leave(ctx, out, ttl, out_bos);
+	return sfc_function_leave(ctx, &out, ttl);
 }
 #endif /* __BPF__ */
 

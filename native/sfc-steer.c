@@ -125,10 +125,36 @@ static int set_node_id(struct bpf_object *bo, unsigned int node_id)
 	return -ENOENT;
 }
 
+/*
+ * The lab's sfc_ports (include/sfc.h), pinned by hand as DIR/sfc_ports: before the load, the
+ * pinned map is reused if there is one; after it, a map made by this load is pinned.  (libbpf
+ * 1.1 cannot reuse a pinned devmap by name.)  `after` selects the step.
+ */
+static int ports_pin(struct bpf_object *bo, const char *maps, int after)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(bo, "sfc_ports");
+	char path[PATH_MAX];
+	int fd, err;
+
+	if (!m)
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/sfc_ports", maps) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	if (after)
+		return access(path, F_OK) ? bpf_map__pin(m, path) : 0;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	err = bpf_map__reuse_fd(m, fd);
+	close(fd);
+	return err;
+}
+
 static struct bpf_object *load(const char *path, const char *maps, unsigned int node_id)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = maps);
 	struct bpf_object *bo = bpf_object__open_file(path, &opts);
+	const char *what = "set node_id in";
 	int err;
 
 	if (!bo) {
@@ -136,14 +162,20 @@ static struct bpf_object *load(const char *path, const char *maps, unsigned int 
 		return NULL;
 	}
 	err = set_node_id(bo, node_id);
-	if (err) {
-		log_err("Failed to set node_id in %s: %s", path, strerror(-err));
-		bpf_object__close(bo);
-		return NULL;
+	if (!err) {
+		what = "reuse the lab's sfc_ports for";
+		err = ports_pin(bo, maps, 0);
 	}
-	err = bpf_object__load(bo);
+	if (!err) {
+		what = "load";
+		err = bpf_object__load(bo);
+	}
+	if (!err) {
+		what = "pin sfc_ports of";
+		err = ports_pin(bo, maps, 1);
+	}
 	if (err) {
-		log_err("Failed to load %s: %s", path, strerror(-err));
+		log_err("Failed to %s %s: %s", what, path, strerror(-err));
 		bpf_object__close(bo);
 		return NULL;
 	}

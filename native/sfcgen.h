@@ -89,6 +89,8 @@ static inline unsigned min_frame(int family)
 #define NSEC 1000000000LL
 #define PACE_GRACE_NS 10000000LL /* 10 ms */
 #define XDP_DEFAULT_CHUNK 4096u /* frames per BPF_PROG_RUN call at the maximum rate */
+#define XDP_MIN_GAP_NS 100000LL /* least time between two paced BPF_PROG_RUN calls (100 us) */
+#define XDP_GAP_FRAMES 64.0     /* ... unless that many frames fall due sooner */
 
 _Static_assert(sizeof(struct probe) == 18, "probe header must fit a 64-byte frame");
 

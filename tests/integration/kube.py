@@ -258,16 +258,19 @@ MACHINES = {"m1": "198.19.255.11", "m2": "198.19.255.12", "m3": "198.19.255.13"}
 class AgentProcess:
     """``python -m sfclab.realize.runtime.kubernetes_agent`` for one Node, held by a pidfd:
     building in ``netns`` (its machine's context), its state in ``state`` (its machine's
-    state directory), talking to the API server from this machine's namespace."""
+    state directory), talking to the API server from this machine's namespace.  (``argv``:
+    another program of the same shape, the controller.)"""
 
     def __init__(self, node: str, kubeconfig: Path, netns: str | None = None,
-                 state: Path | None = None, log: Path | None = None):
+                 state: Path | None = None, log: Path | None = None,
+                 argv: list[str] | None = None):
 
         self.node, self.kubeconfig, self.netns, self.state = node, kubeconfig, netns, state
-        self.log = log
+        self.log, self.argv = log, argv
         env = dict(os.environ, **({"SFCLAB_STATE_DIR": str(state)} if state else {}))
-        argv = [sys.executable, "-m", "sfclab.realize.runtime.kubernetes_agent", "--node", node,
-                "--kubeconfig", str(kubeconfig), *(["--netns", netns] if netns else [])]
+        argv = argv or [sys.executable, "-m", "sfclab.realize.runtime.kubernetes_agent",
+                        "--node", node, "--kubeconfig", str(kubeconfig),
+                        *(["--netns", netns] if netns else [])]
         out = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 (held by the process)
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=out, env=env,
                                      text=True)
@@ -292,7 +295,18 @@ class AgentProcess:
     def restart(self) -> AgentProcess:
         """The same agent started again (after :meth:`end` or a kill)."""
         self.end()
-        return AgentProcess(self.node, self.kubeconfig, self.netns, self.state, self.log)
+        return AgentProcess(self.node, self.kubeconfig, self.netns, self.state, self.log,
+                            self.argv)
+
+
+def controller(cluster: KubeCluster, log: Path, grace: float) -> AgentProcess:
+    """``python -m sfclab.realize.runtime.kubernetes_controller`` with the controller's
+    ServiceAccount (its rights: ``deploy/kubernetes/21-rbac-controller.yaml``), a Lab left
+    without a phase taken for its writer's death after ``grace`` seconds."""
+    cfg = cluster.kubeconfig_for("sfclab-system", "sfclab-controller")
+    return AgentProcess("controller", cfg, log=log, argv=[
+        sys.executable, "-m", "sfclab.realize.runtime.kubernetes_controller", "--kubeconfig",
+        str(cfg), "--grace", str(grace)])
 
 
 class KubeMachines:

@@ -1,8 +1,9 @@
 """Small helpers shared by the integration tests: what a lab left on the machine, iperf3,
-waiting for a condition."""
+waiting for a condition, a bench's module (its lab builders)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import ModuleType
 
 from pyroute2 import IPRoute
 from pyroute2.netlink.exceptions import NetlinkDumpInterrupted
@@ -124,3 +126,14 @@ def kill_9_during_up_then_down(tmp_path: Path, lab_name: str, body: str, delays:
         assert nothing_left(name), leftovers(name)
         assert also_gone(name)
     return caught_midway
+
+
+def bench_module(name: str) -> ModuleType:
+    """``bench/NAME.py`` loaded as a module (the benches are scripts, not a package), for the
+    tests that build a bench's labs."""
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -1,8 +1,8 @@
 """Packet helpers for the SFC tests, run inside a lab namespace (``python3 -m ...``):
 
     capture IFACE SECONDS      every frame seen on IFACE (AF_PACKET), as JSON lines:
-                               direction, ethertype, MPLS labels (label, bottom, TTL), an SRv6
-                               outer header and SRH (``srh``), the inner 5-tuple
+                               direction, length, ethertype, MPLS labels (label, bottom, TTL),
+                               an SRv6 outer header and SRH (``srh``), the inner 5-tuple
     udp-send DST SPORT DPORT N  N datagrams from SPORT to DST:DPORT
     udp-flows DST DPORT SPORT0 N  N flows of one datagram each (source ports SPORT0 ...)
     udp-echo PORT SECONDS      answer every datagram to PORT, print how many
@@ -18,7 +18,8 @@ import time
 
 
 def parse(frame: bytes) -> dict:
-    out: dict = {"ethertype": struct.unpack_from(">H", frame, 12)[0], "labels": []}
+    out: dict = {"ethertype": struct.unpack_from(">H", frame, 12)[0], "labels": [],
+                 "len": len(frame)}
     off = 14
     if out["ethertype"] == 0x8847:
         while off + 4 <= len(frame):

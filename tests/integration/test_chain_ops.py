@@ -328,15 +328,20 @@ def migrate_under_udp_and_tcp(lab: Lab, instance: str, to: str | None = None
     return d, seen_from
 
 
+def natted(**more: Any) -> dict[str, Any]:
+    """A chain file: a symmetric chain at r1 through one NAT, for UDP to 5005 and TCP to 6000
+    (what :func:`migrate_under_udp_and_tcp` sends), with ``more`` keys."""
+    return {"name": "natted", "attach": "r1", "symmetric": True,
+            "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5005},
+                            {"ingress": "src", "proto": "tcp", "dport": 6000}],
+            "egress": "dst", "functions": [{"name": "nat", "kind": "nat", "cpu": 0.2}],
+            **more}
+
+
 @pytest.mark.serial  # times or counts what the machine's load changes
 def test_migrate_a_nat_under_udp_and_tcp_loses_nothing(tmp_path: Path, sfcgen: str) -> None:
     with running(base_lab()) as lab:
-        body = {"name": "natted", "attach": "r1", "symmetric": True,
-                "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5005},
-                                {"ingress": "src", "proto": "tcp", "dport": 6000}],
-                "egress": "dst",
-                "functions": [{"name": "nat", "kind": "nat", "cpu": 0.2}]}
-        chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, natted())))
         d, seen_from = migrate_under_udp_and_tcp(lab, "nat-1")
         assert d["clone"] == "nat-1.m1" and d["drained"]
         # the server saw the NAT's address, not the client's

@@ -314,3 +314,27 @@ def test_a_tunnel_name_taken_in_a_context_refuses_the_add_and_leaves_the_lab_as_
         subprocess.run(["ip", "-n", ctx, "link", "del", port], check=True)
         d = chain_add.add_chain(req)
         assert sorted(i["host"] for i in d["instances"].values()) == ["edge2", "local"]
+
+
+def test_a_chain_added_over_a_lab_files_tunnel_carries_traffic(lab_name: str,
+                                                              tmp_path: Path) -> None:
+    """A lab file with no chain: its tunnel (r1 on h1 to dst on h2) was made without NAPI on
+    its hosts' ports, as nothing redirected into it by XDP then.  A chain added whose path
+    crosses it (r1 forwards to dst by its XDP program) turns GRO on at those ports
+    (:func:`sfclab.live.chains.wire.napi_ports`): a veth drops XDP-redirected frames without
+    NAPI, and every classified datagram was lost."""
+    d = {"name": lab_name,
+         "hosts": {"h1": {"cpus": 1, "memory": "512M"}, "h2": {"cpus": 1, "memory": "512M"}},
+         "nodes": {"src": {"kind": "host", "host": "h1"}, "r1": {"kind": "router", "host": "h1"},
+                   "dst": {"kind": "host", "host": "h2"}},
+         "links": [{"endpoints": ["src", "r1"]}, {"endpoints": ["r1", "dst"]}]}
+    with running(d) as lab:
+        body = {"name": "over", "attach": "r1", "egress": "dst",
+                "classifiers": [{"ingress": "src", "proto": "udp", "dport": 5002}],
+                "functions": [{"name": "fw", "kind": "firewall", "rules": [], "cpu": 0.25}]}
+        r = chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
+        (node, inst), = r["instances"].items()
+        assert inst["host"] == "h1"  # beside r1: only the lab file's tunnel is crossed
+        got = send(lab, "src", str(lab.address("dst")), 43100, 5002, 20)
+        assert got == 20
+        assert counters(lab.name)[node]["proxy_in"] >= 20

@@ -114,3 +114,66 @@ def test_an_agent_refused_by_the_cluster_exits_1_with_one_line(kube_cluster, clu
                         capture_output=True, text=True, timeout=30)
     assert cp.returncode == 1
     assert "own Node's Lease" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
+
+
+def test_a_build_longer_than_the_lease_keeps_it_renewed(kube_cluster, tmp_path):
+    """The Lease is renewed by a thread of its own: an agent whose part takes longer to build
+    than the Lease lasts (its build verb held :data:`LEASE_SECONDS` + two renewals; nothing
+    else of the agent is changed) never lets it expire meanwhile, and reports the part Up."""
+    import threading
+    from threading import Event
+
+    from sfclab.realize.runtime.kubernetes_api import resource_path
+    from sfclab.plan.model import Plan
+    from sfclab.realize.state import LabState
+
+    from sfclab.realize.runtime import kubernetes_manifests as manifests
+
+    api = kube_cluster.admin()
+    manifests.install(api)
+    node = f"slow-{tmp_path.name[-6:].lower().replace('_', '-')}"
+    api.create(resource_path("v1", "nodes"), {"apiVersion": "v1", "kind": "Node",
+                                              "metadata": {"name": node}})
+    building = Event()
+
+    class Slow(agents.Agent):
+        """The host agent's verbs replaced by a build that takes its time and makes only the
+        lab's state (what the agent checks its record against)."""
+
+        def verb(self, verb, req):  # noqa: ANN001, ANN201
+            state = LabState(lab)
+            if verb != "up":
+                state.remove()
+                return {"absent": True, "errors": []}
+            building.set()
+            time.sleep(agents.LEASE_SECONDS + 2 * agents.RENEW_SECONDS)
+            state.begin(Plan(lab, "").to_dict(), "", "test")
+            state.set_meta(status="up")
+            return {"namespaces": [], "underlay_if": "none"}
+
+    lab = f"s{tmp_path.name[-5:].lower().replace('_', '-')}"
+    part = {"apiVersion": kube.GROUP_VERSION, "kind": "LabPart",
+            "metadata": {"name": f"{lab}.h1", "namespace": kube.NAMESPACE,
+                         "labels": {**kube.MANAGED, kube.LAB_LABEL: lab, kube.NODE_LABEL: node}},
+            "spec": {"lab": lab, "host": "h1", "node": node, "plan": {"lab": lab}}}
+    stop = Event()
+    agent = Slow(api, node)
+    agent.renew()
+    runner = threading.Thread(target=agent.run, args=(stop,), daemon=True)
+    runner.start()
+    try:
+        api.create(kube.parts_path(), part)
+        assert building.wait(60)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < agents.LEASE_SECONDS + agents.RENEW_SECONDS:
+            assert not agents.expired(api.get(agents.lease_path(node))), "Lease expired"
+            time.sleep(1)
+        wait_for("the part Up", lambda: (api.get(kube.parts_path(f"{lab}.h1")).get(
+            "status") or {}).get("phase") == "Up", 60)
+    finally:
+        stop.set()
+        api.delete(kube.parts_path(f"{lab}.h1"))
+        api.delete(agents.lease_path(node))
+        api.delete(resource_path("v1", "nodes", name=node))
+        agents.record_path(lab).unlink(missing_ok=True)
+        LabState(lab).remove()

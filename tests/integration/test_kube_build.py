@@ -37,16 +37,28 @@ def sfclab(ms: KubeMachines, *args: str, timeout: float = 180) -> subprocess.Com
                           text=True, timeout=timeout)
 
 
-def lab_file(tmp_path: Path, name: str) -> Path:
-    """a (h1) - b, a router (h2) - c (h3): two links across machines."""
+def write_lab(tmp_path: Path, name: str, nodes: dict[str, tuple[str, str]],
+              links: list[tuple[str, str]]) -> Path:
+    """A lab file of hosts h1-h3 (1 CPU each), ``nodes`` (name -> kind, host) and ``links``."""
     f = tmp_path / f"{name}.yaml"
     f.write_text(yaml.safe_dump({
-        "name": name,
-        "hosts": {"h1": {"cpus": 1}, "h2": {"cpus": 1}, "h3": {"cpus": 1}},
-        "nodes": {"a": {"kind": "host", "host": "h1"}, "b": {"kind": "router", "host": "h2"},
-                  "c": {"kind": "host", "host": "h3"}},
-        "links": [{"endpoints": ["a", "b"]}, {"endpoints": ["b", "c"]}]}))
+        "name": name, "hosts": {"h1": {"cpus": 1}, "h2": {"cpus": 1}, "h3": {"cpus": 1}},
+        "nodes": {n: {"kind": k, "host": h} for n, (k, h) in nodes.items()},
+        "links": [{"endpoints": list(e)} for e in links]}))
     return f
+
+
+def lab_file(tmp_path: Path, name: str) -> Path:
+    """a (h1) - b, a router (h2) - c (h3): two links across machines."""
+    return write_lab(tmp_path, name, {"a": ("host", "h1"), "b": ("router", "h2"),
+                                      "c": ("host", "h3")}, [("a", "b"), ("b", "c")])
+
+
+def up_started(ms: KubeMachines, f: Path) -> subprocess.Popen:
+    """``sfclab up --kube F`` started, not waited for (its output piped)."""
+    return subprocess.Popen([sys.executable, "-m", "sfclab.cli", "up", "--kube",
+                             "--kubeconfig", str(ms.cluster.admin_kubeconfig), str(f)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def parts(ms: KubeMachines, lab: str) -> dict[str, dict]:
@@ -85,6 +97,15 @@ def nothing_of(ms: KubeMachines, lab: str, before: dict[str, list[str]]) -> None
     for n in ms.nodes:
         assert not (ms.state(n) / "labs" / lab).exists()
         assert not list(ms.state(n).glob(f"**/.{lab}.kube-part.json"))
+
+
+def down_leaves_nothing(ms: KubeMachines, lab: str, before: dict[str, list[str]]) -> None:
+    """``sfclab down LAB`` (no ``--kube``: the lab's journal names its cluster) succeeds and
+    leaves nothing (:func:`nothing_of`)."""
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "down", lab], capture_output=True,
+                        text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr + ms.logs()
+    nothing_of(ms, lab, before)
 
 
 def test_up_kube_builds_every_part_traffic_crosses_machines_and_down_leaves_nothing(
@@ -139,9 +160,7 @@ def test_an_agent_killed_mid_build_and_restarted_reconciles_to_the_same_lab(
     ms = kube_machines
     before = devices(ms)
     api = ms.cluster.admin()
-    up = subprocess.Popen([sys.executable, "-m", "sfclab.cli", "up", "--kube", "--kubeconfig",
-                           str(ms.cluster.admin_kubeconfig), str(lab_file(tmp_path, lab_name))],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    up = up_started(ms, lab_file(tmp_path, lab_name))
     try:
         # h2's part (the router, two tunnels) reported Building: its agent is killed
         def building():

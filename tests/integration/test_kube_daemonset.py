@@ -12,6 +12,7 @@ Debian's containerd is missing."""
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 import time
@@ -85,7 +86,10 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
     [agent] = spec["containers"]
     assert agent["image"] == "localhost/sfclab/agent:latest"
     assert agent["securityContext"]["privileged"]
-    assert pod["status"]["phase"] == "Running"
+    # the kubelet reports the pod Running at its next status sync, which may come a moment
+    # after the agent, started, has written its Lease
+    wait_for("the agent's pod Running",
+             lambda: n.pods()[0]["status"].get("phase") == "Running", 60, n.logs)
     assert "holding its Lease" in n.pod_log()
 
     f = tmp_path / f"{lab_name}.yaml"
@@ -108,6 +112,18 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
     r = ping(f"sfclab:{lab_name}:a", b, count=3)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (n.state / "labs" / lab_name / "journal").exists()  # the pod's state, on the host
+    # the commands on the running lab: requests the pod's agent answers (docs/kubernetes.md:
+    # Commands), run in the lab's namespaces from the pod, with the image's own sfcgen
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "exec", lab_name, "a", "--", "ip",
+                         "-j", "-4", "addr", "show"], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr + n.logs()
+    assert any(x["ifname"] != "lo" for x in json.loads(cp.stdout))
+    cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "traffic", "rate", lab_name,
+                         "--from", "a", "--to", "b", "--rates", "1000", "--duration", "1",
+                         "--json"], capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr + n.logs()
+    (point,) = json.loads(cp.stdout)["points"]
+    assert point["received"] > 0.9 * point["sent"] > 0, point
 
     rss = n.rss()
     for pid in processes_in(n.cgroup_root):  # the pod's own processes: the agent's

@@ -16,6 +16,7 @@ import yaml
 from sfclab.realize.runtime import kubernetes as kube
 from sfclab.realize.runtime import kubernetes_manifests as manifests
 from sfclab.realize.runtime.kubernetes_api import NotFound
+from sfclab.realize.state import LabState
 
 from .kube import KubeCluster, free_port, kubeconfig
 
@@ -109,6 +110,7 @@ def test_capacity_already_reserved_by_another_lab_counts(installed, nodes, lab_n
         assert "does not fit the cluster's Nodes" in cp.stderr
         assert len(cp.stderr.strip().splitlines()) == 1
         assert not lab_exists(installed, second) and parts_of(installed, second) == []
+        assert not LabState(second).exists  # nor half of it on this machine
     finally:
         assert sfclab("down", "--kube", "--kubeconfig", cfg, first).returncode == 0
 
@@ -132,6 +134,7 @@ def test_a_kubeconfig_without_rights_exits_2_and_writes_nothing(installed, nodes
     assert cp.returncode == 2, cp.stderr
     assert "403 Forbidden" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
     assert not lab_exists(installed, lab_name) and parts_of(installed, lab_name) == []
+    assert not LabState(lab_name).exists  # nor half of it on this machine
 
 
 def test_a_kubeconfig_that_is_missing_exits_2(tmp_path, lab_name):

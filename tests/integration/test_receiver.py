@@ -26,14 +26,19 @@ SHAPER_PPS = 30e6 / 8 / 60
 FW = {"kind": "firewall", "rules": []}
 
 
-def steered_lab(running_lab):
+def steered_lab(running_lab, egress_forwarder: bool = False):
     """src - f1 - r1 - f2 - r2 - f3 - dst, the chain steered by labels (bench_sfc_paths (a)):
-    dst's eth0 runs the data plane's XDP program."""
-    names = ["src", "f1", "r1", "f2", "r2", "f3", "dst"]
+    dst's eth0 receives plain IPv4 from f3's proxy and runs no XDP program.  With
+    ``egress_forwarder``, a router r3 before dst pops the last label in XDP and dst's end keeps
+    GRO off (the lab file's), so dst's eth0 runs the data plane's forwarder for NAPI."""
+    names = ["src", "f1", "r1", "f2", "r2", "f3", *(["r3"] if egress_forwarder else []), "dst"]
     kinds = {"src": {"kind": "host"}, "dst": {"kind": "host"}, "f1": FW, "f2": FW, "f3": FW}
+    links = [{"endpoints": [a, b]} for a, b in zip(names, names[1:])]
+    if egress_forwarder:
+        links[-1] = {"endpoints": [names[-2], {"node": "dst", "gro": False}]}
     return running_lab({
         "nodes": {n: kinds.get(n, {"kind": "router"}) for n in names},
-        "links": [{"endpoints": [a, b]} for a, b in zip(names, names[1:])],
+        "links": links,
         "chains": {"c": {"classifiers": [{"ingress": "src", "proto": "udp",
                                           "dport": measure.BASE_PORT}],
                          "functions": ["f1", "f2", "f3"], "egress": "dst"}}})
@@ -119,17 +124,23 @@ def test_socket_receiver_drops_are_the_measurements_own(running_lab):
     assert t.located["loss_by_node"].get("dst", 0) < own["SOCKET_RCVBUFF"], t.located
 
 
-def test_default_receiver_counts_on_a_steered_labs_egress(running_lab):
-    """dst's eth0 runs the data plane's XDP program (where `--sink xdp` cannot attach): the
-    default receiver counts there at tcx ingress, behind it, and loses nothing at low rate."""
-    lab = steered_lab(running_lab)
-    assert _xdp_on(lab.netns("dst"), "eth0")
+@pytest.mark.parametrize("forwarder", [False, True], ids=["no-program", "forwarder"])
+def test_default_receiver_counts_on_a_steered_labs_egress(running_lab, forwarder):
+    """Where dst's eth0 runs the data plane's XDP program (`--sink xdp` cannot attach there),
+    the default receiver counts at tcx ingress, behind it; where it runs none (the egress of a
+    chain, fed by a function's proxy), in XDP.  Either way it loses nothing at low rate."""
+    lab = steered_lab(running_lab, forwarder)
+    assert _xdp_on(lab.netns("dst"), "eth0") == forwarder
     with measure.PacketSetup(lab.name, RateRequest(size=64, rates=[20e3],
                                                    duration=1.0)) as setup:
         assert setup.gen is not None
         t = setup.gen.trial(20e3, 1.0, 64)
     assert t.raw["receiver"]["sink"] == "kernel"
-    assert t.raw["receiver"]["where"] == [{"dev": "eth0", "mode": "tcx"}]
+    where = t.raw["receiver"]["where"]
+    if forwarder:
+        assert where == [{"dev": "eth0", "mode": "tcx"}]
+    else:
+        assert where[0] == {"dev": "eth0", "mode": "native"}, where
     assert t.raw["receiver"]["own_drops"] == 0 and not t.raw["receiver"]["saturated"]
     assert t.sent > 15_000 and t.received >= 0.99 * t.sent, (t.sent, t.received, t.located)
     assert t.located is not None and "TC_INGRESS" not in t.located["loss_by_reason"]

@@ -6,7 +6,7 @@ machines of :mod:`.sshd`:
   ``down`` leaves nothing;
 - a host that joined with ``host add --ssh`` and then got an instance by ``chain migrate
   --to`` knows its peers (``chain migrate`` starts and refreshes the watchers,
-  :mod:`sfclab.live.runtime.ssh_migrate`): killing the instance's program there fails it over at the
+  :mod:`sfclab.live.runtime.agents_migrate`): killing the instance's program there fails it over at the
   ingress's host within a second, nothing lost after.
 """
 

@@ -163,7 +163,7 @@ def test_lab_over_ssh_is_the_lab_emulated(machines, lab_name):
             assert [e["op"] for e in state.journal()] == ["remote-host"] * 3
             for h, m in HOSTS.items():
                 assert (machines.dir / f"state-{m}" / "labs" / lab_name / "journal").exists()
-            with pytest.raises(LabError, match="reached over SSH"):
+            with pytest.raises(LabError, match="reached through its agent"):
                 lifecycle.node_netns(lab_name, "a")  # exec: its namespace is on that host
             # inspect reads each part live on its host, through its agent
             seen = inspect(lab_name)
@@ -522,15 +522,28 @@ def test_down_says_why_a_host_is_left(machines, lab_name, tmp_path, capsys):
         assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}
 
 
-def test_traffic_between_nodes_of_ssh_hosts_is_refused_clearly(machines, lab_name):
-    """``sfclab traffic`` is not built for nodes of hosts reached over SSH: one clear message
-    (which node, which host, what to use instead), exit 2, the lab untouched."""
+def test_traffic_rate_between_nodes_of_ssh_hosts_runs_there(machines, lab_name, sfcgen):
+    """``sfclab traffic rate`` between nodes of two hosts reached over SSH: the receiver is
+    started and held on c's host by its agent (``proc-start``, asked for its counters by
+    ``proc-read``), the sender run on a's host (over SSH, in a's namespace there); what arrived
+    is counted, and the warnings say what could not be done there.  ``traffic iperf`` is
+    refused with one line naming the node and its host, exit 2; nothing is left after."""
     lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
     try:
+        cp = sfclab("traffic", "rate", lab_name, "--from", "a", "--to", "c", "--rates", "2000",
+                    "--duration", "1", "--json")
+        assert cp.returncode == 0, cp.stderr
+        out = json.loads(cp.stdout)
+        (point,) = out["points"]
+        # a and c are 2 hosts apart (a on h1, c on h3, through r on h2): 2000/s for 1 s
+        assert point["sent"] >= 1000 and point["received"] >= 0.9 * point["sent"], point
+        assert any("reached through their agents" in w for w in out["warnings"]), out
+        # the receiver was held there, in c's namespace, and ended: no program left there
+        assert netns.pids_in([f"sfclab:{lab_name}:c"]) == {}
         cp = sfclab("traffic", "iperf", lab_name, "--from", "a", "--to", "c", "--json")
         assert cp.returncode == 2, cp.stderr
-        assert "node 'a' runs on host 'h1', reached over SSH" in cp.stderr
-        assert f"sfclab exec {lab_name} a -- iperf3" in cp.stderr
+        assert "node 'a' runs on host 'h1', reached through its agent" in cp.stderr
+        assert len(cp.stderr.strip().splitlines()) == 1
     finally:
         assert lifecycle.down(lab_name).errors == []
     assert nothing_left(lab_name)

@@ -11,7 +11,7 @@ import pytest
 
 from sfclab.errors import LabError
 from sfclab.hosts.ssh import SshTarget
-from sfclab.live.runtime import agent_containers, ssh
+from sfclab.live.runtime import agent_containers
 from sfclab.live.runtime.ssh import SshLive
 from sfclab.plan.chainadd import NewNode
 from sfclab.plan.model import ContainerPlan
@@ -36,14 +36,15 @@ def test_a_request_that_is_no_bounded_list_is_refused_before_any_check(req):
 def test_only_hosts_with_containers_are_asked_and_the_first_refusal_in_order_wins(monkeypatch):
     asked: dict[str, list[str]] = {}
 
-    def call(t: Any, verb: str, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def call(_rt: Any, t: Any, verb: str, req: dict[str, Any], timeout: float
+             ) -> dict[str, Any]:
         assert verb == "container-check"
         asked[t.host] = [c["node"] for c in req["containers"]]
         bad = [c["node"] for c in req["containers"] if c["image"] == "absent"]
         return {"problem": {"node": bad[0], "key": "name", "message": "no image"}} if bad \
             else {}
 
-    monkeypatch.setattr(ssh, "call", call)
+    monkeypatch.setattr(SshLive, "call", call)
     monkeypatch.setattr(SshLive, "targets", lambda self: {
         h: SshTarget(h, f"198.19.0.{k + 1}") for k, h in enumerate(("h1", "h2", "m4"))})
     monkeypatch.setattr(SshLive, "each", lambda self, ts, fn: [fn(t) for t in ts.values()])

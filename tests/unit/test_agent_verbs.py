@@ -11,10 +11,10 @@ import pytest
 from sfclab.hosts.ssh import AGENT_MODULE, SshTarget
 from sfclab.realize import agent, agent_scan, agent_sfc
 from sfclab.live.runtime import (agent_chain, agent_conntrack, agent_containers, agent_health,
-                                 agent_verbs)
+                                 agent_proc, agent_verbs)
 
 MODULES = (agent, agent_sfc, agent_scan, agent_chain, agent_conntrack, agent_containers,
-           agent_health)
+           agent_health, agent_proc)
 
 
 def test_each_module_keeps_its_own_verbs_only():

@@ -181,3 +181,19 @@ def test_a_mapping_from_an_api_becomes_the_same_typed_request() -> None:
                                                          "policy": "maybe"}]},
                         source="POST /labs/x/chains")
     assert e.value.file == "POST /labs/x/chains" and e.value.place == "functions[0].policy"
+
+
+def test_new_labels_wrap_to_the_lowest_free_at_the_tables_end() -> None:
+    """A label indexes the data plane's label array (below MAX_HOPS): once the highest in use
+    is its last index, new labels take the lowest free ones, and a full table is refused."""
+    from sfclab.plan.chainpaths import Labels
+    from sfclab.plan.steering import Hop
+    from sfclab.spec.limits import MAX_HOPS
+
+    labels = Labels([Hop(16, "a", "proxy"), Hop(18, "b", "proxy"),
+                     Hop(MAX_HOPS - 1, "c", "proxy")])
+    got = [labels.label(Hop(0, n, "proxy")) for n in ("d", "e", "f")]
+    assert got == [17, 19, 20]
+    full = Labels([Hop(i, f"n{i}", "proxy") for i in range(16, MAX_HOPS)])
+    with pytest.raises(SpecError, match="label table is full"):
+        full.label(Hop(0, "x", "proxy"))

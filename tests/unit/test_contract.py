@@ -73,19 +73,20 @@ def test_the_map_sizes_are_the_limits_in_btf(built: Path) -> None:
         "sfc_stacks": lim["SFC_MAX_STACKS"], "sfc_next_stack": 1,
         "sfc_flows": lim["SFC_MAX_FLOWS"],
         "sfc_counters": lim["SFC_MAX_NODES"] * contract.NCOUNTERS,
-        "sfc_path_counts": lim["SFC_MAX_PATHS"], "sfc_nsh": lim["SFC_MAX_HOPS"]}
+        "sfc_path_counts": lim["SFC_MAX_PATHS"], "sfc_nsh": lim["SFC_MAX_HOPS"],
+        "sfc_ports": lim["SFC_MAX_HOPS"], "sfc_last": 1}
     for m, d in b.maps.items():
-        key, value = {**contract.MAPS, **contract.NSH_MAPS}[m]
+        key, value = {**contract.MAPS, **contract.NSH_MAPS, **contract.PRIVATE_MAPS}[m]
         assert d.key_size == (b.structs[key].size if key in b.structs else int(key[-2:]) // 8)
         assert d.value_size == (b.structs[value].size if value in b.structs
                                 else int(value[-2:]) // 8)
 
 
 @pytest.mark.parametrize("old, new, says", [
-    ("\t__be16 sport;\n\t__be16 dport;\n\t__u8 proto;\n\t__u8 pad[3];\n};\n\nstruct sfc_class_key",
-     "\t__be32 sport;\n\t__be16 dport;\n\t__u8 proto;\n\t__u8 pad[3];\n};\n\nstruct sfc_class_key",
-     "struct sfc_tuple.sport"),
-    ("\t__u8 family;          /* SFC_FAMILY_IPV4", "\t__u8 famly;          /* SFC_FAMILY_IPV4",
+    ("\t__be16 sport;\n\t__be16 dport;\n\t__u8 proto;           /* IPv6: the upper",
+     "\t__be32 sport;\n\t__be16 dport;\n\t__u8 proto;           /* IPv6: the upper",
+     "struct sfc_class_key.sport"),
+    ("\t__u8 pad[2];\n};\n\nstruct sfc_mask", "\t__u8 spare[2];\n};\n\nstruct sfc_mask",
      "struct sfc_class_key: members"),
     ("\t__be32 src[4];        /* IPv4: src[0]", "\t__be32 src[2];        /* IPv4: src[0]",
      "struct sfc_class_key.src"),
@@ -97,9 +98,11 @@ def test_the_map_sizes_are_the_limits_in_btf(built: Path) -> None:
     ("SFC_MAX_MASKS = 32,", "SFC_MAX_MASKS = 64,", "enum sfc_limit"),
     ("\tSFC_C_NO_INSTANCE,", "\tSFC_C_NO_INSTANCE,\n\tSFC_C_NEW,", "enum sfc_counter"),
     ("SFC_A_PROXY = 2", "SFC_A_PROXY = 3", "enum sfc_action"),
-    ("__type(key, struct sfc_tuple);\n\t__type(value, __u32);",
-     "__type(key, struct sfc_stack);\n\t__type(value, __u32);", "map sfc_flows"),
-], ids=["member-size", "family-member", "address-width", "byte-order", "signedness", "member-order", "limit", "mask-limit",
+    ("__type(key, struct sfc_class_key);\n\t__type(value, __u32);\n\t__uint(pinning, "
+     "LIBBPF_PIN_BY_NAME);\n} sfc_flows",
+     "__type(key, struct sfc_stack);\n\t__type(value, __u32);\n\t__uint(pinning, "
+     "LIBBPF_PIN_BY_NAME);\n} sfc_flows", "map sfc_flows"),
+], ids=["member-size", "member-name", "address-width", "byte-order", "signedness", "member-order", "limit", "mask-limit",
         "counter", "action", "map-key"])
 def test_a_header_edited_in_a_copy_is_caught_as_drift(built: Path, tmp_path: Path, old: str,
                                                       new: str, says: str) -> None:

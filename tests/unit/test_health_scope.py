@@ -66,13 +66,13 @@ def test_chain_inspect_merges_every_hosts_record(monkeypatch, tmp_path):
         "h2": {"watcher": None, "instances": {}, "events": []},
     }
 
-    def call(t, verb, req, **_kw):
+    def call(_rt, t, verb, req, **_kw):
         assert verb == "chain-health" and req == {"lab": "c"}
         if t.host not in answers:
             raise RealizeError(f"host {t.host}: unreachable")
         return answers[t.host]
 
-    monkeypatch.setattr(live_ssh, "call", call)
+    monkeypatch.setattr(SshRuntime, "call", call)
     got = live_ssh.SshLive(state).health("video", {"m-1"})
     assert got["watcher"] == {"h1": 41}
     assert got["instances"] == {"m-1": {"alive": False, "stalled": False, "host": "h1"}}

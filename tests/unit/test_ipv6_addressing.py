@@ -227,16 +227,27 @@ def test_nat66_ruleset(tmp_path):
             NatParams.model_validate({"outside": "dst", "forward": [{"port": 1, "to": to}]})
 
 
-def test_chains_need_ipv4():
-    e = bad("""
+def test_a_classifier_of_a_family_the_lab_does_not_carry_is_refused_at_its_place():
+    """An IPv6-only lab takes chains whose classifiers are of family ipv6 (or any); one of
+    family ipv4 -- the default without an IPv6 prefix -- would match nothing and is refused,
+    and so is one of family ipv6 in an IPv4 lab."""
+    six = """
         name: six
         ip: 6
         nodes: {a: {kind: host}, f: {kind: firewall}, b: {kind: host}}
         links: [{endpoints: [a, f]}, {endpoints: [f, b]}]
         chains:
-          c1: {classifiers: [{ingress: a, proto: tcp}], functions: [f], egress: b}
-    """)
-    assert "a lab with chains needs 'ip: 4' or 'ip: dual'" in str(e) and e.place == "chains"
+          c1: {classifiers: [%s], functions: [f], egress: b}
+    """
+    e = bad(six % "{ingress: a, proto: tcp}")
+    assert e.place == "chains.c1.classifiers[0].family", e
+    assert "family ipv4 in a lab without IPv4 (ip: 6) matches nothing" in str(e)
+    for ok in ("{ingress: a, proto: tcp, family: ipv6}", "{ingress: a, family: any}",
+               "{ingress: a, dst: '2001:2::/48'}"):
+        p = build_plan(lab(six % ok))
+        assert p.steering is not None and p.steering.directions[0].chain == "c1"
+    e = bad(six.replace("ip: 6", "ip: 4") % "{ingress: a, proto: udp, family: ipv6}")
+    assert e.place == "chains.c1.classifiers[0].family" and "(ip: 4)" in str(e), e
     lab("""
         name: four
         nodes: {a: {kind: host}, f: {kind: firewall}, b: {kind: host}}

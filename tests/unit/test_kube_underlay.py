@@ -29,5 +29,8 @@ def test_a_lab_on_one_node_is_planned_at_that_nodes_address():
                         "links: [{endpoints: [a, b]}]\n", "k1.yaml")
     placed = kube.placed(lab, {kube.IMPLICIT_HOST: "n1"}, {"n1": "192.0.2.2"})
     assert str(placed.raw["underlay"]["subnet"]) == "192.0.2.0/29"
-    parts, status = kube.part_plans(lab, {kube.IMPLICIT_HOST: "n1"}, {"n1": "192.0.2.2"})
+    parts, status, plan = kube.part_plans(lab, {kube.IMPLICIT_HOST: "n1"}, {"n1": "192.0.2.2"})
     assert list(parts) == [kube.IMPLICIT_HOST] and status["tunnels"] == []
+    # the whole plan, saved on this machine: its one host the Node, reached through its agent
+    assert [(h.name, h.address.split("/")[0], h.emulated) for h in plan.hosts] == \
+        [(kube.IMPLICIT_HOST, "192.0.2.2", False)]

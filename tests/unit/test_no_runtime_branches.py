@@ -17,7 +17,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "sfclab"
 
 #: where telling runtimes apart is the job
 RUNTIME = ("realize/runtime/", "live/runtime/base.py", "live/runtime/table.py",
-           "live/runtime/local", "live/runtime/ssh", "live/hosts/join.py", "plan/")
+           "live/runtime/local", "live/runtime/ssh", "live/runtime/agents",
+           "live/runtime/kubernetes", "live/hosts/join.py", "plan/")
 
 #: what tells runtimes apart
 WORDS = {"emulated", "is_remote", "LocalRuntime", "SshRuntime", "LocalLive", "SshLive"}
@@ -34,8 +35,6 @@ EXCEPTIONS = {
     # a guard in the local runtime's own tunnel code (joining a host to the underlay):
     # tunnels of added instances are made between emulated hosts only
     "live/hosts/underlay.py": 1,
-    # the measurement builder has no form for hosts reached over SSH yet: it refuses them
-    "traffic/measure.py": 1,
     # a host request's bounds: an emulated host's are this machine's CPUs and memory, a
     # machine's the limits (the kind of host asked for, not the lab's runtime)
     "live/ops/hostops.py": 3,

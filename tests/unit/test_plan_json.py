@@ -29,9 +29,10 @@ def _json(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shape(x: Any) -> Any:
-    """The keys at every level and the JSON type of every leaf (values left out)."""
+    """The keys at every level and the JSON type of every leaf (values left out); an
+    interface's ``offloads`` is a map of ethtool features, whichever the planner sets."""
     if isinstance(x, dict):
-        return {k: _shape(v) for k, v in x.items()}
+        return {k: "features" if k == "offloads" else _shape(v) for k, v in x.items()}
     if isinstance(x, list):
         return sorted({json.dumps(_shape(v), sort_keys=True) for v in x})
     return type(x).__name__

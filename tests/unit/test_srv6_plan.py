@@ -91,3 +91,31 @@ def test_an_srv6_paths_entries_carry_the_srv6_mark() -> None:
                                                       lse(200, 64, True) | 0x200)
     assert struct.unpack(">16I", mpls[20:84])[:2] == (lse(100, 64, False), lse(200, 64, True))
     assert struct.unpack("<I", six[84:])[0] == 2 and struct.unpack("<I", mpls[84:])[0] == 0
+
+
+def test_a_hosts_share_holds_the_owners_of_the_sids_of_srv6_paths_through_it() -> None:
+    """src r1 | f1 | f2 dst on three hosts: each share gets every other host's label of the
+    path through it -- src's host needs them all (its classifier writes the whole segment
+    list), f1's at least f2's (its proxy puts back what follows it); an MPLS chain's share
+    needs none of another host's labels."""
+    from sfclab.plan.sfc_hosts import foreign_sid_labels
+    from sfclab.realize.kinds import load_lab_dict
+    from sfclab.realize.lifecycle import plan_for
+
+    names = ["src", "r1", "f1", "f2", "dst"]
+    d = {"name": "u", "nodes": {n: {"kind": "firewall", "rules": []} if n[0] == "f" else
+                                {"kind": "router" if n == "r1" else "host"} for n in names},
+         "links": [{"endpoints": [a, b]} for a, b in zip(names, names[1:])],
+         "chains": {"c": {"classifiers": [{"ingress": "src", "proto": "udp"}],
+                          "functions": ["f1", "f2"], "egress": "dst", "encap": "srv6"}}}
+    sp = plan_for(load_lab_dict(d, "t")).steering
+    owner = {h.label: h.node for h in sp.hops}
+    stack = sp.directions[0].paths[0].stack
+    got = {frozenset(n): sorted(owner[h.label] for h in foreign_sid_labels(sp, set(n)))
+           for n in ({"src", "r1"}, {"f1"}, {"f2", "dst"})}
+    assert got == {frozenset({"src", "r1"}): ["f1", "f1", "f2", "f2"],
+                   frozenset({"f1"}): ["f2", "f2", "r1"],
+                   frozenset({"f2", "dst"}): ["f1", "f1", "r1"]}
+    assert len(stack) == 5
+    d["chains"]["c"]["encap"] = "mpls"
+    assert foreign_sid_labels(plan_for(load_lab_dict(d, "t")).steering, {"src"}) == []

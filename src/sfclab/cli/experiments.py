@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -62,7 +61,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def _compare(a: argparse.Namespace) -> int:
-    from ..experiments.compare import compare
+    from ..experiments.compare import clean, compare
     from ..experiments.comparetext import render
     from ..experiments.store import Store
 
@@ -73,17 +72,6 @@ def _compare(a: argparse.Namespace) -> int:
     else:
         print(render(c))
     return ExitStatus.OK
-
-
-def clean(v: Any) -> Any:
-    """``v`` with NaN and infinities as None (JSON has neither)."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    return v
 
 
 def register(sub: Any, add: Callable) -> None:

@@ -66,6 +66,17 @@ class Side:
     environment: dict[str, Any]
 
 
+def clean(v: Any) -> Any:
+    """``v`` with every NaN or infinity replaced by None (JSON has neither)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    return v
+
+
 def _run_ids(text: str, ref: str) -> set[int]:
     ids: set[int] = set()
     for part in text.split(","):

@@ -78,7 +78,7 @@ def slot_lock(state: LabState, *, wait: bool = True) -> Iterator[bool]:
 
 
 def save_plan(state: LabState, plan: Plan) -> None:
-    _atomic_write(state.dir / "plan.json", json.dumps(plan.to_dict()))
+    state.save_plan(plan.to_dict())
 
 
 def added_dir(state: LabState) -> Path:

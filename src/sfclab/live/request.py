@@ -62,7 +62,10 @@ class AddChain:
     def error(self, message: str, function: str, place: str | None) -> SpecError:
         """An error of ``function``'s keys (``place`` inside them), located in the file."""
         k = [f.name for f in self.chain.functions].index(function)
-        loc = ("functions", k, *parse_place(place or ""))
+        return self.error_at(message, ("functions", k, *parse_place(place or "")))
+
+    def error_at(self, message: str, loc: tuple[str | int, ...]) -> SpecError:
+        """An error at place ``loc`` of the file, located (its line) when it was parsed."""
         if self.doc is not None:
             return self.doc.error(message, loc)
         return SpecError(message, file=self.source, place=format_place(loc))

@@ -17,6 +17,7 @@ Nothing here touches the kernel, so all of it is tested without root.
 - :mod:`.placement`        function instances placed on hosts by free CPU and memory
 - :mod:`.tunnels`          tunnels of instances added on another host than their attach node
 - :mod:`.sfc`              chains -> the steering plan: paths, labels, stacks, classifier entries
+- :mod:`.arrivals`         where a chain's frames arrive: the forwarder's interfaces, NAPI by GRO
 - :mod:`.labels`           the data plane's numbering: label stack entries, protocols, families
 - :mod:`.encap`            a chain's on-wire encodings (mpls, nsh, srv6), one table entry each
 - :mod:`.srv6`             SRv6 SIDs: a node's locator :: the label, the segment list of a path

@@ -34,16 +34,17 @@ from ipaddress import IPv4Interface, IPv6Interface
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
+from .arrivals import XDP_FED, arrivals
 from .chainpaths import (NO_PATH, Labels, Topology, build_direction, free_ifname,
-                         free_path_base, free_subnets, free_subnets6, path_ranges,
-                         used_ifaces)
+                         free_path_base, free_subnets, free_subnets6, path_ranges)
 from .containers import for_node
+from .encap import encap_of
 from .model import (ContainerPlan, FunctionPlan, InterfacePlan, NamespacePlan, Plan, RoutePlan,
                     VethPlan)
 from .names import netns_name
 from .tunnels import planned_link
 from .sfc import (LABEL_ROOM, DirectionPlan, Hop, PathPlan, SteeringPlan, classifier_row,
-                  reversed_classifier)
+                  reversed_classifier, stack_ifaces)
 
 if TYPE_CHECKING:  # light start-up: the agents load no chain-file models
     from ..spec.chainfile import ChainFile
@@ -227,7 +228,7 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
     hops = {h.label: h for h in sp.hops + labels.new}
     used: set[tuple[str, str]] = set()
     for d in add.directions:
-        used |= used_ifaces(d, hops)
+        used |= stack_ifaces(d, hops)
     path_nodes = [n for d in add.directions for p in d.paths for n in p.nodes]
     next_id = max(sp.node_ids.values(), default=0) + 1
     for pn in dict.fromkeys(path_nodes):
@@ -237,10 +238,26 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
                                 place="functions")
             add.node_ids[pn] = next_id
             next_id += 1
-    new_nodes = {n.node for n in add.nodes}
+    arrive = arrivals((p for d in add.directions for p in d.paths), hops, set())
+    pushers = {d.ingress for d in add.directions if topo.forwards.get(d.ingress)}
+    ends = {(i.node, i.name): i for i in plan.interfaces if i.netns is not None}
+    # existing interfaces where the chain's plain frames arrive by XDP redirect and no XDP
+    # program of the data plane runs yet need NAPI: GRO on, or (GRO kept off) the forwarder
+    held = {(n, a[1]) for n, atts in sp.attach.items() for a in atts if a[2] == "xdp"}
+    fed = {k for k, how in arrive.gro_only().items()
+           if how == XDP_FED and k not in held and k in ends}
+    kept_off = {k for k in fed if k[0] in pushers or ends[k].offloads.get("gro") is False}
+    _attach(plan, sp, topo, add, arrive.labelled | kept_off)
+    _fit_links(add, topo, ends, used, pushers, fed - kept_off, encap_of(chain.encap).headroom)
+
+
+def _attach(plan: Plan, sp: SteeringPlan, topo: Topology, add: Addition,
+            forwarded: set[tuple[str, str]]) -> None:
+    """The programs the chain adds (``add.attach_progs``, those not there yet): the forwarder
+    on ``forwarded``, the proxy on the new instances, the classifiers at the ingresses."""
     have = {n: set(a) for n, a in sp.attach.items()}
     want: dict[str, list[tuple[str, str, str]]] = {}
-    for node, ifname in sorted(used):
+    for node, ifname in sorted(forwarded):
         want.setdefault(node, []).append(("sfc_forward", ifname, "xdp"))
     for nn in add.nodes:
         want.setdefault(nn.node, []).extend([("sfc_proxy_in", nn.ifname, "tcx-ingress"),
@@ -262,20 +279,29 @@ def _steer(plan: Plan, sp: SteeringPlan, topo: Topology, chain: ChainFile,
         fresh = [a for a in dict.fromkeys(progs) if a not in have.get(node, set())]
         if fresh:
             add.attach_progs[node] = fresh
-    # existing interfaces newly on a path: room for labels, checksums filled before labels
-    ends = {(i.node, i.name): i for i in plan.interfaces if i.netns is not None}
-    pushers = {d.ingress for d in add.directions if topo.forwards.get(d.ingress)}
-    for node, ifname in sorted(used):
+
+
+def _fit_links(add: Addition, topo: Topology, ends: dict[tuple[str, str], InterfacePlan],
+               used: set[tuple[str, str]], pushers: set[str],
+               gro_on: set[tuple[str, str]], room: int) -> None:
+    """Existing interfaces newly on a path: room for the chain's headers (``room``: labels,
+    an SRH, an NSH header: its encoding's), checksums filled before they go on, GRO off where
+    labels are pushed, GRO on at ``gro_on`` (NAPI for XDP-redirected frames)."""
+    new_nodes = {n.node for n in add.nodes}
+    for node, ifname in sorted(used | gro_on):
         if node in new_nodes or (node, ifname) not in ends:
             continue
         ep = ends[(node, ifname)]
-        if topo.forwards.get(node) and (ep.mtu or BASE_MTU) < BASE_MTU + LABEL_ROOM:
-            add.mtu.append((node, ifname, (ep.mtu or BASE_MTU) + LABEL_ROOM))
+        if (node, ifname) in used and topo.forwards.get(node) and \
+                (ep.mtu or BASE_MTU) < BASE_MTU + room:
+            add.mtu.append((node, ifname, (ep.mtu or BASE_MTU) + room))
         offl: dict[str, bool] = {}
-        if ep.offloads.get("tx-checksum", True):
+        if (node, ifname) in used and ep.offloads.get("tx-checksum", True):
             offl["tx-checksum"] = False
         if node in pushers and ep.offloads.get("gro", True):
             offl["gro"] = False
+        elif (node, ifname) in gro_on and not ep.offloads.get("gro"):
+            offl["gro"] = True
         if offl:
             add.offloads.append((node, ifname, offl))
 

@@ -15,7 +15,7 @@ from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 from typing import TYPE_CHECKING
 
 from ..errors import SpecError
-from ..spec.limits import MAX_PATHS
+from ..spec.limits import MAX_HOPS, MAX_PATHS
 from .model import Plan
 from .sfc import (FIRST_LABEL, DirectionPlan, Hop, SteeringPlan, _slots, assemble,
                   shortest_path)
@@ -150,17 +150,27 @@ def free_path_base(ranges: list[tuple[int, int]], need: int) -> int:
 
 
 class Labels:
-    """Existing labels by what they do; new ones numbered after the highest in use."""
+    """Existing labels by what they do; new ones numbered after the highest in use, and once
+    that reaches the label table's end (a label indexes ``sfc_labels``, below ``MAX_HOPS``),
+    the lowest free ones."""
 
     def __init__(self, hops: list[Hop]):
         self.known = {(h.node, h.action, h.ifname): h for h in hops}
-        self.next = max([h.label for h in hops], default=FIRST_LABEL - 1) + 1
+        self.used = {h.label for h in hops}
+        self.next = max(self.used, default=FIRST_LABEL - 1) + 1
         self.new: list[Hop] = []
 
     def label(self, hop: Hop) -> int:
         key = (hop.node, hop.action, hop.ifname)
         if key not in self.known:
+            if self.next >= MAX_HOPS or self.next in self.used:
+                self.next = next((i for i in range(FIRST_LABEL, MAX_HOPS) if i not in self.used),
+                                 MAX_HOPS)
+                if self.next >= MAX_HOPS or self.next in self.used:
+                    raise SpecError(f"the lab's label table is full: at most "
+                                    f"{MAX_HOPS - FIRST_LABEL:,} labels", place="functions")
             hop.label = self.next
+            self.used.add(self.next)
             self.next += 1
             self.known[key] = hop
             self.new.append(hop)
@@ -180,16 +190,3 @@ def build_direction(topo: Topology, labels: Labels, cname: str, index: int, reve
                        lambda msg: SpecError(msg, place=place))
     d.slots = _slots(d.paths)
     return d
-
-
-def used_ifaces(d: DirectionPlan, hops: dict[int, Hop]) -> set[tuple[str, str]]:
-    out: set[tuple[str, str]] = set()
-    for p in d.paths:
-        out.add((p.nodes[0], p.ifname))
-        out.add((p.next, p.next_ifname))
-        for lbl in p.stack:
-            h = hops[lbl]
-            if h.action == "forward" and h.ifname and h.next and h.next_ifname:
-                out.add((h.node, h.ifname))
-                out.add((h.next, h.next_ifname))
-    return out

@@ -58,6 +58,10 @@ class Encap:
     pads: bool = False
     #: the largest TTL its header holds
     max_ttl: int = 255
+    #: the data plane's counter of packets dropped for their TTL (``chain trace`` reads it)
+    ttl_counter: str = "ttl_expired"
+    #: whether the TTL drops once per node (NSH: each forwarder) rather than once per label
+    ttl_per_node: bool = False
     #: None when it is built; else why a chain of it is refused
     refused: str | None = None
 
@@ -73,7 +77,8 @@ def register(e: Encap) -> None:
 
 
 register(Encap("mpls", 0x8847, 4 * MAX_LABELS, aware_functions=True, pads=True))
-register(Encap("nsh", 0x894F, NSH_BYTES, max_ttl=63))
+register(Encap("nsh", 0x894F, NSH_BYTES, max_ttl=63, ttl_counter="nsh_ttl_expired",
+              ttl_per_node=True))
 register(Encap("srv6", 0x86DD, 40 + 8 + 16 * MAX_LABELS))
 
 
@@ -97,6 +102,23 @@ def nsh_entries(spi: int, stack: list[int], owner: dict[int, tuple[str, str]]
         if action == "proxy":
             si -= 1
     return out
+
+
+def trace_steps(name: str, stack: list[int], owner: dict[int, str]) -> list[tuple[int, int]]:
+    """The steps of ``chain trace`` over a path of encoding ``name``: (TTL, position in
+    ``stack``) per step, the TTL the ingress gives the path so that it expires at the owner
+    (``owner``: label -> node) of the label at that position.  A label's TTL (and SRv6's hop
+    limit, one per SID) drops at every label, so TTL k expires at the k-th label; an NSH
+    header's TTL drops once per node (RFC 8300: by each forwarder; a function's proxy lowers
+    SI, not TTL), so TTL k expires at the k-th node in a row of the path's labels and the
+    step names that node's first label there (a function's proxy label)."""
+    if not encap_of(name).ttl_per_node:
+        return [(k + 1, k) for k in range(len(stack))]
+    steps: list[tuple[int, int]] = []
+    for k, lbl in enumerate(stack):
+        if k == 0 or owner[lbl] != owner[stack[k - 1]]:
+            steps.append((len(steps) + 1, k))
+    return steps
 
 
 def encap_problem(name: str, pad: int, aware: list[tuple[int, str]]

@@ -33,7 +33,7 @@ from .containers import moved_to
 from .model import Plan
 from .names import netns_name
 from .sfc import DirectionPlan, Hop, SteeringPlan
-from .tunnels import LABELLED_MTU, fit
+from .tunnels import fit, labelled_mtu
 
 
 @dataclass
@@ -53,6 +53,12 @@ class Migration:
 
 def _steering(plan: Plan) -> SteeringPlan:
     return plan.steering.copy() if plan.steering else SteeringPlan()
+
+
+def chain_encap(sp: SteeringPlan, chain: str) -> str:
+    """The encoding of ``chain``'s paths (:mod:`.encap`; ``mpls`` for a chain not in
+    ``sp``)."""
+    return next((d.encap for d in sp.directions if d.chain == chain), "mpls")
 
 
 def clone_name(plan: Plan, instance: str) -> str:
@@ -93,10 +99,10 @@ def plan_clone(plan: Plan, owner: Addition, old: NewNode, host: str,
                     "eth0", str(net), f"{hs[1]}/30", f"{hs[0]}/30",
                     container=moved_to(plan, old.node, name))  # the same image, its own
     wire6(plan, [clone])
-    fit(plan, [clone], placed, underlay_mtu, LABELLED_MTU)
+    sp = _steering(plan)
+    fit(plan, [clone], placed, underlay_mtu, labelled_mtu(chain_encap(sp, owner.chain)))
     merged = Plan.from_dict(plan.to_dict())
     apply(merged, Addition(owner.chain, owner.attach, nodes=[clone], source=owner.source))
-    sp = _steering(plan)
     topo = Topology(merged)
     labels = Labels(sp.hops)
     ranges = path_ranges(sp)

@@ -43,7 +43,10 @@ what they send still fits once labelled).  Interfaces on paths get transmit chec
 off (the checksum is filled before a label is pushed), and interfaces where a stack is pushed
 after the kernel's receive path (functions, forwarding ingress nodes) GRO off, since labels
 cannot be pushed onto a GSO packet; a host that classifies is told to send one segment per
-packet (realized as ``gso_max_segs 1``).  Lab-file settings win over all of these.
+packet (realized as ``gso_max_segs 1``).  The forwarder is attached only where labelled frames
+arrive (:mod:`.arrivals`); an interface where only a path's last, plain delivery arrives by XDP
+redirect gets GRO on instead (its veth then runs NAPI, which redirected frames need), or keeps
+the forwarder where GRO stays off.  Lab-file settings win over all of these.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from ..spec.limits import (LABELS_PER_FUNCTION, MAX_CHAIN_PATHS, MAX_DIRECTIONS,
                            MAX_HOPS, MAX_LABELS, MAX_MASKS, SLOTS)
 from ..spec.ports import port_prefixes  # noqa: F401 - one copy (light, for the agent)
 from . import maglev
+from .arrivals import XDP_FED, Arrivals, arrivals
 from .encap import encap_of, encap_problem
 from .labels import FAMILIES, PAD_LABEL, PROTOS, lse  # noqa: F401 - one copy, light
 from .model import InterfacePlan, Plan
@@ -204,14 +208,15 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
                     first_hops.add((p.nodes[0], p.ifname))
                 ingress_used.add(d.ingress)
                 edges_used.update(_path_ifaces(d, labels))
-                for key in _stack_ifaces(d, labels):
+                for key in stack_ifaces(d, {h.label: h for h in labels.hops.values()}):
                     room[key] = max(room.get(key, 0), encap_of(d.encap).headroom)
     if len(sp.directions) > MAX_DIRECTIONS:
         raise _error(lab, f"{len(sp.directions)} chain directions; at most {MAX_DIRECTIONS}",
                      ("chains",))
     sp.hops = list(labels.hops.values())
-    if len(sp.hops) > MAX_HOPS:
-        raise _error(lab, f"{len(sp.hops):,} labels; at most {MAX_HOPS:,}", ("chains",))
+    if FIRST_LABEL + len(sp.hops) > MAX_HOPS:  # a label indexes sfc_labels: below MAX_HOPS
+        raise _error(lab, f"{len(sp.hops):,} labels; at most {MAX_HOPS - FIRST_LABEL:,}",
+                     ("chains",))
     _refuse_shadowing(lab, sp.directions)
     masks = {mask_key(e) for d in sp.directions for c in d.classifiers for e in c["entries"]}
     if len(masks) > MAX_MASKS:
@@ -220,11 +225,10 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
     for i, n in enumerate(sorted(path_nodes, key=list(lab.nodes).index)):
         sp.node_ids[n] = i + 1
 
-    # programs per node, and the links fitted to labelled traffic
-    for n in sp.node_ids:
-        sp.attach[n] = _programs(lab, plan, sp, n, edges_used, functions_used, ingress_used,
-                                 first_hops)
+    # the links fitted to labelled traffic, then the programs per node
     pushers = functions_used | {n for n in ingress_used if lab.nodes[n].forwards}
+    arrive = _arrivals(lab, sp)
+    plain = arrive.gro_only()
     for end in plan.interfaces:
         if end.netns is None or end.node not in sp.node_ids:
             continue
@@ -233,22 +237,42 @@ def build(lab: Lab, plan: Plan) -> SteeringPlan | None:
             end.offloads.setdefault("tx-checksum", False)
         if end.node in pushers:
             end.offloads.setdefault("gro", False)
+        elif plain.get((end.node, end.name)) == XDP_FED:
+            end.offloads.setdefault("gro", True)  # NAPI for the redirected frames
         if on_path and lab.nodes[end.node].forwards:
             end.mtu = (end.mtu or 1500) + room.get((end.node, end.name), LABEL_ROOM)
+    gro_off = {(i.node, i.name) for i in plan.interfaces if i.offloads.get("gro") is False}
+    # the forwarder where labelled frames arrive, and where XDP-redirected plain frames
+    # arrive on a veth that keeps GRO off (its program keeps NAPI on there)
+    rx = arrive.labelled | {k for k, how in plain.items() if how == XDP_FED and k in gro_off}
+    for n in sp.node_ids:
+        sp.attach[n] = _programs(lab, plan, sp, n, (rx, edges_used), functions_used,
+                                 ingress_used, first_hops)
     return sp
 
 
-def _programs(lab: Lab, plan: Plan, sp: SteeringPlan, n: str, edges_used: set[tuple[str, str]],
+def _arrivals(lab: Lab, sp: SteeringPlan) -> Arrivals:
+    """Where the planned paths' frames arrive (:mod:`.arrivals`)."""
+    hops = {h.label: h for h in sp.hops}
+    aware = {n for n in sp.node_ids if lab.nodes[n].kind_ref.sfc_program}
+    return arrivals((p for d in sp.directions for p in d.paths), hops, aware)
+
+
+def _programs(lab: Lab, plan: Plan, sp: SteeringPlan, n: str,
+              where: tuple[set[tuple[str, str]], set[tuple[str, str]]],
               functions_used: set[str], ingress_used: set[str],
               first_hops: set[tuple[str, str]]) -> list[tuple[str, str, str]]:
-    """Node ``n``'s attachments (program, interface, hook), each once; a host that classifies
-    is added to ``sp.single_segment``."""
-    ifaces = sorted({i for (m, i) in edges_used if m == n})
+    """Node ``n``'s attachments (program, interface, hook), each once: ``where`` is (the
+    interfaces that need the forwarder, every interface on a path: a function's proxy); a host
+    that classifies is added to ``sp.single_segment``."""
+    rx, on_path = where
+    ifaces = sorted({i for (m, i) in on_path if m == n})
+    forwarded = sorted({i for (m, i) in rx if m == n})
     # each encoding of the chains through the node brings its programs (one set for
     # MPLS and NSH: they dispatch by ethertype), each attachment once
     encs = [encap_of(e) for e in dict.fromkeys(d.encap for d in sp.directions
                                                 if any(n in p.nodes for p in d.paths))]
-    att = [(e.forwarder, i, "xdp") for e in encs for i in ifaces]
+    att = [(e.forwarder, i, "xdp") for e in encs for i in forwarded]
     own = lab.nodes[n].kind_ref.sfc_program
     if own:  # an eBPF function forwards and filters by itself, on every interface
         att = [(own, i.name, "xdp") for i in plan.interfaces_of(n)]
@@ -281,9 +305,9 @@ def _check_encap(lab: Lab, cname: str, chain: SfcChainSpec) -> None:
         raise _error(lab, problem[0], ("chains", cname, *problem[1]))
 
 
-def _stack_ifaces(d: DirectionPlan, labels: _Labels) -> set[tuple[str, str]]:
-    """The interfaces direction ``d``'s frames cross: its first hops and its forward labels'."""
-    hops = {h.label: h for h in labels.hops.values()}
+def stack_ifaces(d: DirectionPlan, hops: Mapping[int, Hop]) -> set[tuple[str, str]]:
+    """The interfaces direction ``d``'s frames cross with their header on: its first hops and
+    both ends of its forward (and unpad) labels' links (``hops``: label -> hop)."""
     out: set[tuple[str, str]] = set()
     for p in d.paths:
         out.add((p.nodes[0], p.ifname))

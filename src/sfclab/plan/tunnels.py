@@ -7,9 +7,9 @@ peer is the node's end), a VXLAN device toward the other host and a Linux bridge
 ``vx<link>``, ``br<link>``) nor with each other.
 
 VNIs are handed out above every VNI in use (the lab file's tunnels and every added
-instance's), from ``ADDED_VNI_BASE``.  The link's MTU is the labelled MTU
-(``BASE_MTU + LABEL_ROOM``) when the underlay carries it with VXLAN's 50 bytes, else the
-underlay's MTU less 50.  Same-host instances keep their plain veth (``vni`` None).
+instance's), from ``ADDED_VNI_BASE``.  The link's MTU is the labelled MTU of the chain's
+encoding (:func:`labelled_mtu`: ``BASE_MTU`` and room for its largest header) when the underlay
+carries it with VXLAN's 50 bytes, else the underlay's MTU less 50.  Same-host instances keep their plain veth (``vni`` None).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .hosts import VNI_BASE
 from .model import HostEndPlan, HostLinkPlan
 from .names import host_netns
 from .paths import DEFAULT_MTU as BASE_MTU
+from .encap import encap_of
 from .sfc import LABEL_ROOM
 
 if TYPE_CHECKING:
@@ -31,6 +32,13 @@ if TYPE_CHECKING:
 LOCAL = "local"
 ADDED_VNI_BASE = VNI_BASE + 4000
 LABELLED_MTU = BASE_MTU + LABEL_ROOM  # an added instance's link carries a full label stack
+
+
+def labelled_mtu(encap: str = "mpls") -> int:
+    """The MTU of an added instance's link on a chain of encoding ``encap``: the base MTU and
+    room for that encoding's largest header (:mod:`.encap`: 64 bytes of labels, 8 of NSH,
+    304 of an SRv6 outer header and SRH)."""
+    return BASE_MTU + encap_of(encap).headroom
 
 
 def attach_host(plan: Plan, node: str) -> str:

@@ -37,8 +37,6 @@ from ..spec import limits
 
 #: C struct -> its members, in order: (name, struct format of the member)
 LAYOUTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "sfc_tuple": (("node", "<I"), ("mask", "<I"), ("src", ">I"), ("dst", ">I"),
-                  ("sport", ">H"), ("dport", ">H"), ("proto", "B"), ("pad", "3x")),
     "sfc_class_key": (("node", "<I"), ("mask", "<I"), ("src", ">4I"), ("dst", ">4I"),
                       ("sport", ">H"), ("dport", ">H"), ("proto", "B"), ("family", "B"),
                       ("pad", "2x")),
@@ -54,6 +52,12 @@ LAYOUTS: dict[str, tuple[tuple[str, str], ...]] = {
     # include/sfc_nsh.h (in the objects that forward NSH: NSH_OBJECTS)
     "sfc_nsh_key": (("node", "<I"), ("spi", "<I"), ("si", "<I")),
     "sfc_nsh_hop": (("label", "<I"), ("last", "<I")),
+}
+#: struct sfc_tuple of include/sfc.h: the IPv4 5-tuple the SFC-aware eBPF functions key their
+#: connections by (checked with their objects: :func:`fw_drift`, :func:`lb_drift`)
+TUPLE_LAYOUT: dict[str, tuple[tuple[str, str], ...]] = {
+    "sfc_tuple": (("node", "<I"), ("mask", "<I"), ("src", ">I"), ("dst", ">I"),
+                  ("sport", ">H"), ("dport", ">H"), ("proto", "B"), ("pad", "3x")),
 }
 #: the structs and maps of include/sfc_nsh.h, and the objects that include it
 NSH_STRUCTS = ("sfc_nsh_key", "sfc_nsh_hop")
@@ -86,9 +90,12 @@ MAPS: dict[str, tuple[str, str]] = {
     "sfc_chains": ("__u32", "sfc_chain"), "sfc_paths": ("__u32", "sfc_path"),
     "sfc_labels": ("__u32", "sfc_hop"), "sfc_stack_ids": ("sfc_stack", "__u32"),
     "sfc_stacks": ("__u32", "sfc_stack"), "sfc_next_stack": ("__u32", "__u32"),
-    "sfc_flows": ("sfc_tuple", "__u32"), "sfc_counters": ("__u32", "__u64"),
-    "sfc_path_counts": ("__u32", "__u64"),
+    "sfc_flows": ("sfc_class_key", "__u32"), "sfc_counters": ("__u32", "__u64"),
+    "sfc_path_counts": ("__u32", "__u64"), "sfc_ports": ("__u32", "__u32"),
 }
+#: maps of one object, private to each load of it (not pinned, never written from Python):
+#: the forwarder's per-CPU memory of what it parked last (bpf/sfc_forward.bpf.c)
+PRIVATE_MAPS: dict[str, tuple[str, str]] = {"sfc_last": ("__u32", "sfc_parked")}
 
 
 class Packer:
@@ -158,7 +165,7 @@ def fw_drift(btf: Btf) -> list[str]:
     """The same for the bpf-firewall's own layouts (include/sfc_fw.h, stated in Python by
     :mod:`sfclab.functions.bpf_firewall_maps`) against ``fw.bpf.o``'s BTF."""
     enums = {"sfc_fw_limit": fwm.LIMITS, "sfc_fw_verdict": fwm.VERDICTS}
-    return _drift(btf, fwm.LAYOUTS, enums, fwm.MAPS)
+    return _drift(btf, {**TUPLE_LAYOUT, **fwm.LAYOUTS}, enums, fwm.MAPS)
 
 
 def lb_drift(btf: Btf) -> list[str]:
@@ -166,7 +173,7 @@ def lb_drift(btf: Btf) -> list[str]:
     :mod:`sfclab.functions.bpf_balancer_maps`) against ``balancer.bpf.o``'s BTF."""
     enums = {"sfc_lb_limit": lbm.LIMITS, "sfc_lb_sticky": lbm.STICKY,
              "sfc_lb_direction": lbm.DIRECTIONS}
-    return _drift(btf, lbm.LAYOUTS, enums, lbm.MAPS)
+    return _drift(btf, {**TUPLE_LAYOUT, **lbm.LAYOUTS}, enums, lbm.MAPS)
 
 
 def nat_drift(btf: Btf) -> list[str]:

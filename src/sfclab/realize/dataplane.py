@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any, Self
 
 from ..errors import RealizeError
-from ..kernel import bpf
+from ..kernel import bpf, netns
 from ..plan import srv6
 from ..plan.classifier_rows import Mask, Row, mask_of
 from ..plan.encap import NSH_FIRST_SI, nsh_entries
 from ..plan.labels import PAD_LABEL, lse
-from ..plan.steering import DirectionPlan, SteeringPlan
+from ..plan.sfc_hosts import foreign_sid_labels
+from ..plan.steering import DirectionPlan, Hop, SteeringPlan
 from ..spec.limits import MAX_LABELS, MAX_MASKS, SLOTS
 from .contract import ACTIONS, COUNTERS, ENCAPS, NCOUNTERS, packer
 
@@ -135,6 +136,28 @@ def nsh_header(ttl: int, spi: int, si: int = NSH_FIRST_SI) -> tuple[int, int]:
     0, TTL ``ttl``, length 2, MD type 2, next protocol 0 (the classifier sets it by the
     packet's family); SPI ``spi``, SI ``si``."""
     return (ttl & 0x3f) << 22 | 2 << 16 | 2 << 8, (spi & 0xffffff) << 8 | si
+
+
+def nsh_rows(sp: SteeringPlan, dirs: Iterable[DirectionPlan], nodes: set[str] | None = None,
+             base: int | None = None) -> list[tuple[bytes, bytes]]:
+    """(key, value) of every ``sfc_nsh`` entry of the NSH directions among ``dirs``: each
+    node's hop on each path at each service index (:func:`sfclab.plan.encap.nsh_entries`,
+    labels owned as ``sp`` says), the SPI being the path's index in the path table: ``base``
+    when given, else the direction's own range when it has one (a migration's new paths, whose
+    direction in ``sp`` still has the old range), else its range in ``sp``; ``nodes``: only
+    theirs (a host's share)."""
+    owner = {h.label: (h.node, h.action) for h in sp.hops}
+    out = []
+    for d in dirs:
+        if d.encap != "nsh":
+            continue
+        first = base if base is not None else (
+            d.path_base if d.path_base is not None else path_base(sp, d.index))
+        for p in d.paths:
+            for node, spi, si, label, last in nsh_entries(first + p.index, p.stack, owner):
+                if nodes is None or node in nodes:
+                    out.append((nsh_key(sp.node_ids[node], spi, si), nsh_value(label, last)))
+    return out
 
 
 def nsh_key(node: int, spi: int, si: int) -> bytes:
@@ -352,10 +375,11 @@ class DataPlane:
 
     # --- the whole plan -------------------------------------------------------------------
     def load(self, sp: SteeringPlan, ifaces: dict[tuple[str, str], Iface],
-             nodes: set[str] | None = None) -> None:
+             nodes: set[str] | None = None, netns_of: Mapping[str, str] | None = None) -> None:
         """Write every table of ``sp``; ``ifaces``: (node, interface) -> index and MAC.
         ``nodes``: only the entries these nodes use (a host's share, :mod:`..plan.sfc_hosts`):
-        the directions whose ingress is one of them, the labels they own."""
+        the directions whose ingress is one of them, the labels they own.  ``netns_of``:
+        node -> namespace, for the devices of ``sfc_ports`` (:meth:`write_hops`)."""
         ids = sp.node_ids
         first_path = 0
         order = 0
@@ -378,34 +402,84 @@ class DataPlane:
             first_path += len(d.paths)
             order += 64
         self.write_nsh(sp, None, nodes)
-        for h in sp.hops:
-            if nodes is not None and h.node not in nodes:
-                continue
+        self.write_hops(sp, [h for h in sp.hops if nodes is None or h.node in nodes], ifaces,
+                        netns_of)
+        if nodes is not None:
+            self.write_sid_owners(sp, foreign_sid_labels(sp, nodes))
+
+    def write_hops(self, sp: SteeringPlan, hops: Iterable[Hop],
+                   ifaces: dict[tuple[str, str], Iface],
+                   netns_of: Mapping[str, str] | None = None) -> None:
+        """Each of ``hops`` into ``sfc_labels``, and a forward (or unpad) hop's device into
+        ``sfc_ports`` under its label, written from inside its owner's namespace
+        (``netns_of``: node -> namespace; without it, or for a node it does not name, the
+        label's entry there is cleared and the programs redirect by interface index)."""
+        ports = self.ports_map()
+        for h in hops:
             out = ifaces[(h.node, h.ifname)] if h.ifname else None
             nmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
+            key = struct.pack("<I", h.label)
+            self.maps["sfc_labels"].update(key, encode_hop(sp.node_ids[h.node], h.action, out,
+                                                           nmac))
+            if ports is None:
+                continue
+            ns = (netns_of or {}).get(h.node)
+            if out is None or not out.index or ns is None:
+                ports.delete(key)
+                continue
+            with netns.entered(ns):  # the kernel finds the device in the writer's namespace
+                ports.update(key, struct.pack("<I", out.index))
+
+    def delete_hops(self, labels: Iterable[int]) -> None:
+        """Labels no longer owned: their ``sfc_labels`` entries emptied (node 0: no node's;
+        an array keeps every index) and their ``sfc_ports`` entries cleared."""
+        ports = self.ports_map()
+        for lbl in labels:
+            key = struct.pack("<I", lbl)
+            self.maps["sfc_labels"].update(key, bytes(_HOP.size))
+            if ports is not None:
+                ports.delete(key)
+
+    def ports_map(self) -> bpf.PinnedMap | None:
+        """``sfc_ports``, opened when first needed; None for a lab whose programs were loaded
+        before it existed (they redirect by interface index)."""
+        if "sfc_ports" not in self.maps:
+            if not (self.dir / "sfc_ports").exists():
+                return None
+            self.maps["sfc_ports"] = bpf.PinnedMap(str(self.dir / "sfc_ports"))
+        return self.maps["sfc_ports"]
+
+    def write_sid_owners(self, sp: SteeringPlan, hops: list[Hop]) -> None:
+        """Labels of other hosts' nodes, with their owner and action only, for the SIDs of
+        SRv6 paths through this host's share (:func:`sfclab.plan.sfc_hosts.foreign_sid_labels`)."""
+        for h in hops:
             self.maps["sfc_labels"].update(struct.pack("<I", h.label),
-                                           encode_hop(ids[h.node], h.action, out, nmac))
+                                           encode_hop(sp.node_ids[h.node], h.action, None, None))
 
     def write_nsh(self, sp: SteeringPlan, only: DirectionPlan | None = None,
                   nodes: set[str] | None = None) -> int:
         """The ``sfc_nsh`` entries of ``sp``'s NSH directions (or of ``only``): each node's
         hop on each path at each service index (:func:`sfclab.plan.encap.nsh_entries`), the
-        SPI being the path's index in the path table; ``nodes``: only theirs.  Returns how
-        many were written (none, and the map is not opened, without an NSH direction)."""
-        dirs = [d for d in ([only] if only else sp.directions) if d.encap == "nsh"]
-        if not dirs:
+        SPI being the path's index in the path table -- ``only``'s own range when it has one
+        (a migration's new paths, whose direction in ``sp`` still has the old range);
+        ``nodes``: only theirs.  Returns how many were written (none, and the map is not
+        opened, without an NSH direction)."""
+        rows = nsh_rows(sp, [only] if only else sp.directions, nodes)
+        if not rows:
             return 0
-        owner = {h.label: (h.node, h.action) for h in sp.hops}
         m = self.nsh_map()
-        n = 0
-        for d in dirs:
-            base = path_base(sp, d.index)
-            for p in d.paths:
-                for node, spi, si, label, last in nsh_entries(base + p.index, p.stack, owner):
-                    if nodes is None or node in nodes:
-                        m.update(nsh_key(sp.node_ids[node], spi, si), nsh_value(label, last))
-                        n += 1
-        return n
+        for key, value in rows:
+            m.update(key, value)
+        return len(rows)
+
+    def remove_nsh(self, keys: Iterable[bytes]) -> int:
+        """``keys`` of ``sfc_nsh`` deleted (a removed chain's, or a migration's old paths'; see
+        :func:`nsh_rows`); how many were there.  The map is not opened for no key."""
+        keys = list(keys)
+        if not keys:
+            return 0
+        m = self.nsh_map()
+        return sum(m.delete(k) for k in keys)
 
     def nsh_map(self) -> bpf.PinnedMap:
         """``sfc_nsh``, opened when first needed (only NSH chains use it)."""

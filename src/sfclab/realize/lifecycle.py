@@ -18,7 +18,7 @@ from ..errors import LabError, SpecError
 from ..plan.model import Plan
 from ..plan.names import HOST_PREFIX
 from ..kernel import ovs
-from .runtime import far_name, runtime_for
+from .runtime import far_name, runtime_at, runtime_for
 from .runtime.base import HostRuntime
 from .state import LabState, all_labs, pid_alive
 from .teardown import TeardownReport
@@ -153,10 +153,10 @@ def listing() -> list[dict[str, Any]]:
 
 def node_netns(name: str, node: str) -> str:
     """The namespace of ``node`` on this machine; ``@HOST`` names a host's context (labs with
-    hosts).  A node on a host reached over SSH has none here (:func:`node_place`)."""
+    hosts).  A node on a host reached through its agent has none here (:func:`node_place`)."""
     ns, host = node_place(name, node)
     if host is not None:
-        raise LabError(f"node '{node}' runs on host '{host}', reached over SSH: its "
+        raise LabError(f"node '{node}' runs on host '{host}', reached through its agent: its "
                        f"namespace is on that machine (sfclab exec {name} {node} -- CMD runs "
                        f"there; or enter it on that host: ip netns exec {ns} ...)")
     assert ns is not None
@@ -167,13 +167,13 @@ def node_place(name: str, node: str) -> tuple[str | None, str | None]:
     """Where ``node`` (or ``@HOST``, a host's context) is: its namespace, and the host reached
     over SSH it is on (``None``: this machine).  A real host's context is its root namespace
     (namespace ``None``)."""
-    _state, plan = load_plan(name)
+    state, plan = load_plan(name)
     if node.startswith(HOST_PREFIX):
         host = next((h for h in plan.hosts if h.name == node[len(HOST_PREFIX):]), None)
         if host is None:
             hosts = ", ".join(HOST_PREFIX + h.name for h in plan.hosts) or "none"
             raise LabError(f"lab '{name}' has no host '{node[1:]}' (host contexts: {hosts})")
-        rt = runtime_for(plan, host)
+        rt = runtime_at(state, plan, host)
         return rt.context(host), rt.reached_as(host)
     try:
         ns = plan.netns_of(node)
@@ -184,7 +184,7 @@ def node_place(name: str, node: str) -> tuple[str | None, str | None]:
         nodes = [n.node for n in plan.namespaces] + [b.node for b in plan.ovs_bridges]
         raise LabError(f"lab '{name}' has no node '{node}' (nodes: {', '.join(nodes)})") from None
     host = plan.host_of(node)
-    return ns, runtime_for(plan, host).reached_as(host)
+    return ns, runtime_at(state, plan, host).reached_as(host)
 
 
 def run_in(name: str, node: str, argv: list[str], *, check: bool = True,
@@ -208,5 +208,5 @@ def exec_in(name: str, node: str, argv: list[str]) -> int:
 
 def _runtime(name: str, host: str | None) -> HostRuntime:
     """The runtime of lab ``name``'s host ``host`` (``None``: this machine)."""
-    _state, plan = load_plan(name)
-    return runtime_for(plan, next((h for h in plan.hosts if h.name == host), None))
+    state, plan = load_plan(name)
+    return runtime_at(state, plan, next((h for h in plan.hosts if h.name == host), None))

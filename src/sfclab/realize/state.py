@@ -83,6 +83,10 @@ class LabState:
         _atomic_write(self.dir / "lab.yaml", expanded_yaml)
         self.set_meta(status="building", pid=os.getpid(), created=time.time(), source=source)
 
+    def save_plan(self, plan: dict[str, Any]) -> None:
+        """Replace the lab's plan (a running lab changed: a chain added, its hosts placed)."""
+        _atomic_write(self.dir / "plan.json", json.dumps(plan))
+
     def plan(self) -> dict[str, Any] | None:
         try:
             return json.loads((self.dir / "plan.json").read_text())

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RealizeError
 from ..plan.sfc import SteeringPlan
-from ..plan.sfc_hosts import interface_mac, remote_host
+from ..plan.sfc_hosts import addressed, interface_mac, remote_host
 from . import dataplane, ownership
 from .part import Part
 from .step import step
@@ -89,9 +89,10 @@ class Steering(Part):
             if local is not None and node not in local:
                 continue
             ipr = b.iproute(b.plan.netns_of(node))
-            for link in ipr.get_links():
+            for link in ipr.get_links():  # a TUN device (a tun function's) has no address
+                mac = link.get_attr("IFLA_ADDRESS") or "00:00:00:00:00:00"
                 ifaces[(node, link.get_attr("IFLA_IFNAME"))] = dataplane.Iface(
-                    link["index"], bytes.fromhex(link.get_attr("IFLA_ADDRESS").replace(":", "")))
+                    link["index"], bytes.fromhex(mac.replace(":", "")))
         for node, ifname in sp.single_segment:
             if local is not None and node not in local:
                 continue
@@ -99,8 +100,8 @@ class Steering(Part):
                 b.iproute(b.plan.netns_of(node)).link(
                     "set", index=ifaces[(node, ifname)].index, gso_max_segs=1)
         for node, node_id in sp.node_ids.items():
-            if local is not None and node not in local:
-                continue
+            if (local is not None and node not in local) or not sp.attach.get(node):
+                continue  # another host's, or a node that only receives plain packets
             argv = [str(binary), "--maps", str(maps), "--node-id", str(node_id), "--netns", b.plan.netns_of(node)]
             argv += [f"{binary.parent / PROGRAM_OBJECT[prog]}:{prog}:{ifname}:{hook}"
                      for prog, ifname, hook in sp.attach[node]]
@@ -109,11 +110,13 @@ class Steering(Part):
                 if cp.returncode != 0:
                     raise RealizeError(cp.stderr.strip() or f"sfc-steer exited {cp.returncode}",
                                        obj=f"eBPF programs of {node}")
-        if local is not None and not local:  # no node of any chain here (yet): empty maps
+        if local is not None and not any(sp.attach.get(n) for n in local):
+            # no node of any chain here (yet), or none that runs a program: empty maps
             with step(f"maps of {b.plan.hosts[0].name}'s share"):
                 make_maps(binary, maps)
         with step("SFC tables"), dataplane.DataPlane(b.plan.lab, top) as dp:
-            dp.load(sp, ifaces, local)
+            dp.load(sp, ifaces, local, {n.node: n.name for n in b.plan.namespaces
+                                        if local is None or n.node in local})
 
     def teardown(self, state: LabState, plan: Plan | None, journal: list[dict[str, Any]],
                  report: TeardownReport) -> None:
@@ -183,14 +186,8 @@ def _set_macs(b: Builder, sp: SteeringPlan, local: set[str]
     """The derived MACs set on the local chain nodes' interfaces; the other hosts' chain
     nodes' interfaces as they are known here (their derived MACs; no index)."""
     remote: dict[tuple[str, str], dataplane.Iface] = {}
-    names: set[tuple[str, str]] = set()
-    for h in sp.hops:
-        names |= {(h.node, h.ifname or ""), (h.next or "", h.next_ifname or "")}
-    for d in sp.directions:
-        for p in d.paths:
-            names |= {(d.ingress, p.ifname), (p.next, p.next_ifname)}
-    for node, ifname in names:
-        if node and ifname and node not in local:
+    for node, ifname in addressed(sp.hops, sp.directions):
+        if node not in local:
             remote[(node, ifname)] = dataplane.Iface(0, interface_mac(b.plan.lab, node, ifname))
     for node in sorted(local):
         ipr = b.iproute(b.plan.netns_of(node))

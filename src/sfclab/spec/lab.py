@@ -343,10 +343,7 @@ def validate(doc: Document, kinds: KindTable) -> Lab:
         raw["tenants"] = top.tenants
     raw["nodes"] = {k: dict(v) for k, v in nodes_raw.items()}
     raw["links"] = [_dump_link(lk) for lk in links]
-    if top.chains and 4 not in families(top.ip):
-        raise doc.error("chains steer IPv4 flows (the classifier reads IPv4 headers): a lab "
-                        "with chains needs 'ip: 4' or 'ip: dual'", ("chains",))
-    chains, groups = sfc.validate(doc, top.chains, top.groups, nodes)
+    chains, groups = sfc.validate(doc, top.chains, top.groups, nodes, families(top.ip))
     if groups:
         raw["groups"] = {g: s.model_dump(exclude_none=True) for g, s in groups.items()}
     if chains:

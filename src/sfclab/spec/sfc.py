@@ -18,8 +18,9 @@ Model (networking-sfc's flow classifier, port pair group and port chain, in a la
 ``ingress`` is the node where the label stack is pushed: a host classifies what it sends, a
 forwarding node what it receives.  ``family`` is ipv4, ipv6 or any: the packets it matches
 (default: the family of ``src``/``dst``, else ipv4); a flow of the other family never matches,
-and ``any`` takes no prefix.  ``proto`` is tcp, udp, icmp (IPv4), icmpv6 (IPv6) or any (for
-IPv6 the first next header: extension headers are not walked); ``src``/``dst`` are IPv4 or IPv6
+and ``any`` takes no prefix; a family the lab's links do not carry is refused
+(:func:`family_problem`).  ``proto`` is tcp, udp, icmp (IPv4), icmpv6 (IPv6) or any (for
+IPv6 the upper-layer header, up to four extension headers walked); ``src``/``dst`` are IPv4 or IPv6
 prefixes; ``sport``/``dport`` a port or a range ``lo-hi`` (tcp and udp only); ``priority`` an
 integer from 0 to 65535 (default 0; higher wins, equal priorities: the earlier classifier).
 Unmatched traffic is untouched and follows routes.  ``encap`` is how the planned path is written
@@ -248,6 +249,18 @@ class SfcChainSpec(Strict):
         return d
 
 
+def family_problem(family: str, carried: tuple[int, ...]) -> str | None:
+    """Why a classifier of ``family`` (ipv4, ipv6, any) can match nothing in a lab whose links
+    carry the families ``carried`` (``ip: 6`` carries no IPv4: a classifier of family ipv4,
+    the default without an IPv6 prefix, would never match), or None."""
+    if family == "any" or int(family[-1]) in carried:
+        return None
+    return (f"a classifier of family {family} in a lab without IPv{family[-1]} (ip: "
+            f"{'6' if carried == (6,) else '4'}) matches nothing: give it family "
+            f"ipv{carried[0]} or any (without family, a classifier is of its prefixes' family, "
+            "else ipv4)")
+
+
 def _section(doc: Document, section: str, raw: Any, model: type[M]) -> dict[str, M]:
     """One named section (``chains`` or ``groups``): each entry validated by ``model``."""
     if raw is None:
@@ -270,9 +283,11 @@ def _section(doc: Document, section: str, raw: Any, model: type[M]) -> dict[str,
     return out
 
 
-def validate(doc: Document, chains: Any, groups: Any, nodes: dict[str, Any]
+def validate(doc: Document, chains: Any, groups: Any, nodes: dict[str, Any],
+             carried: tuple[int, ...] = (4,)
              ) -> tuple[dict[str, SfcChainSpec], dict[str, GroupSpec]]:
-    """The ``chains`` and ``groups`` sections against the lab's ``nodes`` (name -> NodeSpec).
+    """The ``chains`` and ``groups`` sections against the lab's ``nodes`` (name -> NodeSpec)
+    and the families its links carry (``carried``: 4, 6; :func:`family_problem`).
     Raises a located :class:`~sfclab.errors.SpecError`."""
     out_groups = _section(doc, "groups", groups, GroupSpec)
     out_chains = _section(doc, "chains", chains, SfcChainSpec)
@@ -289,6 +304,9 @@ def validate(doc: Document, chains: Any, groups: Any, nodes: dict[str, Any]
                                 ("groups", g, "instances", i))
     for c, spec in out_chains.items():
         for i, cl in enumerate(spec.classifiers):
+            problem = family_problem(cl.family, carried)
+            if problem:
+                raise doc.error(problem, ("chains", c, "classifiers", i, "family"))
             n = nodes.get(cl.ingress)
             if n is None or n.is_bridge:
                 raise doc.error(f"expected a host or function node, got {cl.ingress!r}",

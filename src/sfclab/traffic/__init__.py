@@ -7,7 +7,8 @@
 - :mod:`.generator`    the packet-generator interface every rate measurement is written against;
                        :mod:`.native` the native generator (``sfcgen``), :mod:`.fake` one that
                        simulates a chain of known capacity, :mod:`.wrappers` generators made of
-                       generators
+                       generators; :mod:`.place` where its sender and receiver run (a node's
+                       namespace here, or on its host through the lab's runtime)
 - :mod:`.ndr`          the NDR/PDR search, the rate curve and latency at a rate;
                        :mod:`.ndrlatency` latency at shares of the NDR; :mod:`.mlr` NDR/PDR by
                        MLRsearch

@@ -12,6 +12,8 @@ Objects:
   usage dict, ``interval_s`` and ``process_cpu_s`` (label -> CPU seconds of the processes it
   was told about).
 * :func:`process_cpu_seconds` - utime+stime of a live (or zombie, not yet reaped) PID.
+* :func:`run_ns` - nanoseconds a thread has run (``/proc/PID/schedstat``), :func:`ksoftirqd` -
+  a core's softirq thread: with the first hop's NAPI threads, the chain's own CPU time.
 * :func:`reap` - ``os.wait4`` on a child: exit status and its CPU seconds from ``rusage``, which
   is exact even for a process that has already exited (``/proc/PID/stat`` is gone once reaped).
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -118,6 +121,29 @@ def process_cpu_seconds(pid: int) -> float | None:
     except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
         return None
     return (ut + st) / CLK_TCK
+
+
+def run_ns(pid: int) -> int | None:
+    """Nanoseconds ``pid`` (a thread: a kernel thread too) has run on a CPU, from
+    ``/proc/PID/schedstat``; None if it is gone.  Softirq work a thread runs when it re-enables
+    bottom halves (a NAPI thread's poll, and what that poll hands on) is in it."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
+def ksoftirqd(cpu: int, proc: str = "/proc") -> int | None:
+    """The PID of ``ksoftirqd/CPU`` (where a core's softirqs go when they run long), or None."""
+    for d in Path(proc).iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "comm").read_text().strip() == f"ksoftirqd/{cpu}":
+                    return int(d.name)
+            except OSError:
+                continue
+    return None
 
 
 def reap(pid: int, *, block: bool = False) -> tuple[int, float] | None:

@@ -4,6 +4,13 @@ The command line and experiment files both hand a validated request here; this i
 checked against the lab: an unknown lab or node, a node without a namespace (a bridge), nodes
 with no path between them, or a frame size over the path's MTU (+ 18 bytes of Ethernet header
 and FCS) are ``SpecError``/``LabError`` (exit 2) before any process starts.
+
+Each end runs where its node is (:mod:`.place`): in its namespace here, or on its host through
+the lab's runtime (a host driven over SSH, a Kubernetes Node: the host's agent runs the sender
+and holds the receiver).  A packet measurement between nodes of such hosts (``rate``, ``ndr``,
+``latency``) runs without what only this machine's kernel allows -- pinned cores, the first
+hop steered, the loss locator, the xdp engine (refused) -- and says so in its warnings;
+``iperf`` there is refused, naming the node and its host.
 """
 
 from __future__ import annotations
@@ -16,15 +23,17 @@ from typing import Any
 from ..errors import LabError, SpecError
 from ..plan.paths import NoPath, hops, path_mtu
 from ..realize.lifecycle import load_plan
+from ..realize.runtime import runtime_at
 from ..spec.measurement import (MAX, AnyRequest, IperfRequest, LatencyRequest, NdrRequest,
                                 PacketRequest, RateRequest)
 from ..kernel import cpus
 from . import cores, xdp_path
-from .cpu import CpuMonitor
+from .cpu import CpuMonitor, ksoftirqd
 from .family import MIN_FRAME_OF, address_of, interface_address
 from .first_hop import FirstHopPinning
 from .generator import PacketGenerator
 from .loss import LossLocator, droptrace_binary
+from .place import Place
 from .result import Measurement
 from .wrappers import (CeilingGenerator, CoreWatchedGenerator, LocatedGenerator, PairedGenerator,
                        PlacedGenerator)
@@ -42,7 +51,7 @@ class Endpoints:
     def __init__(self, lab: str, src: str, dst: str, family: int | None = 4):
         """``family``: the address family to measure over (4 or 6); None: the lab's (IPv4
         unless the lab is IPv6-only)."""
-        _state, self.plan = load_plan(lab)
+        self.state, self.plan = load_plan(lab)
         self.lab = lab
         self.src, self.dst = src, dst
         if family is None:
@@ -53,8 +62,11 @@ class Endpoints:
         self.family = family
         if src == dst:
             raise SpecError(f"expected two different nodes, got '{src}' twice", place="--to")
-        self.src_netns = self._netns(src)
-        self.dst_netns = self._netns(dst)
+        self.src_at = self._place(src)
+        self.dst_at = self._place(dst)
+        self.src_netns, self.dst_netns = self.src_at.ns, self.dst_at.ns
+        #: both ends are in this machine's kernel (what pinning and the locator need)
+        self.here = self.src_at.here and self.dst_at.here
         for node, option in ((src, "--from"), (dst, "--to")):
             if not self.plan.addresses_of(node, 4) and not self.plan.addresses_of(node, 6):
                 raise SpecError(f"expected a node with an address (a host or a function), got "
@@ -67,7 +79,7 @@ class Endpoints:
             raise LabError(f"no path from '{src}' to '{dst}' in lab '{lab}': {e}") from None
         self.mtu = path_mtu(self.plan, self.hops)
 
-    def _netns(self, node: str) -> str:
+    def _place(self, node: str) -> Place:
         try:
             ns = self.plan.netns_of(node)
         except KeyError:
@@ -75,11 +87,17 @@ class Endpoints:
             raise LabError(f"lab '{self.lab}' has no node '{node}' with a namespace "
                            f"(nodes: {', '.join(names)})") from None
         host = self.plan.host_of(node)
-        if host is not None and not host.emulated:
-            raise LabError(f"node '{node}' runs on host '{host.name}', reached over SSH: "
-                           "measurements between nodes of such hosts are not built; run the "
-                           f"generator there with 'sfclab exec {self.lab} {node} -- iperf3 ...'")
-        return ns
+        rt = runtime_at(self.state, self.plan, host)
+        return Place(rt, rt.reached_as(host), ns)
+
+    def refuse_far(self, what: str) -> None:
+        """:class:`LabError` for ``what``, which needs both ends in this machine's kernel."""
+        for p, node in ((self.src_at, self.src), (self.dst_at, self.dst)):
+            if not p.here:
+                raise LabError(f"node '{node}' runs on host '{p.host}', reached through its "
+                               f"agent: {what} needs both ends on this machine; use 'sfclab "
+                               f"traffic rate' or 'ndr' (run there by the host's agent), or "
+                               f"'sfclab exec {self.lab} {node} -- iperf3 ...'")
 
     def check_size(self, size: int | str) -> None:
         if size == "imix":
@@ -133,6 +151,11 @@ def _finish(m: Measurement, ends: Endpoints, cpu: CpuMonitor | None) -> Measurem
     return m
 
 
+#: the warning of a measurement between nodes of hosts reached through their agents
+FAR = ("the nodes are on hosts reached through their agents: the sender and the receiver ran "
+       "there, not pinned to cores; no loss locator and no cores watched (this machine's "
+       "kernel is not theirs)")
+
 #: at most this many sending threads per generator core (pairs x threads)
 SENDERS_PER_CORE = 4
 #: each pair's sink listens on its own port, from here up
@@ -159,6 +182,12 @@ class PacketSetup:
             self.calibration = calibrate.stored()
         self.ends = [Endpoints(lab, p.from_, p.to, r.ip) for p in r.pairs_or_one()]
         self.names = [str(p) for p in r.pairs_or_one()]
+        #: every end in this machine's kernel: cores pinned, first hop steered, losses located
+        self.here = all(e.here for e in self.ends)
+        if r.engine == "xdp" and not self.here:
+            raise SpecError("the xdp engine runs the lab's first hop in this machine's kernel; "
+                            "a node of this measurement is on a host reached through its "
+                            "agent", place="--engine")
         self.layout = cores.layout()
         senders = len(self.ends) * r.threads
         if senders > SENDERS_PER_CORE * len(self.layout.generator):
@@ -172,6 +201,8 @@ class PacketSetup:
         self.classifiers = [xdp_path.sender_classifier(e.plan, e.src) if r.engine == "xdp"
                             else None for e in self.ends]
         self.stack = contextlib.ExitStack()
+        #: what the measurement could not do on hosts reached through their agents
+        self.far: list[str] = []
         self.gen: PacketGenerator | None = None
         #: the native generators under ``gen``'s wrappers, one per pair
         self.natives: list[PacketGenerator] = []
@@ -180,28 +211,33 @@ class PacketSetup:
         from .native import NativeGenerator  # light start-up: only packet measurements
 
         try:
-            if self.layout.separated:
+            if self.layout.separated and self.here:
                 self._place_first_hop()
-            sep = self.layout.separated
+            sep = self.layout.separated and self.here
             gens: list[PacketGenerator] = [
                 self.stack.enter_context(NativeGenerator(
                     e.src_netns, e.dst_netns, e.dst_ip, flows=self.r.flows,
                     threads=self.r.threads, engine=self.r.engine, sink=self.r.sink,
                     port=BASE_PORT + 100 * i, classify=self.classifiers[i],
                     send_cpus=cpus.cpu_list(self.layout.generator) if sep else None,
-                    sink_cpus=cpus.cpu_list(self.layout.sink) if sep else None))
+                    sink_cpus=cpus.cpu_list(self.layout.sink) if sep else None,
+                    src_at=e.src_at, dst_at=e.dst_at))
                 for i, e in enumerate(self.ends)]
             self.natives = gens
             gen = gens[0] if len(gens) == 1 else PairedGenerator(gens, self.names)
             if self.r.engine == "xdp":
                 self.changed.append("GRO of the first hop's veth peer (the xdp engine)")
-            locator = self._locator()
+            if not self.here:
+                self.far = [FAR]
+            locator = self._locator() if self.here else None
             receivers = {e.dst: self.r.sink for e in self.ends}
             if locator is not None:
                 gen = LocatedGenerator(gen, locator, receivers)
-            gen = CoreWatchedGenerator(gen, {"generator": self.layout.generator,
-                                             "receiver": self.layout.sink,
-                                             "chain": self.layout.chain})
+            if self.here:
+                gen = CoreWatchedGenerator(gen, {"generator": self.layout.generator,
+                                                 "receiver": self.layout.sink,
+                                                 "chain": self.layout.chain},
+                                           self._chain_threads())
             if self.calibration is not None:
                 from .calibrate import ceiling_for  # light start-up
 
@@ -240,6 +276,18 @@ class PacketSetup:
             self.layout.napi += [{**d, "role": role} for d in pin.describe()]
             self.layout.notes += pin.notes
 
+    def _chain_threads(self) -> list[int]:
+        """The threads the chain's work runs in: the first hop's pinned NAPI threads and the
+        chain cores' ksoftirqd (none when the layout is not separated)."""
+        if not self.layout.separated:
+            return []
+        napi = [p for n in self.layout.napi if n.get("role") == "first_hop"
+                for p in n.get("kthreads", [])]
+        if not napi:
+            return []
+        soft = [ksoftirqd(c) for c in self.layout.chain]
+        return napi + [p for p in soft if p is not None]
+
     def _record_restored(self, pin: FirstHopPinning) -> None:
         self.layout.restored += pin.restored
         self.changed += pin.restored
@@ -270,6 +318,8 @@ def _packet_finish(m: Measurement, setup: PacketSetup, cpu: CpuMonitor) -> Measu
         m.cpu = cpu.result
     if not setup.layout.separated:
         m.extra.setdefault("warnings", []).extend(setup.layout.notes)
+    if setup.far:
+        m.extra.setdefault("warnings", []).extend(setup.far)
     if setup.calibration is not None:
         from .calibrate import summary  # light start-up
 
@@ -283,6 +333,8 @@ def iperf(lab: str, r: IperfRequest) -> Measurement:
     from .iperf import Target
 
     every = [Endpoints(lab, p.from_, p.to, r.ip) for p in r.pairs_or_one()]
+    for e in every:
+        e.refuse_far("traffic iperf")
     ends = every[0]
     targets = [Target(str(p), e.src_netns, e.dst_netns, e.dst_ip)
                for p, e in zip(r.pairs, every)] or None

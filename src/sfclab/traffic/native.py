@@ -19,24 +19,26 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import selectors
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MeasurementError
+from ..errors import MeasurementError, SfclabError
 from ..spec import measurement
-from ..kernel import netns
 from . import histogram
 from .cpu import read_proc_stat, usage
 from .generator import PacketGenerator, Trial
+from .place import NsPlace, Place
 from .window import window_counts
 
 if TYPE_CHECKING:
+    from ..realize.runtime.process import Process
     from . import xdp_path
+
+#: where a program of the generator runs
+AnyPlace = NsPlace | Place
 
 #: UDP port of the sink unless told otherwise (any free port in the destination namespace)
 DEFAULT_PORT = 7999
@@ -96,32 +98,6 @@ def latency_source(sink: dict[str, Any]) -> str:
     return "socket" if sink.get("mode", "socket") == "socket" else "softirq"
 
 
-class _LineReader:
-    """Whole lines from a pipe, with a deadline (a process that stops talking must not hang us)."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.buf = b""
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(fd, selectors.EVENT_READ)
-
-    def readline(self, timeout: float) -> str | None:
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.sel.select(left):
-                return None
-            chunk = os.read(self.fd, 1 << 20)
-            if not chunk:
-                return None  # EOF
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return line.decode(errors="replace")
-
-    def close(self) -> None:
-        self.sel.close()
-
-
 class NativeGenerator(PacketGenerator):
     """UDP trials from ``src_netns`` to ``dst_ip`` (an address in ``dst_netns``), over IPv4 or
     IPv6 as ``dst_ip`` is (an IPv6 frame is at least 84 bytes, and never IMIX).
@@ -150,13 +126,19 @@ class NativeGenerator(PacketGenerator):
                  engine: str = "auto", qdisc_bypass: bool = False, sink: str = "kernel",
                  send_cpus: str | None = None, sink_cpus: str | None = None,
                  binary: str | None = None, ready_timeout_s: float = 5.0,
-                 classify: xdp_path.Classifier | None = None):
+                 classify: xdp_path.Classifier | None = None,
+                 src_at: AnyPlace | None = None, dst_at: AnyPlace | None = None):
+        """``src_at``/``dst_at``: where the sender and the receiver run (:mod:`.place`: a
+        node's namespace on its host, through the lab's runtime); default: namespaces
+        ``src_netns``/``dst_netns`` of this machine."""
         if flows < 1 or threads < 1:
             raise ValueError("flows and threads must be at least 1")
         if engine not in self.ENGINES:
             raise ValueError(f"engine must be one of {', '.join(self.ENGINES)}, not {engine!r}")
         if sink not in self.SINKS:
             raise ValueError(f"sink must be one of {', '.join(self.SINKS)}, not {sink!r}")
+        self.src: AnyPlace = src_at or NsPlace(src_netns)
+        self.dst: AnyPlace = dst_at or NsPlace(dst_netns)
         self.src_netns = src_netns
         self.dst_netns = dst_netns
         self.dst_ip = dst_ip
@@ -169,31 +151,26 @@ class NativeGenerator(PacketGenerator):
         self.qdisc_bypass = qdisc_bypass
         self.send_cpus = send_cpus
         self.classify = classify
-        self.binary = binary or sfcgen_binary()
+        self.binary = binary or self.src.sfcgen()
         self.sink = sink
         self.final: dict[str, Any] | None = None
         self.sink_ready: dict[str, Any] = {}
         self._peer_change: xdp_path.PeerChange | None = None
-        self._proc: subprocess.Popen | None = None
-        self._reader: _LineReader | None = None
-        self._stderr = tempfile.TemporaryFile()
-        argv = [self.binary, "sink", "--port", str(port), "--flows", str(flows),
-                "--threads", str(sink_threads or threads)]
+        self._proc: Process | None = None
+        argv = [binary or self.dst.sfcgen(), "sink", "--port", str(port), "--flows",
+                str(flows), "--threads", str(sink_threads or threads)]
         if sink_cpus:
             argv += ["--cpus", sink_cpus]
         if sink != "socket":
             argv.append(f"--{sink}")
         try:
-            self._proc = netns.popen(dst_netns, argv, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=self._stderr)
-            assert self._proc.stdout is not None  # stdout=PIPE
-            self._reader = _LineReader(self._proc.stdout.fileno())
-            line = self._reader.readline(ready_timeout_s)
+            self._proc = self.dst.spawn(argv)
+            line = self._proc.readline(ready_timeout_s)
             ready = self._parse(line) if line else None
             if not ready or ready.get("event") != "ready":
                 raise MeasurementError(
-                    f"sfcgen sink in {dst_netns} did not report ready within {ready_timeout_s} s: "
-                    f"{self._sink_stderr() or line or '(no output)'}")
+                    f"sfcgen sink in {self.dst} did not report ready within {ready_timeout_s} "
+                    f"s: {self._sink_stderr() or line or '(no output)'}")
             self.sink_ready = ready
             self.engine = engine  # the setter prepares the first hop for the xdp engine
         except BaseException:
@@ -211,16 +188,15 @@ class NativeGenerator(PacketGenerator):
 
         if engine not in self.ENGINES:
             raise ValueError(f"engine must be one of {', '.join(self.ENGINES)}, not {engine!r}")
+        if engine == "xdp" and not self.src.here:
+            raise MeasurementError(f"the xdp engine changes the first hop's peer in this "
+                                   f"machine's kernel: {self.src} is on another host")
         if engine == "xdp" and self._engine != "xdp":
             self._peer_change = xdp_path.enable_peer_napi(self.src_netns, self.dst_ip)
         elif engine != "xdp" and self._engine == "xdp":
             xdp_path.restore(self._peer_change)
             self._peer_change = None
         self._engine = engine
-
-    @property
-    def sink_pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
 
     @staticmethod
     def _parse(line: str) -> dict[str, Any] | None:
@@ -230,17 +206,19 @@ class NativeGenerator(PacketGenerator):
             return None
         return d if isinstance(d, dict) else None
 
+    @property
+    def sink_pid(self) -> int | None:
+        """The receiver's PID (on its host)."""
+        return self._proc.pid if self._proc is not None else None
+
     def _sink_stderr(self) -> str:
-        with contextlib.suppress(OSError, ValueError):
-            self._stderr.seek(0)
-            return self._stderr.read().decode(errors="replace").strip()
-        return ""
+        return self._proc.stderr() if self._proc is not None else ""
 
     def _check_sink(self) -> None:
         if self._proc is None:
             raise MeasurementError("the generator is closed")
         if self._proc.poll() is not None:
-            raise MeasurementError(f"sfcgen sink exited with status {self._proc.returncode}: "
+            raise MeasurementError(f"sfcgen sink exited with status {self._proc.poll()}: "
                                    f"{self._sink_stderr() or '(no output)'}")
 
     def snapshot(self, timeout_s: float = 5.0) -> dict[str, Any]:
@@ -253,16 +231,16 @@ class NativeGenerator(PacketGenerator):
 
     def _ask(self, sig: signal.Signals, event: str, timeout_s: float) -> dict[str, Any]:
         self._check_sink()
-        assert self._proc is not None and self._reader is not None  # _check_sink: running
-        os.kill(self._proc.pid, sig)
+        assert self._proc is not None  # _check_sink: running
+        line = self._proc.ask(sig, timeout_s)
         while True:
-            line = self._reader.readline(timeout_s)
             if line is None:
                 self._check_sink()
                 raise MeasurementError(f"sfcgen sink gave no {event} within {timeout_s} s")
             d = self._parse(line)
             if d and d.get("event") == event:
                 return d
+            line = self._proc.readline(timeout_s)
 
     def _drain(self, sent_window: int) -> None:
         """Wait ``drain_s``, then as long as the window's probes still arrive (see above)."""
@@ -304,9 +282,11 @@ class NativeGenerator(PacketGenerator):
         argv = self.send_argv(offered_pps, duration_s, size, ramp_s)
         cpu_before = read_proc_stat()
         try:
-            cp = netns.run(self.src_netns, argv, check=False, timeout=duration_s + 30)
+            cp = self.src.run(argv, timeout=duration_s + 30)
         except subprocess.TimeoutExpired as e:
             raise MeasurementError(f"sfcgen send did not finish within {duration_s + 30} s") from e
+        except SfclabError as e:  # the host's agent: its one line
+            raise MeasurementError(f"sfcgen send in {self.src}: {e}") from e
         sent = None
         for line in reversed(cp.stdout.splitlines()):
             sent = self._parse(line)
@@ -317,7 +297,8 @@ class NativeGenerator(PacketGenerator):
                 self.snapshot()  # start the next trial from zero all the same
             raise MeasurementError(f"sfcgen send exited with status {cp.returncode}: "
                                    f"{cp.stderr.strip() or cp.stdout.strip() or '(no output)'}")
-        cores = usage(cpu_before, read_proc_stat())["cores"]
+        # this machine's cores: a sender on another host is not seen here
+        cores = usage(cpu_before, read_proc_stat())["cores"] if self.src.here else {}
         self._drain(int(sent.get("sent_window", 0)))
         sink = self.snapshot()
         w = window_counts(sent, sink)
@@ -353,28 +334,14 @@ class NativeGenerator(PacketGenerator):
         self._peer_change = None
         proc, self._proc = self._proc, None
         if proc is not None:
-            if proc.poll() is None:
-                netns.end_processes([proc.pid], grace=2.0)
             try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-            if self._reader is not None:
-                line = self._reader.readline(0.5)
-                while line is not None:
-                    d = self._parse(line)
-                    if d and d.get("event") == "final":
-                        self.final = d
-                    line = self._reader.readline(0.1)
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
-        if proc is not None and proc.stdout is not None:
-            proc.stdout.close()
-        with contextlib.suppress(OSError):
-            self._stderr.close()
+                lines = proc.end(2.0)
+            except SfclabError:  # its host's agent did not answer: down ends it there
+                lines = []
+            for line in lines:
+                d = self._parse(line)
+                if d and d.get("event") == "final":
+                    self.final = d
 
     def __enter__(self) -> "NativeGenerator":
         return self

@@ -652,3 +652,23 @@ def latency(gen: PacketGenerator, rate: float, size: int | str, duration: float,
                        extra={"trial": st.to_dict(), "generator_limited": t.generator_limited,
                               "measurement_limited": t.measurement_limited or False,
                               "latency_source": t.latency_source})
+
+
+def chain_cpu_per_packet(extra: dict[str, Any]) -> tuple[float, str] | None:
+    """The chain's CPU microseconds per packet received in the trial that set a search's NDR
+    (its fastest search or confirm trial without loss), from a search's ``extra`` (this
+    module's or MLRsearch's: both keep every trial with its ``cores``), and what it was read
+    from: ``"threads"``, the run time of the chain's own threads (``cores.chain.threads_cpu_s``,
+    :class:`~.wrappers.CoreWatchedGenerator`), else ``"core"``, the chain core's busy time
+    (which counts other programs' time there too).  None without such a trial."""
+    lossless = [t for t in extra.get("trials", []) if t.get("purpose") in ("search", "confirm")
+                and not t.get("lost") and t.get("received") and t.get("cores")]
+    if not lossless:
+        return None
+    t = max(lossless, key=lambda t: t["effective_pps"])
+    chain = t["cores"].get("chain", {})
+    if chain.get("threads_cpu_s") is not None:
+        return chain["threads_cpu_s"] * 1e6 / t["received"], "threads"
+    if chain.get("busy_pct") is None:
+        return None
+    return chain["busy_pct"] / 100 * t["window_s"] * 1e6 / t["received"], "core"

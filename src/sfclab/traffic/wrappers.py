@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import MeasurementError
 from .cores import CoreLayout
-from .cpu import read_proc_stat, usage
+from .cpu import read_proc_stat, run_ns, usage
 from .generator import PacketGenerator, Trial
 from .loss import LossLocator
 
@@ -129,22 +129,36 @@ class CoreWatchedGenerator(PacketGenerator):
     """``roles``: role ("generator", "receiver", "chain") -> the cores it was given.  Each
     trial's ``cores`` is role -> ``{"cpus", "busy_pct", "softirq_pct"}``, the mean over the
     role's cores: from the per-core figures the generator read over its sending
-    (``raw["cores"]``), else between the trial's start and end (the drain included)."""
+    (``raw["cores"]``), else between the trial's start and end (the drain included).
 
-    def __init__(self, gen: PacketGenerator, roles: dict[str, list[int]]):
+    ``chain_threads``: the threads that run the chain's work (the first hop's pinned NAPI
+    threads, in whose softirq processing every later hop and the sink run, and the chain
+    cores' ksoftirqd).  Their run time over the trial is the chain role's ``threads_cpu_s``:
+    the chain's own CPU, which other programs' load on its cores does not add to (as it does
+    to ``busy_pct``)."""
+
+    def __init__(self, gen: PacketGenerator, roles: dict[str, list[int]],
+                 chain_threads: list[int] | None = None):
         self.gen = gen
         self.roles = {k: list(v) for k, v in roles.items()}
+        self.chain_threads = list(chain_threads or [])
+
+    def _threads_ns(self) -> int:
+        return sum(run_ns(p) or 0 for p in self.chain_threads)
 
     def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
               ramp_s: float | None = None) -> Trial:
-        before = read_proc_stat()
+        before, ns = read_proc_stat(), self._threads_ns()
         t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
+        ns = self._threads_ns() - ns
         if t.cores is None:
             # the native generator already read every core over its sending (``raw["cores"]``)
             per_core = t.raw.get("cores")
             if not isinstance(per_core, dict):
                 per_core = usage(before, read_proc_stat())["cores"]
             t.cores = role_shares(per_core, self.roles)
+        if self.chain_threads and t.cores and "chain" in t.cores:
+            t.cores["chain"]["threads_cpu_s"] = round(ns / 1e9, 6)
         return t
 
     def close(self) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..experiments.compare import compare, where_it_ran
+from ..experiments.compare import clean, compare, where_it_ran
 from ..experiments.report import (CHAIN_LENGTH, MAX_PLOTTED_METRICS, Heading, Para, Table,
                                   _curve_points, curve_name, experiment_blocks, is_throughput,
                                   main_parameter, ordered_metrics)
@@ -34,17 +34,6 @@ from .errors import NotFound
 FIT_POINTS = 50
 #: report tables kept (per database version and experiment)
 TABLES_KEPT = 16
-
-
-def clean(v: Any) -> Any:
-    """``v`` with every NaN or infinity replaced by None (JSON has neither)."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [clean(x) for x in v]
-    return v
 
 
 #: a results database the API may name: a plain file name, never a path

@@ -17,6 +17,7 @@ from ...plan.classifier_rows import Mask, Row, entry_count, masks_of, rows_of
 from ...plan.sfc import DirectionPlan, SteeringPlan, mask_key
 from ...realize.dataplane import DataPlane, Undo
 from ...spec.limits import MAX_CLASSES, MAX_MASKS
+from ...spec.sfc import family_problem
 from .. import record
 
 if TYPE_CHECKING:  # light start-up: the agents load no classifier-file models
@@ -46,12 +47,15 @@ class Classify:
 
 def check_counts(rules: list[Rule], fwd: dict[str, DirectionPlan],
                  back: dict[str, list[DirectionPlan]],
-                 masks_in_use: set[Mask], source: str) -> tuple[int, set[Mask]]:
-    """Every classifier's ingress, and its entries and masks counted (not made) against the
-    map sizes; the number of entries and the masks with ``masks_in_use`` (a refusal names
-    the classifier that passes a limit)."""
+                 masks_in_use: set[Mask], source: str,
+                 carried: tuple[int, ...] = (4,)) -> tuple[int, set[Mask]]:
+    """Every classifier's ingress and family (one of the lab's ``carried`` families, or
+    any: :func:`sfclab.spec.sfc.family_problem`), and its entries and masks counted (not
+    made) against the map sizes; the number of entries and the masks with ``masks_in_use``
+    (a refusal names the classifier that passes a limit)."""
     total = 0
     masks = set(masks_in_use)
+    refused = {f for f in ("ipv4", "ipv6") if family_problem(f, carried)}
     # what a classifier makes depends on its prefix lengths, ports, protocol and family only:
     # each such shape is counted once (a file of 100,000 sources has a handful of shapes)
     shapes: dict[tuple[Any, ...], tuple[int, set[Mask]]] = {}
@@ -61,6 +65,9 @@ def check_counts(rules: list[Rule], fwd: dict[str, DirectionPlan],
             raise SpecError(f"expected one of the chain's ingress nodes "
                             f"({', '.join(fwd)}), got {c.ingress!r}", file=source,
                             place=f"[{i}].ingress")
+        if c.family in refused:
+            raise SpecError(str(family_problem(c.family, carried)), file=source,
+                            place=f"[{i}].family")
         both = bool(back[c.ingress])
         shape = (c.src[1] if c.src else -1, c.dst[1] if c.dst else -1, c.sport, c.dport,
                  c.proto, c.family, both)

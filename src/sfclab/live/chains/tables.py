@@ -22,8 +22,8 @@ from ...kernel import netns
 from ...plan.chainpaths import NO_PATH
 from ...plan import maglev
 from ...plan.sfc import DirectionPlan, Hop, SteeringPlan, mask_key
-from ...realize.dataplane import (DataPlane, Iface, decode_chain, encode_chain, encode_hop,
-                                 encode_path, encode_tuple, match_chain, path_base)
+from ...realize.dataplane import (DataPlane, Iface, decode_chain, encode_chain, encode_path,
+                                 encode_tuple, match_chain, nsh_rows, path_base)
 
 #: where struct sfc_chain's slot array starts (after nslots and symmetric, two __u32)
 SLOT_OFFSET = 8
@@ -45,17 +45,15 @@ def interfaces(netns_of: dict[str, str], nodes: Iterable[str]) -> dict[tuple[str
 
 
 def write_labels(dp: DataPlane, sp: SteeringPlan, hops: list[Hop],
-                 ifaces: dict[tuple[str, str], Iface]) -> None:
-    for h in hops:
-        out = ifaces[(h.node, h.ifname)] if h.ifname else None
-        nmac = ifaces[(h.next, h.next_ifname)].mac if h.next and h.next_ifname else None
-        dp.maps["sfc_labels"].update(struct.pack("<I", h.label),
-                                     encode_hop(sp.node_ids[h.node], h.action, out, nmac))
+                 ifaces: dict[tuple[str, str], Iface],
+                 netns_of: Mapping[str, str] | None = None) -> None:
+    """``hops`` into the label table, and their devices where ``netns_of`` names the owner's
+    namespace (:meth:`DataPlane.write_hops`)."""
+    dp.write_hops(sp, hops, ifaces, netns_of)
 
 
 def delete_labels(dp: DataPlane, labels: Iterable[int]) -> None:
-    for lbl in labels:
-        dp.maps["sfc_labels"].delete(struct.pack("<I", lbl))
+    dp.delete_hops(labels)
 
 
 def write_paths(dp: DataPlane, d: DirectionPlan, base: int,
@@ -117,12 +115,24 @@ def clear_slots(dp: DataPlane, index: int) -> None:
     dp.maps["sfc_chains"].update(struct.pack("<I", index), bytes(dp.maps["sfc_chains"].value_size))
 
 
-def clear_direction(dp: DataPlane, d: DirectionPlan) -> None:
+def clear_direction(dp: DataPlane, d: DirectionPlan, sp: SteeringPlan,
+                    nodes: set[str] | None = None) -> None:
     """Direction ``d`` off the data plane: its slot table emptied (its traffic dropped), then
-    its path entries."""
+    its path entries and, for an NSH chain, its nodes' (SPI, SI) entries (``nodes``: only
+    theirs, a host's share; the labels' owners as ``sp`` has them)."""
     clear_slots(dp, d.index)
     if d.path_base is not None:
         clear_paths(dp, d.path_base, len(d.paths))
+    dp.remove_nsh(k for k, _ in nsh_rows(sp, [d], nodes))
+
+
+def clear_old_paths(dp: DataPlane, sp: SteeringPlan, olds: Iterable[DirectionPlan]) -> None:
+    """A migration's old paths off the data plane: each direction of ``olds`` at its range in
+    ``sp`` (the plan before the switch), path entries and NSH entries."""
+    for d in olds:
+        base = path_base(sp, d.index)
+        clear_paths(dp, base, len(d.paths))
+        dp.remove_nsh(k for k, _ in nsh_rows(sp, [d], base=base))
 
 
 def slot_paths(sp: SteeringPlan, d: DirectionPlan, weights: list[int] | None = None

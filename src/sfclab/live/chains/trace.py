@@ -1,7 +1,7 @@
 """``chain trace``'s probes and label traceroutes (the model: :mod:`sfclab.live.ops.chains`): the
 probe packets (:func:`probe_packet`, :func:`probe_ports`) and the traceroute in this machine's
 kernel (:func:`trace_here`, the ``local`` runtime's ``trace_paths``; over SSH:
-:mod:`sfclab.live.runtime.ssh_trace`).
+:mod:`sfclab.live.runtime.agents_trace`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...kernel import netns
 from ...plan import flowhash
+from ...plan.encap import encap_of, trace_steps
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
 from ...realize.dataplane import DataPlane, decode_chain, decode_path, encode_path
 
@@ -157,27 +158,34 @@ def _until(wait: float, look: Callable[[], T]) -> T:
         time.sleep(0.002)
 
 
+def hop_row(ttl: int, h: Any, seen: list[str]) -> dict[str, Any]:
+    """One step of a traceroute: the TTL ``ttl`` given, the hop ``h`` (a
+    :class:`~sfclab.plan.sfc.Hop`) where it should expire, the nodes that counted it."""
+    return {"hop": ttl, "label": h.label, "action": h.action, "expected": h.node,
+            "seen_at": seen[0] if seen else None}
+
+
 def _trace_path(dp: DataPlane, plan: Any, sp: SteeringPlan, d: DirectionPlan, path: PathPlan,
                 index: int, packet: bytes, dst: Address, wait: float) -> dict[str, Any]:
     """Label traceroute of one path with a probe that hashes onto it."""
     ns = plan.netns_of(d.ingress)
     hops_by_label = {h.label: h for h in sp.hops}
+    counter = encap_of(d.encap).ttl_counter
     hops: list[dict[str, Any]] = []
     raw = dp.maps["sfc_paths"].lookup(struct.pack("<I", index))
     assert raw is not None
     first, dmac = decode_path(raw)
     try:
-        for k in range(1, len(path.stack) + 1):
+        for ttl, at in trace_steps(d.encap, path.stack,
+                                   {lbl: hops_by_label[lbl].node for lbl in path.stack}):
             dp.maps["sfc_paths"].update(struct.pack("<I", index),
-                                        encode_path(path.stack, k, first, dmac, path.pad,
+                                        encode_path(path.stack, ttl, first, dmac, path.pad,
                                                     d.encap, index))
-            before = {n: dp.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
+            before = {n: dp.counters(i)[counter] for n, i in sp.node_ids.items()}
             _send(ns, packet, dst)
             seen = _until(wait, lambda: [n for n, i in sp.node_ids.items()
-                                         if dp.counters(i)["ttl_expired"] > before[n]])
-            h = hops_by_label[path.stack[k - 1]]
-            hops.append({"hop": k, "label": h.label, "action": h.action,
-                         "expected": h.node, "seen_at": seen[0] if seen else None})
+                                         if dp.counters(i)[counter] > before[n]])
+            hops.append(hop_row(ttl, hops_by_label[path.stack[at]], seen))
     finally:
         dp.maps["sfc_paths"].update(struct.pack("<I", index),
                                     encode_path(path.stack, d.ttl, first, dmac, path.pad,

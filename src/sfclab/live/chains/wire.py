@@ -31,6 +31,7 @@ from ...errors import RealizeError
 from ...kernel import ethtool, netns
 from ...plan.chainadd import NewNode, change_of
 from ...plan.model import HostPlan, Plan
+from ...plan.steering import SteeringPlan
 from ...plan.tunnels import LABELLED_MTU
 from ...plan import diff
 from ...realize import change, dataplane, ownership
@@ -152,11 +153,39 @@ def set_link(plan: Plan, node: str, ifname: str, *, mtu: int | None = None,
         ipr.close()
 
 
+def napi_ports(plan: Plan, sp: SteeringPlan) -> list[tuple[str, str | None, str]]:
+    """The hosts' ports (host, its context namespace in ``plan``, port) of the lab's tunnels
+    whose node end a label of ``sp`` sends out of (a forward or unpad hop's interface: its
+    frames are redirected there by XDP, or by the proxy's tc program): a veth takes
+    XDP-redirected frames only with NAPI, so GRO goes on there, as ``up`` does for a lab file's
+    chains (:mod:`sfclab.realize.links.hosted`).  A lab whose file had no chain over a tunnel
+    left its ports without; an added chain's path over it would drop every frame redirected
+    into it.  (The forwarder runs only where labels arrive, :mod:`sfclab.plan.arrivals`, so
+    its programs no longer mark the interfaces frames leave by.)"""
+    out_ifs = {(h.node, h.ifname) for h in sp.hops
+               if h.action in ("forward", "unpad") and h.ifname}
+    return [(e.host, e.netns, e.port) for hl in plan.host_links for e in hl.ends
+            if e.port and (e.node, e.node_if) in out_ifs]
+
+
+def napi_on(port: str, ns: str | None) -> None:
+    """GRO on at ``port`` (see :func:`napi_ports`), in namespace ``ns`` (None: this
+    process's own, a host's agent's context)."""
+    with step(f"GRO of port {port}"):
+        if ns is None:
+            ethtool.set_offloads(port, {"gro": True})
+            return
+        with netns.entered(ns):
+            ethtool.set_offloads(port, {"gro": True})
+
+
 def join_tunnels(state: LabState, merged: Plan, nodes: list[NewNode]) -> None:
     """The hosts of each tunnel of ``nodes`` joined to the underlay (made on first need:
     :func:`sfclab.live.hosts.underlay.tunnel`) and its hosted link in ``merged`` given their
     underlay addresses; the plan saved before the tunnel is made."""
-    links = {n.node: underlay.tunnel(state, merged, n, LABELLED_MTU) for n in nodes}
+    # an underlay made here carries each tunnel's MTU (its chain's headers) with VXLAN's
+    links = {n.node: underlay.tunnel(state, merged, n, max(n.mtu, LABELLED_MTU))
+             for n in nodes}
     got = {hl.vni: hl for hl in links.values() if hl is not None}
     if got:
         merged.host_links = [hl for hl in merged.host_links

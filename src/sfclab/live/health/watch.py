@@ -30,6 +30,13 @@ It probes its own instances and tells the other hosts' watchers what it sees, an
 instances of other hosts out of its directions when their watchers report them dead or fall
 silent (a :class:`~.peerwatch.PeerLink`; the model: :mod:`.peerwatch`,
 :mod:`sfclab.live.runtime.ssh`).
+
+**On Kubernetes** the same watcher runs on each Node's share, with no peers: another host is
+lost when its Node's agent's Lease expires, which the agent of this Node writes in the lab's
+state here (:data:`~sfclab.realize.runtime.kubernetes_failover.LOST_HOSTS`: each lost host and
+the nodes its part holds); the watcher reads that file again whenever it changes and takes
+those hosts' instances out of its directions (:func:`_leased`), and puts them back when their
+host leaves the file (:mod:`sfclab.realize.runtime.kubernetes_failover`).
 """
 
 from __future__ import annotations
@@ -83,6 +90,9 @@ class Watch:
     link: PeerLink | None = None
     remote: dict[str, bool] = field(default_factory=dict)
     lost: set[str] = field(default_factory=set)
+    #: on Kubernetes: the lost hosts' file as last read (its mtime) and what it said
+    lost_mtime: float = 0.0
+    lost_nodes: dict[str, str] = field(default_factory=dict)  # node -> its lost host
 
 
 def scope(plan: Plan, sp: SteeringPlan) -> tuple[list[DirectionPlan], list[str]]:
@@ -212,6 +222,8 @@ def tick(w: Watch, state: LabState, dp: DataPlane | None) -> None:
                              since_alive_ms=round(1000 * (now - w.last_seen.get(i, now)), 3))
         if w.link is not None:
             changed += _peers(w, state, bool(changed))
+        else:
+            changed += _leased(w, state)
         if w.reapply:
             changed = sorted(set(changed) | {i for i, ok in w.alive.items() if not ok} |
                              {i for i, ok in w.remote.items() if not ok})
@@ -271,6 +283,44 @@ def _peers(w: Watch, state: LabState, own_changed: bool) -> list[str]:
     if remote != w.remote:
         tmp = state.dir / "remote-health.json.tmp"
         tmp.write_text(json.dumps({i: {"alive": ok, "host": link.table.host_of(i)}
+                                   for i, ok in remote.items()}))
+        os.replace(tmp, state.dir / "remote-health.json")
+    w.remote = remote
+    return changed
+
+
+def _leased(w: Watch, state: LabState) -> list[str]:
+    """On Kubernetes (see the module): the lost hosts' file read again when it changed; the
+    instances of this host's directions, placed on other hosts, whose state changed."""
+    from ...realize.runtime.kubernetes_failover import LOST_HOSTS  # light start-up: the
+    # agent's verbs import this module for scope() and load no runtime
+
+    f = state.dir / LOST_HOSTS
+    try:
+        m = f.stat().st_mtime
+    except FileNotFoundError:
+        m = 0.0
+    if m != w.lost_mtime:
+        w.lost_mtime = m
+        try:
+            hosts = dict(json.loads(f.read_text()).get("hosts") or {}) if m else {}
+        except (OSError, ValueError, AttributeError):
+            hosts = {h: {"nodes": [n for n, x in w.lost_nodes.items() if x == h]}
+                     for h in w.lost}  # being written: as it was
+        nodes = {str(n): str(h) for h, d in hosts.items() for n in (d or {}).get("nodes", [])}
+        for h in sorted(set(hosts) - w.lost):
+            record.event(state, "peer-lost", peer=h, via="lease",
+                         node=(hosts[h] or {}).get("node"),
+                         instances=sorted(n for n, x in nodes.items() if x == h))
+        for h in sorted(w.lost - set(hosts)):
+            record.event(state, "peer-back", peer=h, via="lease")
+        w.lost, w.lost_nodes = set(hosts), nodes
+    wanted = {i for d in w.directions for p in d.paths for i in p.instances} - set(w.watched)
+    remote = {i: i not in w.lost_nodes for i in sorted(wanted)}
+    changed = [i for i in remote if remote[i] != w.remote.get(i, True)]
+    if remote != w.remote:
+        tmp = state.dir / "remote-health.json.tmp"
+        tmp.write_text(json.dumps({i: {"alive": ok, "host": w.lost_nodes.get(i)}
                                    for i, ok in remote.items()}))
         os.replace(tmp, state.dir / "remote-health.json")
     w.remote = remote

@@ -28,13 +28,14 @@ from typing import Any
 from ...errors import LabError, SpecError
 from ...plan import placement
 from ...plan import tunnels as plan_tunnels
-from ...plan.tunnels import LABELLED_MTU as LABELLED
+from ...plan.tunnels import labelled_mtu
 from ...plan.chainadd import NewNode, apply, plan_addition, withdraw
 from ...plan.model import Plan
 from ...plan.placement import Need, NoRoom
 from ...realize import lifecycle
 from ...realize.functions import instantiate
 from ...realize.state import LabState
+from ...spec.sfc import family_problem
 from .. import record
 from ..hosts import underlay
 from ..record import steering_of
@@ -54,6 +55,14 @@ def place(req: AddChain, hosts: list[placement.Host]) -> dict[str, str]:
         raise req.error(str(e), e.need.function, None) from None
 
 
+def _check_families(req: AddChain, plan: Plan) -> None:
+    """Each classifier of a family the lab's links carry (:func:`family_problem`)."""
+    for k, c in enumerate(req.chain.classifiers):
+        problem = family_problem(c.family, plan.families)
+        if problem:
+            raise req.error_at(problem, ("classifiers", k, "family"))
+
+
 def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]:
     """Add the chain of ``req`` to its running lab; see the module's docstring."""
     say = progress or (lambda _m: None)
@@ -64,6 +73,7 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
         if (state.meta().get("status")) != "up":
             raise LabError(f"lab '{req.lab}' is not up")
         rt = live_for(state)  # this machine, or hosts driven over SSH whose agents make it
+        _check_families(req, plan)
         sp = steering_of(plan)
         where = place(req, hosts_of(state, plan))
         instances = [i for i in req.instances()]
@@ -71,8 +81,9 @@ def add_chain(req: AddChain, progress: Progress | None = None) -> dict[str, Any]
             i.host = where[i.node]
         add = plan_addition(plan, sp, req.chain, instances, req.source)
         others = [x for a in record.placed(state) for x in a.nodes]
-        plan_tunnels.fit(plan, add.nodes, others, underlay.underlay_mtu(state, plan, LABELLED),
-                         LABELLED)
+        room = labelled_mtu(req.chain.encap)  # the instances' links: the chain's headers
+        plan_tunnels.fit(plan, add.nodes, others, underlay.underlay_mtu(state, plan, room),
+                         room)
         merged = Plan.from_dict(plan.to_dict())
         apply(merged, add)
         _images_there(req, rt, add.nodes)

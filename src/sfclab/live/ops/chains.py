@@ -9,9 +9,11 @@ for each path it picks a probe matching the classifier whose flow hash lands on 
 path's slots (the ports are searched inside the classifier's ranges with the data plane's own
 hash, :mod:`sfclab.plan.flowhash`, against the live slot table); then for k = 1, 2, ... it gives
 that path's stack a TTL of k, sends the probe from the ingress, and reads which node counted a
-TTL expiry -- the node that processed the k-th label.  The hops it prints are therefore the hops
-the data plane really took, in order; the last probe runs with the chain's own TTL and must be
-delivered.  It briefly lowers that path's TTL, so run it on a quiet lab.
+TTL expiry -- the node that processed the k-th label (SRv6: the k-th SID, by its hop limit;
+NSH: the k-th node, whose forwarder lowers the header's TTL once, and the NSH counter
+``nsh_ttl_expired``: :func:`sfclab.plan.encap.trace_steps`).  The hops it prints are therefore
+the hops the data plane really took, in order; the last probe runs with the chain's own TTL and
+must be delivered.  It briefly lowers that path's TTL, so run it on a quiet lab.
 """
 
 from __future__ import annotations
@@ -170,11 +172,6 @@ def trace(lab: str, chain: str, path: int | None = None, wait: float = 0.05,
     ``directions`` sums each one up."""
     plan, sp = _steering(lab)
     dirs = _chain_dirs(sp, lab, chain)
-    # the trace steps the path's TTL hop by hop: label TTLs, or SRv6's hop limit (one per SID)
-    if dirs and dirs[0].encap not in ("mpls", "srv6"):
-        raise LabError(f"chain '{chain}' is encap {dirs[0].encap}: chain trace follows MPLS "
-                       "label TTLs and does not trace it yet (its counters are in chain "
-                       "inspect)")
     if direction is not None and not 0 <= direction < len(dirs):
         raise LabError(f"chain '{chain}' has directions 0 to {len(dirs) - 1}, no direction "
                        f"{direction}")

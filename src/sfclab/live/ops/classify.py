@@ -56,7 +56,7 @@ def classify(lab: str, chain: str, path: str,
     fwd = {d.ingress: d for d in dirs if not d.reverse}
     back = {d.ingress: [r for r in dirs if r.reverse and r.egress == d.ingress]
             for d in fwd.values()}
-    total, masks = check_counts(rules, fwd, back, plan_masks(sp), source)
+    total, masks = check_counts(rules, fwd, back, plan_masks(sp), source, plan.families)
     by_dir: dict[int, list[Row]] = {}
     for c in rules:
         by_dir.setdefault(fwd[c.ingress].index, []).extend(rows_of(c))

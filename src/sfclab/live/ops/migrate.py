@@ -53,9 +53,9 @@ from ...plan import placement
 from ...plan.chainadd import Addition, NewNode
 from ...plan.containers import moved_to
 from ...plan.chainpaths import Topology
-from ...plan.migration import plan_clone
+from ...plan.migration import chain_encap, plan_clone
 from ...plan.model import Plan
-from ...plan.tunnels import LABELLED_MTU as LABELLED
+from ...plan.tunnels import labelled_mtu
 from ...plan.sfc import DirectionPlan
 from ...realize import lifecycle
 from ...realize.state import LabState
@@ -146,7 +146,8 @@ def migrate_locked(state: LabState, req: MigrateInstance, t0: float) -> dict[str
     except placement.NoRoom as e:
         raise LabError(f"no room for the clone: {e}") from None
     m = plan_clone(plan, add, old, host, [x for a in record.placed(state) for x in a.nodes],
-                   underlay.underlay_mtu(state, plan, LABELLED))
+                   underlay.underlay_mtu(state, plan, labelled_mtu(chain_encap(
+                       steering_of(plan), add.chain))))
     got = rt.image_problem([m.clone])  # its container, checked on the target host
     if got is not None:
         raise LabError(f"'{old.node}' runs in a container that host '{got[0]}' cannot run: "

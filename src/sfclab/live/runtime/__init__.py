@@ -6,11 +6,10 @@
   lookup every operation on a running lab starts from;
 - :mod:`.local` with :mod:`.local_migrate`: this machine makes everything, journaled in its
   journal;
-- :mod:`.ssh` with :mod:`.ssh_migrate` and :mod:`.ssh_trace`: each host's agent makes its
-  share, journaled there;
-- :mod:`.kubernetes`: a lab on Kubernetes, whose Nodes' agents build and remove it whole; its
-  operations on a running lab are refused for now;
-- the agent's verbs on a host driven over SSH: :mod:`.agent_chain`, :mod:`.agent_health`,
-  :mod:`.agent_conntrack`, :mod:`.agent_containers`, all in one table with the realize
-  agent's, :mod:`.agent_verbs`.
+- :mod:`.agents` with :mod:`.agents_migrate` and :mod:`.agents_trace`: hosts each driven by its
+  agent, each making its share, journaled there; :mod:`.ssh` (each call one SSH connection)
+  and :mod:`.kubernetes` (each call a request to the agent of the host's Node) implement it;
+- the host agent's verbs (run over SSH, or by a Kubernetes Node's agent on request):
+  :mod:`.agent_chain`, :mod:`.agent_health`, :mod:`.agent_conntrack`, :mod:`.agent_containers`,
+  :mod:`.agent_proc`, all in one table with the realize agent's, :mod:`.agent_verbs`.
 """

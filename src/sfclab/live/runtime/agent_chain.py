@@ -17,13 +17,17 @@ each host makes only what is its own (:mod:`sfclab.live.runtime.ssh` says who as
   through the hosted links' part, addresses, routes), interfaces fitted to labels, derived
   MACs (:func:`sfclab.plan.sfc_hosts.interface_mac`), the functions with their cgroup
   limits and the programs;
-- ``chain-tables`` ``{"lab", "plan", "addition", "classifiers": bool}``: the labels its nodes
-  own, the paths and slots of directions whose ingress is here, then (second call) their
-  classifier entries: traffic enters the chain only once every host has its entries;
+- ``chain-tables`` ``{"lab", "plan", "addition", "classifiers": bool, "macs"}``: the labels
+  its nodes own, the paths and slots of directions whose ingress is here, then (second call)
+  their classifier entries: traffic enters the chain only once every host has its entries;
+  ``macs``: the MACs every host's ``chain-make`` answered for its interfaces the addition
+  addresses (an added chain's egress, a lab-file node, has the MAC it was made with, not a
+  derived one);
 - ``chain-unmake`` ``{"lab", "plan", "after", "addition", "freed", "drain", "clear",
-  "later"}``: classifier entries out (``later``: those ``chain classify`` added, by
-  direction), a drain, slots, paths and freed labels out (``clear``: more path ranges, a
-  migration's old ones), the nodes removed (the plan diff from ``plan`` to ``after``, this
+  "nsh_clear", "later"}``: classifier entries out (``later``: those ``chain classify`` added,
+  by direction), a drain, slots, paths, this host's nodes' NSH entries and freed labels out
+  (``clear``: more path ranges, ``nsh_clear``: more NSH entries, a migration's old ones), the
+  nodes removed (the plan diff from ``plan`` to ``after``, this
   host's share, by the engine's parts, the tunnel ends among them:
   :func:`sfclab.live.chains.wire.remove_nodes`), the part saved as
   ``after`` has it (``phase`` ``classifiers``: only the classifier entries; ``rest``: all
@@ -58,7 +62,7 @@ from ...plan import diff
 from ...plan.chainadd import Addition, NewNode, change_of
 from ...plan.model import HostPlan, Plan
 from ...plan.sfc import SteeringPlan
-from ...plan.sfc_hosts import interface_mac, remote_host
+from ...plan.sfc_hosts import addressed, foreign_sid_labels, interface_mac, remote_host
 from ...plan.tunnels import attach_host
 from ...realize import agent, change, dataplane
 from ...realize.dataplane import DataPlane, Iface
@@ -68,7 +72,7 @@ from . import agent_health
 from ..chains import handover, tables, wire
 from .. import record
 from ..health import watcher
-from .ssh import part_of
+from .agents import part_of
 
 
 
@@ -157,7 +161,22 @@ def make(req: dict[str, Any]) -> dict[str, Any]:
         for node, progs in add.attach_progs.items():
             if node in local:
                 wire.load_programs(merged, node, msp.node_ids[node], progs, top / "maps")
-    return {"host": me, "made": [n.node for n in mine], "ends": [n.node for n in attached]}
+        for host, _ctx, port in wire.napi_ports(merged, msp):
+            if host == me:  # its tunnels' ports are in this host's own context
+                wire.napi_on(port, None)
+        macs = _macs(merged, add, local)
+    return {"host": me, "made": [n.node for n in mine], "ends": [n.node for n in attached],
+            "macs": macs}
+
+
+def _macs(plan: Plan, add: Addition, local: set[str]) -> dict[str, str]:
+    """The MACs of this host's interfaces the addition's hops and paths address
+    (``NODE/IFNAME`` -> MAC), read live: the other hosts address them by these.  A lab-file
+    node that was no chain's node at ``up`` (an added chain's egress) has no derived MAC."""
+    wanted = {(n, i) for n, i in addressed(add.hops, add.directions) if n in local}
+    live = tables.interfaces({n.node: n.name for n in plan.namespaces},
+                             sorted({n for n, _ in wanted}))
+    return {f"{n}/{i}": live[(n, i)].mac.hex(":") for n, i in sorted(wanted) if (n, i) in live}
 
 
 def _set_mac(plan: Plan, node: str, ifname: str) -> None:
@@ -170,17 +189,15 @@ def _set_mac(plan: Plan, node: str, ifname: str) -> None:
         ipr.close()
 
 
-def _ifaces(plan: Plan, sp: SteeringPlan, local: set[str]) -> dict[tuple[str, str], Iface]:
-    """Local chain nodes' interfaces read live; every other one by its derived MAC."""
-    out: dict[tuple[str, str], Iface] = {}
-    for h in sp.hops:
-        for node, ifname in ((h.node, h.ifname), (h.next, h.next_ifname)):
-            if node and ifname:
-                out[(node, ifname)] = Iface(0, interface_mac(plan.lab, node, ifname))
-    for d in sp.directions:
-        for p in d.paths:
-            for node, ifname in ((d.ingress, p.ifname), (p.next, p.next_ifname)):
-                out[(node, ifname)] = Iface(0, interface_mac(plan.lab, node, ifname))
+def _ifaces(plan: Plan, sp: SteeringPlan, local: set[str],
+            known: dict[str, str] | None = None) -> dict[tuple[str, str], Iface]:
+    """Local chain nodes' interfaces read live; every other one by the MAC its host read
+    (``known``: ``NODE/IFNAME`` -> MAC, from ``chain-make``), else by its derived MAC."""
+    out = {(node, ifname): Iface(0, interface_mac(plan.lab, node, ifname))
+           for node, ifname in addressed(sp.hops, sp.directions)}
+    for key, mac in (known or {}).items():
+        node, _, ifname = key.partition("/")
+        out[(node, ifname)] = Iface(0, bytes.fromhex(mac.replace(":", "")))
     live = tables.interfaces({n.node: n.name for n in plan.namespaces},
                              [n for n in sp.node_ids if n in local])
     out.update(live)
@@ -201,8 +218,11 @@ def write_tables(req: dict[str, Any]) -> dict[str, Any]:
             for d in mine:
                 tables.write_classifiers(dp, msp, d)
         else:
-            ifaces = _ifaces(merged, msp, local)
-            tables.write_labels(dp, msp, hops, ifaces)
+            ifaces = _ifaces(merged, msp, local, req.get("macs"))
+            tables.write_labels(dp, msp, hops, ifaces,
+                                {n.node: n.name for n in merged.namespaces if n.node in local})
+            # the SIDs of new SRv6 paths through this host name other hosts' labels too
+            dp.write_sid_owners(msp, foreign_sid_labels(msp, local, add.directions))
             for d in add.directions:  # NSH: this host's nodes' hops on every new path
                 dp.write_nsh(msp, d, local)
             for d in mine:
@@ -243,9 +263,16 @@ def unmake(req: dict[str, Any]) -> dict[str, Any]:
                     time.sleep(float(req.get("drain", 0.05)))
                 for d in mine_d:
                     try:
-                        tables.clear_direction(dp, d)
+                        tables.clear_direction(dp, d, msp, local)
                     except Exception as e:
                         errors.append(f"direction {d.index}: {e}")
+                try:  # NSH: this host's nodes' entries on the directions of other ingresses
+                    dp.remove_nsh(k for d in add.directions if d not in mine_d
+                                  for k, _ in dataplane.nsh_rows(msp, [d], local))
+                    dp.remove_nsh(bytes.fromhex(k) for node, k in req.get("nsh_clear", [])
+                                  if node in local)
+                except Exception as e:
+                    errors.append(f"NSH entries: {e}")
                 for ingress, base, count in req.get("clear", []):  # a migration's old paths
                     if ingress in local:
                         try:

@@ -1,5 +1,5 @@
 """The agent's verbs that move connection-tracking state between hosts driven over SSH
-(``chain migrate``'s state step, :mod:`sfclab.live.runtime.ssh_migrate`).
+(``chain migrate``'s state step, :mod:`sfclab.live.runtime.agents_migrate`).
 
 The two halves of :func:`sfclab.live.chains.conntrack.copy`, each run by the agent of the host that
 holds the namespace (one parser and one ``conntrack -I`` builder,

@@ -14,7 +14,9 @@ table names them, module by module, here, once, and refuses a verb two modules d
 - :mod:`.agent_conntrack`: ``conntrack-list``, ``conntrack-make`` (a migration's state);
 - :mod:`.agent_containers`: ``container-check`` (an added instance's container, checked on the
   host it is placed on);
-- :mod:`.agent_health`: ``chain-watch``, ``chain-health`` (the host's watcher).
+- :mod:`.agent_health`: ``chain-watch``, ``chain-health`` (the host's watcher);
+- :mod:`.agent_proc`: ``proc-run``, ``proc-start``, ``proc-read``, ``proc-end``, ``tools``
+  (programs in the lab's namespaces: ``exec``, ``traffic``).
 
 The table is lazy: a verb's module is imported when the verb is called, not before.  Each
 call over SSH is a fresh Python that runs one verb, so importing every agent module (the
@@ -45,6 +47,8 @@ MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sfclab.live.runtime.agent_conntrack": (("conntrack-list", "conntrack-make"), ()),
     "sfclab.live.runtime.agent_containers": (("container-check",), ()),
     "sfclab.live.runtime.agent_health": (("chain-watch", "chain-health"), ()),
+    "sfclab.live.runtime.agent_proc": (("proc-run", "proc-start", "proc-read", "proc-end",
+                                        "tools"), ()),
 }
 
 

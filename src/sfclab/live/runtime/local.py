@@ -89,12 +89,15 @@ class LocalLive(LocalRuntime, LiveRuntime):
         say("eBPF programs")
         for node, progs in add.attach_progs.items():
             wire.load_programs(merged, node, msp.node_ids[node], progs)
+        for _host, ctx, port in wire.napi_ports(merged, msp):
+            wire.napi_on(port, ctx)
         nodes = {n for d in add.directions for p in d.paths for n in p.nodes}
         nodes |= {h.node for h in add.hops} | {h.next for h in add.hops if h.next}
-        ifaces = tables.interfaces({n.node: n.name for n in merged.namespaces}, nodes)
+        netns_of = {n.node: n.name for n in merged.namespaces}
+        ifaces = tables.interfaces(netns_of, nodes)
         say("tables")
         with DataPlane(plan.lab) as dp:
-            tables.write_labels(dp, msp, add.hops, ifaces)
+            tables.write_labels(dp, msp, add.hops, ifaces, netns_of)
             for d in add.directions:
                 assert d.path_base is not None
                 tables.write_paths(dp, d, d.path_base, ifaces, msp)
@@ -199,7 +202,7 @@ def _unmake(state: LabState, merged: Plan, add: Addition) -> list[str]:
             time.sleep(DRAIN_S)  # packets classified just before are on their way
             for d in add.directions:
                 try:
-                    tables.clear_direction(dp, d)
+                    tables.clear_direction(dp, d, msp)
                 except Exception as e:
                     errors.append(f"direction {d.index}: {e}")
     # the labels go once the plan says which ones nobody else uses

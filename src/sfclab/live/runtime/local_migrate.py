@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ...plan import migration
 from ...plan.model import Plan
 from ...plan.sfc import SteeringPlan
-from ...realize.dataplane import DataPlane, path_base
+from ...realize.dataplane import DataPlane
 from ...realize.functions import instantiate
 from ...realize.state import LabState
 from ..chains import conntrack, handover, moves, tables, wire
@@ -87,9 +87,10 @@ def _apply_clone(state: LabState, req: MigrateInstance, plan: Plan, own: Owner,
                            [("sfc_forward", clone.attach_ifname, "xdp")])
         handover.ready(state, merged, clone.node, clone.netns, clone.gateway, clone.attach)
         nodes = {n for d in m.news for p in d.paths for n in p.nodes}
-        ifaces = tables.interfaces({n.node: n.name for n in merged.namespaces}, nodes)
+        netns_of = {n.node: n.name for n in merged.namespaces}
+        ifaces = tables.interfaces(netns_of, nodes)
         with DataPlane(req.lab) as dp:
-            tables.write_labels(dp, msp, m.new_hops, ifaces)
+            tables.write_labels(dp, msp, m.new_hops, ifaces, netns_of)
             for d in m.news:
                 assert d.path_base is not None
                 tables.write_paths(dp, d, d.path_base, ifaces, msp)
@@ -127,8 +128,7 @@ def _apply_removal(state: LabState, req: MigrateInstance, sp: SteeringPlan, own:
     else:
         errors = wire.remove_nodes(state, switched, final, [old])
     with DataPlane(req.lab) as dp:
-        for d in m.olds:
-            tables.clear_paths(dp, path_base(sp, d.index), len(d.paths))
+        tables.clear_old_paths(dp, sp, m.olds)
         tables.delete_labels(dp, freed)
     return errors
 

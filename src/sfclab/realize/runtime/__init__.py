@@ -1,14 +1,23 @@
 """Host runtimes: one interface (:class:`.base.HostRuntime`), one implementation per way of
 reaching a host, one table.
 
-- :mod:`.base`: the interface and its model;
+- :mod:`.base`: the interface and its model; :mod:`.process`: a long-running program in a
+  lab's namespace, here or on a host driven by its agent;
 - :mod:`.local`: ``local``, this machine's kernel and hosts emulated in it;
+- :mod:`.agents`: what the runtimes of hosts each driven by its agent share (the chains' data
+  plane through the agents, programs there), each runtime saying how a call reaches a host;
 - :mod:`.ssh`: ``ssh``, real machines each driven over SSH by its agent;
-- :mod:`.kubernetes_runtime`: ``kubernetes``, Kubernetes Nodes each built by its agent;
+- :mod:`.kubernetes_runtime`: ``kubernetes``, Kubernetes Nodes each driven by its agent;
   :mod:`.kubernetes` writes and removes a lab's resources on a cluster (``up --kube``),
-  :mod:`.kubernetes_parts` waits for and reads the parts' statuses, :mod:`.kubernetes_agent`
-  is the per-Node agent (its Lease, its parts built), :mod:`.kubernetes_api` the HTTPS client
-  and kubeconfig, :mod:`.kubernetes_manifests` the manifests of ``deploy/kubernetes/``.
+  :mod:`.kubernetes_parts` waits for and reads the parts' statuses,
+  :mod:`.kubernetes_requests` asks a Node's agent to run a verb (a ``LabRequest``),
+  :mod:`.kubernetes_agent` is the per-Node agent (its Lease, its parts built, its requests
+  answered by :mod:`.kubernetes_answer`, failover by :mod:`.kubernetes_failover`),
+  :mod:`.kubernetes_lease` the agents' Leases, :mod:`.kubernetes_watch` following the API
+  server (list and watch) and liveness, :mod:`.kubernetes_controller` the controller (Labs'
+  phases, parts of labs written half or deleted, requests left behind),
+  :mod:`.kubernetes_api` the HTTPS client and kubeconfig, :mod:`.kubernetes_manifests` the
+  manifests of ``deploy/kubernetes/``.
 
 :func:`runtime_for` is the one place that tells them apart: a lab whose journal names a
 Kubernetes cluster (``up --kube`` wrote it) has the ``kubernetes`` runtime; a lab whose file
@@ -59,6 +68,15 @@ def runtime_for(where: LabState | Lab | Plan, host: HostPlan | None = None) -> H
     state = where if isinstance(where, LabState) else \
         LabState(where.lab if isinstance(where, Plan) else where.name)
     return RUNTIMES[kind_for(where, host)](state)
+
+
+def runtime_at(state: LabState, plan: Plan, host: HostPlan | None) -> HostRuntime:
+    """The runtime that reaches ``host`` of running lab ``state`` (whose plan is ``plan``):
+    the lab's own when it is on a Kubernetes cluster (every host a Node, reached through its
+    agent), else the host's (:func:`runtime_for`)."""
+    if kind_for(state) == "kubernetes":
+        return RUNTIMES["kubernetes"](state)
+    return runtime_for(plan, host)
 
 
 def far_name(plan: Plan, host: HostPlan | None) -> str | None:

@@ -35,6 +35,7 @@ from ..teardown import TeardownReport
 
 if TYPE_CHECKING:
     from ...spec.lab import Lab
+    from .process import Process
 
 Progress = Callable[[str], None]
 
@@ -109,6 +110,16 @@ class HostRuntime(ABC):
     @abstractmethod
     def exec(self, host: str | None, ns: str | None, argv: list[str]) -> int:
         """``argv`` in namespace ``ns`` of ``host``, the terminal attached; its status."""
+
+    @abstractmethod
+    def spawn(self, host: str | None, ns: str, argv: list[str]) -> Process:
+        """``argv`` started in namespace ``ns`` of ``host`` and left running, held by the
+        caller (:mod:`.process`: a measurement's receiver)."""
+
+    @abstractmethod
+    def tools(self, host: str | None) -> dict[str, Any]:
+        """Where ``host`` has the programs a measurement runs (``sfcgen``: its path there,
+        or None with ``why``); empty: the host is this machine, whose own the caller knows."""
 
     # --- the chains' data plane ------------------------------------------------------------
     @abstractmethod

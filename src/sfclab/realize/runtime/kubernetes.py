@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from ipaddress import IPv4Address, IPv4Network
 
 from ...errors import ClusterRefused, LabError, SpecError
+from ...plan.model import Plan
 from ...plan.placement import Host, Need, NoRoom, fmt_bytes, place
 from ...plan.split import SplitError, split
 from .kubernetes_api import KubeApi, NotFound, resource_path
@@ -96,6 +97,7 @@ class Resources:
     placement: dict[str, str]  # host -> Node
     nodes: list[Host] = field(default_factory=list)  # the Nodes as placement saw them
     status: dict[str, Any] = field(default_factory=dict)  # the Lab's status: what was allocated
+    plan: Plan | None = None  # the lab's whole plan as placed
 
 
 def host_of(lab: Lab, node: str) -> str:
@@ -162,13 +164,16 @@ def placed(lab: Lab, placement: dict[str, str], ips: dict[str, str]) -> Lab:
 
 
 def part_plans(lab: Lab, placement: dict[str, str], ips: dict[str, str]
-               ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Each host's part of the lab's plan (as JSON), and what was allocated lab-wide (the
-    Lab's status: underlay addresses, tunnels' VNIs)."""
+               ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], Plan]:
+    """Each host's part of the lab's plan (as JSON), what was allocated lab-wide (the Lab's
+    status: underlay addresses, tunnels' VNIs), and the whole plan, its hosts the Nodes (none
+    of them this machine's: not emulated)."""
     from ...kernel.cpus import online  # light start-up: only up --kube plans
     from ...plan.build import build_plan
 
     plan = build_plan(placed(lab, placement, ips), ovs_datapath="netdev", cpus=online())
+    for h in plan.hosts:
+        h.emulated = False
     try:
         parts = split(plan)
     except SplitError as e:
@@ -178,7 +183,7 @@ def part_plans(lab: Lab, placement: dict[str, str], ips: dict[str, str]
                            "hosts": {h.name: h.address for h in plan.hosts}},
               "tunnels": [{"link": f"link{hl.link}", "vni": hl.vni} for hl in plan.host_links
                           if hl.vni is not None]}
-    return {h: p.to_dict() for h, p in parts.items()}, status
+    return {h: p.to_dict() for h, p in parts.items()}, status, plan
 
 
 def schedulable_nodes(api: KubeApi) -> list[Host]:
@@ -250,7 +255,8 @@ def resources(lab: Lab, nodes: list[Host], ips: dict[str, str] | None = None) ->
     lab_obj: dict[str, Any] = {"apiVersion": GROUP_VERSION, "kind": "Lab",
                "metadata": {"name": lab.name, "namespace": NAMESPACE, "labels": labels},
                "spec": {"lab": lab.name, "hostCount": len(share), "file": wide}}
-    plans, status = part_plans(lab, placement, ips) if ips is not None else ({}, {})
+    plans, status, plan = part_plans(lab, placement, ips) if ips is not None else \
+        ({}, {}, None)
     parts: list[dict[str, Any]] = []
     for need in needs:
         node_names, links = share[need.instance]
@@ -271,7 +277,7 @@ def resources(lab: Lab, nodes: list[Host], ips: dict[str, str] | None = None) ->
     if len(json.dumps(status)) > MAX_OBJECT:
         raise SpecError(f"Lab {lab.name}'s status (its tunnels' VNIs) would be more than the "
                         f"{MAX_OBJECT} bytes an object may have (etcd)", file=lab.source)
-    return Resources(lab_obj, parts, placement, nodes, status)
+    return Resources(lab_obj, parts, placement, nodes, status, plan)
 
 
 def up(lab: Lab, api: KubeApi) -> Resources:

@@ -1,60 +1,69 @@
-"""The per-Node agent of a lab on Kubernetes: its liveness by a coordination Lease, and what it
-tells the cluster about the parts placed on its Node.
+"""The per-Node agent of a lab on Kubernetes: its liveness by a coordination Lease, the parts
+placed on its Node built and removed, the requests to it answered, and the other agents'
+Leases followed for failover.
 
-**The Lease.**  Agent of Node ``N`` holds Lease ``sfclab-system/sfclab-agent-N`` (holder ``N``,
-:data:`LEASE_SECONDS` long) and renews it every :data:`RENEW_SECONDS`; a Lease whose
-``renewTime`` plus its duration has passed is *expired* (:func:`expired`): its agent is taken
-for dead.  The agent's credentials may write no other Lease (its admission policy,
-``deploy/kubernetes/30-policy-agent.yaml``): liveness is what the Node's own agent says, never
-another's.
+It runs as ``python -m sfclab.realize.runtime.kubernetes_agent --node N``, four threads each
+following the API server (:func:`.kubernetes_watch.follow`: a list, then a watch, so a change is
+seen within a round trip rather than at the next poll):
 
-**The parts.**  Each round it lists the ``LabPart`` objects labelled with its Node
-(``sfclab.dev/node=N``) and reconciles each (:meth:`Agent.reconcile`), writing its progress
-and result to the part's status (``phase``: ``Building``, ``Up`` or ``Failed`` with the
-error; ``agent``; ``observedGeneration``):
+- **its Lease** (:mod:`.kubernetes_lease`), renewed every
+  :data:`~.kubernetes_lease.RENEW_SECONDS` by a thread that does nothing else, so a build
+  longer than the Lease never lets it expire;
+- **the parts** (``LabPart`` labelled with its Node, ``sfclab.dev/node=N``), each reconciled
+  (:meth:`Agent.reconcile`) as it changes, its progress and result written to the part's
+  status (``phase``: ``Building``, ``Up`` or ``Failed`` with the error; ``agent``;
+  ``observedGeneration``; ``nodes``, the nodes the part holds now):
 
-- a part to build (``spec.plan``, its host's share of the lab's plan) is built by the host
-  agent's ``up`` verb (:func:`sfclab.realize.agent.up`: the build engine of ``up`` through
-  the node, link and function tables, the journal and the lab's marks on this machine, a
-  rollback on failure), run as ``python -m sfclab.live.runtime.agent_verbs up`` in this
-  machine's context (``--netns``: an emulated machine's context namespace in the tests; none
-  in a DaemonSet pod, whose network is the host's);
-- a part built here before is checked by its record (:func:`record_path`: the part's uid and
-  generation, written once its ``up`` answered) and the lab's local state (``up``): a part
-  left half-built (the agent killed mid-build) is removed by its journal, its marks checked,
-  then built again;
-- a part whose status the controller side set to ``Removing`` (``down --kube``) is removed
-  by the ``down`` verb (what its journal names, each object's mark checked) and reported
-  ``Removed``; a part that is gone from the cluster while its record is here is removed too.
+  - a part to build (``spec.plan``, its host's share of the lab's plan) is built by the host
+    agent's ``up`` verb (:func:`sfclab.realize.agent.up`: the build engine of ``up`` through
+    the node, link and function tables, the journal and the lab's marks on this machine, a
+    rollback on failure), run as ``python -m sfclab.live.runtime.agent_verbs up`` in this
+    machine's context (``--netns``: an emulated machine's context namespace in the tests;
+    none in a DaemonSet pod, whose network is the host's);
+  - a part built here before is checked by its record (:func:`record_path`: the part's uid
+    and generation, written once its ``up`` answered) and the lab's local state (``up``): a
+    part left half-built (the agent killed mid-build) is removed by its journal, its marks
+    checked, then built again;
+  - a part whose status the controller side set to ``Removing`` (``down --kube``) is
+    removed by the ``down`` verb (what its journal names, each object's mark checked) and
+    reported ``Removed``; a part that is gone from the cluster while its record is here is
+    removed too;
+
+- **the requests** to it (``LabRequest``, :mod:`.kubernetes_answer`): the host agent's other
+  verbs, which ``exec``, ``traffic`` and ``chain add``/``rm``/``migrate`` run on a lab on
+  Kubernetes; after each, the part's ``status.nodes`` is brought up to date;
+- **every agent's Lease** (:class:`.kubernetes_watch.Liveness`), looked at every
+  :data:`~.kubernetes_failover.CHECK_SECONDS`: the hosts of its labs whose agent's Lease
+  expired are written where its labs' health watchers take their instances out
+  (:mod:`.kubernetes_failover`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from threading import Event
 from typing import Any
 
-from ...errors import ClusterUnreachable, RealizeError, SfclabError
-from ...kernel import netns as kernel_netns
+from ...errors import ClusterRefused, ClusterUnreachable, RealizeError, SfclabError
+from ...plan.model import Plan
 from ..state import LabState, labs_dir
-from .kubernetes import LAB_LABEL, NAMESPACE, NODE_LABEL, labs_path, parts_path
-from .kubernetes_api import Conflict, KubeApi, NotFound, resource_path
+from . import kubernetes_failover as failover
+from .kubernetes import NAMESPACE, NODE_LABEL, parts_path
+from .kubernetes_answer import Answerer, run_verb
+from .kubernetes_api import Conflict, KubeApi, NotFound
+from .kubernetes_lease import (LEASE_SECONDS, RENEW_SECONDS, expired, lease_name, lease_path,
+                               listing, micro_time, parse_micro_time)
+from .kubernetes_requests import requests_path
+from .kubernetes_watch import Liveness, follow
 
-#: how long a Lease holds without a renewal (seconds)
-LEASE_SECONDS = 15
-#: how often an agent renews it (seconds)
-RENEW_SECONDS = 5.0
-#: how often an agent looks at its parts (seconds)
-ROUND_SECONDS = 1.0
-#: how long one verb (a part's build or removal) may take (seconds)
-VERB_SECONDS = 600.0
+__all__ = ["LEASE_SECONDS", "RENEW_SECONDS", "Agent", "expired", "lease_name", "lease_path",
+           "listing", "main", "micro_time", "parse_micro_time", "record_path"]
+
 #: what the host agent's answer says when another operation holds the lab's lock
 #: (:meth:`sfclab.realize.state.LabState.locked`): a build left running by an agent killed
 #: mid-build (its child outlives it); tried again next round, not ``Failed``
@@ -66,7 +75,7 @@ MAX_MESSAGE = 1024
 def record_path(lab: str) -> Path:
     """This machine's record of the part of ``lab`` its agent built: ``{"uid", "generation",
     "part"}``, beside the lab's local state."""
-    return labs_dir() / f".{lab}.kube-part.json"
+    return labs_dir() / f".{lab}{failover.RECORD}"
 
 
 def read_record(lab: str) -> dict[str, Any] | None:
@@ -75,58 +84,6 @@ def read_record(lab: str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return got if isinstance(got, dict) else None
-
-
-def lease_name(node: str) -> str:
-    return f"sfclab-agent-{node}"
-
-
-def lease_path(node: str | None = None) -> str:
-    return resource_path("coordination.k8s.io/v1", "leases", NAMESPACE,
-                         lease_name(node) if node is not None else None)
-
-
-def micro_time(t: float) -> str:
-    """``t`` (seconds since the epoch) as a Kubernetes MicroTime."""
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_micro_time(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
-
-
-def expired(lease: dict[str, Any], now: float | None = None) -> bool:
-    """``lease`` was not renewed within its duration (or never was)."""
-    spec = lease.get("spec") or {}
-    if not spec.get("renewTime"):
-        return True
-    until = parse_micro_time(spec["renewTime"]) + int(spec.get("leaseDurationSeconds") or 0)
-    return (time.time() if now is None else now) > until
-
-
-def listing(api: KubeApi) -> list[dict[str, Any]]:
-    """The labs on the cluster (``ls --kube``): each with its phase, hosts, nodes, and how many
-    of its parts are held by an agent whose Lease is live."""
-    live = {x["spec"].get("holderIdentity") for x in api.items(lease_path())
-            if not expired(x)}
-    parts: dict[str, list[dict[str, Any]]] = {}
-    for p in api.items(parts_path()):
-        lab = (p["metadata"].get("labels") or {}).get(LAB_LABEL)
-        if lab is not None:
-            parts.setdefault(lab, []).append(p)
-    out = []
-    for lab in api.items(labs_path()):
-        name = lab["metadata"]["name"]
-        mine = parts.get(name, [])
-        out.append({
-            "name": name, "status": (lab.get("status") or {}).get("phase", "Pending"),
-            "created": lab["metadata"].get("creationTimestamp"),
-            "hosts": len(mine),
-            "nodes": sum(len((p.get("spec") or {}).get("nodes") or {}) for p in mine),
-            "held": sum(1 for p in mine if (p.get("status") or {}).get("agent") in live
-                        and (p.get("status") or {}).get("agent") == p["spec"].get("node")),
-            "placement": {p["spec"]["host"]: p["spec"]["node"] for p in mine}})
-    return out
 
 
 class Agent:
@@ -140,7 +97,7 @@ class Agent:
         self.netns = netns  # the machine's context, when it is not this process's own
         self.say = say or (lambda _m: None)
         self.acquired = time.time()
-        self.renewed = -RENEW_SECONDS  # monotonic time of the last renewal (none yet)
+        self.reported: dict[str, list[str]] = {}  # lab -> the nodes its part last reported
 
     def renew(self) -> dict[str, Any]:
         """Write this Node's Lease, renewed now (made on the first call)."""
@@ -162,22 +119,7 @@ class Agent:
     def verb(self, verb: str, req: dict[str, Any]) -> dict[str, Any]:
         """The host agent's ``verb`` on this machine (see the module); its answer, or
         :class:`RealizeError` with its one line."""
-        argv = [sys.executable, "-m", "sfclab.live.runtime.agent_verbs", verb]
-        text = json.dumps(req)
-        try:
-            if self.netns is None:
-                cp = subprocess.run(argv, input=text, capture_output=True, text=True,
-                                    timeout=VERB_SECONDS)
-            else:
-                cp = kernel_netns.run(self.netns, argv, check=False, input=text,
-                                      timeout=VERB_SECONDS)
-        except subprocess.TimeoutExpired as e:
-            raise RealizeError(f"{verb} took more than {VERB_SECONDS:g} s") from e
-        if cp.returncode != 0:
-            lines = (cp.stderr or "").strip().splitlines()
-            raise RealizeError(lines[-1] if lines else f"{verb} exited {cp.returncode}")
-        answer = json.loads(cp.stdout or "{}")
-        return answer if isinstance(answer, dict) else {}
+        return run_verb(verb, req, self.netns)
 
     def status(self, part: dict[str, Any], phase: str, message: str = "") -> None:
         """Write ``part``'s status, on the condition that the part has not changed since it was
@@ -187,7 +129,9 @@ class Agent:
                          {"metadata": {"resourceVersion": meta.get("resourceVersion")},
                           "status": {"agent": self.node, "phase": phase,
                                      "observedGeneration": meta.get("generation"),
-                                     "message": message[:MAX_MESSAGE]}},
+                                     "message": message[:MAX_MESSAGE],
+                                     **({"nodes": nodes_here(str(part["spec"]["lab"]))}
+                                        if phase == "Up" else {})}},
                          content_type="application/merge-patch+json")
         self.say(f"part {meta['name']}: {phase}{': ' + message if message else ''}")
 
@@ -276,32 +220,112 @@ class Agent:
             except SfclabError as e:
                 self.say(f"part {rec.get('part')}: removal failed, retrying: {e}")
 
-    def round(self) -> None:
-        if time.monotonic() - self.renewed >= RENEW_SECONDS:
-            self.renew()
-            self.renewed = time.monotonic()
-        parts = self.parts()
-        for p in parts:
-            try:
-                self.reconcile(p)
-            except Conflict:
-                pass  # the part changed while it was read: the next round sees it
-            except NotFound:
-                pass  # deleted meanwhile: orphans() removes what was built
-        self.orphans(parts)
+    def report_nodes(self, lab: str) -> None:
+        """Bring the ``status.nodes`` of this Node's part of ``lab`` up to date (after a
+        request changed what the part holds: ``chain add``, ``rm``, ``migrate``)."""
+        rec = read_record(lab)
+        nodes = nodes_here(lab)
+        if rec is None or self.reported.get(lab) == nodes:
+            return
+        try:
+            self.api.merge(parts_path(str(rec.get("part")), "status"),
+                           {"status": {"nodes": nodes}})
+            self.reported[lab] = nodes
+        except (ClusterRefused, ClusterUnreachable) as e:
+            self.say(f"part {rec.get('part')}: its nodes not reported: {e}")
 
-    def run(self, stop: Event) -> None:
-        """Rounds every :data:`ROUND_SECONDS` (the Lease renewed every
-        :data:`RENEW_SECONDS`) until ``stop`` is set; a cluster that does not answer, or
-        refuses one write, is retried (the Lease expires meanwhile, as it should)."""
+    def round(self) -> None:
+        """One pass, as the threads do it: the Lease renewed, every part of this Node
+        reconciled, the parts gone from the cluster removed here."""
+        self.renew()
+        self.parts_listed(self.parts())
+
+    def parts_listed(self, parts: list[dict[str, Any]]) -> None:
+        mine = [p for p in parts if (p.get("spec") or {}).get("node") == self.node]
+        for p in mine:
+            self.part_changed("MODIFIED", p)
+        self.orphans(mine)
+
+    def part_changed(self, kind: str, part: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self.orphans([])
+            return
+        if (part.get("spec") or {}).get("node") != self.node:
+            return
+        try:
+            self.reconcile(part)
+        except Conflict:
+            pass  # the part changed while it was read: its change comes next
+        except NotFound:
+            pass  # deleted meanwhile: orphans() removes what was built
+
+    # --- the threads -----------------------------------------------------------------------
+    def renewing(self, stop: Event) -> None:
+        """Renew the Lease every :data:`RENEW_SECONDS` until ``stop``; a cluster that does
+        not answer, or refuses, is retried every second (the Lease expires meanwhile, as it
+        should)."""
         while not stop.is_set():
             try:
-                self.round()
-            except ClusterUnreachable as e:
-                self.say(f"cluster not reachable, retrying: {e}")
+                self.renew()
+                wait = RENEW_SECONDS
             except SfclabError as e:
-                self.say(f"round failed, retrying: {e}")
-            stop.wait(ROUND_SECONDS)
+                self.say(f"Lease not renewed, retrying: {e}")
+                wait = 1.0
+            stop.wait(wait)
+
+    def failing_over(self, stop: Event) -> None:
+        """Follow every agent's Lease; every :data:`~.kubernetes_failover.CHECK_SECONDS`, tell
+        the labs built here which of their hosts lost their agent."""
+        seen = Liveness()
+        lock = threading.Lock()
+
+        def listed(items: list[dict[str, Any]]) -> None:
+            with lock:
+                seen.listed(items)
+
+        def changed(kind: str, obj: dict[str, Any]) -> None:
+            with lock:
+                seen.saw(obj, deleted=kind == "DELETED")
+
+        threading.Thread(target=follow, daemon=True, args=(self.api, lease_path(), stop),
+                         kwargs={"on_list": listed, "on_change": changed,
+                                 "say": self.say}).start()
+        while not stop.wait(failover.CHECK_SECONDS):
+            with lock:
+                dead = seen.expired()
+            try:
+                for lab in failover.look(self.api, dead, self.node):
+                    self.say(f"lab {lab}: hosts lost (their agent's Lease expired): "
+                             f"{sorted(dead - {self.node}) or 'none'}")
+            except SfclabError as e:
+                self.say(f"failover: retrying: {e}")
+
+    def run(self, stop: Event) -> None:
+        """The four threads of the module's docstring until ``stop`` is set."""
+        answers = Answerer(self.api, self.node, self.netns, self.say, self.report_nodes)
+        selector = f"{NODE_LABEL}={self.node}"
+        threads = [
+            threading.Thread(target=self.renewing, args=(stop,)),
+            threading.Thread(target=follow, args=(self.api, parts_path(), stop), kwargs={
+                "on_list": self.parts_listed, "on_change": self.part_changed,
+                "selector": selector, "say": self.say}),
+            threading.Thread(target=follow, args=(self.api, requests_path(), stop), kwargs={
+                "on_list": answers.listed, "on_change": answers.changed,
+                "selector": selector, "say": self.say}),
+            threading.Thread(target=self.failing_over, args=(stop,))]
+        for t in threads:
+            t.daemon = True  # a build or a watch under way does not hold the exit
+            t.start()
+        stop.wait()
+
+
+def nodes_here(lab: str) -> list[str]:
+    """The nodes this machine's part of ``lab`` holds now (its saved plan's host)."""
+    d = LabState(lab).plan()
+    if d is None:
+        return []
+    hosts = Plan.from_dict(d).hosts
+    return sorted(hosts[0].nodes) if len(hosts) == 1 else []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -309,35 +333,23 @@ def main(argv: list[str] | None = None) -> int:
     [--context C | --in-cluster] [--netns NS]``: the agent of Node N until SIGTERM (exit 0),
     or 1 when the cluster refuses it (one line on stderr)."""
     import argparse  # light start-up: only the agent's own process
-    import signal
 
-    from .kubernetes_api import KubeConfig
+    from .kubernetes_api import cluster_arguments, serve
 
     p = argparse.ArgumentParser(prog="python -m sfclab.realize.runtime.kubernetes_agent")
     p.add_argument("--node", required=True, help="the Kubernetes Node this agent runs for")
-    p.add_argument("--kubeconfig")
-    p.add_argument("--context")
-    p.add_argument("--in-cluster", action="store_true",
-                   help="the Pod's own ServiceAccount token and the cluster's address")
+    cluster_arguments(p)
     p.add_argument("--netns", help="build in this network namespace (an emulated machine's "
                    "context; default: the agent's own)")
     a = p.parse_args(argv)
-    stop = Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    try:
-        config = KubeConfig.in_cluster() if a.in_cluster else \
-            KubeConfig.load(a.kubeconfig, a.context)
-        agent = Agent(KubeApi(config), a.node,
-                      lambda m: print(f"agent {a.node}: {m}", file=sys.stderr, flush=True),
-                      a.netns)
-        agent.round()  # the first round's refusal is the caller's error: exit 1
+
+    def start(api: KubeApi, say: Callable[[str], None], stop: Event) -> None:
+        agent = Agent(api, a.node, say, a.netns)
+        agent.renew()  # the first refusal is the caller's error: exit 1
         agent.say("holding its Lease")
         agent.run(stop)
-    except SfclabError as e:
-        print(f"agent {a.node}: {e}", file=sys.stderr)
-        return 1
-    return 0
+
+    return serve(f"agent {a.node}", a, start)
 
 
 if __name__ == "__main__":

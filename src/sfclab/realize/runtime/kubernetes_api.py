@@ -32,6 +32,7 @@ import os
 import socket
 import ssl
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,10 @@ class NotFound(ClusterRefused):
 
 class Conflict(ClusterRefused):
     """The object exists already, or changed meanwhile (409)."""
+
+
+class Gone(ClusterRefused):
+    """A watch's resource version is older than the API server keeps (410): list again."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,63 @@ class KubeConfig:
                    namespace=str(ctx.get("namespace") or "default"))
 
 
+def unreachable(what: str, e: BaseException) -> ClusterUnreachable:
+    """A request that got no answer (refused, timed out, TLS failed, cut) as one line."""
+    if isinstance(e, ssl.SSLError):
+        return ClusterUnreachable(f"{what}: TLS failed: {e.reason or e}")
+    why = "timed out" if isinstance(e, socket.timeout) else \
+        (e.strerror or str(e)) if isinstance(e, OSError) else str(e) or type(e).__name__
+    return ClusterUnreachable(f"{what}: not reachable: {why}")
+
+
+def _judged(what: str, answer: http.client.HTTPResponse, raw: bytes) -> dict[str, Any]:
+    """The answer's JSON object; its refusal (status 400 and up) raised, typed."""
+    try:
+        doc = json.loads(raw) if raw else {}
+    except ValueError:
+        doc = {"message": raw[:200].decode("utf-8", "replace")}
+    if answer.status >= 400:
+        said = doc.get("message") if isinstance(doc, dict) else None
+        text = f"{what}: {answer.status} {answer.reason}: {said or '(no message)'}"
+        kind = {404: NotFound, 409: Conflict, 410: Gone}.get(answer.status, ClusterRefused)
+        raise kind(text, status=answer.status)
+    return doc if isinstance(doc, dict) else {}
+
+
+def cluster_arguments(p: Any) -> None:
+    """The options by which a program of sfclab's on a cluster (the agent, the controller)
+    reaches it: ``--kubeconfig F [--context C]``, or ``--in-cluster`` (in a Pod)."""
+    p.add_argument("--kubeconfig")
+    p.add_argument("--context")
+    p.add_argument("--in-cluster", action="store_true",
+                   help="the Pod's own ServiceAccount token and the cluster's address")
+
+
+def serve(who: str, a: Any, start: Any) -> int:
+    """Run a program of sfclab's on a cluster until SIGTERM or SIGINT (exit 0): ``start(api,
+    say, stop)`` with the client of its options (:func:`cluster_arguments`), a printer of its
+    lines (on stderr, each prefixed with ``who``) and the event set on those signals; 1 with
+    its one line when the cluster refuses it (or a kubeconfig cannot be read)."""
+    import signal
+    import sys
+    from threading import Event
+
+    from ...errors import SfclabError
+
+    stop = Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        config = KubeConfig.in_cluster() if a.in_cluster else \
+            KubeConfig.load(a.kubeconfig, a.context)
+        start(KubeApi(config), lambda m: print(f"{who}: {m}", file=sys.stderr, flush=True),
+              stop)
+    except SfclabError as e:
+        print(f"{who}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def resource_path(group_version: str, plural: str, namespace: str | None = None,
                   name: str | None = None, sub: str | None = None) -> str:
     """The API path of a collection or an object: ``/api/v1/...`` for the core group,
@@ -213,13 +275,12 @@ class KubeApi:
                                          f"{e.reason}") from e
         return tls
 
-    def request(self, method: str, path: str, body: Any = None, *,
-                query: dict[str, str] | None = None,
-                content_type: str = "application/json") -> dict[str, Any]:
-        """``method`` ``path`` with ``body`` as JSON; the answer's JSON object."""
+    def _send(self, method: str, target: str, body: Any, content_type: str,
+              timeout: float) -> tuple[http.client.HTTPSConnection,
+                                       http.client.HTTPResponse]:
+        """The connection and the answer's head of ``method`` ``target`` (the caller reads
+        the body and closes the connection)."""
         url = urlsplit(self.config.server)
-        target = path + ("?" + urlencode(query) if query else "")
-        what = f"{self.config.server}: {method} {path}"
         headers = {"Accept": "application/json", "User-Agent": "sfclab"}
         data = None
         if body is not None:
@@ -228,33 +289,72 @@ class KubeApi:
         if self.config.token:
             headers["Authorization"] = f"Bearer {self.config.token}"
         conn = http.client.HTTPSConnection(url.hostname or "", url.port or 443,
-                                           timeout=self.timeout, context=self._tls)
+                                           timeout=timeout, context=self._tls)
+        conn.request(method, target, body=data, headers=headers)
+        return conn, conn.getresponse()
+
+    def request(self, method: str, path: str, body: Any = None, *,
+                query: dict[str, str] | None = None,
+                content_type: str = "application/json") -> dict[str, Any]:
+        """``method`` ``path`` with ``body`` as JSON; the answer's JSON object."""
+        target = path + ("?" + urlencode(query) if query else "")
+        what = f"{self.config.server}: {method} {path}"
+        conn = None
         try:
-            conn.request(method, target, body=data, headers=headers)
-            answer = conn.getresponse()
+            conn, answer = self._send(method, target, body, content_type, self.timeout)
             raw = answer.read(MAX_ANSWER + 1)
-        except ssl.SSLError as e:
-            raise ClusterUnreachable(f"{what}: TLS failed: {e.reason or e}") from e
         except (OSError, http.client.HTTPException) as e:
-            why = "timed out" if isinstance(e, socket.timeout) else \
-                (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
-            raise ClusterUnreachable(f"{what}: not reachable: {why}") from e
+            raise unreachable(what, e) from e
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
         if len(raw) > MAX_ANSWER:
             raise ClusterUnreachable(f"{what}: answer larger than {MAX_ANSWER} bytes")
+        return _judged(what, answer, raw)
+
+    def watch(self, path: str, resource_version: str, *, selector: str | None = None,
+              fields: str | None = None, seconds: int = 30
+              ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The changes of collection ``path`` after ``resource_version`` (its list's), as
+        ``(type, object)`` (``ADDED``, ``MODIFIED``, ``DELETED``, ``BOOKMARK``), until the API
+        server ends the watch after ``seconds``; ``selector``/``fields``: label and field
+        selectors.  :class:`Gone` when that version is older than the server keeps (list
+        again)."""
+        query = {"watch": "1", "resourceVersion": resource_version,
+                 "timeoutSeconds": str(seconds), "allowWatchBookmarks": "true"}
+        if selector:
+            query["labelSelector"] = selector
+        if fields:
+            query["fieldSelector"] = fields
+        what = f"{self.config.server}: WATCH {path}"
+        conn = None
         try:
-            doc = json.loads(raw) if raw else {}
-        except ValueError:
-            doc = {"message": raw[:200].decode("utf-8", "replace")}
-        if answer.status >= 400:
-            said = doc.get("message") if isinstance(doc, dict) else None
-            text = f"{what}: {answer.status} {answer.reason}: {said or '(no message)'}"
-            kind = {404: NotFound, 409: Conflict}.get(answer.status, ClusterRefused)
-            raise kind(text, status=answer.status)
-        return doc if isinstance(doc, dict) else {}
+            conn, answer = self._send("GET", f"{path}?{urlencode(query)}", None, "",
+                                      self.timeout + seconds)
+            if answer.status >= 400:
+                _judged(what, answer, answer.read(MAX_ANSWER + 1))
+            while True:
+                line = answer.readline(MAX_ANSWER + 1)
+                if not line:
+                    return
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    kind = Gone if obj.get("code") == 410 else ClusterRefused
+                    raise kind(f"{what}: {obj.get('code')} {obj.get('message')}",
+                               status=int(obj.get("code") or 500))
+                yield str(event.get("type")), obj
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            raise unreachable(what, e) from e
+        finally:
+            if conn is not None:
+                conn.close()
 
     # --- the verbs sfclab uses -------------------------------------------------------------
+    def merge(self, path: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of the object (or subresource) at ``path``."""
+        return self.request("PATCH", path, patch, content_type="application/merge-patch+json")
+
     def get(self, path: str) -> dict[str, Any]:
         return self.request("GET", path)
 

@@ -1,17 +1,25 @@
-"""The ``kubernetes`` runtime: a lab whose hosts are Kubernetes Nodes, each built by its Node's
+"""The ``kubernetes`` runtime: a lab whose hosts are Kubernetes Nodes, each driven by its Node's
 agent (:mod:`.kubernetes_agent`).
 
 This machine makes nothing of such a lab.  ``up`` journals one :data:`OP` entry (the
 kubeconfig and context that reach the cluster, and its server) in this machine's state of the
-lab, *before* the cluster is written, then writes the lab's objects (:func:`.kubernetes.up`) and
-waits until every part is ``Up`` (:func:`.kubernetes_parts.wait_up`).  A lab so journaled has
-this runtime (:func:`journaled`, read by :func:`sfclab.realize.runtime.kind_for`), so the lab's
-usual commands reach the cluster with no ``--kube``: ``down`` has each part removed by its
-agent and then deletes the objects (:func:`.kubernetes_parts.remove`); ``inspect`` reads the
-parts' statuses (:meth:`KubeRuntime.inspect_far`).
+lab, *before* the cluster is written, then writes the lab's objects (:func:`.kubernetes.up`),
+saves the lab's plan as placed (each host at its Node's address: what ``chain add`` plans its
+tunnels against) and waits until every part is ``Up`` (:func:`.kubernetes_parts.wait_up`).  A
+lab so journaled has this runtime (:func:`journaled`, read by
+:func:`sfclab.realize.runtime.kind_for` and, for one host of it,
+:func:`~sfclab.realize.runtime.runtime_at`), so the lab's usual commands reach the cluster with
+no ``--kube``: ``down`` has each part removed by its agent and then deletes the objects
+(:func:`.kubernetes_parts.remove`); ``inspect`` reads the parts' statuses
+(:meth:`KubeRuntime.inspect_far`).
 
-Not yet through this runtime (each refused with one line): running a program in a node
-(``exec``, ``traffic``), the chains' data plane (``chain`` counters) and hosts leaving.
+Everything else goes through the Nodes' agents as through SSH hosts' (:class:`~.agents.AgentHosts`):
+a call is a request to the agent of the host's Node (:mod:`.kubernetes_requests`), the host
+agent's verb run there.  So ``exec`` and ``run`` are the ``proc-run`` verb (the output comes back
+whole when the program ends: no terminal is attached there, and standard input is passed only
+when it is not a terminal), a measurement's receiver is ``proc-start``/``proc-read``/``proc-end``
+(:mod:`.process`), and the chains' data plane is every Node's share.  Hosts cannot join or leave
+such a lab (refused with one line).
 """
 
 from __future__ import annotations
@@ -21,12 +29,14 @@ import subprocess
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...errors import LabError, RealizeError
+from ...errors import LabError, RealizeError, ToolError
 from ...plan.model import HostPlan, Plan
 from ..state import LabState
 from ..teardown import TeardownReport
-from .base import Counters, HostRuntime, Progress
+from .agents import CALL_TIMEOUT_S, AgentHosts
+from .base import Progress
 from .kubernetes_api import KubeApi, KubeConfig
+from .kubernetes_requests import KubeTarget, call, call_armed
 
 if TYPE_CHECKING:
     from ...spec.lab import Lab
@@ -42,11 +52,11 @@ def journaled(state: LabState) -> dict[str, Any] | None:
 
 
 def not_here(what: str) -> LabError:
-    return LabError(f"{what} is not available for a lab on Kubernetes yet "
-                    "(docs/kubernetes.md: what is left)")
+    return LabError(f"{what} is not available for a lab on Kubernetes: its hosts are the "
+                    "Nodes placement chose at up (docs/kubernetes.md)")
 
 
-class KubeRuntime(HostRuntime):
+class KubeRuntime(AgentHosts):
     """A lab on a Kubernetes cluster (see the module)."""
 
     kind = "kubernetes"
@@ -63,6 +73,7 @@ class KubeRuntime(HostRuntime):
         self.say: Progress = lambda _m: None
         self.placement: dict[str, str] = {}  # host -> Node, once up has placed them
         self._left = False
+        self._targets: dict[str, KubeTarget] | None = None
 
     @property
     def api(self) -> KubeApi:
@@ -96,6 +107,8 @@ class KubeRuntime(HostRuntime):
             state.remove()  # nothing was written to the cluster (all or nothing)
             raise
         self.placement = res.placement
+        if res.plan is not None:  # each host at its Node's address: chain add plans with it
+            state.save_plan(res.plan.to_dict())
         say(f"lab '{lab.name}' written: {len(res.parts)} parts; waiting for their agents")
         try:
             wait_up(self.api, lab.name, self.timeout, say)
@@ -150,13 +163,52 @@ class KubeRuntime(HostRuntime):
 
     def run(self, host: str | None, ns: str | None, argv: list[str], *, check: bool,
             input: str | None, timeout: float | None) -> subprocess.CompletedProcess:
-        raise not_here("running a program in a node")
+        """``argv`` run by the host's agent (``proc-run``) in namespace ``ns`` there."""
+        t = timeout if timeout is not None else 3600.0
+        got = self.call(self.target(host), "proc-run", {
+            "lab": self.state.name, "ns": ns, "argv": argv, "input": input, "timeout": t},
+            timeout=t + 60)
+        cp = subprocess.CompletedProcess(argv, int(got["status"]), got.get("stdout", ""),
+                                         got.get("stderr", ""))
+        if check and cp.returncode != 0:
+            raise ToolError(argv, cp.returncode, cp.stderr)
+        return cp
 
     def exec(self, host: str | None, ns: str | None, argv: list[str]) -> int:
-        raise not_here("running a program in a node")
+        """As :meth:`run`, its output printed once it ends; standard input passed when it is
+        a pipe or a file (not a terminal: nothing is attached there)."""
+        import sys
 
-    def data_plane(self, node_ids: dict[str, int]) -> Counters:
-        raise not_here("reading the chains' data plane")
+        text = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+        cp = self.run(host, ns, argv, check=False, input=text, timeout=None)
+        sys.stdout.write(cp.stdout)
+        sys.stdout.flush()
+        sys.stderr.write(cp.stderr)
+        return cp.returncode
+
+    # --- the hosts' agents -------------------------------------------------------------------
+    def targets(self) -> dict[str, KubeTarget]:
+        """Each host of the lab as the agent of its Node is reached: its part's Node and its
+        address (the Lab's status), read once per runtime object."""
+        if self._targets is None:
+            from .kubernetes_parts import parts_of
+
+            lab, parts = parts_of(self.state.name, self.api)
+            addresses = (((lab or {}).get("status") or {}).get("underlay") or {}).get("hosts") \
+                or {}
+            self._targets = {
+                str(p["spec"]["host"]): KubeTarget(
+                    str(p["spec"]["host"]), str(addresses.get(p["spec"]["host"], "")),
+                    str(p["spec"]["node"]), self.state.name) for p in parts}
+        return self._targets
+
+    def call(self, t: KubeTarget, verb: str, request: dict[str, Any], *,
+             timeout: float = CALL_TIMEOUT_S) -> dict[str, Any]:
+        return call(self.api, t, verb, request, timeout=timeout)
+
+    def call_armed(self, ts: dict[str, KubeTarget], verb: str, request: dict[str, Any], *,
+                   timeout: float = CALL_TIMEOUT_S) -> tuple[dict[str, dict[str, Any]], float]:
+        return call_armed(self.api, ts, verb, request, timeout=timeout)
 
     def leave(self, host: HostPlan) -> list[str]:
         raise not_here("a host leaving")

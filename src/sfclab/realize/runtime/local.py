@@ -21,6 +21,7 @@ from .. import change
 from ..kinds import TABLE
 from ..teardown import TeardownReport, teardown
 from .base import HostRuntime, Progress
+from .process import LocalProcess
 
 if TYPE_CHECKING:
     from ...spec.lab import Lab
@@ -104,6 +105,12 @@ class LocalRuntime(HostRuntime):
         except KeyboardInterrupt:
             proc.terminate()
             return proc.wait()
+
+    def spawn(self, host: str | None, ns: str, argv: list[str]) -> LocalProcess:
+        return LocalProcess(ns, argv)
+
+    def tools(self, host: str | None) -> dict[str, Any]:
+        return {}  # this machine's own
 
     def data_plane(self, node_ids: dict[str, int]) -> DataPlane:
         from ..dataplane import DataPlane  # light start-up: only labs with chains read it

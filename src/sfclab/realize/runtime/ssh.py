@@ -6,32 +6,31 @@ that machine, journaled there; this machine's journal holds one ``remote-host`` 
 with what reaches it again (:class:`~sfclab.hosts.ssh.SshTarget`), written before the host is
 sent anything (:mod:`sfclab.realize.remote` does ``up``, ``down``, ``inspect`` and ``exec``).
 
-The chains' data plane is every host's share, read and changed through the agents:
-:class:`Snapshot` merges every host's counters (a node's on its host, a path's on its
-ingress's host) into what a local :class:`~sfclab.realize.dataplane.DataPlane` answers,
-:meth:`SshRuntime.write_rows` sends each ingress host its classifier entries,
-:meth:`SshRuntime.probe` runs one ``chain trace`` step at the ingress.  A machine joins a
-running lab by one more ``remote-host`` entry (:meth:`SshRuntime.join`) and leaves by its
-agent's ``down`` (:meth:`SshRuntime.leave`).
+What every runtime of hosts driven by their agents shares (the chains' data plane read and
+written through the agents, a long-running program in a node's namespace) is
+:class:`~.agents.AgentHosts`'; here a call is one SSH connection (:func:`sfclab.hosts.ssh.call`,
+:func:`~sfclab.hosts.ssh.call_armed`).  A machine joins a running lab by one more
+``remote-host`` entry (:meth:`SshRuntime.join`) and leaves by its agent's ``down``
+(:meth:`SshRuntime.leave`).
 """
 
 from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from ...errors import LabError, RealizeError, ToolError
-from ...hosts.ssh import SshTarget, call
+from ...hosts import ssh
+from ...hosts.ssh import SshTarget
 from ...plan.model import HostPlan, Plan
 from .. import remote
 from ..state import LabState
 from ..teardown import TeardownReport
-from .base import HostRuntime, Progress
+from .agents import CALL_TIMEOUT_S, AgentHosts
+from .base import Progress
 
 if TYPE_CHECKING:
-    from ...plan.classifier_rows import Row
     from ...spec.lab import Lab
 
 
@@ -40,7 +39,7 @@ def journaled(state: LabState) -> bool:
     return bool(remote.journaled(state))
 
 
-class SshRuntime(HostRuntime):
+class SshRuntime(AgentHosts):
     """Real machines, each reached over SSH and building its own part."""
 
     kind = "ssh"
@@ -51,9 +50,13 @@ class SshRuntime(HostRuntime):
         return {e["host"]: SshTarget.from_dict(e["target"])
                 for e in remote.journaled(self.state)}
 
-    def each(self, ts: dict[str, SshTarget], fn: Callable[[SshTarget], Any]) -> list[Any]:
-        """``fn`` on every host of ``ts`` at once (:func:`sfclab.realize.remote._each`)."""
-        return remote._each(ts, fn)
+    def call(self, t: SshTarget, verb: str, request: dict[str, Any], *,
+             timeout: float = CALL_TIMEOUT_S) -> dict[str, Any]:
+        return ssh.call(t, verb, request, timeout=timeout)
+
+    def call_armed(self, ts: dict[str, SshTarget], verb: str, request: dict[str, Any], *,
+                   timeout: float = CALL_TIMEOUT_S) -> tuple[dict[str, dict[str, Any]], float]:
+        return ssh.call_armed(ts, verb, request, timeout=timeout)
 
     # --- a lab's life ----------------------------------------------------------------------
     def check_node(self, plan: Plan, node: str) -> None:
@@ -109,30 +112,6 @@ class SshRuntime(HostRuntime):
         assert host is not None
         return remote.exec_on(self.state, host, ns, argv)
 
-    # --- the chains' data plane ------------------------------------------------------------
-    def data_plane(self, node_ids: dict[str, int]) -> Snapshot:
-        return Snapshot(self, node_ids)
-
-    def write_rows(self, plan: Plan, by_dir: dict[int, list[Row]], order: int) -> int:
-        """Each ingress node's entries written by its host's agent; the number written."""
-        ts = self.targets()
-        per_host: dict[str, dict[str, list[Row]]] = {}
-        for di, rows in by_dir.items():
-            for r in rows:
-                per_host.setdefault(_host_of(plan, r[0]), {}).setdefault(str(di), []).append(r)
-        written = 0
-        for host, rows_of in per_host.items():
-            got = call(ts[host], "sfc-classify", {"lab": self.state.name, "rows": rows_of,
-                                                 "order": order})
-            written += int(got["entries"])
-        return written
-
-    def probe(self, plan: Plan, request: dict[str, Any]) -> None:
-        """One trace step (``sfc-probe``) at the host of ingress node ``request['node']``."""
-        ts = self.targets()
-        call(ts[_host_of(plan, str(request["node"]))], "sfc-probe",
-             {"lab": self.state.name, **request})
-
     # --- hosts joining and leaving ---------------------------------------------------------
     def join(self, t: SshTarget) -> None:
         """Host ``t`` joins: journaled (the entry ``up`` writes), so ``down`` reaches it."""
@@ -148,8 +127,8 @@ class SshRuntime(HostRuntime):
         errors: list[str] = []
         for e in mine:
             try:
-                got = call(SshTarget.from_dict(e["target"]), "down", {"lab": state.name},
-                           timeout=300)
+                got = ssh.call(SshTarget.from_dict(e["target"]), "down", {"lab": state.name},
+                               timeout=300)
             except RealizeError as err:
                 errors = [f"{err}; its part is left: run 'sfclab down {state.name}'"]
                 break
@@ -159,41 +138,3 @@ class SshRuntime(HostRuntime):
         if errors:
             raise LabError(f"host '{host.name}' could not be removed: {'; '.join(errors)}")
         return errors
-
-
-class Snapshot:
-    """Every host's counters, read once (all hosts at once): ``counters(node_id)`` and
-    ``path_count(index)`` as :class:`~sfclab.realize.dataplane.DataPlane` has them."""
-
-    def __init__(self, rt: SshRuntime, node_ids: dict[str, int]):
-        ts = rt.targets()
-        got = rt.each(ts, lambda t: call(t, "sfc-read", {"lab": rt.state.name}))
-        by_node: dict[str, dict[str, int]] = {}
-        self.paths: dict[int, int] = {}
-        for g in got:
-            by_node.update(g["counters"])
-            for k, v in g["paths"].items():
-                self.paths[int(k)] = self.paths.get(int(k), 0) + int(v)
-        self.by_id = {i: by_node.get(n) for n, i in node_ids.items()}
-
-    def counters(self, node_id: int) -> dict[str, int]:
-        got = self.by_id.get(node_id)
-        if got is None:
-            raise LabError(f"no host answered for chain node {node_id}")
-        return got
-
-    def path_count(self, index: int) -> int:
-        return self.paths.get(index, 0)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _host_of(plan: Plan, node: str) -> str:
-    h = plan.host_of(node)
-    if h is None:
-        raise LabError(f"node {node} is on no host")
-    return h.name

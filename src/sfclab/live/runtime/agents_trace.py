@@ -1,4 +1,5 @@
-"""``chain trace`` on hosts driven over SSH (the ``ssh`` runtime's ``trace_paths``): each step's
+"""``chain trace`` on hosts driven by their agents (the ``ssh`` and ``kubernetes`` runtimes'
+``trace_paths``, :mod:`.agents`): each step's
 probe sent by the ingress's host's agent (which sets the path's TTL and puts it back once the
 probe has taken the path), the TTL expiries read on every host until one is seen or the wait
 has passed (the model: :mod:`sfclab.live.ops.chains`; the probes:
@@ -13,8 +14,9 @@ from ipaddress import IPv4Address, IPv6Address
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...plan.sfc import DirectionPlan, PathPlan, SteeringPlan
-from ...realize.runtime.ssh import SshRuntime
-from ..chains.trace import probe_packet
+from ...realize.runtime.agents import AgentHosts
+from ...plan.encap import encap_of, trace_steps
+from ..chains.trace import hop_row, probe_packet
 
 if TYPE_CHECKING:  # light start-up: the agents load no chain-file models
     from ...spec.sfc import ClassifierSpec
@@ -34,19 +36,21 @@ def _until(wait: float, look: Callable[[], T]) -> T:
             return got
 
 
-def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
+def _trace_remote(rt: AgentHosts, plan: Any, sp: SteeringPlan, d: DirectionPlan,
                   path: PathPlan, index: int, packet: bytes, dst: IPv4Address | IPv6Address,
                   wait: float
                   ) -> tuple[list[dict[str, Any]], bool]:
-    """``trace`` on hosts driven over SSH: each step's probe sent by the ingress's host's
+    """``trace`` on hosts driven by their agents: each step's probe sent by the ingress's host's
     agent (which sets the path's TTL and puts it back once the probe took the path), the TTL
     expiries read on every host until one has grown (up to ``wait`` seconds)."""
     hops_by_label = {h.label: h for h in sp.hops}
     last = sp.node_ids[hops_by_label[path.stack[-1]].node]
 
+    counter = encap_of(d.encap).ttl_counter
+
     def expired() -> dict[str, int]:
         snap = rt.data_plane(sp.node_ids)
-        return {n: snap.counters(i)["ttl_expired"] for n, i in sp.node_ids.items()}
+        return {n: snap.counters(i)[counter] for n, i in sp.node_ids.items()}
 
     def step(ttl: int) -> None:
         rt.probe(plan, {"index": index, "stack": path.stack, "pad": path.pad, "ttl": ttl,
@@ -65,27 +69,26 @@ def _trace_remote(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
         return [n for n in sp.node_ids if after[n] > before[n]]
 
     hops: list[dict[str, Any]] = []
-    for k in range(1, len(path.stack) + 1):
+    for ttl, at in trace_steps(d.encap, path.stack,
+                               {lbl: hops_by_label[lbl].node for lbl in path.stack}):
         seen: list[str] = []
         for _ in range(PROBE_TRIES):  # a probe lost on a loaded host is sent again
-            step(k)
+            step(ttl)
             seen = _until(wait, counted)
             if seen:
                 break
-        h = hops_by_label[path.stack[k - 1]]
-        hops.append({"hop": k, "label": h.label, "action": h.action, "expected": h.node,
-                     "seen_at": seen[0] if seen else None})
+        hops.append(hop_row(ttl, hops_by_label[path.stack[at]], seen))
         before = after
     was = delivered()
     step(d.ttl)
     return hops, _until(wait, lambda: delivered() > was)
 
 
-def trace_over_ssh(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan,
-                        wanted: list[PathPlan], base: int, spec: ClassifierSpec,
-                        src: IPv4Address | IPv6Address, dst: IPv4Address | IPv6Address,
-                        wait: float) -> dict[str, Any]:
-    """``trace`` over SSH: the slot table lives on the ingress's host, so probes are not
+def trace_through_agents(rt: AgentHosts, plan: Any, sp: SteeringPlan, d: DirectionPlan,
+                         wanted: list[PathPlan], base: int, spec: ClassifierSpec,
+                         src: IPv4Address | IPv6Address, dst: IPv4Address | IPv6Address,
+                         wait: float) -> dict[str, Any]:
+    """``trace`` through the hosts' agents: the slot table lives on the ingress's host, so probes are not
     hashed onto paths; each wanted path is traced by the label traceroute with the default
     probe (its TTL steps set in that path's own entry), which shows the path's hops."""
     packet, _ = probe_packet(spec, src, dst)
@@ -97,7 +100,7 @@ def trace_over_ssh(rt: SshRuntime, plan: Any, sp: SteeringPlan, d: DirectionPlan
                                         wait)
         out.append({"path": p.index, "nodes": p.nodes, "instances": p.instances,
                     "probe": probe, "hops": hops, "delivered": delivered,
-                    "took_path": None,  # not read over SSH: the path's entry was set directly
+                    "took_path": None,  # not read there: the path's entry was set directly
                     "instances_seen": [h["seen_at"] for h in hops if h["action"] == "proxy"],
                     "in_order": all(h["seen_at"] == h["expected"] for h in hops)})
     return {"lab": rt.state.name, "chain": d.chain, "ingress": d.ingress, "egress": d.egress,

@@ -1,5 +1,6 @@
-"""``chain migrate`` (and so ``host rm --drain``) on a lab of hosts driven over SSH: the
-``ssh`` runtime's ``migrate`` (:class:`~sfclab.live.runtime.ssh.SshLive`).
+"""``chain migrate`` (and so ``host rm --drain``) on a lab of hosts driven by their agents: the
+``ssh`` and ``kubernetes`` runtimes' ``migrate`` (:class:`~sfclab.live.runtime.agents.AgentLive`;
+each call reaches a host over SSH or through its Node's agent's requests).
 
 :func:`sfclab.live.ops.migrate.migrate_locked` plans the clone, its paths and labels as for
 emulated hosts (:func:`sfclab.plan.migration.plan_clone`); here every host's agent
@@ -12,13 +13,14 @@ emulated hosts (:func:`sfclab.plan.migration.plan_clone`); here every host's age
    node's), then ``chain-tables`` without slots: its labels and the new paths, which nothing
    uses yet.
 2. **Switch.**  ``chain-switch`` at the ingress hosts, armed
-   (:func:`sfclab.hosts.ssh.call_armed`): each host's agent first makes everything ready (its
+   (:meth:`~sfclab.realize.runtime.agents.AgentHosts.call_armed`): each host's agent first makes everything ready (its
    part to save made, the maps open) and answers ``armed``; only when all have is each told
    ``go``, and it takes its locks (not before: a held slot lock would hold up its watcher),
    rewrites each direction's slot table in one map update and saves the plan with the new
    paths under the slot lock.  The two directions of a symmetric
    chain have their ingresses on two hosts, so they switch within ``switch_seconds`` of each
-   other (from ``go`` to the last answer: one SSH round trip, no connection set-up); a host
+   other (from ``go`` to the last answer: over SSH one round trip, no connection set-up; on
+   Kubernetes the agents' watches of their requests); a host
    that cannot arm leaves every host unchanged.  Meanwhile one direction may cross the clone
    and the other the old instance; both tolerate that (below).
 3. **Drain.**  The old instance's counters (read through the agents) are watched until no
@@ -28,8 +30,9 @@ emulated hosts (:func:`sfclab.plan.migration.plan_clone`); here every host's age
    share taken out by its agent's engine parts (its node, the link's end at its attach node),
    its tunnel ends, the old paths, the labels nobody uses; the plan and record naming the
    clone.
-5. **Watchers.**  Every host's agent is given the lab's peers, port and secret again and the
-   watchers started where needed (:meth:`~sfclab.live.runtime.ssh.SshLive.start_watchers`, as
+5. **Watchers.**  Every host's agent is given the lab's peers, port and secret again (over
+   SSH) and the watchers started where needed
+   (:meth:`~sfclab.live.runtime.agents.AgentLive.start_watchers`, as
    ``chain add`` does): a clone on a host that held nothing of any chain (one ``host add --ssh``
    joined, or a lab-file host with no node) is probed there and reported to the ingress's host, so
    it fails over like any instance.  A host that could not start one is named in ``watcher_errors``.
@@ -66,8 +69,7 @@ from ...plan import migration
 from ...plan.chainadd import Addition, NewNode
 from ...plan.model import Plan
 from ...plan.sfc import DirectionPlan
-from ...hosts.ssh import SshTarget
-from ...realize.dataplane import path_base
+from ...realize.dataplane import nsh_rows, path_base
 from ..chains import moves
 from .. import record
 from ..health import watcher
@@ -77,17 +79,15 @@ from ..record import slot_lock
 
 if TYPE_CHECKING:
     from ...plan.migration import Migration
-    from .ssh import SshLive
+    from .agents import AgentLive
     from ..chains.moves import Owner
     from ..request import MigrateInstance
 
 
-def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, own: Owner, m: Migration,
+def migrate(rt: AgentLive, req: MigrateInstance, plan: Plan, own: Owner, m: Migration,
             t0: float) -> dict[str, Any]:
     """The steps of the module's docstring: apply the clone, switch, drain, apply the
     removal; ``chain migrate``'s answer."""
-    from ...hosts.ssh import call, call_armed
-
     state = rt.state
     add, old, lab_file = own.add, own.old, own.lab_file
     clone, merged, news, olds, new_hops, host = (m.clone, m.merged, m.news, m.olds,
@@ -111,10 +111,10 @@ def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, own: Owner, m: Migrat
     seen: set[tuple[str, ...]] = set()
     try:
         rt.make_share(plan, merged, step1, lambda _m: None, slots=False)
-        call(ts[clone.host], "chain-ready", {**base, "node": clone.node},  # it forwards
-             timeout=60)
+        rt.call(ts[clone.host], "chain-ready", {**base, "node": clone.node},  # it forwards
+                timeout=60)
         if req.conntrack:
-            moved, seen, errors = move_conntrack(ts, state.name, old, clone, set())
+            moved, seen, errors = move_conntrack(rt, ts, state.name, old, clone, set())
     except BaseException:
         rt.unmake_share(merged, step1, 0.0)
         add.nodes.remove(clone)
@@ -137,14 +137,14 @@ def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, own: Owner, m: Migrat
                 slots[str(nd.index)] = [nd.path_base + nd.paths[k].index for k in d.slots]
         at = _ingress_hosts(merged, news, ts)
         req_sw = {**base, "slots": slots, "after": switched.to_dict()}
-        _, switch_s = call_armed(at, "chain-switch", req_sw)
+        _, switch_s = rt.call_armed(at, "chain-switch", req_sw)
         record.save_plan(state, switched)
     add.directions = [next((nd for nd in news if nd.index == d.index), d)
                       for d in add.directions]
     add.hops += new_hops
     moves.save(state, own, "migrating")
     if req.conntrack:  # what the old instance made since the first pass
-        n2, _, e2 = move_conntrack(ts, state.name, old, clone, seen)
+        n2, _, e2 = move_conntrack(rt, ts, state.name, old, clone, seen)
         moved += n2
         errors += e2
     # --- drain -----------------------------------------------------------------------------
@@ -152,14 +152,17 @@ def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, own: Owner, m: Migrat
     # --- apply the removal: the diff from the switched plan to the final one, each host's share
     final, freed = migration.removal(switched, old, lab_file)
     if lab_file:  # its namespace and links stay (the lab's): only its function stops there
-        errors += [f"host {old.host}: {x}" for x in call(
+        errors += [f"host {old.host}: {x}" for x in rt.call(
             ts[old.host], "chain-retire", {**base, "plan": switched.to_dict(),
                                            "node": old.node},
             timeout=120)["errors"]]
     gone_add = Addition(add.chain, add.attach, nodes=[] if lab_file else [old])
     clear = [[d.ingress, path_base(sp, d.index), len(d.paths)] for d in olds]
+    nsh_clear = [[node, key.hex()] for d in olds
+                 for node in sp.node_ids
+                 for key, _ in nsh_rows(sp, [d], {node}, base=path_base(sp, d.index))]
     errors += rt.unmake_share(switched, gone_add, 0.0, freed=freed, after=final,
-                            clear=clear)
+                            clear=clear, nsh_clear=nsh_clear)
     moves.finish(state, own, clone, final, freed, host, switch_s, moved, drained)
     watch = rt.start_watchers()  # the clone's host knows its peers; its watcher runs
     return {"lab": req.lab, "chain": add.chain, "instance": old.node, "clone": clone.node,
@@ -169,15 +172,13 @@ def migrate(rt: SshLive, req: MigrateInstance, plan: Plan, own: Owner, m: Migrat
             "seconds": round(time.monotonic() - t0, 3)}
 
 
-def move_conntrack(ts: dict[str, SshTarget], lab: str, old: NewNode, clone: NewNode,
+def move_conntrack(rt: AgentLive, ts: dict[str, Any], lab: str, old: NewNode, clone: NewNode,
                    skip: set[tuple[str, ...]]) -> tuple[int, set[tuple[str, ...]], list[str]]:
     """``old``'s connection-tracking entries (read by its host's agent) made in ``clone``
     (by its host's agent), those in ``skip`` left out: how many were made, the keys seen,
     the errors."""
-    from ...hosts.ssh import call
-
-    listed = call(ts[old.host], "conntrack-list", {"lab": lab, "node": old.node}, timeout=60)
-    got = call(ts[clone.host], "conntrack-make",
+    listed = rt.call(ts[old.host], "conntrack-list", {"lab": lab, "node": old.node}, timeout=60)
+    got = rt.call(ts[clone.host], "conntrack-make",
                {"lab": lab, "node": clone.node, "text": listed["text"],
                 "skip": sorted(list(k) for k in skip)}, timeout=120)
     return (int(got["made"]), {tuple(k) for k in got["seen"]},
@@ -185,8 +186,8 @@ def move_conntrack(ts: dict[str, SshTarget], lab: str, old: NewNode, clone: NewN
             [f"host {clone.host}: {x}" for x in got["errors"]])
 
 
-def _ingress_hosts(plan: Plan, news: list[DirectionPlan], ts: dict[str, SshTarget]
-                   ) -> dict[str, SshTarget]:
+def _ingress_hosts(plan: Plan, news: list[DirectionPlan], ts: dict[str, Any]
+                   ) -> dict[str, Any]:
     """The hosts of the ingresses of ``news`` (only they hold slot tables to switch)."""
     names = set()
     for d in news:
@@ -197,7 +198,7 @@ def _ingress_hosts(plan: Plan, news: list[DirectionPlan], ts: dict[str, SshTarge
     return {h: t for h, t in ts.items() if h in names}
 
 
-def _drain(rt: SshLive, node_ids: dict[str, int], node_id: int, quiet_s: float) -> bool:
+def _drain(rt: AgentLive, node_ids: dict[str, int], node_id: int, quiet_s: float) -> bool:
     """Until no packet entered node ``node_id`` for ``quiet_s`` (counters read through the
     agents; at most :data:`MAX_DRAIN_S`); False if it never went quiet."""
     deadline = time.monotonic() + MAX_DRAIN_S
