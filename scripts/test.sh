@@ -35,13 +35,16 @@ mypy_pid=$!
 trap '[[ -n "$mypy_pid" ]] && kill "$mypy_pid" 2>/dev/null; true' EXIT
 status=0
 # pytest's status 5 is "no test selected": a phase the arguments leave empty has not failed
+# each phase's wall time and the CPU time of its processes (those it waited for: not the labs'
+# daemons or containers), which bounds the phase's wall time on these 2-core machines
 phase() {
     local name="$1"; shift
     echo "tests: pytest, $name"
     local s=0
+    local TIMEFORMAT="tests: $name took %0R s; its processes used %0U s of CPU in user space and %0S s in the kernel"
     # no schemathesis or anyio plugin: no test uses them (the API fuzzer runs schemathesis's
     # command), and each pytest process would import them (about 1 s of CPU)
-    pytest -q -p no:cacheprovider -p no:schemathesis -p no:anyio \
+    time pytest -q -p no:cacheprovider -p no:schemathesis -p no:anyio \
         --junitxml="build/tests/$name.xml" "$@" || s=$?
     if [[ $s -ne 0 && $s -ne 5 ]]; then status=$s; fi
 }

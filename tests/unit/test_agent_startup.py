@@ -21,7 +21,8 @@ HEAVY = ("sfclab.spec.lab", "sfclab.spec.sfc", "pydantic")
 LIGHT = ("sfclab.realize.agent_sfc", "sfclab.realize.agent", "sfclab.realize.build",
          "sfclab.realize.kinds", "sfclab.realize.teardown", "sfclab.realize.needs",
          "sfclab.live.runtime.agent_chain", "sfclab.live.runtime.agent_health",
-         "sfclab.live.runtime.agent_conntrack", "sfclab.live.runtime.table",
+         "sfclab.live.runtime.agent_conntrack", "sfclab.live.runtime.agent_proc",
+         "sfclab.live.runtime.table",
          "sfclab.live.health.watch")
 
 

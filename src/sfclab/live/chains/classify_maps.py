@@ -17,7 +17,6 @@ from ...plan.classifier_rows import Mask, Row, entry_count, masks_of, rows_of
 from ...plan.sfc import DirectionPlan, SteeringPlan, mask_key
 from ...realize.dataplane import DataPlane, Undo
 from ...spec.limits import MAX_CLASSES, MAX_MASKS
-from ...spec.sfc import family_problem
 from .. import record
 
 if TYPE_CHECKING:  # light start-up: the agents load no classifier-file models
@@ -53,6 +52,8 @@ def check_counts(rules: list[Rule], fwd: dict[str, DirectionPlan],
     any: :func:`sfclab.spec.sfc.family_problem`), and its entries and masks counted (not
     made) against the map sizes; the number of entries and the masks with ``masks_in_use``
     (a refusal names the classifier that passes a limit)."""
+    from ...spec.sfc import family_problem  # light start-up: the rules' models loaded them
+
     total = 0
     masks = set(masks_in_use)
     refused = {f for f in ("ipv4", "ipv6") if family_problem(f, carried)}
