@@ -116,8 +116,9 @@ def test_bad_input_exits_2_and_creates_nothing(tmp_path, capsys, lab_name, case)
 
 
 def test_kernel_error_rolls_back_and_names_the_object(tmp_path, capsys, lab_name):
-    # the kernel refuses native XDP (the data plane's first hop) on a veth whose peer's MTU
-    # passes what one page holds; everything made before is rolled back
+    # the kernel refuses native XDP on a veth whose peer's MTU passes what one page holds: the
+    # forwarder goes where labelled frames arrive, f1's eth0 (from src); the error names that
+    # node and port, and everything made before is rolled back
     f = write(tmp_path, "lab.yaml", f"name: {lab_name}\nmtu: 9000\nnodes:\n"
               "  src: {kind: host}\n  f1: {kind: firewall, rules: []}\n  dst: {kind: host}\n"
               "links:\n  - endpoints: [src, f1]\n  - endpoints: [f1, dst]\n"
@@ -125,7 +126,7 @@ def test_kernel_error_rolls_back_and_names_the_object(tmp_path, capsys, lab_name
               "    functions: [f1]\n    egress: dst\n")
     status, _, err = sfclab(capsys, "up", f)
     assert status == 1
-    assert "src" in err and "eth0" in err and "MTU" in err, err
+    assert "f1" in err and "eth0" in err and "MTU" in err, err
     assert nothing_left(lab_name)
     assert not os.path.exists(os.path.join(os.environ["SFCLAB_STATE_DIR"], "labs", lab_name))
 
