@@ -131,7 +131,9 @@ def test_container_instances_added_on_ssh_hosts_carry_traffic_and_rm_removes_the
         for node, m in (("box-1", "m1"), ("fw-1", "m4")):
             assert _held(ms, m, lab_name, node) is None, node
             assert not netns.exists(f"sfclab:{lab_name}:{node}"), node
-        assert send(splan, 5002, 10) == 10  # straight to dst again
+        # straight to dst again, across the lab file's tunnels: the flow's first datagram may
+        # meet a neighbour not resolved since the chain took it (as in test_chain_tunnels)
+        assert send(splan, 5002, 10) >= 9
         # added again: down removes its containers with the rest
         assert main(["chain", "add", lab_name, cf]) == 0
         capsys.readouterr()
