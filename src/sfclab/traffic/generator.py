@@ -90,6 +90,15 @@ class Trial:
         return self.lost / self.sent if self.sent else 0.0
 
     @property
+    def pair_sent_pps(self) -> float:
+        """What a sender sent per second at the rate a search asked for: with several pairs
+        the least pair's (the offered rate is each pair's, the totals are the pairs' sums),
+        else ``sent_pps``."""
+        if self.pairs:
+            return min(p.sent_pps for p in self.pairs)
+        return self.sent_pps
+
+    @property
     def generator_limited(self) -> bool:
         if self.pairs:
             return any(p.generator_limited for p in self.pairs)

@@ -73,7 +73,7 @@ class _Measurer(AbstractMeasurer):
     def _once(self, load: float | None, duration: float, purpose: str) -> Trial:
         t = self.gen.trial(load, duration, self.size,
                            ramp_s=self.ramp_s if load is not None else None)
-        self.max_sent_pps = max(self.max_sent_pps, t.sent_pps)
+        self.max_sent_pps = max(self.max_sent_pps, t.pair_sent_pps)
         st = SearchTrial(len(self.trials), purpose, None, t)
         self.trials.append(st)
         if self.progress:
@@ -149,8 +149,8 @@ def _top_of_range(m: _Measurer, duration: float, unmeasurable: list[dict[str, An
     measurement (the receiver dropped), the top is set below it and the rate noted."""
     first = m.run(None, duration, "max-rate")
     if not first.measurement_limited:
-        return first.sent_pps
-    unmeasurable.append({"rate_pps": first.sent_pps, "trial": 0,
+        return first.pair_sent_pps
+    unmeasurable.append({"rate_pps": first.pair_sent_pps, "trial": 0,
                          "reason": first.measurement_limited})
     return limits.measurable_below(first)
 

@@ -148,7 +148,7 @@ class SearchTrial:
     def effective_pps(self) -> float:
         t = self.trial
         if t.offered_pps is None or t.generator_limited:
-            return t.sent_pps
+            return t.pair_sent_pps
         return t.offered_pps
 
     def to_dict(self) -> dict[str, Any]:
@@ -243,7 +243,7 @@ class Unmeasurable(Exception):
     @property
     def rate_pps(self) -> float:
         t = self.st.trial
-        return t.offered_pps if t.offered_pps is not None else t.sent_pps
+        return t.offered_pps if t.offered_pps is not None else t.pair_sent_pps
 
     def new_top(self, measured_below: float = 0.0) -> float:
         """The range's top below this rate: the best of the attempts'
@@ -427,14 +427,14 @@ class NdrPdrSearch:
     def _range(self) -> None:
         if self.max_rate_req is None:
             st = self.runner.run(None, self.duration, "max-rate")
-            self.generator_max_pps = st.trial.sent_pps
-            self.upper = st.trial.sent_pps
+            self.generator_max_pps = st.trial.pair_sent_pps
+            self.upper = st.trial.pair_sent_pps
             self.upper_from_generator = True
             if st.trial.measurement_limited:  # e.g. the receiver dropped: start below that
                 self.upper = limits.measurable_below(st.trial)
                 self.capped = True
-                self.not_measurable_above = st.trial.sent_pps
-                self.unmeasurable.append({"rate_pps": st.trial.sent_pps, "trial": st.index,
+                self.not_measurable_above = st.trial.pair_sent_pps
+                self.unmeasurable.append({"rate_pps": st.trial.pair_sent_pps, "trial": st.index,
                                           "reason": st.trial.measurement_limited})
         else:
             self.upper = float(self.max_rate_req)
