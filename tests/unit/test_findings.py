@@ -311,3 +311,39 @@ def test_a_total_metric_is_the_per_pair_search_rate_times_the_pairs(tmp_path):
     assert x1.ratio == pytest.approx(4 / 3) and not x1.censored
     # c's first search passed at its top: 2 x 30 kpps is a lower bound of c's total
     assert x2.censored == "b" and x2.b.n == 3 and x2.b.mean == pytest.approx(60e3)
+
+
+def test_a_side_whose_runs_are_done_without_a_figure_is_said_not_judged(tmp_path):
+    # the full rerun's O3-O5: every run of a side done, its searches ended without a rate (no
+    # metric stored); the page says so, stamped with the run, instead of refusing the run or
+    # calling it "not run"; a side whose runs are not done yet is still "not run"
+    f = load_findings(_write(tmp_path, GOOD + "  - {id: other, db: missing, metric: m, "
+                                              "rows: variant}\n"))
+    with Store(tmp_path / "d.db") as s:
+        eid = s.register_experiment("d", "h", {}, 1, "/s/d.yaml")
+        pts = [SimpleNamespace(key=f"{v}-{i}", params={"variant": v}, repetition=i, lab={},
+                               measure={}, lab_hash="x")
+               for v in ("a", "b", "c") for i in range(2)]
+        s.add_runs(eid, pts)
+        for r in s.runs(eid):
+            if r.params["variant"] == "c":
+                continue  # still to run
+            s.mark_running(r.id, started=100.0)
+            s.finish_run(r.id, {"m": 200e3} if r.params["variant"] == "a" else {"trials": 19},
+                         ended=110.0)
+    out = fill(PAGE, f, tmp_path, None, run_id="r1", partial=True)
+    x1 = out.split("repro:begin finding X1 run=r1 -->\n")[1].split("<!--")[0]
+    assert x1.startswith("measured, no figure: a: 2 runs done, 200 ± 0 kpps; b: 2 runs done, "
+                         "none with a figure"), x1
+    assert "verdict **" not in x1 and "no ratio, no verdict" in x1
+    summary = out.split("repro:begin findings run=r1 -->\n")[1].split("<!--")[0]
+    assert "| X1 | a beats b | no figure for b (runs done) | – |" in summary
+    assert "| X2 | c equals b | not run |" in summary
+    assert "Of 2 findings, 1 were measured (1 of them with no figure on a side); of the 0 " \
+        "scored" in summary
+    with pytest.raises(SpecError, match="finding X2"):  # X2's c is not done: a whole render
+        fill("<!-- repro:begin finding X2 -->\nold\n<!-- repro:end -->\n", f, tmp_path, None,
+             run_id="r1")
+    # a whole render of the finding whose runs are done goes through
+    assert fill("<!-- repro:begin finding X1 -->\nold\n<!-- repro:end -->\n", f, tmp_path,
+                None, run_id="r1").count("measured, no figure") == 1

@@ -291,3 +291,19 @@ def test_a_peak_at_the_top_of_its_offered_grid_is_marked_censored(tmp_path):
     lines = {ln.split(" | ")[0]: ln for ln in out.splitlines()}
     assert lines["| veth"].split(" | ")[1].startswith("≥ 400 ± ")
     assert lines["| ovs"].split(" | ")[1].startswith("205 ± ")
+
+
+def test_a_table_whose_runs_are_done_without_its_metric_says_so(tmp_path):
+    # openstack-shared's searches all ended without a rate in the full rerun: its table says
+    # so, stamped, instead of refusing the run; a database with no done run is still no data
+    _runs(tmp_path / "t.db", "t", [({"variant": v}, {"trials": 19.0}, {}) for v in ("a", "b")])
+    f = _findings(tmp_path, "tables: [{id: t, db: t, metric: ndr_pps, unit: kpps, "
+                            "rows: variant}]")
+    with Store(tmp_path / "t.db", readonly=True) as s:
+        out = render_table(s, f.tables[0])
+    assert out == ("measured, no figure: 2 runs done, none stored `ndr_pps` (a search that "
+                   "ended without a rate: each trial's reasons are in the bundle's trials)\n")
+    with Store(tmp_path / "e.db") as s:
+        s.register_experiment("t", "t", {}, 1, "/s/t.yaml")
+    with Store(tmp_path / "e.db", readonly=True) as s:
+        assert render_table(s, f.tables[0]) is None

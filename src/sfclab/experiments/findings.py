@@ -168,6 +168,15 @@ class Comparison:
     sources: tuple[str, ...]  # experiment files the two points came from
     #: the censored sides ("a", "b", "ab" or ""): a repetition's figure is only a lower bound
     censored: str = ""
+    #: the runs done at each side's point, with or without the metric (a side of no figure
+    #: whose runs are done was measured and gave none: searches that ended unmeasurable)
+    done: tuple[int, int] = (0, 0)
+
+    @property
+    def no_figure(self) -> str:
+        """The sides ("a", "b" or "ab") whose runs are all done and hold no figure."""
+        return "".join(s for s, x, d in (("a", self.a, self.done[0]), ("b", self.b, self.done[1]))
+                       if x.n == 0 and d > 0)
 
     @property
     def ratio(self) -> float:
@@ -448,12 +457,12 @@ def at_grid_top(run: RunRow, metric: str, value: float) -> bool:
 
 
 def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, Any],
-          metric: str, what: str) -> tuple[list[float], set[int], bool]:
+          metric: str, what: str) -> tuple[list[float], set[int], bool, int]:
     """The metric's values over the repetitions of the one point ``where`` selects, the
     experiment ids they came from, and whether the point is censored (a repetition whose
     search reached its top holds a lower bound: it is counted at that bound; a peak read off
     an offered grid that reached the grid's top, :func:`at_grid_top`).  Several points
-    matching is an error naming ``what``."""
+    matching is an error naming ``what``.  Last, how many done runs the point has."""
     metric = str(where.get("metric", metric))
     chosen = [r for r in runs if _matches(r, names, where)]
     points = {(_key(r.params), r.experiment_id) for r in chosen}
@@ -464,20 +473,20 @@ def point(runs: Sequence[RunRow], names: Mapping[int, str], where: Mapping[str, 
     bounds = [v for r in chosen if (v := censored_value(r, metric)) is not None]
     at_top = any(at_grid_top(r, metric, v) for r, v in measured)
     return [v for _, v in measured] + bounds, {r.experiment_id for r in chosen}, \
-        bool(bounds) or at_top
+        bool(bounds) or at_top, len(chosen)
 
 
 def compare(store: Store, f: Finding, b_store: Store | None = None) -> Comparison:
     """The finding's comparison; ``b_store`` holds b's points when the finding has ``b_db``."""
     runs, names, sources = done_runs(store)
-    va, ea, ca = point(runs, names, f.a, f.metric, f"finding {f.id}: a")
+    va, ea, ca, da = point(runs, names, f.a, f.metric, f"finding {f.id}: a")
     b_runs, b_names, b_sources = done_runs(b_store) if b_store is not None else \
         (runs, names, sources)
-    vb, eb, cb = point(b_runs, b_names, f.b, f.metric, f"finding {f.id}: b")
+    vb, eb, cb, db = point(b_runs, b_names, f.b, f.metric, f"finding {f.id}: b")
     srcs = {sources[i] for i in ea if sources.get(i)} | {b_sources[i] for i in eb
                                                            if b_sources.get(i)}
     return Comparison(f, summarize(va), summarize(vb), tuple(sorted(srcs)),
-                      censored_side(ca, cb))
+                      censored_side(ca, cb), (da, db))
 
 
 def derived(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,19 @@ def _name(m: re.Match[str]) -> str:
     return m.group("what") + (f" {m.group('id')}" if m.group("id") else "")
 
 
+def render_no_figure(c: Comparison) -> str:
+    """A finding whose runs were done and gave no figure on a side: said, not judged."""
+    f = c.finding
+    sides = [(f.a_name, c.a, c.done[0]), (f.b_name, c.b, c.done[1])]
+    told = "; ".join(
+        f"{name}: {done} run{'s' if done != 1 else ''} done, " +
+        ("none with a figure" if x.n == 0 else f"{fmt(scaled(x, f.unit))} {f.unit}".rstrip())
+        for name, x, done in sides)
+    return (f"measured, no figure: {told}. No run of that side stored `{f.metric}` (a search "
+            f"that ended without a rate: each trial's reasons are in the bundle's trials); no "
+            f"ratio, no verdict (rule {f.rule_text()})")
+
+
 def render_comparison(c: Comparison) -> str:
     f = c.finding
     a, b = scaled(c.a, f.unit), scaled(c.b, f.unit)
@@ -67,12 +80,15 @@ def _interval(c: Comparison) -> str:
 
 def counts(comps: Mapping[str, Comparison | None], findings: list[Finding]) -> str:
     """One sentence: how many findings got each verdict (not testable ones are not scored)."""
-    got = [c.verdict for f in findings if (c := comps.get(f.id)) is not None]
+    measured = [c for f in findings if (c := comps.get(f.id)) is not None]
+    got = [c.verdict for c in measured if not c.no_figure]
+    none = len(measured) - len(got)
     n = {v: got.count(v) for v in VERDICTS}
     scored = len(got) - n[UNTESTABLE]
-    return (f"Of {len(findings)} findings, {len(got)} were measured; of the {scored} scored, "
-            f"{n[HOLDS]} hold, {n[NOT]} do not hold and {n[INCONCLUSIVE]} are inconclusive; "
-            f"{n[UNTESTABLE]} are not testable here (reported, not scored).\n")
+    return (f"Of {len(findings)} findings, {len(measured)} were measured"
+            f"{f' ({none} of them with no figure on a side)' if none else ''}; of the {scored} "
+            f"scored, {n[HOLDS]} hold, {n[NOT]} do not hold and {n[INCONCLUSIVE]} are "
+            f"inconclusive; {n[UNTESTABLE]} are not testable here (reported, not scored).\n")
 
 
 def render_findings(comps: Mapping[str, Comparison | None], findings: list[Finding]) -> str:
@@ -82,6 +98,12 @@ def render_findings(comps: Mapping[str, Comparison | None], findings: list[Findi
         c = comps.get(f.id)
         if c is None:
             out.append(f"| {f.id} | {f.claim} | not run | – | {f.rule_text()} | – |")
+            continue
+        if c.no_figure:
+            names = " and ".join(n for s, n in (("a", f.a_name), ("b", f.b_name))
+                                 if s in c.no_figure)
+            out.append(f"| {f.id} | {f.claim} | no figure for {names} (runs done) | – | "
+                       f"{f.rule_text()} | – |")
             continue
         a, b = scaled(c.a, f.unit), scaled(c.b, f.unit)
         out.append(f"| {f.id} | {f.claim} | {f.a_name} {_bound(c, 'a')}{fmt(a)} vs "
@@ -105,8 +127,11 @@ def comparisons(findings: Findings, out_dir: Path) -> dict[str, Comparison | Non
                 continue
             with Store(paths[1], readonly=True) as b_store:
                 res[f.id] = compare(store, f, b_store)
-    # a side without a single done run: its group has not measured it yet (still running)
-    return {k: None if c is None or min(c.a.n, c.b.n) == 0 else c for k, c in res.items()}
+    # a side without a figure and without a done run: its group has not measured it yet (still
+    # running); with done runs it was measured and gave none (rendered so, not judged)
+    def pending(c: Comparison) -> bool:
+        return any(x.n == 0 and d == 0 for x, d in ((c.a, c.done[0]), (c.b, c.done[1])))
+    return {k: None if c is None or pending(c) else c for k, c in res.items()}
 
 
 def fill(page: str, findings: Findings, out_dir: Path,
@@ -127,7 +152,8 @@ def fill(page: str, findings: Findings, out_dir: Path,
             if ident not in by_id:
                 raise SpecError(f"the page names finding '{ident}', not in the findings file")
             c = comps[ident]
-            new = render_comparison(c) + "\n" if c else None
+            new = None if c is None else \
+                (render_no_figure(c) if c.no_figure else render_comparison(c)) + "\n"
         elif what == "table":
             if ident not in tables:
                 raise SpecError(f"the page names table '{ident}', not in the findings file")

@@ -79,6 +79,14 @@ def _selected(store: Store, t: TableSpec) -> tuple[list[RunRow], dict[int, str]]
     return out, names
 
 
+def no_figure(t: TableSpec, done: int) -> str:
+    """A table whose runs are done and stored none of its metric (searches that ended without
+    a rate): said and stamped, where no data at all is a group not run (None)."""
+    return (f"measured, no figure: {done} run{'s' if done != 1 else ''} done, none stored "
+            f"`{t.metric}` (a search that ended without a rate: each trial's reasons are in the "
+            f"bundle's trials)\n")
+
+
 def _note(t: TableSpec, ns: Iterable[int], what: str = "mean ± 95 % interval") -> str:
     n = "/".join(str(x) for x in sorted(set(ns)))
     return (f"({what}, n = {n}; † interval wider than half the mean; generated from "
@@ -125,7 +133,7 @@ def render_means(store: Store, t: TableSpec) -> str | None:
         if bound:
             censored.add((rk, ck))
     if not rows:
-        return None
+        return no_figure(t, len(runs)) if runs else None
     rks, cks = _order(rows), _order(cols)
     head = ", ".join(map(_short, t.row_keys)) + (
         f" \\ {', '.join(map(_short, t.col_keys))}" if t.col_keys else "")

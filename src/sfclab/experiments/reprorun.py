@@ -206,8 +206,8 @@ def planned(findings: Findings, out_dir: Path, group_dbs: list[str],
     out: dict[str, int] = {}
     cfg = findings.planning
     for fid, c in comparisons(findings, out_dir).items():
-        if c is None or c.finding.db not in group_dbs:
-            continue
+        if c is None or c.no_figure or c.finding.db not in group_dbs:
+            continue  # no pilot to plan from
         if fid not in plans:
             p = sample_plan(c.finding.claim_rule, c.a, c.b, power=cfg.power,
                             min_effect=cfg.min_effect, cap=cfg.max_repetitions)
@@ -226,7 +226,7 @@ def more_repetitions(findings: Findings, out_dir: Path, group_dbs: list[str],
     need = planned(findings, out_dir, group_dbs, {} if plans is None else plans)
     want: dict[str, dict[str, int]] = {}  # file -> finding id -> its planned repetitions
     for fid, c in comparisons(findings, out_dir).items():
-        if c is None or fid not in need:
+        if c is None or c.no_figure or fid not in need:
             continue
         for src in c.sources:
             want.setdefault(src, {})[fid] = need[fid]
