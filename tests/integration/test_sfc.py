@@ -187,30 +187,42 @@ print("ok" if got == msg[:200000][::-1] else "bad")
 """
 
 
+def nat_chain_lab(encap: str = "mpls") -> dict:
+    """src - r1 - nat - r2 - dst, chain web: TCP to 8080 through the NAT, symmetric."""
+    return lab_dict(dict(src=HOST, r1=ROUTER, nat={"kind": "nat", "outside": "r2"}, r2=ROUTER,
+                         dst=HOST),
+                    line("src", "r1", "nat", "r2", "dst"),
+                    {"web": {"classifiers": [{"ingress": "src", "proto": "tcp", "dport": 8080}],
+                             "functions": ["nat"], "egress": "dst", "symmetric": True,
+                             "encap": encap}})
+
+
+def tcp_through_the_nat_both_ways(lab: Lab) -> tuple[dict, dict]:
+    """200,000 bytes from src to dst:8080 and back reversed, through :func:`nat_chain_lab`'s
+    chain: the server saw the NAT's address (the function rewrote the tuple) and the
+    encapsulation still went back on (both directions were steered through the proxy, none
+    missed it).  The node counters before and after."""
+    before = node_counters(lab)
+    srv = lab.popen("dst", [sys.executable, "-c", TCP_SERVER], stdout=subprocess.PIPE,
+                    text=True)
+    assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
+    cp = lab.exec("src", [sys.executable, "-c", TCP_CLIENT, str(lab.address("dst"))])
+    assert cp.stdout.strip() == "ok"
+    peer, n = srv.communicate(timeout=30)[0].split()
+    after = node_counters(lab)
+    nat_addrs = {str(a.ip) for a in lab._plan().addresses_of("nat")}
+    assert peer in nat_addrs and int(n) == 200000
+    assert after["src"]["classified"] > before["src"]["classified"]
+    assert after["dst"]["classified"] > before["dst"]["classified"]
+    assert after["nat"]["proxy_out"] - before["nat"]["proxy_out"] >= \
+        after["src"]["classified"] - before["src"]["classified"]
+    assert after["nat"]["proxy_miss"] == before["nat"]["proxy_miss"]
+    return before, after
+
+
 def test_nat_in_a_symmetric_chain_tcp_both_ways() -> None:
-    d = lab_dict(dict(src=HOST, r1=ROUTER, nat={"kind": "nat", "outside": "r2"}, r2=ROUTER,
-                      dst=HOST),
-                 line("src", "r1", "nat", "r2", "dst"),
-                 {"web": {"classifiers": [{"ingress": "src", "proto": "tcp", "dport": 8080}],
-                          "functions": ["nat"], "egress": "dst", "symmetric": True}})
-    with running(d) as lab:
-        before = node_counters(lab)
-        srv = lab.popen("dst", [sys.executable, "-c", TCP_SERVER], stdout=subprocess.PIPE,
-                        text=True)
-        assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
-        cp = lab.exec("src", [sys.executable, "-c", TCP_CLIENT, str(lab.address("dst"))])
-        assert cp.stdout.strip() == "ok"
-        peer, n = srv.communicate(timeout=30)[0].split()
-        after = node_counters(lab)
-        # the server saw the NAT's address: the function rewrote the tuple, and the stack
-        # still went back on (both directions were steered through the proxy)
-        nat_addrs = {str(a.ip) for a in lab._plan().addresses_of("nat")}
-        assert peer in nat_addrs and int(n) == 200000
-        assert after["src"]["classified"] > before["src"]["classified"]
-        assert after["dst"]["classified"] > before["dst"]["classified"]
-        assert after["nat"]["proxy_out"] - before["nat"]["proxy_out"] >= \
-            after["src"]["classified"] - before["src"]["classified"]
-        assert after["nat"]["proxy_miss"] == before["nat"]["proxy_miss"]
+    with running(nat_chain_lab()) as lab:
+        tcp_through_the_nat_both_ways(lab)
 
 
 # ------------------------------------------------------------------ one function, two chains

@@ -20,8 +20,9 @@ from sfclab.cli import main
 from sfclab.live.ops import chains
 from sfclab.realize.dataplane import DataPlane, nsh_key
 
-from .test_sfc import (FW, HOST, ROUTER, TCP_CLIENT, TCP_SERVER, TOPOLOGIES, Capture, echo,
-                       lab_dict, line, node_counters, running, send, steering)
+from .test_sfc import (FW, HOST, ROUTER, TOPOLOGIES, Capture, echo,
+                       lab_dict, line, nat_chain_lab, node_counters, running, send, steering,
+                       tcp_through_the_nat_both_ways)
 from .test_sfc_family import RECEIVER, SENDER
 
 
@@ -96,29 +97,9 @@ def test_the_header_between_functions_counts_ttl_by_node_and_si_by_function() ->
 
 
 def test_nat_in_a_symmetric_nsh_chain_tcp_both_ways() -> None:
-    d = lab_dict(dict(src=HOST, r1=ROUTER, nat={"kind": "nat", "outside": "r2"}, r2=ROUTER,
-                      dst=HOST),
-                 line("src", "r1", "nat", "r2", "dst"),
-                 {"web": {"classifiers": [{"ingress": "src", "proto": "tcp", "dport": 8080}],
-                          "functions": ["nat"], "egress": "dst", "symmetric": True,
-                          "encap": "nsh"}})
-    with running(d) as lab:
-        before = node_counters(lab)
+    with running(nat_chain_lab("nsh")) as lab:
         at_nat = Capture(lab, "nat", "eth0", 6.0)
-        srv = lab.popen("dst", [sys.executable, "-c", TCP_SERVER], stdout=subprocess.PIPE,
-                        text=True)
-        assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
-        cp = lab.exec("src", [sys.executable, "-c", TCP_CLIENT, str(lab.address("dst"))])
-        assert cp.stdout.strip() == "ok"
-        peer, n = srv.communicate(timeout=30)[0].split()
-        after = node_counters(lab)
-        nat_addrs = {str(a.ip) for a in lab._plan().addresses_of("nat")}
-        assert peer in nat_addrs and int(n) == 200000
-        assert after["src"]["classified"] > before["src"]["classified"]
-        assert after["dst"]["classified"] > before["dst"]["classified"]
-        assert after["nat"]["proxy_out"] - before["nat"]["proxy_out"] >= \
-            after["src"]["classified"] - before["src"]["classified"]
-        assert after["nat"]["proxy_miss"] == before["nat"]["proxy_miss"]
+        tcp_through_the_nat_both_ways(lab)
         seen = [x for x in at_nat.frames() if not x["out"]]
         assert [x for x in seen if x["ethertype"] == 0x0800 and x.get("dport") == 8080]
         assert not [x for x in seen if x["ethertype"] == 0x894F]

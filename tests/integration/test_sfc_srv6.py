@@ -21,8 +21,9 @@ from sfclab.live.ops import chains
 from sfclab.plan import srv6
 
 from .test_chain_ops import counters as live_counters
-from .test_sfc import (FW, HOST, ROUTER, TCP_CLIENT, TCP_SERVER, TOPOLOGIES, Capture, echo,
-                       lab_dict, line, node_counters, running, send, steering)
+from .test_sfc import (FW, HOST, ROUTER, TOPOLOGIES, Capture, echo,
+                       lab_dict, line, nat_chain_lab, node_counters, running, send, steering,
+                       tcp_through_the_nat_both_ways)
 from .test_sfc_family import RECEIVER, SENDER
 
 
@@ -109,30 +110,10 @@ def test_the_srh_on_the_wire_between_two_functions() -> None:
 
 
 def test_nat_in_a_symmetric_srv6_chain_tcp_both_ways() -> None:
-    d = lab_dict(dict(src=HOST, r1=ROUTER, nat={"kind": "nat", "outside": "r2"}, r2=ROUTER,
-                      dst=HOST),
-                 line("src", "r1", "nat", "r2", "dst"),
-                 {"web": {"classifiers": [{"ingress": "src", "proto": "tcp", "dport": 8080}],
-                          "functions": ["nat"], "egress": "dst", "symmetric": True,
-                          "encap": "srv6"}})
-    with running(d) as lab:
-        before = node_counters(lab)
+    with running(nat_chain_lab("srv6")) as lab:
         out_src = Capture(lab, "src", "eth0", 6.0)
         out_dst = Capture(lab, "dst", "eth0", 6.0)
-        srv = lab.popen("dst", [sys.executable, "-c", TCP_SERVER], stdout=subprocess.PIPE,
-                        text=True)
-        assert srv.stdout is not None and srv.stdout.readline().strip() == "ready"
-        cp = lab.exec("src", [sys.executable, "-c", TCP_CLIENT, str(lab.address("dst"))])
-        assert cp.stdout.strip() == "ok"
-        peer, n = srv.communicate(timeout=30)[0].split()
-        after = node_counters(lab)
-        nat_addrs = {str(a.ip) for a in lab._plan().addresses_of("nat")}
-        assert peer in nat_addrs and int(n) == 200000
-        assert after["src"]["classified"] > before["src"]["classified"]
-        assert after["dst"]["classified"] > before["dst"]["classified"]
-        assert after["nat"]["proxy_out"] - before["nat"]["proxy_out"] >= \
-            after["src"]["classified"] - before["src"]["classified"]
-        assert after["nat"]["proxy_miss"] == before["nat"]["proxy_miss"]
+        before, after = tcp_through_the_nat_both_ways(lab)
         assert after["r2"]["forwarded"] > before["r2"]["forwarded"]
         # both directions left their ingress under an SRH, the replies from the server's port
         fwd = [x for x in out_src.frames() if x["out"] and x.get("dport") == 8080]
