@@ -1,0 +1,43 @@
+"""``down`` of a lab with an OVS bridge after Open vSwitch's daemons stopped: the bridge stays
+in OVSDB's file and comes back when they start again, so ``down`` starts them, checks the
+bridge's mark and deletes it (found 2026-11-28: a benchmark's lab whose daemons had been killed
+went down reporting no bridge, and the bridge was back with the next start of OVS)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sfclab.api import Lab
+from sfclab.kernel import netns, ovs
+from sfclab.realize import lifecycle
+
+#: the test stops the daemons every lab on this machine shares
+pytestmark = pytest.mark.serial
+
+
+def _daemon_pids() -> list[int]:
+    pids = []
+    for name in ("ovs-vswitchd.pid", "ovsdb-server.pid"):
+        with open(os.path.join(ovs.RUN_DIR, name)) as f:
+            pids.append(int(f.read().strip()))
+    return pids
+
+
+def test_down_with_ovs_stopped_starts_it_and_removes_the_labs_bridge(lab_name):
+    lab = Lab.from_dict({"name": lab_name,
+                         "nodes": {"a": {"kind": "host"}, "b": {"kind": "host"},
+                                   "br": {"kind": "ovs-bridge"}},
+                         "links": [{"endpoints": ["a", "br"]}, {"endpoints": ["b", "br"]}]})
+    lab.up()
+    try:
+        bridge, = ovs.owned_bridges(lab_name)
+        assert netns.end_processes(_daemon_pids(), grace=5)
+        assert ovs.owned_bridges(lab_name) == []  # nothing answers: the old down's view
+    finally:
+        rep = lifecycle.down(lab_name)
+    assert rep.errors == [] and rep.bridges == 1, rep
+    assert ovs.owned_bridges(lab_name) == []  # asked of the running daemons again
+    assert bridge not in ovs.vsctl([["list-br"]]).split()
+    assert not os.path.exists(f"/sys/class/net/{bridge}")
