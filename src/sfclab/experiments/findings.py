@@ -175,8 +175,15 @@ class Comparison:
     @property
     def no_figure(self) -> str:
         """The sides ("a", "b" or "ab") whose runs are all done and hold no figure."""
-        return "".join(s for s, x, d in (("a", self.a, self.done[0]), ("b", self.b, self.done[1]))
-                       if x.n == 0 and d > 0)
+        return "".join(s for s, x, d in self._sides() if x.n == 0 and d > 0)
+
+    @property
+    def pending(self) -> bool:
+        """A side has neither a figure nor a done run: its group has not measured it yet."""
+        return any(x.n == 0 and d == 0 for _, x, d in self._sides())
+
+    def _sides(self) -> tuple[tuple[str, Summary, int], ...]:
+        return (("a", self.a, self.done[0]), ("b", self.b, self.done[1]))
 
     @property
     def ratio(self) -> float:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..errors import SpecError
 from .findings import Comparison, Finding, Findings, compare, point, scaled
-from .pagetables import BENCHES, fmt, render_table
+from .pagetables import BENCHES, NO_FIGURE_WHY, fmt, render_table
 from .stats import Summary
 from .store import Store
 from .verdicts import HOLDS, INCONCLUSIVE, NOT, UNTESTABLE, VERDICTS
@@ -50,9 +50,8 @@ def render_no_figure(c: Comparison) -> str:
         f"{name}: {done} run{'s' if done != 1 else ''} done, " +
         ("none with a figure" if x.n == 0 else f"{fmt(scaled(x, f.unit))} {f.unit}".rstrip())
         for name, x, done in sides)
-    return (f"measured, no figure: {told}. No run of that side stored `{f.metric}` (a search "
-            f"that ended without a rate: each trial's reasons are in the bundle's trials); no "
-            f"ratio, no verdict (rule {f.rule_text()})")
+    return (f"measured, no figure: {told}. No run of that side stored `{f.metric}` "
+            f"({NO_FIGURE_WHY}); no ratio, no verdict (rule {f.rule_text()})")
 
 
 def render_comparison(c: Comparison) -> str:
@@ -127,11 +126,9 @@ def comparisons(findings: Findings, out_dir: Path) -> dict[str, Comparison | Non
                 continue
             with Store(paths[1], readonly=True) as b_store:
                 res[f.id] = compare(store, f, b_store)
-    # a side without a figure and without a done run: its group has not measured it yet (still
-    # running); with done runs it was measured and gave none (rendered so, not judged)
-    def pending(c: Comparison) -> bool:
-        return any(x.n == 0 and d == 0 for x, d in ((c.a, c.done[0]), (c.b, c.done[1])))
-    return {k: None if c is None or pending(c) else c for k, c in res.items()}
+    # a side not measured yet (still running) leaves the finding out; one whose runs are done
+    # and gave no figure is kept, rendered so and not judged (Comparison.no_figure)
+    return {k: None if c is None or c.pending else c for k, c in res.items()}
 
 
 def fill(page: str, findings: Findings, out_dir: Path,

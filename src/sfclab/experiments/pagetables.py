@@ -79,12 +79,15 @@ def _selected(store: Store, t: TableSpec) -> tuple[list[RunRow], dict[int, str]]
     return out, names
 
 
+#: why runs that are done store no figure, for the page's "measured, no figure" blocks
+NO_FIGURE_WHY = "a search that ended without a rate: each trial's reasons are in the bundle's trials"
+
+
 def no_figure(t: TableSpec, done: int) -> str:
-    """A table whose runs are done and stored none of its metric (searches that ended without
-    a rate): said and stamped, where no data at all is a group not run (None)."""
+    """A table whose runs are done and stored none of its metric: said and stamped, where no
+    data at all is a group not run (None)."""
     return (f"measured, no figure: {done} run{'s' if done != 1 else ''} done, none stored "
-            f"`{t.metric}` (a search that ended without a rate: each trial's reasons are in the "
-            f"bundle's trials)\n")
+            f"`{t.metric}` ({NO_FIGURE_WHY})\n")
 
 
 def _note(t: TableSpec, ns: Iterable[int], what: str = "mean ± 95 % interval") -> str:

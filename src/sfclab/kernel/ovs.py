@@ -102,9 +102,13 @@ def vsctl(commands: list[list[str]], timeout: float = 60) -> str:
 
 
 def owned_bridges(lab: str) -> list[str]:
-    """Names of the bridges whose external_ids carry this lab's mark."""
-    if not available() or not _db_answers():
+    """Names of the bridges whose external_ids carry this lab's mark, asked of the daemons,
+    started if they stopped since ``up`` (a crash, a reboot, a killed session): the bridges
+    stay in OVSDB's file and come back with them, so a database that does not answer is never
+    taken for one without bridges.  Without Open vSwitch installed there are none."""
+    if not available():
         return []
+    ensure_running()
     out = _run(["ovs-vsctl", "--timeout=10", "--format=json", "--columns=name",
                 "find", "Bridge", f"external_ids:{MARK}={lab}"])
     data = json.loads(out)

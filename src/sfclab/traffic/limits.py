@@ -30,7 +30,7 @@ themselves can do.  It is a warning, not a limit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 #: a generator that sent less than this share of the offered rate did not offer it
@@ -51,6 +51,10 @@ class TrialFacts(Protocol):
     sent_pps: float
     receiver_drops: int | None
     receiver_saturated: bool | None
+
+    @property
+    def pairs(self) -> Sequence[TrialFacts] | None:
+        """Several sender -> receiver pairs' own trials (the totals above are their sums)."""
 
 
 def generator_short(t: TrialFacts) -> str | None:
@@ -111,9 +115,8 @@ def measurable_below(t: TrialFacts) -> float:
     totals are the pairs' sums: the least of the pairs' own figures is the rate worth trying
     (three senders sharing one core that each sent 177 of 407 kpps offered give 168 kpps a
     pair, not 95 % of 407)."""
-    pairs = getattr(t, "pairs", None)
-    if pairs:
-        return min(measurable_below(p) for p in pairs)
+    if t.pairs:
+        return min(measurable_below(p) for p in t.pairs)
     rates = [t.sent_pps]
     if t.offered_pps is not None:
         rates.append(t.offered_pps)

@@ -63,10 +63,6 @@ class OvsBridge(Part):
         if not bridges:
             return
         try:
-            # the daemons may have gone since up (a crash, a reboot, a killed session): the
-            # bridges stay in OVSDB's file and come back with them, so they are started to
-            # check the marks and delete, never taken for gone because nothing answers
-            ovs.ensure_running()
             mine = set(ovs.owned_bridges(state.name))
             doomed = [b for b in bridges if b in mine]
             if doomed:
