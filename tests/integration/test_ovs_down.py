@@ -5,8 +5,10 @@ went down reporting no bridge, and the bridge was back with the next start of OV
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import subprocess
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -44,3 +46,21 @@ def test_down_with_ovs_stopped_starts_it_and_removes_the_labs_bridge(lab_name):
     assert ovs.owned_bridges(lab_name) == []  # asked of the running daemons again
     assert bridge not in ovs.vsctl([["list-br"]]).split()
     assert not os.path.exists(f"/sys/class/net/{bridge}")
+
+
+def _owned_none(lab: str) -> list[str]:
+    return ovs.owned_bridges(lab)
+
+
+def test_processes_finding_ovs_stopped_at_once_start_it_once(lab_name):
+    """Several processes that find the daemons stopped at the same moment (the workers of a
+    test run, each checking its lab left nothing) each get an answer: one starts the daemons,
+    the others wait for them (found in CI 2026-11-28: the second ovsdb-server refused to start,
+    'already running', and its caller failed)."""
+    ovs.ensure_running()
+    assert netns.end_processes(_daemon_pids(), grace=5)
+    with ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("spawn")) as pool:
+        answers = list(pool.map(_owned_none, [lab_name] * 8))
+    assert answers == [[]] * 8
+    assert subprocess.run(["ovs-vsctl", "--timeout=5", "list-br"],
+                          capture_output=True).returncode == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -242,6 +243,39 @@ def test_listing_says_which_are_built_and_names_older_versions() -> None:
     built = {r["name"]: r["built"] for r in d["images"]}
     assert built["base"] and not built["squid"]
     assert d["other_tags"] == ["localhost/sfclab/squid:000000000000"]
+
+
+
+class RemovedWhileListed(FakeRunner):
+    """``podman images`` fails ``failures`` times as it does when an image it listed is removed
+    before it read it, then answers."""
+
+    def __init__(self, failures: int, **kw: Any):
+        super().__init__(**kw)
+        self.failures = failures
+
+    def run(self, argv: list[str], on_line: Callable[[str], None] | None = None) -> Done:
+        if argv[:2] == ["podman", "images"] and self.failures:
+            self.failures -= 1
+            self.calls.append(argv)
+            return Done(125, "", 'Error: retrieving label for image "5f78": image not known')
+        return super().run(argv, on_line)
+
+
+def test_listing_asks_again_when_an_image_goes_while_listed() -> None:
+    t = image_recipes.table()
+    runner = RemovedWhileListed(image_build.LIST_TRIES - 1, present={t["base"].tag})
+    d = image_build.listing(t.values(), runner)
+    assert {r["name"]: r["built"] for r in d["images"]}["base"]
+    assert sum(c[:2] == ["podman", "images"] for c in runner.calls) == image_build.LIST_TRIES
+
+
+def test_listing_gives_up_after_its_tries() -> None:
+    t = image_recipes.table()
+    runner = RemovedWhileListed(image_build.LIST_TRIES, present={t["base"].tag})
+    with pytest.raises(ToolError, match="image not known"):
+        image_build.listing(t.values(), runner)
+    assert sum(c[:2] == ["podman", "images"] for c in runner.calls) == image_build.LIST_TRIES
 
 
 # ------------------------------------------------------------------ the command line

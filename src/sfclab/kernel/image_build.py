@@ -237,13 +237,25 @@ def build(recipes: Iterable[Recipe], runner: Runner | None = None,
     return rows
 
 
+#: podman's words when an image it was listing was removed meanwhile (a build discarding its
+#: partial image, ``podman rmi`` elsewhere): the listing is asked again, up to LIST_TRIES times
+GONE_WHILE_LISTED = "image not known"
+LIST_TRIES = 3
+
+
 def listing(recipes: Iterable[Recipe], runner: Runner | None = None) -> dict[str, Any]:
     """Each recipe with its tag and whether it is built (its size and creation time then), and
     the other ``localhost/sfclab/`` images in the store (earlier versions of recipes)."""
     runner = runner or LocalRunner()
     argv = ["podman", "images", "--format", "json",
             "--filter", f"reference={image_recipes.REPOSITORY}/*"]
-    stored = json.loads(_check(argv, runner.run(argv)).stdout or "[]")
+    for _ in range(LIST_TRIES - 1):
+        done = runner.run(argv)
+        if done.status == 0 or GONE_WHILE_LISTED not in done.stderr:
+            break
+    else:
+        done = runner.run(argv)
+    stored = json.loads(_check(argv, done).stdout or "[]")
     by_tag: dict[str, dict[str, Any]] = {}
     for img in stored:
         for name in img.get("Names") or []:

@@ -19,9 +19,9 @@ import struct
 from ..errors import RealizeError
 
 NETLINK_ROUTE = 0
-RTM_NEWLINK, RTM_NEWADDR, RTM_NEWROUTE = 16, 20, 24
-NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE = 0x1, 0x4, 0x200, 0x400
-NLMSG_ERROR = 2
+RTM_NEWLINK, RTM_GETLINK, RTM_NEWADDR, RTM_NEWROUTE = 16, 18, 20, 24
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE, NLM_F_DUMP = 0x1, 0x4, 0x200, 0x400, 0x300
+NLMSG_ERROR, NLMSG_DONE = 2, 3
 IFF_UP = 0x1
 IFLA_IFNAME, IFLA_MTU, IFLA_MASTER, IFLA_LINKINFO, IFLA_IFALIAS, IFLA_NET_NS_FD = 3, 4, 10, 18, 20, 28
 IFLA_INFO_KIND, IFLA_INFO_DATA, VETH_INFO_PEER = 1, 2, 1
@@ -46,24 +46,28 @@ class Batch:
         return len(self.msgs)
 
     def veth(self, name: str, netns_fd: int, peer: str, peer_netns_fd: int, what: str, *,
-             mtu: int | None = None, peer_mtu: int | None = None) -> None:
+             mtu: int | None = None, peer_mtu: int | None = None, index: int = 0,
+             peer_index: int = 0) -> None:
         """Create a veth pair with each end directly in the namespace behind its fd (the peer
-        gets ``peer_mtu`` if given, else ``mtu``)."""
+        gets ``peer_mtu`` if given, else ``mtu``), with interface index ``index`` and
+        ``peer_index`` there (0: the kernel's choice; the kernel takes the peer's only when it
+        is given one for the first end)."""
         def end(ifname: str, fd: int, mtu: int | None) -> bytes:
             out = _attr(IFLA_IFNAME, ifname.encode() + b"\0") + _attr(IFLA_NET_NS_FD,
                                                                       struct.pack("I", fd))
             return out + (_attr(IFLA_MTU, struct.pack("I", mtu)) if mtu else b"")
-        peer_msg = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0) + end(
+        peer_msg = struct.pack("BxHiII", socket.AF_UNSPEC, 0, peer_index, 0, 0) + end(
             peer, peer_netns_fd, peer_mtu or mtu)
         info = _attr(IFLA_INFO_KIND, b"veth\0") + _attr(
             IFLA_INFO_DATA, _attr(VETH_INFO_PEER, peer_msg))
-        body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0) + end(name, netns_fd, mtu)
+        body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, index, 0, 0) + end(name, netns_fd, mtu)
         self.msgs.append((RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
                           body + _attr(IFLA_LINKINFO, info), what))
 
-    def bridge(self, name: str, netns_fd: int, what: str) -> None:
-        """Create a Linux bridge in the namespace behind ``netns_fd``."""
-        body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
+    def bridge(self, name: str, netns_fd: int, what: str, *, index: int = 0) -> None:
+        """Create a Linux bridge in the namespace behind ``netns_fd`` with interface index
+        ``index`` there (0: the kernel's choice)."""
+        body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, index, 0, 0)
         body += _attr(IFLA_IFNAME, name.encode() + b"\0")
         body += _attr(IFLA_NET_NS_FD, struct.pack("I", netns_fd))
         body += _attr(IFLA_LINKINFO, _attr(IFLA_INFO_KIND, b"bridge\0"))
@@ -134,6 +138,26 @@ class Batch:
         if first_error is not None:
             seq, errno = first_error
             raise RealizeError(os.strerror(errno), obj=self.msgs[seq - 1][3], errno=errno)
+
+
+def link_indexes(sock: socket.socket) -> list[int]:
+    """The index of every interface in the socket's namespace, from one ``RTM_GETLINK`` dump."""
+    sock.sendall(struct.pack("IHHII", 32, RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
+                 + struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0))
+    out: list[int] = []
+    while True:
+        data = sock.recv(1 << 20)
+        off = 0
+        while off + 16 <= len(data):
+            length, kind, _flags, _seq, _pid = struct.unpack_from("IHHII", data, off)
+            if kind == NLMSG_DONE or length < 16:
+                return out
+            if kind == NLMSG_ERROR:
+                (err,) = struct.unpack_from("i", data, off + 16)
+                raise RealizeError(os.strerror(-err), obj="interface list", errno=-err)
+            if kind == RTM_NEWLINK:
+                out.append(struct.unpack_from("i", data, off + 20)[0])
+            off += (length + 3) & ~3
 
 
 def open_socket() -> socket.socket:

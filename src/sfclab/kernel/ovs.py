@@ -9,12 +9,14 @@ that are both in the lab's journal and carry that mark.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 
 from ..errors import RealizeError, ToolError
 
@@ -68,29 +70,49 @@ def _run(argv: list[str], timeout: float = 30) -> str:
     return cp.stdout
 
 
+#: held while the daemons are started, so that processes starting them at once (the workers of
+#: a test run, two ``up`` runs) start each once
+START_LOCK = os.path.join(RUN_DIR, ".sfclab-start.lock")
+#: seconds a freshly started ovsdb-server gets to answer on its socket
+DB_START_S = 10.0
+
+
+def _wait_for(ready: Callable[[], bool], what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise RealizeError(f"{what} did not start in {timeout:.0f} s", obj="ovs")
+        time.sleep(0.05)
+
+
 def ensure_running() -> None:
-    """Start ovsdb-server and ovs-vswitchd if they are not running."""
+    """Start ovsdb-server and ovs-vswitchd if they are not running.  The check and the start
+    happen under one lock (``START_LOCK``): two processes that both find the daemons stopped
+    start them once, and the second finds them running."""
     if not available():
         raise RealizeError("Open vSwitch is not installed (Debian package openvswitch-switch)",
                            obj="ovs")
+    vswitchd_pid = os.path.join(RUN_DIR, "ovs-vswitchd.pid")
+    if _db_answers() and _pid_alive(vswitchd_pid):
+        return
     os.makedirs(RUN_DIR, exist_ok=True)
     os.makedirs("/var/log/openvswitch", exist_ok=True)
-    if not _db_answers():
-        real = os.path.realpath(DB_FILE)
-        if not os.path.exists(real):
-            os.makedirs(os.path.dirname(real), exist_ok=True)
-            _run(["ovsdb-tool", "create", real, SCHEMA])
-        _run(["ovsdb-server", f"--remote=punix:{DB_SOCK}",
-              "--remote=db:Open_vSwitch,Open_vSwitch,manager_options",
-              "--pidfile", "--detach", "--log-file", real])
-        _run(["ovs-vsctl", "--no-wait", "init"])
-    if not _pid_alive(os.path.join(RUN_DIR, "ovs-vswitchd.pid")):
-        _run(["ovs-vswitchd", f"unix:{DB_SOCK}", "--pidfile", "--detach", "--log-file"])
-        deadline = time.monotonic() + 10
-        while not _pid_alive(os.path.join(RUN_DIR, "ovs-vswitchd.pid")):
-            if time.monotonic() > deadline:
-                raise RealizeError("ovs-vswitchd did not start", obj="ovs")
-            time.sleep(0.05)
+    with open(START_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _db_answers():
+            real = os.path.realpath(DB_FILE)
+            if not os.path.exists(real):
+                os.makedirs(os.path.dirname(real), exist_ok=True)
+                _run(["ovsdb-tool", "create", real, SCHEMA])
+            if not _pid_alive(os.path.join(RUN_DIR, "ovsdb-server.pid")):
+                _run(["ovsdb-server", f"--remote=punix:{DB_SOCK}",
+                      "--remote=db:Open_vSwitch,Open_vSwitch,manager_options",
+                      "--pidfile", "--detach", "--log-file", real])
+            _wait_for(_db_answers, "ovsdb-server", DB_START_S)
+            _run(["ovs-vsctl", "--no-wait", "init"])
+        if not _pid_alive(vswitchd_pid):
+            _run(["ovs-vswitchd", f"unix:{DB_SOCK}", "--pidfile", "--detach", "--log-file"])
+            _wait_for(lambda: _pid_alive(vswitchd_pid), "ovs-vswitchd", 10)
 
 
 def vsctl(commands: list[list[str]], timeout: float = 60) -> str:

@@ -32,6 +32,9 @@ from .state import LabState
 if TYPE_CHECKING:  # pyroute2 is loaded only for labs with root-namespace ends (OVS)
     from pyroute2 import IPRoute
 
+#: how far above the highest index in a running lab's namespace a change starts its own (room
+#: for an interface something else adds there meanwhile)
+JOINED_GAP = 64
 #: the stages of a build, in order (see :mod:`sfclab.realize.part`)
 STAGES = ("namespaces", "links", "after_links", "ovs", "attach", "configure", "prepare", "start")
 
@@ -51,22 +54,29 @@ class Builder:
         self.ipr: dict[str | None, IPRoute] = {}  # root and staging namespaces only
         self.fds: dict[str, int] = {}  # an open fd on every lab namespace
         self.progress = progress or (lambda _msg: None)
-        # ifindexes in our fresh namespaces are handed out in creation order (lo is 1), so the
-        # index of every interface we create there is known without asking the kernel
-        self.next_index: dict[str, int] = {}
+        # the build gives every interface it creates in a lab namespace its index there, from
+        # one count over the whole lab (lo is 1 everywhere; a change starts above what its
+        # joined namespaces hold), so it is known without asking the kernel and the two ends of
+        # a veth pair never share one: the kernel takes a device whose index equals its peer's
+        # for one without a peer, handles its carrier coming on up to a second late
+        # (linkwatch), and drops what is sent there meanwhile
+        self.next_index = 2
         self.index: dict[tuple[str, str], int] = {}
+        self.fresh: set[str] = set()  # the namespaces this build made
         self.link_batch = Batch()  # stage 2
         self.ovs_commands: list[list[str]] = []  # stage 4
         self.batches: dict[str | None, Batch] = {ns.name: Batch() for ns in plan.namespaces}
 
     # --- what parts use --------------------------------------------------------------------
-    def created(self, ns: str | None, name: str) -> None:
-        """Note that interface ``name`` was just requested in namespace ``ns``."""
-        if ns is None or ns in self.joined:  # an index there is the kernel's to tell
-            return
-        n = self.next_index.get(ns, 2)
+    def created(self, ns: str | None, name: str) -> int:
+        """The index interface ``name``, about to be requested in namespace ``ns``, is to get
+        there; 0 where the kernel chooses (a namespace of the host's, not the lab's)."""
+        if ns not in self.fresh and ns not in self.joined:
+            return 0
+        n = self.next_index
         self.index[(ns, name)] = n
-        self.next_index[ns] = n + 1
+        self.next_index = n + 1
+        return n
 
     def open_namespace(self, name: str, sysctls: dict[str, str], *, iproute: bool = False) -> None:
         """Make namespace ``name`` (sysctls written inside) and keep an fd on it."""
@@ -75,6 +85,7 @@ class Builder:
             if iproute:
                 self.ipr[name] = ipr
             self.fds[name] = os.open(netns.path(name), os.O_RDONLY | os.O_CLOEXEC)
+            self.fresh.add(name)
 
     def join_namespace(self, name: str) -> None:
         """Keep an fd on namespace ``name`` of the running lab, which a change adds links to;
@@ -86,6 +97,13 @@ class Builder:
                                    obj=f"namespace {name}")
             self.fds[name] = os.open(netns.path(name), os.O_RDONLY | os.O_CLOEXEC)
             self.joined.add(name)
+            with netns.entered(name):
+                sock = nlbatch.open_socket()
+            try:
+                held = nlbatch.link_indexes(sock)
+            finally:
+                sock.close()
+            self.next_index = max(self.next_index, max(held, default=1) + JOINED_GAP)
 
     def close_namespace(self, name: str) -> None:
         """Forget and delete a namespace the build needed only for a while (staging)."""

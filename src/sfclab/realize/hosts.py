@@ -100,14 +100,14 @@ class Hosts(Part):
             return
         if u.netns not in b.joined:
             b.link_batch.bridge(u.bridge, b.fds[u.netns],
-                                f"underlay bridge {u.netns}/{u.bridge}")
-            b.created(u.netns, u.bridge)
+                                f"underlay bridge {u.netns}/{u.bridge}",
+                                index=b.created(u.netns, u.bridge))
         for h in b.plan.hosts:
             b.link_batch.veth(h.underlay_if, b.fds[h.netns], h.underlay_peer, b.fds[u.netns],
                               f"underlay veth {h.netns}/{h.underlay_if} - "
-                              f"{u.netns}/{h.underlay_peer}", mtu=u.mtu)
-            b.created(h.netns, h.underlay_if)
-            b.created(u.netns, h.underlay_peer)
+                              f"{u.netns}/{h.underlay_peer}", mtu=u.mtu,
+                              index=b.created(h.netns, h.underlay_if),
+                              peer_index=b.created(u.netns, h.underlay_peer))
 
     def configure(self, b: Builder) -> None:
         u = b.plan.underlay

@@ -271,9 +271,8 @@ class Hosted(LinkForm):
                 b.link_batch.veth(e.node_if, b.fds[e.node_netns], e.port, b.fds[e.netns],
                                   f"veth {e.node_netns}/{e.node_if} - {e.netns}/{e.port}",
                                   mtu=mtu_of.get((e.node_netns, e.node_if)) or hl.mtu,
-                                  peer_mtu=hl.mtu)
-                b.created(e.node_netns, e.node_if)
-                b.created(e.netns, e.port)
+                                  peer_mtu=hl.mtu, index=b.created(e.node_netns, e.node_if),
+                                  peer_index=b.created(e.netns, e.port))
 
     def _names_free(self, b: Builder) -> None:
         """A change adds to host contexts that outlive it: every device name its hosted links

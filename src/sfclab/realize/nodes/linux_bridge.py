@@ -35,8 +35,8 @@ class LinuxBridge(NamespaceNode):
 
     def links(self, b: Builder) -> None:
         for br in b.plan.linux_bridges:
-            b.link_batch.bridge(br.name, b.fds[br.netns], f"linux bridge {br.name} in {br.netns}")
-            b.created(br.netns, br.name)
+            b.link_batch.bridge(br.name, b.fds[br.netns], f"linux bridge {br.name} in {br.netns}",
+                                index=b.created(br.netns, br.name))
 
     def configure(self, b: Builder) -> None:
         super().configure(b)
