@@ -12,7 +12,6 @@ import subprocess
 
 from sfclab.api import Lab
 from sfclab.kernel import netns
-from sfclab.plan.names import netns_name
 
 
 def _links(ns: str) -> list[dict]:
