@@ -50,14 +50,19 @@ class Batch:
              peer_index: int = 0) -> None:
         """Create a veth pair with each end directly in the namespace behind its fd (the peer
         gets ``peer_mtu`` if given, else ``mtu``), with interface index ``index`` and
-        ``peer_index`` there (0: the kernel's choice; the kernel takes the peer's only when it
-        is given one for the first end)."""
+        ``peer_index`` there (0: the kernel's choice).  The kernel takes the peer's index only
+        when the first end has one too, so an end with an index and a peer without goes first."""
+        peer_mtu = peer_mtu or mtu
+        if not index and peer_index:
+            name, netns_fd, mtu, index, peer, peer_netns_fd, peer_mtu, peer_index = \
+                peer, peer_netns_fd, peer_mtu, peer_index, name, netns_fd, mtu, index
+
         def end(ifname: str, fd: int, mtu: int | None) -> bytes:
             out = _attr(IFLA_IFNAME, ifname.encode() + b"\0") + _attr(IFLA_NET_NS_FD,
                                                                       struct.pack("I", fd))
             return out + (_attr(IFLA_MTU, struct.pack("I", mtu)) if mtu else b"")
         peer_msg = struct.pack("BxHiII", socket.AF_UNSPEC, 0, peer_index, 0, 0) + end(
-            peer, peer_netns_fd, peer_mtu or mtu)
+            peer, peer_netns_fd, peer_mtu)
         info = _attr(IFLA_INFO_KIND, b"veth\0") + _attr(
             IFLA_INFO_DATA, _attr(VETH_INFO_PEER, peer_msg))
         body = struct.pack("BxHiII", socket.AF_UNSPEC, 0, index, 0, 0) + end(name, netns_fd, mtu)

@@ -13,6 +13,7 @@ what ``down`` checks before it deletes it), brought up (``lo``) in stage 6, and 
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...kernel import ethtool, netns
@@ -150,7 +151,13 @@ def _interfaces(ipr: IPRoute, ns: str) -> list[dict[str, Any]]:
             with netns.entered(ns):
                 d["offloads"] = ethtool.get_offloads(name)
         out.append(d)
-    return out
+    return sorted(out, key=lambda d: _name_order(d["name"]))
+
+
+def _name_order(name: str) -> list[tuple[int, int | str]]:
+    """Interfaces in name order, numbers as numbers (eth2 before eth10): the same order
+    whichever way a lab was built (the kernel's indexes are the build's choice)."""
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p]
 
 
 def _routes(ipr: IPRoute) -> list[dict[str, Any]]:
