@@ -121,6 +121,7 @@ def test_added_nodes_are_journaled_and_made_by_the_kind_tables_parts(
 
     monkeypatch.setattr(Builder, "send", send)
     monkeypatch.setattr(Builder, "join_namespace", join)
+    monkeypatch.setattr(Builder, "link_indexes", lambda b, name, fd: [])  # no namespace here
     monkeypatch.setattr(wire.netns, "write_sysctl", lambda ns, key, value: sysctls.append(ns))
     state = LabState(merged.lab)
 

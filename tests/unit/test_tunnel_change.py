@@ -138,6 +138,7 @@ def test_an_added_instances_tunnel_is_made_and_removed_by_the_hosted_form(
 
     monkeypatch.setattr(Builder, "send", lambda b, batch, ns=None: None)
     monkeypatch.setattr(Builder, "join_namespace", join)
+    monkeypatch.setattr(Builder, "link_indexes", lambda b, name, fd: [])  # no namespace here
     monkeypatch.setattr(wire.netns, "write_sysctl", lambda ns, key, value: None)
     monkeypatch.setattr(wire.underlay, "tunnel", tunnel)
     state = LabState(lab)

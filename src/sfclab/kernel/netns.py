@@ -254,6 +254,14 @@ def entered(name: str) -> Iterator[None]:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def entered_fd(fd: int, what: str) -> Iterator[None]:
+    """:func:`entered` for the namespace behind ``fd`` (``what`` names it in an error)."""
+    with _home():
+        _check(_lib().setns(fd, CLONE_NEWNET), f"setns into {what}")
+        yield
+
+
 def iproute(name: str | None) -> "IPRoute":
     """An ``IPRoute`` bound to namespace ``name`` (the root namespace for ``None``)."""
     from pyroute2 import IPRoute  # light start-up: pyroute2 only when asked for

@@ -32,9 +32,9 @@ from .state import LabState
 if TYPE_CHECKING:  # pyroute2 is loaded only for labs with root-namespace ends (OVS)
     from pyroute2 import IPRoute
 
-#: how far above the highest index in a running lab's namespace a change starts its own (room
-#: for an interface something else adds there meanwhile)
-JOINED_GAP = 64
+#: how far above the highest index in a namespace the build did not make it starts its own
+#: (room for interfaces something else adds there meanwhile)
+INDEX_GAP = 64
 #: the stages of a build, in order (see :mod:`sfclab.realize.part`)
 STAGES = ("namespaces", "links", "after_links", "ovs", "attach", "configure", "prepare", "start")
 
@@ -55,11 +55,12 @@ class Builder:
         self.fds: dict[str, int] = {}  # an open fd on every lab namespace
         self.progress = progress or (lambda _msg: None)
         # the build gives every interface it creates in a lab namespace its index there, from
-        # one count over the whole lab (lo is 1 everywhere; a change starts above what its
-        # joined namespaces hold), so it is known without asking the kernel and the two ends of
-        # a veth pair never share one: the kernel takes a device whose index equals its peer's
-        # for one without a peer, handles its carrier coming on up to a second late
-        # (linkwatch), and drops what is sent there meanwhile
+        # one count over the whole lab that starts above every index the namespaces it did not
+        # make hold (the root namespace, a host's, a running lab's a change joins), so it is
+        # known without asking the kernel and the two ends of a veth pair never share one: the
+        # kernel takes a device whose index equals its peer's for one without a peer, handles
+        # its carrier coming on up to a second late (linkwatch), and drops what is sent there
+        # meanwhile
         self.next_index = 2
         self.index: dict[tuple[str, str], int] = {}
         self.fresh: set[str] = set()  # the namespaces this build made
@@ -97,13 +98,6 @@ class Builder:
                                    obj=f"namespace {name}")
             self.fds[name] = os.open(netns.path(name), os.O_RDONLY | os.O_CLOEXEC)
             self.joined.add(name)
-            with netns.entered(name):
-                sock = nlbatch.open_socket()
-            try:
-                held = nlbatch.link_indexes(sock)
-            finally:
-                sock.close()
-            self.next_index = max(self.next_index, max(held, default=1) + JOINED_GAP)
 
     def close_namespace(self, name: str) -> None:
         """Forget and delete a namespace the build needed only for a while (staging)."""
@@ -169,6 +163,10 @@ class Builder:
                 self.join_namespace(name)
         self.progress(f"namespaces: {len(p.namespaces)}")
         self._stage("namespaces")
+        self._count_above(None, None)
+        for name, fd in self.fds.items():
+            if name not in self.fresh:
+                self._count_above(name, fd)
         self.progress(f"veth pairs: {len(p.veths)}")
         self._stage("links")
         with step("veth pairs"):
@@ -198,6 +196,22 @@ class Builder:
             self.progress("functions")
         self._stage("prepare")
         self._stage("start")
+
+    def link_indexes(self, name: str | None, fd: int | None) -> list[int]:
+        """The interface indexes namespace ``name`` (behind ``fd``; None: this thread's)
+        holds."""
+        with netns.entered_fd(fd, f"namespace {name}") if fd is not None else \
+                contextlib.nullcontext():
+            sock = nlbatch.open_socket()
+        try:
+            return nlbatch.link_indexes(sock)
+        finally:
+            sock.close()
+
+    def _count_above(self, name: str | None, fd: int | None) -> None:
+        """Start the lab's count of interface indexes above those namespace ``name`` holds."""
+        held = self.link_indexes(name, fd)
+        self.next_index = max(self.next_index, max(held, default=1) + INDEX_GAP)
 
     def _stage(self, stage: str) -> None:
         for part in self.parts:

@@ -179,8 +179,10 @@ class Hosted(LinkForm):
 
     def journal(self, plan: Plan) -> list[dict[str, Any]]:
         """On a real host the context is the machine's root namespace, which outlives the lab:
-        its tunnels and bridges are journaled (``link`` with their mark) and removed by mark.
-        Ports go with their node's namespace (veth pairs), shortbridges with the devices.  A
+        its ports, tunnels and bridges are journaled (``link`` with their mark) and removed by
+        mark before the lab's namespaces go.  A port would go with its peer's namespace too,
+        but the kernel frees a deleted namespace later, and until then the port stays in the
+        host's root namespace.  Shortbridges go with the devices.  A
         real host's own OVS (``ovs``/``hybrid``) runs in that root namespace, so its daemons
         outlive every namespace of the lab: journaled (``host-ovs``, its directory) and ended
         by the PIDs of their pid files there (see :meth:`teardown`).  A shortbridged tunnel's
@@ -194,7 +196,8 @@ class Hosted(LinkForm):
             for e in hl.ends:
                 here.setdefault(e.host, []).append(e)
             out += [{"op": "link", "name": n, "alias": context_mark(plan.lab, h, n)}
-                    for h, es in here.items() if h in real for n in context_devices_at(hl, es)]
+                    for h, es in here.items() if h in real
+                    for n in [e.port for e in es if e.port] + context_devices_at(hl, es)]
             if ATTACH_KINDS[hl.attach].needs_ovs:
                 ovs_hosts += [h for h in here if h in real and h not in ovs_hosts]
             if ATTACH_KINDS[hl.attach].kernel_tunnel or hl.vni is None:

@@ -73,8 +73,9 @@ class Veth(LinkForm):
             x, y = v.a, v.b
             b.link_batch.veth(x.name, b.fds[x.netns or stage], y.name, b.fds[y.netns or stage],
                               f"veth {x.netns or 'root'}/{x.name} - {y.netns or 'root'}/{y.name}",
-                              mtu=x.mtu, peer_mtu=y.mtu, index=b.created(x.netns, x.name),
-                              peer_index=b.created(y.netns, y.name))
+                              mtu=x.mtu, peer_mtu=y.mtu,
+                              index=b.created(x.netns or stage, x.name),
+                              peer_index=b.created(y.netns or stage, y.name))
 
     def after_links(self, b: Builder) -> None:
         """Mark each root-bound end (born in the staging namespace), then move it to the root
