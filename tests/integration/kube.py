@@ -40,19 +40,14 @@ import yaml
 from sfclab.errors import ClusterRefused, ClusterUnreachable
 from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig, resource_path
 
+from .labtools import free_port  # noqa: F401  (the kube tests take it from here)
+
 ROOT = Path(__file__).resolve().parents[2]
 APISERVER = Path(os.environ.get("SFCLAB_KUBE_APISERVER",
                                 ROOT / "build" / "kube" / "kube-apiserver"))
 ETCD = Path("/usr/bin/etcd")
 #: what the tests skip with when a part is missing
 MISSING = "kube-apiserver (make setup: build/kube/) or etcd (Debian etcd-server) missing"
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listens on now (the kernel's choice)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Server:

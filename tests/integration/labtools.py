@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -19,6 +21,27 @@ from pyroute2.netlink.exceptions import NetlinkDumpInterrupted
 
 from sfclab.plan.names import lab_tag, netns_name
 from sfclab.kernel import netns, ovs
+
+
+#: where :func:`free_port` picks: below the kernel's ephemeral range (32768-60999 here), from
+#: which every outgoing connection on the machine takes its source port
+FREE_PORTS = range(20000, 32000)
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 nothing is bound to now, for a server a test starts.  Not the
+    kernel's choice of port 0: that comes from the ephemeral range, where any connection made
+    meanwhile (a test beside this one) may take it before the server binds it (CI
+    2026-11-28: etcd's peer port, 'address already in use')."""
+    for _ in range(200):
+        port = random.choice(FREE_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {FREE_PORTS}")
 
 
 def root_links(tries: int = 20) -> list[str]:

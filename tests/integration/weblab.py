@@ -9,7 +9,6 @@ import contextlib
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.integration.labtools import free_port  # noqa: F401  (the web tests take it here)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,12 +42,6 @@ def web_lab(name: str) -> dict[str, Any]:
                     "functions": ["fwpool", "nat"], "egress": "dst"},
             "dns": {"classifiers": [{"ingress": "src", "proto": "udp", "dport": 53}],
                     "functions": ["fw1"], "egress": "dst"}}}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 #: how long a starting ``sfclab serve`` may take to answer: its imports alone took over 10 s on
