@@ -40,7 +40,7 @@ import yaml
 from sfclab.errors import ClusterRefused, ClusterUnreachable
 from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig, resource_path
 
-from .labtools import free_port  # noqa: F401  (the kube tests take it from here)
+from .labtools import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 APISERVER = Path(os.environ.get("SFCLAB_KUBE_APISERVER",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.integration.labtools import free_port  # noqa: F401  (the web tests take it here)
+from tests.integration.labtools import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -249,12 +249,10 @@ def listing(recipes: Iterable[Recipe], runner: Runner | None = None) -> dict[str
     runner = runner or LocalRunner()
     argv = ["podman", "images", "--format", "json",
             "--filter", f"reference={image_recipes.REPOSITORY}/*"]
-    for _ in range(LIST_TRIES - 1):
+    for _ in range(LIST_TRIES):
         done = runner.run(argv)
         if done.status == 0 or GONE_WHILE_LISTED not in done.stderr:
             break
-    else:
-        done = runner.run(argv)
     stored = json.loads(_check(argv, done).stdout or "[]")
     by_tag: dict[str, dict[str, Any]] = {}
     for img in stored:

@@ -247,8 +247,7 @@ def entered(name: str) -> Iterator[None]:
     """Run the body with this thread inside namespace ``name`` (sockets opened stay there)."""
     fd = os.open(path(name), os.O_RDONLY | os.O_CLOEXEC)
     try:
-        with _home():
-            _check(_lib().setns(fd, CLONE_NEWNET), f"setns into {name}")
+        with entered_fd(fd, name):
             yield
     finally:
         os.close(fd)

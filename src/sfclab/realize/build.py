@@ -56,7 +56,8 @@ class Builder:
         self.progress = progress or (lambda _msg: None)
         # the build gives every interface it creates in a lab namespace its index there, from
         # one count over the whole lab that starts above every index the namespaces it did not
-        # make hold (the root namespace, a host's, a running lab's a change joins), so it is
+        # make hold (a host's, a running lab's a change joins, the root namespace where ends
+        # move to it: see count_above), so it is
         # known without asking the kernel and the two ends of a veth pair never share one: the
         # kernel takes a device whose index equals its peer's for one without a peer, handles
         # its carrier coming on up to a second late (linkwatch), and drops what is sent there
@@ -163,10 +164,9 @@ class Builder:
                 self.join_namespace(name)
         self.progress(f"namespaces: {len(p.namespaces)}")
         self._stage("namespaces")
-        self._count_above(None, None)
         for name, fd in self.fds.items():
             if name not in self.fresh:
-                self._count_above(name, fd)
+                self.count_above(name, fd)
         self.progress(f"veth pairs: {len(p.veths)}")
         self._stage("links")
         with step("veth pairs"):
@@ -208,8 +208,10 @@ class Builder:
         finally:
             sock.close()
 
-    def _count_above(self, name: str | None, fd: int | None) -> None:
-        """Start the lab's count of interface indexes above those namespace ``name`` holds."""
+    def count_above(self, name: str | None, fd: int | None) -> None:
+        """Start the lab's count of interface indexes above those namespace ``name`` (behind
+        ``fd``; None: this thread's) holds.  The build does so for every namespace it did not
+        make; a part whose ends move elsewhere (root-bound veth ends) for where they go."""
         held = self.link_indexes(name, fd)
         self.next_index = max(self.next_index, max(held, default=1) + INDEX_GAP)
 

@@ -66,6 +66,9 @@ class Veth(LinkForm):
     def namespaces(self, b: Builder) -> None:
         if self.root_ends(b.plan):
             b.open_namespace(netns_name(b.plan.lab, STAGING_NODE), BASE_SYSCTLS, iproute=True)
+            # each end keeps the index it is made with when it moves to the root namespace if
+            # that index is free there, so the lab's count starts above the root's
+            b.count_above(None, None)
 
     def links(self, b: Builder) -> None:
         stage = netns_name(b.plan.lab, STAGING_NODE)
