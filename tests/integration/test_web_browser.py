@@ -131,6 +131,10 @@ def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab
             assert text.startswith("measurement 1 (rate curve): lost ")
             worst = max(by_node, key=lambda n: by_node[n])
             assert f"where: {worst} {by_node[worst]:,}" in text and "{" not in text
+            loss = page.evaluate("sfclab.loss")
+            assert loss["dropped"] == sum(by_node.values())
+            assert ("drops counted in the lab, more than were lost" in text) == (
+                loss["dropped"] > loss["lost"])
         finally:
             ping.terminate()
             ping.wait()

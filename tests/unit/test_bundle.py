@@ -207,7 +207,9 @@ def test_keep_copies_a_small_bundle_and_only_checksums_of_a_big_one(tmp_path):
     big = tmp_path / "big"
     assert "over the limit" in keep(out, big, limit=10)
     assert (big / "SHA256SUMS").read_text() == (out / "SHA256SUMS").read_text()
-    assert "scripts/reproduce.sh" in (big / "README").read_text()
+    readme = (big / "README").read_text()
+    assert "scripts/reproduce.sh" in readme and "repro_page.py check" in readme
+    assert "checksums differ" in readme  # a rerun measures anew: its sums are not these
     assert not (big / "d.db").exists()
     # a second keep replaces the previous bundle's files, and only those
     assert "copied" in keep(out, dest)

@@ -4,9 +4,14 @@ inside the tree, never on this machine)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from pathlib import Path
 
+import pytest
+
+from sfclab.errors import ToolError
 from sfclab.kernel import podman
 
 
@@ -140,3 +145,48 @@ def test_sfclabs_configuration_gives_no_network_unless_one_is_named() -> None:
     conf = tomllib.loads(podman.CONF_TEXT)
     assert conf["containers"]["netns"] == "none"
     assert conf["engine"]["cgroup_manager"] == "cgroupfs" and conf["engine"]["runtime"] == "runc"
+
+
+class _Rm:
+    """podman's ``rm`` and ``container inspect`` as a list of containers: ``rm`` fails (as
+    podman 4.3's parallel ``rm`` can) ``fail`` times, removing all but the first ID asked."""
+
+    def __init__(self, ids: list[str], fail: int) -> None:
+        self.there, self.fail = set(ids), fail
+        self.calls: list[list[str]] = []
+
+    def __call__(self, args: list[str], **kw: object) -> subprocess.CompletedProcess:
+        self.calls.append(args)
+        asked = args[args.index("--") + 1:]
+        if "rm" in args:
+            if self.fail:
+                self.fail -= 1
+                self.there -= set(asked[1:])
+                raise ToolError(["podman", *args], 125, "removing container root filesystem: "
+                                "1 error occurred: unlinkat merged: device or resource busy")
+            self.there -= set(asked)
+            return subprocess.CompletedProcess(args, 0, "", "")
+        found = [{"Id": i} for i in asked if i in self.there]
+        ok = len(found) == len(asked)
+        return subprocess.CompletedProcess(args, 0 if ok else 125, json.dumps(found),
+                                           "" if ok else "Error: no such container x")
+
+
+def test_remove_removes_again_what_a_failed_rm_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _Rm(["a", "b", "c"], fail=1)
+    monkeypatch.setattr(podman, "_podman", fake)
+    monkeypatch.setattr(podman, "REMOVE_RETRY_S", 0.0)
+    podman.remove(["a", "b", "c"])
+    assert fake.there == set()
+    rms = [c for c in fake.calls if "rm" in c]
+    assert [c[c.index("--") + 1:] for c in rms] == [["a", "b", "c"], ["a"]]  # only what was left
+
+
+def test_remove_gives_up_after_its_tries_with_podmans_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _Rm(["a", "b"], fail=podman.REMOVE_TRIES)
+    monkeypatch.setattr(podman, "_podman", fake)
+    monkeypatch.setattr(podman, "REMOVE_RETRY_S", 0.0)
+    with pytest.raises(ToolError, match="device or resource busy"):
+        podman.remove(["a", "b"])
+    assert fake.there == {"a"}
+    assert sum("rm" in c for c in fake.calls) == podman.REMOVE_TRIES

@@ -7,7 +7,8 @@ import math
 from sfclab.experiments.plots import loss_onset
 from sfclab.experiments.report import ordered_metrics, too_wide
 from sfclab.experiments.stats import summarize
-from sfclab.experiments.units import axis_label, scale
+from sfclab.experiments.units import (MAX_VALUE_WORDS, axis_label, point_words, scale,
+                                     value_words)
 
 
 def test_bit_rates_take_the_prefix_of_their_largest_value() -> None:
@@ -66,3 +67,16 @@ def test_words_of_metrics_environments_and_options() -> None:
     assert option_words("rates", ["50k", "max"]) == "offered rates 50k, max pps"
     assert option_words("zerocopy", False) == "zerocopy no"
     assert option_words("pairs", []) is None
+
+
+def test_a_swept_node_table_is_written_short_and_bounded() -> None:
+    fw = {"kind": "firewall", "backend": "iptables", "generate": {"count": 25,
+                                                                   "type": "stateful"}}
+    words = point_words({"lab.nodes": {"r1": fw, "r2": fw}, "measure.flows": 4})
+    assert words == ("nodes {r1, r2: {kind: firewall, backend: iptables, generate: "
+                     "{count: 25, type: stateful}}}, flows 4")
+    assert "'" not in words
+    many = {f"r{i}": {"kind": "firewall", "rules": [f"rule {i}"]} for i in range(50)}
+    long = value_words(many)
+    assert len(long) == MAX_VALUE_WORDS and long.endswith("…")
+    assert value_words([1, "a"]) == "[1, a]" and value_words(True) == "True"

@@ -342,7 +342,7 @@ def test_a_measurement_runs_in_the_background_one_per_lab(tmp_path: Path) -> Non
             "throughput_bps": 1e9}
         loss = c.get(f"/api/labs/{name}/loss").json()
         assert loss["measurement"] == job["id"] and loss["loss_by_node"] == {"r1": 10}
-        assert loss["lost"] == 10 and loss["sent"] == 1000
+        assert loss["lost"] == 10 and loss["sent"] == 1000 and loss["dropped"] == 10
         assert [j["id"] for j in c.get(f"/api/measurements?lab={name}").json()] == [job["id"]]
 
 

@@ -236,6 +236,10 @@ def keep(out: Path, dest: Path, limit: int = KEEP_LIMIT) -> str:
     shutil.copy2(out / SUMS, dest / SUMS)
     (dest / "README").write_text(
         f"Bundle {rid}: {total / 1e6:.1f} MB, over the {limit / 1e6:.0f} MB kept here; only "
-        f"its checksums are kept.\nRebuild it with: sudo scripts/reproduce.sh OUT_DIR (at "
-        f"commit {rid.split('-', 1)[1]}), then compare with: sha256sum -c SHA256SUMS\n")
+        f"its checksums are kept. They name the files of that run, kept where it ran\n"
+        f"(its OUT_DIR): 'sha256sum -c SHA256SUMS' run there shows that a copy is that run's, "
+        f"unchanged.\nA rerun (sudo scripts/reproduce.sh OUT_DIR, at commit "
+        f"{rid.split('-', 1)[1]}) measures anew, so its files and checksums differ;\n"
+        f"its page is checked against its own bundle with: scripts/repro_page.py check OUT_DIR "
+        f"--page PAGE\n")
     return f"bundle {rid} ({total / 1e6:.1f} MB) over the limit: checksums kept in {dest}"

@@ -199,9 +199,33 @@ def reading(metric: str, value: float) -> str:
     return f"{metric_words(metric)} {scale(metric, [value]).format(value)}"
 
 
+#: the longest a swept value is written in a point's words (a whole node table can be one)
+MAX_VALUE_WORDS = 120
+
+
+def _compact(v: object) -> str:
+    if isinstance(v, dict):
+        groups: dict[str, list[str]] = {}
+        for k, x in v.items():  # keys with the same value written once: "r1, r2: {...}"
+            groups.setdefault(_compact(x), []).append(str(k))
+        return "{" + ", ".join(f"{', '.join(ks)}: {x}" for x, ks in groups.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_compact(x) for x in v) + "]"
+    return str(v)
+
+
+def value_words(v: object) -> str:
+    """A swept value as a person reads it: a number or a word as it is; a mapping or a list
+    in flow style without quotes, keys with the same value written once, cut at
+    :data:`MAX_VALUE_WORDS` characters: ``{"r1": t, "r2": t}`` -> ``{r1, r2: {kind: ...}}``."""
+    text = _compact(v)
+    return text if len(text) <= MAX_VALUE_WORDS else text[:MAX_VALUE_WORDS - 1] + "…"
+
+
 def point_words(label: dict[str, object]) -> str:
     """A point of the swept parameters in words: ``{"measure.flows": 1}`` -> ``flows 1``."""
-    return ", ".join(f"{param_words(k)} {v}" for k, v in label.items()) or "all runs"
+    return ", ".join(f"{param_words(k)} {value_words(v)}" for k, v in label.items()) or \
+        "all runs"
 
 
 def axis_label(metric: str, s: Scale) -> str:

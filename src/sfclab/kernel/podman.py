@@ -41,6 +41,7 @@ import os
 import posixpath
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,13 +248,34 @@ def remove_argv(ids: list[str], stop_timeout: int = STOP_TIMEOUT_S) -> list[str]
             str(stop_timeout), "--", *ids]
 
 
+#: podman 4.3's ``rm`` of several containers at once can fail one of them with "removing
+#: container root filesystem: 1 error occurred: unlinkat .../merged: device or resource busy"
+#: (podman issue 10454: a parallel worker's mount of a shared layer is still being released);
+#: the same ``rm`` of what is left, a moment later, succeeds.  Up to REMOVE_TRIES calls.
+REMOVE_TRIES = 3
+#: Seconds between them.
+REMOVE_RETRY_S = 0.2
+
+
 def remove(ids: list[str], stop_timeout: int = STOP_TIMEOUT_S) -> None:
     """Stop (each container's stop signal, SIGKILL after ``stop_timeout`` s) and remove the
     containers ``ids``, all in one call and side by side (:func:`remove_argv`); an ID already
-    gone is no error."""
-    if ids:
-        rounds = -(-len(ids) // MAX_WORKERS)
-        _podman(remove_argv(ids, stop_timeout), timeout=TIMEOUT_S + rounds * stop_timeout)
+    gone is no error.  If podman fails, the containers still there are removed again, up to
+    :data:`REMOVE_TRIES` calls in all; the last failure is raised with podman's words."""
+    left = list(ids)
+    for attempt in range(1, REMOVE_TRIES + 1):
+        if not left:
+            return
+        rounds = -(-len(left) // MAX_WORKERS)
+        try:
+            _podman(remove_argv(left, stop_timeout), timeout=TIMEOUT_S + rounds * stop_timeout)
+            return
+        except ToolError:
+            there = inspect(left)
+            left = [i for i in left if i in there]
+            if left and attempt == REMOVE_TRIES:
+                raise
+        time.sleep(REMOVE_RETRY_S)
 
 
 def _state(d: dict) -> State:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, ValidationError, field_validator
 
 from .addresses import address_problem
-from .limits import MAX_HOST_CPUS, VXLAN_OVERHEAD  # noqa: F401 - one copy (light, for plan)
+from .limits import MAX_HOST_CPUS
 from .names import NAME_RE, NAME_WORDS
 from .quantities import parse_rate, parse_size
 from .strict import Strict as _Model

@@ -102,12 +102,13 @@ def loss(lab: LabName, s: Services = Depends(services)) -> dict[str, Any]:
     job = s.jobs.last_done(lab)
     if job is None or job.result is None:
         return {"lab": lab, "measurement": None, "loss_by_node": {}, "loss_by_reason": {},
-                "lost": 0, "sent": 0}
+                "lost": 0, "sent": 0, "dropped": 0, "unaccounted": 0}
     by_node: dict[str, int] = {}
     by_reason: dict[str, int] = {}
-    lost = sent = 0
+    lost = sent = unaccounted = 0
     for t in trials(job.result):
         where = t.get("located") or {}
+        unaccounted += int(where.get("unaccounted") or 0)
         for n, c in (where.get("loss_by_node") or {}).items():
             by_node[n] = by_node.get(n, 0) + int(c)
         for r, c in (where.get("loss_by_reason") or {}).items():
@@ -115,4 +116,5 @@ def loss(lab: LabName, s: Services = Depends(services)) -> dict[str, Any]:
         lost += int(t.get("lost") or 0)
         sent += int(t.get("sent") or 0)
     return {"lab": lab, "measurement": job.id, "type": job.result.get("type"),
-            "loss_by_node": by_node, "loss_by_reason": by_reason, "lost": lost, "sent": sent}
+            "loss_by_node": by_node, "loss_by_reason": by_reason, "lost": lost, "sent": sent,
+            "dropped": sum(by_node.values()), "unaccounted": unaccounted}

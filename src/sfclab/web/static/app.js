@@ -116,9 +116,15 @@
     const most = o => Object.entries(o || {}).filter(([, c]) => c > 0)
       .sort((a, b) => b[1] - a[1]).map(([k, c]) => k + " " + n(c)).join(", ") || "none";
     const share = l.sent ? " (" + (100 * l.lost / l.sent).toFixed(1) + " %)" : "";
+    // drops are counted in the lab's namespaces, of every packet: more than were lost when
+    // TCP sent a dropped segment again or packets other than the measurement's were dropped
+    const more = l.dropped > l.lost ? "\n" + n(l.dropped) + " drops counted in the lab, more " +
+      "than were lost: TCP sends a dropped segment again, and other packets count too" : "";
+    const unplaced = l.unaccounted ? "\nnot located: " + n(l.unaccounted) + " packets" : "";
     return "measurement " + l.measurement + " (" + (KIND_WORDS[l.type] || l.type) + "): lost " +
       n(l.lost) + " of " + n(l.sent) + " packets" + share + "\nwhere: " +
-      most(l.loss_by_node) + "\nwhy (kernel drop reasons): " + most(l.loss_by_reason);
+      most(l.loss_by_node) + more + unplaced + "\nwhy (kernel drop reasons): " +
+      most(l.loss_by_reason);
   }
 
   async function lab(name) {
