@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from sfclab.cli import main
 from sfclab.kernel import netns
@@ -36,7 +37,7 @@ from .test_ssh_health import (_host_events, _proxy_in, _running, add_video,
 pytestmark = pytest.mark.serial  # times or counts what the machine's load changes
 
 
-def _failovers(state_dir, lab: str) -> list[dict]:
+def _failovers(state_dir: Path, lab: str) -> list[dict]:
     """The failover events of chain ``video`` on a host: a silent host also takes out chain
     ``web``'s function there (``f1`` on h2, ``f2`` on h3), in an event of its own."""
     return [e for e in _host_events(state_dir, lab, "failover") if e["chain"] == "video"]

@@ -190,3 +190,16 @@ def test_remove_gives_up_after_its_tries_with_podmans_words(monkeypatch: pytest.
         podman.remove(["a", "b"])
     assert fake.there == {"a"}
     assert sum("rm" in c for c in fake.calls) == podman.REMOVE_TRIES
+
+
+def test_remove_raises_at_once_when_podman_gave_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+
+    def silent(args: list[str], **kw: object) -> subprocess.CompletedProcess:
+        calls.append(args)
+        raise ToolError(["podman", *args], -1, "no answer in 61 s")
+
+    monkeypatch.setattr(podman, "_podman", silent)
+    with pytest.raises(ToolError, match="no answer"):
+        podman.remove(["a"])
+    assert len(calls) == 1  # not asked again: a second wait would only double down's

@@ -255,27 +255,33 @@ def remove_argv(ids: list[str], stop_timeout: int = STOP_TIMEOUT_S) -> list[str]
 REMOVE_TRIES = 3
 #: Seconds between them.
 REMOVE_RETRY_S = 0.2
+#: ToolError statuses that no second call mends: no answer in time (-1), no podman (127)
+NOT_RETRIED = (-1, 127)
 
 
 def remove(ids: list[str], stop_timeout: int = STOP_TIMEOUT_S) -> None:
     """Stop (each container's stop signal, SIGKILL after ``stop_timeout`` s) and remove the
     containers ``ids``, all in one call and side by side (:func:`remove_argv`); an ID already
     gone is no error.  If podman fails, the containers still there are removed again, up to
-    :data:`REMOVE_TRIES` calls in all; the last failure is raised with podman's words."""
+    :data:`REMOVE_TRIES` calls in all; the last failure is raised with podman's words.  No
+    answer in time, or no podman, is raised at once (:data:`NOT_RETRIED`)."""
     left = list(ids)
     for attempt in range(1, REMOVE_TRIES + 1):
         if not left:
             return
+        if attempt > 1:
+            time.sleep(REMOVE_RETRY_S)
         rounds = -(-len(left) // MAX_WORKERS)
         try:
             _podman(remove_argv(left, stop_timeout), timeout=TIMEOUT_S + rounds * stop_timeout)
             return
-        except ToolError:
+        except ToolError as e:
+            if e.status in NOT_RETRIED:
+                raise
             there = inspect(left)
             left = [i for i in left if i in there]
             if left and attempt == REMOVE_TRIES:
                 raise
-        time.sleep(REMOVE_RETRY_S)
 
 
 def _state(d: dict) -> State:

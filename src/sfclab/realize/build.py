@@ -57,11 +57,10 @@ class Builder:
         # the build gives every interface it creates in a lab namespace its index there, from
         # one count over the whole lab that starts above every index the namespaces it did not
         # make hold (a host's, a running lab's a change joins, the root namespace where ends
-        # move to it: see count_above), so it is
-        # known without asking the kernel and the two ends of a veth pair never share one: the
-        # kernel takes a device whose index equals its peer's for one without a peer, handles
-        # its carrier coming on up to a second late (linkwatch), and drops what is sent there
-        # meanwhile
+        # move to it: see count_above), so it is known without asking the kernel and the two
+        # ends of a veth pair never share one: the kernel takes a device whose index equals its
+        # peer's for one without a peer, handles its carrier coming on up to a second late
+        # (linkwatch), and drops what is sent there meanwhile
         self.next_index = 2
         self.index: dict[tuple[str, str], int] = {}
         self.fresh: set[str] = set()  # the namespaces this build made
