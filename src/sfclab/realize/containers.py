@@ -47,7 +47,6 @@ from ..errors import SpecError, ToolError
 from ..kernel import kmsg, netns, podman, sysfs
 from ..plan.model import ContainerPlan
 from ..plan.names import LABEL_LAB, container_labels
-from ..spec.image import run_command
 from ..spec.names import node_name_ok
 from . import ownership
 from .part import Part
@@ -72,6 +71,7 @@ def container(lab: str, c: ContainerPlan,
         configs = {} if configs is None else configs
         if c.image not in configs:
             configs[c.image] = podman.image_config(c.image)
+        from ..spec.image import run_command  # light start-up: down never reads an image
         cmd = run_command(None, configs[c.image])
     return podman.Container(
         name=c.name, image=c.image, netns_path=netns.path(c.netns),

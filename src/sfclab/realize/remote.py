@@ -31,13 +31,14 @@ from ..errors import RealizeError
 from ..hosts.ssh import HostUnreachable, SshTarget, call, run_attached, run_captured
 from ..plan.model import Plan
 from ..plan.split import check_partition, split
+from .runtime.journal_ops import SSH_HOST
 from .teardown import TeardownReport
 
 if TYPE_CHECKING:
     from ..spec.lab import Lab
     from .state import LabState
 
-OP = "remote-host"
+OP = SSH_HOST
 
 
 def targets(lab: Lab, plan: Plan) -> dict[str, SshTarget]:

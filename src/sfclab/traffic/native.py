@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MeasurementError, SfclabError
-from ..spec import measurement
+from ..spec.generator import ENGINES, SINKS
 from . import histogram
 from .cpu import read_proc_stat, usage
 from .generator import PacketGenerator, Trial
@@ -117,8 +117,8 @@ class NativeGenerator(PacketGenerator):
     classifies each frame with the lab's classifier and tables, as that egress would.
     """
 
-    ENGINES = measurement.ENGINES
-    SINKS = measurement.SINKS
+    ENGINES = ENGINES
+    SINKS = SINKS
 
     def __init__(self, src_netns: str, dst_netns: str, dst_ip: str, flows: int = 1,
                  threads: int = 1, port: int = DEFAULT_PORT, drain_s: float = DEFAULT_DRAIN_S,

@@ -19,6 +19,10 @@ reaching a host, one table.
   :mod:`.kubernetes_api` the HTTPS client and kubeconfig, :mod:`.kubernetes_manifests` the
   manifests of ``deploy/kubernetes/``.
 
+- :mod:`.rows`: a table whose rows are loaded when first read (this one: a command on a lab of
+  this machine loads neither the SSH nor the Kubernetes client); :mod:`.journal_ops`: the
+  journal entries that say a lab's hosts are reached over SSH or on a cluster.
+
 :func:`runtime_for` is the one place that tells them apart: a lab whose journal names a
 Kubernetes cluster (``up --kube`` wrote it) has the ``kubernetes`` runtime; a lab whose file
 gives its hosts ``ssh``, whose plan has a host that is not emulated, or whose journal names a
@@ -37,17 +41,31 @@ from typing import TYPE_CHECKING
 from ...plan.model import HostPlan, Plan
 from ..state import LabState
 from .base import HostRuntime
-from .kubernetes_runtime import KubeRuntime
-from .kubernetes_runtime import journaled as on_cluster
-from .local import LocalRuntime
-from .ssh import SshRuntime, journaled
+from .journal_ops import KUBE_CLUSTER, SSH_HOST
+from .rows import Rows
 
 if TYPE_CHECKING:
     from ...spec.lab import Lab
 
-#: each runtime by its name
-RUNTIMES: dict[str, type[HostRuntime]] = {"local": LocalRuntime, "ssh": SshRuntime,
-                                           "kubernetes": KubeRuntime}
+
+def _local() -> type[HostRuntime]:
+    from .local import LocalRuntime
+    return LocalRuntime
+
+
+def _ssh() -> type[HostRuntime]:
+    from .ssh import SshRuntime
+    return SshRuntime
+
+
+def _kubernetes() -> type[HostRuntime]:
+    from .kubernetes_runtime import KubeRuntime
+    return KubeRuntime
+
+
+#: each runtime by its name, its module loaded when its row is first read (:mod:`.rows`)
+RUNTIMES: Rows[type[HostRuntime]] = Rows({"local": _local, "ssh": _ssh,
+                                          "kubernetes": _kubernetes})
 
 
 def kind_for(where: LabState | Lab | Plan, host: HostPlan | None = None) -> str:
@@ -55,9 +73,10 @@ def kind_for(where: LabState | Lab | Plan, host: HostPlan | None = None) -> str:
     hosts' ``ssh``), or host ``host`` of a plan (``None``: a node on no host, this
     machine's)."""
     if isinstance(where, LabState):
-        if on_cluster(where) is not None:
+        ops = {e.get("op") for e in where.journal()}
+        if KUBE_CLUSTER in ops:
             return "kubernetes"
-        return "ssh" if journaled(where) else "local"
+        return "ssh" if SSH_HOST in ops else "local"
     if isinstance(where, Plan):
         return "ssh" if host is not None and not host.emulated else "local"
     return "ssh" if any(h.ssh is not None for h in where.hosts.values()) else "local"

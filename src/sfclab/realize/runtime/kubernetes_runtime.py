@@ -35,13 +35,14 @@ from ..state import LabState
 from ..teardown import TeardownReport
 from .agents import CALL_TIMEOUT_S, AgentHosts
 from .base import Progress
+from .journal_ops import KUBE_CLUSTER
 from .kubernetes_api import KubeApi, KubeConfig
 from .kubernetes_requests import KubeTarget, call, call_armed
 
 if TYPE_CHECKING:
     from ...spec.lab import Lab
 
-OP = "kube-cluster"
+OP = KUBE_CLUSTER
 #: how long ``down`` waits for the agents to remove their parts (seconds)
 DOWN_SECONDS = 300.0
 
