@@ -11,7 +11,9 @@ shell with root's ``~/.bashrc`` (bash reads it for a command from ``sshd`` when 
 shell level): on the machines this suite runs on, a ``pyenv init`` there cost every agent call
 about 0.25 s.  The machines' ``sshd`` starts sessions with ``SHLVL=1`` (``SetEnv``), so bash
 takes itself for a nested shell and reads no start-up file: a call costs what the machine's
-SSH and the agent cost, not what the person running the tests keeps in their shell.
+SSH and the agent cost, not what the person running the tests keeps in their shell.  They also
+set ``PYTHONPATH`` to the source of the sfclab under test, so the agents run that code (from a
+worktree, its own rather than the checkout the Python was installed from).
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import sfclab
 from sfclab.kernel import netns
 
 SSHD = "/usr/sbin/sshd"
 ADDRESSES = {"m1": "198.19.255.11", "m2": "198.19.255.12", "m3": "198.19.255.13",
              "ctl": "198.19.255.20"}
+#: the sfclab under test (its ``src``): the agents the machines run import it, not the one a
+#: Python of ``ssh.python`` would find first (a worktree's tests test its own agent)
+SOURCE = Path(sfclab.__file__).resolve().parents[1]
 #: a machine started only when asked (``ssh_machines(..., spare=True)``): one to join a running
 #: lab with ``sfclab host add --ssh``
 SPARE = {"m4": "198.19.255.14"}
@@ -61,7 +67,7 @@ class Machines:
             "PermitRootLogin prohibit-password", "PasswordAuthentication no",
             "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
             "UseDNS no", "PrintMotd no", "Subsystem sftp internal-sftp",
-            "SetEnv SHLVL=1", ""]))  # no ~/.bashrc (module docstring)
+            f"SetEnv SHLVL=1 PYTHONPATH={SOURCE}", ""]))  # no ~/.bashrc; the agent tested
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
         self.sshd[m] = netns.popen(self.context(m), [SSHD, "-D", "-e", "-f", str(cfg)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

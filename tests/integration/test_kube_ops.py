@@ -1,8 +1,9 @@
 """The commands on a running lab on Kubernetes (issue 29, items 2 and 4), against the
 :mod:`.kube` fixture's API server and its Nodes (emulated machines, each with its agent): a
 3-host lab of two tenants sharing a NAT and a chain through it, built by ``up --kube``;
-``exec`` of a node (its output and status through the Node's agent), ``traffic rate`` between
-nodes on different Nodes (sender and receiver run by their Nodes' agents), the chain's
+``exec`` of a node (its output and status through the Node's agent), ``traffic rate`` and
+``traffic iperf`` between nodes on different Nodes (sender and receiver, client and server,
+run by their Nodes' agents), the chain's
 counters read through the agents, ``chain add`` (an instance on one Node, its tunnel to its
 attach node's Node), ``chain migrate`` of that instance to another Node, ``chain rm``; and
 ``down`` leaving nothing: no namespace, device, state or object, no request left."""
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sfclab.kernel import netns
 from sfclab.realize import lifecycle
 from sfclab.realize.runtime import kubernetes_requests as requests
 
@@ -102,6 +104,22 @@ def test_exec_traffic_and_chains_on_a_lab_on_kubernetes(kube_machines, lab_name,
         got = ok(cli("chain", "inspect", lab_name, "web", "--json"), ms)
         inst = got["chains"]["web"]["instances"]
         assert inst["nat"]["proxy_in"] > 0 and inst["fw"]["proxy_in"] > 0, inst
+
+        # traffic iperf from a1 (h1) to srv (h3): the server held in srv's namespace by its
+        # Node's agent until it listened, the client run in a1's by a1's Node's agent; the
+        # fields of a run here, and nothing of them left after
+        m = ok(cli("traffic", "iperf", lab_name, "--from", "a1", "--to", "srv", "--duration",
+                   "1", "--json"), ms)
+        assert m["metrics"]["throughput_bps"] > 0 and m["metrics"]["flows"] == 1, m["metrics"]
+        (flow,) = m["per_flow"]
+        assert (flow["client_core"], flow["server_core"]) == (None, None), flow
+        assert flow["client_cpu_s"] >= 0 and flow["server_cpu_s"] >= 0, flow
+        (conn,) = m["raw"]["clients"][0]["start"]["connected"]
+        assert conn["remote_host"] == str(plan.address_of("srv")), conn  # through the NAT
+        (w,) = m["warnings"]
+        assert "h1, h3" in w and "not pinned to cores" in w, w
+        assert netns.pids_in([plan.netns_of("a1"), plan.netns_of("srv")]) == {}
+        assert [p for n in ms.nodes for p in ms.state(n).rglob("procs/*")] == []
 
         # chain add: blue's traffic (UDP 7000 from b1) through a firewall instance attached
         # at the NAT, placed on a Node by its room

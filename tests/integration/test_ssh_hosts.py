@@ -522,13 +522,19 @@ def test_down_says_why_a_host_is_left(machines, lab_name, tmp_path, capsys):
         assert set(objects(machines.context(m))["interfaces"]) == {"lo", "ul0"}
 
 
-def test_traffic_rate_between_nodes_of_ssh_hosts_runs_there(machines, lab_name, sfcgen):
+def test_traffic_rate_and_iperf_between_nodes_of_ssh_hosts_run_there(machines, lab_name,
+                                                                     sfcgen):
     """``sfclab traffic rate`` between nodes of two hosts reached over SSH: the receiver is
     started and held on c's host by its agent (``proc-start``, asked for its counters by
     ``proc-read``), the sender run on a's host (over SSH, in a's namespace there); what arrived
-    is counted, and the warnings say what could not be done there.  ``traffic iperf`` is
-    refused with one line naming the node and its host, exit 2; nothing is left after."""
+    is counted, and the warnings say what could not be done there.  ``traffic iperf`` between
+    them runs there too: the servers held in c's namespace on h3 by its agent
+    (``procs-start``, ``procs-end``), the clients run in a's on h1; the result has the fields
+    of a run here, through the 50 Mbit/s link; no iperf3 is left in either namespace, and no
+    file of theirs on either host.  A bad request (an unknown node) is exit 2 before anything
+    starts; nothing is left after."""
     lifecycle.up(load_lab_dict(three_hosts(lab_name, machines)))
+    a_ns, c_ns = f"sfclab:{lab_name}:a", f"sfclab:{lab_name}:c"
     try:
         cp = sfclab("traffic", "rate", lab_name, "--from", "a", "--to", "c", "--rates", "2000",
                     "--duration", "1", "--json")
@@ -539,11 +545,45 @@ def test_traffic_rate_between_nodes_of_ssh_hosts_runs_there(machines, lab_name, 
         assert point["sent"] >= 1000 and point["received"] >= 0.9 * point["sent"], point
         assert any("reached through their agents" in w for w in out["warnings"]), out
         # the receiver was held there, in c's namespace, and ended: no program left there
-        assert netns.pids_in([f"sfclab:{lab_name}:c"]) == {}
-        cp = sfclab("traffic", "iperf", lab_name, "--from", "a", "--to", "c", "--json")
-        assert cp.returncode == 2, cp.stderr
-        assert "node 'a' runs on host 'h1', reached through its agent" in cp.stderr
-        assert len(cp.stderr.strip().splitlines()) == 1
+        assert netns.pids_in([c_ns]) == {}
+
+        cp = sfclab("traffic", "iperf", lab_name, "--from", "a", "--to", "c", "--flows", "2",
+                    "--duration", "1", "--json")
+        assert cp.returncode == 0, cp.stderr
+        out = json.loads(cp.stdout)
+        m = out["metrics"]
+        # what arrived, through a's 50 Mbit/s link to r: the lab's path, not a shortcut
+        assert 1e6 < m["throughput_bps"] < 60e6, m
+        assert m["flows"] == 2 and 0 < m["jain_fairness"] <= 1 and "retransmits" in m, m
+        assert sum(out["per_flow_bps"]) == pytest.approx(m["throughput_bps"])
+        assert out["params"]["from"] == "a" and out["params"]["to"] == "c"
+        for f in out["per_flow"]:  # the fields of a run here; no cores pinned there
+            assert f["protocol"] == "TCP" and f["received_bps"] > 0 and f["port"] > 0, f
+            assert (f["client_core"], f["server_core"]) == (None, None), f
+            assert f["client_cpu_s"] >= 0 and f["server_cpu_s"] >= 0, f  # the hosts' rusage
+        assert len(out["cpu"]["process_cpu_s"]) == 4
+        plan = lifecycle.load_plan(lab_name)[1]
+        a_addr, c_addr = str(plan.address_of("a")), str(plan.address_of("c"))
+        # the clients ran in a's namespace, the servers in c's: the addresses they used
+        for doc in out["raw"]["clients"]:
+            (conn,) = doc["start"]["connected"]
+            assert (conn["local_host"], conn["remote_host"]) == (a_addr, c_addr), conn
+        for doc in out["raw"]["servers"]:
+            (conn,) = doc["start"]["connected"]
+            assert (conn["local_host"], conn["remote_host"]) == (c_addr, a_addr), conn
+        (w,) = out["warnings"]
+        assert "h1, h3" in w and "not pinned to cores" in w, w
+        # the servers and the clients ended: no program left in either namespace, no file
+        assert netns.pids_in([a_ns, c_ns]) == {}
+        assert [p for m in ("m1", "m3") for p in (machines.dir / f"state-{m}").rglob("procs/*")
+                ] == []
+
+        # a bad request: exit 2 with one line, before anything starts there
+        cp = sfclab("traffic", "iperf", lab_name, "--from", "a", "--to", "nosuch",
+                    "--duration", "1", "--json")
+        assert cp.returncode == 2 and "has no node 'nosuch'" in cp.stderr, cp.stderr
+        assert len(cp.stderr.strip().splitlines()) == 1 and cp.stdout == ""
+        assert netns.pids_in([a_ns, c_ns]) == {}
     finally:
         assert lifecycle.down(lab_name).errors == []
     assert nothing_left(lab_name)

@@ -321,6 +321,32 @@ def in_namespace(pid: int, inode: int) -> bool:
     return _ns_inode(f"/proc/{pid}/ns/net") == inode
 
 
+def listening(pid: int) -> set[int]:
+    """The TCP ports on which process ``pid`` itself holds a listening socket, in its own
+    network namespace (``/proc/PID/net/tcp{,6}``, whose sockets in state LISTEN are matched
+    by inode against the process's descriptors): a port another program holds is not its
+    own.  Empty once it is gone."""
+    inodes: set[int] = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes.add(int(link[8:-1]))
+    ports: set[int] = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                next(f, None)
+                for line in f:
+                    cols = line.split()
+                    if len(cols) > 9 and cols[3] == "0A" and int(cols[9]) in inodes:
+                        ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+        except OSError:  # gone, or no IPv6 in this kernel
+            continue
+    return ports
+
+
 def pids_in(names: list[str]) -> dict[int, str]:
     """Map each PID whose network namespace is one of ``names`` to that namespace's name."""
     wanted: dict[int, str] = {}

@@ -11,6 +11,11 @@ Ownership is proven, not assumed: a child's PID cannot be reused until its paren
 a process whose parent is this one (checked after a pidfd was opened on it, see
 :func:`sfclab.kernel.netns.end_processes`) is ours.  Nothing is found by name or pattern.
 
+**CPU time.**  :func:`reap` waits for a child with ``os.wait4``: its exit status and the CPU
+seconds ``rusage`` counted, exact even once it has exited; :func:`process_cpu_seconds` reads
+those of a process still running (a measurement's programs are held so, here and by a host's
+agent: :mod:`sfclab.realize.runtime.process`).
+
 **Interrupts.**  Python runs a signal's handler at the next bytecode boundary, which may be
 inside code whose exceptions the interpreter ignores: an ``os.register_at_fork`` hook (the
 ``logging`` module's runs after every fork), a ``__del__`` or a weakref callback.  A SIGINT that
@@ -95,6 +100,42 @@ def owning_children(grace: float = 2.0) -> Iterator[None]:
         yield
     finally:
         end_children(grace)
+
+
+#: clock ticks per second (``/proc/PID/stat``'s unit of CPU time)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def parse_pid_stat(text: str) -> tuple[int, int]:
+    """(utime, stime) in clock ticks from the text of ``/proc/PID/stat``.
+
+    The command name (field 2) may hold spaces and parentheses, so split after the last ``)``.
+    """
+    rest = text.rsplit(")", 1)[1].split()
+    # rest[0] is field 3 (state); utime and stime are fields 14 and 15
+    return int(rest[11]), int(rest[12])
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """utime+stime of ``pid`` in seconds, or None if it is gone (sample before reaping it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ut, st = parse_pid_stat(f.read())
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+    return (ut + st) / CLK_TCK
+
+
+def reap(pid: int, *, block: bool = False) -> tuple[int, float] | None:
+    """``os.wait4`` a child: ``(exit code, CPU seconds)``, or None if it still runs (non-blocking).
+
+    The exit code follows ``subprocess``: negative for a signal.  Raises ``ChildProcessError``
+    if ``pid`` is not our child or was already reaped.
+    """
+    wpid, status, ru = os.wait4(pid, 0 if block else os.WNOHANG)
+    if wpid == 0:
+        return None
+    return os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime
 
 
 #: how long the re-raised interrupt waits for the main thread to leave the hook

@@ -11,11 +11,14 @@ Objects:
 * :class:`CpuMonitor` - a context manager that samples on entry and exit; ``result`` holds the
   usage dict, ``interval_s`` and ``process_cpu_s`` (label -> CPU seconds of the processes it
   was told about).
-* :func:`process_cpu_seconds` - utime+stime of a live (or zombie, not yet reaped) PID.
+* :func:`process_cpu_seconds` - utime+stime of a live (or zombie, not yet reaped) PID
+  (:mod:`sfclab.kernel.process`, as :func:`reap` and :func:`parse_pid_stat`: the runtimes
+  hold a measurement's programs with them).
 * :func:`run_ns` - nanoseconds a thread has run (``/proc/PID/schedstat``), :func:`ksoftirqd` -
   a core's softirq thread: with the first hop's NAPI threads, the chain's own CPU time.
-* :func:`reap` - ``os.wait4`` on a child: exit status and its CPU seconds from ``rusage``, which
-  is exact even for a process that has already exited (``/proc/PID/stat`` is gone once reaped).
+* :func:`reap` (:mod:`sfclab.kernel.process`) - ``os.wait4`` on a child: exit status and its
+  CPU seconds from ``rusage``, which is exact even for a process that has already exited
+  (``/proc/PID/stat`` is gone once reaped).
 
 The per-core view matters on small machines: softirq time is where veth and OVS forwarding shows
 up, and a single saturated core explains a plateau that a host-wide average hides.
@@ -23,14 +26,14 @@ up, and a single saturated core explains a plateau that a host-wide average hide
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..kernel.process import parse_pid_stat, process_cpu_seconds, reap
+
 _FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -103,26 +106,6 @@ def usage(before: dict[str, CpuTimes], after: dict[str, CpuTimes]) -> dict[str, 
     return {"all": _percentages(after["cpu"].minus(before["cpu"])), "cores": cores}
 
 
-def parse_pid_stat(text: str) -> tuple[int, int]:
-    """(utime, stime) in clock ticks from the text of ``/proc/PID/stat``.
-
-    The command name (field 2) may hold spaces and parentheses, so split after the last ``)``.
-    """
-    rest = text.rsplit(")", 1)[1].split()
-    # rest[0] is field 3 (state); utime and stime are fields 14 and 15
-    return int(rest[11]), int(rest[12])
-
-
-def process_cpu_seconds(pid: int) -> float | None:
-    """utime+stime of ``pid`` in seconds, or None if it is gone (sample before reaping it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            ut, st = parse_pid_stat(f.read())
-    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-        return None
-    return (ut + st) / CLK_TCK
-
-
 def run_ns(pid: int) -> int | None:
     """Nanoseconds ``pid`` (a thread: a kernel thread too) has run on a CPU, from
     ``/proc/PID/schedstat``; None if it is gone.  Softirq work a thread runs when it re-enables
@@ -144,18 +127,6 @@ def ksoftirqd(cpu: int, proc: str = "/proc") -> int | None:
             except OSError:
                 continue
     return None
-
-
-def reap(pid: int, *, block: bool = False) -> tuple[int, float] | None:
-    """``os.wait4`` a child: ``(exit code, CPU seconds)``, or None if it still runs (non-blocking).
-
-    The exit code follows ``subprocess``: negative for a signal.  Raises ``ChildProcessError``
-    if ``pid`` is not our child or was already reaped.
-    """
-    wpid, status, ru = os.wait4(pid, 0 if block else os.WNOHANG)
-    if wpid == 0:
-        return None
-    return os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime
 
 
 class CpuMonitor:
@@ -198,3 +169,7 @@ class CpuMonitor:
         out["interval_s"] = self.t1 - self.t0
         out["process_cpu_s"] = dict(self.process_cpu_s)
         return out
+
+
+__all__ = ["CpuTimes", "parse_proc_stat", "read_proc_stat", "usage", "parse_pid_stat",
+           "process_cpu_seconds", "run_ns", "ksoftirqd", "reap", "CpuMonitor"]

@@ -19,9 +19,17 @@ fails when its JSON has an ``error`` field, when stdout is not JSON, or when it 
 any failed flow fails the measurement with :class:`~sfclab.errors.MeasurementError` carrying
 iperf3's own message.  Servers are ended by PID in a ``finally`` (also on Ctrl-C); as a second
 line of defence they run with ``--idle-timeout`` so a server orphaned by a SIGKILLed sfclab
-exits on its own.  Readiness is checked by looking for the listening socket in the receiving
-namespace's ``/proc/net/tcp{,6}`` and checking that the socket is held by our server (so a
+exits on its own.  Readiness is checked by looking for the listening socket in the server's
+own ``/proc/PID/net/tcp{,6}`` and checking that the socket is held by our server (so a
 port already taken by another program is an error, not a silent hijack; no fixed sleep).
+
+Where.  Each end runs where its node is (:mod:`.place`): the servers of one namespace are
+started together there and held as one, the clients of one namespace likewise
+(:meth:`~sfclab.realize.runtime.base.HostRuntime.spawn_all`: here, or on a host driven by its
+agent, which holds them and ends them through pidfds; :mod:`sfclab.realize.runtime.process`),
+with the iperf3 of that host (its version decides the timeouts given).  The same figures come
+back either way; an end on another host is not pinned to cores, and the warnings say so
+(:func:`far_warning`).
 """
 
 from __future__ import annotations
@@ -29,17 +37,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import tempfile
 import time
-from dataclasses import asdict, dataclass
-from typing import IO, Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ..errors import LabError, MeasurementError, SpecError
+from ..errors import LabError, MeasurementError, RealizeError, SfclabError, SpecError
 from ..kernel import netns
-from .cpu import CpuMonitor, process_cpu_seconds, reap
-from .environment import environment, tool_version
+from ..realize.runtime.process import Ended, StartFailed
+from .cpu import CpuMonitor
+from .environment import environment
+from .place import AnyPlace, NsPlace
 from .result import Measurement
+
+if TYPE_CHECKING:
+    from ..realize.runtime.process import Programs
 
 IPERF3 = "iperf3"
 #: seconds to wait for all servers to listen
@@ -50,7 +61,6 @@ CONNECT_TIMEOUT_MS = 3000
 CLIENT_SLACK_S = 15.0
 #: seconds servers get to exit on their own after the clients finished
 SERVER_GRACE_S = 3.0
-POLL_S = 0.02
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,137 +244,43 @@ def _check_params(flows: int, length: int | None, duration: float, omit: float, 
         raise SpecError(f"bitrate must not be negative, not {bitrate}")
 
 
-def _listening_sockets(ns: str) -> dict[int, set[int]]:
-    """TCP port -> inodes of the sockets in LISTEN state on it inside namespace ``ns``
-    (read from the namespace's own /proc/net tables)."""
-    found: dict[int, set[int]] = {}
-    with netns.entered(ns):
-        for table in ("tcp", "tcp6"):
-            try:
-                with open(f"/proc/thread-self/net/{table}") as f:
-                    next(f, None)
-                    for line in f:
-                        cols = line.split()
-                        if len(cols) > 9 and cols[3] == "0A":
-                            port = int(cols[1].rsplit(":", 1)[1], 16)
-                            found.setdefault(port, set()).add(int(cols[9]))
-            except FileNotFoundError:  # no IPv6 in this kernel
-                continue
-    return found
-
-
-def _socket_inodes(pid: int) -> set[int]:
-    """Inodes of the sockets process ``pid`` holds open."""
-    out: set[int] = set()
-    with contextlib.suppress(FileNotFoundError, ProcessLookupError, PermissionError):
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if link.startswith("socket:["):
-                    out.add(int(link[8:-1]))
-    return out
-
-
-class _Proc:
-    """A started iperf3 process: Popen plus its output files, reaped with rusage."""
-
-    def __init__(self, label: str, ns: str, argv: list[str], owner: list["_Proc"]):
-        self.label = label
-        self.argv = argv
-        self.returncode: int | None = None
-        self.cpu_s: float | None = None
-        self.out: IO[str] = tempfile.TemporaryFile("w+")
-        self.err: IO[str] = tempfile.TemporaryFile("w+")
-        try:
-            self.popen = netns.popen(ns, argv, stdout=self.out, stderr=self.err,
-                                     stdin=subprocess.DEVNULL, text=True)
-        except (OSError, subprocess.SubprocessError) as e:
-            self.close()
-            raise MeasurementError(f"cannot start {argv[0]} ({label}) in {ns}: {e}") from e
-        # registered at once, so a Ctrl-C right after the fork still finds it to end
-        self.pid = self.popen.pid
-        owner.append(self)
-
-    def poll(self) -> bool:
-        """Reap if exited; True once it has."""
-        if self.returncode is not None:
-            return True
-        try:
-            r = reap(self.pid)
-        except ChildProcessError:  # reaped elsewhere; status unknown
-            r = (self.popen.returncode or 0, self.cpu_s or 0.0)
-        if r is None:
-            return False
-        self.returncode, self.cpu_s = r
-        self.popen.returncode = self.returncode
-        return True
-
-    def output(self) -> tuple[str, str]:
-        self.out.seek(0)
-        self.err.seek(0)
-        return self.out.read(), self.err.read()
-
-    def close(self) -> None:
-        self.out.close()
-        self.err.close()
-
-
-def _end(procs: list[_Proc]) -> None:
-    """End by PID every process not yet reaped; sample CPU time first; reap them all."""
-    alive = [p for p in procs if not p.poll()]
-    for p in alive:
-        p.cpu_s = process_cpu_seconds(p.pid)
-    if alive:
-        netns.end_processes([p.pid for p in alive])
-    for p in alive:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.popen.wait(timeout=2)
-        if p.popen.returncode is None:  # survived SIGKILL's grace: should not happen
-            continue
-        p.returncode = p.popen.returncode
-
-
-def _wait_listening(dst: str, servers: list[_Proc], ports: list[int]) -> None:
-    deadline = time.monotonic() + LISTEN_TIMEOUT_S
-    while True:
-        for s in servers:
-            if s.poll():
-                out, err = s.output()
-                msg = err.strip() or out.strip() or f"exit status {s.returncode}"
-                with contextlib.suppress(json.JSONDecodeError, AttributeError):
-                    msg = json.loads(out).get("error") or msg
-                raise MeasurementError(f"iperf3 {s.label} stopped before listening: {msg}")
-        # ready when each port's listening socket is *our* server's (not some other program's)
-        listening = _listening_sockets(dst)
-        if all(listening.get(port, set()) & _socket_inodes(s.pid)
-               for port, s in zip(ports, servers)):
-            return
-        if time.monotonic() > deadline:
-            raise MeasurementError(f"iperf3 servers in {dst} not listening on {ports} "
-                                   f"after {LISTEN_TIMEOUT_S:.0f} s")
-        time.sleep(POLL_S)
-
-
 @dataclass(frozen=True)
 class Target:
-    """One sender -> receiver pair of a several-pair measurement (e.g. one per tenant)."""
+    """One sender -> receiver pair of a several-pair measurement (e.g. one per tenant).
+
+    ``src_at``/``dst_at``: where its clients and servers run (:mod:`.place`: a node's
+    namespace on its host, through the lab's runtime); None: namespaces
+    ``src_netns``/``dst_netns`` of this machine."""
 
     name: str  # the metrics' prefix: pair.<name>.throughput_bps
     src_netns: str
     dst_netns: str
     dst_ip: str
+    src_at: AnyPlace | None = field(default=None, compare=False, repr=False)
+    dst_at: AnyPlace | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "src_netns": self.src_netns, "dst_netns": self.dst_netns,
+                "dst_ip": self.dst_ip}
 
 
 def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, udp: bool = False,
               length: int | None = None, bitrate: str | int | float | None = None,
               zerocopy: bool = False, duration: float = 5, omit: float = 0,
               affinity: str = "auto", base_port: int = 5201,
-              targets: list[Target] | None = None) -> Measurement:
+              targets: list[Target] | None = None, src_at: AnyPlace | None = None,
+              dst_at: AnyPlace | None = None) -> Measurement:
     """Run ``flows`` iperf3 pairs from ``src_netns`` to ``dst_ip`` (an address in ``dst_netns``).
 
-    With ``targets`` the first three arguments are ignored: each target gets ``flows`` flows
-    of its own, all started together in one trial, and each target's received throughput is
-    its own metric ``pair.<name>.throughput_bps`` (beside the totals over every flow).
+    ``src_at``/``dst_at``: where the clients and the servers run (:mod:`.place`: a node's
+    namespace on its host -- this machine, or one driven by its agent); default: namespaces
+    ``src_netns``/``dst_netns`` of this machine.  An end on another host is not pinned to
+    cores (``affinity`` is this machine's), and the measurement's warnings say so.
+
+    With ``targets`` the first three arguments (and the places) are ignored: each target gets
+    ``flows`` flows of its own, all started together in one trial, and each target's received
+    throughput is its own metric ``pair.<name>.throughput_bps`` (beside the totals over every
+    flow).
 
     ``bitrate`` is iperf3's ``-b`` (a number in bit/s or a string such as ``"500M"``; per flow;
     ``0`` is unlimited; unset leaves iperf3's default, which is 1 Mbit/s for UDP).  ``length`` is
@@ -372,19 +288,25 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
     ``"iperf3"``; raises ``MeasurementError`` if any flow fails, ``SpecError`` on bad options,
     ``LabError`` if a namespace does not exist.
     """
-    pairs = targets or [Target("", src_netns, dst_netns, dst_ip)]
+    pairs = targets or [Target("", src_netns, dst_netns, dst_ip, src_at, dst_at)]
     total = flows * len(pairs)
     _check_params(total, length, duration, omit, affinity, base_port, bitrate)
-    for ns in {n for t in pairs for n in (t.src_netns, t.dst_netns)}:
+    named = {n for t in pairs for n, at in ((t.src_netns, t.src_at), (t.dst_netns, t.dst_at))
+             if at is None}
+    for ns in sorted(named):  # namespaces of this machine, named by the caller
         if not netns.exists(ns):
             raise LabError(f"no network namespace {ns!r}")
-    version = tool_version(IPERF3)
-    if version == "absent":
-        raise MeasurementError("iperf3 is not installed")
+    owner = [pairs[i // flows] for i in range(total)]  # flow i belongs to this target
+    clients_at = [t.src_at or NsPlace(t.src_netns) for t in owner]
+    servers_at = [t.dst_at or NsPlace(t.dst_netns) for t in owner]
+    where = {str(p): p for p in clients_at + servers_at}  # each place asked once
+    version = {k: p.iperf3() for k, p in where.items()}
+    plan = [(c if clients_at[i].here else None, s if servers_at[i].here else None)
+            for i, (c, s) in enumerate(core_plan(total, affinity))]
     flow = _Flows(
-        modern=_version_at_least(version, (3, 9)), plan=core_plan(total, affinity),
-        ports=[base_port + i for i in range(total)],
-        owner=[pairs[i // flows] for i in range(total)],  # flow i belongs to this target
+        client_modern=[_version_at_least(version[str(p)], (3, 9)) for p in clients_at],
+        server_modern=[_version_at_least(version[str(p)], (3, 9)) for p in servers_at],
+        plan=plan, ports=[base_port + i for i in range(total)], owner=owner,
         udp=udp, length=length, bitrate=bitrate, zerocopy=zerocopy, duration=duration,
         omit=omit)
     params: dict[str, Any] = {
@@ -393,31 +315,43 @@ def run_iperf(src_netns: str, dst_netns: str, dst_ip: str, *, flows: int = 1, ud
         "duration": duration, "omit": omit, "affinity": affinity, "base_port": base_port,
         "cores": [{"client": c, "server": s} for c, s in flow.plan],
     }
-    servers: list[_Proc] = []
-    clients: list[_Proc] = []
+    servers: list[_Group] = []
+    clients: list[_Group] = []
     mon = CpuMonitor()
     try:
-        _start_servers(flow, servers)
+        _start_servers(flow, servers_at, servers)
         with mon:
-            _run_clients(flow, clients)
-        docs = _client_docs(clients)
+            client_ends = _run_clients(flow, clients_at, clients)
+        docs = _client_docs(flow, client_ends)
         # one-off servers exit once their client is done; give them a moment, then end them
-        grace = time.monotonic() + SERVER_GRACE_S
-        while not all(srv.poll() for srv in servers) and time.monotonic() < grace:
-            time.sleep(POLL_S)
-        _end(servers)
-        return _measurement(flow, params, targets, docs, clients, servers, mon)
+        server_ends = _ends(servers, time.monotonic() + SERVER_GRACE_S)
+        m = _measurement(flow, params, targets, docs, client_ends, server_ends, mon)
+        far = sorted({p.host or str(p) for p in where.values() if not p.here})
+        if far:
+            m.extra["warnings"] = [far_warning(far, affinity)]
+        return m
     finally:
-        _end(clients + servers)
-        for proc in clients + servers:
-            proc.close()
+        for g in clients + servers:
+            with contextlib.suppress(SfclabError):  # its host's agent did not answer: down
+                g.held.end(0)                         # ends what it left there
+
+
+def far_warning(hosts: list[str], affinity: str) -> str:
+    """What differs from a run here when ends ran on ``hosts``, reached through their agents."""
+    return (f"iperf3 ran on host(s) {', '.join(hosts)}, reached through their agents"
+            + (": its servers and clients there were not pinned to cores" if affinity == "auto"
+               else "")
+            + "; the environment and the per-core CPU figures are this machine's, not theirs")
 
 
 @dataclass
 class _Flows:
     """One trial's flows: flow ``i`` runs on ``ports[i]`` with the cores ``plan[i]`` (client,
-    server) for the target ``owner[i]``; the rest are iperf3's options, the same for all."""
-    modern: bool  # iperf3 3.9 or later: idle and connect timeouts
+    server) for the target ``owner[i]``; the rest are iperf3's options, the same for all.
+    ``client_modern``/``server_modern``: flow *i*'s client/server is iperf3 3.9 or later
+    where it runs (idle and connect timeouts)."""
+    client_modern: list[bool]
+    server_modern: list[bool]
     plan: list[tuple[int | None, int | None]]
     ports: list[int]
     owner: list[Target]
@@ -430,7 +364,7 @@ class _Flows:
 
     def server_argv(self, i: int) -> list[str]:
         argv = [IPERF3, "-s", "-1", "-J", "-p", str(self.ports[i])]
-        if self.modern:
+        if self.server_modern[i]:
             argv += ["--idle-timeout", str(int(self.duration + self.omit + 30))]
         if self.plan[i][1] is not None:
             argv += ["-A", str(self.plan[i][1])]
@@ -439,7 +373,7 @@ class _Flows:
     def client_argv(self, i: int) -> list[str]:
         argv = [IPERF3, "-c", self.owner[i].dst_ip, "-p", str(self.ports[i]), "-J",
                 "-t", _num(self.duration), "-O", _num(self.omit)]
-        if self.modern:
+        if self.client_modern[i]:
             argv += ["--connect-timeout", str(CONNECT_TIMEOUT_MS)]
         if self.udp:
             argv.append("-u")
@@ -454,44 +388,96 @@ class _Flows:
         return argv
 
 
-def _start_servers(flow: _Flows, servers: list[_Proc]) -> None:
-    """A one-off server per flow, in its target's namespace; return once all listen."""
-    for i, port in enumerate(flow.ports):
-        _Proc(f"server {i} (port {port})", flow.owner[i].dst_netns, flow.server_argv(i), servers)
-    for ns in dict.fromkeys(t.dst_netns for t in flow.owner):
-        mine = [i for i in range(len(flow.ports)) if flow.owner[i].dst_netns == ns]
-        _wait_listening(ns, [servers[i] for i in mine], [flow.ports[i] for i in mine])
+@dataclass
+class _Group:
+    """The flows ``flows`` (indices) whose servers, or clients, run at ``at``: held as one."""
+    flows: list[int]
+    at: AnyPlace
+    held: Programs
 
 
-def _run_clients(flow: _Flows, clients: list[_Proc]) -> None:
-    """Start every client together and wait for all to end (bounded)."""
-    for i, port in enumerate(flow.ports):
-        _Proc(f"flow {i} (port {port})", flow.owner[i].src_netns, flow.client_argv(i), clients)
+def _by_place(places: list[AnyPlace]) -> list[tuple[AnyPlace, list[int]]]:
+    """The flows by where their program runs: one group per namespace (of a host)."""
+    groups: dict[str, tuple[AnyPlace, list[int]]] = {}
+    for i, p in enumerate(places):
+        groups.setdefault(str(p), (p, []))[1].append(i)
+    return list(groups.values())
+
+
+def _start_servers(flow: _Flows, places: list[AnyPlace], servers: list[_Group]) -> None:
+    """A one-off server per flow, in its target's namespace where it is; return once all
+    listen (each on its port, its own socket: a port another program holds is an error)."""
+    for at, idx in _by_place(places):
+        ports = [flow.ports[i] for i in idx]
+        try:
+            held = at.spawn_all([flow.server_argv(i) for i in idx], listen=ports,
+                                timeout=LISTEN_TIMEOUT_S)
+        except StartFailed as e:
+            if e.index is None:
+                raise MeasurementError(f"iperf3 servers in {at} not listening on {ports} "
+                                       f"after {LISTEN_TIMEOUT_S:.0f} s") from None
+            i = idx[e.index]
+            label = f"server {i} (port {flow.ports[i]})"
+            if e.ended is None:
+                raise MeasurementError(f"iperf3 {label}: {e.why}") from None
+            msg = (e.ended.stderr.strip() or e.ended.stdout.strip()
+                   or f"exit status {e.ended.status}")
+            with contextlib.suppress(json.JSONDecodeError, AttributeError):
+                msg = json.loads(e.ended.stdout).get("error") or msg
+            raise MeasurementError(f"iperf3 {label} stopped before listening: {msg}") from None
+        except RealizeError as e:  # its host's agent, in one line
+            raise MeasurementError(f"iperf3 servers in {at}: {e}") from e
+        servers.append(_Group(idx, at, held))
+
+
+def _run_clients(flow: _Flows, places: list[AnyPlace], clients: list[_Group]) -> list[Ended]:
+    """Start every client together and wait for all to end (bounded); how each ended."""
+    for at, idx in _by_place(places):
+        try:
+            held = at.spawn_all([flow.client_argv(i) for i in idx])
+        except StartFailed as e:
+            i = idx[e.index or 0]
+            raise MeasurementError(f"iperf3 flow {i} (port {flow.ports[i]}): {e.why}") from None
+        except RealizeError as e:
+            raise MeasurementError(f"iperf3 clients in {at}: {e}") from e
+        clients.append(_Group(idx, at, held))
     deadline = (time.monotonic() + flow.duration + flow.omit + CLIENT_SLACK_S
                 + CONNECT_TIMEOUT_MS / 1e3)
-    while not all(c.poll() for c in clients):
-        if time.monotonic() > deadline:
-            raise MeasurementError(f"iperf3 clients still running {CLIENT_SLACK_S:.0f} s "
-                                   "after the test should have ended")
-        time.sleep(POLL_S)
+    ends = _ends(clients, deadline)
+    if not all(e.itself for e in ends):
+        raise MeasurementError(f"iperf3 clients still running {CLIENT_SLACK_S:.0f} s "
+                               "after the test should have ended")
+    return ends
 
 
-def _client_docs(clients: list[_Proc]) -> list[dict[str, Any]]:
+def _ends(groups: list[_Group], deadline: float) -> list[Ended]:
+    """Each group given until ``deadline`` to end by itself, the rest ended; how each flow's
+    program ended, in flow order."""
+    by_flow: dict[int, Ended] = {}
+    for g in groups:
+        try:
+            got = g.held.end(max(deadline - time.monotonic(), 0.0))
+        except RealizeError as e:
+            raise MeasurementError(f"iperf3 in {g.at}: {e}") from e
+        by_flow.update(zip(g.flows, got))
+    return [by_flow[i] for i in sorted(by_flow)]
+
+
+def _client_docs(flow: _Flows, clients: list[Ended]) -> list[dict[str, Any]]:
     """Each client's JSON report; every flow that failed is named in one error."""
     docs, errors = [], []
-    for c in clients:
-        out, err = c.output()
+    for i, c in enumerate(clients):
         try:
-            docs.append(load_client_output(out, err, c.returncode or 0))
+            docs.append(load_client_output(c.stdout, c.stderr, c.status or 0))
         except MeasurementError as e:
-            errors.append(f"iperf3 {c.label}: {e}")
+            errors.append(f"iperf3 flow {i} (port {flow.ports[i]}): {e}")
     if errors:
         raise MeasurementError("; ".join(errors))
     return docs
 
 
 def _measurement(flow: _Flows, params: dict[str, Any], targets: list[Target] | None,
-                 docs: list[dict[str, Any]], clients: list[_Proc], servers: list[_Proc],
+                 docs: list[dict[str, Any]], clients: list[Ended], servers: list[Ended],
                  mon: CpuMonitor) -> Measurement:
     """The trial's measurement: totals, per target and per flow, with the processes' CPU."""
     flow_results = [parse_flow(d) for d in docs]
@@ -500,7 +486,7 @@ def _measurement(flow: _Flows, params: dict[str, Any], targets: list[Target] | N
         for t in targets:
             metrics[f"pair.{t.name}.throughput_bps"] = sum(
                 fr.received_bps for fr, o in zip(flow_results, flow.owner) if o is t)
-        params["pairs"] = [asdict(t) for t in targets]
+        params["pairs"] = [t.to_dict() for t in targets]
     per_flow = []
     for i, (fr, (cc, sc)) in enumerate(zip(flow_results, flow.plan)):
         d = fr.to_dict()
@@ -513,11 +499,10 @@ def _measurement(flow: _Flows, params: dict[str, Any], targets: list[Target] | N
         mon.add_process(f"server{i}", srv.pid, srv.cpu_s)
     server_docs = []
     for srv in servers:
-        out, _ = srv.output()
         try:
-            server_docs.append(json.loads(out))
+            server_docs.append(json.loads(srv.stdout))
         except json.JSONDecodeError:
-            server_docs.append({"unparsed": out[-4000:]})
+            server_docs.append({"unparsed": srv.stdout[-4000:]})
     return Measurement(
         type="iperf3", params=params, metrics=metrics, environment=environment(),
         cpu=mon.result, raw={"clients": docs, "servers": server_docs},

@@ -9,8 +9,13 @@ Each end runs where its node is (:mod:`.place`): in its namespace here, or on it
 the lab's runtime (a host driven over SSH, a Kubernetes Node: the host's agent runs the sender
 and holds the receiver).  A packet measurement between nodes of such hosts (``rate``, ``ndr``,
 ``latency``) runs without what only this machine's kernel allows -- pinned cores, the first
-hop steered, the loss locator, the xdp engine (refused) -- and says so in its warnings;
-``iperf`` there is refused, naming the node and its host.
+hop steered, the loss locator, the xdp engine (refused) -- and says so in its warnings.
+``iperf`` runs there too, either end or both: the iperf3 servers are started in the
+destination node's namespace on its host and held there by the host's agent until they
+listen, the clients run in the source node's namespace on its host, their JSON comes back, and
+the servers are ended and read (:mod:`.iperf`; a failure at any point ends what was started).
+Its result is the one of a run here (the same fields and units); its ends there are not
+pinned to cores, and its warnings say so.
 """
 
 from __future__ import annotations
@@ -89,15 +94,6 @@ class Endpoints:
         host = self.plan.host_of(node)
         rt = runtime_at(self.state, self.plan, host)
         return Place(rt, rt.reached_as(host), ns)
-
-    def refuse_far(self, what: str) -> None:
-        """:class:`LabError` for ``what``, which needs both ends in this machine's kernel."""
-        for p, node in ((self.src_at, self.src), (self.dst_at, self.dst)):
-            if not p.here:
-                raise LabError(f"node '{node}' runs on host '{p.host}', reached through its "
-                               f"agent: {what} needs both ends on this machine; use 'sfclab "
-                               f"traffic rate' or 'ndr' (run there by the host's agent), or "
-                               f"'sfclab exec {self.lab} {node} -- iperf3 ...'")
 
     def check_size(self, size: int | str) -> None:
         if size == "imix":
@@ -333,14 +329,13 @@ def iperf(lab: str, r: IperfRequest) -> Measurement:
     from .iperf import Target
 
     every = [Endpoints(lab, p.from_, p.to, r.ip) for p in r.pairs_or_one()]
-    for e in every:
-        e.refuse_far("traffic iperf")
     ends = every[0]
-    targets = [Target(str(p), e.src_netns, e.dst_netns, e.dst_ip)
+    targets = [Target(str(p), e.src_netns, e.dst_netns, e.dst_ip, e.src_at, e.dst_at)
                for p, e in zip(r.pairs, every)] or None
     m = run_iperf(ends.src_netns, ends.dst_netns, ends.dst_ip, flows=r.flows, udp=r.udp,
                   length=r.length, bitrate=r.bitrate, zerocopy=r.zerocopy, duration=r.duration,
-                  omit=r.omit, affinity=r.affinity, targets=targets)
+                  omit=r.omit, affinity=r.affinity, targets=targets, src_at=ends.src_at,
+                  dst_at=ends.dst_at)
     if targets:
         m.extra["pairs"] = [e.describe() for e in every]
     return _finish(m, ends, None)

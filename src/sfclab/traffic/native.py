@@ -30,15 +30,12 @@ from ..spec.generator import ENGINES, SINKS
 from . import histogram
 from .cpu import read_proc_stat, usage
 from .generator import PacketGenerator, Trial
-from .place import NsPlace, Place
+from .place import AnyPlace, NsPlace
 from .window import window_counts
 
 if TYPE_CHECKING:
     from ..realize.runtime.process import Process
     from . import xdp_path
-
-#: where a program of the generator runs
-AnyPlace = NsPlace | Place
 
 #: UDP port of the sink unless told otherwise (any free port in the destination namespace)
 DEFAULT_PORT = 7999

@@ -15,8 +15,9 @@ table names them, module by module, here, once, and refuses a verb two modules d
 - :mod:`.agent_containers`: ``container-check`` (an added instance's container, checked on the
   host it is placed on);
 - :mod:`.agent_health`: ``chain-watch``, ``chain-health`` (the host's watcher);
-- :mod:`.agent_proc`: ``proc-run``, ``proc-start``, ``proc-read``, ``proc-end``, ``tools``
-  (programs in the lab's namespaces: ``exec``, ``traffic``).
+- :mod:`.agent_proc`: ``proc-run``, ``proc-start``, ``proc-read``, ``proc-end``,
+  ``procs-start``, ``procs-end``, ``tools`` (programs in the lab's namespaces: ``exec``,
+  ``traffic``; the ``procs-`` verbs hold programs started together, ``traffic iperf``'s).
 
 The table is lazy: a verb's module is imported when the verb is called, not before.  Each
 call over SSH is a fresh Python that runs one verb, so importing every agent module (the
@@ -48,7 +49,7 @@ MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sfclab.live.runtime.agent_containers": (("container-check",), ()),
     "sfclab.live.runtime.agent_health": (("chain-watch", "chain-health"), ()),
     "sfclab.live.runtime.agent_proc": (("proc-run", "proc-start", "proc-read", "proc-end",
-                                        "tools"), ()),
+                                        "procs-start", "procs-end", "tools"), ()),
 }
 
 

@@ -13,8 +13,9 @@ Everything above that is written once, here and in :mod:`sfclab.live.runtime.age
 chains' data plane as every host's share merged (:class:`Snapshot`: a node's counters on its
 host, a path's on its ingress's host), classifier entries written by each ingress's host
 (:meth:`AgentHosts.write_rows`), one ``chain trace`` step at the ingress
-(:meth:`AgentHosts.probe`), and a long-running program in a node's namespace there
-(:meth:`AgentHosts.spawn`: :class:`~.process.AgentProcess`).
+(:meth:`AgentHosts.probe`), a long-running program in a node's namespace there
+(:meth:`AgentHosts.spawn`: :class:`~.process.AgentProcess`) and programs started together
+and held as one there (:meth:`AgentHosts.spawn_all`: :class:`~.process.AgentPrograms`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 from ...errors import LabError
 from ...plan.model import Plan
 from .base import HostRuntime
-from .process import AgentProcess
+from .process import AgentProcess, AgentPrograms
 
 if TYPE_CHECKING:
     from ...plan.classifier_rows import Row
@@ -85,6 +86,12 @@ class AgentHosts(HostRuntime):
         t = self.target(host)
         return AgentProcess(lambda verb, req, timeout: self.call(t, verb, req, timeout=timeout),
                             self.state.name, ns, argv)
+
+    def spawn_all(self, host: str | None, ns: str, argvs: list[list[str]], *,
+                  listen: list[int] | None = None, timeout: float = 5.0) -> AgentPrograms:
+        t = self.target(host)
+        return AgentPrograms(lambda verb, req, wait: self.call(t, verb, req, timeout=wait),
+                             self.state.name, ns, argvs, listen, timeout)
 
     def tools(self, host: str | None) -> dict[str, Any]:
         return self.call(self.target(host), "tools", {}, timeout=60)

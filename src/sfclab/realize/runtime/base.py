@@ -35,7 +35,7 @@ from ..teardown import TeardownReport
 
 if TYPE_CHECKING:
     from ...spec.lab import Lab
-    from .process import Process
+    from .process import Process, Programs
 
 Progress = Callable[[str], None]
 
@@ -117,9 +117,19 @@ class HostRuntime(ABC):
         caller (:mod:`.process`: a measurement's receiver)."""
 
     @abstractmethod
+    def spawn_all(self, host: str | None, ns: str, argvs: list[list[str]], *,
+                  listen: list[int] | None = None, timeout: float = 5.0) -> Programs:
+        """``argvs`` started together in namespace ``ns`` of ``host`` and held as one by the
+        caller until it ends them (:mod:`.process`: a measurement's iperf3 servers or
+        clients); with ``listen``, returned once program *i* holds a listening TCP socket of
+        its own on port ``listen[i]`` (:class:`~.process.StartFailed` if one stops first, or
+        they do not all within ``timeout`` seconds: every one started is ended)."""
+
+    @abstractmethod
     def tools(self, host: str | None) -> dict[str, Any]:
         """Where ``host`` has the programs a measurement runs (``sfcgen``: its path there,
-        or None with ``why``); empty: the host is this machine, whose own the caller knows."""
+        or None with ``why``; ``iperf3``: its version there, ``absent`` without one); empty:
+        the host is this machine, whose own the caller knows."""
 
     # --- the chains' data plane ------------------------------------------------------------
     @abstractmethod

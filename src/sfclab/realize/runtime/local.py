@@ -21,7 +21,7 @@ from .. import change
 from ..kinds import TABLE
 from ..teardown import TeardownReport, teardown
 from .base import HostRuntime, Progress
-from .process import LocalProcess
+from .process import LocalProcess, LocalPrograms
 
 if TYPE_CHECKING:
     from ...spec.lab import Lab
@@ -108,6 +108,10 @@ class LocalRuntime(HostRuntime):
 
     def spawn(self, host: str | None, ns: str, argv: list[str]) -> LocalProcess:
         return LocalProcess(ns, argv)
+
+    def spawn_all(self, host: str | None, ns: str, argvs: list[list[str]], *,
+                  listen: list[int] | None = None, timeout: float = 5.0) -> LocalPrograms:
+        return LocalPrograms(ns, argvs, listen, timeout)
 
     def tools(self, host: str | None) -> dict[str, Any]:
         return {}  # this machine's own
