@@ -133,3 +133,35 @@ def test_a_long_wait_is_several_calls_that_end_nothing_early(monkeypatch, held):
     assert [e.itself for e in got] == [True, True] and [e.status for e in got] == [0, 1]
     waits = [(c["wait"], c["end"]) for c in calls]
     assert len(waits) >= 3 and all(w <= 0.2 and not e for w, e in waits)
+
+
+@pytest.mark.parametrize("bad", ["../../etc/passwd", "0123456789AB", "0123456789a", 12, None])
+@pytest.mark.parametrize("verb", [agent_proc.read, agent_proc.end])
+def test_a_program_id_that_is_not_one_proc_start_made_is_refused_before_any_file(
+        verb, bad, monkeypatch, tmp_path):
+    """``proc-read`` and ``proc-end`` take the id ``proc-start`` answered (12 hex digits): any
+    other is refused with the place, never read as a path."""
+    monkeypatch.setattr(agent_proc, "_procs", lambda lab: tmp_path)
+    with pytest.raises(SpecError, match="12 hex digits") as e:
+        verb({"lab": "x", "id": bad})
+    assert e.value.place == "id"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_signal_reaches_the_recorded_process_only_while_it_is_that_process():
+    """``_signal`` opens a pidfd, then checks the start time: a record whose start time is not
+    the running process's (a PID reused) is never signalled."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        rec = {"pid": p.pid, "start": agent_proc._start_time(p.pid)}
+        agent_proc._signal({**rec, "start": "1"}, 15)  # another process's record
+        time.sleep(0.2)
+        assert p.poll() is None
+        agent_proc._signal(rec, 15)
+        assert p.wait(timeout=5) == -15
+    finally:
+        p.kill()
+        p.wait()

@@ -88,7 +88,7 @@ MAX_LISTEN_S = 60.0
 PAGE_BYTES = 256 << 10
 #: what ``procs-end`` gives a program to end after SIGTERM before SIGKILL (seconds)
 END_GRACE_S = 1.0
-#: a group's name, as ``procs-start`` made it
+#: a group's name, as ``procs-start`` made it, and a program's id, as ``proc-start`` made it
 GROUP = re.compile(r"[0-9a-f]{12}")
 
 
@@ -153,8 +153,32 @@ def _runs(pid: int, start: str | None) -> bool:
     return stat[0] != "Z" and stat[19] == start
 
 
+def _id(req: dict[str, Any]) -> str:
+    """The request's program id (what ``proc-start`` answered: 12 hex digits, the stem of the
+    program's files), else :class:`SpecError`: never a path."""
+    pid = req.get("id")
+    if not isinstance(pid, str) or not GROUP.fullmatch(pid):
+        raise SpecError(f"expected a program id of 12 hex digits, got {pid!r}", place="id")
+    return pid
+
+
 def _record(d: Path, pid: str) -> dict[str, Any]:
     return json.loads((d / f"{pid}.json").read_text())
+
+
+def _signal(rec: dict[str, Any], sig: int) -> None:
+    """``sig`` to the recorded process through a pidfd opened first, then checked to be that
+    process (its start time): a PID reused since is never reached."""
+    try:
+        fd = os.pidfd_open(int(rec["pid"]))
+    except (ProcessLookupError, OSError):
+        return
+    try:
+        if _alive(rec):
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(fd, sig)
+    finally:
+        os.close(fd)
 
 
 def start(req: dict[str, Any]) -> dict[str, Any]:
@@ -200,10 +224,10 @@ def _lines(d: Path, pid: str, offset: int) -> tuple[list[str], int]:
 
 def read(req: dict[str, Any]) -> dict[str, Any]:
     d = _procs(str(req["lab"]))
-    pid, offset = str(req["id"]), int(req.get("offset") or 0)
+    pid, offset = _id(req), int(req.get("offset") or 0)
     rec = _record(d, pid)
-    if req.get("signal") is not None and _alive(rec):
-        os.kill(int(rec["pid"]), int(req["signal"]))
+    if req.get("signal") is not None:
+        _signal(rec, int(req["signal"]))
     deadline = time.monotonic() + float(req.get("timeout") or 0)
     while True:
         lines, after = _lines(d, pid, offset)
@@ -218,12 +242,11 @@ def read(req: dict[str, Any]) -> dict[str, Any]:
 
 def end(req: dict[str, Any]) -> dict[str, Any]:
     d = _procs(str(req["lab"]))
-    pid = str(req["id"])
+    pid = _id(req)
     rec = _record(d, pid)
     grace = float(req.get("grace") or 1.0)
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        if _alive(rec):
-            os.kill(int(rec["pid"]), sig)
+        _signal(rec, sig)
         deadline = time.monotonic() + wait
         while _status(d, pid) is None and time.monotonic() < deadline:
             time.sleep(0.01)
