@@ -23,7 +23,7 @@ from sfclab.live.ops import chains
 from .test_chain_ops import counters
 from .test_encap_live import under_encap
 from .test_sfc import FW, HOST, Capture, lab_dict, line, node_counters, running
-from .test_sfc_family import RECEIVER, SENDER
+from .test_sfc_family import RECEIVER, SENDER, UNTIL_SENT
 
 #: an IPv6 firewall: drops UDP to port 7101 of the lab's IPv6 addresses, passes the rest
 FW6 = {"kind": "firewall", "rules": [{"action": "drop", "proto": "udp", "dst": "2001:2::/48",
@@ -50,8 +50,8 @@ def test_ipv4_and_ipv6_flows_take_their_chains_through_an_ipv6_firewall(encap: s
         dst4, dst6 = str(lab.address("dst")), str(lab._plan().address_of("dst", 6))
         rx = {}
         for port in (7100, 7101):
-            rx[port] = lab.popen("dst", [sys.executable, "-c", RECEIVER, str(port), "8"],
-                                 stdout=subprocess.PIPE, text=True)
+            rx[port] = lab.popen("dst", [sys.executable, "-c", RECEIVER, str(port), *UNTIL_SENT],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             assert rx[port].stdout is not None
             assert rx[port].stdout.readline().strip() == "ready"
         caps = {n: Capture(lab, n, "eth0", 7.0) for n in ("f4", "fw6", "dst")}
@@ -98,8 +98,8 @@ def test_an_ipv6_flow_keeps_its_chain_through_a_function_that_loses_the_mark(enc
                                            "family": "ipv6"}],
                           "functions": ["t", "f2"], "egress": "dst", "encap": encap}})
     with running({**d, "ip": "dual"}) as lab:
-        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", "5"],
-                       stdout=subprocess.PIPE, text=True)
+        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", *UNTIL_SENT],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
         out_t = Capture(lab, "t", "eth1", 4.0)  # what t's proxy sent on toward f2
         before = node_counters(lab)
@@ -138,8 +138,8 @@ def test_the_classifier_walks_ipv6_extension_headers_to_the_ports() -> None:
                           "functions": ["f1"], "egress": "dst"}})
     with running({**d, "ip": "dual"}) as lab:
         dst6 = str(lab._plan().address_of("dst", 6))
-        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", "5"],
-                       stdout=subprocess.PIPE, text=True)
+        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", *UNTIL_SENT],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
         wire = Capture(lab, "src", "eth0", 4.0)
         before = node_counters(lab)
@@ -204,8 +204,9 @@ def test_an_ipv6_only_lab_chains_through_a_firewall_and_nat66(encap: str, tmp_pa
         mid = node_counters(lab)
         for end in ("src", "dst"):  # both ways classified
             assert mid[end]["classified"] > before[end]["classified"], end
-        rx = {p: lab.popen("dst", [sys.executable, "-c", RECEIVER, str(p), "5"],
-                           stdout=subprocess.PIPE, text=True) for p in (7100, 7101)}
+        rx = {p: lab.popen("dst", [sys.executable, "-c", RECEIVER, str(p), *UNTIL_SENT],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+              for p in (7100, 7101)}
         for r in rx.values():
             assert r.stdout is not None and r.stdout.readline().strip() == "ready"
         for port in (7100, 7101):
@@ -240,8 +241,8 @@ def test_an_ipv6_only_lab_chains_through_a_firewall_and_nat66(encap: str, tmp_pa
         cp = subprocess.run([sys.executable, "-m", "sfclab.cli", "chain", "add", lab.name,
                              str(f)], capture_output=True, text=True, timeout=120)
         assert cp.returncode == 0, cp.stderr
-        rx7300 = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7300", "4"],
-                           stdout=subprocess.PIPE, text=True)
+        rx7300 = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7300", *UNTIL_SENT],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert rx7300.stdout is not None and rx7300.stdout.readline().strip() == "ready"
         c0 = counters(lab.name)
         lab.exec("src", [sys.executable, "-c", SENDER, dst6, "7300", "10"])

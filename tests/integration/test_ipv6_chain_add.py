@@ -16,15 +16,15 @@ from sfclab.live.ops import add as chain_add
 from sfclab.live.ops import hostops, migrate
 
 from .test_chain_ops import base_lab, chain_file, counters, running
-from .test_sfc_family import RECEIVER, SENDER
+from .test_sfc_family import RECEIVER, SENDER, UNTIL_SENT
 
 PORT = 7300
 
 
 def _through(lab, n: int = 20) -> dict[str, int]:
     """``n`` IPv6 datagrams src -> dst:PORT; what dst received, by family."""
-    rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, str(PORT), "3"],
-                   stdout=subprocess.PIPE, text=True)
+    rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, str(PORT), *UNTIL_SENT],
+                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
     lab.exec("src", [sys.executable, "-c", SENDER, str(lab.address("dst", 6)), str(PORT), str(n)])
     return json.loads(rx.communicate(timeout=30)[0].strip().splitlines()[-1])

@@ -21,7 +21,7 @@ from sfclab.realize.kinds import load_lab_dict
 
 from .labtools import nothing_left
 from .sshd import ssh_machines
-from .test_sfc_family import RECEIVER, SENDER
+from .test_sfc_family import RECEIVER, SENDER, UNTIL_SENT
 from .test_ssh_chains import chain_lab
 
 pytestmark = pytest.mark.long  # scheduled first (tests/conftest.py)
@@ -52,8 +52,8 @@ def test_dual_stack_over_ssh_hosts_inspects_and_adds_ipv6(lab_name: str, tmp_pat
             assert "2001:2:0:ffff::2/64" in addr, addr
             assert "default via 2001:2:0:ffff::1" in netns.run(ns, ["ip", "-6", "route"]).stdout
             rx = subprocess.Popen(["ip", "netns", "exec", plan.netns_of("dst"), sys.executable,
-                                   "-c", RECEIVER, str(PORT), "4"], stdout=subprocess.PIPE,
-                                  text=True)
+                                   "-c", RECEIVER, str(PORT), *UNTIL_SENT],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
             subprocess.run(["ip", "netns", "exec", plan.netns_of("src"), sys.executable, "-c",
                             SENDER, str(plan.address_of("dst", 6)), str(PORT), "20"],

@@ -23,7 +23,7 @@ from sfclab.realize.dataplane import DataPlane, nsh_key
 from .test_sfc import (FW, HOST, ROUTER, TOPOLOGIES, Capture, echo,
                        lab_dict, line, nat_chain_lab, node_counters, running, send, steering,
                        tcp_through_the_nat_both_ways)
-from .test_sfc_family import RECEIVER, SENDER
+from .test_sfc_family import RECEIVER, SENDER, UNTIL_SENT
 
 
 def nsh_chain(fns: list[str], **kw: object) -> dict:
@@ -147,8 +147,8 @@ def test_an_ipv6_flow_through_an_nsh_chain() -> None:
                           "functions": ["f1"], "egress": "dst", "encap": "nsh"}})
     with running({**d, "ip": "dual"}) as lab:
         dst6 = lab._plan().address_of("dst", 6)
-        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", "5"],
-                       stdout=subprocess.PIPE, text=True)
+        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", *UNTIL_SENT],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
         at_f1 = Capture(lab, "f1", "eth0", 4.0)
         wire = Capture(lab, "f1", "eth1", 4.0)

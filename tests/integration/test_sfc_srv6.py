@@ -24,7 +24,7 @@ from .test_chain_ops import counters as live_counters
 from .test_sfc import (FW, HOST, ROUTER, TOPOLOGIES, Capture, echo,
                        lab_dict, line, nat_chain_lab, node_counters, running, send, steering,
                        tcp_through_the_nat_both_ways)
-from .test_sfc_family import RECEIVER, SENDER
+from .test_sfc_family import RECEIVER, SENDER, UNTIL_SENT
 
 
 def live_plan(lab: str) -> Any:
@@ -131,8 +131,8 @@ def test_an_ipv4_and_an_ipv6_flow_each_through_an_srv6_chain() -> None:
                           "functions": ["f2"], "egress": "dst", "encap": "srv6"}})
     with running({**d, "ip": "dual"}) as lab:
         dst6 = lab._plan().address_of("dst", 6)
-        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", "6"],
-                       stdout=subprocess.PIPE, text=True)
+        rx = lab.popen("dst", [sys.executable, "-c", RECEIVER, "7100", *UNTIL_SENT],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
         at_f2 = Capture(lab, "f2", "eth0", 5.0)
         at_dst = Capture(lab, "dst", "eth0", 5.0)
