@@ -126,8 +126,13 @@ counts = {p: 0 for p in ports}
 ttls, srcs = set(), set()
 print("ready", flush=True)
 end = time.time() + dur
+watch = [*socks, sys.stdin] if sys.argv[3:4] == ["until-eof"] else list(socks)
 while time.time() < end:
-    for s in select.select(list(socks), [], [], 0.05)[0]:
+    for s in select.select(watch, [], [], 0.05)[0]:
+        if s is sys.stdin:
+            if not sys.stdin.read(1):  # the test has sent everything: 1 s more, then stop
+                end, watch = min(end, time.time() + 1.0), list(socks)
+            continue
         data, anc, _, addr = s.recvmsg(4096, 64)
         counts[socks[s]] += 1
         srcs.add(addr[0])
@@ -152,15 +157,19 @@ for i in range(n):
 
 
 def udp_exchange(lab: Chain, sender: str, receiver: str, ports: list[int], n: int,
-                 duration: float = 3.0, to: str | None = None) -> dict[str, Any]:
-    """Send ``n`` datagrams to each port from ``sender`` to ``receiver``; what arrived."""
+                 to: str | None = None) -> dict[str, Any]:
+    """Send ``n`` datagrams to each port from ``sender`` to ``receiver``; what arrived.  The
+    receiver counts until the sender has returned (its standard input closed by
+    ``communicate``), then one second more for what is still on its way (60 s at most): no
+    fixed window that a sender started late on a loaded machine could send past."""
     plist = ",".join(map(str, ports))
-    rx = lab.popen(receiver, [sys.executable, "-c", UDP_RECEIVER, plist, str(duration)])
+    rx = lab.popen(receiver, [sys.executable, "-c", UDP_RECEIVER, plist, "60", "until-eof"],
+                   stdin=subprocess.PIPE)
     assert rx.stdout is not None
     assert rx.stdout.readline().strip() == "ready"
     lab.exec(sender, [sys.executable, "-c", UDP_SENDER, to or str(lab.address(receiver)),
                       plist, str(n)])
-    out, err = rx.communicate(timeout=duration + 10)
+    out, err = rx.communicate(timeout=70)
     assert rx.returncode == 0, err
     res = json.loads(out.strip().splitlines()[-1])
     res["counts"] = {int(k): v for k, v in res["counts"].items()}

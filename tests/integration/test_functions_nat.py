@@ -25,7 +25,7 @@ def test_masquerade_and_port_forward(tmp_path):
     params = {"outside": "dst", "forward": [{"proto": "tcp", "port": 8080, "to": "198.18.1.2:80"}]}
     with chain("nat", params, tmp_path) as lab:
         # inside → outside: the receiver sees the NAT's outside address
-        res = udp_exchange(lab, "src", "dst", [7000], 5, duration=1.5)
+        res = udp_exchange(lab, "src", "dst", [7000], 5)
         assert res["counts"] == {7000: 5}
         assert res["sources"] == ["198.18.2.1"]
         srv = lab.popen("dst", [sys.executable, "-c", TCP_SERVER, "9000"])

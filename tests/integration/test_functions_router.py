@@ -7,7 +7,7 @@ from tests.integration.chains import UDP_RECEIVER, UDP_SENDER, chain, udp_exchan
 
 def test_router_forwards_and_sets_sysctls(tmp_path):
     with chain("router", {"rp_filter": 2, "ttl": 33}, tmp_path) as lab:
-        res = udp_exchange(lab, "src", "dst", [7001], 10, duration=1.5)
+        res = udp_exchange(lab, "src", "dst", [7001], 10)
         assert res["counts"] == {7001: 10}
         assert res["ttls"] == [254]                 # src's 255 (every lab's default), minus one hop
         info = lab.inspect()["nodes"]["fn"]["sysctls"]

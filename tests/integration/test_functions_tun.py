@@ -28,7 +28,7 @@ def test_tun_counter_matches_packets_sent(tmp_path):
     with chain("tun", {"exec": COUNTER, "cpu": 1}, tmp_path) as lab:
         fn = lab.function("fn")
         _wait_running(fn, fn.stats_path)
-        res = udp_exchange(lab, "src", "dst", [7000, 7001], 25, duration=2.0)
+        res = udp_exchange(lab, "src", "dst", [7000, 7001], 25)
         assert res["counts"] == {7000: 25, 7001: 25}
         info = lab.inspect()["nodes"]["fn"]
         assert info["running"]
