@@ -1,20 +1,43 @@
 """Packet helpers for the SFC tests, run inside a lab namespace (``python3 -m ...``):
 
-    capture IFACE SECONDS      every frame seen on IFACE (AF_PACKET), as JSON lines:
+    capture IFACE SECONDS [until-eof]
+                               every frame seen on IFACE (AF_PACKET), as JSON lines:
                                direction, length, ethertype, MPLS labels (label, bottom, TTL),
                                an SRv6 outer header and SRH (``srh``), the inner 5-tuple
     udp-send DST SPORT DPORT N  N datagrams from SPORT to DST:DPORT
     udp-flows DST DPORT SPORT0 N  N flows of one datagram each (source ports SPORT0 ...)
-    udp-echo PORT SECONDS      answer every datagram to PORT, print how many
+    udp-echo PORT SECONDS [until-eof]
+                               answer every datagram to PORT, print how many
+
+``until-eof``: also end one second after standard input closes (the test has sent everything),
+so the test waits for what is on its way, not for the rest of SECONDS (then only a bound).
 """
 
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 import sys
 import time
+
+#: what a probe run ``until-eof`` still waits for once its standard input closed (seconds)
+DRAIN_S = 1.0
+
+
+def _until(seconds: float, until_eof: bool):
+    """``done()``: whether the probe should end (``seconds`` passed, or ``until_eof`` and its
+    standard input closed :data:`DRAIN_S` ago); it waits up to 0.1 s on standard input."""
+    end = time.monotonic() + seconds
+    watch = [sys.stdin] if until_eof else []
+
+    def done() -> bool:
+        nonlocal end, watch
+        if watch and select.select(watch, [], [], 0)[0] and not sys.stdin.read(1):
+            end, watch = min(end, time.monotonic() + DRAIN_S), []
+        return time.monotonic() >= end
+    return done
 
 
 def parse(frame: bytes) -> dict:
@@ -62,13 +85,13 @@ def parse(frame: bytes) -> dict:
     return out
 
 
-def capture(iface: str, seconds: float) -> None:
+def capture(iface: str, seconds: float, until_eof: bool = False) -> None:
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
     s.bind((iface, 0))
     s.settimeout(0.1)
     print("ready", flush=True)
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    done = _until(seconds, until_eof)
+    while not done():
         try:
             frame, addr = s.recvfrom(65535)
         except socket.timeout:
@@ -120,13 +143,13 @@ def udp_flows(dst: str, dport: int, sport0: int, n: int) -> None:
     print(got)
 
 
-def udp_echo(port: int, seconds: float) -> None:
+def udp_echo(port: int, seconds: float, until_eof: bool = False) -> None:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("0.0.0.0", port))
     s.settimeout(0.1)
     print("ready", flush=True)
-    end, n = time.monotonic() + seconds, 0
-    while time.monotonic() < end:
+    done, n = _until(seconds, until_eof), 0
+    while not done():
         try:
             d, a = s.recvfrom(2048)
         except socket.timeout:
@@ -139,10 +162,10 @@ def udp_echo(port: int, seconds: float) -> None:
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
     if cmd == "capture":
-        capture(args[0], float(args[1]))
+        capture(args[0], float(args[1]), args[2:3] == ["until-eof"])
     elif cmd == "udp-send":
         udp_send(args[0], int(args[1]), int(args[2]), int(args[3]))
     elif cmd == "udp-flows":
         udp_flows(args[0], int(args[1]), int(args[2]), int(args[3]))
     elif cmd == "udp-echo":
-        udp_echo(int(args[0]), float(args[1]))
+        udp_echo(int(args[0]), float(args[1]), args[2:3] == ["until-eof"])

@@ -73,23 +73,42 @@ def node_counters(lab: Lab) -> dict[str, dict[str, int]]:
 
 
 class Capture:
-    """Frames seen on ``iface`` of ``node`` while the block runs."""
+    """Frames seen on ``iface`` of ``node`` from now until one second after :meth:`frames` is
+    called (``seconds`` at most): the probe ends when its standard input closes, so the test
+    waits for what is still on its way, not for the rest of a fixed window."""
 
     def __init__(self, lab: Lab, node: str, iface: str, seconds: float = 4.0):
-        self.p = lab.popen(node, [*PROBE, "capture", iface, str(seconds)],
-                           stdout=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+        self.p = lab.popen(node, [*PROBE, "capture", iface, str(seconds), "until-eof"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV,
+                           cwd=ROOT)
         assert self.p.stdout is not None and self.p.stdout.readline().strip() == "ready"
 
     def frames(self) -> list[dict[str, Any]]:
-        out, _ = self.p.communicate(timeout=30)
+        out, _ = self.p.communicate(timeout=30)  # closes its standard input
         return [json.loads(x) for x in out.splitlines() if x.startswith("{")]
 
 
-def echo(lab: Lab, node: str, port: int, seconds: float = 6.0) -> subprocess.Popen:
-    p = lab.popen(node, [*PROBE, "udp-echo", str(port), str(seconds)], stdout=subprocess.PIPE,
-                  text=True, env=ENV, cwd=ROOT)
-    assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-    return p
+class Echo:
+    """A UDP echo server on ``port`` of ``node`` (the probe's ``udp-echo``): it answers until
+    one second after :meth:`wait` is called (``seconds`` at most)."""
+
+    def __init__(self, lab: Lab, node: str, port: int, seconds: float = 6.0):
+        self.p = lab.popen(node, [*PROBE, "udp-echo", str(port), str(seconds), "until-eof"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV,
+                           cwd=ROOT)
+        assert self.p.stdout is not None and self.p.stdout.readline().strip() == "ready"
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit status, once it has answered what was still on its way."""
+        self.p.communicate(timeout=timeout)  # closes its standard input
+        return self.p.returncode
+
+    def kill(self) -> None:
+        self.p.kill()
+
+
+def echo(lab: Lab, node: str, port: int, seconds: float = 6.0) -> Echo:
+    return Echo(lab, node, port, seconds)
 
 
 def send(lab: Lab, node: str, dst: str, sport: int, dport: int, n: int) -> int:
