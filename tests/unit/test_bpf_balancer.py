@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 
 import pytest
@@ -130,11 +130,14 @@ def test_a_new_backend_takes_about_its_share_and_moves_few_others() -> None:
 
 def test_the_maps_as_bytes() -> None:
     raw = M.config_bytes(IPv4Address("10.9.9.9"), (80, 90), "udp", 3, "source")
-    assert len(raw) == 20
-    assert raw[:4] == bytes([10, 9, 9, 9])  # network order
-    assert struct.unpack("<HHB3xII", raw[4:]) == (80, 90, 17, 3, 1)
-    assert M.backend_bytes(IPv4Address("10.9.0.1")) == bytes([10, 9, 0, 1])
-    assert M.backend_bytes(None) == bytes(4)
+    assert len(raw) == 32
+    assert raw[:16] == bytes([10, 9, 9, 9]) + bytes(12)  # network order, IPv4 in the first word
+    assert struct.unpack("<HHBB2xII", raw[16:]) == (80, 90, 17, 4, 3, 1)
+    assert M.backend_bytes(IPv4Address("10.9.0.1")) == bytes([10, 9, 0, 1]) + bytes(12)
+    assert M.backend_bytes(None) == bytes(16)
+    six = M.config_bytes(IPv6Address("2001:2:0:a::2"), (80, 80), "tcp", 2, "tuple")
+    assert six[:16] == IPv6Address("2001:2:0:a::2").packed and six[20:22] == bytes([6, 6])  # tcp, IPv6
+    assert M.backend_bytes(IPv6Address("2001:2:0:b::2")) == IPv6Address("2001:2:0:b::2").packed
     t = M.table_bytes(M.table(ADDRS, [1, 1, 1]))
     assert len(t) == 4096 and t[1021 * 4:] == bytes(12)
     assert P.MAX_BACKENDS == M.MAX_BACKENDS
@@ -160,8 +163,8 @@ def test_balancer_object_agrees_with_the_python_layouts(built: Path) -> None:
 @pytest.mark.parametrize("old, new, says", [
     ("SFC_LB_MAX_BACKENDS = 16,", "SFC_LB_MAX_BACKENDS = 8,", "enum sfc_lb_limit"),
     ("\t__u16 port_first;", "\t__be16 port_first;", "struct sfc_lb_config.port_first"),
-    ("\t__u32 backend;        /* index */\n\t__be32 addr;",
-     "\t__be32 addr;\n\t__u32 backend;        /* index */", "struct sfc_lb_conn"),
+    ("\t__u32 backend;        /* index */\n\t__be32 addr[4];",
+     "\t__be32 addr[4];\n\t__u32 backend;        /* index */", "struct sfc_lb_conn"),
 ], ids=["limit", "byte-order", "member-order"])
 def test_a_lb_header_edited_in_a_copy_is_caught(built: Path, tmp_path: Path, old: str,
                                                 new: str, says: str) -> None:

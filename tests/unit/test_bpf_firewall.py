@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
+from ipaddress import IPv6Address
 from pathlib import Path
 
 import pytest
@@ -84,12 +85,29 @@ def test_a_rule_as_bytes() -> None:
     r = Rule.model_validate({"action": "accept", "proto": "tcp", "src": "10.1.0.0/16",
                              "dport": "8000-8100"})
     raw = M.rule_bytes(r)
-    assert len(raw) == 28
-    src, smask, dst, dmask = struct.unpack(">4I", raw[:16])  # network order
-    assert (src, smask) == (0x0A010000, 0xFFFF0000) and (dst, dmask) == (0, 0)
-    assert struct.unpack("<4H", raw[16:24]) == (0, 65535, 8000, 8100)
-    assert (raw[24], raw[25]) == (6, 1)
+    assert len(raw) == 76
+    src, smask, dst, dmask = (struct.unpack(">4I", raw[i:i + 16]) for i in (0, 16, 32, 48))
+    # network order, an IPv4 prefix in the first word and 0 in the rest; no dst: 0/0
+    assert (src, smask) == ((0x0A010000, 0, 0, 0), (0xFFFF0000, 0, 0, 0))
+    assert dst == dmask == (0, 0, 0, 0)
+    assert struct.unpack("<4H", raw[64:72]) == (0, 65535, 8000, 8100)
+    assert (raw[72], raw[73], raw[74]) == (6, 1, 4)   # proto, accept, IPv4 only
     assert M.config_bytes(3, "drop", True) == struct.pack("<3I", 3, 0, 1)
+
+
+def test_an_ipv6_rule_as_bytes_and_a_rule_of_no_family() -> None:
+    r = Rule.model_validate({"action": "drop", "proto": "icmpv6", "dst": "2001:2:0:3::/64"})
+    raw = M.rule_bytes(r)
+    assert struct.unpack(">4I", raw[32:48]) == (0x20010002, 0x00000003, 0, 0)
+    assert struct.unpack(">4I", raw[48:64]) == (0xFFFFFFFF, 0xFFFFFFFF, 0, 0)
+    assert raw[:32] == bytes(32)                      # no src: any
+    assert (raw[72], raw[73], raw[74]) == (58, 0, 6)  # icmpv6, drop, IPv6 only
+    # a rule without prefixes matches both families, as in the kernel twin's inet table
+    both = M.rule_bytes(Rule.model_validate({"action": "drop", "proto": "udp", "dport": 53}))
+    assert both[:64] == bytes(64) and both[74] == 0
+    assert M.words(IPv6Address("2001:2::1")) == (0x20010002, 0, 0, 1)
+    assert str(M.address((0x20010002, 0, 0, 1), 6)) == "2001:2::1"
+    assert str(M.address((0x0A000001, 0, 0, 0), 4)) == "10.0.0.1"
 
 
 # ------------------------------------------------------------------ the layouts against BTF

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address, ip_address
 from pathlib import Path
 
 import pytest
@@ -79,24 +79,34 @@ def test_a_bpf_nat_on_no_chain_is_refused() -> None:
 def test_its_maps_as_bytes() -> None:
     f = PortForward.model_validate({"proto": "tcp", "port": 8080, "to": "10.1.2.3:80"})
     raw = M.forward_bytes(f)
-    assert len(raw) == 12
-    assert struct.unpack(">I", raw[:4])[0] == 0x0A010203            # network order
-    assert struct.unpack("<HH", raw[4:8]) == (8080, 80) and raw[8] == 6
+    assert len(raw) == 24
+    assert struct.unpack(">4I", raw[:16]) == (0x0A010203, 0, 0, 0)   # network order, IPv4 first
+    assert struct.unpack("<HH", raw[16:20]) == (8080, 80) and (raw[20], raw[21]) == (6, 4)
     same = M.forward_bytes(PortForward.model_validate({"proto": "udp", "port": 53,
                                                        "to": "10.1.2.3"}))
-    assert struct.unpack("<HH", same[4:8]) == (53, 0) and same[8] == 17  # 0: the same port
-    assert M.config_bytes(7, IPv4Address("10.0.0.1"), 2) == \
-        struct.pack("<I", 7) + struct.pack(">I", 0x0A000001) + struct.pack("<I", 2)
+    assert struct.unpack("<HH", same[16:20]) == (53, 0) and same[20] == 17  # 0: the same port
+    six = M.forward_bytes(PortForward.model_validate({"proto": "tcp", "port": 8443,
+                                                      "to": "[2001:2:0:3::2]:443"}))
+    assert struct.unpack(">4I", six[:16]) == (0x20010002, 3, 0, 2)
+    assert struct.unpack("<HH", six[16:20]) == (8443, 443) and six[21] == 6
+    assert M.config_bytes(7, IPv4Address("10.0.0.1"), None, 2) == \
+        struct.pack("<I", 7) + struct.pack(">I", 0x0A000001) + struct.pack("<I", 2) + bytes(16)
+    dual = M.config_bytes(7, IPv4Address("10.0.0.1"), IPv6Address("2001:2::1"), 0)
+    assert len(dual) == 28 and struct.unpack(">4I", dual[12:]) == (0x20010002, 0, 0, 1)
+    assert M.config_bytes(7, None, IPv6Address("2001:2::1"), 0)[4:8] == bytes(4)  # ip: 6
+
+
+def flow(node: int, src: str, dst: str, sport: int, dport: int, proto: int) -> bytes:
+    s, d = ip_address(src), ip_address(dst)
+    return M.pack("sfc_nat_flow", node, M.words(s), M.words(d), sport, dport, proto,
+                  s.version)
+
+
+def xlate(addr: str, port: int, side: int, slot: int) -> bytes:
+    return M.pack("sfc_nat_xlate", M.words(ip_address(addr)), port, side, slot)
 
 
 def test_live_translations_are_read_from_the_connection_map() -> None:
-    def flow(node: int, src: str, dst: str, sport: int, dport: int, proto: int) -> bytes:
-        return M.pack("sfc_nat_flow", node, int(IPv4Address(src)), int(IPv4Address(dst)),
-                      sport, dport, proto)
-
-    def xlate(addr: str, port: int, side: int, slot: int) -> bytes:
-        return M.pack("sfc_nat_xlate", int(IPv4Address(addr)), port, side, slot)
-
     entries = [  # node 3: a masquerade (both halves), a forward (both halves); node 4: one
         (flow(3, "10.0.1.2", "10.0.9.2", 4000, 53, 17), xlate("10.0.5.1", 4000, 1, M.MASQUERADE)),
         (flow(3, "10.0.9.2", "10.0.5.1", 53, 4000, 17), xlate("10.0.1.2", 4000, 2, M.MASQUERADE)),
@@ -111,6 +121,25 @@ def test_live_translations_are_read_from_the_connection_map() -> None:
                     "peer": "10.0.9.2:53", "rule": "masquerade"}]
     assert M.count_sum(struct.pack("<6Q", 1, 100, 1, 2, 200, 0)) == \
         {"packets": 3, "bytes": 300, "new": 1}
+
+
+def test_ipv6_translations_are_read_as_the_forwards_write_them() -> None:
+    """NAT66: an ICMPv6 echo masqueraded (its identifier as the source port) and a TCP forward
+    to an IPv6 target, each shown with its addresses in brackets, beside an IPv4 one."""
+    entries = [
+        (flow(3, "2001:2::1", "2001:2:0:3::2", 77, 0, 58),
+         xlate("2001:2:0:2::2", 77, 1, M.MASQUERADE)),
+        (flow(3, "2001:2::1", "2001:2:0:3::2", 80, 5000, 6),
+         xlate("2001:2:0:2::2", 8080, 1, M.FORWARD + 1)),
+        (flow(3, "10.0.1.2", "10.0.9.2", 4000, 53, 17), xlate("10.0.5.1", 4000, 1, M.MASQUERADE)),
+    ]
+    assert M.translations(3, entries) == [
+        {"proto": "tcp", "inside": "[2001:2::1]:80", "outside": "[2001:2:0:2::2]:8080",
+         "peer": "[2001:2:0:3::2]:5000", "rule": "forward 1"},
+        {"proto": "icmpv6", "inside": "[2001:2::1]:77", "outside": "[2001:2:0:2::2]:77",
+         "peer": "[2001:2:0:3::2]:0", "rule": "masquerade"},
+        {"proto": "udp", "inside": "10.0.1.2:4000", "outside": "10.0.5.1:4000",
+         "peer": "10.0.9.2:53", "rule": "masquerade"}]
 
 
 def test_chain_inspect_text_of_a_bpf_nat() -> None:
@@ -142,7 +171,7 @@ def test_nat_object_agrees_with_the_python_layouts(built: Path) -> None:
     assert b.maps["sfc_nat_forwards"].max_entries == 256 * M.MAX_FORWARDS
     assert b.maps["sfc_nat_counts"].max_entries == 256 * M.SLOTS
     assert b.maps["sfc_nat_conns"].max_entries == M.MAX_CONNS
-    assert M.SLOTS == M.FORWARD + M.MAX_FORWARDS
+    assert M.SLOTS == M.FORWARD + M.MAX_FORWARDS + 1 and M.MASQUERADE6 == M.SLOTS - 1
 
 
 @pytest.mark.parametrize("old, new, says", [
