@@ -54,14 +54,22 @@ static __always_inline void fw_count(__u32 slot, __u32 bytes)
 	}
 }
 
-/* whether the 128-bit address `a` is in the prefix `net`/`mask` (an IPv4 one: first words) */
-static __always_inline int fw_in_prefix(const __be32 *a, const __be32 *net, const __be32 *mask)
+/* Whether the 128-bit address `a` is in the prefix `net`/`mask`.  An IPv4 address (`six` 0)
+ * is compared by its first word alone: the rules it meets (of IPv4, or of no prefix) hold 0 in
+ * the others, so an IPv4 packet walks the rules at the cost of the IPv4-only layout. */
+static __always_inline int fw_in_prefix(const __be32 *a, const __be32 *net, const __be32 *mask,
+					int six)
 {
-	return !(((a[0] & mask[0]) ^ net[0]) | ((a[1] & mask[1]) ^ net[1]) |
-		 ((a[2] & mask[2]) ^ net[2]) | ((a[3] & mask[3]) ^ net[3]));
+	__be32 d = (a[0] & mask[0]) ^ net[0];
+
+	if (six)
+		d |= ((a[1] & mask[1]) ^ net[1]) | ((a[2] & mask[2]) ^ net[2]) |
+		     ((a[3] & mask[3]) ^ net[3]);
+	return !d;
 }
 
-static __always_inline int fw_matches(const struct sfc_fw_rule *r, const struct sfc_tuple *t)
+static __always_inline int fw_matches(const struct sfc_fw_rule *r, const struct sfc_tuple *t,
+				      int six)
 {
 	__u16 sport = bpf_ntohs(t->sport), dport = bpf_ntohs(t->dport);
 
@@ -69,7 +77,8 @@ static __always_inline int fw_matches(const struct sfc_fw_rule *r, const struct 
 		return 0;
 	if (r->family && r->family != t->family)
 		return 0;
-	if (!fw_in_prefix(t->src, r->src, r->src_mask) || !fw_in_prefix(t->dst, r->dst, r->dst_mask))
+	if (!fw_in_prefix(t->src, r->src, r->src_mask, six) ||
+	    !fw_in_prefix(t->dst, r->dst, r->dst_mask, six))
 		return 0;
 	return sport >= r->sport_first && sport <= r->sport_last &&
 	       dport >= r->dport_first && dport <= r->dport_last;
@@ -80,6 +89,7 @@ static __always_inline __u32 fw_verdict(struct sfc_tuple *t, __u32 bytes)
 {
 	__u32 k = node_id % SFC_MAX_NODES, one = 1, i, v;
 	struct sfc_fw_config *cfg = bpf_map_lookup_elem(&sfc_fw_config, &k);
+	int six = t->family == SFC_FAMILY_IPV6;
 
 	if (!cfg) /* never: the array holds every node; zero until configured, drop all */
 		return SFC_FW_DROP;
@@ -105,7 +115,7 @@ static __always_inline __u32 fw_verdict(struct sfc_tuple *t, __u32 bytes)
 		r = bpf_map_lookup_elem(&sfc_fw_rules, &rk);
 		if (!r)
 			break;
-		if (fw_matches(r, t)) {
+		if (fw_matches(r, t, six)) {
 			fw_count(i, bytes);
 			v = r->action;
 			goto decided;

@@ -101,11 +101,11 @@ struct sfc_tuple {            /* an IPv4 or IPv6 5-tuple at one node: the connec
 			       * layout of sfc_class_key, addresses of either family */
 	__u32 node;
 	__u32 mask;
-	__be32 src[4];        /* IPv4: src[0], the rest 0 */
+	__be32 src[4];        /* an IPv4 address in the first word, the rest 0 */
 	__be32 dst[4];
 	__be16 sport;
 	__be16 dport;
-	__u8 proto;           /* IPv6: the upper-layer header (sfc_ip6_walk) */
+	__u8 proto;           /* IPv6: behind the extension headers (sfc_ip6_walk) */
 	__u8 family;          /* SFC_FAMILY_IPV4 or SFC_FAMILY_IPV6 */
 	__u8 pad[2];
 };

@@ -3,8 +3,9 @@
  * The bpf-balancer's model (bpf/balancer.bpf.c): an SFC-aware load balancer that reads the
  * label stack itself.  A virtual address (the VIP, with a protocol and a destination port
  * range; IPv4 or IPv6, its backends of its family) is spread over backends by a Maglev table
- * computed in Python (src/sfclab/plan/maglev.py) and written here.  Its maps are lab-wide like the data plane's (pinned by name in
- * /sys/fs/bpf/sfclab/<lab>/maps) and keyed by the node's `node_id`:
+ * computed in Python (src/sfclab/plan/maglev.py) and written here.  Its maps are lab-wide like
+ * the data plane's (pinned by name in /sys/fs/bpf/sfclab/<lab>/maps) and keyed by the node's
+ * `node_id`:
  *
  *   sfc_lb_config    node -> the VIP and its family, its protocol and ports, the number of
  *                    backends, the stickiness (all zero until configured: nothing is balanced)

@@ -31,8 +31,8 @@
  * SFC_NAT_PORT_FIRST..SFC_NAT_PORT_LAST picked by a hash of the flow.
  *
  * Addresses are in network order, 128 bits for either family in the flows, translations and
- * forwards (an IPv4 one in the first word, the rest 0); the ports of a forward in host order.  Python writes these
- * layouts from the object's BTF (src/sfclab/realize/contract.py).
+ * forwards (an IPv4 one in the first word, the rest 0); the ports of a forward in host order.
+ * Python writes these layouts from the object's BTF (src/sfclab/realize/contract.py).
  */
 #ifndef SFCLAB_SFC_NAT_H
 #define SFCLAB_SFC_NAT_H

@@ -12,9 +12,10 @@
  *                 the dispatcher sets it to 0 and each stage counts it on before its tail call)
  *
  * The frame is the one the node received: plain IPv4 or IPv6, or labelled with the node's
- * proxy label on top.  After the last stage (a tail call to an empty slot returns), sfc_stage_next sends it
- * on as the single-function programs do: labelled, the node's proxy and forward labels popped
- * and the frame redirected to the next hop; plain, passed to the kernel.  Included after
+ * proxy label on top.  After the last stage (a tail call to an empty slot returns),
+ * sfc_stage_next sends it on as the single-function programs do: labelled, the node's proxy
+ * and forward labels popped and the frame redirected to the next hop; plain, passed to the
+ * kernel.  Included after
  * sfc_pop.h, whose helpers it uses (the stack's bottom, the way out, leaving).
  */
 #ifndef SFCLAB_SFC_STAGE_H

@@ -3,10 +3,10 @@
 
 Lab file keys: those of :mod:`.balancer_params` (``vip``, ``proto``, ``ports``, ``backends``,
 ``sticky``): an IPv4 or IPv6 VIP (labs of ``ip: 6`` or ``dual``) with backends of its family,
-as the kernel ``balancer``.  Backends are chosen by a Maglev table (:mod:`sfclab.plan.maglev`, computed here
-and written to the node's table) over their addresses, weighted; a connection map (LRU)
-remembers each connection's backend both ways, so its replies get the VIP back as their source
-and it keeps its backend when the table changes.
+as the kernel ``balancer``.  Backends are chosen by a Maglev table (:mod:`sfclab.plan.maglev`,
+computed here and written to the node's table) over their addresses, weighted; a connection
+map (LRU) remembers each connection's backend both ways, so its replies get the VIP back as
+their source and it keeps its backend when the table changes.
 
 As for the ``bpf-firewall``, the program is the node's SFC program
 (:attr:`NetworkFunction.sfc_program`), attached by the data plane in XDP on every interface in

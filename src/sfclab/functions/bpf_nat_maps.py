@@ -8,8 +8,9 @@ so a unit test fails when one side changes alone.
 Every bpf-nat of a lab shares the lab's maps, keyed by its node's ``node_id`` (its number in the
 SFC data plane): ``sfc_nat_config[node]``, ``sfc_nat_forwards[node * MAX_FORWARDS + i]``,
 ``sfc_nat_counts[node * SLOTS + slot]`` (:data:`MASQUERADE`, :data:`MASQUERADE6`,
-:data:`NO_PORT`, :data:`OTHER`, ``FORWARD + i`` for forward ``i``) and the translations, ``sfc_nat_conns`` (two entries per
-translated flow, one per direction, keyed by the node and the packet's 5-tuple and family).
+:data:`NO_PORT`, :data:`OTHER`, ``FORWARD + i`` for forward ``i``) and the translations,
+``sfc_nat_conns`` (two entries per translated flow, one per direction, keyed by the node and
+the packet's 5-tuple and family).
 
 Addresses of flows, translations and forwards are 128 bits for either family, four
 network-order words (:func:`~.bpf_firewall_maps.words`: an IPv4 one in the first word); the
