@@ -27,6 +27,10 @@ from .test_sfc_plan import chain, lab
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: 65 IPv6 rules, one too many: the limit is the rule map's, for both families together
+RULES6_65 = [{"action": "drop", "proto": "udp", "dst": f"2001:2:0:{i:x}::/64"} for i in range(65)]
+
+
 def with_fw(fw: dict, chains: dict | None = None) -> dict:
     d = lab(chain() if chains is None else chains)
     d["nodes"]["fw"] = {"kind": "bpf-firewall", **fw}
@@ -54,8 +58,18 @@ def test_its_program_takes_the_forwarder_and_proxy_place_on_every_interface() ->
     ({"rules": [{"action": "drop", "proto": "udp", "ports": 80}]},
      "nodes.fw.rules[0]", "ports"),
     ({"statefull": True}, "nodes.fw", "statefull"),
+    ({"rules": RULES6_65}, "nodes.fw.rules", "65 rules; a bpf-firewall holds at most 64"),
+    ({"rules": [{"action": "drop", "dst": "2001:2::/129"}]}, "nodes.fw.rules[0].dst",
+     "expected an IPv6 prefix"),
+    ({"rules": [{"action": "drop", "proto": "tcp", "src": "2001:2::/48", "dport": "1-65536"}]},
+     "nodes.fw.rules[0].dport", "ports from 0 to 65535"),
+    ({"rules": [{"action": "drop", "proto": "icmp", "dst": "2001:2::/48"}]}, "nodes.fw.rules[0]",
+     "proto icmp with IPv6 prefixes: expected icmpv6"),
+    ({"rules": [{"action": "drop", "src": "10.0.0.0/8", "dst": "2001:2::/48"}]},
+     "nodes.fw.rules[0]", "src and dst of one family"),
 ], ids=["too-many-rules", "hooks", "generate", "port-beyond-limit", "unknown-rule-key",
-        "unknown-key"])
+        "unknown-key", "too-many-ipv6-rules", "ipv6-prefix-beyond-128", "ipv6-port-beyond-limit",
+        "icmp-with-ipv6-prefix", "families-mixed"])
 def test_what_the_program_cannot_hold_is_refused_at_its_place(fw: dict, place: str,
                                                               says: str) -> None:
     with pytest.raises(SpecError) as e:
@@ -66,6 +80,16 @@ def test_what_the_program_cannot_hold_is_refused_at_its_place(fw: dict, place: s
 def test_sixty_four_rules_fit() -> None:
     rules = [{"action": "drop", "proto": "udp", "dport": i} for i in range(64)]
     plan_for(load_lab_dict(with_fw({"rules": rules}), "t"))
+
+
+def test_sixty_four_rules_of_both_families_fit_in_a_dual_stack_lab() -> None:
+    rules = RULES6_65[:32] + [{"action": "accept", "proto": "icmpv6"}] + \
+        [{"action": "drop", "proto": "tcp", "src": f"10.{i}.0.0/16"} for i in range(31)]
+    d = with_fw({"rules": rules})
+    d["ip"] = "dual"
+    fw = load_lab_dict(d, "t").nodes["fw"].params
+    assert len(fw.rules) == 64 and {r.family for r in fw.rules} == {4, 6, None}
+    assert {M.rule_bytes(r)[74] for r in fw.rules} == {4, 6, 0}
 
 
 def test_a_bpf_firewall_on_no_chain_is_refused() -> None:
@@ -155,7 +179,10 @@ def test_a_fw_header_edited_in_a_copy_is_caught(built: Path, tmp_path: Path, old
     ({"rules": [{"action": "drop", "proto": "udp", "dport": i} for i in range(65)]}, False,
      "nodes.fw.rules"),
     ({}, True, "nodes.fw2"),
-], ids=["too-many-rules", "on-no-chain"])
+    ({"rules": RULES6_65}, False, "nodes.fw.rules: 65 rules"),
+    ({"rules": [{"action": "drop", "proto": "udp", "src": "2001:2::/48", "dport": "9-70000"}]},
+     False, "nodes.fw.rules[0].dport"),
+], ids=["too-many-rules", "on-no-chain", "too-many-ipv6-rules", "ipv6-port-beyond-limit"])
 def test_the_cli_says_it_in_one_line_with_exit_2(fw: dict, extra_node: bool, place: str,
                                                  tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,6 +38,10 @@ def forwards(n: int) -> list[dict]:
     return [{"proto": "udp", "port": 1000 + i, "to": "10.0.0.1"} for i in range(n)]
 
 
+def forwards6(n: int) -> list[dict]:
+    return [{"proto": "udp", "port": 1000 + i, "to": f"[2001:2::{i + 1:x}]:53"} for i in range(n)]
+
+
 def test_its_program_takes_the_forwarder_and_proxy_place_on_every_interface() -> None:
     sp = plan_for(load_lab_dict(with_nat({}), "t")).steering
     assert sp.attach["fw"] == [("sfc_nat", "eth0", "xdp"), ("sfc_nat", "eth1", "xdp")]
@@ -54,8 +58,15 @@ def test_its_program_takes_the_forwarder_and_proxy_place_on_every_interface() ->
     ({"forward": [{"proto": "icmp", "port": 80, "to": "10.0.0.1"}]},
      "nodes.fw.forward[0].proto", "tcp"),
     ({"masquerade": True}, "nodes.fw", "masquerade"),
+    ({"forward": forwards6(33)}, "nodes.fw.forward",
+     "33 port forwards; a bpf-nat holds at most 32"),
+    ({"forward": [{"proto": "tcp", "port": 80, "to": "[2001:2::1]:70000"}]},
+     "nodes.fw.forward[0].to", "ports from 0 to 65535"),
+    ({"forward": [{"proto": "tcp", "port": 80, "to": "[2001:2::1:80"}]},
+     "nodes.fw.forward[0].to", "[IPV6-ADDRESS]:PORT"),
 ], ids=["too-many-forwards", "port-beyond-limit", "target-port-beyond-limit", "proto",
-        "unknown-key"])
+        "unknown-key", "too-many-ipv6-forwards", "ipv6-target-port-beyond-limit",
+        "ipv6-target-unclosed"])
 def test_what_the_program_cannot_hold_is_refused_at_its_place(nat: dict, place: str,
                                                               says: str) -> None:
     with pytest.raises(SpecError) as e:
@@ -65,6 +76,9 @@ def test_what_the_program_cannot_hold_is_refused_at_its_place(nat: dict, place: 
 
 def test_thirty_two_forwards_fit() -> None:
     plan_for(load_lab_dict(with_nat({"forward": forwards(32)}), "t"))
+    d = with_nat({"forward": forwards(16) + forwards6(16)})
+    d["ip"] = "dual"
+    plan_for(load_lab_dict(d, "t"))
 
 
 def test_a_bpf_nat_on_no_chain_is_refused() -> None:
@@ -154,6 +168,14 @@ def test_chain_inspect_text_of_a_bpf_nat() -> None:
         "    masquerade: 12 packets, translations made: 3",
         "    forward 0: 4 packets, translations made: 1  proto tcp port 8080 to 10.0.0.1:80",
         "    not translated: 2 packets"]
+    # in a lab with IPv6: NAT66's masquerade apart, as the kernel twin's ip6 table counts it
+    f["masquerade6"] = {"packets": 7, "bytes": 700, "new": 2}
+    f["forwards"].append({"packets": 3, "bytes": 300, "new": 1, "forward": {
+        "proto": "udp", "port": 53, "to": "[2001:2::5]:53"}})
+    assert functions_text({"functions": {"nat": f}})[2:5] == [
+        "    masquerade6: 7 packets, translations made: 2",
+        "    forward 0: 4 packets, translations made: 1  proto tcp port 8080 to 10.0.0.1:80",
+        "    forward 1: 3 packets, translations made: 1  proto udp port 53 to [2001:2::5]:53"]
 
 
 # ------------------------------------------------------------------ the layouts against BTF
@@ -202,7 +224,10 @@ def test_a_nat_header_edited_in_a_copy_is_caught(built: Path, tmp_path: Path, ol
 @pytest.mark.parametrize("nat, extra_node, place", [
     ({"forward": forwards(33)}, False, "nodes.fw.forward"),
     ({}, True, "nodes.nat2"),
-], ids=["too-many-forwards", "on-no-chain"])
+    ({"forward": forwards6(33)}, False, "nodes.fw.forward: 33 port forwards"),
+    ({"forward": forwards6(1)}, False, "nodes.fw.forward.0.to: an IPv6 address in a lab without "
+     "IPv6"),
+], ids=["too-many-forwards", "on-no-chain", "too-many-ipv6-forwards", "ipv6-forward-in-ipv4-lab"])
 def test_the_cli_says_it_in_one_line_with_exit_2(nat: dict, extra_node: bool, place: str,
                                                  tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
