@@ -4,7 +4,7 @@
  * SFC-aware eBPF functions in one hook, run in order by tail calls (include/sfc_stage.h).  It
  * takes the place of the forwarder and of the proxy, as a single eBPF function's program does:
  *
- *   plain IPv4: handed to stage 0 (if the node has none yet, passed to the kernel).
+ *   plain IPv4 or IPv6: handed to stage 0 (if the node has none yet, passed to the kernel).
  *   labelled, top label this node's proxy label: counted into the function (proxy_in) and
  *       handed to stage 0; the last stage pops the node's two labels and redirects.
  *   labelled, top label this node's forward label: forwarded, as the forwarder does.
@@ -30,7 +30,7 @@ int sfc_pipe(struct xdp_md *ctx)
 
 	if ((void *)(eth + 1) > end)
 		return XDP_PASS;
-	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP)) {
+	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP) || eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
 		sfc_stage_call(ctx, 0);
 		return XDP_PASS; /* no stage yet */
 	}

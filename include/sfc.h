@@ -69,6 +69,8 @@ enum sfc_limit {
 #define SFC_IPPROTO_DSTOPTS 60
 #define SFC_IPPROTO_ICMPV6 58
 #define SFC_IP6_EXT_MAX 4         /* at most this many; a packet with more has no ports */
+#define SFC_IP6_FRAG 0x10000      /* sfc_ip6_walk: a fragment header was met ... */
+#define SFC_IP6_LATER 0xfff8      /* ... and these bits, its offset, say it is not the first */
 
 /* label stack entry (RFC 3032), host order: label 20 bits, TC 3, bottom of stack 1, TTL 8 */
 #define LSE_LABEL(v) ((v) >> 12)
@@ -94,16 +96,18 @@ enum sfc_counter {
 	SFC_NCOUNTERS = 16,
 };
 
-struct sfc_tuple {            /* an IPv4 5-tuple at one node: the connection keys of the
-			       * SFC-aware eBPF functions (sfc_fw.h, sfc_lb.h) */
+struct sfc_tuple {            /* an IPv4 or IPv6 5-tuple at one node: the connection keys
+			       * of the SFC-aware eBPF functions (sfc_fw.h, sfc_lb.h); the
+			       * layout of sfc_class_key, addresses of either family */
 	__u32 node;
 	__u32 mask;
-	__be32 src;
-	__be32 dst;
+	__be32 src[4];        /* an IPv4 address in the first word, the rest 0 */
+	__be32 dst[4];
 	__be16 sport;
 	__be16 dport;
-	__u8 proto;
-	__u8 pad[3];
+	__u8 proto;           /* IPv6: behind the extension headers (sfc_ip6_walk) */
+	__u8 family;          /* SFC_FAMILY_IPV4 or SFC_FAMILY_IPV6 */
+	__u8 pad[2];
 };
 
 struct sfc_class_key {        /* a masked classifier key at one node (mask: its index); with
@@ -386,29 +390,22 @@ static __always_inline __u16 sfc_inner_proto(void *ip, void *end)
 	return SFC_ETH_P_IP;
 }
 
-/* The IPv6 5-tuple of the packet whose IPv6 header starts at `ip`: addresses, the upper-layer
- * protocol as the protocol, ports when that is TCP or UDP.  Extension headers (hop-by-hop and
- * destination options, routing, fragment) are walked, up to SFC_IP6_EXT_MAX of them: behind
- * more, the protocol is the next extension header's type and the ports 0; a fragment after the
- * first has its protocol and no ports, as an IPv4 one.  Returns 0, or -1 if cut short, sent to
- * a link-local (fe80::/10) or multicast (ff00::/8) address, or neighbour discovery (ICMPv6
- * types 133 to 137, also unicast): such a packet never leaves its link, so no chain carries
- * it, as none carries ARP. */
-static __always_inline int sfc_parse_ip6(void *ip, void *end, __be32 *src, __be32 *dst,
-					 __be16 *sport, __be16 *dport, __u8 *proto)
+/* The upper-layer header of the IPv6 packet at `ip`: its type in *proto and its offset from
+ * `ip` in *l4, behind the extension headers (hop-by-hop and destination options, routing,
+ * fragment), up to SFC_IP6_EXT_MAX of them: behind more, *proto is the next extension header's
+ * type (AH and ESP are upper layers here).  *frag: 0, or SFC_IP6_FRAG for a fragment with its
+ * offset in the bits SFC_IP6_LATER (not 0: not the first, nothing upper-layer is there).  0, or
+ * -1 if cut short or not IPv6. */
+static __always_inline int sfc_ip6_walk(void *ip, void *end, __u8 *proto, __u32 *l4,
+					__u32 *frag)
 {
 	__u8 *b = ip, *h;
-	__u32 off = 40, later = 0;
+	__u32 off = 40;
 
 	if ((void *)(b + 40) > end || (b[0] >> 4) != 6)
 		return -1;
-	if (b[24] == 0xff || (b[24] == 0xfe && (b[25] & 0xc0) == 0x80))
-		return -1;
-	__builtin_memcpy(src, b + 8, 16);
-	__builtin_memcpy(dst, b + 24, 16);
 	*proto = b[6];
-	*sport = 0;
-	*dport = 0;
+	*frag = 0;
 	for (__u32 i = 0; i < SFC_IP6_EXT_MAX; i++) {
 		__u8 nh = *proto;
 
@@ -420,26 +417,77 @@ static __always_inline int sfc_parse_ip6(void *ip, void *end, __be32 *src, __be3
 			return -1;
 		*proto = h[0];
 		if (nh == SFC_IPPROTO_FRAGMENT) {
-			later |= bpf_ntohs(*(__be16 *)(h + 2)) & 0xfff8; /* its offset */
+			*frag |= SFC_IP6_FRAG | (bpf_ntohs(*(__be16 *)(h + 2)) & SFC_IP6_LATER);
 			off += 8;
 		} else {
 			off += 8 + 8 * (__u32)h[1];
 		}
 	}
-	h = b + off;
-	if (*proto == SFC_IPPROTO_ICMPV6 && !later) {
-		if ((void *)(h + 1) > end)
-			return -1;
-		if (h[0] >= 133 && h[0] <= 137)
-			return -1;
-	}
-	if ((*proto == 6 || *proto == 17) && !later) {
-		if ((void *)(h + 4) > end)
-			return -1;
-		*sport = *(__be16 *)h;
-		*dport = *(__be16 *)(h + 2);
-	}
+	*l4 = off;
 	return 0;
+}
+
+/* whether the IPv6 packet at `ip` (its 40 bytes there) is sent to a link-local (fe80::/10) or
+ * multicast (ff00::/8) address */
+static __always_inline int sfc_ip6_link_dst(const __u8 *b)
+{
+	return b[24] == 0xff || (b[24] == 0xfe && (b[25] & 0xc0) == 0x80);
+}
+
+/* Whether the IPv6 packet at `ip`, its upper-layer header `proto` at `l4` (sfc_ip6_walk), never
+ * leaves its link: sent to a link-local or multicast address (sfc_ip6_link_dst), or neighbour
+ * discovery (ICMPv6 types 133 to 137, also unicast).  1 if so, 0 if not, -1 if cut short. */
+static __always_inline int sfc_ip6_link_scope(void *ip, void *end, __u8 proto, __u32 l4,
+					      __u32 frag)
+{
+	__u8 *b = ip, *h = b + l4;
+
+	if ((void *)(b + 40) > end)
+		return -1;
+	if (sfc_ip6_link_dst(b))
+		return 1;
+	if (proto != SFC_IPPROTO_ICMPV6 || (frag & SFC_IP6_LATER))
+		return 0;
+	if ((void *)(h + 1) > end)
+		return -1;
+	return h[0] >= 133 && h[0] <= 137;
+}
+
+/* The ports of an IPv6 packet whose upper-layer header `proto` is at `l4` (sfc_ip6_walk): TCP's
+ * and UDP's, 0 for other protocols and later fragments.  0, or -1 if cut short. */
+static __always_inline int sfc_ip6_ports(void *ip, void *end, __u8 proto, __u32 l4, __u32 frag,
+					 __be16 *sport, __be16 *dport)
+{
+	__u8 *h = (__u8 *)ip + l4;
+
+	*sport = 0;
+	*dport = 0;
+	if ((proto != 6 && proto != 17) || (frag & SFC_IP6_LATER))
+		return 0;
+	if ((void *)(h + 4) > end)
+		return -1;
+	*sport = *(__be16 *)h;
+	*dport = *(__be16 *)(h + 2);
+	return 0;
+}
+
+/* The IPv6 5-tuple of the packet whose IPv6 header starts at `ip`: addresses, the upper-layer
+ * protocol as the protocol, ports when that is TCP or UDP (sfc_ip6_walk: behind more than
+ * SFC_IP6_EXT_MAX extension headers, the protocol is the next one's type and the ports 0; a
+ * fragment after the first has its protocol and no ports, as an IPv4 one).  Returns 0, or -1
+ * if cut short, or if the packet never leaves its link (sfc_ip6_link_scope): no chain carries
+ * it, as none carries ARP. */
+static __always_inline int sfc_parse_ip6(void *ip, void *end, __be32 *src, __be32 *dst,
+					 __be16 *sport, __be16 *dport, __u8 *proto)
+{
+	__u32 l4, frag;
+
+	if (sfc_ip6_walk(ip, end, proto, &l4, &frag) ||
+	    sfc_ip6_link_scope(ip, end, *proto, l4, frag))
+		return -1;
+	__builtin_memcpy(src, (__u8 *)ip + 8, 16);
+	__builtin_memcpy(dst, (__u8 *)ip + 24, 16);
+	return sfc_ip6_ports(ip, end, *proto, l4, frag, sport, dport);
 }
 
 /* the IPv4 5-tuple of the packet whose IP header starts at `ip`; ports 0 for other protocols
@@ -494,6 +542,37 @@ static __always_inline int sfc_flow_key(void *ip, void *end, struct sfc_class_ke
 	}
 	k->proto = proto;
 	return bad ? -1 : 0;
+}
+
+/* The 5-tuple of the IPv4 or IPv6 packet at `ip` (by its version) into *t, the node and mask
+ * left as they are, and its length as the kernel's counters count it (IPv4: the total length;
+ * IPv6: the payload length and the 40 bytes of its header) into *bytes.  0; 1 for an IPv6
+ * packet that never leaves its link (sfc_ip6_link_scope: neighbour discovery, link-local,
+ * multicast), its tuple filled all the same; -1 when it is cut short. */
+static __always_inline int sfc_tuple_of(void *ip, void *end, struct sfc_tuple *t, __u32 *bytes)
+{
+	__u8 *b = ip;
+	__u32 l4, frag;
+	int scope;
+
+	if ((void *)(b + 20) > end)
+		return -1;
+	if ((b[0] >> 4) != 6) {
+		t->family = SFC_FAMILY_IPV4;
+		*bytes = bpf_ntohs(*(__be16 *)(b + 2));
+		return sfc_parse_ip(ip, end, &t->src[0], &t->dst[0], &t->sport, &t->dport,
+				    &t->proto);
+	}
+	t->family = SFC_FAMILY_IPV6;
+	if (sfc_ip6_walk(ip, end, &t->proto, &l4, &frag))
+		return -1;
+	scope = sfc_ip6_link_scope(ip, end, t->proto, l4, frag);
+	if (scope < 0 || sfc_ip6_ports(ip, end, t->proto, l4, frag, &t->sport, &t->dport))
+		return -1;
+	__builtin_memcpy(t->src, b + 8, 16);
+	__builtin_memcpy(t->dst, b + 24, 16);
+	*bytes = 40 + bpf_ntohs(*(__be16 *)(b + 4));
+	return scope;
 }
 #endif /* __BPF__ */
 

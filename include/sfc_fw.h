@@ -7,15 +7,21 @@
  *
  *   sfc_fw_config  node -> its policy, rule count and mode (all zero until configured:
  *                  no rules, policy drop)
- *   sfc_fw_rules   node * SFC_FW_MAX_RULES + i -> rule i, first match wins
+ *   sfc_fw_rules   node * SFC_FW_MAX_RULES + i -> rule i, first match wins; one list for
+ *                  both families, as the kernel firewall's nftables `inet` table: a rule with
+ *                  IPv4 prefixes matches IPv4 packets only, one with IPv6 prefixes IPv6
+ *                  packets only, one with neither (a protocol, ports) both
  *   sfc_fw_counts  node * SFC_FW_SLOTS + slot -> packets and bytes (per CPU): slot i < 64 for
  *                  rule i, SFC_FW_POLICY for packets no rule decided, SFC_FW_ESTABLISHED for
  *                  packets passed by the connection map
  *   sfc_fw_conns   LRU: the 5-tuples of accepted flows (stateful mode), key node + tuple as the
- *                  first accepted packet had it; a packet whose tuple or reversed tuple is
- *                  there passes without the rules (the replies of an accepted connection)
+ *                  first accepted packet had it (struct sfc_tuple: either family); a packet
+ *                  whose tuple or reversed tuple is there passes without the rules (the
+ *                  replies of an accepted connection)
  *
- * Addresses are in network order; ports and masks of a rule in host order, as (first, last).
+ * Addresses and masks are in network order, 128 bits for either family (an IPv4 one in the
+ * first word, the rest 0, as in struct sfc_class_key); the ports of a rule in host order, as
+ * (first, last).
  * Python writes these layouts from the object's BTF (src/sfclab/realize/contract.py).
  */
 #ifndef SFCLAB_SFC_FW_H
@@ -34,17 +40,19 @@ enum sfc_fw_limit {
 enum sfc_fw_verdict { SFC_FW_DROP = 0, SFC_FW_ACCEPT = 1 };
 
 struct sfc_fw_rule {
-	__be32 src;           /* prefix address, host bits zero */
-	__be32 src_mask;
-	__be32 dst;
-	__be32 dst_mask;
+	__be32 src[4];        /* prefix address, host bits zero; IPv4: src[0], the rest 0 */
+	__be32 src_mask[4];
+	__be32 dst[4];
+	__be32 dst_mask[4];
 	__u16 sport_first;    /* host order; (0, 65535): any */
 	__u16 sport_last;
 	__u16 dport_first;
 	__u16 dport_last;
-	__u8 proto;           /* 0: any */
+	__u8 proto;           /* 0: any; IPv6: the upper-layer header (sfc_ip6_walk) */
 	__u8 action;          /* enum sfc_fw_verdict */
-	__u8 pad[2];
+	__u8 family;          /* SFC_FAMILY_IPV4 or SFC_FAMILY_IPV6: the family of its prefixes,
+			       * the only one it matches; 0 (no prefix): either */
+	__u8 pad;
 };
 
 struct sfc_fw_config {
@@ -55,7 +63,8 @@ struct sfc_fw_config {
 
 struct sfc_fw_count {
 	__u64 packets;
-	__u64 bytes;          /* IPv4 total length, as the kernel's counters count it */
+	__u64 bytes;          /* IP length (IPv4: total length; IPv6: 40 + payload length),
+			       * as the kernel's counters count it */
 };
 
 #ifdef __BPF__

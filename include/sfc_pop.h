@@ -4,8 +4,9 @@
  * (bpf/sfc_forward.bpf.c): take `n` labels off the top (1 or 2, all owned by this node; or a
  * padded stack's whole depth, up to 31, for an unpad label), give
  * the new top entry the TTL `ttl` less one, rewrite the Ethernet header for `hop`'s neighbour
- * (the hop of `label`) and redirect out its interface; when the last label popped was the bottom one, what leaves
- * is plain IPv4.  Included after sfc.h by programs that forward by the stack themselves.
+ * (the hop of `label`) and redirect out its interface; when the last label popped was the
+ * bottom one, what leaves is plain IPv4 or IPv6 (by the version under the stack).  Included
+ * after sfc.h by programs that forward by the stack themselves.
  */
 #ifndef SFCLAB_SFC_POP_H
 #define SFCLAB_SFC_POP_H
@@ -105,8 +106,8 @@ static __always_inline int sfc_function_top(struct xdp_md *ctx, __be32 *lse, voi
 	return 0;
 }
 
-/* what lies under the label stack at `lse` (the IPv4 header), or NULL for a stack cut short or
- * deeper than SFC_MAX_LABELS */
+/* what lies under the label stack at `lse` (the IPv4 or IPv6 header), or NULL for a stack cut
+ * short or deeper than SFC_MAX_LABELS */
 static __always_inline void *sfc_stack_bottom(__be32 *lse, void *end)
 {
 	for (__u32 i = 0; i < SFC_MAX_LABELS; i++) {
@@ -129,7 +130,7 @@ struct sfc_way {
 };
 
 /*
- * Under this node's proxy label: its forward label (the way on, in *out) and the IPv4 header
+ * Under this node's proxy label: its forward label (the way on, in *out) and the IP header
  * under the stack, returned; NULL for a stack that is not so (the caller counts it an error
  * and drops).
  */

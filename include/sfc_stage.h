@@ -3,18 +3,19 @@
  * Several SFC-aware eBPF functions on one node, run in one XDP hook by tail calls (a
  * `bpf-pipeline` node).  The node's hook runs the dispatcher (bpf/pipeline.bpf.c); each function
  * contributes a *stage* program (`sfc_fw_stage` in bpf/fw.bpf.c, `sfc_lb_stage` in
- * bpf/balancer.bpf.c, `sfc_nat_stage` in bpf/nat.bpf.c) that does its function on the IPv4
- * packet and hands the frame on:
+ * bpf/balancer.bpf.c, `sfc_nat_stage` in bpf/nat.bpf.c) that does its function on the IPv4 or
+ * IPv6 packet and hands the frame on:
  *
  *   sfc_stages    PROG_ARRAY, lab-wide: node * SFC_MAX_STAGES + i -> the node's stage i
  *                 (written by sfc-steer when it loads the node's objects)
  *   sfc_stage_at  per CPU: the stage running now (a frame runs to completion on its CPU, so
  *                 the dispatcher sets it to 0 and each stage counts it on before its tail call)
  *
- * The frame is the one the node received: plain IPv4, or labelled with the node's proxy label
- * on top.  After the last stage (a tail call to an empty slot returns), sfc_stage_next sends it
- * on as the single-function programs do: labelled, the node's proxy and forward labels popped
- * and the frame redirected to the next hop; plain, passed to the kernel.  Included after
+ * The frame is the one the node received: plain IPv4 or IPv6, or labelled with the node's
+ * proxy label on top.  After the last stage (a tail call to an empty slot returns),
+ * sfc_stage_next sends it on as the single-function programs do: labelled, the node's proxy
+ * and forward labels popped and the frame redirected to the next hop; plain, passed to the
+ * kernel.  Included after
  * sfc_pop.h, whose helpers it uses (the stack's bottom, the way out, leaving).
  */
 #ifndef SFCLAB_SFC_STAGE_H
@@ -46,8 +47,8 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sfc_stage_at SEC(".maps");
 
-/* the IPv4 packet of the frame a stage was given: *ip set, 0 for plain IPv4, 1 under the
- * node's proxy label (checked by the dispatcher); -1 for a frame no stage should see */
+/* the IP packet of the frame a stage was given: *ip set, 0 for plain IPv4 or IPv6, 1 under
+ * the node's proxy label (checked by the dispatcher); -1 for a frame no stage should see */
 static __always_inline int sfc_stage_ip(struct xdp_md *ctx, void **ip)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
@@ -55,7 +56,7 @@ static __always_inline int sfc_stage_ip(struct xdp_md *ctx, void **ip)
 
 	if ((void *)(eth + 1) > end)
 		return -1;
-	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP)) {
+	if (eth->h_proto == bpf_htons(SFC_ETH_P_IP) || eth->h_proto == bpf_htons(SFC_ETH_P_IPV6)) {
 		*ip = eth + 1;
 		return 0;
 	}
@@ -92,7 +93,8 @@ static __always_inline int sfc_stage_next(struct xdp_md *ctx)
 	end = (void *)(long)ctx->data_end;
 	if (data + sizeof(struct ethhdr) > end)
 		return XDP_DROP;
-	if (((struct ethhdr *)data)->h_proto == bpf_htons(SFC_ETH_P_IP))
+	if (((struct ethhdr *)data)->h_proto == bpf_htons(SFC_ETH_P_IP) ||
+	    ((struct ethhdr *)data)->h_proto == bpf_htons(SFC_ETH_P_IPV6))
 		return XDP_PASS;
 	lse = data + sizeof(struct ethhdr);
 	if ((void *)(lse + 1) > end ||

@@ -1,5 +1,5 @@
 """Small helpers shared by the integration tests: what a lab left on the machine, iperf3,
-waiting for a condition, a bench's module (its lab builders)."""
+waiting for a condition, a bench's module (its lab builders), a lab file made dual-stack."""
 
 from __future__ import annotations
 
@@ -160,3 +160,16 @@ def bench_module(name: str) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def dual_stack(d: dict, prefix: str) -> dict:
+    """Lab file ``d`` in ``ip: dual``: each link's ``10.N.X.Y/24`` also ``PREFIX:X::Y/64``
+    (``address6``); its chains' classifiers of both families."""
+    for lk in d["links"]:
+        for ep in lk["endpoints"]:
+            x, y = ep["address"].split("/")[0].split(".")[2:]
+            ep["address6"] = f"{prefix}:{x}::{y}/64"
+    for c in d.get("chains", {}).values():
+        for cl in c["classifiers"]:
+            cl["family"] = "any"
+    return {**d, "ip": "dual"}

@@ -2,9 +2,10 @@
 3,000 UDP flows (one client port each) to the VIP through the same symmetric chain; every flow
 reaches exactly one backend, the shares follow the weights, every reply reaches the client from
 the VIP (un-NATed on the labelled way back), and the per-backend counters of ``inspect`` and
-``chain inspect`` are what the backends counted.  Then the Maglev table's consistency with the
-eBPF one: a backend taken out moves only its own flows, one added takes only its share, and
-established connections stay on their backend when the table changes."""
+``chain inspect`` are what the backends counted; the same to an IPv6 VIP over IPv6 backends in a
+dual-stack lab, with the checksums right over the IPv6 pseudo-header.  Then the Maglev table's
+consistency with the eBPF one: a backend taken out moves only its own flows, one added takes
+only its share, and established connections stay on their backend when the table changes."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +28,28 @@ from sfclab.functions import bpf_balancer_maps as M
 from sfclab.plan.flowhash import flow_hash
 from sfclab.realize.dataplane import lab_dir
 
+from . import test_bpf_nat as N
+from .labtools import dual_stack
 from .test_sfc import node_counters
 
 CLIENT = "10.92.1.2"
 VIP, PORT = "10.92.9.10", 5000
 BACKENDS = ("10.92.5.2", "10.92.6.2", "10.92.7.2", "10.92.8.2")
 FLOWS = 3000
+#: the same in IPv6, in a dual-stack lab (10.92.X.Y is also 2001:2:92:X::Y)
+CLIENT6, VIP6 = "2001:2:92:1::2", "2001:2:92:9::10"
+BACKENDS6 = ("2001:2:92:5::2", "2001:2:92:6::2", "2001:2:92:7::2", "2001:2:92:8::2")
 
-#: a backend: echoes every datagram with its own address; at the end (a 'stop' from its own
-#: namespace), the packets and the client ports it saw
+#: a backend: echoes every datagram with its own address (of either family: it listens on that
+#: one); at the end (a 'stop' from 127.0.0.1), the packets and the client ports it saw
 ECHO = r"""
 import json, socket, sys, time
 me = sys.argv[1]
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s = socket.socket(socket.AF_INET6 if ":" in me else socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 21)
-s.bind(("0.0.0.0", int(sys.argv[2])))
+if ":" in me:  # the stop comes by IPv4 all the same
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.bind(("::" if ":" in me else "0.0.0.0", int(sys.argv[2])))
 print("ready", flush=True)
 seen, packets, end = {}, 0, time.monotonic() + float(sys.argv[3])
 stopping = False
@@ -50,7 +58,7 @@ while time.monotonic() < end:
         data, peer = s.recvfrom(2048)
     except socket.timeout:  # quiet for 0.5 s after the stop: nothing is still on its way
         break
-    if peer[0] == "127.0.0.1" and data == b"stop":
+    if peer[0] in ("127.0.0.1", "::ffff:127.0.0.1") and data == b"stop":
         # a flow's last try may still be crossing the chain (sent before its reply came
         # back): take in what arrives until the path is quiet, so it is counted here as it was
         # by the balancer
@@ -69,12 +77,13 @@ print(json.dumps({"packets": packets, "flows": seen}), flush=True)
 CLIENT_PROG = r"""
 import json, selectors, socket, sys, time
 vip, port, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+fam, any_addr = (socket.AF_INET6, "::") if ":" in vip else (socket.AF_INET, "0.0.0.0")
 got, batch = {}, 200
 for start in range(first, first + count, batch):
     socks = {}
     for p in range(start, min(start + batch, first + count)):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("0.0.0.0", p)); s.setblocking(False); socks[p] = s
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.bind((any_addr, p)); s.setblocking(False); socks[p] = s
     for attempt in range(5):
         todo = [p for p in socks if str(p) not in got]
         if not todo:
@@ -140,18 +149,20 @@ def running(d: dict[str, Any]) -> Iterator[Lab]:
 STOP = "import socket; socket.socket(2, 2).sendto(b'stop', ('127.0.0.1', %d))" % PORT
 
 
-def traffic(lab: Lab, nbackends: int, first: int = 20000,
-            flows: int = FLOWS) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
-    """``flows`` UDP flows from the client to the VIP: what the client got back per port
-    ([reply source, backend]), and what each backend counted ({packets, flows: {port: src}})."""
+def traffic(lab: Lab, nbackends: int, first: int = 20000, flows: int = FLOWS,
+            vip: str = VIP) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """``flows`` UDP flows from the client to ``vip``: what the client got back per port
+    ([reply source, backend]), and what each backend counted ({packets, flows: {port: src}}),
+    by its address of the VIP's family."""
+    backends = BACKENDS6 if ":" in vip else BACKENDS
     echoes = {}
     try:
         for i in range(nbackends):
-            e = lab.popen(f"b{i}", [sys.executable, "-c", ECHO, BACKENDS[i], str(PORT), "120"],
+            e = lab.popen(f"b{i}", [sys.executable, "-c", ECHO, backends[i], str(PORT), "120"],
                           stdout=subprocess.PIPE, text=True)
             echoes[i] = e
             assert e.stdout is not None and e.stdout.readline().strip() == "ready"
-        client = lab.popen("cl", [sys.executable, "-c", CLIENT_PROG, VIP, str(PORT),
+        client = lab.popen("cl", [sys.executable, "-c", CLIENT_PROG, vip, str(PORT),
                                   str(first), str(flows)], stdout=subprocess.PIPE, text=True)
         out, _ = client.communicate(timeout=180)
         got = json.loads(out.strip().splitlines()[-1])
@@ -159,7 +170,7 @@ def traffic(lab: Lab, nbackends: int, first: int = 20000,
         for i, e in echoes.items():
             lab.popen(f"b{i}", [sys.executable, "-c", STOP]).wait(timeout=30)
             text, _ = e.communicate(timeout=30)
-            seen[BACKENDS[i]] = json.loads(text.strip().splitlines()[-1])
+            seen[backends[i]] = json.loads(text.strip().splitlines()[-1])
         return got, seen
     finally:
         for e in echoes.values():
@@ -222,19 +233,64 @@ def test_flows_are_balanced_by_weight_and_replies_come_from_the_vip(kind: str) -
         assert f"backend 1: {counted[1]:,} packets  {BACKENDS[1]} weight 2" in text, text
 
 
-def predicted(weights: list[int], got: dict[str, list[str]], sticky: str) -> dict[str, str]:
+def predicted(weights: list[int], got: dict[str, list[str]], sticky: str,
+              family: int = 4) -> dict[str, str]:
     """client port -> the backend the table puts it on: ``flow_hash`` (the data plane's hash,
-    in Python) of the 5-tuple, or of the source alone, modulo the table's size"""
-    addrs = list(BACKENDS[:len(weights)])
+    in Python; an IPv6 address folded to a word as there) of the 5-tuple, or of the source
+    alone, modulo the table's size"""
+    addrs = list((BACKENDS6 if family == 6 else BACKENDS)[:len(weights)])
+    client, vip = (IPv6Address(CLIENT6), IPv6Address(VIP6)) if family == 6 else \
+        (IPv4Address(CLIENT), IPv4Address(VIP))
     table = M.table(addrs, weights)
     out = {}
     for p in got:
         if sticky == "source":
-            h = flow_hash(IPv4Address(CLIENT), IPv4Address(0), 0, 0, 0, 0)
+            h = flow_hash(client, IPv4Address(0), 0, 0, 0, 0)
         else:
-            h = flow_hash(IPv4Address(CLIENT), IPv4Address(VIP), int(p), PORT, 17, 0)
+            h = flow_hash(client, vip, int(p), PORT, 17, 0)
         out[p] = addrs[table[h % M.TABLE_SIZE]]
     return out
+
+
+FLOWS6 = 300
+
+
+@pytest.mark.parametrize("kind", ["balancer", "bpf-balancer"])
+def test_flows_to_an_ipv6_vip_are_balanced_and_replies_come_from_it(kind: str) -> None:
+    """An IPv6 VIP over IPv6 backends (weights 1, 2, 1) in a dual-stack lab: 300 UDP flows,
+    each answered from the VIP by one backend, all three used about by weight, the per-backend
+    counters what the backends counted; the bpf-balancer's flows where its Maglev table, the
+    IPv4 one's, puts their hash; then every packet's checksum right where it is received."""
+    lb = {"kind": kind, "vip": VIP6, "proto": "udp", "ports": PORT,
+          "backends": [{"address": BACKENDS6[i], "weight": w} for i, w in enumerate(WEIGHTS)]}
+    with running(dual_stack(lab_dict(lb), "2001:2:92")) as lab:
+        got, seen = traffic(lab, 3, flows=FLOWS6, vip=VIP6)
+        info = lab.inspect()["nodes"]["lb"]["function"]
+        shown, text = chain_inspect(lab) if kind == "bpf-balancer" else ({}, "")
+        # then 100 flows more, the checksums of each end checked (apart: the checkers' load
+        # would delay the counted flows' last tries past the backends' stop)
+        with N.checksums(lab, ("cl", "b0", "b1", "b2")) as sums:
+            more, _ = traffic(lab, 3, first=30000, flows=100, vip=VIP6)
+    assert len(got) == FLOWS6 and {src for src, _ in got.values()} == {VIP6}, got
+    ports: Counter[str] = Counter(p for b in seen.values() for p in b["flows"])
+    assert len(ports) == FLOWS6 and set(ports.values()) == {1}, "a flow reached two backends"
+    for i, w in enumerate(WEIGHTS):
+        share = len(seen[BACKENDS6[i]]["flows"])
+        assert abs(share - FLOWS6 * w / sum(WEIGHTS)) < 0.1 * FLOWS6, (kind, i, share)
+    assert [b["packets"] for b in info["backends"]] == \
+        [seen[a]["packets"] for a in BACKENDS6[:3]], (kind, info, seen)
+    assert [b["address"] for b in info["backends"]] == list(BACKENDS6[:3])
+    assert info["vip"] == VIP6 and info["replies"]["packets"] >= FLOWS6, info
+    assert len(more) == 100 and {src for src, _ in more.values()} == {VIP6}, more
+    for node, n in sums.items():
+        assert n["bad"] == n["zero"] == 0 and n["ok"] > 0, (kind, node, sums)
+    assert sum(sums[f"b{i}"]["ok"] for i in range(3)) >= 100 and sums["cl"]["ok"] >= 100
+    if kind == "bpf-balancer":
+        assert placement(got) == predicted(WEIGHTS, got, "tuple", family=6)
+        assert [b["packets"] for b in shown["functions"]["lb"]["backends"]] == \
+            [b["packets"] for b in info["backends"]]
+        assert f"function lb: vip {VIP6} udp ports {PORT}-{PORT}" in text, text
+        assert f"{BACKENDS6[1]} weight 2, 511 of 1021 slots" in text, text
 
 
 @pytest.mark.parametrize("kind", ["balancer", "bpf-balancer"])

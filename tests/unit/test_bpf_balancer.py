@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
 
 import pytest
@@ -55,8 +55,15 @@ def test_its_program_takes_the_forwarder_and_proxy_place_on_every_interface() ->
     ({"sticky": "cookie"}, "nodes.fw.sticky", "tuple"),
     ({"backends": [{"address": "10.9.0.1", "port": 80}]}, "nodes.fw.backends[0]", "port"),
     ({"algorithm": "maglev"}, "nodes.fw", "algorithm"),
+    ({"vip": "2001:2::9", "backends": [{"address": f"2001:2:0:1::{i + 1:x}"}
+                                       for i in range(17)]},
+     "nodes.fw.backends", "at most 16 backends (the eBPF program's entries per node), got 17"),
+    ({"vip": "2001:2::9"}, "nodes.fw", "backends of the vip's family (IPv6): 10.9.0.1 is IPv4"),
+    ({"vip": "2001:2::9", "backends": [{"address": "2001:2::9"}]}, "nodes.fw",
+     "a vip no backend has (2001:2::9 is also a backend)"),
 ], ids=["too-many-backends", "weight", "port-beyond-limit", "port-zero", "no-backend",
-        "twice", "vip-is-backend", "sticky", "unknown-backend-key", "unknown-key"])
+        "twice", "vip-is-backend", "sticky", "unknown-backend-key", "unknown-key",
+        "too-many-ipv6-backends", "families-mixed", "ipv6-vip-is-backend"])
 @pytest.mark.parametrize("kind", ["bpf-balancer", "balancer"])
 def test_what_the_balancer_cannot_hold_is_refused_at_its_place(lb: dict, place: str, says: str,
                                                                kind: str) -> None:
@@ -82,7 +89,9 @@ def test_a_bpf_balancer_on_no_chain_is_refused() -> None:
 @pytest.mark.parametrize("lb, extra_node, place", [
     ({"backends": [{"address": f"10.9.1.{i}"} for i in range(17)]}, False, "nodes.fw.backends"),
     ({}, True, "nodes.lb2"),
-], ids=["too-many-backends", "on-no-chain"])
+    ({"vip": "2001:2::9", "backends": [{"address": "2001:2:0:1::2"}]}, False,
+     "nodes.fw.vip: expected a vip of the lab's families (IPv4), got an IPv6 address"),
+], ids=["too-many-backends", "on-no-chain", "ipv6-vip-in-ipv4-lab"])
 def test_the_cli_says_it_in_one_line_with_exit_2(lb: dict, extra_node: bool, place: str,
                                                  tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,11 +139,15 @@ def test_a_new_backend_takes_about_its_share_and_moves_few_others() -> None:
 
 def test_the_maps_as_bytes() -> None:
     raw = M.config_bytes(IPv4Address("10.9.9.9"), (80, 90), "udp", 3, "source")
-    assert len(raw) == 20
-    assert raw[:4] == bytes([10, 9, 9, 9])  # network order
-    assert struct.unpack("<HHB3xII", raw[4:]) == (80, 90, 17, 3, 1)
-    assert M.backend_bytes(IPv4Address("10.9.0.1")) == bytes([10, 9, 0, 1])
-    assert M.backend_bytes(None) == bytes(4)
+    assert len(raw) == 32
+    assert raw[:16] == bytes([10, 9, 9, 9]) + bytes(12)  # network order, IPv4 in the first word
+    assert struct.unpack("<HHBB2xII", raw[16:]) == (80, 90, 17, 4, 3, 1)
+    assert M.backend_bytes(IPv4Address("10.9.0.1")) == bytes([10, 9, 0, 1]) + bytes(12)
+    assert M.backend_bytes(None) == bytes(16)
+    six = M.config_bytes(IPv6Address("2001:2:0:a::2"), (80, 80), "tcp", 2, "tuple")
+    assert six[:16] == IPv6Address("2001:2:0:a::2").packed
+    assert six[20:22] == bytes([6, 6])  # tcp, IPv6
+    assert M.backend_bytes(IPv6Address("2001:2:0:b::2")) == IPv6Address("2001:2:0:b::2").packed
     t = M.table_bytes(M.table(ADDRS, [1, 1, 1]))
     assert len(t) == 4096 and t[1021 * 4:] == bytes(12)
     assert P.MAX_BACKENDS == M.MAX_BACKENDS
@@ -160,8 +173,8 @@ def test_balancer_object_agrees_with_the_python_layouts(built: Path) -> None:
 @pytest.mark.parametrize("old, new, says", [
     ("SFC_LB_MAX_BACKENDS = 16,", "SFC_LB_MAX_BACKENDS = 8,", "enum sfc_lb_limit"),
     ("\t__u16 port_first;", "\t__be16 port_first;", "struct sfc_lb_config.port_first"),
-    ("\t__u32 backend;        /* index */\n\t__be32 addr;",
-     "\t__be32 addr;\n\t__u32 backend;        /* index */", "struct sfc_lb_conn"),
+    ("\t__u32 backend;        /* index */\n\t__be32 addr[4];",
+     "\t__be32 addr[4];\n\t__u32 backend;        /* index */", "struct sfc_lb_conn"),
 ], ids=["limit", "byte-order", "member-order"])
 def test_a_lb_header_edited_in_a_copy_is_caught(built: Path, tmp_path: Path, old: str,
                                                 new: str, says: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
+from ipaddress import IPv6Address
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,10 @@ from sfclab.realize.lifecycle import plan_for
 from .test_sfc_plan import chain, lab
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+#: 65 IPv6 rules, one too many: the limit is the rule map's, for both families together
+RULES6_65 = [{"action": "drop", "proto": "udp", "dst": f"2001:2:0:{i:x}::/64"} for i in range(65)]
 
 
 def with_fw(fw: dict, chains: dict | None = None) -> dict:
@@ -53,8 +58,18 @@ def test_its_program_takes_the_forwarder_and_proxy_place_on_every_interface() ->
     ({"rules": [{"action": "drop", "proto": "udp", "ports": 80}]},
      "nodes.fw.rules[0]", "ports"),
     ({"statefull": True}, "nodes.fw", "statefull"),
+    ({"rules": RULES6_65}, "nodes.fw.rules", "65 rules; a bpf-firewall holds at most 64"),
+    ({"rules": [{"action": "drop", "dst": "2001:2::/129"}]}, "nodes.fw.rules[0].dst",
+     "expected an IPv6 prefix"),
+    ({"rules": [{"action": "drop", "proto": "tcp", "src": "2001:2::/48", "dport": "1-65536"}]},
+     "nodes.fw.rules[0].dport", "ports from 0 to 65535"),
+    ({"rules": [{"action": "drop", "proto": "icmp", "dst": "2001:2::/48"}]}, "nodes.fw.rules[0]",
+     "proto icmp with IPv6 prefixes: expected icmpv6"),
+    ({"rules": [{"action": "drop", "src": "10.0.0.0/8", "dst": "2001:2::/48"}]},
+     "nodes.fw.rules[0]", "src and dst of one family"),
 ], ids=["too-many-rules", "hooks", "generate", "port-beyond-limit", "unknown-rule-key",
-        "unknown-key"])
+        "unknown-key", "too-many-ipv6-rules", "ipv6-prefix-beyond-128", "ipv6-port-beyond-limit",
+        "icmp-with-ipv6-prefix", "families-mixed"])
 def test_what_the_program_cannot_hold_is_refused_at_its_place(fw: dict, place: str,
                                                               says: str) -> None:
     with pytest.raises(SpecError) as e:
@@ -65,6 +80,16 @@ def test_what_the_program_cannot_hold_is_refused_at_its_place(fw: dict, place: s
 def test_sixty_four_rules_fit() -> None:
     rules = [{"action": "drop", "proto": "udp", "dport": i} for i in range(64)]
     plan_for(load_lab_dict(with_fw({"rules": rules}), "t"))
+
+
+def test_sixty_four_rules_of_both_families_fit_in_a_dual_stack_lab() -> None:
+    rules = RULES6_65[:32] + [{"action": "accept", "proto": "icmpv6"}] + \
+        [{"action": "drop", "proto": "tcp", "src": f"10.{i}.0.0/16"} for i in range(31)]
+    d = with_fw({"rules": rules})
+    d["ip"] = "dual"
+    fw = load_lab_dict(d, "t").nodes["fw"].params
+    assert len(fw.rules) == 64 and {r.family for r in fw.rules} == {4, 6, None}
+    assert {M.rule_bytes(r)[74] for r in fw.rules} == {4, 6, 0}
 
 
 def test_a_bpf_firewall_on_no_chain_is_refused() -> None:
@@ -84,12 +109,29 @@ def test_a_rule_as_bytes() -> None:
     r = Rule.model_validate({"action": "accept", "proto": "tcp", "src": "10.1.0.0/16",
                              "dport": "8000-8100"})
     raw = M.rule_bytes(r)
-    assert len(raw) == 28
-    src, smask, dst, dmask = struct.unpack(">4I", raw[:16])  # network order
-    assert (src, smask) == (0x0A010000, 0xFFFF0000) and (dst, dmask) == (0, 0)
-    assert struct.unpack("<4H", raw[16:24]) == (0, 65535, 8000, 8100)
-    assert (raw[24], raw[25]) == (6, 1)
+    assert len(raw) == 76
+    src, smask, dst, dmask = (struct.unpack(">4I", raw[i:i + 16]) for i in (0, 16, 32, 48))
+    # network order, an IPv4 prefix in the first word and 0 in the rest; no dst: 0/0
+    assert (src, smask) == ((0x0A010000, 0, 0, 0), (0xFFFF0000, 0, 0, 0))
+    assert dst == dmask == (0, 0, 0, 0)
+    assert struct.unpack("<4H", raw[64:72]) == (0, 65535, 8000, 8100)
+    assert (raw[72], raw[73], raw[74]) == (6, 1, 4)   # proto, accept, IPv4 only
     assert M.config_bytes(3, "drop", True) == struct.pack("<3I", 3, 0, 1)
+
+
+def test_an_ipv6_rule_as_bytes_and_a_rule_of_no_family() -> None:
+    r = Rule.model_validate({"action": "drop", "proto": "icmpv6", "dst": "2001:2:0:3::/64"})
+    raw = M.rule_bytes(r)
+    assert struct.unpack(">4I", raw[32:48]) == (0x20010002, 0x00000003, 0, 0)
+    assert struct.unpack(">4I", raw[48:64]) == (0xFFFFFFFF, 0xFFFFFFFF, 0, 0)
+    assert raw[:32] == bytes(32)                      # no src: any
+    assert (raw[72], raw[73], raw[74]) == (58, 0, 6)  # icmpv6, drop, IPv6 only
+    # a rule without prefixes matches both families, as in the kernel twin's inet table
+    both = M.rule_bytes(Rule.model_validate({"action": "drop", "proto": "udp", "dport": 53}))
+    assert both[:64] == bytes(64) and both[74] == 0
+    assert M.words(IPv6Address("2001:2::1")) == (0x20010002, 0, 0, 1)
+    assert str(M.address((0x20010002, 0, 0, 1), 6)) == "2001:2::1"
+    assert str(M.address((0x0A000001, 0, 0, 0), 4)) == "10.0.0.1"
 
 
 # ------------------------------------------------------------------ the layouts against BTF
@@ -137,7 +179,10 @@ def test_a_fw_header_edited_in_a_copy_is_caught(built: Path, tmp_path: Path, old
     ({"rules": [{"action": "drop", "proto": "udp", "dport": i} for i in range(65)]}, False,
      "nodes.fw.rules"),
     ({}, True, "nodes.fw2"),
-], ids=["too-many-rules", "on-no-chain"])
+    ({"rules": RULES6_65}, False, "nodes.fw.rules: 65 rules"),
+    ({"rules": [{"action": "drop", "proto": "udp", "src": "2001:2::/48", "dport": "9-70000"}]},
+     False, "nodes.fw.rules[0].dport"),
+], ids=["too-many-rules", "on-no-chain", "too-many-ipv6-rules", "ipv6-port-beyond-limit"])
 def test_the_cli_says_it_in_one_line_with_exit_2(fw: dict, extra_node: bool, place: str,
                                                  tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

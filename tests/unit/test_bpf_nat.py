@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address, ip_address
 from pathlib import Path
 
 import pytest
@@ -38,6 +38,10 @@ def forwards(n: int) -> list[dict]:
     return [{"proto": "udp", "port": 1000 + i, "to": "10.0.0.1"} for i in range(n)]
 
 
+def forwards6(n: int) -> list[dict]:
+    return [{"proto": "udp", "port": 1000 + i, "to": f"[2001:2::{i + 1:x}]:53"} for i in range(n)]
+
+
 def test_its_program_takes_the_forwarder_and_proxy_place_on_every_interface() -> None:
     sp = plan_for(load_lab_dict(with_nat({}), "t")).steering
     assert sp.attach["fw"] == [("sfc_nat", "eth0", "xdp"), ("sfc_nat", "eth1", "xdp")]
@@ -54,8 +58,15 @@ def test_its_program_takes_the_forwarder_and_proxy_place_on_every_interface() ->
     ({"forward": [{"proto": "icmp", "port": 80, "to": "10.0.0.1"}]},
      "nodes.fw.forward[0].proto", "tcp"),
     ({"masquerade": True}, "nodes.fw", "masquerade"),
+    ({"forward": forwards6(33)}, "nodes.fw.forward",
+     "33 port forwards; a bpf-nat holds at most 32"),
+    ({"forward": [{"proto": "tcp", "port": 80, "to": "[2001:2::1]:70000"}]},
+     "nodes.fw.forward[0].to", "ports from 0 to 65535"),
+    ({"forward": [{"proto": "tcp", "port": 80, "to": "[2001:2::1:80"}]},
+     "nodes.fw.forward[0].to", "[IPV6-ADDRESS]:PORT"),
 ], ids=["too-many-forwards", "port-beyond-limit", "target-port-beyond-limit", "proto",
-        "unknown-key"])
+        "unknown-key", "too-many-ipv6-forwards", "ipv6-target-port-beyond-limit",
+        "ipv6-target-unclosed"])
 def test_what_the_program_cannot_hold_is_refused_at_its_place(nat: dict, place: str,
                                                               says: str) -> None:
     with pytest.raises(SpecError) as e:
@@ -65,6 +76,9 @@ def test_what_the_program_cannot_hold_is_refused_at_its_place(nat: dict, place: 
 
 def test_thirty_two_forwards_fit() -> None:
     plan_for(load_lab_dict(with_nat({"forward": forwards(32)}), "t"))
+    d = with_nat({"forward": forwards(16) + forwards6(16)})
+    d["ip"] = "dual"
+    plan_for(load_lab_dict(d, "t"))
 
 
 def test_a_bpf_nat_on_no_chain_is_refused() -> None:
@@ -79,24 +93,34 @@ def test_a_bpf_nat_on_no_chain_is_refused() -> None:
 def test_its_maps_as_bytes() -> None:
     f = PortForward.model_validate({"proto": "tcp", "port": 8080, "to": "10.1.2.3:80"})
     raw = M.forward_bytes(f)
-    assert len(raw) == 12
-    assert struct.unpack(">I", raw[:4])[0] == 0x0A010203            # network order
-    assert struct.unpack("<HH", raw[4:8]) == (8080, 80) and raw[8] == 6
+    assert len(raw) == 24
+    assert struct.unpack(">4I", raw[:16]) == (0x0A010203, 0, 0, 0)   # network order, IPv4 first
+    assert struct.unpack("<HH", raw[16:20]) == (8080, 80) and (raw[20], raw[21]) == (6, 4)
     same = M.forward_bytes(PortForward.model_validate({"proto": "udp", "port": 53,
                                                        "to": "10.1.2.3"}))
-    assert struct.unpack("<HH", same[4:8]) == (53, 0) and same[8] == 17  # 0: the same port
-    assert M.config_bytes(7, IPv4Address("10.0.0.1"), 2) == \
-        struct.pack("<I", 7) + struct.pack(">I", 0x0A000001) + struct.pack("<I", 2)
+    assert struct.unpack("<HH", same[16:20]) == (53, 0) and same[20] == 17  # 0: the same port
+    six = M.forward_bytes(PortForward.model_validate({"proto": "tcp", "port": 8443,
+                                                      "to": "[2001:2:0:3::2]:443"}))
+    assert struct.unpack(">4I", six[:16]) == (0x20010002, 3, 0, 2)
+    assert struct.unpack("<HH", six[16:20]) == (8443, 443) and six[21] == 6
+    assert M.config_bytes(7, IPv4Address("10.0.0.1"), None, 2) == \
+        struct.pack("<I", 7) + struct.pack(">I", 0x0A000001) + struct.pack("<I", 2) + bytes(16)
+    dual = M.config_bytes(7, IPv4Address("10.0.0.1"), IPv6Address("2001:2::1"), 0)
+    assert len(dual) == 28 and struct.unpack(">4I", dual[12:]) == (0x20010002, 0, 0, 1)
+    assert M.config_bytes(7, None, IPv6Address("2001:2::1"), 0)[4:8] == bytes(4)  # ip: 6
+
+
+def flow(node: int, src: str, dst: str, sport: int, dport: int, proto: int) -> bytes:
+    s, d = ip_address(src), ip_address(dst)
+    return M.pack("sfc_nat_flow", node, M.words(s), M.words(d), sport, dport, proto,
+                  s.version)
+
+
+def xlate(addr: str, port: int, side: int, slot: int) -> bytes:
+    return M.pack("sfc_nat_xlate", M.words(ip_address(addr)), port, side, slot)
 
 
 def test_live_translations_are_read_from_the_connection_map() -> None:
-    def flow(node: int, src: str, dst: str, sport: int, dport: int, proto: int) -> bytes:
-        return M.pack("sfc_nat_flow", node, int(IPv4Address(src)), int(IPv4Address(dst)),
-                      sport, dport, proto)
-
-    def xlate(addr: str, port: int, side: int, slot: int) -> bytes:
-        return M.pack("sfc_nat_xlate", int(IPv4Address(addr)), port, side, slot)
-
     entries = [  # node 3: a masquerade (both halves), a forward (both halves); node 4: one
         (flow(3, "10.0.1.2", "10.0.9.2", 4000, 53, 17), xlate("10.0.5.1", 4000, 1, M.MASQUERADE)),
         (flow(3, "10.0.9.2", "10.0.5.1", 53, 4000, 17), xlate("10.0.1.2", 4000, 2, M.MASQUERADE)),
@@ -113,6 +137,25 @@ def test_live_translations_are_read_from_the_connection_map() -> None:
         {"packets": 3, "bytes": 300, "new": 1}
 
 
+def test_ipv6_translations_are_read_as_the_forwards_write_them() -> None:
+    """NAT66: an ICMPv6 echo masqueraded (its identifier as the source port) and a TCP forward
+    to an IPv6 target, each shown with its addresses in brackets, beside an IPv4 one."""
+    entries = [
+        (flow(3, "2001:2::1", "2001:2:0:3::2", 77, 0, 58),
+         xlate("2001:2:0:2::2", 77, 1, M.MASQUERADE)),
+        (flow(3, "2001:2::1", "2001:2:0:3::2", 80, 5000, 6),
+         xlate("2001:2:0:2::2", 8080, 1, M.FORWARD + 1)),
+        (flow(3, "10.0.1.2", "10.0.9.2", 4000, 53, 17), xlate("10.0.5.1", 4000, 1, M.MASQUERADE)),
+    ]
+    assert M.translations(3, entries) == [
+        {"proto": "tcp", "inside": "[2001:2::1]:80", "outside": "[2001:2:0:2::2]:8080",
+         "peer": "[2001:2:0:3::2]:5000", "rule": "forward 1"},
+        {"proto": "icmpv6", "inside": "[2001:2::1]:77", "outside": "[2001:2:0:2::2]:77",
+         "peer": "[2001:2:0:3::2]:0", "rule": "masquerade"},
+        {"proto": "udp", "inside": "10.0.1.2:4000", "outside": "10.0.5.1:4000",
+         "peer": "10.0.9.2:53", "rule": "masquerade"}]
+
+
 def test_chain_inspect_text_of_a_bpf_nat() -> None:
     f = {"program": "sfc_nat (XDP, bpf/nat.bpf.c)", "outside": "r1", "interface": "eth1",
          "masquerade": {"packets": 12, "bytes": 900, "new": 3},
@@ -125,6 +168,14 @@ def test_chain_inspect_text_of_a_bpf_nat() -> None:
         "    masquerade: 12 packets, translations made: 3",
         "    forward 0: 4 packets, translations made: 1  proto tcp port 8080 to 10.0.0.1:80",
         "    not translated: 2 packets"]
+    # in a lab with IPv6: NAT66's masquerade apart, as the kernel twin's ip6 table counts it
+    f["masquerade6"] = {"packets": 7, "bytes": 700, "new": 2}
+    f["forwards"].append({"packets": 3, "bytes": 300, "new": 1, "forward": {
+        "proto": "udp", "port": 53, "to": "[2001:2::5]:53"}})
+    assert functions_text({"functions": {"nat": f}})[2:5] == [
+        "    masquerade6: 7 packets, translations made: 2",
+        "    forward 0: 4 packets, translations made: 1  proto tcp port 8080 to 10.0.0.1:80",
+        "    forward 1: 3 packets, translations made: 1  proto udp port 53 to [2001:2::5]:53"]
 
 
 # ------------------------------------------------------------------ the layouts against BTF
@@ -142,7 +193,7 @@ def test_nat_object_agrees_with_the_python_layouts(built: Path) -> None:
     assert b.maps["sfc_nat_forwards"].max_entries == 256 * M.MAX_FORWARDS
     assert b.maps["sfc_nat_counts"].max_entries == 256 * M.SLOTS
     assert b.maps["sfc_nat_conns"].max_entries == M.MAX_CONNS
-    assert M.SLOTS == M.FORWARD + M.MAX_FORWARDS
+    assert M.SLOTS == M.FORWARD + M.MAX_FORWARDS + 1 and M.MASQUERADE6 == M.SLOTS - 1
 
 
 @pytest.mark.parametrize("old, new, says", [
@@ -173,7 +224,10 @@ def test_a_nat_header_edited_in_a_copy_is_caught(built: Path, tmp_path: Path, ol
 @pytest.mark.parametrize("nat, extra_node, place", [
     ({"forward": forwards(33)}, False, "nodes.fw.forward"),
     ({}, True, "nodes.nat2"),
-], ids=["too-many-forwards", "on-no-chain"])
+    ({"forward": forwards6(33)}, False, "nodes.fw.forward: 33 port forwards"),
+    ({"forward": forwards6(1)}, False, "nodes.fw.forward.0.to: an IPv6 address in a lab without "
+     "IPv6"),
+], ids=["too-many-forwards", "on-no-chain", "too-many-ipv6-forwards", "ipv6-forward-in-ipv4-lab"])
 def test_the_cli_says_it_in_one_line_with_exit_2(nat: dict, extra_node: bool, place: str,
                                                  tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -167,7 +167,10 @@ def test_ipv4_address_in_an_ipv6_lab():
     assert e.place == "links[0].endpoints[0].address"
 
 
-@pytest.mark.parametrize("kind,keys", [("bpf-firewall", ""), ("bpf-nat", ", outside: y")])
+PIPELINE = ", functions: [{kind: bpf-firewall}, {kind: bpf-nat, outside: y}]"
+
+
+@pytest.mark.parametrize("kind,keys", [("bpf-pipeline", PIPELINE)])
 def test_ipv4_only_kinds_refused_in_ipv6_labs(kind, keys):
     for ip in ("6", "dual"):
         e = bad(f"""
@@ -189,6 +192,22 @@ def test_pool6_too_small():
             links: [{endpoints: [a, r]}, {endpoints: [r, s]}, {endpoints: [s, b]}]
         """))
     assert "addressing.prefix6" in str(ei.value)
+
+
+@pytest.mark.parametrize("kind,keys", [("bpf-firewall", ""), ("bpf-nat", ", outside: y"),
+                                      ("bpf-balancer", ", vip: '2001:2::9', backends: "
+                                       "[{address: '2001:2:0:1::2'}]")])
+def test_the_ebpf_functions_are_taken_in_ipv6_labs(kind, keys):
+    """Their programs read IPv6 too (bpf/fw.bpf.c, nat.bpf.c, balancer.bpf.c): no refusal at
+    the node's kind in a lab of ``ip: 6`` or ``dual``."""
+    for ip in ("6", "dual"):
+        doc = lab(f"""
+            name: six
+            ip: {ip}
+            nodes: {{x: {{kind: host}}, f: {{kind: {kind}{keys}}}, y: {{kind: host}}}}
+            links: [{{endpoints: [x, f]}}, {{endpoints: [f, y]}}]
+        """)
+        assert doc.nodes["f"].kind == kind
 
 
 def test_firewall_rules_in_both_families():

@@ -63,6 +63,8 @@ def _nat_text(node: str, f: dict[str, Any]) -> list[str]:
     lines = [f"  function {node}: masquerade toward {f['outside']} ({f['interface']}), "
              f"live translations: {f.get('live_translations', 0):,}",
              f"    masquerade: {n(f.get('masquerade'))}"]
+    if "masquerade6" in f:
+        lines.append(f"    masquerade6: {n(f['masquerade6'])}")
     for i, fw in enumerate(f.get("forwards", [])):
         what = " ".join(f"{k} {v}" for k, v in fw["forward"].items())
         lines.append(f"    forward {i}: {n(fw)}  {what}")

@@ -2,8 +2,8 @@
 has no IPVS: ``CONFIG_IP_VS`` is off).
 
 Lab file keys: those of :mod:`.balancer_params` (``vip``, ``proto``, ``ports``, ``backends``,
-``sticky``), where this kind also takes an IPv6 ``vip`` with IPv6 backends (one family per
-balancer: the VIP's, which the lab's ``ip:`` must carry).  In ``table ip sfclab_lb`` (``table
+``sticky``), an IPv4 or IPv6 ``vip`` with backends of its family (one family per balancer: the
+VIP's, which the lab's ``ip:`` must carry).  In ``table ip sfclab_lb`` (``table
 ip6 sfclab_lb`` for an IPv6 VIP) of the node's namespace:
 
 - ``prerouting`` (nat): the first packet of a connection to the VIP (its protocol and ports)
@@ -21,13 +21,10 @@ removed; conntrack keeps established connections where they are.
 from __future__ import annotations
 
 import json
-from ipaddress import IPv4Address, IPv6Address
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from ..errors import SpecError
-from .balancer_params import MAX_WEIGHT, BalancerParams
+from .balancer_params import BalancerParams, vip_family_problem
 from .base import NetworkFunction, register
 
 TABLE = "sfclab_lb"
@@ -35,36 +32,11 @@ TABLE = "sfclab_lb"
 SEED = 0x5FC1
 
 
-class AnyBackend(BaseModel):
-    """A backend of either family (the eBPF twin's :class:`.balancer_params.Backend` is
-    IPv4 only)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    address: IPv4Address | IPv6Address
-    weight: int = Field(default=1, ge=1, le=MAX_WEIGHT)
-
-
-class KernelBalancerParams(BalancerParams):
-    """The shared keys, with a VIP and backends of either family (all of the VIP's)."""
-
-    vip: IPv4Address | IPv6Address  # type: ignore[assignment]
-    backends: list[AnyBackend] = Field(min_length=1)  # type: ignore[assignment]
-
-    @model_validator(mode="after")
-    def _one_family(self) -> KernelBalancerParams:
-        for b in self.backends:
-            if b.address.version != self.vip.version:
-                raise ValueError(f"backends of the vip's family (IPv{self.vip.version}): "
-                                 f"{b.address} is IPv{b.address.version}")
-        return self
-
-
 @register
 class Balancer(NetworkFunction):
     kind = "balancer"
-    Params = KernelBalancerParams
-    params: KernelBalancerParams
+    Params = BalancerParams
+    params: BalancerParams
     families = (4, 6)
 
     @property
@@ -73,11 +45,9 @@ class Balancer(NetworkFunction):
         return "ip" if self.params.vip.version == 4 else "ip6"
 
     def check(self) -> None:
-        v = self.params.vip.version
-        if v not in self.ctx.families:
-            raise SpecError(f"expected a vip of the lab's families (IPv"
-                            f"{' and IPv'.join(map(str, self.ctx.families))}), got an IPv{v} "
-                            f"address ({self.params.vip})", place="vip")
+        problem = vip_family_problem(self.params.vip, self.ctx.families)
+        if problem:
+            raise SpecError(problem, place="vip")
 
     def programs(self) -> list[str]:
         return ["nft"]

@@ -2,10 +2,11 @@
 ``balancer`` kind's twin for chains.
 
 Lab file keys: those of :mod:`.balancer_params` (``vip``, ``proto``, ``ports``, ``backends``,
-``sticky``).  Backends are chosen by a Maglev table (:mod:`sfclab.plan.maglev`, computed here
-and written to the node's table) over their addresses, weighted; a connection map (LRU)
-remembers each connection's backend both ways, so its replies get the VIP back as their source
-and it keeps its backend when the table changes.
+``sticky``): an IPv4 or IPv6 VIP (labs of ``ip: 6`` or ``dual``) with backends of its family,
+as the kernel ``balancer``.  Backends are chosen by a Maglev table (:mod:`sfclab.plan.maglev`,
+computed here and written to the node's table) over their addresses, weighted; a connection
+map (LRU) remembers each connection's backend both ways, so its replies get the VIP back as
+their source and it keeps its backend when the table changes.
 
 As for the ``bpf-firewall``, the program is the node's SFC program
 (:attr:`NetworkFunction.sfc_program`), attached by the data plane in XDP on every interface in
@@ -23,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import LabError
+from ..errors import LabError, SpecError
 from ..kernel import bpf
 from . import bpf_balancer_maps as M
-from .balancer_params import BalancerParams
+from .balancer_params import BalancerParams, vip_family_problem
 from .base import register
 from .sfc_aware import SfcAwareFunction
 
@@ -41,6 +42,12 @@ class BpfBalancer(SfcAwareFunction):
     Params = BpfBalancerParams
     params: BpfBalancerParams
     sfc_program = "sfc_lb"
+    families = (4, 6)  # one per node: its VIP's
+
+    def check(self) -> None:
+        problem = vip_family_problem(self.params.vip, self.ctx.families)
+        if problem:
+            raise SpecError(problem, place="vip")
 
     def start(self) -> None:
         p = self.params
@@ -80,7 +87,8 @@ class BpfBalancer(SfcAwareFunction):
 
     def _live(self, node_id: int, maps: Any) -> list[bool]:
         with bpf.PinnedMap(str(maps / "sfc_lb_backends")) as m:
-            return [(m.lookup(M.u32(node_id * M.MAX_BACKENDS + i)) or bytes(4)) != bytes(4)
+            out = M.backend_bytes(None)
+            return [(m.lookup(M.u32(node_id * M.MAX_BACKENDS + i)) or out) != out
                     for i in range(len(self.params.backends))]
 
     def counters(self) -> dict[str, Any]:

@@ -9,24 +9,29 @@ Every bpf-balancer of a lab shares the lab's maps, keyed by its node's ``node_id
 ``sfc_lb_config[node]``, ``sfc_lb_backends[node * MAX_BACKENDS + i]``, ``sfc_lb_tables[node]``
 (the Maglev table, :func:`table`), ``sfc_lb_counts[node * SLOTS + slot]`` (slot ``i`` for
 backend ``i``, :data:`REPLIES`, :data:`OTHER`), ``sfc_lb_conns`` (connections, LRU).
+
+The VIP and the backends are of one family, the configuration's ``family``; addresses are 128
+bits, four network-order words (:func:`~.bpf_firewall_maps.words`: an IPv4 one in the first).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from ipaddress import IPv4Address
+from ipaddress import IPv4Address, IPv6Address
 
 from ..plan import maglev
+from .bpf_firewall_maps import FAMILIES, words
 from .bpf_firewall_maps import count_sum, u32  # noqa: F401 - the same per-CPU counter pair
 
 #: C struct -> its members in order: (name, struct format)
 LAYOUTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "sfc_lb_config": (("vip", ">I"), ("port_first", "<H"), ("port_last", "<H"),
-                      ("proto", "B"), ("pad", "3x"), ("nbackends", "<I"), ("sticky", "<I")),
-    "sfc_lb_backend": (("addr", ">I"),),
+    "sfc_lb_config": (("vip", ">4I"), ("port_first", "<H"), ("port_last", "<H"),
+                      ("proto", "B"), ("family", "B"), ("pad", "2x"), ("nbackends", "<I"),
+                      ("sticky", "<I")),
+    "sfc_lb_backend": (("addr", ">4I"),),
     "sfc_lb_table": (("slot", "<1024I"),),
-    "sfc_lb_conn": (("backend", "<I"), ("addr", ">I")),
+    "sfc_lb_conn": (("backend", "<I"), ("addr", ">4I")),
     "sfc_lb_count": (("packets", "<Q"), ("bytes", "<Q")),
 }
 #: enum sfc_lb_limit
@@ -47,16 +52,16 @@ MAPS = {"sfc_lb_config": ("__u32", "sfc_lb_config"),
 PROTOS = {"any": 0, "tcp": 6, "udp": 17}
 
 
-def config_bytes(vip: IPv4Address, ports: tuple[int, int], proto: str, nbackends: int,
-                 sticky: str) -> bytes:
-    return struct.pack(">I", int(vip)) + struct.pack("<HHB3xII", ports[0], ports[1],
-                                                     PROTOS[proto], nbackends,
-                                                     STICKY[f"SFC_LB_BY_{sticky.upper()}"])
+def config_bytes(vip: IPv4Address | IPv6Address, ports: tuple[int, int], proto: str,
+                 nbackends: int, sticky: str) -> bytes:
+    return struct.pack(">4I", *words(vip)) + struct.pack(
+        "<HHBB2xII", ports[0], ports[1], PROTOS[proto], FAMILIES[vip.version], nbackends,
+        STICKY[f"SFC_LB_BY_{sticky.upper()}"])
 
 
-def backend_bytes(addr: IPv4Address | None) -> bytes:
-    """A backend's entry; None: out."""
-    return struct.pack(">I", int(addr) if addr is not None else 0)
+def backend_bytes(addr: IPv4Address | IPv6Address | None) -> bytes:
+    """A backend's entry; None: out (all 0)."""
+    return struct.pack(">4I", *words(addr))
 
 
 def table(addresses: Sequence[str], weights: Sequence[int],

@@ -9,6 +9,13 @@ for ``kind: bpf-firewall`` with the same rules)::
     stateful: true                   # default false: accepted flows are remembered (LRU) and
                                      # their replies pass without the rules
 
+IPv4 and IPv6 (labs of ``ip: 6`` or ``dual``), as the kernel firewall's ``inet`` table: one rule
+list for both families, a rule with IPv4 prefixes matching IPv4 packets only, one with IPv6
+prefixes IPv6 packets only, one with neither both; ``proto: icmpv6`` for ICMPv6.  It filters
+every packet that arrives at the node, those for the node itself too (the kernel firewall's
+``forward`` and ``input`` hooks), so neighbour discovery is filtered like any ICMPv6: under
+``policy: drop`` the node finds its IPv6 neighbours only if a rule accepts ``icmpv6``.
+
 The program is not started by the function: it is the node's SFC program
 (:attr:`NetworkFunction.sfc_program`), attached by the data plane in XDP on every interface of
 the node in place of the forwarder and the proxy, so the function must be on a chain.  At
@@ -60,8 +67,8 @@ class BpfFirewallParams(FunctionParams):
     def _fits(cls, rules: list[R.Rule]) -> list[R.Rule]:
         if len(rules) > M.MAX_RULES:
             raise ValueError(f"{len(rules)} rules; a bpf-firewall holds at most {M.MAX_RULES} "
-                             "(its rule map's entries per node)")
-        return R.refuse_ipv6(rules, "a bpf-firewall")
+                             "(its rule map's entries per node, both families together)")
+        return rules
 
 
 @register
@@ -70,6 +77,7 @@ class BpfFirewall(SfcAwareFunction):
     Params = BpfFirewallParams
     params: BpfFirewallParams
     sfc_program = "sfc_fw"
+    families = (4, 6)  # one rule list for both, as the kernel firewall's inet table
 
     def start(self) -> None:
         p = self.params

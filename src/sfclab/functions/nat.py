@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import SpecError
-from .base import FunctionParams, NetworkFunction, register
+from .base import FunctionContext, FunctionParams, NetworkFunction, register
 from .params import neighbour, parse_ports
 
 TABLE = "sfclab_nat"
@@ -47,15 +47,20 @@ class PortForward(BaseModel):
     @field_validator("to")
     @classmethod
     def _address_port(cls, v: str) -> str:
-        _split_to(v)
+        split_to(v)
         return v
 
     @property
     def family(self) -> int:
-        return _split_to(self.to)[0]
+        return split_to(self.to)[0]
+
+    def target(self) -> tuple[IPv4Address | IPv6Address, int]:
+        """The address ``to`` names and its port (0: none given, the forwarded port kept)."""
+        family, addr, port = split_to(self.to)
+        return (IPv6Address(addr) if family == 6 else IPv4Address(addr)), int(port or 0)
 
 
-def _split_to(v: str) -> tuple[int, str, str]:
+def split_to(v: str) -> tuple[int, str, str]:
     """``ADDRESS[:PORT]`` (IPv4) or ``[ADDRESS]:PORT`` / ``ADDRESS`` (IPv6): its family, address
     and port ('' if none); ValueError if it is neither."""
     words = "an address with an optional port: ADDRESS[:PORT], or [IPV6-ADDRESS]:PORT"
@@ -81,6 +86,15 @@ def _split_to(v: str) -> tuple[int, str, str]:
     return family, addr, port
 
 
+def check_forwards(ctx: FunctionContext, forward: list[PortForward]) -> None:
+    """A ``SpecError`` at the first forward whose ``to`` is of a family the lab's links do not
+    carry (its ``ip:``); shared by ``nat`` and ``bpf-nat``."""
+    for i, f in enumerate(forward):
+        if f.family not in ctx.families:
+            raise SpecError(f"an IPv{f.family} address in a lab without IPv{f.family} "
+                            "(its 'ip:')", place=f"forward.{i}.to")
+
+
 class NatParams(FunctionParams):
     outside: str
     forward: list[PortForward] = Field(default_factory=list)
@@ -98,10 +112,7 @@ class Nat(NetworkFunction):
 
     def check(self) -> None:
         neighbour(self.ctx, self.params.outside, "outside")
-        for i, f in enumerate(self.params.forward):
-            if f.family not in self.ctx.families:
-                raise SpecError(f"an IPv{f.family} address in a lab without IPv{f.family} "
-                                "(its 'ip:')", place=f"forward.{i}.to")
+        check_forwards(self.ctx, self.params.forward)
 
     def _tables(self) -> list[tuple[str, int]]:
         """The nft families of its tables: ``ip`` for IPv4, ``ip6`` for IPv6."""

@@ -13,7 +13,8 @@ A rule's ``src`` and ``dst`` are IPv4 or IPv6 prefixes (one family per rule): in
 ``inet`` table one rule set covers both families; an IPv4 prefix matches only IPv4 packets
 (``ip saddr``), an IPv6 one only IPv6 packets (``ip6 saddr``), a rule without either both.
 ``proto: icmp`` is ICMP for IPv4, ``icmpv6`` ICMP for IPv6.  iptables filters IPv4 only: its
-backend refuses IPv6 prefixes and ``icmpv6`` (and kinds that are IPv4 only refuse them too).
+backend refuses IPv6 prefixes and ``icmpv6`` (:func:`refuse_ipv6`).  The ``bpf-firewall`` holds
+the same rules in its maps, of both families, with the same meaning.
 
 User rules carry the comment ``sfclab rule <index>`` and the policy counter ``sfclab policy``;
 :func:`nft_counters` and :func:`iptables_counters` read the counters back by those names.

@@ -53,11 +53,13 @@ LAYOUTS: dict[str, tuple[tuple[str, str], ...]] = {
     "sfc_nsh_key": (("node", "<I"), ("spi", "<I"), ("si", "<I")),
     "sfc_nsh_hop": (("label", "<I"), ("last", "<I")),
 }
-#: struct sfc_tuple of include/sfc.h: the IPv4 5-tuple the SFC-aware eBPF functions key their
-#: connections by (checked with their objects: :func:`fw_drift`, :func:`lb_drift`)
+#: struct sfc_tuple of include/sfc.h: the IPv4 or IPv6 5-tuple the SFC-aware eBPF functions key
+#: their connections by, laid out as ``sfc_class_key`` (checked with their objects:
+#: :func:`fw_drift`, :func:`lb_drift`)
 TUPLE_LAYOUT: dict[str, tuple[tuple[str, str], ...]] = {
-    "sfc_tuple": (("node", "<I"), ("mask", "<I"), ("src", ">I"), ("dst", ">I"),
-                  ("sport", ">H"), ("dport", ">H"), ("proto", "B"), ("pad", "3x")),
+    "sfc_tuple": (("node", "<I"), ("mask", "<I"), ("src", ">4I"), ("dst", ">4I"),
+                  ("sport", ">H"), ("dport", ">H"), ("proto", "B"), ("family", "B"),
+                  ("pad", "2x")),
 }
 #: the structs and maps of include/sfc_nsh.h, and the objects that include it
 NSH_STRUCTS = ("sfc_nsh_key", "sfc_nsh_hop")
