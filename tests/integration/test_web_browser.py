@@ -104,7 +104,9 @@ def test_the_lab_view_draws_the_lab_live(browser: Browser, running_lab: Any, lab
             rx1 = int(page.get_attribute("#rates tr[data-node=dst]", "data-rx-packets") or 0)
             page.wait_for_function(f"() => sfclab.samples >= {first + 2}", timeout=10000)
             rx2 = int(page.get_attribute("#rates tr[data-node=dst]", "data-rx-packets") or 0)
-            assert rx2 > rx1 + 100
+            # ping sends 200 a second; on a loaded machine it sent under 50 a second (94 in
+            # two samples once): the table's count moves, which is what this checks
+            assert rx2 > rx1 + 20, (rx1, rx2)
             pps = page.evaluate("sfclab.links")
             path = [e[0] for e in links if {e[1], e[2]} in ({"src", "r1"}, {"sh", "dst"})]
             assert all(pps[p]["pps"] > 50 for p in path), pps
