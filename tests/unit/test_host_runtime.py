@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sfclab.plan.build import build_plan
-from sfclab.realize.kinds import load_lab, load_lab_text
+from sfclab.realize.kinds import load_lab_text
 from sfclab.realize.runtime import RUNTIMES, kind_for, runtime_for
 from sfclab.realize.runtime.base import HostRuntime
 from sfclab.realize.runtime.local import LocalRuntime
@@ -34,19 +34,6 @@ nodes:
 links:
   - endpoints: [a, b]
 """
-
-
-@pytest.fixture
-def ssh_lab(tmp_path):
-    (tmp_path / "id").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n(first line only)\n"
-                                 "-----END OPENSSH PRIVATE KEY-----\n")
-    f = tmp_path / "lab.yaml"
-    f.write_text("name: far\nhosts:\n"
-                 "  h1: {address: 198.19.255.1, ssh: {key: id}}\n"
-                 "  h2: {address: 198.19.255.2, ssh: {key: id}}\n"
-                 "nodes:\n  a: {kind: host, host: h1}\n  b: {kind: host, host: h2}\n"
-                 "links:\n  - endpoints: [a, b]\n")
-    return load_lab(str(f))
 
 
 def test_a_lab_file_with_ssh_hosts_has_the_ssh_runtime(ssh_lab):

@@ -15,7 +15,6 @@ import pytest
 
 from sfclab.errors import LabError, MeasurementError, SpecError
 from sfclab.plan.build import build_plan
-from sfclab.realize.kinds import load_lab
 from sfclab.realize.runtime.process import Ended, StartFailed
 from sfclab.realize.state import LabState
 from sfclab.spec.measurement import from_options
@@ -77,18 +76,11 @@ class FakeRuntime:
 
 
 @pytest.fixture
-def far(monkeypatch, tmp_path):
-    """Lab ``far``: a on host h1, b on host h2 (each reached over SSH), a link between them;
-    its plan served to the measurement, its runtime the fake's."""
-    (tmp_path / "id").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n(first line only)\n"
-                                 "-----END OPENSSH PRIVATE KEY-----\n")
-    f = tmp_path / "lab.yaml"
-    f.write_text("name: far\nhosts:\n"
-                 "  h1: {address: 198.19.255.1, ssh: {key: id}}\n"
-                 "  h2: {address: 198.19.255.2, ssh: {key: id}}\n"
-                 "nodes:\n  a: {kind: host, host: h1}\n  b: {kind: host, host: h2}\n"
-                 "links:\n  - endpoints: [a, b]\n")
-    plan = build_plan(load_lab(str(f)), cpus=[0])
+def far(monkeypatch, tmp_path, ssh_lab):
+    """Lab ``far`` (``ssh_lab`` of tests/unit/conftest.py: a on host h1, b on host h2,
+    each reached over SSH, a link between them); its plan served to the measurement, its
+    runtime the fake's."""
+    plan = build_plan(ssh_lab, cpus=[0])
     monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setattr(measure, "load_plan", lambda lab: (LabState(lab), plan))
 
