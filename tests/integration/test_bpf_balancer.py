@@ -557,10 +557,10 @@ def test_firewall_then_balancer_in_one_hook_gives_what_two_nodes_give() -> None:
 
 def test_firewall_then_nat_in_one_hook_gives_what_two_nodes_give() -> None:
     """A firewall (dropping UDP to port 6001) then a NAT (masquerade toward r1) on one node,
-    and the same on two nodes: from three source ports, UDP to 6000 and 6001 and TCP to 7000;
-    the same echoes come back, from the same translated addresses."""
-    from . import test_bpf_nat as N
-
+    and the same on two nodes, in dual-stack labs: from three source ports, UDP to 6000 and 6001
+    and TCP to 7000, in IPv4 and at the same time in IPv6 (NAT66); in each family the same
+    echoes come back, from the same addresses, and the outside sees the same flows from the
+    same translated address and ports."""
     fw = {"kind": "bpf-firewall", "rules": [{"action": "drop", "proto": "udp", "dport": 6001}]}
     nat = {"kind": "bpf-nat", "outside": "r1"}
     results = {}
@@ -573,23 +573,37 @@ def test_firewall_then_nat_in_one_hook_gives_what_two_nodes_give() -> None:
             d["links"][1] = link("r0", "10.92.2.1/24", "fw", "10.92.2.2/24")
             d["links"].insert(2, link("fw", "10.92.5.1/24", "nat", "10.92.5.2/24"))
             d["chains"]["c"]["functions"] = ["fw", "nat"]
-        with N.running(d) as lab:
-            echo = lab.popen("out", [sys.executable, "-c", N.ECHO, "6000,6001", "7000", "25",
-                                     "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
-            assert echo.stdout is not None and echo.stdout.readline().strip() == "ready"
-            client = lab.popen("in", [sys.executable, "-c", N.CLIENT, N.DST,
-                                      ",".join(map(str, N.SPORTS)), "6000,6001", "7000"],
-                               stdout=subprocess.PIPE, text=True)
-            got = json.loads(client.communicate(timeout=120)[0].splitlines()[-1])
-            saw = json.loads(echo.communicate(timeout=60)[0].splitlines()[-1])  # ends it
+        with N.running(dual_stack(d, "2001:2:92")) as lab:
+            echoes, clients = {}, {}
+            for family in (4, 6):  # both families at once: an IPv6 socket is IPv6 only
+                echoes[family] = e = lab.popen(
+                    "out", [sys.executable, "-c", N.ECHO, "6000,6001", "7000", "25", "stdin",
+                            *(["6"] if family == 6 else [])],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                assert e.stdout is not None and e.stdout.readline().strip() == "ready"
+            for family, dst in ((4, N.DST), (6, N.DST6)):
+                clients[family] = lab.popen("in", [sys.executable, "-c", N.CLIENT, dst,
+                                                   ",".join(map(str, N.SPORTS)), "6000,6001",
+                                                   "7000"], stdout=subprocess.PIPE, text=True)
+            got = {f: json.loads(c.communicate(timeout=120)[0].splitlines()[-1])
+                   for f, c in clients.items()}
+            saw = {f: json.loads(e.communicate(timeout=60)[0].splitlines()[-1])  # ends it
+                   for f, e in echoes.items()}
             info = lab.inspect()["nodes"]
-        fw_info = info["nat"]["function"]["functions"][0] if one_node else info["fw"]["function"]
-        results[one_node] = (got, fw_info["rules"][0]["packets"], saw)
+        fw_info, nat_info = (info["nat"]["function"]["functions"] if one_node else
+                             (info["fw"]["function"], info["nat"]["function"]))
+        results[one_node] = (got, fw_info["rules"][0]["packets"], saw,
+                             nat_info["masquerade6"]["new"])
     one, two = results[True], results[False]
-    assert one[0] == two[0], (one[0], two[0])
-    assert {k.split(" from ")[0] for k in one[0]} == \
-        {f"{sp} {what}" for sp in N.SPORTS for what in ("udp 6000", "tcp 7000")}, one[0]
-    assert one[1] == two[1] == 5 * len(N.SPORTS)
-    # the outside saw the same flows, every one from the NAT's outside address
-    assert one[2] == two[2] and {k.split(":")[0] for k in one[2]} == {N.OUT}, one[2]
+    for family, dst, out in ((4, N.DST, N.OUT), (6, f"[{N.DST6}]", f"[{N.OUT6}]")):
+        assert one[0][family] == two[0][family], (family, one[0][family], two[0][family])
+        assert set(one[0][family]) == {f"{sp} udp 6000 from {dst}:6000" for sp in N.SPORTS} | \
+            {f"{sp} tcp 7000 from {dst}:7000" for sp in N.SPORTS}, one[0][family]
+        # the outside saw the same flows, every one from the NAT's outside address
+        assert one[2][family] == two[2][family], (family, one[2][family], two[2][family])
+        assert {k.split(" ")[0].rsplit(":", 1)[0] for k in one[2][family]} == {out}, one[2]
+        assert len(one[2][family]) == 2 * len(N.SPORTS), one[2][family]
+    # the rule dropped every try to 6001, of both families (one list, as the inet table)
+    assert one[1] == two[1] == 5 * len(N.SPORTS) * 2, (one[1], two[1])
+    # NAT66: one translation per IPv6 flow that passed the firewall, none for those it dropped
+    assert one[3] == two[3] == 2 * len(N.SPORTS), (one[3], two[3])

@@ -44,17 +44,22 @@ FORWARDS6 = [{"proto": "tcp", "port": 8081, "to": f"[{IN6}]:81"},
 #: in brackets).  With a fourth argument ``stdin``, it also ends once its standard input is
 #: closed (the client is done: the test closes it) and nothing more has come for 0.5 s (a
 #: datagram still on its way is answered and counted), rather than waiting out SECONDS; with a
-#: fifth, ``6``, it listens on IPv6
+#: fifth, ``6``, it listens on IPv6 only (so one of each family can listen on the same ports)
 ECHO = r"""
 import json, selectors, socket, sys, time
 udp, tcp = [int(p) for p in sys.argv[1].split(",") if p], [int(p) for p in sys.argv[2].split(",") if p]
 fam, any_addr = (socket.AF_INET6, "::") if sys.argv[5:] == ["6"] else (socket.AF_INET, "0.0.0.0")
+def sock(kind):
+    s = socket.socket(fam, kind)
+    if fam == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    return s
 sel, got = selectors.DefaultSelector(), {}
 for p in udp:
-    s = socket.socket(fam, socket.SOCK_DGRAM); s.bind((any_addr, p))
+    s = sock(socket.SOCK_DGRAM); s.bind((any_addr, p))
     sel.register(s, selectors.EVENT_READ, ("udp", p))
 for p in tcp:
-    s = socket.socket(fam); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s = sock(socket.SOCK_STREAM); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((any_addr, p)); s.listen(16); sel.register(s, selectors.EVENT_READ, ("tcp", p))
 print("ready", flush=True)
 end = last = time.monotonic() + float(sys.argv[3])
@@ -83,7 +88,8 @@ while time.monotonic() < end:
 print(json.dumps(got), flush=True)
 """
 #: from each source port: 5 datagrams to each UDP port, one connection to each TCP port, to an
-#: address of either family; prints the echoes it got back by "source-port proto port" (and
+#: address of either family (an IPv6 socket is IPv6 only, so a client of each family can run at
+#: once from the same ports); prints the echoes it got back by "source-port proto port" (and
 #: from where, an IPv6 address in brackets)
 CLIENT = r"""
 import json, socket, sys
@@ -92,10 +98,15 @@ udp, tcp = [int(p) for p in sys.argv[3].split(",") if p], [int(p) for p in sys.a
 fam, any_addr = (socket.AF_INET6, "::") if ":" in dst else (socket.AF_INET, "0.0.0.0")
 def at(host, port):
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+def sock(kind):
+    s = socket.socket(fam, kind)
+    if fam == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    return s
 got = {}
 for sp in sports:
     for p in udp:
-        s = socket.socket(fam, socket.SOCK_DGRAM); s.bind((any_addr, sp))
+        s = sock(socket.SOCK_DGRAM); s.bind((any_addr, sp))
         s.settimeout(1.0)
         for i in range(5):
             s.sendto(b"sfclab bpf-nat %d" % i, (dst, p))
@@ -106,7 +117,7 @@ for sp in sports:
                 pass
         s.close()
     for p in tcp:
-        c = socket.socket(fam); c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        c = sock(socket.SOCK_STREAM); c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         c.bind((any_addr, sp)); c.settimeout(2)
         try:
             c.connect((dst, p)); c.sendall(b"hello"); data = c.recv(100)

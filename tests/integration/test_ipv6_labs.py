@@ -179,11 +179,6 @@ def _connect_ok(lab, node: str, ip: str) -> bool:
 def test_bad_ip_values_exit_2_and_make_nothing(tmp_path: Path, lab_name: str):
     cases = [
         ({"ip": 5}, "ip: 4, 6 or dual"),
-        ({"ip": "6", "nodes": {"src": {"kind": "host"}, "dst": {"kind": "host"},
-                               "f": {"kind": "bpf-pipeline", "functions": [
-                                   {"kind": "bpf-firewall"},
-                                   {"kind": "bpf-nat", "outside": "dst"}]}}},
-         "nodes.f.kind: a bpf-pipeline carries"),
         ({"links": [{"endpoints": [{"node": "src", "address6": "2001:2:0:9::1/64"}, "dst"]}]},
          "links[0].endpoints[0].address6: an IPv6 address in a lab of 'ip: 4'"),
         ({"ip": "dual", "links": [{"endpoints": [{"node": "src", "address6": "2001:2:0:9::1/64"},

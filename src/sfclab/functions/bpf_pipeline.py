@@ -15,9 +15,14 @@ dispatcher ``sfc_pipe`` on every interface in place of the forwarder and the pro
 each function's *stage program* (:data:`STAGES`: a kind -> its program, one line per kind) in
 the lab's tail-call table (``sfc_stages``, a ``BPF_MAP_TYPE_PROG_ARRAY``) as the node's stage
 0, 1, ...  The dispatcher tail-calls stage 0 with the frame; each stage does its function on the
-IPv4 packet (a drop ends it there) and tail-calls the next; after the last, the node's labels
-are popped and the frame redirected, as a single function's program does.  So a packet crosses
-a firewall and a balancer in one XDP run and one node, with the result of two nodes.
+IPv4 or IPv6 packet (plain, or under the node's labels), as the kind alone does it (a drop ends
+it there), and tail-calls the next; after the last, the node's labels are popped and the frame
+redirected, as a single function's program does.  So a packet crosses a firewall and a balancer
+in one XDP run and one node, with the result of two nodes.
+
+The node carries the families every kind that can be a stage carries (:data:`FAMILIES`: IPv4
+and IPv6, so it is taken in labs of ``ip: 4``, ``6`` and ``dual``); a stage's own limits by
+family hold as for the kind alone (a balancer's ``vip`` of a family the lab's links carry).
 
 At ``start`` each function writes its own maps under the node's ``node_id`` (their maps are
 keyed by the node, hence each kind once).  ``inspect`` returns each function's own inspect, in
@@ -41,6 +46,9 @@ STAGES: dict[str, tuple[type[NetworkFunction], str]] = {
     "bpf-balancer": (bpf_balancer.BpfBalancer, "sfc_lb_stage"),
     "bpf-nat": (bpf_nat.BpfNat, "sfc_nat_stage"),
 }
+#: the address families a pipeline carries: those of every kind that can be a stage
+FAMILIES: tuple[int, ...] = tuple(f for f in (4, 6)
+                                  if all(f in cls.families for cls, _ in STAGES.values()))
 
 
 class FirewallStage(bpf_firewall.BpfFirewallParams):
@@ -92,6 +100,7 @@ class BpfPipeline(NetworkFunction):
     Params = BpfPipelineParams
     params: BpfPipelineParams
     sfc_program = "sfc_pipe"
+    families = FAMILIES
 
     def stages(self) -> list[NetworkFunction]:
         """Each function of the node, as its own kind, sharing the node's context."""

@@ -141,8 +141,8 @@ def check_families(doc: Document, ip: int | str, nodes: dict[str, NodeSpec],
                    links: list[LinkSpec], places: list[tuple[Any, ...]]) -> None:
     """An explicit address of a family the lab does not put on its links (``address6`` in an
     ``ip: 4`` lab, ``address`` in an ``ip: 6`` lab) is refused at its place, and so is a node
-    whose kind cannot carry the lab's families (its :attr:`families`: IPv4 only for
-    ``bpf-pipeline``)."""
+    whose kind cannot carry the lab's families (its :attr:`families`; every kind carries
+    both now, the check stays for one that would not)."""
     fams = families(ip)
     for lk, place in zip(links, places):
         for j, ep in enumerate(lk.endpoints):
