@@ -115,8 +115,10 @@ def udp_send(dst: str, sport: int, dport: int, n: int) -> None:
         except socket.timeout:
             pass
     # a reply later than 0.5 s (a loaded machine) was counted for the next datagram: the
-    # last ones' replies may still be on their way; every datagram is answered at most once
-    s.settimeout(2.0)
+    # last ones' replies may still be on their way; every datagram is answered at most once.
+    # Up to 5 s for each (a test where all came back does not wait; one where a reply was
+    # lost waits 5 s more to fail): CI once saw 29 of 30 under a load average of 20
+    s.settimeout(5.0)
     while got < n:
         try:
             s.recvfrom(2048)
