@@ -2,8 +2,8 @@
 
 Each ``LabPart``'s status is written by the agent of the Node it is placed on
 (:mod:`.kubernetes_agent`): ``Building``, then ``Up`` or ``Failed`` (with the error) for the
-generation it saw; ``Removed`` once the controller side asked for ``Removing``.  This module is
-the controller side's reading of them:
+generation it saw; ``Removed`` once ``down --kube`` (or the controller) asked for
+``Removing``.  This module is the commands' reading of them (``up --kube``, ``down --kube``):
 
 - :func:`wait_allocated`: the lab allocated by the controller (its Lab's status says where its
   hosts went), or refused by it (``Failed``: :class:`~sfclab.errors.SpecError` with its reason),
@@ -157,9 +157,11 @@ def remove(api: KubeApi, name: str, timeout: float,
     from .kubernetes import down
 
     try:
-        return down(name, api)
+        got = down(name, api)
     except LabError:  # the controller finished the removal first (the Lab was Removing)
         if parts_of(name, api) != (None, []):
             raise
-        return {"name": name, "lab": lab is not None,
-                "parts": [p["metadata"]["name"] for p in parts]}
+        got = {"name": name, "lab": lab is not None, "parts": []}
+    # each part removed by its agent, then deleted here or by the controller
+    got["parts"] = sorted({*got["parts"], *(p["metadata"]["name"] for p in parts)})
+    return got
