@@ -200,6 +200,36 @@ class KubeCluster:
         return kubeconfig(self.dir / f"{name}.kubeconfig", self.server, self.ca,
                           answer["status"]["token"], name)
 
+    def user_kubeconfig(self) -> Path:
+        """A kubeconfig with the rights a person running sfclab has
+        (``deploy/kubernetes/22-rbac-user.yaml``): ServiceAccount ``sfclab-system/sfclab-user``
+        of the tests, bound to the Role and ClusterRole ``sfclab-user`` (the manifests must be
+        installed), once those bindings took effect."""
+        api = self.admin()
+        rbac = "rbac.authorization.k8s.io/v1"
+        subject = [{"kind": "ServiceAccount", "name": "sfclab-user", "namespace": "sfclab-system"}]
+        for path, obj in (
+                (resource_path("v1", "serviceaccounts", "sfclab-system", "sfclab-user"),
+                 {"apiVersion": "v1", "kind": "ServiceAccount",
+                  "metadata": {"name": "sfclab-user", "namespace": "sfclab-system"}}),
+                (resource_path(rbac, "rolebindings", "sfclab-system", "sfclab-user"),
+                 {"apiVersion": rbac, "kind": "RoleBinding",
+                  "metadata": {"name": "sfclab-user", "namespace": "sfclab-system"},
+                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                              "name": "sfclab-user"}, "subjects": subject}),
+                (resource_path(rbac, "clusterrolebindings", name="sfclab-user"),
+                 {"apiVersion": rbac, "kind": "ClusterRoleBinding",
+                  "metadata": {"name": "sfclab-user"},
+                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                              "name": "sfclab-user"}, "subjects": subject})):
+            api.apply(path, obj)
+        cfg = self.kubeconfig_for("sfclab-system", "sfclab-user")
+        probe = KubeApi(KubeConfig.load(str(cfg)))
+        settled(lambda: (probe.items(resource_path("v1", "nodes")),
+                         probe.items(resource_path("sfclab.dev/v1alpha1", "labs",
+                                                   "sfclab-system"))), refused=False)
+        return cfg
+
     def pids(self) -> list[int]:
         return [s.proc.pid for s in self.servers]
 
@@ -304,10 +334,15 @@ def controller(cluster: KubeCluster, log: Path, grace: float) -> AgentProcess:
         str(cfg), "--grace", str(grace)])
 
 
+#: the fixture's controller's grace for a Lab left short of its parts (seconds)
+CONTROLLER_GRACE = 30.0
+
+
 class KubeMachines:
     """Three Kubernetes Nodes of one test, each an emulated machine (a context namespace of
-    the machines' lab, its underlay address the Node's InternalIP) with its agent running:
-    ``nodes`` (Node names in machine order), ``agents`` (by Node), ``context(node)``."""
+    the machines' lab, its underlay address the Node's InternalIP) with its agent running,
+    and sfclab's controller (a process, :func:`controller`): ``nodes`` (Node names in machine
+    order), ``agents`` (by Node), ``controller``, ``context(node)``."""
 
     def __init__(self, cluster: KubeCluster, name: str, tmp: Path):
         self.cluster, self.name, self.tmp = cluster, name, tmp
@@ -315,6 +350,7 @@ class KubeMachines:
         self.nodes = [f"{name}-{m}" for m in MACHINES]
         self.machine_of = dict(zip(self.nodes, MACHINES, strict=True))
         self.agents: dict[str, AgentProcess] = {}
+        self.controller: AgentProcess | None = None
 
     def context(self, node: str) -> str:
         return f"sfclab:{self.machines}:@{self.machine_of[node]}"
@@ -353,10 +389,24 @@ class KubeMachines:
                                                       "sfclab-system")), refused=False)
             for n in self.nodes:
                 self.start(n)
+            self.start_controller()
         except BaseException:
             self.__exit__()
             raise
         return self
+
+    def start_controller(self, grace: float = CONTROLLER_GRACE) -> AgentProcess:
+        """The controller (a process with its own ServiceAccount), in place of the one
+        running: it allocates the labs ``up --kube`` writes."""
+        if self.controller is not None:
+            self.controller.end()
+        cfg = self.cluster.kubeconfig_for("sfclab-system", "sfclab-controller")
+        probe = KubeApi(KubeConfig.load(str(cfg)))
+        # its role just bound takes effect a moment later: else its first pass is refused
+        settled(lambda: probe.items(resource_path("sfclab.dev/v1alpha1", "labs",
+                                                  "sfclab-system")), refused=False)
+        self.controller = controller(self.cluster, self.tmp / "agent-controller.log", grace)
+        return self.controller
 
     def logs(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}"
@@ -385,6 +435,8 @@ class KubeMachines:
         api = self.cluster.admin()
         left: dict[str, list[str]] = {}
         try:
+            if self.controller is not None:
+                self.controller.end()
             for a in self.agents.values():
                 a.end()
             left = self.left_on_machines()

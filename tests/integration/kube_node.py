@@ -31,10 +31,14 @@ socket paths must stay short):
   placed on this Node only, is told the API server's address (there is no kube-proxy to
   reach it by the ``kubernetes`` Service), and keeps its state in this cluster's directory
   instead of the machine's ``/run/sfclab``;
-- **kube-controller-manager** (only the DaemonSet controller, the garbage collector that
-  removes a DaemonSet's pods with it, and the publisher of the cluster's CA to namespaces,
-  which a Pod's token volume needs) and **kube-scheduler**, in the machine's namespaces,
-  serving nothing (``--secure-port 0``), started once the DaemonSet is as the test wants it.
+- sfclab's controller as its Deployment has it but for the same (:func:`deployment`): placed
+  on this Node, told the API server's address, and on the host's network (no CNI here gives a
+  pod a network of its own); the manifest's unprivileged, read-only container otherwise;
+- **kube-controller-manager** (only the DaemonSet, Deployment and ReplicaSet controllers, the
+  garbage collector that removes their pods with them, and the publisher of the cluster's CA
+  to namespaces, which a Pod's token volume needs) and **kube-scheduler**, in the machine's
+  namespaces, serving nothing (``--secure-port 0``), started once the DaemonSet and the
+  Deployment are as the test wants them.
 
 containerd runs with ``restrict_oom_score_adj``: root here lacks ``CAP_SYS_RESOURCE`` (its
 bounding set is ``000001fffeffffff``), so it may not lower an OOM score, and runc fails every
@@ -180,6 +184,22 @@ def daemonset(node: str, server: str, state: Path) -> dict[str, Any]:
     return ds
 
 
+def deployment(node: str, server: str) -> dict[str, Any]:
+    """The controller's Deployment from ``deploy/kubernetes``, for this cluster: placed on Node
+    ``node`` (tolerating its taints: its network is not ready), told the API server's address
+    (``server``), on the host's network (there is no CNI to give its pod one)."""
+    dep = next(o for _, o in manifests.objects() if o["kind"] == "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    pod["nodeSelector"] = {"kubernetes.io/hostname": node}
+    pod["hostNetwork"] = True
+    pod["tolerations"] = [{"operator": "Exists"}]
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    c = pod["containers"][0]
+    c["env"] = [*c.get("env", []), {"name": "KUBERNETES_SERVICE_HOST", "value": host},
+                {"name": "KUBERNETES_SERVICE_PORT", "value": port}]
+    return dep
+
+
 class KubeNode:
     """The one-Node cluster around ``cluster`` (see the module), as a context manager:
     ``node`` is the Node's name, ``api`` the admin's client, ``state`` where the agent's pod
@@ -198,6 +218,7 @@ class KubeNode:
         self.api = cluster.admin()
         self.timings: dict[str, float] = {}
         self.ds = daemonset(self.node, cluster.server, self.state)
+        self.dep = deployment(self.node, cluster.server)
 
     # --- parts ----------------------------------------------------------------------------
     def _cgroups(self) -> None:
@@ -256,12 +277,14 @@ class KubeNode:
     def _sfclab(self) -> None:
         manifests.install(self.api)
         self.api.apply(manifests.object_path(self.ds), self.ds)
+        self.api.apply(manifests.object_path(self.dep), self.dep)
 
     def _control(self) -> None:
         kc = str(self.cluster.admin_kubeconfig)
         self.servers.append(Server("kube-controller-manager", [
             str(KUBE_NODE), "kube-controller-manager", "--kubeconfig", kc,
-            "--controllers", "daemonset-controller,garbage-collector-controller,"
+            "--controllers", "daemonset-controller,deployment-controller,"
+            "replicaset-controller,garbage-collector-controller,"
             "root-ca-certificate-publisher-controller",
             "--root-ca-file", str(self.cluster.ca), "--leader-elect=false",
             "--secure-port", "0", "--v", "2"], self.dir / "kube-controller-manager.log"))
@@ -276,10 +299,10 @@ class KubeNode:
             return None
 
     # --- what the test looks at -----------------------------------------------------------
-    def pods(self) -> list[dict[str, Any]]:
-        """The agent's pods (on this Node)."""
+    def pods(self, name: str = "sfclab-agent") -> list[dict[str, Any]]:
+        """The agent's pods (or the controller's: ``name``) on this Node."""
         return [p for p in self.api.items(resource_path("v1", "pods", "sfclab-system"),
-                                          "app.kubernetes.io/name=sfclab-agent")
+                                          f"app.kubernetes.io/name={name}")
                 if (p.get("spec") or {}).get("nodeName") in (None, self.node)]
 
     def tasks(self) -> list[str]:
@@ -323,12 +346,14 @@ class KubeNode:
         return self
 
     def remove_daemonset(self, limit: float = 60) -> None:
-        """Delete the DaemonSet and wait until its pods are gone (the garbage collector
-        deletes them, the kubelet stops them)."""
-        with contextlib.suppress(ClusterRefused):
-            self.api.delete(manifests.object_path(self.ds))
+        """Delete the Deployment and the DaemonSet and wait until their pods are gone (the
+        garbage collector deletes them, the kubelet stops them)."""
+        for obj in (self.dep, self.ds):
+            with contextlib.suppress(ClusterRefused):
+                self.api.delete(manifests.object_path(obj))
         deadline = time.monotonic() + limit
-        while (self.pods() or self.tasks()) and time.monotonic() < deadline:
+        while (self.pods() or self.pods("sfclab-controller") or self.tasks()) and \
+                time.monotonic() < deadline:
             time.sleep(0.5)
 
     def __exit__(self, *exc: object) -> None:

@@ -57,7 +57,7 @@ def test_each_agent_renews_its_own_lease_and_marks_its_parts(kube_cluster, runni
         "links": [{"endpoints": ["a", "b"]}, {"endpoints": ["b", "c"]}]}))
     from sfclab.realize.kinds import load_lab
 
-    res = kube.up(load_lab(str(f)), api)
+    kube.up(load_lab(str(f)), api)  # the lab file: the fixture's controller allocates it
     try:
         def all_leases():
             got = {x["metadata"]["name"]: x for x in api.items(agents.lease_path())}
@@ -74,7 +74,9 @@ def test_each_agent_renews_its_own_lease_and_marks_its_parts(kube_cluster, runni
             done = {p["spec"]["host"]: (p.get("status") or {}).get("agent") for p in parts}
             return done if all(done.values()) and len(done) == 3 else None
 
-        assert wait_for("parts marked", marked, 20) == res.placement
+        got = wait_for("parts marked", marked, 30)
+        assert got == {x["host"]: x["node"] for x in
+                       api.get(kube.labs_path(lab_name))["status"]["placement"]}
         # renewed: a later renewTime within two renewal periods
         time.sleep(agents.RENEW_SECONDS * 2)
         later = {x["metadata"]["name"]: x["spec"]["renewTime"]

@@ -38,11 +38,12 @@ def sfclab(ms: KubeMachines, *args: str, timeout: float = 180) -> subprocess.Com
 
 
 def write_lab(tmp_path: Path, name: str, nodes: dict[str, tuple[str, str]],
-              links: list[tuple[str, str]]) -> Path:
-    """A lab file of hosts h1-h3 (1 CPU each), ``nodes`` (name -> kind, host) and ``links``."""
+              links: list[tuple[str, str]], cpus: int = 1) -> Path:
+    """A lab file of hosts h1-h3 (``cpus`` each), ``nodes`` (name -> kind, host) and
+    ``links``."""
     f = tmp_path / f"{name}.yaml"
     f.write_text(yaml.safe_dump({
-        "name": name, "hosts": {"h1": {"cpus": 1}, "h2": {"cpus": 1}, "h3": {"cpus": 1}},
+        "name": name, "hosts": {h: {"cpus": cpus} for h in ("h1", "h2", "h3")},
         "nodes": {n: {"kind": k, "host": h} for n, (k, h) in nodes.items()},
         "links": [{"endpoints": list(e)} for e in links]}))
     return f

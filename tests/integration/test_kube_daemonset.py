@@ -1,10 +1,13 @@
 """sfclab's agent as a real DaemonSet pod, on the one-Node cluster of :mod:`.kube_node`
 (Kubernetes' own kubelet, controller manager and scheduler; Debian's containerd and runc): the
 DaemonSet of ``deploy/kubernetes`` runs the agent's image on the Node, the agent holds its
-Node's Lease with the token the kubelet bound to its pod, ``up --kube`` of a small lab is built
-by that pod in this machine's kernel (its namespaces are the machine's; a's packets reach b
-through the router r), ``down --kube`` removes it, and nothing is left: no namespace, state,
-Lab or part; once the DaemonSet is deleted, no container, process or cgroup of the Node.
+Node's Lease with the token the kubelet bound to its pod, the controller runs as its
+Deployment's pod on the same Node (on the host's network: no CNI here), ``up --kube`` of a
+small lab is allocated by that pod and built by the agent's pod in this machine's kernel (its
+namespaces are the machine's; a's packets reach b through the router r), ``down --kube``
+removes it, and nothing is left: no namespace, state,
+Lab or part; once the DaemonSet and the Deployment are deleted, no container, process or
+cgroup of the Node.
 
 Skipped, with the reason, where ``make setup`` has not built ``build/kube/kube-node`` or
 Debian's containerd is missing."""
@@ -91,6 +94,12 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
     wait_for("the agent's pod Running",
              lambda: n.pods()[0]["status"].get("phase") == "Running", 60, n.logs)
     assert "holding its Lease" in n.pod_log()
+    # the controller, as its Deployment's pod on the same Node: it allocates the lab
+    wait_for("the controller's pod reconciling", lambda: "reconciling" in n.pod_log(), 120,
+             n.logs)
+    [ctl] = n.pods("sfclab-controller")
+    assert ctl["spec"]["serviceAccountName"] == "sfclab-controller"
+    assert ctl["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"]
 
     f = tmp_path / f"{lab_name}.yaml"
     f.write_text(yaml.safe_dump({
@@ -103,6 +112,7 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
     assert up.returncode == 0, up.stderr + n.logs()
     [part] = n.api.items(kube.parts_path(), f"{kube.LAB_LABEL}={lab_name}")
     assert part["spec"]["node"] == n.node
+    assert f"lab {lab_name}: allocated: local on {n.node}" in n.pod_log()  # by the pod
     assert part["status"]["phase"] == "Up" and part["status"]["agent"] == n.node
     # built by the pod, in this machine's kernel: its namespaces are the machine's
     for node in ("a", "r", "b"):
@@ -147,7 +157,7 @@ def test_the_agent_runs_as_a_daemonset_pod_builds_a_lab_and_down_leaves_nothing(
 
     # the DaemonSet deleted: its pod stopped, no container, no process in the Node's cgroups
     n.remove_daemonset()
-    assert n.pods() == [] and n.tasks() == [], n.logs()
+    assert n.pods() == [] and n.pods("sfclab-controller") == [] and n.tasks() == [], n.logs()
     assert processes_in(n.cgroup_root) == []
     # the figures (docs/kubernetes.md), shown with pytest -s
     print("\none-Node cluster: " + ", ".join(f"{k} {v:.1f} s" for k, v in n.timings.items())

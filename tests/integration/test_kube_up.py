@@ -1,6 +1,8 @@
 """``sfclab up --kube`` and ``down --kube`` against a real API server (the :mod:`.kube` fixture):
-a lab's resources written, placed on the Nodes the test made by their allocatable capacity,
-and removed; bad input refused with one line and nothing written."""
+a lab's resources written with a user's rights, allocated by the controller (placed on the
+Nodes the test made by their allocatable capacity, addresses and VNIs in the Lab's status and
+the parts' plans, which the user may not write), and removed; bad input refused with one line
+and nothing written."""
 
 from __future__ import annotations
 
@@ -68,7 +70,8 @@ def lab_exists(cluster: KubeCluster, lab: str) -> bool:
 
 def test_up_kube_writes_the_lab_placed_on_nodes_and_down_removes_it(installed, nodes, lab_name,
                                                                     tmp_path):
-    cfg = str(installed.admin_kubeconfig)
+    # with a user's rights (deploy/kubernetes/22-rbac-user.yaml), not the admin's
+    cfg = str(installed.user_kubeconfig())
     cp = sfclab("up", "--kube", "--kubeconfig", cfg, str(lab_file(tmp_path, lab_name)), "--json")
     assert cp.returncode == 0, cp.stderr
     out = json.loads(cp.stdout)
@@ -84,6 +87,30 @@ def test_up_kube_writes_the_lab_placed_on_nodes_and_down_removes_it(installed, n
                for p in parts.values())
     assert all(p["metadata"]["labels"][kube.NODE_LABEL] == out["placement"][h]
                for h, p in parts.items())
+    # allocated by the controller: each part's Node and plan, the Lab's status (each host at
+    # its Node's address, a VNI per link across hosts, the same the parts' plans hold)
+    assert all(p["spec"]["node"] == out["placement"][h] and p["spec"]["plan"]["lab"] == lab_name
+               for h, p in parts.items())
+    addresses = {n["metadata"]["name"]: n["status"]["addresses"][0]["address"]
+                 for n in installed.admin().items("/api/v1/nodes") if n["metadata"]["name"]
+                 in nodes}
+    assert {h: a.split("/")[0] for h, a in lab["status"]["underlay"]["hosts"].items()} == \
+        {h: addresses[n] for h, n in out["placement"].items()}
+    vnis = sorted(t["vni"] for t in lab["status"]["tunnels"])
+    assert len(vnis) == 2 and len(set(vnis)) == 2
+    assert sorted(hl["vni"] for p in parts.values() for hl in p["spec"]["plan"]["host_links"]
+                  ) == sorted(vnis * 2)  # each tunnel's two ends
+
+    # the allocation is the controller's: a user may not write it
+    from sfclab.errors import ClusterRefused
+    from sfclab.realize.runtime.kubernetes_api import KubeApi, KubeConfig
+
+    user = KubeApi(KubeConfig.load(cfg))
+    for path, patch in ((kube.labs_path(lab_name, "status"), {"status": {"tunnels": []}}),
+                        (kube.parts_path(f"{lab_name}.h1"), {"spec": {"node": nodes[1]}})):
+        with pytest.raises(ClusterRefused) as e:
+            user.merge(path, patch)
+        assert e.value.status == 403, e.value
 
     # twice: refused, the first one untouched
     again = sfclab("up", "--kube", "--kubeconfig", cfg, str(lab_file(tmp_path, lab_name)))

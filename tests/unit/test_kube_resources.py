@@ -1,5 +1,5 @@
 """The Kubernetes runtime's pure parts: kubeconfigs read, quantities, a lab split into its
-resources and placed on Nodes (no cluster needed)."""
+resources (and back into its file), its hosts placed on Nodes (no cluster needed)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sfclab.errors import ClusterRefused, SpecError
 from sfclab.plan.placement import Host
 from sfclab.realize.kinds import load_lab_dict, load_lab_text
 from sfclab.realize.runtime import kubernetes as kube
+from sfclab.realize.runtime import kubernetes_controller as ctl
 from sfclab.realize.runtime.kubernetes_api import KubeConfig
 
 THREE_HOSTS = {
@@ -85,41 +86,72 @@ def nodes(*specs: tuple[str, float, int]) -> list[Host]:
 
 def test_a_lab_is_split_per_host_and_its_hosts_spread_over_nodes():
     lab = load_lab_dict(THREE_HOSTS)
-    res = kube.resources(lab, nodes(("n1", 2, 4 << 30), ("n2", 2, 4 << 30),
-                                    ("n3", 2, 4 << 30)))
-    assert res.placement == {"h1": "n1", "h2": "n2", "h3": "n3"}
+    res = kube.resources(lab)
+    assert ctl.place_lab(lab, nodes(("n1", 2, 4 << 30), ("n2", 2, 4 << 30),
+                                    ("n3", 2, 4 << 30))) == {"h1": "n1", "h2": "n2", "h3": "n3"}
     parts = {p["spec"]["host"]: p for p in res.parts}
     assert set(parts["h1"]["spec"]["nodes"]) == {"a"}
     assert [ln["endpoints"] for ln in parts["h2"]["spec"]["links"]] == \
         [lab.raw["links"][0]["endpoints"], lab.raw["links"][1]["endpoints"]]
+    assert parts["h2"]["spec"]["order"] == {"nodes": {"b": 1}, "links": [0, 1]}
     assert len(parts["h3"]["spec"]["links"]) == 1
-    assert parts["h1"]["metadata"]["labels"][kube.NODE_LABEL] == "n1"
+    # written unplaced and unplanned: the controller adds both
+    assert all("node" not in p["spec"] and "plan" not in p["spec"] and
+               kube.NODE_LABEL not in p["metadata"]["labels"] for p in parts.values())
     assert parts["h1"]["spec"]["memory"] == 512 * 10**6 or \
         parts["h1"]["spec"]["memory"] == 512 << 20
     # the Lab holds the lab-wide keys, not the nodes and links
     assert "nodes" not in res.lab["spec"]["file"] and "hosts" in res.lab["spec"]["file"]
     assert res.lab["spec"]["hostCount"] == 3
+    assert res.lab["spec"]["order"]["hosts"] == ["h1", "h2", "h3"]
+
+
+def test_the_lab_file_comes_back_from_its_objects_in_its_own_order():
+    doc = {**THREE_HOSTS, "hosts": {"z": {}, "h1": {}},
+           "nodes": {"c": {"kind": "host", "host": "z"}, "a": {"kind": "host", "host": "h1"},
+                     "b": {"kind": "host", "host": "z"}},
+           "links": [{"endpoints": ["c", "a"]}, {"endpoints": ["b", "c"]},
+                     {"endpoints": ["a", "b"]}]}
+    doc["tenants"] = {"red": {"nodes": ["a", "b", "c"]}}
+    lab = load_lab_dict(doc)
+    res = kube.resources(lab)
+
+    def server(x):  # as the API server gives it back: every mapping's keys sorted
+        return json.loads(json.dumps(x, sort_keys=True))
+
+    got = kube.lab_file(server(res.lab), [server(p) for p in reversed(res.parts)])
+    assert list(got["hosts"]) == ["z", "h1"] and list(got["nodes"]) == ["c", "a", "b"]
+    assert got["links"] == doc["links"]  # each once, in the file's order
+    assert load_lab_dict(got).nodes.keys() == lab.nodes.keys()
 
 
 def test_capacity_decides_the_node():
     lab = load_lab_dict(THREE_HOSTS)
-    # n1 has room for one 1-CPU host only; the rest go to n2
-    res = kube.resources(lab, nodes(("n1", 1, 4 << 30), ("n2", 4, 4 << 30)))
-    assert sorted(res.placement.values()).count("n1") == 1
+    # n1 has no room for a 1-CPU host: the hosts go to the others, one each
+    got = ctl.place_lab(lab, nodes(("n1", 0.5, 4 << 30), ("n2", 4, 4 << 30),
+                                   ("n3", 1, 4 << 30), ("n4", 1, 4 << 30)))
+    assert sorted(got.values()) == ["n2", "n3", "n4"]
+    # a host placed already (a pass stopped half-way) keeps its Node
+    assert ctl.place_lab(lab, nodes(("n1", 1, 4 << 30), ("n2", 4, 4 << 30),
+                                    ("n3", 4, 4 << 30)), {"h3": "n1"})["h3"] == "n1"
+    # two hosts cannot share a Node (a host's address is its Node's): refused
+    with pytest.raises(SpecError, match="does not fit the cluster's Nodes: hosts h. and h. "
+                       "would share Node n2"):
+        ctl.place_lab(lab, nodes(("n1", 1, 4 << 30), ("n2", 4, 4 << 30)))
 
 
 def test_a_lab_that_does_not_fit_the_nodes_is_refused():
     lab = load_lab_dict(THREE_HOSTS)
     with pytest.raises(SpecError, match="does not fit the cluster's Nodes: host h[123] needs "
                        "1 CPU and .*; the largest free Node is n1 with 0.5 CPU"):
-        kube.resources(lab, nodes(("n1", 0.5, 4 << 30)))
+        ctl.place_lab(lab, nodes(("n1", 0.5, 4 << 30)))
     with pytest.raises(SpecError, match="no schedulable Kubernetes Node"):
-        kube.resources(lab, [])
+        ctl.place_lab(lab, [])
 
 
 def test_a_lab_without_hosts_is_one_part_named_local():
     lab = load_lab_text("name: kl\nchain: {length: 3}\n", "kl.yaml")
-    res = kube.resources(lab, nodes(("n1", 1, 1 << 30)))
+    res = kube.resources(lab)
     assert [p["metadata"]["name"] for p in res.parts] == ["kl.local"]
     assert len(res.parts[0]["spec"]["nodes"]) == 3
 
@@ -128,9 +160,9 @@ def test_an_object_larger_than_etcd_takes_is_refused(monkeypatch):
     monkeypatch.setattr(kube, "MAX_OBJECT", 300)
     lab = load_lab_dict(THREE_HOSTS)
     with pytest.raises(SpecError, match="would be [0-9]+ bytes, more than the 300"):
-        kube.resources(lab, nodes(("n1", 4, 4 << 30)))
+        kube.resources(lab)
     monkeypatch.setattr(kube, "MAX_OBJECT", 1 << 20)
-    res = kube.resources(lab, nodes(("n1", 4, 4 << 30)))
+    res = kube.resources(lab)
     assert all(len(json.dumps(o)) < 1 << 20 for o in [res.lab, *res.parts])
 
 
@@ -166,5 +198,5 @@ def test_a_name_kubernetes_does_not_take_is_refused_at_its_place(change, said):
     lab = load_lab_text(yaml.safe_dump({k: v for k, v in doc.items() if v is not None},
                                        sort_keys=False), "kt.yaml")
     with pytest.raises(SpecError, match=said.replace(".", r"\.")) as e:
-        kube.resources(lab, nodes(("n1", 4, 4 << 30)))
+        kube.resources(lab)
     assert e.value.exit_status == 2

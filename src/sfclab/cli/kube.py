@@ -2,10 +2,12 @@
 
 The cluster is the one of the kubeconfig (``--kubeconfig``, else ``$KUBECONFIG``, else
 ``~/.kube/config``) and its context (``--context``, else its current one); the library
-(:mod:`sfclab.realize.runtime.kubernetes`) writes and removes the objects, and
-(:mod:`sfclab.realize.runtime.kubernetes_parts`) waits for the agents: ``up`` until every
-part is ``Up``, ``down`` until every part is ``Removed`` (each part's change of phase shown on
-stderr as it comes, up to ``--timeout`` seconds)."""
+(:mod:`sfclab.realize.runtime.kubernetes`) writes the lab file's objects (after checking that
+the lab can fit the Nodes) and removes them, and (:mod:`sfclab.realize.runtime.kubernetes_parts`)
+waits for the controller and the agents: ``up`` until the controller has allocated the lab
+(placed its hosts, planned it: :mod:`sfclab.realize.runtime.kubernetes_controller`; a lab it
+refuses exits 2 with its reason) and every part is ``Up``, ``down`` until every part is
+``Removed`` (each change shown on stderr as it comes, up to ``--timeout`` seconds each)."""
 
 from __future__ import annotations
 
@@ -49,8 +51,8 @@ def _timeout(a: argparse.Namespace) -> float:
 
 
 def up_kube(a: argparse.Namespace) -> int:
-    """``up --kube``: the lab checked and planned as ``up`` does, then built through the
-    ``kubernetes`` runtime (the row of :data:`sfclab.realize.runtime.RUNTIMES`), journaled
+    """``up --kube``: the lab checked as ``up`` does, then written to the cluster, allocated by
+    the controller and built by the agents through the ``kubernetes`` runtime (the row of :data:`sfclab.realize.runtime.RUNTIMES`), journaled
     here, so ``down`` and ``inspect`` find the cluster."""
     from ..errors import LabError
     from ..realize import lifecycle  # light start-up: load only what this command needs

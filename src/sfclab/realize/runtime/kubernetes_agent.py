@@ -9,12 +9,14 @@ seen within a round trip rather than at the next poll):
 - **its Lease** (:mod:`.kubernetes_lease`), renewed every
   :data:`~.kubernetes_lease.RENEW_SECONDS` by a thread that does nothing else, so a build
   longer than the Lease never lets it expire;
-- **the parts** (``LabPart`` labelled with its Node, ``sfclab.dev/node=N``), each reconciled
+- **the parts** (``LabPart`` labelled with its Node, ``sfclab.dev/node=N``: the controller
+  labels a part so when it places it, in the same update that gives it its plan), each reconciled
   (:meth:`Agent.reconcile`) as it changes, its progress and result written to the part's
   status (``phase``: ``Building``, ``Up`` or ``Failed`` with the error; ``agent``;
   ``observedGeneration``; ``nodes``, the nodes the part holds now):
 
-  - a part to build (``spec.plan``, its host's share of the lab's plan) is built by the host
+  - a part to build (``spec.plan``, its host's share of the lab's plan, which the controller
+    allocated; a part without one is left alone until it has it) is built by the host
     agent's ``up`` verb (:func:`sfclab.realize.agent.up`: the build engine of ``up`` through
     the node, link and function tables, the journal and the lab's marks on this machine, a
     rollback on failure), run as ``python -m sfclab.live.runtime.agent_verbs up`` in this
@@ -24,7 +26,7 @@ seen within a round trip rather than at the next poll):
     and generation, written once its ``up`` answered) and the lab's local state (``up``): a
     part left half-built (the agent killed mid-build) is removed by its journal, its marks
     checked, then built again;
-  - a part whose status the controller side set to ``Removing`` (``down --kube``) is
+  - a part whose status ``down --kube`` (or the controller) set to ``Removing`` is
     removed by the ``down`` verb (what its journal names, each object's mark checked) and
     reported ``Removed``; a part that is gone from the cluster while its record is here is
     removed too;

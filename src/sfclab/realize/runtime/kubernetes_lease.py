@@ -77,5 +77,5 @@ def listing(api: KubeApi) -> list[dict[str, Any]]:
             "nodes": sum(len((p.get("spec") or {}).get("nodes") or {}) for p in mine),
             "held": sum(1 for p in mine if (p.get("status") or {}).get("agent") in live
                         and (p.get("status") or {}).get("agent") == p["spec"].get("node")),
-            "placement": {p["spec"]["host"]: p["spec"]["node"] for p in mine}})
+            "placement": {p["spec"]["host"]: p["spec"].get("node") for p in mine}})
     return out

@@ -2,15 +2,20 @@
 
 Each ``LabPart``'s status is written by the agent of the Node it is placed on
 (:mod:`.kubernetes_agent`): ``Building``, then ``Up`` or ``Failed`` (with the error) for the
-generation it saw; ``Removed`` once the controller side asked for ``Removing``.  This module is
-the controller side's reading of them:
+generation it saw; ``Removed`` once ``down --kube`` (or the controller) asked for
+``Removing``.  This module is the commands' reading of them (``up --kube``, ``down --kube``):
 
+- :func:`wait_allocated`: the lab allocated by the controller (its Lab's status says where its
+  hosts went), or refused by it (``Failed``: :class:`~sfclab.errors.SpecError` with its reason),
+  or the time running out (no controller: :class:`~sfclab.errors.RealizeError`);
 - :func:`wait_up`: every part ``Up`` at its generation (``up --kube``); a part ``Failed``, or
   the time running out, is :class:`~sfclab.errors.RealizeError` naming the parts not ready and
   why (their message, or no agent having reported);
 - :func:`remove`: each of the lab's parts (its mark checked, :func:`.kubernetes.owned_part`)
   set ``Removing``, waited for until its agent reports ``Removed``, and only then the parts and
-  the Lab deleted (``down --kube``); parts whose agent does not report in time are left on the
+  the Lab deleted (``down --kube``; the controller, which sees the lab ``Removing``, may delete
+  them first; a part the controller has not placed yet has no agent and
+  nothing built: it is deleted at once); parts whose agent does not report in time are left on the
   cluster, named, for a later ``down --kube``;
 - :func:`parts_of`: the parts with their statuses (``inspect --kube``, ``host ls --kube``).
 """
@@ -21,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import LabError, RealizeError
+from ...errors import LabError, RealizeError, SpecError
 from .kubernetes import LAB_LABEL, NAMESPACE, labs_path, owned_part, parts_path
 from .kubernetes_api import KubeApi, NotFound
 
@@ -51,6 +56,36 @@ def phase(part: dict[str, Any]) -> str:
     return str(status.get("phase") or "Pending")
 
 
+def placed(part: dict[str, Any]) -> bool:
+    """Whether the controller placed ``part`` on a Node (no agent has anything of it before)."""
+    return bool((part.get("spec") or {}).get("node"))
+
+
+def wait_allocated(api: KubeApi, name: str, timeout: float,
+                   say: Callable[[str], None]) -> dict[str, Any]:
+    """Lab ``name`` as the controller allocated it (see the module)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            lab = api.get(labs_path(name))
+        except NotFound:
+            raise RealizeError(f"lab '{name}': its Lab was deleted while it waited for the "
+                               "controller") from None
+        status = lab.get("status") or {}
+        if status.get("placement"):
+            say(f"lab {name}: allocated by the controller: " + ", ".join(
+                f"{x['host']} on {x['node']}" for x in status["placement"]))
+            return lab
+        if status.get("phase") in ("Failed", "Removing"):
+            raise SpecError(f"lab '{name}' refused by the controller: "
+                            f"{status.get('message') or status['phase']}")
+        if time.monotonic() > deadline:
+            raise RealizeError(f"lab '{name}': not allocated after {timeout:g} s: is the "
+                               "controller (sfclab-controller) running? The lab stays on the "
+                               f"cluster: run 'sfclab down --kube {name}'")
+        time.sleep(POLL_SECONDS)
+
+
 def _why(part: dict[str, Any]) -> str:
     status = part.get("status") or {}
     node = part["spec"].get("node")
@@ -66,15 +101,22 @@ def _wait(api: KubeApi, name: str, want: str, timeout: float,
     """Poll lab ``name``'s parts until each is ``want`` (or one failed, or ``timeout``);
     each change of a part's phase is said once.  The parts not ``want``."""
     seen: dict[str, str] = {}
+    where: dict[str, Any] = {}
     deadline = time.monotonic() + timeout
     while True:
         _, parts = parts_of(name, api)
         for p in parts:
             ph = phase(p)
+            where[p["metadata"]["name"]] = p["spec"].get("node")
             if seen.get(p["metadata"]["name"]) != ph:
                 seen[p["metadata"]["name"]] = ph
                 say(f"part {p['metadata']['name']} on {p['spec'].get('node')}: {ph}")
-        left = [p for p in parts if phase(p) != want]
+        gone = set(seen) - {p["metadata"]["name"] for p in parts}
+        for n in sorted(gone) if want == "Removed" else []:
+            if seen[n] != "Removed":  # deleted by the controller once Removed
+                seen[n] = "Removed"
+                say(f"part {n} on {where[n]}: Removed (deleted by the controller)")
+        left = [p for p in parts if phase(p) != want and (want == "Up" or placed(p))]
         if not left or time.monotonic() > deadline or \
                 (want == "Up" and any(phase(p) == "Failed" for p in left)):
             return left
@@ -103,7 +145,7 @@ def remove(api: KubeApi, name: str, timeout: float,
         raise LabError(f"Lab {NAMESPACE}/{name} does not carry sfclab's mark "
                        f"({LAB_LABEL}={name}): left alone")
     for p in parts:
-        if phase(p) != "Removed":
+        if phase(p) != "Removed" and placed(p):
             api.request("PATCH", parts_path(p["metadata"]["name"], "status"),
                         {"status": {"phase": "Removing"}},
                         content_type="application/merge-patch+json")
@@ -114,4 +156,12 @@ def remove(api: KubeApi, name: str, timeout: float,
                            f"run 'sfclab down --kube {name}' again once their agents run")
     from .kubernetes import down
 
-    return down(name, api)
+    try:
+        got = down(name, api)
+    except LabError:  # the controller finished the removal first (the Lab was Removing)
+        if parts_of(name, api) != (None, []):
+            raise
+        got = {"name": name, "lab": lab is not None, "parts": []}
+    # each part removed by its agent, then deleted here or by the controller
+    got["parts"] = sorted({*got["parts"], *(p["metadata"]["name"] for p in parts)})
+    return got

@@ -3,9 +3,13 @@ agent (:mod:`.kubernetes_agent`).
 
 This machine makes nothing of such a lab.  ``up`` journals one :data:`OP` entry (the
 kubeconfig and context that reach the cluster, and its server) in this machine's state of the
-lab, *before* the cluster is written, then writes the lab's objects (:func:`.kubernetes.up`),
-saves the lab's plan as placed (each host at its Node's address: what ``chain add`` plans its
-tunnels against) and waits until every part is ``Up`` (:func:`.kubernetes_parts.wait_up`).  A
+lab, *before* the cluster is written, then writes the lab's objects (:func:`.kubernetes.up`:
+the lab file, nothing allocated), waits until the controller has allocated the lab
+(:func:`.kubernetes_parts.wait_allocated`; a lab it refuses is removed again and the command
+exits 2 with its reason), saves the lab's plan as placed (each host at its Node's address,
+planned again from the same objects as the controller planned it, :func:`whole_plan`: what
+``chain add`` plans its tunnels against) and waits until every part is ``Up``
+(:func:`.kubernetes_parts.wait_up`).  A
 lab so journaled has this runtime (:func:`journaled`, read by
 :func:`sfclab.realize.runtime.kind_for` and, for one host of it,
 :func:`~sfclab.realize.runtime.runtime_at`), so the lab's usual commands reach the cluster with
@@ -29,7 +33,7 @@ import subprocess
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...errors import LabError, RealizeError, ToolError
+from ...errors import LabError, RealizeError, SpecError, ToolError
 from ...plan.model import HostPlan, Plan
 from ..state import LabState
 from ..teardown import TeardownReport
@@ -94,7 +98,7 @@ class KubeRuntime(AgentHosts):
         import yaml  # light start-up: down/ls/inspect never write YAML
 
         from . import kubernetes
-        from .kubernetes_parts import wait_up
+        from .kubernetes_parts import wait_allocated, wait_up
 
         state = self.state
         state.begin(plan.to_dict(), yaml.safe_dump(lab.to_dict(), sort_keys=False), lab.source)
@@ -107,11 +111,23 @@ class KubeRuntime(AgentHosts):
         except BaseException:
             state.remove()  # nothing was written to the cluster (all or nothing)
             raise
-        self.placement = res.placement
-        if res.plan is not None:  # each host at its Node's address: chain add plans with it
-            state.save_plan(res.plan.to_dict())
-        say(f"lab '{lab.name}' written: {len(res.parts)} parts; waiting for their agents")
+        say(f"lab '{lab.name}' written: {len(res.parts)} parts; waiting for the controller "
+            "to allocate it")
         try:
+            got = wait_allocated(self.api, lab.name, self.timeout, say)
+        except SpecError:  # refused by the controller: nothing of it built anywhere
+            kubernetes.down(lab.name, self.api)
+            state.remove()
+            raise
+        except BaseException:
+            state.set_meta(status="failed")  # on the cluster: down removes it
+            raise
+        try:
+            self.placement = {x["host"]: x["node"] for x in got["status"]["placement"]}
+            # the whole plan, each host at its Node's address (chain add plans with it):
+            # planned again as the controller planned it, from the same objects
+            state.save_plan(whole_plan(self.api, got).to_dict())
+            say(f"lab '{lab.name}' allocated; waiting for the agents to build its parts")
             wait_up(self.api, lab.name, self.timeout, say)
         except BaseException:
             state.set_meta(status="failed")  # on the cluster: down removes it
@@ -152,7 +168,8 @@ class KubeRuntime(AgentHosts):
         for p in parts:
             for n in (p.get("spec") or {}).get("nodes") or {}:
                 if n in out.get("nodes", {}):
-                    out["nodes"][n].update(kube_node=p["spec"]["node"], kube_phase=phase(p))
+                    out["nodes"][n].update(kube_node=p["spec"].get("node"),
+                                           kube_phase=phase(p))
 
     # --- programs in a node's namespace ----------------------------------------------------
     def context(self, host: HostPlan) -> str | None:
@@ -213,6 +230,21 @@ class KubeRuntime(AgentHosts):
 
     def leave(self, host: HostPlan) -> list[str]:
         raise not_here("a host leaving")
+
+
+def whole_plan(api: KubeApi, lab: dict[str, Any]) -> Plan:
+    """The whole plan of ``lab`` (a Lab the controller allocated) as the controller planned
+    it: :func:`.kubernetes_controller.part_plans` of the lab's objects, at the placement, Node
+    addresses and CPUs its status names."""
+    from .kubernetes_controller import lab_of, part_plans
+    from .kubernetes_parts import parts_of
+
+    _, parts = parts_of(lab["metadata"]["name"], api)
+    status = lab["status"]
+    placement = {x["host"]: x["node"] for x in status["placement"]}
+    addresses = (status.get("underlay") or {}).get("hosts") or {}
+    ips = {placement[h]: str(a).split("/")[0] for h, a in addresses.items() if h in placement}
+    return part_plans(lab_of(lab, parts), placement, ips, status.get("planCpus"))[2]
 
 
 def part_row(p: dict[str, Any], ph: str) -> dict[str, Any]:
