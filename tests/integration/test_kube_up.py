@@ -44,12 +44,14 @@ def nodes(installed, kube_machines):
     return kube_machines.nodes
 
 
-def lab_file(tmp_path: Path, name: str, cpus: int = 1) -> Path:
+def lab_file(tmp_path: Path, name: str, cpus: int = 1,
+             selector: dict[str, str] | None = None) -> Path:
+    """Hosts h1 (the largest: placed first), h2, h3; ``selector``: h1's ``node_selector``."""
     f = tmp_path / f"{name}.yaml"
+    h1 = {"cpus": cpus, "memory": "256M", **({"node_selector": selector} if selector else {})}
     f.write_text(yaml.safe_dump({
         "name": name,
-        "hosts": {"h1": {"cpus": cpus, "memory": "256M"}, "h2": {"cpus": cpus},
-                  "h3": {"cpus": cpus}},
+        "hosts": {"h1": h1, "h2": {"cpus": cpus}, "h3": {"cpus": cpus}},
         "nodes": {"a": {"kind": "host", "host": "h1"}, "b": {"kind": "router", "host": "h2"},
                   "c": {"kind": "host", "host": "h3"}},
         "links": [{"endpoints": ["a", "b"]}, {"endpoints": ["b", "c"]}]}))
@@ -72,11 +74,17 @@ def test_up_kube_writes_the_lab_placed_on_nodes_and_down_removes_it(installed, n
                                                                     tmp_path):
     # with a user's rights (deploy/kubernetes/22-rbac-user.yaml), not the admin's
     cfg = str(installed.user_kubeconfig())
-    cp = sfclab("up", "--kube", "--kubeconfig", cfg, str(lab_file(tmp_path, lab_name)), "--json")
+    # h1 (placed first: the largest) may go only to a Node labelled as its node_selector says:
+    # the last of the three, where first fit would have taken the first
+    zone = {"sfclab.dev/test-zone": lab_name}
+    installed.admin().merge(f"/api/v1/nodes/{nodes[2]}", {"metadata": {"labels": zone}})
+    cp = sfclab("up", "--kube", "--kubeconfig", cfg,
+                str(lab_file(tmp_path, lab_name, selector=zone)), "--json")
     assert cp.returncode == 0, cp.stderr
     out = json.loads(cp.stdout)
-    # three hosts of 1 CPU on three Nodes of 2: spread, one per Node
+    # three hosts of 1 CPU on three Nodes of 2: spread, one per Node, h1 on the labelled one
     assert sorted(out["placement"].values()) == sorted(nodes)
+    assert out["placement"]["h1"] == nodes[2], out["placement"]
     lab = installed.admin().get(kube.labs_path(lab_name))
     assert lab["spec"]["hostCount"] == 3 and "nodes" not in lab["spec"]["file"]
     assert {p["host"]: p["node"] for p in lab["status"]["placement"]} == out["placement"]
@@ -123,6 +131,15 @@ def test_up_kube_writes_the_lab_placed_on_nodes_and_down_removes_it(installed, n
     assert parts_of(installed, lab_name) == [] and not lab_exists(installed, lab_name)
     gone = sfclab("down", "--kube", "--kubeconfig", cfg, lab_name)
     assert gone.returncode == 2 and f"no lab '{lab_name}' on the cluster" in gone.stderr
+
+    # labels no Node carries: one line naming the place, nothing written
+    cp = sfclab("up", "--kube", "--kubeconfig", cfg,
+                str(lab_file(tmp_path, lab_name, selector={"sfclab.dev/test-zone": "nowhere"})))
+    assert cp.returncode == 2, cp.stderr
+    assert "hosts.h1.node_selector" in cp.stderr and "no schedulable Kubernetes Node carries " \
+        "the labels sfclab.dev/test-zone=nowhere" in cp.stderr, cp.stderr
+    assert len(cp.stderr.strip().splitlines()) == 1, cp.stderr
+    assert parts_of(installed, lab_name) == [] and not lab_exists(installed, lab_name)
 
 
 def test_capacity_already_reserved_by_another_lab_counts(installed, nodes, lab_name, tmp_path):

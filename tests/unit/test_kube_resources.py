@@ -140,6 +140,54 @@ def test_capacity_decides_the_node():
         ctl.place_lab(lab, nodes(("n1", 1, 4 << 30), ("n2", 4, 4 << 30)))
 
 
+def test_a_node_selector_takes_only_nodes_with_its_labels():
+    doc = {**THREE_HOSTS, "hosts": {**THREE_HOSTS["hosts"],
+                                    "h1": {"cpus": 1, "node_selector": {"zone": "b"}},
+                                    "h3": {"cpus": 1, "node_selector": {
+                                        "zone": "a", "sfclab.dev/nic": "fast"}}}}
+    lab = load_lab_dict(doc)
+    labelled = [Host("n1", 4, 4 << 30, labels={"zone": "a"}),
+                Host("n2", 4, 4 << 30, labels={"zone": "a", "sfclab.dev/nic": "fast"}),
+                Host("n3", 4, 4 << 30, labels={"zone": "b"})]
+    # without selectors, first fit would give h1 n1 and h3 n3
+    assert ctl.place_lab(lab, labelled) == {"h1": "n3", "h2": "n1", "h3": "n2"}
+    # no Node has the labels: refused at the host's node_selector, before any placement
+    with pytest.raises(SpecError, match="no schedulable Kubernetes Node carries the labels "
+                       "zone=b .3 schedulable") as e:
+        ctl.place_lab(lab, [h if h.name != "n3" else Host("n3", 4, 4 << 30) for h in labelled])
+    assert e.value.place == "hosts.h1.node_selector"
+    # the matching Node is full: the message names the largest free one among those allowed
+    with pytest.raises(SpecError, match="the largest free Node its node_selector allows is n3 "
+                       "with 0.5 CPU"):
+        ctl.place_lab(lab, [*labelled[:2], Host("n3", 0.5, 4 << 30, labels={"zone": "b"})])
+
+
+@pytest.mark.parametrize("selector, said", [
+    ({"bad key": "x"}, "a Kubernetes label key"),
+    ({"zone": "-a"}, "a Kubernetes label value for zone"),
+    ({}, "1 to 16 Node labels"),
+    ({f"k{i}": "v" for i in range(17)}, "1 to 16 Node labels"),
+])
+def test_a_node_selector_kubernetes_does_not_take_is_refused_at_its_place(selector, said):
+    doc = {**THREE_HOSTS, "hosts": {**THREE_HOSTS["hosts"],
+                                    "h2": {"cpus": 1, "node_selector": selector}}}
+    with pytest.raises(SpecError, match=said) as e:
+        load_lab_dict(doc)
+    assert e.value.place == "hosts.h2.node_selector"
+
+
+def test_a_node_selector_is_refused_by_up_anywhere_but_kubernetes(tmp_path, monkeypatch):
+    from sfclab.realize import lifecycle
+
+    monkeypatch.setenv("SFCLAB_STATE_DIR", str(tmp_path))
+    doc = {**THREE_HOSTS, "hosts": {**THREE_HOSTS["hosts"],
+                                    "h3": {"cpus": 1, "node_selector": {"zone": "a"}}}}
+    with pytest.raises(SpecError, match="only for 'sfclab up --kube'") as e:
+        lifecycle.up(load_lab_dict(doc))
+    assert e.value.place == "hosts.h3.node_selector" and e.value.exit_status == 2
+    assert list(tmp_path.iterdir()) == []  # nothing made, not even the lab's state
+
+
 def test_a_lab_that_does_not_fit_the_nodes_is_refused():
     lab = load_lab_dict(THREE_HOSTS)
     with pytest.raises(SpecError, match="does not fit the cluster's Nodes: host h[123] needs "

@@ -6,8 +6,9 @@ hosts are given, whose free CPU and memory both cover its needs, preferring a ho
 no other instance of the same function (a group is spread over hosts when it can be); only
 when every fitting host already holds one does it share.  A host's free capacity is its
 capacity minus what the instances already there (``used``) and the ones placed before it take.
-When an instance fits nowhere, nothing is placed and :class:`NoRoom` names the function, its
-needs and the host with the most free CPU.
+An instance with ``allowed`` hosts (a Kubernetes host's ``node_selector``: the Nodes whose
+labels match) goes only to one of those.  When an instance fits nowhere, nothing is placed and
+:class:`NoRoom` names the function, its needs and the host it may go to with the most free CPU.
 
 The hosts of a running lab, with what they hold, come from :mod:`sfclab.live.hosts.capacity`: the
 lab file's hosts and those ``host add`` made, and, in a lab whose file names none, the implicit
@@ -21,12 +22,14 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Need:
-    """One instance to place: its function, its own name, cores and bytes."""
+    """One instance to place: its function, its own name, cores and bytes; ``allowed``: the
+    hosts it may go to (None: any)."""
 
     function: str
     instance: str
     cpu: float
     memory: int
+    allowed: frozenset[str] | None = None
 
 
 @dataclass
@@ -37,6 +40,7 @@ class Host:
     used_cpu: float = 0.0
     used_memory: int = 0
     functions: list[str] = field(default_factory=list)  # the functions of instances already there
+    labels: dict[str, str] = field(default_factory=dict)  # a Kubernetes Node's
 
     @property
     def free_cpu(self) -> float:
@@ -47,7 +51,8 @@ class Host:
         return self.memory - self.used_memory
 
     def fits(self, n: Need) -> bool:
-        return self.free_cpu + 1e-9 >= n.cpu and self.free_memory >= n.memory
+        return (n.allowed is None or self.name in n.allowed) and \
+            self.free_cpu + 1e-9 >= n.cpu and self.free_memory >= n.memory
 
 
 class NoRoom(Exception):
@@ -76,15 +81,16 @@ def local_host(cpus: float, memory: int, name: str = "local") -> Host:
 def place(needs: list[Need], hosts: list[Host]) -> dict[str, str]:
     """instance -> host name, by the policy above; raises :class:`NoRoom` (``hosts`` are left
     as they were)."""
-    work = [Host(h.name, h.cpus, h.memory, h.used_cpu, h.used_memory, list(h.functions))
-            for h in hosts]
+    work = [Host(h.name, h.cpus, h.memory, h.used_cpu, h.used_memory, list(h.functions),
+                 h.labels) for h in hosts]
     order = sorted(range(len(needs)), key=lambda i: (-needs[i].cpu, -needs[i].memory, i))
     out: dict[str, str] = {}
     for i in order:
         n = needs[i]
         fitting = [h for h in work if h.fits(n)]
         if not fitting:
-            largest = max(work, key=lambda h: (h.free_cpu, h.free_memory), default=None)
+            largest = max((h for h in work if n.allowed is None or h.name in n.allowed),
+                          key=lambda h: (h.free_cpu, h.free_memory), default=None)
             raise NoRoom(n, largest)
         apart = [h for h in fitting if n.function not in h.functions]
         h = (apart or fitting)[0]

@@ -98,12 +98,22 @@ def up(lab: Lab, *, progress: Progress | None = None) -> Plan:
     """Build ``lab`` on its hosts' runtime (:mod:`sfclab.realize.runtime`); return its plan.
     On failure nothing of it is left."""
     say = progress or (lambda _m: None)
+    _refuse_node_selector(lab)
     state = LabState(lab.name)
     with state.locked():
         _refuse_existing(state)
         plan = check(lab)
         runtime_for(lab).up(lab, plan, say)
         return plan
+
+
+def _refuse_node_selector(lab: Lab) -> None:
+    """A host's ``node_selector`` chooses a Kubernetes Node: :class:`SpecError` at the first
+    one, for a lab built anywhere else (this machine, hosts over SSH)."""
+    for name, h in lab.hosts.items():
+        if h.node_selector:
+            raise lab.error_at(SpecError("Node labels choose a Kubernetes Node: only for "
+                                         "'sfclab up --kube'"), ("hosts", name, "node_selector"))
 
 
 def down(name: str) -> TeardownReport:

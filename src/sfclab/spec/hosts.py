@@ -23,6 +23,9 @@ public.  A link belongs to the one space both its ends share (a tenant, or publi
 between nodes that share none, or more than one, is refused: that is how nothing of one tenant
 reaches another's nodes.  A host with ``ssh`` (see :class:`SshSpec`) is a real machine that
 sfclab drives over SSH; it needs an ``address``, and a lab's hosts are all emulated or all real.
+A host's ``node_selector`` (``up --kube`` only) names labels its Kubernetes Node must carry,
+each key with that value, as a Pod's ``nodeSelector`` does: placement considers only those
+Nodes for it.
 """
 
 from __future__ import annotations
@@ -79,11 +82,42 @@ class SshSpec(_Model):
         return v
 
 
+#: a Kubernetes label's key: an optional DNS-subdomain prefix and ``/``, then a name of 1 to 63
+#: letters, digits, ``-``, ``_`` and ``.`` that starts and ends alphanumeric
+LABEL_KEY_RE = re.compile(r"^(?:(?=.{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9]"
+                          r"([-a-z0-9]*[a-z0-9])?)*/)?(?=.{1,63}$)[A-Za-z0-9]"
+                          r"(?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+#: a Kubernetes label's value: empty, or as a key's name part
+LABEL_VALUE_RE = re.compile(r"^(?:(?=.{1,63}$)[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+#: labels one host's ``node_selector`` may name at most
+MAX_NODE_SELECTOR = 16
+
+
 class HostSpec(_Model):
     cpus: int | None = Field(default=None, ge=1, le=MAX_HOST_CPUS)
     memory: Size | None = None
     address: IPv4Address | None = None
     ssh: SshSpec | None = None
+    #: ``up --kube``: labels the host's Kubernetes Node must carry (key -> value)
+    node_selector: dict[str, str] | None = None
+
+    @field_validator("node_selector")
+    @classmethod
+    def _node_selector(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        if v is None:
+            return v
+        if not 1 <= len(v) <= MAX_NODE_SELECTOR:
+            raise ValueError(f"1 to {MAX_NODE_SELECTOR} Node labels (key: value)")
+        for key, value in v.items():
+            if not LABEL_KEY_RE.match(key):
+                raise ValueError(f"a Kubernetes label key ([prefix/]name, the name 1 to 63 "
+                                 f"letters, digits, -, _ or ., alphanumeric at both ends), "
+                                 f"not {key!r}")
+            if not LABEL_VALUE_RE.match(value):
+                raise ValueError(f"a Kubernetes label value for {key} (empty, or 1 to 63 "
+                                 f"letters, digits, -, _ or ., alphanumeric at both ends), "
+                                 f"not {value!r}")
+        return v
 
     @field_validator("memory")
     @classmethod

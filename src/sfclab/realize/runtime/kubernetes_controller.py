@@ -56,7 +56,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from ipaddress import IPv4Address, IPv4Network
 from threading import Event
@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ClusterRefused, ClusterUnreachable, SfclabError, SpecError
 from ...plan.model import Plan
-from ...plan.placement import Host, NoRoom, fmt_bytes, place
+from ...plan.placement import Host, Need, NoRoom, fmt_bytes, place
 from ...plan.split import SplitError, split
 from .kubernetes import (IMPLICIT_HOST, LAB_LABEL, MANAGED, MAX_OBJECT, NAMESPACE, NODE_LABEL,
                          lab_file, labs_path, needs, parts_path, quantity)
@@ -109,7 +109,8 @@ def schedulable_nodes(nodes: list[dict[str, Any]], parts: list[dict[str, Any]]) 
         name = n["metadata"]["name"]
         alloc = (n.get("status") or {}).get("allocatable") or {}
         hosts[name] = Host(name, quantity(alloc.get("cpu", "0"), f"Node {name} cpu"),
-                           int(quantity(alloc.get("memory", "0"), f"Node {name} memory")))
+                           int(quantity(alloc.get("memory", "0"), f"Node {name} memory")),
+                           labels=dict(n["metadata"].get("labels") or {}))
     for p in parts:
         spec = p.get("spec") or {}
         h = hosts.get(spec.get("node") or "")
@@ -120,6 +121,24 @@ def schedulable_nodes(nodes: list[dict[str, Any]], parts: list[dict[str, Any]]) 
     return list(hosts.values())
 
 
+def selected(lab: Lab, need: Need, nodes: list[Host]) -> Need:
+    """``need`` (host ``need.instance`` of ``lab``) allowed only the Nodes whose labels match
+    its ``node_selector`` (every key with its value), if it has one; :class:`SpecError` at the
+    host's ``node_selector`` when no schedulable Node matches."""
+    spec = lab.hosts.get(need.instance)
+    want = spec.node_selector if spec is not None else None
+    if not want:
+        return need
+    allowed = frozenset(n.name for n in nodes
+                        if all(n.labels.get(k) == v for k, v in want.items()))
+    if not allowed:
+        words = ", ".join(f"{k}={v}" for k, v in want.items())
+        raise lab.error_at(SpecError(f"no schedulable Kubernetes Node carries the labels {words}"
+                                     f" ({len(nodes)} schedulable Nodes)"),
+                           ("hosts", need.instance, "node_selector"))
+    return replace(need, allowed=allowed)
+
+
 def place_lab(lab: Lab, nodes: list[Host], pinned: dict[str, str] | None = None
               ) -> dict[str, str]:
     """Each host of ``lab`` -> its Node (first fit, largest first: :func:`place`), a Node
@@ -127,15 +146,16 @@ def place_lab(lab: Lab, nodes: list[Host], pinned: dict[str, str] | None = None
     (their reservation is in ``nodes`` already).  :class:`SpecError` naming the host, its needs
     and the largest free Node when it does not fit, or the hosts that would share a Node."""
     pinned = pinned or {}
-    want = [n for n in needs(lab) if n.instance not in pinned]
+    want = [selected(lab, n, nodes) for n in needs(lab) if n.instance not in pinned]
     if want and not nodes:
         raise SpecError("no schedulable Kubernetes Node to place the lab on", file=lab.source)
     try:  # not beside a host of the lab placed already
         placement = place(want, [n for n in nodes if n.name not in pinned.values()])
     except NoRoom as e:
         big = e.largest
-        where = (f"the largest free Node is {big.name} with {big.free_cpu:g} CPU and "
-                 f"{fmt_bytes(big.free_memory)}") if big else "no other Node is free"
+        among = " its node_selector allows" if e.need.allowed is not None else ""
+        where = (f"the largest free Node{among} is {big.name} with {big.free_cpu:g} CPU and "
+                 f"{fmt_bytes(big.free_memory)}") if big else f"no other Node{among} is free"
         raise SpecError(f"the lab does not fit the cluster's Nodes: host {e.need.instance} "
                         f"needs {e.need.cpu:g} CPU and {fmt_bytes(e.need.memory)}; {where}",
                         file=lab.source) from e
