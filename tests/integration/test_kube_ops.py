@@ -77,6 +77,10 @@ def test_exec_traffic_and_chains_on_a_lab_on_kubernetes(kube_machines, lab_name,
     try:
         node_of = {h: p["spec"]["node"] for h, p in parts(ms, lab_name).items()}
         assert len(set(node_of.values())) == 3  # one host per Node
+        # graph: the running lab's plan as this machine keeps it (every node drawn)
+        cp = cli("graph", lab_name, "--format", "mermaid")
+        assert cp.returncode == 0, cp.stderr
+        assert all(n in cp.stdout for n in ("a1", "b1", "srv")), cp.stdout
 
         # exec: run by the agent of a1's Node, its output and status passed through
         cp = cli("exec", lab_name, "a1", "--", "ip", "-j", "-4", "addr", "show")

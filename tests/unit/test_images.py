@@ -289,3 +289,31 @@ def test_image_build_refuses_a_name_not_in_the_table(capsys: pytest.CaptureFixtu
 def test_image_without_a_subcommand_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["image"]) == ExitStatus.BAD_INPUT
     assert "build" in capsys.readouterr().out
+
+
+def test_one_image_build_at_a_time_on_the_machine(tmp_path: Path, monkeypatch) -> None:
+    """Two builds at once (two commands, or a test beside a command) take turns: the second
+    says it waits and starts only when the first has ended (podman raced with itself when two
+    builds of one recipe ran together)."""
+    import threading
+    import time
+
+    monkeypatch.setattr(image_build, "LOCK_PATH", tmp_path / "lock")
+    order: list[str] = []
+    said: list[str] = []
+    inside = threading.Event()
+
+    def first() -> None:
+        with image_build.LocalRunner().exclusive(lambda: order.append("first waited")):
+            order.append("first in")
+            inside.set()
+            time.sleep(0.3)
+            order.append("first out")
+
+    t = threading.Thread(target=first)
+    t.start()
+    assert inside.wait(5)
+    with image_build.LocalRunner().exclusive(lambda: said.append("waiting")):
+        order.append("second in")
+    t.join()
+    assert order == ["first in", "first out", "second in"] and said == ["waiting"]

@@ -15,7 +15,12 @@ tests), :func:`build` turns recipes into images, :func:`listing` says which are 
 - an image whose tag ``podman image exists`` reports is skipped (cached): building an unchanged
   recipe again runs one ``podman image exists`` and one ``podman tag``;
 - either way ``podman tag <tag> localhost/sfclab/<name>:latest`` points the name lab files use
-  at the recipe's current version.
+  at the recipe's current version;
+- one build at a time on the machine (:data:`LOCK_PATH`, an exclusive ``flock`` held for the
+  whole of :func:`build`): two ``podman build`` runs of one recipe at once met podman's own race
+  ("checking if cached image exists from a previous build: getting top layer info: layer not
+  known"), and the second would build what the first was building; waiting, it finds the image
+  built and takes it as cached.
 
 podman runs with sfclab's own configuration (``CONTAINERS_CONF``, :func:`sfclab.kernel.podman.env`),
 never the machine's ``/etc/containers`` settings alone, and uses the machine's image store, so
@@ -25,13 +30,15 @@ images built here are what ``podman images`` shows and what nodes run.
 from __future__ import annotations
 
 import abc
+import contextlib
+import fcntl
 import json
 import secrets
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -52,8 +59,18 @@ class Done:
     stderr: str
 
 
+#: the machine's one image build at a time (beside sfclab's podman configuration)
+LOCK_PATH = podman.CONF_PATH.parent / "image-build.lock"
+
+
 class Runner(abc.ABC):
     """Runs the programs a build needs (argv lists, never shell strings)."""
+
+    @contextlib.contextmanager
+    def exclusive(self, waiting: Callable[[], None]) -> Iterator[None]:
+        """The build's turn on the machine (``waiting`` called first if another holds it);
+        this default holds nothing (a fake runner's)."""
+        yield
 
     @abc.abstractmethod
     def run(self, argv: list[str], on_line: Callable[[str], None] | None = None) -> Done:
@@ -77,6 +94,20 @@ def _pump(stream: IO[bytes], sink: list[str], on_line: Callable[[str], None] | N
 
 class LocalRunner(Runner):
     """Runs on this machine, podman with sfclab's configuration."""
+
+    @contextlib.contextmanager
+    def exclusive(self, waiting: Callable[[], None]) -> Iterator[None]:
+        LOCK_PATH.parent.mkdir(parents=True, exist_ok=True)
+        with open(LOCK_PATH, "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                waiting()
+                fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
     def _start(self, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
         try:
@@ -202,6 +233,18 @@ def build(recipes: Iterable[Recipe], runner: Runner | None = None,
     among them; it is the base of the rest).  One row per recipe: name, tag, ``built`` (False:
     it was cached) and seconds."""
     runner = runner or LocalRunner()
+    recipes = list(recipes)
+
+    def waiting() -> None:
+        if progress is not None and recipes:
+            progress(recipes[0].name, "waiting for another image build on this machine")
+
+    with runner.exclusive(waiting):
+        return _build(recipes, runner, progress)
+
+
+def _build(recipes: list[Recipe], runner: Runner, progress: Progress | None
+           ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     base: Recipe | None = None
     for r in recipes:
