@@ -381,16 +381,9 @@ def netns_names() -> list[str]:
 #: counts the packets to or from port 5000 of protocol argv[1] seen by a raw socket, and those
 #: whose IPv4 or TCP/UDP checksum is wrong (and UDP sent without one), until a 'stop' datagram
 #: from its own namespace
-CHECKER = r"""
+CHECKER = N.FOLD + r"""
 import json, socket, struct, sys
 proto = int(sys.argv[1])
-def fold(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return s
 raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, proto)
 stop = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); stop.bind(("127.0.0.1", 5999))
 print("ready", flush=True)

@@ -189,8 +189,10 @@ def ping(lab: Lab, dst: str = DST) -> bool:
 #: the pseudo-header, from the bytes (a veth delivers a wrong one as readily), until its
 #: standard input is closed; prints how many were right, wrong, and UDP without one (0, which
 #: IPv6 does not allow)
-CSUM6 = r"""
-import json, selectors, socket, struct, sys
+#: the Internet checksum's one's-complement sum of ``data``, folded to 16 bits (RFC 1071), for
+#: the checkers run in a namespace (their scripts start with it)
+FOLD = r"""
+import struct
 def fold(data):
     if len(data) % 2:
         data += b"\0"
@@ -198,6 +200,9 @@ def fold(data):
     while s >> 16:
         s = (s & 0xffff) + (s >> 16)
     return s
+"""
+CSUM6 = FOLD + r"""
+import json, selectors, socket, struct, sys
 raw = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x86DD))
 sel = selectors.DefaultSelector()
 sel.register(raw, selectors.EVENT_READ); sel.register(sys.stdin, selectors.EVENT_READ)
