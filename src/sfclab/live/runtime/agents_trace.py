@@ -2,8 +2,9 @@
 ``trace_paths``, :mod:`.agents`): each step's
 probe sent by the ingress's host's agent (which sets the path's TTL and puts it back once the
 probe has taken the path), the TTL expiries read on every host until one is seen or the wait
-has passed (the model: :mod:`sfclab.live.ops.chains`; the probes:
-:mod:`sfclab.live.chains.trace`).
+has passed; a step no host counted is probed again, :data:`PROBE_TRIES` times at most, and so
+is the last probe until the egress counts it delivered (the model:
+:mod:`sfclab.live.ops.chains`; the probes: :mod:`sfclab.live.chains.trace`).
 """
 
 from __future__ import annotations
@@ -80,8 +81,13 @@ def _trace_remote(rt: AgentHosts, plan: Any, sp: SteeringPlan, d: DirectionPlan,
         hops.append(hop_row(ttl, hops_by_label[path.stack[at]], seen))
         before = after
     was = delivered()
-    step(d.ttl)
-    return hops, _until(wait, lambda: delivered() > was)
+    arrived = False
+    for _ in range(PROBE_TRIES):  # the last probe too: one lost on a loaded host is sent again
+        step(d.ttl)
+        arrived = _until(wait, lambda: delivered() > was)
+        if arrived:
+            break
+    return hops, arrived
 
 
 def trace_through_agents(rt: AgentHosts, plan: Any, sp: SteeringPlan, d: DirectionPlan,
