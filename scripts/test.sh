@@ -26,7 +26,7 @@ grep -E "KEPT|BROKEN" build/lint-imports.log
 workers="${SFCLAB_TEST_WORKERS:-4}"
 [[ "$workers" =~ ^[1-9][0-9]?$ ]] || { echo "SFCLAB_TEST_WORKERS: expected 1 to 99, got '$workers'" >&2; exit 2; }
 mkdir -p build/tests
-rm -f build/tests/*.xml
+rm -f build/tests/*.xml build/tests/reruns.txt
 # the type check (up to a minute when its cache is cold) runs beside the parallel phase, whose
 # workers mostly wait on the kernel; its verdict is read when that phase ends, before the
 # serial phase, which has nothing beside it
@@ -72,4 +72,10 @@ print(f"{' slowest 20 tests of the run ':=^79}")
 for t, phase, name in sorted(rows, reverse=True)[:20]:
     print(f"{t:8.2f}s {phase:<8} {name}")
 PY
+# a parallel-phase test that failed while another test's flood filled the CPUs' backlogs ran
+# once more (tests/integration/backlog_rerun.py): each such rerun, and its verdict
+if [[ -s build/tests/reruns.txt ]]; then
+    echo "tests run again (their first run failed while the machine's CPU backlogs dropped frames):"
+    cat build/tests/reruns.txt
+fi
 exit "$status"
