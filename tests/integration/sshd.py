@@ -81,6 +81,11 @@ class Machines:
             time.sleep(0.05)
 
     def stop(self, m: str) -> None:
+        """Stop machine ``m``'s ``sshd`` and close the connections this process keeps to it
+        (:mod:`sfclab.hosts.ssh_pool`): the host is gone, not only its listener."""
+        from sfclab.hosts import ssh_pool
+
+        ssh_pool.forget(ALL[m])
         p = self.sshd.pop(m, None)
         if p is not None:
             p.terminate()  # by its PID

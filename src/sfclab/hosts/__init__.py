@@ -11,5 +11,5 @@ a host reached over SSH runs the same code with its own root context
 Modules: :mod:`.context` (contexts), :mod:`.attach` (how a hosted link meets its node, one
 entry per ``attach`` kind), :mod:`.ovs` (an OVS instance per host context), :mod:`.shaping`
 (a link's rate), :mod:`.cgroups` (a host's CPUs and memory), :mod:`.ssh` (reaching a real
-host's agent over SSH).
+host's agent over SSH), :mod:`.ssh_pool` (SSH connections kept between calls).
 """

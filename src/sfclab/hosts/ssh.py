@@ -1,7 +1,8 @@
 """Reaching a real host over SSH (asyncssh): one agent command per call, JSON in and out.
 
-A call opens an SSH connection to the host's underlay address as ``user`` with ``key``, checks
-the host's key against ``known_hosts`` (no unknown host is ever trusted), runs
+A call opens an SSH session to the host's underlay address as ``user`` with ``key`` (on a
+connection kept from an earlier call, :mod:`.ssh_pool`, or a new one that checks the host's key
+against ``known_hosts``: no unknown host is ever trusted), runs
 ``SFCLAB_STATE_DIR=<state> <python> -m sfclab.live.runtime.agent_verbs <verb>`` there with the
 request as JSON on stdin, and returns the agent's JSON answer.  The connection leaves from namespace
 ``netns`` of this machine when one is given (sockets stay in the namespace they were opened
@@ -30,6 +31,7 @@ from typing import Any
 
 from ..errors import RealizeError
 from ..kernel import netns as kernel_netns
+from . import ssh_pool
 
 AGENT_MODULE = "sfclab.live.runtime.agent_verbs"
 
@@ -84,10 +86,8 @@ def call(t: SshTarget, verb: str, request: dict[str, Any], *, timeout: float = 1
     """Run agent ``verb`` on host ``t`` with ``request``; its JSON answer.  ``module``: the
     agent's module (default: the one table of every verb,
     :mod:`sfclab.live.runtime.agent_verbs`)."""
-    ctx = kernel_netns.entered(t.netns) if t.netns else contextlib.nullcontext()
-    with ctx:  # the socket is opened in this thread, so in the namespace
-        status, out, err = asyncio.run(_run(t, t.command(verb, module), json.dumps(request), timeout,
-                                            connect_timeout))
+    status, out, err = _run(t, t.command(verb, module), json.dumps(request), timeout,
+                            connect_timeout)
     if status != 0:
         msg = (err or out).strip().splitlines()
         raise AgentError(f"host {t.host}: agent {verb} failed (exit {status}): "
@@ -192,9 +192,7 @@ def run_captured(t: SshTarget, argv: list[str], *, input: str | None = None,
                  timeout: float = 60, connect_timeout: float = 10) -> tuple[int, str, str]:
     """Run ``argv`` (a command line of host ``t``) there with ``input``; its exit status,
     standard output and standard error."""
-    ctx = kernel_netns.entered(t.netns) if t.netns else contextlib.nullcontext()
-    with ctx:  # the socket is opened in this thread, so in the namespace
-        return asyncio.run(_run(t, shlex.join(argv), input or "", timeout, connect_timeout))
+    return _run(t, shlex.join(argv), input or "", timeout, connect_timeout)
 
 
 def run_attached(t: SshTarget, argv: list[str], *, connect_timeout: float = 10) -> int:
@@ -288,23 +286,36 @@ def reason_of(e: BaseException) -> str:
     return "ssh"
 
 
-async def _run(t: SshTarget, command: str, stdin: str, timeout: float,
-               connect_timeout: float) -> tuple[int, str, str]:
+def _run(t: SshTarget, command: str, stdin: str, timeout: float,
+         connect_timeout: float) -> tuple[int, str, str]:
+    """``command`` on host ``t`` with ``stdin``, in a session of a kept connection
+    (:mod:`.ssh_pool`); its exit status, output and errors."""
     import asyncssh  # light start-up: only labs with real hosts load it
 
+    async def connect(sock: Any) -> Any:
+        return await asyncssh.connect(t.address, sock=sock, **_options(t, connect_timeout))
+
+    async def session(conn: Any) -> Any:
+        try:
+            proc = await asyncio.wait_for(conn.create_process(command), connect_timeout)
+        except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
+            raise ssh_pool.SessionNotOpened(e) from e
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.write_eof()
+        except BrokenPipeError:  # the command ended before reading it: its status says why
+            pass
+        return await proc.wait(check=False, timeout=timeout)
+
+    key = (t.address, t.port, t.user, t.key, t.known_hosts, t.netns)
     try:
-        async with asyncssh.connect(t.address, **_options(t, connect_timeout)) as conn:
-            proc = await conn.create_process(command)
-            try:
-                proc.stdin.write(stdin)
-                proc.stdin.write_eof()
-            except BrokenPipeError:  # the command ended before reading it: its status says why
-                pass
-            r = await proc.wait(check=False, timeout=timeout)
-    except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
+        r = ssh_pool.with_session(key, t.netns, t.address, t.port, connect_timeout, connect,
+                                  session)
+    except (OSError, asyncio.TimeoutError, asyncssh.Error, ssh_pool.SessionNotOpened) as e:
+        cause = e.args[0] if isinstance(e, ssh_pool.SessionNotOpened) and e.args else e
         raise HostUnreachable(f"host {t.host} ({t.user}@{t.address}:{t.port}) unreachable "
-                              f"over SSH: {e or type(e).__name__}", host=t.host,
-                              address=t.address, reason=reason_of(e)) from None
+                              f"over SSH: {cause or type(cause).__name__}", host=t.host,
+                              address=t.address, reason=reason_of(cause)) from None
     out = r.stdout if isinstance(r.stdout, str) else (r.stdout or b"").decode()
     err = r.stderr if isinstance(r.stderr, str) else (r.stderr or b"").decode()
     status = r.exit_status if r.exit_status is not None else 255
