@@ -105,20 +105,21 @@ def udp_send(dst: str, sport: int, dport: int, n: int) -> None:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("0.0.0.0", sport))
-    s.settimeout(0.5)
-    got = 0
+    got, wait = 0, 0.5
     for _ in range(n):
         s.sendto(b"sfclab probe", (dst, dport))
+        s.settimeout(wait)
         try:
             s.recvfrom(2048)
             got += 1
         except socket.timeout:
-            pass
-    # a reply later than 0.5 s (a loaded machine) was counted for the next datagram: the
+            wait = 0.1  # one went unanswered (dropped on purpose, or late): the rest wait less
+    # a reply later than the wait (a loaded machine) was counted for the next datagram: the
     # last ones' replies may still be on their way; every datagram is answered at most once.
     # Up to 5 s for each (a test where all came back does not wait; one where a reply was
-    # lost waits 5 s more to fail): CI once saw 29 of 30 under a load average of 20
-    s.settimeout(5.0)
+    # lost waits 5 s more to fail): CI once saw 29 of 30 under a load average of 20.  When
+    # none came back at all (a test of drops), 2 s for the first
+    s.settimeout(5.0 if got else 2.0)
     while got < n:
         try:
             s.recvfrom(2048)

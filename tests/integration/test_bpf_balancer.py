@@ -73,10 +73,12 @@ print(json.dumps({"packets": packets, "flows": seen}), flush=True)
 """
 
 #: the client: one flow per source port, in batches; a flow is sent again (the same 5-tuple)
-#: until its reply comes, up to 5 times; prints {port: [reply source, backend named]}
+#: until its reply comes (WAIT s, default 1), up to 5 times; prints {port: [reply source, backend
+#: named]}
 CLIENT_PROG = r"""
 import json, selectors, socket, sys, time
 vip, port, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+wait = float(sys.argv[5]) if sys.argv[5:] else 1.0  # for the answers to each try
 fam, any_addr = (socket.AF_INET6, "::") if ":" in vip else (socket.AF_INET, "0.0.0.0")
 got, batch = {}, 200
 for start in range(first, first + count, batch):
@@ -95,7 +97,7 @@ for start in range(first, first + count, batch):
         sel = selectors.DefaultSelector()
         for p in todo:
             sel.register(socks[p], selectors.EVENT_READ, p)
-        end = time.monotonic() + 1.0
+        end = time.monotonic() + wait
         while time.monotonic() < end and any(str(p) not in got for p in todo):
             for key, _ in sel.select(0.1):
                 data, peer = key.fileobj.recvfrom(2048)
@@ -519,8 +521,11 @@ def test_firewall_then_balancer_in_one_hook_gives_what_two_nodes_give() -> None:
                 assert {p for p, _, h in sp.attach["lb"] if h == "xdp"} == {"sfc_pipe"}
             before = node_counters(lab)
             got, seen = traffic(lab, 3, flows=1000)
+            # flows the firewall drops: each of the 5 tries waits 0.2 s for an answer (none
+            # should come; the rule's counter checks that every try reached it)
             dropped = lab.popen("cl", [sys.executable, "-c", CLIENT_PROG, VIP, str(PORT + 1),
-                                       "30000", "200"], stdout=subprocess.PIPE, text=True)
+                                       "30000", "200", "0.2"], stdout=subprocess.PIPE,
+                                text=True)
             lost = json.loads(dropped.communicate(timeout=120)[0].splitlines()[-1])
             after = node_counters(lab)
             info = lab.inspect()["nodes"]

@@ -92,7 +92,7 @@ print(json.dumps(got), flush=True)
 #: once from the same ports); prints the echoes it got back by "source-port proto port" (and
 #: from where, an IPv6 address in brackets)
 CLIENT = r"""
-import json, socket, sys
+import json, socket, sys, time
 dst, sports = sys.argv[1], [int(p) for p in sys.argv[2].split(",") if p]
 udp, tcp = [int(p) for p in sys.argv[3].split(",") if p], [int(p) for p in sys.argv[4].split(",") if p]
 fam, any_addr = (socket.AF_INET6, "::") if ":" in dst else (socket.AF_INET, "0.0.0.0")
@@ -107,12 +107,15 @@ got = {}
 for sp in sports:
     for p in udp:
         s = sock(socket.SOCK_DGRAM); s.bind((any_addr, sp))
-        s.settimeout(1.0)
-        for i in range(5):
+        for i in range(5):  # five at once; the answers until 1 s after the last is sent
             s.sendto(b"sfclab bpf-nat %d" % i, (dst, p))
+        end, n = time.monotonic() + 1.0, 0
+        while n < 5 and time.monotonic() < end:
+            s.settimeout(max(0.001, end - time.monotonic()))
             try:
                 data, peer = s.recvfrom(2048)
                 k = f"{sp} udp {p} from {at(peer[0], peer[1])}"; got[k] = got.get(k, 0) + 1
+                n += 1
             except OSError:
                 pass
         s.close()
