@@ -57,10 +57,10 @@ class Client:
         self.made.append(c)
         return c
 
-    async def session(self, conn: FakeConn) -> int:
+    async def session(self, c: ssh_pool.Conn) -> int:
         if self.fail:
             raise self.fail.pop(0)
-        return self.made.index(conn)
+        return self.made.index(c.conn)
 
     def call(self, addr: tuple[str, int], key: str = "k") -> int:
         return ssh_pool.with_session((addr[0], key), None, addr[0], addr[1], 2.0, self.connect,

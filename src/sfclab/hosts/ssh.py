@@ -1,10 +1,13 @@
 """Reaching a real host over SSH (asyncssh): one agent command per call, JSON in and out.
 
-A call opens an SSH session to the host's underlay address as ``user`` with ``key`` (on a
-connection kept from an earlier call, :mod:`.ssh_pool`, or a new one that checks the host's key
-against ``known_hosts``: no unknown host is ever trusted), runs
-``SFCLAB_STATE_DIR=<state> <python> -m sfclab.live.runtime.agent_verbs <verb>`` there with the
-request as JSON on stdin, and returns the agent's JSON answer.  The connection leaves from namespace
+A call reaches the host's underlay address as ``user`` with ``key``, on a connection kept from
+an earlier call (:mod:`.ssh_pool`) or a new one that checks the host's key against
+``known_hosts`` (no unknown host is ever trusted).  There the agent,
+``SFCLAB_STATE_DIR=<state> <python> -m sfclab.live.runtime.agent_verbs --serve``, started by an
+earlier call and kept idle on the connection or started now, runs the verb with the request in
+a process of its own (:mod:`sfclab.realize.agent_serve`) and the call returns its JSON answer.
+Armed verbs (:func:`call_armed`) run as ``... agent_verbs <verb>``, one agent each, the request
+as JSON on stdin.  The connection leaves from namespace
 ``netns`` of this machine when one is given (sockets stay in the namespace they were opened
 in), so a test's SSH traffic never leaves the lab's underlay.
 
@@ -86,8 +89,7 @@ def call(t: SshTarget, verb: str, request: dict[str, Any], *, timeout: float = 1
     """Run agent ``verb`` on host ``t`` with ``request``; its JSON answer.  ``module``: the
     agent's module (default: the one table of every verb,
     :mod:`sfclab.live.runtime.agent_verbs`)."""
-    status, out, err = _run(t, t.command(verb, module), json.dumps(request), timeout,
-                            connect_timeout)
+    status, out, err = _served(t, verb, request, module, timeout, connect_timeout)
     if status != 0:
         msg = (err or out).strip().splitlines()
         raise AgentError(f"host {t.host}: agent {verb} failed (exit {status}): "
@@ -261,6 +263,9 @@ def _options(t: SshTarget, connect_timeout: float) -> dict[str, Any]:
     options: dict[str, Any] = {
         "port": t.port, "username": t.user, "connect_timeout": connect_timeout,
         "agent_path": None, "config": None,
+        # a kept connection to a host gone silent is found dead within about 10 s (three
+        # unanswered keepalives 3 s apart), as a new one would time out
+        "keepalive_interval": 3, "keepalive_count_max": 3,
     }
     if t.known_hosts:  # else asyncssh's default: ~/.ssh/known_hosts
         options["known_hosts"] = t.known_hosts
@@ -295,9 +300,9 @@ def _run(t: SshTarget, command: str, stdin: str, timeout: float,
     async def connect(sock: Any) -> Any:
         return await asyncssh.connect(t.address, sock=sock, **_options(t, connect_timeout))
 
-    async def session(conn: Any) -> Any:
+    async def session(c: ssh_pool.Conn) -> Any:
         try:
-            proc = await asyncio.wait_for(conn.create_process(command), connect_timeout)
+            proc = await asyncio.wait_for(c.conn.create_process(command), connect_timeout)
         except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
             raise ssh_pool.SessionNotOpened(e) from e
         try:
@@ -307,16 +312,66 @@ def _run(t: SshTarget, command: str, stdin: str, timeout: float,
             pass
         return await proc.wait(check=False, timeout=timeout)
 
+    r = _pooled(t, connect_timeout, connect, session)
+    out = r.stdout if isinstance(r.stdout, str) else (r.stdout or b"").decode()
+    err = r.stderr if isinstance(r.stderr, str) else (r.stderr or b"").decode()
+    status = r.exit_status if r.exit_status is not None else 255
+    return status, out, err
+
+
+def _served(t: SshTarget, verb: str, request: dict[str, Any], module: str, timeout: float,
+            connect_timeout: float) -> tuple[int, str, str]:
+    """Plain verb ``verb`` by a served agent on host ``t`` (one kept idle on the connection,
+    or a new one: :mod:`sfclab.realize.agent_serve`); its exit status, output and errors, as
+    a run of its own would give them."""
+    import asyncssh  # light start-up: only labs with real hosts load it
+
+    command = t.command("--serve", module)
+    line = json.dumps({"verb": verb, "request": request}) + "\n"
+
+    async def connect(sock: Any) -> Any:
+        return await asyncssh.connect(t.address, sock=sock, **_options(t, connect_timeout))
+
+    async def session(c: ssh_pool.Conn) -> tuple[int, str, str]:
+        proc: Any = c.take_agent(command)
+        if proc is None:
+            try:
+                proc = await asyncio.wait_for(c.conn.create_process(command), connect_timeout)
+            except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
+                raise ssh_pool.SessionNotOpened(e) from e
+        answered = False
+        try:
+            proc.stdin.write(line)
+            got = await asyncio.wait_for(proc.stdout.readline(), timeout)
+            if not got:  # it ended before it answered (it could not start): why, as a run
+                r = await proc.wait(check=False, timeout=5.0)  # of the verb alone would say
+                msg = str(r.stderr or "").strip().splitlines()
+                status = r.exit_status if r.exit_status is not None else 255
+                raise AgentError(f"host {t.host}: agent {verb} failed (exit {status}): "
+                                 f"{msg[-1] if msg else 'no message'}")
+            a = json.loads(got)
+            answered = True
+            return int(a["status"]), str(a["out"]), str(a["err"])
+        finally:
+            if answered:
+                c.put_agent(command, proc)
+            else:
+                proc.close()
+
+    return _pooled(t, connect_timeout, connect, session)
+
+
+def _pooled(t: SshTarget, connect_timeout: float, connect: Any, session: Any) -> Any:
+    """``session`` on a kept connection to host ``t`` (:func:`.ssh_pool.with_session`); a
+    connection refused, timed out or failed is :class:`HostUnreachable`."""
+    import asyncssh  # light start-up: only labs with real hosts load it
+
     key = (t.address, t.port, t.user, t.key, t.known_hosts, t.netns)
     try:
-        r = ssh_pool.with_session(key, t.netns, t.address, t.port, connect_timeout, connect,
-                                  session)
+        return ssh_pool.with_session(key, t.netns, t.address, t.port, connect_timeout, connect,
+                                     session)
     except (OSError, asyncio.TimeoutError, asyncssh.Error, ssh_pool.SessionNotOpened) as e:
         cause = e.args[0] if isinstance(e, ssh_pool.SessionNotOpened) and e.args else e
         raise HostUnreachable(f"host {t.host} ({t.user}@{t.address}:{t.port}) unreachable "
                               f"over SSH: {cause or type(cause).__name__}", host=t.host,
                               address=t.address, reason=reason_of(cause)) from None
-    out = r.stdout if isinstance(r.stdout, str) else (r.stdout or b"").decode()
-    err = r.stderr if isinstance(r.stderr, str) else (r.stderr or b"").decode()
-    status = r.exit_status if r.exit_status is not None else 255
-    return status, out, err

@@ -50,12 +50,43 @@ class SessionNotOpened(Exception):
     """A session could not be opened on a kept connection: no command ran there."""
 
 
+#: served agents (:mod:`sfclab.realize.agent_serve`) kept idle on one connection, at most
+MAX_IDLE_AGENTS = 4
+
+
 @dataclass
-class _Conn:
+class Conn:
+    """One kept connection: ``conn`` (asyncssh's), the sessions using it now, and the served
+    agents idle on it (by the command that started them), for the next calls."""
+
     conn: Any  # asyncssh.SSHClientConnection
     key: tuple[Any, ...]
     users: int = 0
     last: float = field(default_factory=time.monotonic)
+    idle: dict[str, list[Any]] = field(default_factory=dict)
+
+    def take_agent(self, command: str) -> Any | None:
+        """An idle served agent started by ``command`` that has not ended, or None."""
+        with _agents_lock:
+            procs = self.idle.get(command, [])
+            while procs:
+                p = procs.pop()
+                if p.exit_status is None and not p.is_closing() and not p.stdout.at_eof():
+                    return p
+                p.close()
+        return None
+
+    def put_agent(self, command: str, proc: Any) -> None:
+        """``proc`` idle again; closed if :data:`MAX_IDLE_AGENTS` wait already."""
+        with _agents_lock:
+            procs = self.idle.setdefault(command, [])
+            if len(procs) < MAX_IDLE_AGENTS:
+                procs.append(proc)
+                return
+        proc.close()
+
+
+_agents_lock = threading.Lock()
 
 
 class Pool:
@@ -65,7 +96,7 @@ class Pool:
         self.pid = os.getpid()
         self.loop = asyncio.new_event_loop()
         self.lock = threading.Lock()
-        self.conns: list[_Conn] = []
+        self.conns: list[Conn] = []
         self.thread = threading.Thread(target=self._serve, name="sfclab-ssh", daemon=True)
         self.thread.start()
 
@@ -88,7 +119,7 @@ class Pool:
             c.conn.close()
         self.loop.call_later(1.0, self._sweep)
 
-    def take(self, key: tuple[Any, ...]) -> _Conn | None:
+    def take(self, key: tuple[Any, ...]) -> Conn | None:
         """A kept, open connection for ``key`` with a session free, now counted as used."""
         with self.lock:
             for c in self.conns:
@@ -97,13 +128,13 @@ class Pool:
                     return c
         return None
 
-    def add(self, key: tuple[Any, ...], conn: Any) -> _Conn:
-        c = _Conn(conn, key, users=1)
+    def add(self, key: tuple[Any, ...], conn: Any) -> Conn:
+        c = Conn(conn, key, users=1)
         with self.lock:
             self.conns.append(c)
         return c
 
-    def give_back(self, c: _Conn, ok: bool) -> None:
+    def give_back(self, c: Conn, ok: bool) -> None:
         """The call on ``c`` is over; a failed one's connection is closed (not kept)."""
         with self.lock:
             c.users -= 1
@@ -114,7 +145,7 @@ class Pool:
                 self.conns.remove(c)
         self.close([c])
 
-    def close(self, conns: list[_Conn]) -> None:
+    def close(self, conns: list[Conn]) -> None:
         """Close ``conns`` on the loop, and wait until that is done (not until the peers saw
         it)."""
 
@@ -170,8 +201,8 @@ def forget(address: str) -> None:
 
 def with_session(key: tuple[Any, ...], netns: str | None, address: str, port: int,
                  connect_timeout: float, connect: Callable[[socket.socket], Awaitable[Any]],
-                 session: Callable[[Any], Awaitable[T]]) -> T:
-    """``session(conn)`` on a kept connection for ``key`` when one is open, else on a new one
+                 session: Callable[[Conn], Awaitable[T]]) -> T:
+    """``session(c)`` on a kept connection ``c`` for ``key`` when one is open, else on a new one
     (``connect(sock)`` over a TCP socket to ``address``:``port`` opened in namespace
     ``netns``).  ``session`` raises :class:`SessionNotOpened` when its channel could not be
     opened: on a kept connection the call is made once more on a new one."""
@@ -179,7 +210,7 @@ def with_session(key: tuple[Any, ...], netns: str | None, address: str, port: in
     c = p.take(key)
     if c is not None:
         try:
-            out = p.submit(session(c.conn))
+            out = p.submit(session(c))
         except SessionNotOpened:
             p.give_back(c, False)  # dead: dropped; a new connection below
         except BaseException:
@@ -198,7 +229,7 @@ def with_session(key: tuple[Any, ...], netns: str | None, address: str, port: in
         raise
     c = p.add(key, conn)
     try:
-        out = p.submit(session(conn))
+        out = p.submit(session(c))
     except BaseException:
         p.give_back(c, False)
         raise

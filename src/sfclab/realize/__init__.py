@@ -31,5 +31,6 @@ ovs-vsctl transaction), every object journaled before it is made and marked as t
 - :mod:`.remote`        a lab on real hosts driven over SSH: this machine's side of ``up`` and
                         ``down``, called by the ``ssh`` runtime only
 - :mod:`.agent`         a real host's side, run there over SSH, with :mod:`.agent_scan` (what
-                        the host offers) and :mod:`.agent_sfc` (its share of the data plane)
+                        the host offers), :mod:`.agent_sfc` (its share of the data plane) and
+                        :mod:`.agent_serve` (the agent kept running, a forked run per request)
 """

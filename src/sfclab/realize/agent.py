@@ -3,7 +3,8 @@ sfclab.live.runtime.agent_verbs VERB``, whose table holds these verbs and those 
 modules).
 
 One verb per run, the request as JSON on stdin, the answer as JSON on stdout; a failure is one
-line on stderr and exit status 1 (2 for a bad request).  The namespace the agent runs in is the
+line on stderr and exit status 1 (2 for a bad request).  With ``--serve`` instead of a verb it
+stays, and runs each request of its input as such a run (:mod:`.agent_serve`).  The namespace the agent runs in is the
 host's context (:class:`~sfclab.hosts.context.OwnRoot`): on a real machine its root namespace;
 in the tests, an emulated host's context where ``sshd`` runs.  The agent keeps its own journal
 in its own state directory (``$SFCLAB_STATE_DIR`` on that host), exactly as a local ``up``:
@@ -258,6 +259,10 @@ def main(argv: list[str], table: Mapping[str, Verb] | None = None,
     verbs: Mapping[str, Verb] = VERBS if table is None else table
     armed_verbs: Mapping[str, ArmedVerb] = ARMED if armed_table is None else armed_table
     names = [*verbs, *armed_verbs]
+    if argv == ["--serve"]:  # kept running, one request per line (:mod:`.agent_serve`)
+        from .agent_serve import serve
+
+        return serve(verbs, armed_verbs, module)
     if len(argv) != 1 or argv[0] not in names:
         print(f"usage: python -m {module} {{{'|'.join(names)}}} < request.json",
               file=sys.stderr)
