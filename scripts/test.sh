@@ -2,10 +2,11 @@
 # The whole check: lint (ruff), the architecture contract (import-linter layers), types (mypy,
 # beside the first phase), then the test suite in two phases:
 #   1. every test not marked serial (the unit tier and most integration tests) on several
-#      workers at once (pytest-xdist; SFCLAB_TEST_WORKERS, default 4: the integration tests
-#      mostly wait on the kernel, on subprocesses and on the network; with 3 the phase's
-#      processes used about 1.45 of the 2 cores, with 4 it passes under two other engineers'
-#      test runs besides);
+#      workers at once (pytest-xdist; SFCLAB_TEST_WORKERS, default 6: the integration tests
+#      mostly wait on the kernel, on subprocesses and on the network; with 4 workers the
+#      machine was idle a fifth of the phase's second half, and the phase took 562 s where 6
+#      took 518 s; a test that fails while another's flood made the CPUs' backlogs drop frames
+#      is run once more, tests/integration/backlog_rerun.py);
 #   2. the tests marked serial (they time or count what the machine's load changes, or compare
 #      the whole machine before and after), one at a time with nothing else of the run beside.
 # The status is failure if either phase fails; at the end, the 20 slowest tests of the run.
@@ -23,7 +24,7 @@ ruff check --quiet src tests bench scripts
 echo "architecture: import-linter"
 lint-imports --no-cache > build/lint-imports.log || { cat build/lint-imports.log; exit 1; }
 grep -E "KEPT|BROKEN" build/lint-imports.log
-workers="${SFCLAB_TEST_WORKERS:-4}"
+workers="${SFCLAB_TEST_WORKERS:-6}"
 [[ "$workers" =~ ^[1-9][0-9]?$ ]] || { echo "SFCLAB_TEST_WORKERS: expected 1 to 99, got '$workers'" >&2; exit 2; }
 mkdir -p build/tests
 rm -f build/tests/*.xml build/tests/reruns.txt

@@ -247,7 +247,12 @@ class KubeCluster:
 def kube_cluster(tmp_path_factory):
     """One API server (etcd and kube-apiserver) for the whole session: a :class:`KubeCluster`.
     Skipped, with the reason, when ``make setup`` has not built kube-apiserver or etcd is
-    missing."""
+    missing.
+
+    The kube test modules run in two ``xdist_group`` s, each on one worker, each with a server
+    of its own (a session is a worker's): ``kube`` (daemonset, controller, build, manifests)
+    and ``kube-b`` (ops, agents, up, failover), about 230 s each; as one group of 470 s they
+    were the longest path of the parallel phase."""
     if not (APISERVER.exists() and ETCD.exists()):
         pytest.skip(MISSING)
     with KubeCluster(tmp_path_factory.mktemp("kube")) as cluster:

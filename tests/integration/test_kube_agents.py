@@ -23,7 +23,7 @@ from .kube import settled
 from .labtools import wait_for
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
-pytestmark = pytest.mark.xdist_group("kube")
+pytestmark = pytest.mark.xdist_group("kube-b")
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from .test_kube_build import devices, nothing_of, parts, sfclab, write_lab
 from .test_kube_ops import cli, ok
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
-pytestmark = pytest.mark.xdist_group("kube")
+pytestmark = pytest.mark.xdist_group("kube-b")
 
 #: what a loaded machine may add to the stated time (the agents' and the API server's work,
 #: at a load average of 10-20 on 2 cores); the figure itself is printed

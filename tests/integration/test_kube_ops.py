@@ -26,7 +26,7 @@ from .kube import KubeMachines
 from .test_kube_build import devices, nothing_of, parts, sfclab
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
-pytestmark = pytest.mark.xdist_group("kube")
+pytestmark = [pytest.mark.xdist_group("kube-b"), pytest.mark.long]
 
 
 def tenant_chain_lab(tmp_path: Path, name: str) -> Path:

@@ -23,7 +23,7 @@ from sfclab.realize.state import LabState
 from .kube import KubeCluster, free_port, kubeconfig
 
 #: one worker runs every test of the API server (make test: --dist loadgroup): one server
-pytestmark = pytest.mark.xdist_group("kube")
+pytestmark = pytest.mark.xdist_group("kube-b")
 
 
 def sfclab(*args: str) -> subprocess.CompletedProcess:
