@@ -107,8 +107,8 @@ def test_an_ipv6_flow_keeps_its_chain_through_a_function_that_loses_the_mark(enc
                          "7100", "20"])
         after = node_counters(lab)
         got = json.loads(rx.communicate(timeout=30)[0].strip().splitlines()[-1])
-        assert got == {"4": 0, "6": 20}, got
         delta = {n: {k: after[n][k] - before[n][k] for k in after[n]} for n in after}
+        assert got == {"4": 0, "6": 20}, f"{got} {json.dumps(delta)}"  # where the rest went
         assert delta["t"]["proxy_in"] == 20 and delta["t"]["proxy_out"] == 20, delta["t"]
         assert delta["t"]["proxy_miss"] == 0, delta["t"]
         assert delta["f2"]["proxy_in"] == 20, delta["f2"]  # the chain went on after t

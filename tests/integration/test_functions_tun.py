@@ -66,9 +66,32 @@ def test_missing_executable_is_a_spec_error(tmp_path, lab_name):
         assert nothing_left(lab_name) and not LabState(lab_name).exists
 
 
-# it runs a while before it grows: a program killed as it starts fails `up` instead
-HOG = ("import os, sys, time; sys.stdout.write('start\\n'); sys.stdout.flush(); "
+# it opens its TUN device (up waits for that), runs a while, then grows: a program killed
+# as it starts fails `up` instead
+HOG = ("import fcntl, os, struct, sys, time; fd = os.open('/dev/net/tun', os.O_RDWR); "
+       "fcntl.ioctl(fd, 0x400454CA, struct.pack('16sH', sys.argv[1].encode(), 0x1001)); "
+       "sys.stdout.write('start\\n'); sys.stdout.flush(); "
        "time.sleep(0.5); b = bytearray(256 << 20); time.sleep(30)")
+
+
+def test_up_waits_until_the_program_holds_its_device_and_fails_one_that_never_does(
+        tmp_path, lab_name, monkeypatch):
+    """A TUN device no program holds drops what is routed into it: ``up`` returns once the
+    program opened it (the first datagrams after ``up`` all come through), and fails, naming
+    the function and leaving nothing, when the program runs but never opens it."""
+    with chain("tun", {"exec": COUNTER}, tmp_path) as lab:
+        res = udp_exchange(lab, "src", "dst", [7000], 10)  # at once, no wait for the program
+        assert res["counts"] == {7000: 10}
+    from sfclab.errors import RealizeError
+    from sfclab.functions import tun
+
+    monkeypatch.setattr(tun, "ATTACH_WAIT_S", 1.0)
+    with pytest.raises(RealizeError, match="function fn.*did not open its TUN device sfctun0 "
+                                           "within 1 s"):
+        idle = [sys.executable, "-c", "import time; time.sleep(30)"]  # runs, opens nothing
+        with chain("tun", {"exec": idle}, tmp_path, name=lab_name):
+            pass
+    assert nothing_left(lab_name) and not LabState(lab_name).exists
 
 
 def test_oom_kill_is_reported_and_lab_stays_up(tmp_path):
