@@ -58,12 +58,14 @@ def run(item: pytest.Item, nextitem: pytest.Item | None, log_file: Path) -> bool
     reports = runtestprotocol(item, nextitem=nextitem, log=False)
     dropped = backlog_drops() - before
     if failed_call(reports) and dropped > 0:
+        first = next(r for r in reports if r.failed and r.when == "call")
+        why = (str(first.longrepr).strip().splitlines() or ["?"])[-1][:200]
         waited = wait_quiet()
         item._initrequest()  # type: ignore[attr-defined]  # fresh fixtures for the rerun
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
         verdict = "failed again" if failed_call(reports) else "passed"
-        line = (f"{item.nodeid}: failed while the machine's CPU backlogs dropped {dropped} "
-                f"frames; run again after {waited:.1f} s: {verdict}\n")
+        line = (f"{item.nodeid}: failed ({why}) while the machine's CPU backlogs dropped "
+                f"{dropped} frames; run again after {waited:.1f} s: {verdict}\n")
         for r in reports:
             r.user_properties.append(("rerun", line.strip()))
         log_file.parent.mkdir(parents=True, exist_ok=True)

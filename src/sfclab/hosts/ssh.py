@@ -341,7 +341,10 @@ def _served(t: SshTarget, verb: str, request: dict[str, Any], module: str, timeo
                 raise ssh_pool.SessionNotOpened(e) from e
         answered = False
         try:
-            proc.stdin.write(line)
+            try:
+                proc.stdin.write(line)
+            except (BrokenPipeError, ConnectionError):
+                pass  # it ended before it read (it could not start): its status says why
             got = await asyncio.wait_for(proc.stdout.readline(), timeout)
             if not got:  # it ended before it answered (it could not start): why, as a run
                 r = await proc.wait(check=False, timeout=5.0)  # of the verb alone would say
