@@ -297,9 +297,6 @@ def _run(t: SshTarget, command: str, stdin: str, timeout: float,
     (:mod:`.ssh_pool`); its exit status, output and errors."""
     import asyncssh  # light start-up: only labs with real hosts load it
 
-    async def connect(sock: Any) -> Any:
-        return await asyncssh.connect(t.address, sock=sock, **_options(t, connect_timeout))
-
     async def session(c: ssh_pool.Conn) -> Any:
         try:
             proc = await asyncio.wait_for(c.conn.create_process(command), connect_timeout)
@@ -312,7 +309,7 @@ def _run(t: SshTarget, command: str, stdin: str, timeout: float,
             pass
         return await proc.wait(check=False, timeout=timeout)
 
-    r = _pooled(t, connect_timeout, connect, session)
+    r = _pooled(t, connect_timeout, session)
     out = r.stdout if isinstance(r.stdout, str) else (r.stdout or b"").decode()
     err = r.stderr if isinstance(r.stderr, str) else (r.stderr or b"").decode()
     status = r.exit_status if r.exit_status is not None else 255
@@ -328,9 +325,6 @@ def _served(t: SshTarget, verb: str, request: dict[str, Any], module: str, timeo
 
     command = t.command("--serve", module)
     line = json.dumps({"verb": verb, "request": request}) + "\n"
-
-    async def connect(sock: Any) -> Any:
-        return await asyncssh.connect(t.address, sock=sock, **_options(t, connect_timeout))
 
     async def session(c: ssh_pool.Conn) -> tuple[int, str, str]:
         proc: Any = c.take_agent(command)
@@ -361,13 +355,16 @@ def _served(t: SshTarget, verb: str, request: dict[str, Any], module: str, timeo
             else:
                 proc.close()
 
-    return _pooled(t, connect_timeout, connect, session)
+    return _pooled(t, connect_timeout, session)
 
 
-def _pooled(t: SshTarget, connect_timeout: float, connect: Any, session: Any) -> Any:
+def _pooled(t: SshTarget, connect_timeout: float, session: Any) -> Any:
     """``session`` on a kept connection to host ``t`` (:func:`.ssh_pool.with_session`); a
     connection refused, timed out or failed is :class:`HostUnreachable`."""
     import asyncssh  # light start-up: only labs with real hosts load it
+
+    async def connect(sock: Any) -> Any:
+        return await asyncssh.connect(t.address, sock=sock, **_options(t, connect_timeout))
 
     key = (t.address, t.port, t.user, t.key, t.known_hosts, t.netns)
     try:

@@ -57,7 +57,8 @@ MAX_IDLE_AGENTS = 4
 @dataclass
 class Conn:
     """One kept connection: ``conn`` (asyncssh's), the sessions using it now, and the served
-    agents idle on it (by the command that started them), for the next calls."""
+    agents idle on it (by the command that started them), for the next calls.  The agents are
+    taken and put back by sessions, on the pool's loop only (so without a lock)."""
 
     conn: Any  # asyncssh.SSHClientConnection
     key: tuple[Any, ...]
@@ -67,26 +68,22 @@ class Conn:
 
     def take_agent(self, command: str) -> Any | None:
         """An idle served agent started by ``command`` that has not ended, or None."""
-        with _agents_lock:
-            procs = self.idle.get(command, [])
-            while procs:
-                p = procs.pop()
-                if p.exit_status is None and not p.is_closing() and not p.stdout.at_eof():
-                    return p
-                p.close()
+        procs = self.idle.get(command, [])
+        while procs:
+            p = procs.pop()
+            if p.exit_status is None and not p.is_closing() and not p.stdout.at_eof():
+                return p
+            p.close()
         return None
 
     def put_agent(self, command: str, proc: Any) -> None:
         """``proc`` idle again; closed if :data:`MAX_IDLE_AGENTS` wait already."""
-        with _agents_lock:
-            procs = self.idle.setdefault(command, [])
-            if len(procs) < MAX_IDLE_AGENTS:
-                procs.append(proc)
-                return
+        procs = self.idle.setdefault(command, [])
+        if len(procs) < MAX_IDLE_AGENTS:
+            procs.append(proc)
+            return
         proc.close()
 
-
-_agents_lock = threading.Lock()
 
 
 class Pool:
@@ -145,13 +142,17 @@ class Pool:
                 self.conns.remove(c)
         self.close([c])
 
-    def close(self, conns: list[Conn]) -> None:
-        """Close ``conns`` on the loop, and wait until that is done (not until the peers saw
-        it)."""
+    def close(self, conns: list[Conn], wait_peers: float = 0.0) -> None:
+        """Close ``conns`` on the loop, and wait until that is done (and up to ``wait_peers``
+        seconds until the peers saw it)."""
 
         async def close() -> None:
             for c in conns:
                 c.conn.close()
+            if wait_peers:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.gather(*(c.conn.wait_closed()
+                                                            for c in conns)), wait_peers)
 
         if conns and self.thread.is_alive():
             self.submit(close())
@@ -164,19 +165,11 @@ class Pool:
         self.close(gone)
 
     def close_all(self) -> None:
+        """Every kept connection closed (at exit: up to 1 s for the peers to see it)."""
         with self.lock:
             gone, self.conns = self.conns, []
-
-        async def close() -> None:
-            for c in gone:
-                c.conn.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.gather(*(c.conn.wait_closed() for c in gone)),
-                                       1.0)
-
-        if gone and self.thread.is_alive():
-            with contextlib.suppress(Exception):
-                self.submit(close())
+        with contextlib.suppress(Exception):
+            self.close(gone, wait_peers=1.0)
 
 
 _pool: Pool | None = None
