@@ -94,7 +94,10 @@ def test_xdp_engine_turns_gro_on_at_the_peer_for_its_life_only(pair):
         assert gro_on(dst)
     assert not gro_on(dst)
     assert t.raw["sink"]["mode"] == "socket"
-    assert t.received == t.sent and 9_900 <= t.sent <= 10_000
+    # This test runs beside others (it is about GRO, not rate): a generator the machine's load
+    # held back must say so on its trial; it never counts more than it was asked for.
+    assert t.received == t.sent and t.sent <= 10_000
+    assert 9_900 <= t.sent or t.generator_limited
 
 
 def test_xdp_engine_into_a_peer_without_napi_is_an_error_not_a_silent_loss(pair, sfcgen):
