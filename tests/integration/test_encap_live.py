@@ -79,8 +79,10 @@ def test_chain_add_of_a_nat_chain_carries_full_size_tcp_both_ways(tmp_path: Path
                 "classifiers": [{"ingress": "src", "proto": "tcp", "dport": 8080}],
                 "egress": "dst", "functions": [{"name": "nat", "kind": "nat"}]}
         chain_add.add_chain(request.read_chain_file(lab.name, chain_file(tmp_path, body)))
-        out_src = Capture(lab, "src", "eth0", 8.0)
-        out_dst = Capture(lab, "dst", "eth0", 8.0)
+        # the captures end 1 s after frames() is called; 60 s is only their cap (a segment a
+        # neighbour's flood dropped comes back after TCP's 1, 2, 4 s timeouts, past 8 s)
+        out_src = Capture(lab, "src", "eth0", 60.0)
+        out_dst = Capture(lab, "dst", "eth0", 60.0)
         before = counters(lab.name)
         srv = lab.popen("dst", [sys.executable, "-c", TCP_SERVER], stdout=subprocess.PIPE,
                         text=True)
