@@ -88,6 +88,9 @@ static inline unsigned min_frame(int family)
 #define RING_BLOCKS 16u
 #define NSEC 1000000000LL
 #define PACE_GRACE_NS 10000000LL /* 10 ms */
+/* a paced sender that fell further behind sends only this many of the frames due at once
+ * (what one NAPI poll takes) and skips the older ones: a burst, not the rate */
+#define CATCHUP_FRAMES 64u
 #define XDP_DEFAULT_CHUNK 4096u /* frames per BPF_PROG_RUN call at the maximum rate */
 #define XDP_MIN_GAP_NS 100000LL /* least time between two paced BPF_PROG_RUN calls (100 us) */
 #define XDP_GAP_FRAMES 64.0     /* ... unless that many frames fall due sooner */
@@ -162,6 +165,12 @@ struct send_thread {
 	uint64_t errors;
 	uint64_t local_drops; /* refused by a qdisc of the sender's own device: sent, then lost */
 	uint64_t sent_window; /* of `sent`, the packets stamped inside the measured window */
+	/* the most packets that were due and not yet sent at once inside the measured window
+	 * (paced rates): a thread that fell behind (not run for a while) sends them back to
+	 * back, a burst, not the rate */
+	uint64_t max_behind;
+	uint64_t skipped;        /* frames of the plan not sent: fell due too long before */
+	uint64_t skipped_window; /* of those, inside the measured window */
 	int64_t end_ns;
 	bool passed; /* went through the start gate */
 	int err; /* errno of a fatal failure, 0 if none */

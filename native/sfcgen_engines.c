@@ -59,10 +59,12 @@ static uint64_t due_packets(const struct sender *s, double rate, int64_t t, uint
 
 /*
  * How many packets to send now: 0 after sleeping until the next one is due, -1 when the
- * thread is done (deadline passed or every planned packet sent).
+ * thread is done (deadline passed or every planned packet sent).  n counts the packets of the
+ * plan used up (sent or skipped); *behind keeps the most that were due at once inside the
+ * window, *skip says how many of the plan to pass over unsent now.
  */
 static int64_t pace(const struct sender *s, double rate, uint64_t n, uint64_t planned,
-		    int64_t now)
+		    int64_t now, uint64_t *behind, uint64_t *skip)
 {
 	int64_t el = now - s->t0;
 	uint64_t due;
@@ -73,6 +75,15 @@ static int64_t pace(const struct sender *s, double rate, uint64_t n, uint64_t pl
 	if (n >= planned || el >= (int64_t)(s->cfg.duration * NSEC) + PACE_GRACE_NS)
 		return -1;
 	due = due_packets(s, rate, el, planned);
+	if (due > n && due - n > *behind && now >= s->win_start)
+		*behind = due - n;
+	if (due > n + CATCHUP_FRAMES) {
+		/* fell behind (not run for a while): what fell due before the last CATCHUP_FRAMES
+		 * is not sent at all, rather than back to back, a burst the chain's first hop was
+		 * never offered at the rate (a veth's XDP ring holds 256 frames) */
+		*skip = due - n - CATCHUP_FRAMES;
+		n += *skip;
+	}
 	if (due <= n) {
 		/* packet n leaves when the integral reaches n */
 		double next = (double)n / rate;
@@ -718,8 +729,13 @@ static int send_loop(struct send_thread *t, const struct send_engine *eng)
 
 	gate_wait(t);
 	for (;;) {
-		int64_t now = now_ns(), w = pace(s, rate, n, planned, now), used;
+		uint64_t skip = 0;
+		int64_t now = now_ns(), used;
+		int64_t w = pace(s, rate, n + t->skipped, planned, now, &t->max_behind, &skip);
 
+		t->skipped += skip;
+		if (now >= s->win_start)
+			t->skipped_window += skip;
 		if (w < 0)
 			break;
 		if (w == 0)

@@ -517,6 +517,8 @@ struct send_job {
 	/* the totals, summed by send_collect() */
 	uint64_t *flow_sent;
 	uint64_t sent, sent_window, bytes, errors, local_drops;
+	uint64_t max_behind; /* the largest of the threads' (each sends its share of the rate) */
+	uint64_t skipped, skipped_window;
 	int64_t end;
 };
 
@@ -702,6 +704,10 @@ static int send_collect(struct send_job *j)
 		j->bytes += t->bytes;
 		j->errors += t->errors;
 		j->local_drops += t->local_drops;
+		if (t->max_behind > j->max_behind)
+			j->max_behind = t->max_behind;
+		j->skipped += t->skipped;
+		j->skipped_window += t->skipped_window;
 		if (t->end_ns > j->end)
 			j->end = t->end_ns;
 	}
@@ -725,7 +731,11 @@ static void send_report(const struct send_job *j)
 	       (c->qdisc_bypass && s->engine != ENGINE_UDP) || s->engine == ENGINE_XDP ? "true"
 										      : "false");
 	if (c->rate > 0)
-		printf("\"offered_pps\":%.1f,", c->rate);
+		/* max_behind_s: how far the most behind thread was, at its share of the rate */
+		printf("\"offered_pps\":%.1f,\"max_behind\":%" PRIu64 ",\"max_behind_s\":%.6f,"
+		       "\"skipped\":%" PRIu64 ",\"skipped_window\":%" PRIu64 ",",
+		       c->rate, j->max_behind, (double)j->max_behind * c->threads / c->rate,
+		       j->skipped, j->skipped_window);
 	else
 		printf("\"offered_pps\":null,");
 	if (c->size)

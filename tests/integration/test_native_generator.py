@@ -6,7 +6,11 @@ lab of its own, removed afterwards whatever the outcome.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -136,3 +140,38 @@ def test_missing_binary_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv(native.ENV_BINARY, str(tmp_path / "nope"))
     with pytest.raises(MeasurementError, match="not an executable"):
         native.sfcgen_binary()
+
+
+@pytest.mark.serial  # times what the machine's load changes
+def test_a_sender_stopped_for_a_while_skips_what_fell_due_rather_than_burst(pair, sfcgen):
+    """A paced sender that was not run for a while (here SIGSTOP for 0.2 s at 10 kpps: about
+    2,000 frames fell due) sends the last 64 of them at once and never sends the older ones: a
+    chain's first hop in XDP holds 256 frames, and a burst of 2,000 is not the offered rate.
+    It says so: ``max_behind`` (the most due at once) and ``skipped`` (not sent)."""
+    argv = [sfcgen, "send", "--dst", DST_IP, "--dport", "7310", "--rate", "10000",
+            "--duration", "1", "--ramp", "0"]
+
+    def send(stop: bool) -> dict:
+        p = netns.popen(pair.src, argv, stdout=subprocess.PIPE, text=True)
+        try:
+            if stop:
+                time.sleep(0.4)
+                os.kill(p.pid, signal.SIGSTOP)
+                time.sleep(0.2)
+                os.kill(p.pid, signal.SIGCONT)
+            out, _ = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                netns.end_processes([p.pid])
+        assert p.returncode == 0
+        return json.loads(out.strip().splitlines()[-1])
+
+    calm, stopped = send(False), send(True)
+    assert calm["max_behind"] < 64 and calm["skipped"] == 0, calm
+    assert stopped["max_behind"] >= 1_800, stopped
+    assert stopped["max_behind_s"] == pytest.approx(stopped["max_behind"] / 10_000, rel=1e-3)
+    # all but the last 64 frames due at that moment skipped (and any later lag's), never sent
+    assert stopped["skipped"] >= stopped["max_behind"] - 64
+    assert stopped["skipped_window"] == stopped["skipped"]  # no ramp: all inside the window
+    assert stopped["sent"] + stopped["skipped"] == 10_000
+    assert stopped["sent"] <= 10_000 - 1_700

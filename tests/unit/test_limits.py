@@ -211,3 +211,9 @@ def test_pairs_whose_senders_share_a_core_still_find_the_chains_ndr(search_kind)
         ndr, top = r["metrics"]["ndr_pps"], r["metrics"]["range_max_pps"]
     assert ndr is not None and 0.97 * 6_000 <= ndr <= 6_000, ndr
     assert top <= 177_000  # the range's top is a sender's most, not the pairs' total
+
+
+def test_a_trial_says_how_far_its_generator_fell_behind_and_what_it_skipped():
+    d = trial(generator_behind=508, generator_skipped=444).to_dict()
+    assert (d["generator_behind"], d["generator_skipped"]) == (508, 444)
+    assert "generator_behind" not in trial().to_dict()  # an older sender's trial: not said

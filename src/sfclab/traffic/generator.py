@@ -69,6 +69,13 @@ class Trial:
     cores: dict[str, Any] | None = None
     #: the calibrated generator-to-receiver ceiling for this frame size, when known
     ceiling_pps: float | None = None
+    #: the most frames that were due and not yet sent at once inside the window (the generator
+    #: was not run for a while), and how many of those it never sent: it sends the last 64 of
+    #: them at once and skips the older ones rather than send them all back to back, a burst
+    #: the offered rate never was (a chain's first hop in XDP holds 256 frames, the veth's
+    #: ring); the skipped ones are not in ``sent`` (None: it cannot tell)
+    generator_behind: int | None = None
+    generator_skipped: int | None = None
 
     @property
     def lost(self) -> int:
@@ -134,7 +141,8 @@ class Trial:
         else:
             d.pop("pairs")
         for k in ("located", "sent_total", "received_total", "receiver_drops", "latency_source",
-                  "receiver_saturated", "cores", "ceiling_pps"):
+                  "receiver_saturated", "cores", "ceiling_pps", "generator_behind",
+                  "generator_skipped"):
             if d[k] is None:
                 d.pop(k)
         return d

@@ -322,6 +322,8 @@ class NativeGenerator(PacketGenerator):
             window_s=w.window_s,
             receiver_drops=facts["own_drops"],
             receiver_saturated=facts["saturated"],
+            generator_behind=_count(sent, "max_behind"),
+            generator_skipped=_count(sent, "skipped_window"),
         )
 
     def close(self) -> None:
@@ -342,3 +344,9 @@ class NativeGenerator(PacketGenerator):
 
     def __enter__(self) -> "NativeGenerator":
         return self
+
+
+def _count(report: dict[str, Any], key: str) -> int | None:
+    """A count the sender reported, or None (a paced rate only; an older sender)."""
+    v = report.get(key)
+    return int(v) if v is not None else None

@@ -163,6 +163,9 @@ class SearchTrial:
                 "measurement_limited": t.measurement_limited or False,
                 "generator_bound": t.generator_bound,
                 **({"receiver_drops": t.receiver_drops} if t.receiver_drops is not None else {}),
+                **({"generator_behind": t.generator_behind,
+                    "generator_skipped": t.generator_skipped}
+                   if t.generator_behind is not None else {}),
                 **({"cores": t.cores} if t.cores is not None else {}),
                 **({"latency_us": dict(t.latency_us)} if t.latency_us else {}),
                 **({"located": t.located} if t.located is not None else {}),
