@@ -76,6 +76,9 @@ class Trial:
     #: ring); the skipped ones are not in ``sent`` (None: it cannot tell)
     generator_behind: int | None = None
     generator_skipped: int | None = None
+    #: the longest the chain's first hop (its pinned NAPI thread) was kept from running once it
+    #: had work, during the trial: its core not run by the machine (None: not watched)
+    first_hop_held_s: float | None = None
 
     @property
     def lost(self) -> int:
@@ -142,7 +145,7 @@ class Trial:
             d.pop("pairs")
         for k in ("located", "sent_total", "received_total", "receiver_drops", "latency_source",
                   "receiver_saturated", "cores", "ceiling_pps", "generator_behind",
-                  "generator_skipped"):
+                  "generator_skipped", "first_hop_held_s"):
             if d[k] is None:
                 d.pop(k)
         return d

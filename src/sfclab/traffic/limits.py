@@ -11,6 +11,11 @@ check                  the trial is limited when
                        rate over the measured window: the chain was never offered the rate
 ``generator_over``     it sent above ``2 - GENERATOR_TOLERANCE`` (102 %) of it (a sender that
                        fell behind and caught up in a burst): the chain was offered more
+``first_hop_held``     the chain's first hop (its NAPI thread, pinned to the chain's core) was
+                       kept from running for ``HELD_MIN_S`` (1 ms) or more once it had work
+                       (its core not run by the machine), and the trial lost no more frames
+                       than arrived at the offered rate meanwhile: a chain's first hop in XDP
+                       holds 256 frames (the veth's ring), 2 ms at 128 kpps
 ``receiver_drops``     the receiver dropped frames itself (a socket sink's full receive buffer,
                        ``SO_RXQ_OVFL``; the kernel sink's own drop count): loss that is the
                        receiver's, not the chain's
@@ -18,7 +23,8 @@ check                  the trial is limited when
 =====================  ==========================================================================
 
 The facts come from the generator (``Trial.sent_pps``, ``receiver_drops``,
-``receiver_saturated``); absent facts (``None``) do not limit.  The reason is one sentence with
+``receiver_saturated``) and the first hop's stall meter (``first_hop_held_s``,
+:mod:`sfclab.kernel.stall`); absent facts (``None``) do not limit.  The reason is one sentence with
 the numbers (``"generator sent 912,000 of 1,000,000 pps offered (91.2 %, below 98 %)"``); several
 reasons are joined by ``"; "``.
 
@@ -39,6 +45,9 @@ GENERATOR_TOLERANCE = 0.98
 CEILING_SHARE = 0.90
 #: below a limited trial, the rate worth trying next: this share of what the tools managed
 BACKOFF = 0.95
+#: a first hop kept from running this long is its machine's stall, not a scheduler's ordinary
+#: wake-up (here 23 us typical, 0.5 ms at the 99.9th percentile from one core to another)
+HELD_MIN_S = 0.001
 
 
 class TrialFacts(Protocol):
@@ -51,6 +60,11 @@ class TrialFacts(Protocol):
     sent_pps: float
     receiver_drops: int | None
     receiver_saturated: bool | None
+    first_hop_held_s: float | None
+
+    @property
+    def lost(self) -> int:
+        """Frames sent inside the window that did not arrive."""
 
     @property
     def pairs(self) -> Sequence[TrialFacts] | None:
@@ -77,6 +91,18 @@ def generator_over(t: TrialFacts) -> str | None:
             f"({share * 100:.1f} %, above {(2 - GENERATOR_TOLERANCE) * 100:.0f} %)")
 
 
+def first_hop_held(t: TrialFacts) -> str | None:
+    held = t.first_hop_held_s
+    if held is None or held < HELD_MIN_S or not t.offered_pps or t.lost <= 0:
+        return None
+    meanwhile = t.offered_pps * held
+    if t.lost > meanwhile:
+        return None
+    return (f"the machine did not run the chain's first hop for {held * 1e3:.1f} ms once it had "
+            f"work; the {t.lost:,} frames lost are no more than the {meanwhile:,.0f} that "
+            f"arrived meanwhile")
+
+
 def receiver_dropped(t: TrialFacts) -> str | None:
     if not t.receiver_drops:
         return None
@@ -91,6 +117,7 @@ def receiver_saturated(t: TrialFacts) -> str | None:
 CHECKS: dict[str, Callable[[TrialFacts], str | None]] = {
     "generator": generator_short,
     "generator_over": generator_over,
+    "first_hop_held": first_hop_held,
     "receiver_drops": receiver_dropped,
     "receiver_saturated": receiver_saturated,
 }
@@ -99,6 +126,25 @@ CHECKS: dict[str, Callable[[TrialFacts], str | None]] = {
 def reasons(t: TrialFacts) -> list[str]:
     """Every reason the trial is measurement-limited (empty: it measured the chain)."""
     return [r for check in CHECKS.values() if (r := check(t)) is not None]
+
+
+#: the checks that blame the machine, not the tools: a trial limited by these alone is re-run
+#: ``MACHINE_RETRIES`` more times (its stalls come and go; they are not the rate's)
+MACHINE_CHECKS = ("first_hop_held",)
+MACHINE_RETRIES = 6
+
+
+def machine_only(t: TrialFacts) -> bool:
+    """Limited, and only by the machine's stalls (in every pair that is limited)."""
+    trials = list(t.pairs) if t.pairs else [t]
+    found = [(name, r) for one in trials for name, check in CHECKS.items()
+             if (r := check(one)) is not None]
+    return bool(found) and all(name in MACHINE_CHECKS for name, _ in found)
+
+
+def retries_for(t: TrialFacts, limited_retries: int) -> int:
+    """How many times a deciding trial limited as ``t`` is may be re-run in all."""
+    return limited_retries + (MACHINE_RETRIES if machine_only(t) else 0)
 
 
 def limited_reason(t: TrialFacts) -> str | None:

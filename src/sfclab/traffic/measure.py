@@ -32,6 +32,7 @@ from ..realize.runtime import runtime_at
 from ..spec.measurement import (MAX, AnyRequest, IperfRequest, LatencyRequest, NdrRequest,
                                 PacketRequest, RateRequest)
 from ..kernel import cpus
+from ..kernel.stall import MAX_THREADS, StallMeter, stall_binary
 from . import cores, xdp_path
 from .cpu import CpuMonitor, ksoftirqd
 from .family import MIN_FRAME_OF, address_of, interface_address
@@ -41,7 +42,7 @@ from .loss import LossLocator, droptrace_binary
 from .place import Place
 from .result import Measurement
 from .wrappers import (CeilingGenerator, CoreWatchedGenerator, LocatedGenerator, PairedGenerator,
-                       PlacedGenerator)
+                       PlacedGenerator, StallWatchedGenerator)
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -229,6 +230,9 @@ class PacketSetup:
             receivers = {e.dst: self.r.sink for e in self.ends}
             if locator is not None:
                 gen = LocatedGenerator(gen, locator, receivers)
+            meter = self._stall_meter() if self.here else None
+            if meter is not None:
+                gen = StallWatchedGenerator(gen, meter)
             if self.here:
                 gen = CoreWatchedGenerator(gen, {"generator": self.layout.generator,
                                                  "receiver": self.layout.sink,
@@ -283,6 +287,18 @@ class PacketSetup:
             return []
         soft = [ksoftirqd(c) for c in self.layout.chain]
         return napi + [p for p in soft if p is not None]
+
+    def _stall_meter(self) -> StallMeter | None:
+        """A stall meter over the first hop's pinned NAPI threads (None: none pinned, or the
+        meter is not built, said in the layout's notes)."""
+        tids = [p for n in self.layout.napi if n.get("role") == "first_hop"
+                for p in n.get("kthreads", [])]
+        if not tids:
+            return None
+        if not os.access(stall_binary(), os.X_OK):
+            self.layout.notes.append(f"no first-hop stall meter ({stall_binary()} is not built)")
+            return None
+        return self.stack.enter_context(StallMeter(tids[:MAX_THREADS]))
 
     def _record_restored(self, pin: FirstHopPinning) -> None:
         self.layout.restored += pin.restored

@@ -61,11 +61,11 @@ class _Measurer(AbstractMeasurer):
         if purpose not in DECIDING:
             return t
         first = len(self.trials) - 1
-        for _ in range(self.limited_retries):
-            if not t.measurement_limited:
-                return t
+        runs = 1
+        while t.measurement_limited and runs <= limits.retries_for(t, self.limited_retries):
             time.sleep(self.rerun_pause_s)  # let a passing load go by
             t = self._once(load, duration, purpose)
+            runs += 1
         if t.measurement_limited:
             raise Unmeasurable(self.trials[first:])
         return t

@@ -166,6 +166,8 @@ class SearchTrial:
                 **({"generator_behind": t.generator_behind,
                     "generator_skipped": t.generator_skipped}
                    if t.generator_behind is not None else {}),
+                **({"first_hop_held_s": t.first_hop_held_s}
+                   if t.first_hop_held_s is not None else {}),
                 **({"cores": t.cores} if t.cores is not None else {}),
                 **({"latency_us": dict(t.latency_us)} if t.latency_us else {}),
                 **({"located": t.located} if t.located is not None else {}),
@@ -199,11 +201,13 @@ class TrialRunner:
     def run(self, rate: float | None, duration: float, purpose: str,
             goal: str | None = None) -> SearchTrial:
         """One trial; a deciding one (:data:`DECIDING`) that is measurement-limited is run
-        again, at most ``limited_retries`` times, then :class:`Unmeasurable` is raised."""
+        again, at most ``limited_retries`` times (and :data:`.limits.MACHINE_RETRIES` more
+        while only the machine's stalls limit it), then :class:`Unmeasurable` is raised."""
         attempts = [self._once(rate, duration, purpose, goal)]
         if purpose not in DECIDING:
             return attempts[0]
-        while attempts[-1].trial.measurement_limited and len(attempts) <= self.limited_retries:
+        while attempts[-1].trial.measurement_limited and \
+                len(attempts) <= limits.retries_for(attempts[-1].trial, self.limited_retries):
             if self.pause_s > 0:
                 time.sleep(self.pause_s)  # twice the pause: let a passing load go by
             attempts.append(self._once(rate, duration, purpose, goal))

@@ -11,6 +11,8 @@ rate curve and the NDR/PDR searches use them unchanged:
 - :class:`CoreWatchedGenerator`: each trial says which cores the generator, the receiver and
   the chain ran on and how busy they were (``cores``, from ``/proc/stat`` around the trial), for
   the trial's self-check and the record, unless the generator already reported it;
+- :class:`StallWatchedGenerator`: each trial says the longest its chain's first hop was kept
+  from running (``first_hop_held_s``, :mod:`sfclab.kernel.stall`);
 - :class:`CeilingGenerator`: each trial carries the calibrated ceiling for its frame size
   (``ceiling_pps``, see :mod:`.calibrate`), so it can say it was ``generator_bound``.
 """
@@ -22,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import MeasurementError
+from ..kernel.stall import StallMeter
 from .cores import CoreLayout
 from .cpu import read_proc_stat, run_ns, usage
 from .generator import PacketGenerator, Trial
@@ -176,6 +179,28 @@ def role_shares(per_core: dict[str, dict[str, float]],
                      "busy_pct": round(sum(c["busy"] for c in seen) / n, 1),
                      "softirq_pct": round(sum(c["softirq"] for c in seen) / n, 1)}
     return out
+
+
+class StallWatchedGenerator(PacketGenerator):
+    """Each trial says the longest its chain's first hop was kept from running once it had
+    work (``first_hop_held_s``): ``meter`` watches the first hop's pinned NAPI threads
+    (:mod:`sfclab.kernel.stall`), read before and after the trial."""
+
+    def __init__(self, gen: PacketGenerator, meter: StallMeter):
+        self.gen = gen
+        self.meter = meter
+
+    def trial(self, offered_pps: float | None, duration_s: float, size: int | str,
+              ramp_s: float | None = None) -> Trial:
+        self.meter.read()
+        t = self.gen.trial(offered_pps, duration_s, size, ramp_s)
+        held = max(h.longest_s for h in self.meter.read().values())
+        for one in [t, *(t.pairs or [])]:  # each pair's trial checks itself
+            one.first_hop_held_s = round(held, 6)
+        return t
+
+    def close(self) -> None:
+        self.gen.close()
 
 
 class CeilingGenerator(PacketGenerator):
