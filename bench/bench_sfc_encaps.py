@@ -16,6 +16,8 @@ Per variant and frame size (64 and 512 bytes by default; an IPv4 UDP frame):
   (``--cpu-rate``), divided by the packets received.
 
 The labs are up together and measured in alternating order; figures are medians of ``--reps``.
+Each search says how many of its trials were re-run because the machine did not run the chain's
+first hop (:mod:`sfclab.traffic.limits`, ``first_hop_held``).
 After the runs each steered lab's counters must show the traffic classified (else exit 1).
 
     .venv/bin/python bench/bench_sfc_encaps.py --reps 3 --trial 1
@@ -69,15 +71,18 @@ def lab_of(encap: str | None, ip: int) -> dict[str, Any]:
     return d
 
 
-def ndr(lab: str, size: int, trial: float, ip: int) -> tuple[float, float, bool]:
-    """(NDR, PDR, whether the NDR is only a lower bound) of one search."""
+def ndr(lab: str, size: int, trial: float, ip: int) -> tuple[float, float, bool, int, int]:
+    """(NDR, PDR, whether the NDR is only a lower bound, trials in the search, of those the
+    ones re-run because the machine did not run the first hop) of one search."""
     m = measure.run(lab, NdrRequest(size=size, duration=trial, ip=ip))
     v = m.extra.get("ndr_pps")
     lower = v is None
     if v is None:
         v = m.metrics.get("ndr_lower_bound_pps", float("nan"))
     p = m.extra.get("pdr_pps") or m.metrics.get("pdr_lower_bound_pps") or float("nan")
-    return float(v), float(p), lower
+    trials = m.extra.get("trials", [])
+    held = sum(1 for t in trials if "first hop" in str(t.get("measurement_limited") or ""))
+    return float(v), float(p), lower, len(trials), held
 
 
 def cpu_per_packet(lab: str, size: int, rate: float, trial: float, ip: int) -> float:
@@ -101,7 +106,8 @@ def run(encaps: list[str], sizes: list[int], reps: int, trial: float, cpu_rate: 
         ip: int) -> dict[str, Any]:
     variants = [*encaps, "routes"]
     rows: dict[str, dict[int, dict[str, list[Any]]]] = {
-        v: {s: {"ndr": [], "pdr": [], "lower": [], "cpu_ns": []} for s in sizes}
+        v: {s: {"ndr": [], "pdr": [], "lower": [], "cpu_ns": [], "trials": [], "held": []}
+            for s in sizes}
         for v in variants}
     with ExitStack() as stack:
         labs = {v: stack.enter_context(Lab.from_dict(lab_of(None if v == "routes" else v,
@@ -110,15 +116,18 @@ def run(encaps: list[str], sizes: list[int], reps: int, trial: float, cpu_rate: 
             order = variants if rep % 2 == 0 else variants[::-1]
             for size in sizes:
                 for v in order:
-                    n, p, lower = ndr(labs[v].name, size, trial, ip)
+                    n, p, lower, trials, held = ndr(labs[v].name, size, trial, ip)
                     c = cpu_per_packet(labs[v].name, size, cpu_rate, trial, ip)
                     r = rows[v][size]
                     r["ndr"].append(n)
                     r["pdr"].append(p)
                     r["lower"].append(lower)
                     r["cpu_ns"].append(c)
+                    r["trials"].append(trials)
+                    r["held"].append(held)
                     print(f"  rep {rep + 1} {size:4} B {v:6}: NDR {'>=' if lower else ''}"
-                          f"{n:,.0f} pps, PDR {p:,.0f}, {c:,.0f} ns CPU/packet",
+                          f"{n:,.0f} pps, PDR {p:,.0f}, {c:,.0f} ns CPU/packet; {held} of "
+                          f"{trials} trials re-run (first hop held)",
                           file=sys.stderr, flush=True)
         classified = {v: chains.inspect(labs[v].name, "c")["chains"]["c"]["directions"][0]
                       ["paths"][0]["classified"] for v in variants if v != "routes"}
