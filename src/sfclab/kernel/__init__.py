@@ -13,6 +13,8 @@
 - :mod:`sfclab.kernel.droptrace`  the kernel's packet drops in given namespaces, by reason
 - :mod:`sfclab.kernel.stall`      how long given threads were kept from running once they had
                                    work (a chain's first hop held by its machine)
+- :mod:`sfclab.kernel.linehelper` the native helpers that hold eBPF programs for their life and
+                                   answer a line for a line (the two above)
 - :mod:`sfclab.kernel.process`    this process: the children it ends on exit, interrupts never lost
 - :mod:`sfclab.kernel.podman`     containers run by podman through sfclab's own configuration:
                                    run, remove by ID, find by label, inspect, look into images

@@ -14,13 +14,12 @@ process ends, however it ends, the program and its link go with it.
 from __future__ import annotations
 
 import json
-import select
-import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from types import TracebackType
 
 from ..errors import MeasurementError
+from .linehelper import LineHelper
 
 
 @dataclass(frozen=True)
@@ -61,51 +60,21 @@ class DropTrace:
     def __init__(self, namespaces: dict[str, str], binary: str, *, timeout: float = 10.0):
         self.namespaces = namespaces
         self.binary = binary
-        self.timeout = timeout
-        self.proc: subprocess.Popen[str] | None = None
+        self.helper = LineHelper([binary, *(f"{n}={p}" for n, p in namespaces.items())],
+                                 "drop tracer", timeout=timeout)
 
     def __enter__(self) -> DropTrace:
-        argv = [self.binary, *(f"{n}={p}" for n, p in self.namespaces.items())]
-        try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, bufsize=1)
-        except OSError as e:
-            raise MeasurementError(f"cannot start the drop tracer {self.binary}: "
-                                   f"{e.strerror}") from None
-        assert self.proc.stdout is not None
-        first = self.proc.stdout.readline().strip()
-        if first != "ready":
-            err = self._finish()
-            raise MeasurementError(f"the drop tracer did not start: {err or first or 'no output'}")
+        self.helper.start()
         return self
 
     def counts(self) -> DropCounts:
         """The drops counted since the block began."""
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout
-        try:
-            self.proc.stdin.write("dump\n")
-            self.proc.stdin.flush()
-            ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
-            if not ready:
-                raise MeasurementError(f"the drop tracer gave no counts within {self.timeout} s")
-            line = self.proc.stdout.readline()
-        except OSError as e:
-            raise MeasurementError(f"the drop tracer stopped: {e}") from None
-        return _parse(line)
-
-    def _finish(self) -> str:
-        assert self.proc is not None
-        try:
-            _out, err = self.proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()  # by PID: this process is ours
-            _out, err = self.proc.communicate()
-        return (err or "").strip()
+        return _parse(self.helper.ask("dump"))
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self._finish()
+        if self.helper.running():
+            self.helper.finish()
 
 
 def _parse(line: str) -> DropCounts:

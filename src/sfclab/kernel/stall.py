@@ -16,13 +16,12 @@ far.  Nothing is pinned: when the process ends, however it ends, the programs go
 from __future__ import annotations
 
 import os
-import select
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from ..errors import MeasurementError
+from .linehelper import LineHelper
 
 ENV_BINARY = "SFCLAB_STALL"
 #: the most threads one meter watches (the program's map)
@@ -49,52 +48,21 @@ class StallMeter:
         if not 0 < len(tids) <= MAX_THREADS:
             raise ValueError(f"a stall meter watches 1 to {MAX_THREADS} threads")
         self.tids = list(tids)
-        self.binary = binary or stall_binary()
-        self.timeout = timeout
-        self.proc: subprocess.Popen[str] | None = None
+        self.helper = LineHelper([binary or stall_binary(), *map(str, tids)], "stall meter",
+                                 timeout=timeout)
 
     def __enter__(self) -> StallMeter:
-        try:
-            self.proc = subprocess.Popen([self.binary, *map(str, self.tids)],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, bufsize=1)
-        except OSError as e:
-            raise MeasurementError(f"cannot start the stall meter {self.binary}: "
-                                   f"{e.strerror}") from None
-        assert self.proc.stdout is not None
-        first = self.proc.stdout.readline().strip()
-        if first != "ready":
-            err = self._finish()
-            raise MeasurementError(f"the stall meter did not start: {err or first or 'no output'}")
+        self.helper.start()
         return self
 
     def read(self) -> dict[int, Holds]:
         """Per thread id, the holds since the previous read (the first: since the start)."""
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout
-        try:
-            self.proc.stdin.write("read\n")
-            self.proc.stdin.flush()
-            ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
-            if not ready:
-                raise MeasurementError(f"the stall meter gave nothing within {self.timeout} s")
-            line = self.proc.stdout.readline()
-        except OSError as e:
-            raise MeasurementError(f"the stall meter stopped: {e}") from None
-        return parse(line)
-
-    def _finish(self) -> str:
-        assert self.proc is not None
-        try:
-            _out, err = self.proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()  # by PID: this process is ours
-            _out, err = self.proc.communicate()
-        return (err or "").strip()
+        return parse(self.helper.ask("read"))
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self._finish()
+        if self.helper.running():
+            self.helper.finish()
 
 
 def parse(line: str) -> dict[int, Holds]:
