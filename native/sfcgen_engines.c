@@ -77,10 +77,10 @@ static int64_t pace(const struct sender *s, double rate, uint64_t n, uint64_t pl
 	due = due_packets(s, rate, el, planned);
 	if (due > n && due - n > *behind && now >= s->win_start)
 		*behind = due - n;
-	if (due > n + CATCHUP_FRAMES) {
-		/* fell behind (not run for a while): what fell due before the last CATCHUP_FRAMES
-		 * is not sent at all, rather than back to back, a burst the chain's first hop was
-		 * never offered at the rate (a veth's XDP ring holds 256 frames) */
+	if (due > n + CATCHUP_FRAMES && (double)(due - n) > rate * STALL_NS / NSEC) {
+		/* not run for a while: what fell due before the last CATCHUP_FRAMES is not sent
+		 * at all, rather than back to back, a burst the chain's first hop was never
+		 * offered at the rate (a veth's XDP ring holds 256 frames) */
 		*skip = due - n - CATCHUP_FRAMES;
 		n += *skip;
 	}
