@@ -88,12 +88,13 @@ static inline unsigned min_frame(int family)
 #define RING_BLOCKS 16u
 #define NSEC 1000000000LL
 #define PACE_GRACE_NS 10000000LL /* 10 ms */
-/* a paced sender later than STALL_NS (or CATCHUP_FRAMES, if more) was not run for a while:
- * its own pacing is never that late (the xdp engine's calls are at most 100 us apart, a sleep
- * overshoots by tens of us).  It sends only the last CATCHUP_FRAMES of the frames due (what
- * one NAPI poll takes) and skips the older ones: back to back they are a burst, not the rate */
-#define STALL_NS 1000000LL /* 1 ms */
+/* a paced sender with more than CATCHUP_FRAMES due at once (what one NAPI poll takes) was not
+ * run for a while: it sends only the last CATCHUP_FRAMES and skips the older ones (back to back
+ * they are a burst, not the rate).  The xdp engine's calls send up to a few hundred
+ * microseconds of frames each at high rates, so for it the bound is STALL_NS of frames if that
+ * is more; the socket engines' batches are at most --batch (64) frames */
 #define CATCHUP_FRAMES 64u
+#define STALL_NS 1000000LL /* 1 ms */
 #define XDP_DEFAULT_CHUNK 4096u /* frames per BPF_PROG_RUN call at the maximum rate */
 #define XDP_MIN_GAP_NS 100000LL /* least time between two paced BPF_PROG_RUN calls (100 us) */
 #define XDP_GAP_FRAMES 64.0     /* ... unless that many frames fall due sooner */

@@ -70,10 +70,11 @@ class Trial:
     #: the calibrated generator-to-receiver ceiling for this frame size, when known
     ceiling_pps: float | None = None
     #: the most frames that were due and not yet sent at once inside the window (the generator
-    #: was not run for a while), and how many of those it never sent: more than 1 ms late, it
-    #: sends the last 64 of them and skips the older ones rather than send them all back to
-    #: back, a burst the offered rate never was (a chain's first hop in XDP holds 256 frames,
-    #: the veth's ring); the skipped ones are not in ``sent`` (None: it cannot tell)
+    #: was not run for a while), and how many of those it never sent: with more than 64 due
+    #: (the xdp engine: 1 ms of frames, if more) it sends the last 64 and skips the older ones
+    #: rather than send them all back to back, a burst the offered rate never was (a chain's
+    #: first hop in XDP holds 256 frames, the veth's ring); the skipped ones are not in
+    #: ``sent`` (None: it cannot tell)
     generator_behind: int | None = None
     generator_skipped: int | None = None
     #: the longest the chain's first hop (its pinned NAPI thread) was kept from running once it
