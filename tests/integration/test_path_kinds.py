@@ -18,7 +18,15 @@ def bench() -> ModuleType:
     return bench_module("bench_path_kinds")
 
 
-@pytest.mark.parametrize("kind", ["routed-veth", "kernel-fn", "linux-bridge", "ovs-userspace",
+#: the userspace datapath is ovs-vswitchd's own thread, one daemon for every lab on the machine,
+#: whose main thread also reconfigures for other tests' labs adding and removing bridges: CI lost
+#: 12, then 83 of the 200 datagrams sent a millisecond apart, with no backlog drop (my reading:
+#: the daemon busy for the others, not proven), so its count is the machine's load as much as
+#: the lab's, and it runs with nothing beside it
+OVS_ALONE = pytest.param("ovs-userspace", marks=pytest.mark.serial)
+
+
+@pytest.mark.parametrize("kind", ["routed-veth", "kernel-fn", "linux-bridge", OVS_ALONE,
                                   "shortbridge", "tunnel-bridge", "tunnel-direct"])
 def test_each_unsteered_kind_carries_the_traffic(kind: str) -> None:
     b = bench()
