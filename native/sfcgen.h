@@ -95,6 +95,9 @@ static inline unsigned min_frame(int family)
  * is more; the socket engines' batches are at most --batch (64) frames */
 #define CATCHUP_FRAMES 64u
 #define STALL_NS 1000000LL /* 1 ms */
+/* ... unless its last send call itself took this long: then the device held it (a queueing
+ * qdisc on its own interface), and it catches up as the device takes frames */
+#define SEND_HELD_NS 250000LL /* 250 us */
 #define XDP_DEFAULT_CHUNK 4096u /* frames per BPF_PROG_RUN call at the maximum rate */
 #define XDP_MIN_GAP_NS 100000LL /* least time between two paced BPF_PROG_RUN calls (100 us) */
 #define XDP_GAP_FRAMES 64.0     /* ... unless that many frames fall due sooner */
