@@ -173,3 +173,9 @@ def dual_stack(d: dict, prefix: str) -> dict:
         for cl in c["classifiers"]:
             cl["family"] = "any"
     return {**d, "ip": "dual"}
+
+
+def planned(t) -> int:
+    """Frames of the window's plan the sender accounted for: sent, or skipped because it fell
+    due while the sender was not run (``generator_skipped``, said on the trial)."""
+    return t.sent + (t.generator_skipped or 0)

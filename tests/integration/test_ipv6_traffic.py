@@ -14,11 +14,7 @@ from sfclab.spec.measurement import NdrRequest, RateRequest
 from sfclab.traffic import measure
 from sfclab.traffic.native import NativeGenerator
 
-
-def planned(t) -> int:
-    """Frames of the window's plan the sender accounted for: sent, or skipped because it fell
-    due while the sender was not run (``generator_skipped``, said on the trial)."""
-    return t.sent + (t.generator_skipped or 0)
+from .labtools import planned
 
 
 @pytest.fixture

@@ -20,13 +20,9 @@ from sfclab.kernel import netns
 from sfclab.traffic import native
 from sfclab.traffic.native import NativeGenerator
 
+from .labtools import planned
+
 SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"
-
-
-def planned(t) -> int:
-    """Frames of the window's plan the sender accounted for: sent, or skipped because it fell
-    due while the sender was not run (``generator_skipped``, said on the trial)."""
-    return t.sent + (t.generator_skipped or 0)
 
 
 @dataclass

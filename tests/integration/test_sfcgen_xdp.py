@@ -14,14 +14,10 @@ import pytest
 from sfclab.kernel import netns
 from sfclab.traffic.native import NativeGenerator
 
+from .labtools import planned
+
 SRC_IP, DST_IP = "198.18.0.1", "198.18.0.2"
 IMIX_CYCLE = [64] * 7 + [594] * 4 + [1518]
-
-
-def planned(t) -> int:
-    """Frames of the window's plan the sender accounted for: sent, or skipped because it fell
-    due while the sender was not run (``generator_skipped``, said on the trial)."""
-    return t.sent + (t.generator_skipped or 0)
 
 
 @pytest.fixture
