@@ -255,9 +255,9 @@ def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     tp = sub.add_parser("traffic", help="measure: iperf3 flows, packet rates, NDR/PDR, latency",
                         description="Measure a running lab.",
                         epilog="examples:\n"
-                        "  sfclab traffic iperf chain5 --from src --to dst --flows 4\n"
+                        "  sfclab traffic iperf chain5 --from src --to dst --flows 4 --duration 3\n"
                         "  sfclab traffic rate chain5 --from src --to dst --size 64 --rates 100k,200k,max\n"
-                        "  sfclab traffic ndr chain5 --from src --to dst --size 64 --json\n"
+                        "  sfclab traffic ndr chain5 --from src --to dst --size 64 --precision 5 --json\n"
                         "  sfclab traffic latency chain5 --from src --to dst --rate 50k --size 64\n"
                         "  sfclab traffic rate chain5 --size 64 --rates max --sink xdp\n"
                         "  sfclab traffic calibrate --sizes 64,1518",
@@ -309,7 +309,7 @@ def _packet_options(sp: argparse.ArgumentParser, threads: bool = True) -> None:
 
 def _iperf(ts: Any) -> None:
     sp = _common(ts, "iperf", cmd_iperf, "N independent iperf3 pairs on distinct ports",
-                 "sfclab traffic iperf chain5 --from src --to dst --flows 4 --zerocopy --json")
+                 "sfclab traffic iperf chain5 --from src --to dst --flows 4 --duration 3 --zerocopy --json")
     sp.add_argument("--flows", help="parallel iperf3 pairs (default 1)")
     sp.add_argument("--udp", action="store_true", default=None)
     sp.add_argument("--length", help="bytes per write (UDP: datagram payload)")
@@ -334,7 +334,7 @@ def _rate(ts: Any) -> None:
 
 def _ndr(ts: Any) -> None:
     sp = _common(ts, "ndr", cmd_ndr, "NDR/PDR search: MLRsearch (default) or binary",
-                 "sfclab traffic ndr chain5 --size 64 --loss 0%,0.5% --trial 2")
+                 "sfclab traffic ndr chain5 --size 64 --loss 0%,0.5% --trial 1 --precision 5")
     sp.add_argument("--loss", help="loss goals NDR,PDR in percent (default 0%%,0.5%%)")
     sp.add_argument("--trial", "--duration", dest="duration", metavar="S",
                     help="seconds per trial (default 2)")
