@@ -14,14 +14,24 @@ at all.  Then the trials, in *rounds*: each round measures the three setups back
 order rotated from round to round (bare, bare2, container; bare2, container, bare; ...), so a
 load that drifts over the run hits all alike.  Each round gives one paired ratio per setup
 (over bare); each verdict comes from the median of those ratios and its 95 % bootstrap
-interval (resampled rounds, a fixed seed):
+interval (resampled rounds, a fixed seed).
+
+The TCP rounds measure *together* (the default, ``--tcp together``): one iperf3 flow through
+the bare router and one through the other setup (bare2 or the container) at the same time, for
+the same seconds, each client on its own core and each server on the other (so each core holds
+one flow's sender and the other's receiver, and a flow's forwarding runs where its packets are
+sent).  On these virtual machines one flow's throughput moves by 2x from one 2-s trial to the
+next, with the machine's own speed; two flows side by side see the same moments, so their ratio
+keeps only what differs between their paths.  Which setup is the first flow (its client on the
+first core) alternates from round to round.  ``--tcp apart`` measures one setup at a time, as
+the NDR does (kept to compare the two ways).  The verdicts:
 
 - ``within 5 %``: the whole interval lies within 0.95 .. 1.05;
 - ``differs``:   the whole interval lies outside it, on one side;
 - ``not resolved``: the interval is wider than the machine's noise lets this run decide.
 
 Run as root:  .venv/bin/python bench/bench_container_path.py [--tcp-reps 16] [--iperf 2]
-              [--warmup 1] [--ndr-reps 6] [--trial 1] [--image localhost/sfclab/base:latest] [--json]
+              [--tcp together|apart] [--warmup 1] [--ndr-reps 6] [--trial 1] [--image localhost/sfclab/base:latest] [--json]
               (``--reps N`` sets both --tcp-reps and --ndr-reps: ``make bench`` gives it)
 
 The container is not privileged (podman's default capabilities, a read-only /sys inside): the
@@ -52,6 +62,7 @@ from sfclab.api import Lab  # noqa: E402
 from sfclab.kernel import netns  # noqa: E402
 from sfclab.spec.measurement import IperfRequest, NdrRequest  # noqa: E402
 from sfclab.traffic import measure  # noqa: E402
+from sfclab.traffic.iperf import Target, run_iperf  # noqa: E402
 from sfclab.traffic.result import Measurement  # noqa: E402
 
 SETUPS = ("bare", "bare2", "container")
@@ -170,6 +181,23 @@ def paired(bare: list[float], boxed: list[float]) -> dict:
     }
 
 
+def together(labs: dict[str, Lab], order: tuple[str, str], seconds: float) -> dict[str, dict]:
+    """One iperf3 flow through each of two labs at the same time (the first in ``order`` is
+    flow 0: its client on the first core, its server on the second; the other the reverse):
+    per setup its throughput and its bits per CPU second of its own client and server."""
+    m = run_iperf("", "", "", duration=seconds, targets=[
+        Target(k, labs[k].netns("src"), labs[k].netns("dst"), str(labs[k].address("dst")))
+        for k in order])
+    out: dict[str, dict] = {}
+    for k in order:
+        flows = [f for f in m.extra["per_flow"] if f.get("pair") == k]
+        used = sum((f.get("client_cpu_s") or 0.0) + (f.get("server_cpu_s") or 0.0) for f in flows)
+        bps = m.metrics[f"pair.{k}.throughput_bps"]
+        out[k] = {"tcp_bps": bps,
+                  "tcp_bits_per_cpu_s": bps * seconds / used if used > 0 else float("nan")}
+    return out
+
+
 def rotated(rep: int) -> tuple[str, ...]:
     """The setups in round ``rep``'s order: each starts a round in turn."""
     i = rep % len(SETUPS)
@@ -180,6 +208,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--tcp-reps", type=int, default=16, help="rounds of TCP trials")
     ap.add_argument("--iperf", type=float, default=2.0, help="seconds per iperf3 trial")
+    ap.add_argument("--tcp", choices=("together", "apart"), default="together",
+                    help="TCP trials of two setups at the same time (default), or one at a time")
     ap.add_argument(
         "--warmup", type=int, default=1, help="TCP trials of each setup run first and not counted"
     )
@@ -195,9 +225,14 @@ def main() -> int:
         a.tcp_reps = a.ndr_reps = a.reps
     tag = secrets.token_hex(2)
     runs: dict[str, dict[str, list[float]]] = {
-        k: {"tcp_bps": [], "tcp_bits_per_cpu_s": [], "ndr_pps": []} for k in SETUPS
+        k: {"tcp_bps": [], "tcp_bits_per_cpu_s": [], "ndr_pps": [], "pdr_pps": []} for k in SETUPS
     }
     bounds = 0
+    # --tcp together: per other setup, the bare router's and its own figures from the same trials
+    pair_runs: dict[str, dict[str, dict[str, list[float]]]] = {
+        o: {k: {"tcp_bps": [], "tcp_bits_per_cpu_s": []} for k in ("bare", o)}
+        for o in AGAINST_BARE
+    }
     with contextlib.ExitStack() as stack:
         labs = {
             k: stack.enter_context(
@@ -215,7 +250,24 @@ def main() -> int:
         for k in SETUPS:  # warm-up, not counted: the first trials after up ran slow
             for _ in range(a.warmup):
                 measure.run(labs[k].name, IperfRequest(duration=a.iperf))
-        for rep in range(a.tcp_reps):
+        for rep in range(a.tcp_reps if a.tcp == "together" else 0):
+            # each round: bare beside bare2 (the control), bare beside the container, the
+            # two in turn first, and bare the first flow in every other round
+            for other in AGAINST_BARE[rep % 2:] + AGAINST_BARE[:rep % 2]:
+                order = ("bare", other) if rep // 2 % 2 == 0 else (other, "bare")
+                got = together(labs, order, a.iperf)
+                for k in order:
+                    pair_runs[other][k]["tcp_bps"].append(got[k]["tcp_bps"])
+                    pair_runs[other][k]["tcp_bits_per_cpu_s"].append(
+                        got[k]["tcp_bits_per_cpu_s"])
+                print(
+                    f"round {rep} bare beside {other:9}: TCP "
+                    + ", ".join(f"{k} {got[k]['tcp_bps'] / 1e9:.2f}" for k in order)
+                    + " Gbit/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        for rep in range(a.tcp_reps if a.tcp == "apart" else 0):
             for k in rotated(rep):
                 m = measure.run(labs[k].name, IperfRequest(duration=a.iperf))
                 runs[k]["tcp_bps"].append(m.metrics["throughput_bps"])
@@ -232,12 +284,30 @@ def main() -> int:
                 bounds += "ndr_pps" not in m.metrics
                 ndr = m.metrics.get("ndr_pps") or m.metrics.get("ndr_lower_bound_pps")
                 runs[k]["ndr_pps"].append(float("nan") if ndr is None else ndr)
+                pdr = m.metrics.get("pdr_pps") or m.metrics.get("pdr_lower_bound_pps")
+                runs[k]["pdr_pps"].append(float("nan") if pdr is None else pdr)
                 print(
-                    f"round {rep} {k:9}: NDR {runs[k]['ndr_pps'][-1]:10,.0f} pps (64 B)",
+                    f"round {rep} {k:9}: NDR {runs[k]['ndr_pps'][-1]:10,.0f} pps, PDR "
+                    f"{runs[k]['pdr_pps'][-1]:10,.0f} pps (64 B)",
                     file=sys.stderr,
                     flush=True,
                 )
+    if a.tcp == "together":  # each setup's figures as measured; the bare router's: both runs
+        for o in AGAINST_BARE:
+            for m_, v in pair_runs[o][o].items():
+                runs[o][m_] = v
+            for m_, v in pair_runs[o]["bare"].items():
+                runs["bare"][m_] += v
+    over_bare = {
+        k: {m: paired(runs["bare"][m], runs[k][m]) for m in runs["bare"] if runs["bare"][m]}
+        for k in AGAINST_BARE
+    }
+    if a.tcp == "together":  # the ratios of flows that ran side by side
+        for o in AGAINST_BARE:
+            for m_ in ("tcp_bps", "tcp_bits_per_cpu_s"):
+                over_bare[o][m_] = paired(pair_runs[o]["bare"][m_], pair_runs[o][o][m_])
     out: dict = {
+        "tcp": a.tcp,
         "tcp_reps": a.tcp_reps,
         "warmup": a.warmup,
         "ndr_reps": a.ndr_reps,
@@ -249,10 +319,7 @@ def main() -> int:
         "settings_differ": diff,
         "ndr_lower_bounds": bounds,
         "setups": {k: {m: spread(v) for m, v in r.items() if v} for k, r in runs.items()},
-        "over_bare": {
-            k: {m: paired(runs["bare"][m], runs[k][m]) for m in runs["bare"] if runs["bare"][m]}
-            for k in AGAINST_BARE
-        },
+        "over_bare": over_bare,
     }
     if a.json:
         print(json.dumps(out, indent=2))
@@ -269,7 +336,9 @@ def main() -> int:
             c = d["tcp_bits_per_cpu_s"]
             line += (
                 f" TCP {t['median'] / 1e9:6.2f} Gbit/s ({t['min'] / 1e9:.2f} - "
-                f"{t['max'] / 1e9:.2f}, {a.tcp_reps} x {a.iperf:g} s), "
+                f"{t['max'] / 1e9:.2f}, {len(runs[k]['tcp_bps'])} x {a.iperf:g} s"
+                + (", beside another flow" if a.tcp == "together" else "")
+                + "), "
                 f"{c['median'] / 1e9:.2f} Gbit per CPU second ({c['min'] / 1e9:.2f} - "
                 f"{c['max'] / 1e9:.2f})"
             )
@@ -279,6 +348,9 @@ def main() -> int:
                 f"   NDR 64 B {n['median']:10,.0f} pps ({n['min']:,.0f} - "
                 f"{n['max']:,.0f}, {a.ndr_reps} searches)"
             )
+        if "pdr_pps" in d:
+            n = d["pdr_pps"]
+            line += f"   PDR 64 B {n['median']:10,.0f} pps ({n['min']:,.0f} - {n['max']:,.0f})"
         print(line)
     for k, by_metric in out["over_bare"].items():
         for m, p in by_metric.items():
