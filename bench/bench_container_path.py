@@ -292,20 +292,19 @@ def main() -> int:
                     file=sys.stderr,
                     flush=True,
                 )
-    if a.tcp == "together":  # each setup's figures as measured; the bare router's: both runs
-        for o in AGAINST_BARE:
-            for m_, v in pair_runs[o][o].items():
-                runs[o][m_] = v
-            for m_, v in pair_runs[o]["bare"].items():
-                runs["bare"][m_] += v
+    # one setup at a time: the rounds' ratios of what each measured
     over_bare = {
         k: {m: paired(runs["bare"][m], runs[k][m]) for m in runs["bare"] if runs["bare"][m]}
         for k in AGAINST_BARE
     }
-    if a.tcp == "together":  # the ratios of flows that ran side by side
-        for o in AGAINST_BARE:
-            for m_ in ("tcp_bps", "tcp_bits_per_cpu_s"):
-                over_bare[o][m_] = paired(pair_runs[o]["bare"][m_], pair_runs[o][o][m_])
+    # side by side (empty unless --tcp together): the ratios of the flows that ran together;
+    # each setup's figures are those it had beside another (the bare router's: both pairings)
+    for o in AGAINST_BARE:
+        for m_, v in pair_runs[o]["bare"].items():
+            if v:
+                over_bare[o][m_] = paired(v, pair_runs[o][o][m_])
+            runs["bare"][m_] += v
+            runs[o][m_] += pair_runs[o][o][m_]
     out: dict = {
         "tcp": a.tcp,
         "tcp_reps": a.tcp_reps,
