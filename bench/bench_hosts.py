@@ -63,7 +63,6 @@ import json
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -71,9 +70,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from sfclab.api import Lab  # noqa: E402
-from sfclab.kernel import cpus, netns  # noqa: E402
+from sfclab.kernel import cpus  # noqa: E402
 from sfclab.traffic import cores  # noqa: E402
 from sfclab.traffic.native import NativeGenerator  # noqa: E402
+from softirq_clock import SoftirqClock, rx_packets  # noqa: E402
 
 SETUPS = ("bridged-if", "bridge", "direct", "shortbridge", "shortbridge-vxlandev")
 
@@ -133,47 +133,6 @@ def busy(before: dict[str, int], after: dict[str, int], seconds: float) -> tuple
     d = {k: (after[k] - before[k]) / hz for k in after}
     user = d["user"] + d["nice"]
     return max(0.0, seconds - d["idle"] - d["iowait"] - user - d["steal"]), user
-
-
-def rx_packets(ns: str) -> int:
-    """Frames the sink's interface took in (/proc/net/dev, read inside the namespace)."""
-    for line in netns.run(ns, ["cat", "/proc/net/dev"]).stdout.splitlines():
-        name, _, counters = line.partition(":")
-        if name.strip() == "eth0":
-            return int(counters.split()[1])
-    raise RuntimeError(f"no eth0 in {ns}")
-
-
-class SoftirqClock:
-    """Per-CPU time in the network softirqs, to the nanosecond (native/build/sfc-softirq: BPF
-    programs on irq:softirq_entry/exit, held by that process for the run)."""
-
-    def __init__(self) -> None:
-        binary = Path(__file__).resolve().parents[1] / "native" / "build" / "sfc-softirq"
-        self.proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdin and self.proc.stdout
-        if self.proc.stdout.readline().strip() != "ready":
-            self.close()
-            raise RuntimeError("sfc-softirq did not start (run `make -C native`)")
-
-    def read(self) -> dict[int, int]:
-        assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write("\n")
-        self.proc.stdin.flush()
-        return {int(c): int(ns) for c, ns in
-                (x.split(":") for x in self.proc.stdout.readline().split())}
-
-    def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=10)
-
-    def __enter__(self) -> SoftirqClock:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class Setup:

@@ -49,7 +49,6 @@ from sfclab.spec.measurement import NdrRequest
 from sfclab.traffic import measure, ndr
 
 ROUTERS = [f"r{i}" for i in range(1, 9)]
-NODES = ["src", *ROUTERS, "f", "dst"]
 FW = {"kind": "firewall", "rules": []}
 CLASSIFIER = {"ingress": "src", "proto": "udp", "dport": measure.BASE_PORT}
 #: ``ip -d -j link``'s ``xdp.mode``: 1 = driver (native), 2 = generic (skb), 3 = offload
@@ -58,12 +57,15 @@ SIDES = ("labels", "routed")
 GOAL = 5.0
 
 
-def lab_dict(steered: bool, name: str | None = None) -> dict[str, Any]:
-    """The bench's lab: ``src - r1..r8 - f - dst``, with the chain ``c`` when ``steered``."""
+def lab_dict(steered: bool, name: str | None = None,
+             routers: int = len(ROUTERS)) -> dict[str, Any]:
+    """The bench's lab: ``src - r1..r8 - f - dst`` (``routers`` of them), with the chain ``c``
+    when ``steered``."""
     kinds = {"src": {"kind": "host"}, "dst": {"kind": "host"}, "f": FW}
+    nodes = ["src", *[f"r{i}" for i in range(1, routers + 1)], "f", "dst"]
     d: dict[str, Any] = {"name": name or "h" + secrets.token_hex(3),
-                         "nodes": {n: kinds.get(n, {"kind": "router"}) for n in NODES},
-                         "links": [{"endpoints": [a, b]} for a, b in zip(NODES, NODES[1:])]}
+                         "nodes": {n: kinds.get(n, {"kind": "router"}) for n in nodes},
+                         "links": [{"endpoints": [a, b]} for a, b in zip(nodes, nodes[1:])]}
     if steered:
         d["chains"] = {"c": {"classifiers": [CLASSIFIER], "functions": ["f"], "egress": "dst"}}
     return d

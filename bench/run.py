@@ -27,6 +27,7 @@ def main() -> int:
         ["bench_sfc_classifier.py", "--reps", reps],
         ["bench_sfc_paths.py", "--reps", reps, "--trial", "1"],
         ["bench_sfc_hops.py", "--reps", reps, "--trial", "1"],
+        ["bench_hop_cost.py", "--rounds", "8" if not a.quick else reps],
         ["bench_path_kinds.py", "--reps", reps, "--trial", "1"],
         ["bench_ssh_hosts.py", "--reps", reps],
         ["bench_ssh_chains.py", "--reps", reps],

@@ -155,7 +155,7 @@ def test_steered_first_hop_runs_off_the_generators_core(running_lab):
     if not layout.separated:
         pytest.skip("one online core: nothing to separate")
     sys.path.insert(0, str(BENCH))
-    from bench_hosts import SoftirqClock
+    from softirq_clock import SoftirqClock
 
     lab = steered_lab(running_lab)
     ns = lab.netns("f1")

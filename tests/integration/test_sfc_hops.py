@@ -1,4 +1,5 @@
-"""The lab of ``bench/bench_sfc_hops.py`` (``src - r1..r8 - f - dst``) builds and steers: with
+"""The lab of ``bench/bench_sfc_hops.py`` (``src - r1..r8 - f - dst``, and its one-router twin
+that ``bench/bench_hop_cost.py`` sets beside it) builds and steers: with
 labels, every router and the function pop their labels in XDP attached in native (driver) mode
 and the routers' IP stacks forward none of the datagrams; the same lab routed forwards each of
 them in every router's IP stack (which shows the check can tell the two apart).  No speed goal:
@@ -81,3 +82,19 @@ def test_bench_lab_routed_forwards_in_the_ip_stack() -> None:
     b = bench()
     with running(b.lab_dict(False)) as lab:
         assert all(v >= N for v in carry(lab, b).values())
+
+
+def test_bench_lab_of_one_router_steers_too() -> None:
+    """``bench_hop_cost``'s short chain (``src - r1 - f - dst``): r1 pops its label in native
+    XDP and its IP stack forwards none of the datagrams, f its proxy and forward labels."""
+    b = bench()
+    with running(b.lab_dict(True, routers=1)) as lab:
+        assert sorted(lab.spec.nodes) == ["dst", "f", "r1", "src"]
+        modes = b.xdp_modes(lab, ["r1", "f"])
+        assert modes["r1"]["eth0"] == modes["f"]["eth0"] == "native", modes
+        before, fwd = node_counters(lab), forwarded(lab, "r1")
+        carry_to_dst(lab, b.measure.BASE_PORT)
+        after = node_counters(lab)
+        assert after["r1"]["popped"] - before["r1"]["popped"] >= N
+        assert after["f"]["popped"] - before["f"]["popped"] >= 2 * N
+        assert forwarded(lab, "r1") - fwd < N // 10
