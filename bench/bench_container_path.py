@@ -45,7 +45,7 @@ The verdicts:
 
 Run as root:  .venv/bin/python bench/bench_container_path.py [--tcp-reps 16] [--iperf 2]
               [--tcp together|apart] [--warmup 1] [--cost-reps 16] [--cost-rate 400000] [--ndr-reps 6] [--trial 1] [--image localhost/sfclab/base:latest] [--json]
-              (``--reps N`` sets both --tcp-reps and --ndr-reps: ``make bench`` gives it)
+              (``--reps N`` sets --tcp-reps, --cost-reps and --ndr-reps: ``make bench`` gives it)
 
 The container is not privileged (podman's default capabilities, a read-only /sys inside): the
 NDR's placement of the first hop's receive processing writes the router's sysfs through the
@@ -247,7 +247,7 @@ def main() -> int:
     ap.add_argument("--cost-rate", type=float, default=400e3,
                     help="their offered rate in pps (below the knee: no loss)")
     ap.add_argument("--ndr-reps", type=int, default=6, help="rounds of NDR searches")
-    ap.add_argument("--trial", type=float, default=1.0, help="seconds per NDR search trial")
+    ap.add_argument("--trial", type=float, default=1.0, help="seconds per cost trial and per NDR search trial")
     ap.add_argument(
         "--reps", type=int,
         help="rounds of every kind (sets --tcp-reps, --cost-reps and --ndr-reps)"
@@ -409,6 +409,9 @@ def main() -> int:
             n = d["pdr_pps"]
             line += f"   PDR 64 B {n['median']:10,.0f} pps ({n['min']:,.0f} - {n['max']:,.0f})"
         print(line)
+    if cost_lossy:
+        print(f"{cost_lossy} cost trial(s) lost frames or were measurement-limited: their cost "
+              "per frame counts (the work done), but a lower --cost-rate keeps them all clean")
     for k, by_metric in out["over_bare"].items():
         for m, p in by_metric.items():
             if p["verdict"] == "no data":
