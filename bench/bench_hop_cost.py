@@ -10,7 +10,8 @@ routers, each steered by labels and routed.  Every round offers each lab the sam
 work per frame), in an order rotated from round to round, and reads the chain's CPU per frame:
 the run time of the chain's own threads (the first hop's pinned NAPI thread, in which every later
 hop and the sink run, and the chain core's ksoftirqd: ``cores.chain.threads_cpu_s``) over the
-frames received in the trial's window, which other programs' load does not add to.  Per side,
+frames received in the same span, the whole trial (:func:`sfclab.traffic.ndr.trial_cpu_per_packet`),
+which other programs' load does not add to.  Per side,
 
     one hop = (cost with N long - cost with 1) / (N long - 1)
 
@@ -42,7 +43,7 @@ from typing import Any
 from bench_sfc_hops import lab_dict
 from sfclab.api import Lab
 from sfclab.spec.measurement import RateRequest
-from sfclab.traffic import measure
+from sfclab.traffic import measure, ndr
 
 SIDES = ("labels", "routed")
 #: the issue's count: 8 forwarding hops and one kernel function
@@ -53,8 +54,8 @@ def cost(lab: str, rate: float, seconds: float) -> dict[str, Any]:
     """One fixed-rate trial (xdp engine, 64 bytes): the chain's CPU microseconds per frame."""
     m = measure.run(lab, RateRequest(rates=[rate], size=64, duration=seconds, engine="xdp"))
     p = m.extra["points"][0]
-    cpu = p["cores"]["chain"].get("threads_cpu_s")
-    us = cpu * 1e6 / p["received"] if cpu is not None and p["received"] else float("nan")
+    cpu = ndr.trial_cpu_per_packet(p)
+    us = cpu[0] if cpu is not None and cpu[1] == "threads" else float("nan")
     return {"us_per_frame": us, "lost": p["lost"], "limited": bool(p["measurement_limited"])}
 
 

@@ -63,6 +63,8 @@ def test_a_spinning_chain_thread_is_counted() -> None:
 
     t = CoreWatchedGenerator(Here(), {"chain": [0]}, [me]).trial(1000, 0.01, 64)
     assert t.cores is not None and 0.3 <= t.cores["chain"]["threads_cpu_s"] <= 0.6
+    assert t.cores["chain"]["threads_frames"] == (
+        t.received if t.received_total is None else t.received_total)
 
 
 def test_the_readers() -> None:
@@ -88,3 +90,7 @@ def test_cpu_per_packet_at_the_ndr_is_read_from_its_fastest_lossless_trial() -> 
     no_threads = {"trials": [trial(2000, 0, None, busy=40.0)]}
     assert chain_cpu_per_packet(no_threads) == (200.0, "core")  # 0.4 s of the core
     assert chain_cpu_per_packet({"trials": [trial(2000, 5, 0.1)]}) is None
+    # the threads' run time covers the whole trial: over the frames of that span when known
+    whole = trial(2000, 0, 0.004)
+    whole["cores"]["chain"]["threads_frames"] = 4000
+    assert chain_cpu_per_packet({"trials": [whole]}) == (1.0, "threads")

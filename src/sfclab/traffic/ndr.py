@@ -665,17 +665,25 @@ def chain_cpu_per_packet(extra: dict[str, Any]) -> tuple[float, str] | None:
     """The chain's CPU microseconds per packet received in the trial that set a search's NDR
     (its fastest search or confirm trial without loss), from a search's ``extra`` (this
     module's or MLRsearch's: both keep every trial with its ``cores``), and what it was read
-    from: ``"threads"``, the run time of the chain's own threads (``cores.chain.threads_cpu_s``,
-    :class:`~.wrappers.CoreWatchedGenerator`), else ``"core"``, the chain core's busy time
-    (which counts other programs' time there too).  None without such a trial."""
+    from (:func:`trial_cpu_per_packet`).  None without such a trial."""
     lossless = [t for t in extra.get("trials", []) if t.get("purpose") in ("search", "confirm")
                 and not t.get("lost") and t.get("received") and t.get("cores")]
     if not lossless:
         return None
-    t = max(lossless, key=lambda t: t["effective_pps"])
-    chain = t["cores"].get("chain", {})
+    return trial_cpu_per_packet(max(lossless, key=lambda t: t["effective_pps"]))
+
+
+def trial_cpu_per_packet(t: dict[str, Any]) -> tuple[float, str] | None:
+    """The chain's CPU microseconds per packet of one trial (a trial's dict, with ``cores``)
+    and what it was read from: ``"threads"``, the run time of the chain's own threads over
+    the frames received in the same span (``cores.chain.threads_cpu_s`` and
+    ``threads_frames``, :class:`~.wrappers.CoreWatchedGenerator`; ``received`` when a trial
+    has no ``threads_frames``), else ``"core"``, the chain core's busy time over the window
+    (which counts other programs' time there too).  None without either."""
+    chain = (t.get("cores") or {}).get("chain", {})
     if chain.get("threads_cpu_s") is not None:
-        return chain["threads_cpu_s"] * 1e6 / t["received"], "threads"
-    if chain.get("busy_pct") is None:
+        frames = chain.get("threads_frames") or t.get("received")
+        return (chain["threads_cpu_s"] * 1e6 / frames, "threads") if frames else None
+    if chain.get("busy_pct") is None or not t.get("received"):
         return None
     return chain["busy_pct"] / 100 * t["window_s"] * 1e6 / t["received"], "core"

@@ -138,7 +138,9 @@ class CoreWatchedGenerator(PacketGenerator):
     threads, in whose softirq processing every later hop and the sink run, and the chain
     cores' ksoftirqd).  Their run time over the trial is the chain role's ``threads_cpu_s``:
     the chain's own CPU, which other programs' load on its cores does not add to (as it does
-    to ``busy_pct``)."""
+    to ``busy_pct``).  ``threads_frames`` is what the receiver took over the same span (the
+    whole trial, ramp and drain included: ``received_total``), the divisor of a per-frame
+    figure (the window's ``received`` leaves the ramp's frames out, whose work is counted)."""
 
     def __init__(self, gen: PacketGenerator, roles: dict[str, list[int]],
                  chain_threads: list[int] | None = None):
@@ -162,6 +164,8 @@ class CoreWatchedGenerator(PacketGenerator):
             t.cores = role_shares(per_core, self.roles)
         if self.chain_threads and t.cores and "chain" in t.cores:
             t.cores["chain"]["threads_cpu_s"] = round(ns / 1e9, 6)
+            t.cores["chain"]["threads_frames"] = (
+                t.received if t.received_total is None else t.received_total)
         return t
 
     def close(self) -> None:
