@@ -168,8 +168,18 @@ def test_a_sender_stopped_for_a_while_skips_what_fell_due_rather_than_burst(pair
         assert p.returncode == 0
         return json.loads(out.strip().splitlines()[-1])
 
-    calm, stopped = send(False), send(True)
-    assert calm["max_behind"] < 64 and calm["skipped"] == 0, calm
+    # The calm sender is the control: nothing stops it, so it never falls 64 frames (6.4 ms)
+    # behind, unless the machine holds it that long (CI's stop 37: 51 ms, once). A pacing fault
+    # lags every run and a hold one, so the control is tried up to three times: a try that never
+    # fell 64 behind skips nothing, and one try must not fall behind.
+    calms = []
+    for _ in range(3):
+        calms.append(send(False))
+        if calms[-1]["max_behind"] < 64:
+            break
+    assert all(c["max_behind"] >= 64 or c["skipped"] == 0 for c in calms), calms
+    assert calms[-1]["max_behind"] < 64, calms
+    stopped = send(True)
     assert stopped["max_behind"] >= 1_800, stopped
     assert stopped["max_behind_s"] == pytest.approx(stopped["max_behind"] / 10_000, rel=1e-3)
     # all but the last 64 frames due at that moment skipped (and any later lag's), never sent
