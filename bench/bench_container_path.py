@@ -322,7 +322,8 @@ def main() -> int:
                 cost_lossy += c["lost"] > 0 or c["limited"]
                 print(
                     f"round {rep} {k:9}: {c['us_per_frame']:.3f} us of network softirq per "
-                    f"64-byte frame at {a.cost_rate:,.0f} pps, {c['lost']} lost",
+                    f"64-byte frame at {a.cost_rate:,.0f} pps, {c['lost']} lost"
+                    f"{', measurement-limited' if c['limited'] else ''}",
                     file=sys.stderr,
                     flush=True,
                 )

@@ -88,7 +88,9 @@ def run(rounds: int, rate: float, seconds: float, long: int,
                 per[k].append(c["us_per_frame"])
                 lossy += c["lost"] > 0 or c["limited"]
                 print(f"  round {r + 1} {k[0]:6} {k[1]} router(s): {c['us_per_frame']:.3f} us "
-                      f"per frame, {c['lost']} lost", file=sys.stderr, flush=True)
+                      f"per frame, {c['lost']} lost"
+                      f"{', measurement-limited' if c['limited'] else ''}",
+                      file=sys.stderr, flush=True)
     hop = {s: spread([(b - a) / (long - 1) for a, b in zip(per[(s, 1)], per[(s, long)])])
            for s in SIDES}
     whole = {s: spread(per[(s, long)]) for s in SIDES}

@@ -86,6 +86,18 @@ class Trial:
         return max(self.sent - self.received, 0)
 
     @property
+    def sent_whole(self) -> int:
+        """Packets sent over the whole trial (ramp and drain included): ``sent_total`` when a
+        window was measured, else ``sent``."""
+        return self.sent if self.sent_total is None else self.sent_total
+
+    @property
+    def received_whole(self) -> int:
+        """Packets received over the whole trial (ramp and drain included): ``received_total``
+        when a window was measured, else ``received``."""
+        return self.received if self.received_total is None else self.received_total
+
+    @property
     def lost_total(self) -> int:
         """Packets lost over the whole trial (ramp included), what a loss locator can see."""
         if self.sent_total is None or self.received_total is None:

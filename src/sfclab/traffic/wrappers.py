@@ -65,10 +65,8 @@ class PairedGenerator(PacketGenerator):
                      received_pps=sum(r.received_pps for r in done),
                      reordered=sum(r.reordered for r in done),
                      duplicated=sum(r.duplicated for r in done), pairs=done,
-                     sent_total=sum(r.sent if r.sent_total is None else r.sent_total
-                                    for r in done),
-                     received_total=sum(r.received if r.received_total is None
-                                        else r.received_total for r in done),
+                     sent_total=sum(r.sent_whole for r in done),
+                     received_total=sum(r.received_whole for r in done),
                      raw={"pairs": [r.raw for r in done]})
 
     def close(self) -> None:
@@ -164,8 +162,7 @@ class CoreWatchedGenerator(PacketGenerator):
             t.cores = role_shares(per_core, self.roles)
         if self.chain_threads and t.cores and "chain" in t.cores:
             t.cores["chain"]["threads_cpu_s"] = round(ns / 1e9, 6)
-            t.cores["chain"]["threads_frames"] = (
-                t.received if t.received_total is None else t.received_total)
+            t.cores["chain"]["threads_frames"] = t.received_whole
         return t
 
     def close(self) -> None:
