@@ -15,6 +15,7 @@ counters back; ``sfclab chain classify`` adds entries through it on a running la
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from collections.abc import Iterable, Mapping
@@ -546,8 +547,18 @@ def remove_dir(path: Path) -> int:
         for d in dirs:
             os.rmdir(os.path.join(root, d))
     os.rmdir(path)
-    try:
-        path.parent.rmdir()  # only when empty: another lab's directory keeps it
-    except OSError:
-        pass
+    remove_if_empty(path.parent)  # another lab's directory keeps it
     return n
+
+
+def remove_if_empty(d: Path) -> None:
+    """Remove directory ``d`` (one sfclab made in bpffs) if it is empty; one already gone, or
+    that another lab or host's share still holds, is left.  One rmdir and no check before it:
+    the hosts of a lab end their shares at once, and a check races the others' removals."""
+    try:
+        d.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise

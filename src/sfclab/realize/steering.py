@@ -134,8 +134,7 @@ class Steering(Part):
                 dataplane.remove_dir(path)
                 if share:  # then the lab's directory, and sfclab's, when no other uses them
                     for d in (top, top.parent):
-                        if d.is_dir() and not any(d.iterdir()):
-                            d.rmdir()
+                        dataplane.remove_if_empty(d)
             except OSError as err:
                 report.errors.append(f"bpffs {path}: {err}")
 
